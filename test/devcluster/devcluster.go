@@ -1,0 +1,367 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configures Start. Zero values pick defaults.
+type Options struct {
+	// Dir holds certificates, etcd data, logs and the kubeconfig. Required.
+	Dir string
+	// APIServer is the kube-apiserver binary; default <repo>/bin/kube-apiserver.
+	APIServer string
+	// Etcd is the etcd binary; default <repo>/bin/etcd, then etcd on PATH, then /usr/bin/etcd.
+	Etcd string
+	// Detach starts the processes in their own session so they outlive the
+	// caller (for `devcluster up`); otherwise they die with the caller.
+	Detach bool
+	// ReadyTimeout bounds the wait for /readyz; default 90s.
+	ReadyTimeout time.Duration
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	dir        string
+	kubeconfig string
+	server     string
+	pki        *pki
+	etcd       *exec.Cmd
+	apiserver  *exec.Cmd
+	rest       *rest.Config
+}
+
+// Start launches etcd and kube-apiserver and waits until the apiserver is
+// ready. On error everything started is stopped again.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("devcluster: Options.Dir is required")
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 90 * time.Second
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	apiserverBin, etcdBin, err := binaries(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	p, err := generatePKI(dir)
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	c = &Cluster{dir: dir, pki: p, server: fmt.Sprintf("https://127.0.0.1:%d", ports[2])}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+
+	c.etcd, err = startProcess(dir, "etcd", opts.Detach, etcdBin,
+		"--name=devcluster",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdClient,
+		"--advertise-client-urls="+etcdClient,
+		"--listen-peer-urls="+etcdPeer,
+		"--initial-advertise-peer-urls="+etcdPeer,
+		"--initial-cluster=devcluster="+etcdPeer,
+		"--log-level=warn",
+		"--quota-backend-bytes=4294967296",
+		"--unsafe-no-fsync",
+	)
+	if err != nil {
+		return nil, err
+	}
+	c.apiserver, err = startProcess(dir, "kube-apiserver", opts.Detach, apiserverBin,
+		"--etcd-servers="+etcdClient,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]),
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file="+p.ServingCert,
+		"--tls-private-key-file="+p.ServingKey,
+		"--client-ca-file="+p.CACert,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+p.SAPub,
+		"--service-account-signing-key-file="+p.SAKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=0",
+	)
+	if err != nil {
+		return nil, err
+	}
+	c.rest = &rest.Config{
+		Host: c.server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile: p.CACert, CertFile: p.AdminCert, KeyFile: p.AdminKey,
+		},
+		QPS: 100, Burst: 200,
+	}
+	c.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := c.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	if err := c.waitReady(ctx, opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Kubeconfig is the path of an admin kubeconfig for the cluster.
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// Server is the apiserver URL.
+func (c *Cluster) Server() string { return c.server }
+
+// Dir is the cluster's directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// RESTConfig returns a copy of the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rest) }
+
+// Client returns an admin clientset.
+func (c *Cluster) Client() kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(c.RESTConfig())
+}
+
+// Stop terminates kube-apiserver then etcd (SIGTERM, then SIGKILL after a
+// grace period) and waits for both to exit.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, p := range []*exec.Cmd{c.apiserver, c.etcd} {
+		if p == nil || p.Process == nil {
+			continue
+		}
+		if err := stopProcess(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.apiserver, c.etcd = nil, nil
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) writeKubeconfig() error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["devcluster"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthority: c.pki.CACert}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: c.pki.AdminCert, ClientKey: c.pki.AdminKey}
+	cfg.Contexts["devcluster"] = &clientcmdapi.Context{Cluster: "devcluster", AuthInfo: "admin"}
+	cfg.CurrentContext = "devcluster"
+	if err := clientcmd.WriteToFile(*cfg, c.kubeconfig); err != nil {
+		return fmt.Errorf("devcluster: write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
+	client, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		for name, p := range map[string]*exec.Cmd{"etcd": c.etcd, "kube-apiserver": c.apiserver} {
+			if p.ProcessState != nil || exited(p) {
+				return fmt.Errorf("devcluster: %s exited early; see %s", name, filepath.Join(c.dir, name+".log"))
+			}
+		}
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			// RBAC bootstrap roles are created by a post-start hook that
+			// /readyz waits for; the default namespace appears just after.
+			if _, err := client.CoreV1().Namespaces().Get(ctx, "default", metav1GetOptions); err == nil {
+				return nil
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devcluster: apiserver not ready after %s: %v; see %s", timeout, last, filepath.Join(c.dir, "kube-apiserver.log"))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func startProcess(dir, name string, detach bool, bin string, args ...string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	if detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("devcluster: start %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+	if !detach {
+		go func() { _ = cmd.Wait() }()
+	}
+	return cmd, nil
+}
+
+// exited reports whether the process is gone (works for detached processes
+// that nobody Waits for).
+func exited(cmd *exec.Cmd) bool {
+	if cmd == nil || cmd.Process == nil {
+		return true
+	}
+	return cmd.Process.Signal(syscall.Signal(0)) != nil
+}
+
+func stopProcess(cmd *exec.Cmd) error {
+	return StopPID(cmd.Process.Pid, 20*time.Second)
+}
+
+// StopPID sends SIGTERM to pid, waits up to grace for it to exit, then
+// sends SIGKILL. It is used by Stop and by `devcluster down`.
+func StopPID(pid int, grace time.Duration) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return nil // already gone
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = p.Signal(syscall.SIGKILL)
+	for i := 0; i < 100 && alive(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) {
+		return fmt.Errorf("devcluster: process %d did not exit", pid)
+	}
+	return nil
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Field 3 is the state; it follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// RepoRoot finds the directory holding tfccm's go.mod, walking up from the
+// working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/tfccm/tfccm\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("devcluster: not inside the tfccm repository")
+		}
+		dir = parent
+	}
+}
+
+func binaries(opts Options) (apiserver, etcd string, err error) {
+	root, rootErr := RepoRoot()
+	apiserver = opts.APIServer
+	if apiserver == "" {
+		if rootErr != nil {
+			return "", "", rootErr
+		}
+		apiserver = filepath.Join(root, "bin", "kube-apiserver")
+	}
+	if _, err := os.Stat(apiserver); err != nil {
+		return "", "", fmt.Errorf("devcluster: kube-apiserver not found at %s (run `make tools`)", apiserver)
+	}
+	etcd = opts.Etcd
+	if etcd == "" {
+		candidates := []string{}
+		if rootErr == nil {
+			candidates = append(candidates, filepath.Join(root, "bin", "etcd"))
+		}
+		if p, err := exec.LookPath("etcd"); err == nil {
+			candidates = append(candidates, p)
+		}
+		candidates = append(candidates, "/usr/bin/etcd")
+		for _, c := range candidates {
+			if _, err := os.Stat(c); err == nil {
+				etcd = c
+				break
+			}
+		}
+	}
+	if etcd == "" {
+		return "", "", errors.New("devcluster: etcd not found (run `make tools`, which installs Debian's etcd-server)")
+	}
+	return apiserver, etcd, nil
+}

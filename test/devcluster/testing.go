@@ -1,0 +1,27 @@
+package devcluster
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var metav1GetOptions = metav1.GetOptions{}
+
+// ForTest starts a control plane in a temporary directory and stops it when
+// the test ends. It fails the test when the tools are missing: run
+// `make tools` first (make test does).
+func ForTest(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return c
+}
