@@ -1,0 +1,224 @@
+package annotations
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Prefix is the namespace of every tfccm annotation.
+const Prefix = "tfccm.io/"
+
+// Decl is the untyped description of one annotation, used for documentation
+// and for checking a Service's annotations as a whole.
+type Decl struct {
+	// Name is the full annotation key, e.g. "tfccm.io/template".
+	Name string
+	// Type is the Go type of the parsed value, as shown in the docs.
+	Type string
+	// Doc describes the annotation (Markdown, one paragraph).
+	Doc string
+	// Example is a valid value.
+	Example string
+
+	check func(string) error
+}
+
+// Key is a typed annotation: Get parses the value on a Service.
+type Key[T any] struct {
+	Decl
+	parse func(string) (T, error)
+}
+
+// Get returns the parsed value of the annotation in annotations, whether it
+// was set, and an error naming the annotation if the value is invalid.
+func (k Key[T]) Get(annotations map[string]string) (T, bool, error) {
+	var zero T
+	raw, ok := annotations[k.Name]
+	if !ok {
+		return zero, false, nil
+	}
+	v, err := k.parse(raw)
+	if err != nil {
+		return zero, true, fmt.Errorf("annotation %s: %w", k.Name, err)
+	}
+	return v, true, nil
+}
+
+// Parse parses a raw value with the annotation's parser.
+func (k Key[T]) Parse(raw string) (T, error) {
+	v, err := k.parse(raw)
+	if err != nil {
+		return v, fmt.Errorf("annotation %s: %w", k.Name, err)
+	}
+	return v, nil
+}
+
+var registry []Decl
+
+func declare[T any](name, typ, example, doc string, parse func(string) (T, error)) Key[T] {
+	if !strings.HasPrefix(name, Prefix) {
+		panic("annotation " + name + " lacks prefix " + Prefix)
+	}
+	for _, d := range registry {
+		if d.Name == name {
+			panic("annotation " + name + " declared twice")
+		}
+	}
+	if _, err := parse(example); err != nil {
+		panic(fmt.Sprintf("annotation %s: example %q does not parse: %v", name, example, err))
+	}
+	d := Decl{Name: name, Type: typ, Doc: doc, Example: example, check: func(s string) error { _, err := parse(s); return err }}
+	registry = append(registry, d)
+	return Key[T]{Decl: d, parse: parse}
+}
+
+// All returns every declared annotation, sorted by name.
+func All() []Decl {
+	out := append([]Decl(nil), registry...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the declaration of name.
+func Lookup(name string) (Decl, bool) {
+	for _, d := range registry {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Decl{}, false
+}
+
+// Check validates every tfccm.io/ annotation in annotations: unknown keys
+// under the prefix and invalid values are errors naming the annotation.
+// Annotations outside the prefix are ignored. Errors are reported in key order.
+func Check(annotations map[string]string) error {
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		if strings.HasPrefix(k, Prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var errs []string
+	for _, k := range keys {
+		d, ok := Lookup(k)
+		if !ok {
+			errs = append(errs, fmt.Sprintf("unknown annotation %s (known: %s)", k, strings.Join(names(), ", ")))
+			continue
+		}
+		if err := d.check(annotations[k]); err != nil {
+			errs = append(errs, fmt.Sprintf("annotation %s: %v", k, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func names() []string {
+	var out []string
+	for _, d := range All() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// variantRE is the only shape a template variant name may have: it becomes
+// part of a directory name, so it can never contain a path separator or dots.
+var variantRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
+
+// lbNameRE is the shape of an explicit load balancer name.
+var lbNameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
+
+// ValidVariant reports whether s is a syntactically valid variant name.
+func ValidVariant(s string) bool { return variantRE.MatchString(s) }
+
+// ValidLoadBalancerName reports whether s is a valid explicit load balancer name.
+func ValidLoadBalancerName(s string) bool { return lbNameRE.MatchString(s) }
+
+func parseVariant(s string) (string, error) {
+	if !variantRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)", s)
+	}
+	return s, nil
+}
+
+func parseBool(s string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return false, fmt.Errorf("%q is not a boolean (use \"true\" or \"false\")", s)
+	}
+	return b, nil
+}
+
+func parseIP(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
+	}
+	return a.Unmap(), nil
+}
+
+func parseLBName(s string) (string, error) {
+	if !lbNameRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a valid load balancer name (1-32 characters of a-z, 0-9 and '-', starting with a letter, not ending with '-')", s)
+	}
+	return s, nil
+}
+
+// parseVars accepts a JSON object; each member stays raw JSON so that the
+// renderer can check it against the type the template declares.
+func parseVars(s string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var probe any
+	if err := dec.Decode(&probe); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not valid JSON: trailing data after the object")
+	}
+	if _, ok := probe.(map[string]any); !ok {
+		return nil, fmt.Errorf("must be a JSON object such as {\"size\": \"small\"}")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	return m, nil
+}
+
+// The declarations. Keep docs short and user-facing; they are published.
+var (
+	// Template picks a template variant among the installed ones.
+	Template = declare(Prefix+"template", "string", "internal",
+		"Picks a load balancer template variant installed by the cluster admin: variant `NAME` is the module directory `loadbalancer.NAME/` of the override directory or the built-in set. Unset means the default `loadbalancer/`. An unknown variant is an error that lists the installed ones.",
+		parseVariant)
+	// Vars is merged over the cluster's load_balancer.settings.
+	Vars = declare(Prefix+"vars", "JSON object", `{"size": "small"}`,
+		"A JSON object merged (top-level keys replace) over the cloud config's `load_balancer.settings` and passed to the template as `settings`. Each key must be an attribute of the template's declared `settings` type and its value must convert to that attribute's type; an unknown key or a wrong type is an error naming the key.",
+		parseVars)
+	// ProxyProtocol asks the template to send the PROXY protocol to backends.
+	ProxyProtocol = declare(Prefix+"proxy-protocol", "bool", "true",
+		"Asks the load balancer to send the PROXY protocol header to the nodes. Reaches the template as `service.proxy_protocol` (default false).",
+		parseBool)
+	// Internal asks for a load balancer reachable only from the private network.
+	Internal = declare(Prefix+"internal", "bool", "true",
+		"Asks for an internal (private network only) load balancer. Reaches the template as `service.internal` (default false).",
+		parseBool)
+	// LoadBalancerIP requests an address for the load balancer.
+	LoadBalancerIP = declare(Prefix+"load-balancer-ip", "netip.Addr", "10.252.0.10",
+		"Requests this IPv4 or IPv6 address for the load balancer. Reaches the template as `service.load_balancer_ip`; an alternative to the deprecated `spec.loadBalancerIP` (setting both to different addresses is an error).",
+		parseIP)
+	// Name sets the load balancer name explicitly.
+	Name = declare(Prefix+"name", "string", "web-prod",
+		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it.",
+		parseLBName)
+)
