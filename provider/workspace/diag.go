@@ -1,0 +1,145 @@
+package workspace
+
+import (
+	"errors"
+	"sort"
+	"strings"
+)
+
+// maxMessage bounds a user-facing error so it fits a Kubernetes Event
+// (whose message is truncated at 1 KiB).
+const maxMessage = 600
+
+// redacted replaces secret values in messages.
+const redacted = "(redacted)"
+
+// scrubber removes secret values from text.
+type scrubber struct {
+	secrets []string // longest first, so overlapping values are removed whole
+}
+
+func newScrubber(values ...[]string) *scrubber {
+	seen := map[string]bool{}
+	var s scrubber
+	for _, vs := range values {
+		for _, v := range vs {
+			v = strings.TrimSpace(v)
+			if v == "" || seen[v] {
+				continue
+			}
+			seen[v] = true
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
+	return &s
+}
+
+// with returns a scrubber that also removes extra values.
+func (s *scrubber) with(extra []string) *scrubber {
+	if len(extra) == 0 {
+		return s
+	}
+	return newScrubber(s.secrets, extra)
+}
+
+func (s *scrubber) scrub(text string) string {
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, redacted)
+	}
+	return text
+}
+
+// Error is a failed tofu operation as users see it.
+type Error struct {
+	// Op is the tofu command that failed.
+	Op string
+	// Summary is tofu's diagnostic summary and detail, shortened and
+	// scrubbed; Message() is "<op>: <summary>".
+	Summary string
+	// LockHolder is set when the state lock is held by someone else.
+	LockHolder string
+	cause      error
+}
+
+func (e *Error) Error() string { return e.Op + ": " + e.Summary }
+
+// Unwrap exposes context errors (timeouts, cancellation); the raw tofu
+// error is not kept because it may carry secrets.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ErrLocked is matched (errors.Is) by errors caused by a state lock held by
+// someone else.
+var ErrLocked = errors.New("state locked by another process")
+
+// Is makes errors.Is(err, ErrLocked) work.
+func (e *Error) Is(target error) bool { return target == ErrLocked && e.LockHolder != "" }
+
+// summarize turns tofu's plain-text (-no-color) stderr into a short
+// diagnostic: every "Error: <summary>" with the first paragraph of its
+// detail, source snippets dropped.
+func summarize(stderr string) string {
+	lines := strings.Split(strings.ReplaceAll(stderr, "\r\n", "\n"), "\n")
+	var parts []string
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimLeft(lines[i], "│╷╵ ")
+		if !strings.HasPrefix(l, "Error: ") {
+			continue
+		}
+		summary := strings.TrimSpace(strings.TrimPrefix(l, "Error: "))
+		var where, detail []string
+		j := i + 1
+		for ; j < len(lines); j++ {
+			raw := strings.TrimLeft(lines[j], "│╷╵")
+			t := strings.TrimSpace(raw)
+			if strings.HasPrefix(t, "Error: ") || strings.HasPrefix(t, "Warning: ") {
+				break
+			}
+			if t == "" {
+				if len(detail) > 0 {
+					break
+				}
+				continue
+			}
+			if strings.HasPrefix(raw, "  ") || strings.HasPrefix(raw, " ") && len(detail) == 0 {
+				// source location and snippet lines are indented
+				if strings.HasPrefix(t, "on ") && len(where) == 0 {
+					where = append(where, strings.TrimSuffix(strings.SplitN(t, ",", 2)[0], ":"))
+				}
+				continue
+			}
+			detail = append(detail, t)
+		}
+		i = j - 1
+		msg := summary
+		if len(detail) > 0 {
+			msg += ": " + strings.Join(detail, " ")
+		}
+		if len(where) > 0 {
+			msg += " (" + where[0] + ")"
+		}
+		parts = append(parts, msg)
+	}
+	if len(parts) == 0 {
+		// Not a diagnostic (crash, exec failure): last non-empty lines.
+		var tail []string
+		for i := len(lines) - 1; i >= 0 && len(tail) < 3; i-- {
+			if t := strings.TrimSpace(lines[i]); t != "" {
+				tail = append([]string{t}, tail...)
+			}
+		}
+		parts = append(parts, strings.Join(tail, " "))
+	}
+	return shorten(strings.Join(parts, "; "), maxMessage)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + "..."
+}

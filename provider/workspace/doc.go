@@ -1,0 +1,22 @@
+// Package workspace is tfccm's Terraform engine, the only place in tfccm that
+// runs tofu/terraform.
+//
+// A workspace is a directory under the engine's work dir holding a rendered
+// root module (template files, generated inputs, generated backend block).
+// The engine writes it, runs init (only when template or backend files
+// changed), plans to a saved plan file and applies exactly that plan, or
+// destroys it, through terraform-exec with an explicit environment.
+//
+// Callers never wait on tofu: Apply and Destroy record the desired state and
+// return at once; a bounded pool of workers runs one operation at a time per
+// workspace and keeps only the newest desired spec (coalescing). A content
+// hash recorded in the workspace directory (.tfccm/applied.json) makes an
+// unchanged request a no-op that starts no process, across restarts too.
+//
+// Failures are retried with jittered exponential backoff and reported with
+// tofu's diagnostic summary, scrubbed of every credential and sensitive
+// output value. A state lock left by an earlier incarnation of this
+// controller (recognised from the claim file written before every run) is
+// released with force-unlock; a lock held by anyone else is reported and
+// never stolen.
+package workspace

@@ -1,0 +1,451 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// ErrSuperseded is returned by Wait when a newer spec replaced the one
+// waited for before it was applied.
+var ErrSuperseded = errors.New("superseded by a newer spec")
+
+// ErrNotFound is returned by Outputs for a workspace never applied.
+var ErrNotFound = errors.New("workspace not applied")
+
+// Engine runs Terraform for workspaces. It is safe for concurrent use.
+type Engine struct {
+	opts  Options
+	env   map[string]string
+	scrub *scrubber
+	self  claim // this process, for claim files
+
+	mu       sync.Mutex
+	ws       map[string]*entry
+	queue    []string
+	queued   map[string]bool // in queue
+	dirty    map[string]bool // re-queue after the running pass
+	active   map[string]bool // a worker holds it
+	stopping bool
+	wake     *sync.Cond
+
+	started bool
+	done    chan struct{}
+}
+
+// entry is the engine's memory of one workspace. Guarded by Engine.mu.
+type entry struct {
+	name    string
+	desired *Spec
+	destroy bool
+	status  Status
+	rec     record
+	loaded  bool
+	changed chan struct{} // closed and replaced on every status change
+	retry   *time.Timer
+	bo      *backoff.ExponentialBackOff
+	secrets []string // sensitive output values, scrubbed from messages
+}
+
+// New checks opts and returns an engine; call Start to run workers.
+func New(opts Options) (*Engine, error) {
+	if err := opts.complete(); err != nil {
+		return nil, fmt.Errorf("workspace engine: %w", err)
+	}
+	env, secrets := buildEnv(&opts)
+	registerMetrics()
+	e := &Engine{
+		opts:   opts,
+		env:    env,
+		scrub:  newScrubber(secrets),
+		self:   selfClaim(opts.Identity, ""),
+		ws:     map[string]*entry{},
+		queued: map[string]bool{},
+		dirty:  map[string]bool{},
+		active: map[string]bool{},
+		done:   make(chan struct{}),
+	}
+	e.wake = sync.NewCond(&e.mu)
+	return e, nil
+}
+
+// Start runs Parallelism workers until ctx is done. Cancelling ctx sends
+// SIGINT to running tofu processes (which then write their state and
+// release their locks); Done is closed when every worker has returned.
+func (e *Engine) Start(ctx context.Context) {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return
+	}
+	e.started = true
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for range e.opts.Parallelism {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.worker(ctx)
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		e.mu.Lock()
+		e.stopping = true
+		for _, en := range e.ws {
+			if en.retry != nil {
+				en.retry.Stop()
+			}
+		}
+		e.wake.Broadcast()
+		e.mu.Unlock()
+	}()
+	go func() {
+		wg.Wait()
+		close(e.done)
+	}()
+}
+
+// Done is closed after Start's context ended and all workers returned.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// Dir is the directory of workspace name.
+func (e *Engine) Dir(name string) string { return filepath.Join(e.opts.WorkDir, name) }
+
+// Apply records spec as the desired state of its workspace and returns at
+// once. If spec's hash is already applied, nothing runs. While a run is in
+// flight only the newest spec is kept. An invalid spec is refused and
+// changes nothing.
+func (e *Engine) Apply(spec Spec) (Status, error) {
+	return e.submit(spec, false)
+}
+
+// Destroy records that the workspace must be destroyed: its resources,
+// then its state and directory. It returns at once.
+func (e *Engine) Destroy(spec Spec) (Status, error) {
+	return e.submit(spec, true)
+}
+
+func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
+	if err := spec.Validate(); err != nil {
+		return Status{}, err
+	}
+	spec = cloneSpec(spec)
+	if spec.Hash == "" {
+		spec.Hash = spec.ContentHash()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en := e.entry(spec.Name)
+	st := &en.status
+	running := st.Phase == PhaseRunning
+	sameWork := en.desired != nil && en.destroy == destroy && st.Hash == spec.Hash
+
+	switch {
+	case !destroy && !running && en.rec.AppliedHash == spec.Hash:
+		// No-op: applied already (possibly by an earlier incarnation).
+		en.desired, en.destroy = &spec, false
+		e.stopRetry(en)
+		e.setStatus(en, func(s *Status) {
+			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
+		})
+		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
+		return en.status, nil
+	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || e.nothingToDestroy(en, &spec)):
+		en.desired, en.destroy = &spec, true
+		e.setStatus(en, func(s *Status) {
+			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
+		})
+		operationsTotal.WithLabelValues("destroy", resultNoop).Inc()
+		return en.status, nil
+	case sameWork && st.Phase == PhaseFailed:
+		// Same failing work: keep its retry schedule.
+		en.desired = &spec
+		return en.status, nil
+	}
+	en.desired, en.destroy = &spec, destroy
+	if !sameWork {
+		e.stopRetry(en)
+		en.bo = nil
+		e.setStatus(en, func(s *Status) {
+			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
+			if !running {
+				s.Phase = PhasePending
+			}
+		})
+	}
+	e.enqueue(spec.Name)
+	return en.status, nil
+}
+
+// nothingToDestroy: a local-backend workspace with no directory has no
+// state, so there is nothing to destroy.
+func (e *Engine) nothingToDestroy(en *entry, spec *Spec) bool {
+	if !isLocal(spec.Backend) || en.rec.AppliedHash != "" {
+		return false
+	}
+	_, err := os.Stat(e.Dir(spec.Name))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// Status returns the workspace's state. A workspace this process has not
+// seen is loaded from its directory: Applied if an earlier incarnation
+// applied it, else Unknown.
+func (e *Engine) Status(name string) Status {
+	if !validName(name) {
+		return Status{Name: name}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.entry(name).status
+}
+
+// Outputs returns the outputs of the last successful apply (sensitive
+// ones redacted), from memory or from the workspace's record.
+func (e *Engine) Outputs(name string) (map[string]json.RawMessage, error) {
+	st := e.Status(name)
+	if st.AppliedHash == "" {
+		return nil, fmt.Errorf("outputs of %s: %w", name, ErrNotFound)
+	}
+	out := make(map[string]json.RawMessage, len(st.Outputs))
+	for k, v := range st.Outputs {
+		out[k] = append(json.RawMessage(nil), v...)
+	}
+	return out, nil
+}
+
+// Wait blocks until hash is applied to workspace name (or destroyed, for a
+// Destroy), the attempt for hash failed (the status and its error are
+// returned), a newer spec replaced it (ErrSuperseded) or ctx ends.
+func (e *Engine) Wait(ctx context.Context, name, hash string) (Status, error) {
+	for {
+		e.mu.Lock()
+		en := e.entry(name)
+		st, ch := en.status, en.changed
+		e.mu.Unlock()
+		switch {
+		case !st.Destroy && st.AppliedHash == hash:
+			return st, nil
+		case st.Hash != hash:
+			return st, fmt.Errorf("wait for %s %s: %w", name, hash, ErrSuperseded)
+		case st.Phase == PhaseDestroyed:
+			return st, nil
+		case st.Phase == PhaseFailed:
+			return st, st.Err
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("wait for %s: %w", name, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// entry returns the workspace's entry, loading its record on first use.
+func (e *Engine) entry(name string) *entry {
+	en, ok := e.ws[name]
+	if !ok {
+		en = &entry{name: name, changed: make(chan struct{})}
+		en.status.Name = name
+		e.ws[name] = en
+	}
+	if !en.loaded {
+		rec, err := readRecord(e.Dir(name))
+		if err == nil {
+			en.loaded = true
+			en.rec = rec
+			if rec.AppliedHash != "" && en.status.Phase == PhaseUnknown {
+				en.status.Phase = PhaseApplied
+				en.status.Hash = rec.AppliedHash
+				en.status.AppliedHash = rec.AppliedHash
+				en.status.Outputs = rec.Outputs
+				en.status.Since = rec.AppliedAt
+			}
+		}
+	}
+	return en
+}
+
+func (e *Engine) setStatus(en *entry, f func(*Status)) {
+	old := en.status.Phase
+	f(&en.status)
+	if en.status.Phase != old {
+		en.status.Since = time.Now()
+	}
+	close(en.changed)
+	en.changed = make(chan struct{})
+}
+
+func (e *Engine) stopRetry(en *entry) {
+	if en.retry != nil {
+		en.retry.Stop()
+		en.retry = nil
+	}
+}
+
+// enqueue adds name to the work queue (once), or marks it dirty if a
+// worker holds it so it is processed again afterwards.
+func (e *Engine) enqueue(name string) {
+	if e.active[name] {
+		e.dirty[name] = true
+		return
+	}
+	if e.queued[name] {
+		return
+	}
+	e.queued[name] = true
+	e.queue = append(e.queue, name)
+	queueDepth.Set(float64(len(e.queue)))
+	e.wake.Signal()
+}
+
+func (e *Engine) worker(ctx context.Context) {
+	for {
+		e.mu.Lock()
+		for len(e.queue) == 0 && !e.stopping {
+			e.wake.Wait()
+		}
+		if e.stopping {
+			e.mu.Unlock()
+			return
+		}
+		name := e.queue[0]
+		e.queue = e.queue[1:]
+		delete(e.queued, name)
+		queueDepth.Set(float64(len(e.queue)))
+		e.active[name] = true
+		e.mu.Unlock()
+
+		e.process(ctx, name)
+
+		e.mu.Lock()
+		delete(e.active, name)
+		if e.dirty[name] {
+			delete(e.dirty, name)
+			if !e.stopping {
+				e.enqueue(name)
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// process brings one workspace to its newest desired state.
+func (e *Engine) process(ctx context.Context, name string) {
+	e.mu.Lock()
+	en := e.entry(name)
+	spec, destroy := en.desired, en.destroy
+	st := en.status
+	switch {
+	case spec == nil,
+		!destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied,
+		destroy && st.Phase == PhaseDestroyed && st.Hash == spec.Hash,
+		st.Phase == PhaseFailed && st.Hash == spec.Hash && time.Now().Before(st.NextRetry):
+		e.mu.Unlock()
+		return
+	case !destroy && en.rec.AppliedHash == spec.Hash:
+		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, nil })
+		e.mu.Unlock()
+		return
+	}
+	rec := en.rec
+	scrub := e.scrub.with(en.secrets)
+	attempt := st.Attempts + 1
+	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })
+	e.mu.Unlock()
+
+	inFlight.Inc()
+	start := time.Now()
+	out := e.run(ctx, spec, destroy, rec, scrub)
+	inFlight.Dec()
+	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt}
+	var le *Error
+	if errors.As(out.err, &le) {
+		res.LockHolder = le.LockHolder
+	}
+
+	e.mu.Lock()
+	en.rec = out.rec
+	en.secrets = append(en.secrets[:0], out.secrets...)
+	current := en.desired == spec || (en.desired != nil && en.desired.Hash == spec.Hash && en.destroy == destroy)
+	switch {
+	case out.err == nil:
+		en.bo = nil
+		e.setStatus(en, func(s *Status) {
+			s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
+			if destroy {
+				s.AppliedHash, s.Outputs = "", nil
+				s.Phase = PhaseDestroyed
+			} else {
+				s.AppliedHash, s.Outputs = spec.Hash, out.rec.Outputs
+				s.Phase = PhaseApplied
+			}
+			if !current {
+				s.Phase = PhasePending
+			}
+		})
+		if destroy {
+			// The directory is gone; forget the record.
+			en.rec = record{}
+		}
+	case ctx.Err() != nil:
+		// Shutting down: not a failure of the workspace.
+		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+	case !current:
+		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+	default:
+		if en.bo == nil {
+			en.bo = e.newBackoff()
+		}
+		d := en.bo.NextBackOff()
+		e.setStatus(en, func(s *Status) {
+			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Now().Add(d)
+		})
+		e.stopRetry(en)
+		en.retry = time.AfterFunc(d, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if !e.stopping {
+				e.enqueue(name)
+			}
+		})
+	}
+	e.mu.Unlock()
+
+	if e.opts.OnResult != nil {
+		e.opts.OnResult(name, res)
+	}
+}
+
+func (e *Engine) newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = e.opts.Backoff.Initial
+	b.MaxInterval = e.opts.Backoff.Max
+	b.Multiplier = e.opts.Backoff.Multiplier
+	b.RandomizationFactor = e.opts.Backoff.Jitter
+	b.MaxElapsedTime = 0 // retry forever; the desired state stays desired
+	b.Reset()
+	return b
+}
+
+func cloneSpec(s Spec) Spec {
+	c := s
+	c.Files = make(map[string][]byte, len(s.Files))
+	for k, v := range s.Files {
+		c.Files[k] = append([]byte(nil), v...)
+	}
+	if s.Modes != nil {
+		c.Modes = make(map[string]os.FileMode, len(s.Modes))
+		for k, v := range s.Modes {
+			c.Modes[k] = v
+		}
+	}
+	return c
+}

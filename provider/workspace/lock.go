@@ -1,0 +1,210 @@
+package workspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// lockInfo is the state lock tofu reports when it cannot acquire it.
+type lockInfo struct {
+	ID, Path, Operation, Who, Created string
+}
+
+var lockField = regexp.MustCompile(`(?m)^[│ ]*\s*(ID|Path|Operation|Who|Created):\s*(.*?)\s*$`)
+
+// parseLockError extracts the lock info from tofu's stderr, if the failure
+// is "Error acquiring the state lock".
+func parseLockError(stderr string) (lockInfo, bool) {
+	if !strings.Contains(stderr, "Error acquiring the state lock") {
+		return lockInfo{}, false
+	}
+	var li lockInfo
+	for _, m := range lockField.FindAllStringSubmatch(stderr, -1) {
+		switch m[1] {
+		case "ID":
+			li.ID = m[2]
+		case "Path":
+			li.Path = m[2]
+		case "Operation":
+			li.Operation = m[2]
+		case "Who":
+			li.Who = m[2]
+		case "Created":
+			li.Created = m[2]
+		}
+	}
+	return li, li.ID != ""
+}
+
+func (li lockInfo) holder() string {
+	s := li.Who
+	if s == "" {
+		s = "unknown holder"
+	}
+	if li.Operation != "" {
+		s += " (" + strings.TrimPrefix(li.Operation, "OperationType") + ")"
+	}
+	if li.Created != "" {
+		s += " since " + li.Created
+	}
+	return s + ", lock ID " + li.ID
+}
+
+// claim is written to .tfccm/claim.json before the engine runs tofu in a
+// workspace and removed when the run ends. If the controller dies
+// mid-run, the claim survives and identifies the lock tofu left behind as
+// this controller's own.
+type claim struct {
+	Identity string    `json:"identity"`
+	Host     string    `json:"host"`
+	Who      string    `json:"who"` // user@host, as tofu records it in a lock
+	PID      int       `json:"pid"`
+	PIDStart uint64    `json:"pid_start"` // /proc/<pid>/stat starttime
+	BootID   string    `json:"boot_id"`
+	Op       string    `json:"op"`
+	Started  time.Time `json:"started"`
+}
+
+func claimPath(dir string) string { return filepath.Join(dir, metaDir, "claim.json") }
+
+// selfClaim describes this process.
+func selfClaim(identity, op string) claim {
+	host, _ := os.Hostname()
+	return claim{
+		Identity: identity,
+		Host:     host,
+		Who:      tofuWho(),
+		PID:      os.Getpid(),
+		PIDStart: procStart(os.Getpid()),
+		BootID:   bootID(),
+		Op:       op,
+		Started:  time.Now().UTC(),
+	}
+}
+
+func writeClaim(dir string, c claim) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(claimPath(dir), b, 0o600); err != nil {
+		return fmt.Errorf("write claim: %w", err)
+	}
+	return nil
+}
+
+func readClaim(dir string) (claim, bool) {
+	b, err := os.ReadFile(claimPath(dir))
+	if err != nil {
+		return claim{}, false
+	}
+	var c claim
+	if json.Unmarshal(b, &c) != nil {
+		return claim{}, false
+	}
+	return c, true
+}
+
+func removeClaim(dir string) {
+	if err := os.Remove(claimPath(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = err // a leftover claim only matters together with a leftover lock
+	}
+}
+
+// staleOwnLock decides whether lock li was left by an earlier incarnation
+// of this controller: the workspace's claim must name the lock's holder
+// (tofu's user@host) and be ours (same identity), and the process that
+// wrote it must be gone (or be this process, which is not running tofu in
+// this workspace now since runs are serialized per workspace).
+func staleOwnLock(li lockInfo, c claim, self claim) bool {
+	if c.Identity != self.Identity || li.Who == "" || li.Who != c.Who {
+		return false
+	}
+	if created, err := parseLockTime(li.Created); err == nil && created.Before(c.Started.Add(-time.Minute)) {
+		return false // the lock predates our claim: someone else's
+	}
+	if c.Host != self.Host {
+		// An earlier pod of this deployment (identity is unique per
+		// deployment and leader election allows one incarnation).
+		return true
+	}
+	if c.BootID != "" && c.BootID != self.BootID {
+		return true
+	}
+	if c.PID == self.PID && c.PIDStart == self.PIDStart {
+		return true
+	}
+	return !processAlive(c.PID, c.PIDStart)
+}
+
+func parseLockTime(s string) (time.Time, error) {
+	// Go's time.Time.String format, as tofu prints it.
+	if i := strings.Index(s, " m="); i >= 0 {
+		s = s[:i]
+	}
+	return time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", s)
+}
+
+func processAlive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	if st := procStart(pid); start != 0 && st != 0 && st != start {
+		return false // pid reused
+	}
+	// Zombies count as dead.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// procStart is field 22 (starttime) of /proc/<pid>/stat, 0 if unknown.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// tofuWho is the "Who" tofu records in a lock: user@hostname.
+func tofuWho() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}

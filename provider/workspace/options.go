@@ -1,0 +1,162 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options configure an Engine. They mirror config.Terraform plus the work
+// dir, an identity and the result hook.
+type Options struct {
+	// Binary is the tofu or terraform executable: a path, or a name looked
+	// up on PATH. Default "tofu".
+	Binary string
+	// WorkDir holds one directory per workspace. Required.
+	WorkDir string
+	// Parallelism bounds concurrent tofu runs across workspaces. Default 4.
+	Parallelism int
+	// Timeout bounds one tofu command (init, plan, apply, destroy).
+	// Default 10 minutes.
+	Timeout time.Duration
+	// GracePeriod is how long a cancelled tofu gets after SIGINT to write
+	// its state and release its lock before it is killed. Default 60s.
+	GracePeriod time.Duration
+	// Env is extra environment for tofu (credentials). Its values are
+	// secret: they are scrubbed from every message the engine produces.
+	Env map[string]string
+	// PassEnv names process environment variables passed to tofu. Their
+	// values are scrubbed like Env's.
+	PassEnv []string
+	// CLIConfigFile is passed as TF_CLI_CONFIG_FILE.
+	CLIConfigFile string
+	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
+	PluginCacheDir string
+	// Identity names this controller deployment in the claim file written
+	// before each run. A state lock whose claim carries the same identity
+	// and whose process is gone is released. Default: the host name.
+	Identity string
+	// OnResult, if set, is called after every plan/apply/destroy attempt
+	// (not for no-ops), from a worker goroutine.
+	OnResult func(name string, r Result)
+	// Backoff shapes retries of a failed workspace.
+	Backoff Backoff
+}
+
+// Backoff configures the per-workspace exponential backoff with jitter.
+type Backoff struct {
+	// Initial is the first retry delay. Default 5s.
+	Initial time.Duration
+	// Max caps the delay. Default 5m.
+	Max time.Duration
+	// Multiplier grows the delay per failure. Default 2.
+	Multiplier float64
+	// Jitter is the randomization factor in [0,1). Default 0.2.
+	Jitter float64
+}
+
+// Defaults for Options.
+const (
+	DefaultParallelism = 4
+	DefaultTimeout     = 10 * time.Minute
+	DefaultGracePeriod = 60 * time.Second
+)
+
+func (o *Options) complete() error {
+	if o.Binary == "" {
+		o.Binary = "tofu"
+	}
+	if !strings.ContainsRune(o.Binary, filepath.Separator) {
+		p, err := exec.LookPath(o.Binary)
+		if err != nil {
+			return fmt.Errorf("terraform binary %q: %w", o.Binary, err)
+		}
+		o.Binary = p
+	}
+	abs, err := filepath.Abs(o.Binary)
+	if err != nil {
+		return fmt.Errorf("terraform binary %q: %w", o.Binary, err)
+	}
+	o.Binary = abs
+	if st, err := os.Stat(o.Binary); err != nil {
+		return fmt.Errorf("terraform binary: %w", err)
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("terraform binary %s is not an executable file", o.Binary)
+	}
+	if o.WorkDir == "" {
+		return errors.New("work dir is required")
+	}
+	if o.WorkDir, err = filepath.Abs(o.WorkDir); err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	if err := os.MkdirAll(o.WorkDir, 0o700); err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	if o.Parallelism < 0 {
+		return fmt.Errorf("parallelism must be positive, got %d", o.Parallelism)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.GracePeriod == 0 {
+		o.GracePeriod = DefaultGracePeriod
+	}
+	if o.Timeout < 0 || o.GracePeriod < 0 {
+		return errors.New("timeout and grace period must be positive")
+	}
+	for k := range o.Env {
+		if err := checkEnvName(k); err != nil {
+			return fmt.Errorf("env: %w", err)
+		}
+	}
+	for _, k := range o.PassEnv {
+		if err := checkEnvName(k); err != nil {
+			return fmt.Errorf("pass_env: %w", err)
+		}
+	}
+	if o.Identity == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("identity: %w", err)
+		}
+		o.Identity = h
+	}
+	b := &o.Backoff
+	if b.Initial <= 0 {
+		b.Initial = 5 * time.Second
+	}
+	if b.Max <= 0 {
+		b.Max = 5 * time.Minute
+	}
+	if b.Multiplier < 1 {
+		b.Multiplier = 2
+	}
+	if b.Jitter <= 0 || b.Jitter >= 1 {
+		b.Jitter = 0.2
+	}
+	return nil
+}
+
+// checkEnvName refuses variables that would bypass the rendered inputs or
+// tfccm's control of tofu: TF_VAR_*, logging, and the ones terraform-exec
+// manages itself.
+func checkEnvName(k string) error {
+	switch {
+	case k == "" || strings.ContainsAny(k, "=\x00"):
+		return fmt.Errorf("invalid variable name %q", k)
+	case strings.HasPrefix(k, "TF_VAR_"), strings.HasPrefix(k, "TF_CLI_ARGS"):
+		return fmt.Errorf("%s may not be set: template inputs come from the rendered workspace", k)
+	case strings.HasPrefix(k, "TF_LOG"), k == "TF_IN_AUTOMATION", k == "TF_INPUT", k == "TF_WORKSPACE",
+		k == "TF_APPEND_USER_AGENT", k == "TF_REATTACH_PROVIDERS", k == "TF_DISABLE_PLUGIN_TLS",
+		k == "TF_SKIP_PROVIDER_VERIFY", k == "TF_CLI_CONFIG_FILE", k == "TF_PLUGIN_CACHE_DIR", k == "TF_DATA_DIR":
+		return fmt.Errorf("%s is managed by tfccm and may not be set", k)
+	}
+	return nil
+}

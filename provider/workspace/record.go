@@ -1,0 +1,139 @@
+package workspace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// record is what the engine persists in a workspace's .tfccm directory so
+// that a restarted controller knows what is already applied.
+type record struct {
+	// AppliedHash is the content hash last applied successfully.
+	AppliedHash string `json:"applied_hash,omitempty"`
+	// AppliedAt is when.
+	AppliedAt time.Time `json:"applied_at,omitzero"`
+	// Outputs are the non-sensitive outputs after that apply (sensitive
+	// ones are stored redacted).
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
+	// InitHash is the init-relevant hash tofu init last succeeded with.
+	InitHash string `json:"init_hash,omitempty"`
+	// Files are the paths the engine wrote, to remove stale ones.
+	Files []string `json:"files,omitempty"`
+}
+
+func recordPath(dir string) string { return filepath.Join(dir, metaDir, "applied.json") }
+
+func readRecord(dir string) (record, error) {
+	var r record
+	b, err := os.ReadFile(recordPath(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("read applied record: %w", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		// A corrupt record only costs a re-plan.
+		return record{}, nil
+	}
+	return r, nil
+}
+
+func writeRecord(dir string, r record) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode applied record: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
+		return fmt.Errorf("write applied record: %w", err)
+	}
+	if err := writeFileAtomic(recordPath(dir), b, 0o600); err != nil {
+		return fmt.Errorf("write applied record: %w", err)
+	}
+	return nil
+}
+
+// outputMeta is one root output, as in state files and `tofu output -json`.
+type outputMeta struct {
+	Sensitive bool            `json:"sensitive"`
+	Value     json.RawMessage `json:"value"`
+}
+
+// splitOutputs redacts sensitive outputs and returns their values (as
+// strings for scrubbing) separately.
+func splitOutputs(all map[string]outputMeta) (public map[string]json.RawMessage, secrets []string) {
+	public = make(map[string]json.RawMessage, len(all))
+	for k, o := range all {
+		if o.Sensitive {
+			public[k] = SensitiveValue
+			secrets = append(secrets, secretStrings(o.Value)...)
+			continue
+		}
+		public[k] = o.Value
+	}
+	return public, secrets
+}
+
+// secretStrings lists the strings inside a JSON value (and the raw value
+// itself) so that any of them can be scrubbed from messages.
+func secretStrings(raw json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return []string{string(raw)}
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case string:
+			out = append(out, t)
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range t {
+				walk(e)
+			}
+		case nil, bool:
+		default:
+			// Short numbers would wreck every message they occur in.
+			if s := fmt.Sprint(t); len(s) >= 4 {
+				out = append(out, s)
+			}
+		}
+	}
+	walk(v)
+	if _, isString := v.(string); !isString && len(raw) >= 4 {
+		out = append(out, string(raw))
+	}
+	return out
+}
+
+// localStateOutputs reads outputs straight from a local state file, which
+// saves a tofu process per apply.
+func localStateOutputs(path string) (map[string]outputMeta, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var st struct {
+		Version int                   `json:"version"`
+		Outputs map[string]outputMeta `json:"outputs"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("decode state: %w", err)
+	}
+	if st.Version != 4 {
+		return nil, fmt.Errorf("state format version %d is not supported", st.Version)
+	}
+	if st.Outputs == nil {
+		st.Outputs = map[string]outputMeta{}
+	}
+	return st.Outputs, nil
+}

@@ -1,0 +1,320 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+// planFile is the saved plan, inside the engine's metadata dir.
+const planFile = metaDir + "/plan.tfplan"
+
+// runOutcome is what one pass over a workspace produced.
+type runOutcome struct {
+	op      string // the step that decided the outcome
+	changed bool
+	err     error
+	rec     record
+	secrets []string
+}
+
+// run performs init (if needed) and plan+apply, or destroy, for spec.
+func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *scrubber) (out runOutcome) {
+	dir := e.Dir(spec.Name)
+	out.rec = rec
+	out.op = "apply"
+	if destroy {
+		out.op = "destroy"
+	}
+	fail := func(op string, err error) runOutcome {
+		out.op, out.err = op, err
+		return out
+	}
+
+	// The previous incarnation's claim must be read before ours replaces it.
+	oldClaim, hadClaim := readClaim(dir)
+	if err := spec.writeDir(dir, rec.Files); err != nil {
+		return fail("write", &Error{Op: "write", Summary: scrub.scrub(err.Error())})
+	}
+	out.rec.Files = spec.fileList()
+	if err := writeRecord(dir, out.rec); err != nil {
+		return fail("write", &Error{Op: "write", Summary: err.Error()})
+	}
+	// A plan saved by an interrupted run is stale: always plan afresh.
+	_ = os.Remove(filepath.Join(dir, planFile))
+
+	r := &runner{e: e, dir: dir, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
+	if err := writeClaim(dir, selfClaim(e.opts.Identity, out.op)); err != nil {
+		return fail("write", &Error{Op: "write", Summary: err.Error()})
+	}
+	defer func() {
+		// Keep the claim if tofu may have been killed holding a lock.
+		if out.err == nil || ctx.Err() == nil {
+			removeClaim(dir)
+		}
+	}()
+
+	initHash := spec.initHash()
+	if out.rec.InitHash != initHash || !exists(filepath.Join(dir, ".terraform")) {
+		migrate := exists(filepath.Join(dir, ".terraform"))
+		if err := r.step(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
+			return tf.Init(ctx, tfexec.Upgrade(false), tfexec.ForceCopy(migrate))
+		}); err != nil {
+			return fail("init", err)
+		}
+		out.rec.InitHash = initHash
+		if err := writeRecord(dir, out.rec); err != nil {
+			return fail("init", &Error{Op: "init", Summary: err.Error()})
+		}
+	}
+
+	if err := r.pushErrored(ctx); err != nil {
+		return fail("state push", err)
+	}
+
+	if destroy {
+		if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+			return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
+		}); err != nil {
+			return fail("destroy", err)
+		}
+		out.changed = true
+		if err := e.removeState(ctx, spec, dir); err != nil {
+			return fail("destroy", &Error{Op: "destroy", Summary: scrub.scrub(err.Error())})
+		}
+		out.rec = record{}
+		return out
+	}
+
+	var changes bool
+	if err := r.step(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		changes, err = tf.Plan(ctx, tfexec.Out(planFile), tfexec.LockTimeout("0s"))
+		return err
+	}); err != nil {
+		return fail("plan", err)
+	}
+	if changes {
+		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
+			return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
+		}); err != nil {
+			return fail("apply", err)
+		}
+		out.changed = true
+	} else {
+		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
+	}
+	_ = os.Remove(filepath.Join(dir, planFile))
+
+	outputs, err := r.outputs(ctx, spec)
+	if err != nil {
+		return fail("output", err)
+	}
+	public, secrets := splitOutputs(outputs)
+	out.secrets = secrets
+	out.rec.AppliedHash = spec.Hash
+	out.rec.AppliedAt = time.Now().UTC()
+	out.rec.Outputs = public
+	if err := writeRecord(dir, out.rec); err != nil {
+		return fail("apply", &Error{Op: "apply", Summary: err.Error()})
+	}
+	return out
+}
+
+// runner runs tofu commands in one workspace directory.
+type runner struct {
+	e        *Engine
+	dir      string
+	scrub    *scrubber
+	oldClaim claim
+	hadClaim bool
+	unlocked bool
+}
+
+// newTF is one tfexec.Terraform for one command, with the engine's
+// explicit environment and graceful (SIGINT) cancellation.
+func (r *runner) newTF() (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(r.dir, r.e.opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(r.e.env))
+	for k, v := range r.e.env {
+		env[k] = v
+	}
+	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	if err := tf.SetWaitDelay(r.e.opts.GracePeriod); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// step runs one tofu command with the operation timeout, records metrics,
+// releases a stale lock of ours once and turns failures into *Error.
+func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
+	for {
+		tf, err := r.newTF()
+		if err != nil {
+			return &Error{Op: op, Summary: r.scrub.scrub(err.Error())}
+		}
+		opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
+		start := time.Now()
+		err = fn(opCtx, tf)
+		operationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+		ctxErr := opCtx.Err()
+		cancel()
+		if err == nil {
+			operationsTotal.WithLabelValues(op, resultSuccess).Inc()
+			return nil
+		}
+		text := err.Error()
+		if ctxErr != nil || ctx.Err() != nil {
+			operationsTotal.WithLabelValues(op, resultCanceled).Inc()
+			cause := ctx.Err()
+			why := "canceled"
+			if cause == nil {
+				cause = ctxErr
+			}
+			if errors.Is(cause, context.DeadlineExceeded) {
+				why = fmt.Sprintf("timed out after %s", r.e.opts.Timeout)
+			}
+			return &Error{Op: op, Summary: why + " (tofu was interrupted and asked to save its state)", cause: cause}
+		}
+		if li, ok := parseLockError(text); ok {
+			operationsTotal.WithLabelValues(op, resultLocked).Inc()
+			if !r.unlocked && r.hadClaim && staleOwnLock(li, r.oldClaim, r.e.self) {
+				if uerr := r.forceUnlock(ctx, li.ID); uerr != nil {
+					return uerr
+				}
+				r.unlocked = true
+				continue
+			}
+			holder := r.scrub.scrub(li.holder())
+			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over", LockHolder: holder}
+		}
+		operationsTotal.WithLabelValues(op, resultError).Inc()
+		return &Error{Op: op, Summary: r.scrub.scrub(summarize(text))}
+	}
+}
+
+// forceUnlock releases a lock an earlier incarnation of this controller
+// left behind.
+func (r *runner) forceUnlock(ctx context.Context, id string) error {
+	tf, err := r.newTF()
+	if err != nil {
+		return &Error{Op: "force-unlock", Summary: err.Error()}
+	}
+	opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	err = tf.ForceUnlock(opCtx, id)
+	operationDuration.WithLabelValues("force_unlock").Observe(time.Since(start).Seconds())
+	if err != nil {
+		operationsTotal.WithLabelValues("force_unlock", resultError).Inc()
+		return &Error{Op: "force-unlock", Summary: r.scrub.scrub(summarize(err.Error()))}
+	}
+	operationsTotal.WithLabelValues("force_unlock", resultSuccess).Inc()
+	return nil
+}
+
+// pushErrored handles errored.tfstate, which tofu writes when it could
+// not save state to the backend: push it (tofu refuses an older or
+// foreign state), then keep it aside under .tfccm.
+func (r *runner) pushErrored(ctx context.Context) error {
+	p := filepath.Join(r.dir, "errored.tfstate")
+	if !exists(p) {
+		return nil
+	}
+	if err := r.step(ctx, "state_push", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.StatePush(ctx, "errored.tfstate", tfexec.Lock(true), tfexec.LockTimeout("0s"))
+	}); err != nil {
+		return err
+	}
+	dst := filepath.Join(r.dir, metaDir, "errored.tfstate."+time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.Rename(p, dst); err != nil {
+		return &Error{Op: "state push", Summary: err.Error()}
+	}
+	return nil
+}
+
+// outputs reads root outputs: from the state file for the local backend
+// (no process), else with `tofu output -json`.
+func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta, error) {
+	if isLocal(spec.Backend) {
+		p := localStatePath(r.dir, spec.Backend)
+		if !exists(p) {
+			return map[string]outputMeta{}, nil
+		}
+		o, err := localStateOutputs(p)
+		if err != nil {
+			return nil, &Error{Op: "output", Summary: err.Error()}
+		}
+		return o, nil
+	}
+	var got map[string]tfexec.OutputMeta
+	if err := r.step(ctx, "output", func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		got, err = tf.Output(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]outputMeta, len(got))
+	for k, v := range got {
+		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
+	}
+	return out, nil
+}
+
+func isLocal(b BackendInfo) bool { return b.Type == "" || b.Type == "local" }
+
+// localStatePath is where the local backend keeps state for dir.
+func localStatePath(dir string, b BackendInfo) string {
+	if v, ok := b.Attributes["path"]; ok && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "string" {
+		p := v.AsString()
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return p
+	}
+	return filepath.Join(dir, "terraform.tfstate")
+}
+
+// removeState deletes what is left of a destroyed workspace: its directory
+// (which holds local state) and, for the kubernetes backend, the state
+// Secret and lock Lease.
+func (e *Engine) removeState(ctx context.Context, spec *Spec, dir string) error {
+	if spec.Backend.Type == "kubernetes" {
+		if err := removeKubernetesState(ctx, spec.Backend, dir); err != nil {
+			return fmt.Errorf("remove kubernetes state: %w", err)
+		}
+	}
+	if isLocal(spec.Backend) {
+		p := localStatePath(dir, spec.Backend)
+		if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			for _, f := range []string{p, p + ".backup"} {
+				if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("remove state: %w", err)
+				}
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove workspace dir: %w", err)
+	}
+	return nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,76 @@
+package workspace
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Phase is where a workspace stands.
+type Phase string
+
+// Phases of a workspace.
+const (
+	// PhaseUnknown: the engine has never seen the workspace.
+	PhaseUnknown Phase = ""
+	// PhasePending: desired state recorded, waiting for a worker (or for
+	// the retry delay after a failure; see Status.Err).
+	PhasePending Phase = "Pending"
+	// PhaseRunning: tofu is running for it.
+	PhaseRunning Phase = "Running"
+	// PhaseApplied: the desired hash is applied; Outputs are current.
+	PhaseApplied Phase = "Applied"
+	// PhaseDestroyed: resources destroyed, state and directory removed.
+	PhaseDestroyed Phase = "Destroyed"
+	// PhaseFailed: the last attempt failed; a retry is scheduled.
+	PhaseFailed Phase = "Failed"
+)
+
+// Status is a snapshot of one workspace.
+type Status struct {
+	Name  string
+	Phase Phase
+	// Destroy is true when the desired state is "destroyed".
+	Destroy bool
+	// Hash is the desired content hash; AppliedHash the last applied one.
+	Hash        string
+	AppliedHash string
+	// Outputs are the last applied root outputs as JSON; sensitive ones
+	// are replaced by the JSON string "(sensitive)".
+	Outputs map[string]json.RawMessage
+	// Err is the last failure, user-facing and scrubbed of secrets.
+	Err error
+	// Attempts counts consecutive failed attempts for the desired hash.
+	Attempts int
+	// NextRetry is when a failed workspace is tried again.
+	NextRetry time.Time
+	// Since is when the phase last changed.
+	Since time.Time
+}
+
+// Done reports whether the status is final for its desired hash: applied,
+// destroyed or failed.
+func (s Status) Done() bool {
+	return s.Phase == PhaseApplied || s.Phase == PhaseDestroyed || s.Phase == PhaseFailed
+}
+
+// Result is the outcome of one plan/apply/destroy attempt, for Events.
+type Result struct {
+	// Op is "plan", "apply", "destroy" (the step that decided the outcome)
+	// or "init".
+	Op string
+	// Hash is the content hash the attempt worked on.
+	Hash string
+	// Changed is true when the plan had changes that were applied.
+	Changed bool
+	// Err is nil on success; otherwise user-facing and scrubbed.
+	Err error
+	// LockHolder is set when the state lock is held by someone else.
+	LockHolder string
+	// Duration is the attempt's wall time.
+	Duration time.Duration
+	// Attempt is 1 for the first try of a hash.
+	Attempt int
+}
+
+// SensitiveValue replaces a sensitive output's value.
+var SensitiveValue = json.RawMessage(`"(sensitive)"`)
