@@ -1,0 +1,16 @@
+// Package state answers instance lookups from Terraform state.
+//
+// A Store reads one or more state sources (a Terraform working directory,
+// read through its configured backend with `tofu show -json`, or a state
+// file, read with `tofu show -json FILE`), maps their resources to instances
+// with an instances.hcl mapping (package state/mapping) and serves lookups
+// by providerID and node name from an in-memory index.
+//
+// Refreshes are cached for a TTL, coalesced with singleflight, rate limited
+// with a token bucket per source and backed off exponentially (with jitter)
+// after failures. Stale state is served up to a maximum staleness; beyond
+// that, lookups fail. A lookup miss forces at most one rate-limited refresh.
+// ErrNotFound is returned only when every source was read successfully
+// within the TTL and none of them holds the instance: a read failure, stale
+// state or a mapping error is always an error, never "gone".
+package state

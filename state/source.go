@@ -1,0 +1,242 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/tfccm/tfccm/provider/config"
+)
+
+// Source reads one Terraform state. Read is never called concurrently for
+// the same Source by a Store.
+type Source interface {
+	// Name identifies the source in errors and logs.
+	Name() string
+	// Read returns the current state.
+	Read(ctx context.Context) (*tfjson.State, error)
+}
+
+// TofuSource reads state with `tofu show -json`, either through a working
+// directory's configured backend or from a state file.
+type TofuSource struct {
+	name      string
+	dir       string // working directory (dir sources)
+	stateFile string // state file (file sources)
+	binary    string
+	env       map[string]string
+	secrets   []string
+	timeout   time.Duration
+
+	mu     sync.Mutex
+	tf     *tfexec.Terraform
+	tmpDir string // empty working directory for file sources
+}
+
+var _ Source = (*TofuSource)(nil)
+
+// NewDirSource reads the state of the Terraform working directory dir
+// through its configured backend (`tofu show -json` in dir). dir must be
+// initialized (`tofu init`).
+func NewDirSource(name, dir string, tf *config.Terraform) (*TofuSource, error) {
+	return newTofuSource(name, dir, "", tf)
+}
+
+// NewFileSource reads a state file (`tofu show -json FILE`).
+func NewFileSource(name, stateFile string, tf *config.Terraform) (*TofuSource, error) {
+	return newTofuSource(name, "", stateFile, tf)
+}
+
+func newTofuSource(name, dir, file string, tf *config.Terraform) (*TofuSource, error) {
+	if tf == nil {
+		tf = &config.Terraform{}
+	}
+	env, secrets, err := Env(tf)
+	if err != nil {
+		return nil, fmt.Errorf("state source %q: %w", name, err)
+	}
+	bin := tf.Binary
+	if bin == "" {
+		bin = "tofu"
+	}
+	return &TofuSource{name: name, dir: dir, stateFile: file, binary: bin, env: env, secrets: secrets, timeout: tf.Timeout}, nil
+}
+
+// SourcesFromConfig builds the configured sources. Relative paths are
+// resolved against base (the cloud config's directory).
+func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) ([]Source, error) {
+	var out []Source
+	for _, s := range in.Sources {
+		abs := func(p string) string {
+			if p == "" || filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(base, p)
+		}
+		var src *TofuSource
+		var err error
+		if s.Dir != "" {
+			src, err = NewDirSource(s.Name, abs(s.Dir), tf)
+		} else {
+			src, err = NewFileSource(s.Name, abs(s.StateFile), tf)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+// Env is the explicit environment tofu runs with: PATH and HOME, the
+// pass_env variables, terraform.env (secret) and the CLI config and plugin
+// cache settings. The second result lists the secret values to redact.
+func Env(tf *config.Terraform) (map[string]string, []string, error) {
+	env := map[string]string{}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	var secrets []string
+	for _, k := range tf.PassEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+			secrets = append(secrets, v)
+		}
+	}
+	for k, v := range tf.Env {
+		env[k] = v
+		secrets = append(secrets, v)
+	}
+	if tf.CLIConfigFile != "" {
+		env["TF_CLI_CONFIG_FILE"] = tf.CLIConfigFile
+	}
+	if tf.PluginCacheDir != "" {
+		env["TF_PLUGIN_CACHE_DIR"] = tf.PluginCacheDir
+	}
+	env["CHECKPOINT_DISABLE"] = "1"
+	if bad := tfexec.ProhibitedEnv(env); len(bad) > 0 {
+		sort.Strings(bad)
+		return nil, nil, fmt.Errorf("environment variable %s is managed by tfccm and may not be set in terraform.env or pass_env", bad[0])
+	}
+	// Longest first, so a secret containing another is redacted whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	return env, secrets, nil
+}
+
+// Name implements Source.
+func (s *TofuSource) Name() string { return s.name }
+
+// Read implements Source.
+func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
+	tf, err := s.terraform()
+	if err != nil {
+		return nil, s.redact(err)
+	}
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	var st *tfjson.State
+	if s.stateFile != "" {
+		if _, err := os.Stat(s.stateFile); err != nil {
+			return nil, fmt.Errorf("state source %q: %w", s.name, err)
+		}
+		st, err = tf.ShowStateFile(ctx, s.stateFile)
+	} else {
+		st, err = tf.Show(ctx)
+	}
+	if err != nil {
+		return nil, s.redact(fmt.Errorf("state source %q: tofu show: %w", s.name, err))
+	}
+	return st, nil
+}
+
+func (s *TofuSource) terraform() (*tfexec.Terraform, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tf != nil {
+		return s.tf, nil
+	}
+	dir := s.dir
+	if s.stateFile != "" {
+		// An empty working directory: the state file is read on its own,
+		// never together with whatever configuration sits next to it.
+		if s.tmpDir == "" {
+			d, err := os.MkdirTemp("", "tfccm-state-")
+			if err != nil {
+				return nil, fmt.Errorf("state source %q: %w", s.name, err)
+			}
+			s.tmpDir = d
+		}
+		dir = s.tmpDir
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("state source %q: %w", s.name, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("state source %q: %s is not a directory", s.name, dir)
+	}
+	tf, err := tfexec.NewTerraform(dir, s.binary)
+	if err != nil {
+		return nil, fmt.Errorf("state source %q: %w", s.name, err)
+	}
+	if err := tf.SetEnv(s.env); err != nil {
+		return nil, fmt.Errorf("state source %q: %w", s.name, err)
+	}
+	s.tf = tf
+	return tf, nil
+}
+
+// Close removes the source's scratch directory, if any.
+func (s *TofuSource) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tmpDir == "" {
+		return nil
+	}
+	err := os.RemoveAll(s.tmpDir)
+	s.tmpDir, s.tf = "", nil
+	return err
+}
+
+// redact replaces secret values in err's message.
+func (s *TofuSource) redact(err error) error {
+	if err == nil || len(s.secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	red := msg
+	for _, sec := range s.secrets {
+		if len(sec) >= 3 {
+			red = strings.ReplaceAll(red, sec, "<redacted>")
+		}
+	}
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+// redactedError keeps errors.Is/As working (for context errors) while
+// showing only the redacted message.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+func (e *redactedError) Is(target error) bool {
+	return errors.Is(e.err, target)
+}

@@ -1,0 +1,442 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/state/mapping"
+)
+
+// ErrNotFound means every source was read successfully within the TTL and
+// none holds the instance. Only this error means "the instance is gone".
+var ErrNotFound = errors.New("instance not found in state")
+
+// errRateLimited means a miss-triggered refresh found no token.
+var errRateLimited = errors.New("refresh rate limited")
+
+// Options tune a Store. Zero values take the config package defaults.
+type Options struct {
+	// TTL is how long a read is fresh.
+	TTL time.Duration
+	// MaxStaleness is how long a read may be served after its TTL when
+	// refreshes fail; beyond it lookups are errors.
+	MaxStaleness time.Duration
+	// RefreshRate and RefreshBurst configure each source's token bucket.
+	RefreshRate  float64
+	RefreshBurst int
+	// BackoffInitial and BackoffMax bound the retry delay after a failed
+	// read (exponential, with jitter). Defaults 1s and 2m.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.TTL <= 0 {
+		o.TTL = config.DefaultStateTTL
+	}
+	if o.MaxStaleness < o.TTL {
+		o.MaxStaleness = max(config.DefaultStateMaxStaleness, o.TTL)
+	}
+	if o.RefreshRate <= 0 {
+		o.RefreshRate = config.DefaultStateRefreshRate
+	}
+	if o.RefreshBurst <= 0 {
+		o.RefreshBurst = config.DefaultStateRefreshBurst
+	}
+	if o.BackoffInitial <= 0 {
+		o.BackoffInitial = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// OptionsFromConfig takes the Store options from the cloud config.
+func OptionsFromConfig(in *config.Instances) Options {
+	return Options{TTL: in.TTL, MaxStaleness: in.MaxStaleness, RefreshRate: in.RefreshRate, RefreshBurst: in.RefreshBurst}
+}
+
+// Store serves instance lookups from the state of its sources.
+type Store struct {
+	opts    Options
+	sources []*sourceState
+
+	ctx    context.Context // async refreshes; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// snapshot is one successful read of a source.
+type snapshot struct {
+	index  *Index
+	readAt time.Time // when the read started
+	gen    uint64
+}
+
+type sourceState struct {
+	src     Source
+	mapping *mapping.Mapping
+	opts    *Options
+	limiter *rate.Limiter
+	flight  singleflight.Group
+	snap    atomic.Pointer[snapshot]
+	reads   atomic.Int64
+	async   atomic.Bool // an async refresh is running
+
+	mu      sync.Mutex // guards the fields below
+	gen     uint64
+	bo      *backoff.ExponentialBackOff
+	lastErr error
+	retryAt time.Time
+}
+
+// NewStore builds a Store over sources with mapping m. Nothing is read
+// until the first lookup or Start.
+func NewStore(opts Options, m *mapping.Mapping, sources ...Source) (*Store, error) {
+	if m == nil {
+		return nil, errors.New("state store: no instances mapping")
+	}
+	if len(sources) == 0 {
+		return nil, errors.New("state store: no state sources")
+	}
+	opts.defaults()
+	s := &Store{opts: opts}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	seen := map[string]bool{}
+	for _, src := range sources {
+		if seen[src.Name()] {
+			return nil, fmt.Errorf("state store: duplicate source %q", src.Name())
+		}
+		seen[src.Name()] = true
+		bo := backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(opts.BackoffInitial),
+			backoff.WithMaxInterval(opts.BackoffMax),
+			backoff.WithMaxElapsedTime(0),
+			backoff.WithRandomizationFactor(0.5),
+		)
+		s.sources = append(s.sources, &sourceState{
+			src: src, mapping: m, opts: &s.opts, bo: bo,
+			limiter: rate.NewLimiter(rate.Limit(opts.RefreshRate), opts.RefreshBurst),
+		})
+	}
+	return s, nil
+}
+
+// Start refreshes every source in the background, keeping it within its
+// TTL, until ctx is done or Close is called.
+func (s *Store) Start(ctx context.Context) {
+	for _, src := range s.sources {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			src.loop(ctx, s.ctx)
+		}()
+	}
+}
+
+// Close stops background refreshes and waits for them to end.
+func (s *Store) Close() {
+	s.cancel()
+	s.wg.Wait()
+	for _, src := range s.sources {
+		if c, ok := src.src.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// Reads is the number of backend reads performed so far.
+func (s *Store) Reads() int64 {
+	var n int64
+	for _, src := range s.sources {
+		n += src.reads.Load()
+	}
+	return n
+}
+
+// Refresh reads every source now (subject to rate limits and backoff).
+func (s *Store) Refresh(ctx context.Context) error {
+	var errs []error
+	for _, src := range s.sources {
+		var gen uint64
+		if cur := src.snap.Load(); cur != nil {
+			gen = cur.gen
+		}
+		if _, err := src.refresh(ctx, gen); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Lookup finds an instance by providerID first, then by node name (either
+// may be empty). It returns an error wrapping ErrNotFound only when every
+// source's state is fresh, complete and lacks the instance; a read
+// failure, too-stale state, a mapping error or an ambiguous key is a
+// different error. A miss forces at most one rate-limited refresh per
+// source.
+func (s *Store) Lookup(ctx context.Context, providerID, name string) (*Instance, error) {
+	if providerID == "" && name == "" {
+		return nil, errors.New("instance lookup: no providerID and no node name")
+	}
+	key := describe(providerID, name)
+	var unsure []error
+	type probe struct {
+		src  *sourceState
+		snap *snapshot
+	}
+	probes := make([]probe, 0, len(s.sources))
+	for _, src := range s.sources {
+		snap, err := src.current(ctx, s)
+		if err != nil {
+			unsure = append(unsure, err)
+			continue
+		}
+		in, err := snap.index.Find(providerID, name)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s in source %q: %w", key, src.src.Name(), err)
+		}
+		if in != nil {
+			return in, nil
+		}
+		probes = append(probes, probe{src, snap})
+	}
+	// A miss: the instance may be newer than our read. Refresh once.
+	for i, p := range probes {
+		snap, err := p.src.refresh(ctx, p.snap.gen)
+		switch {
+		case err == nil:
+			probes[i].snap = snap
+		case errors.Is(err, errRateLimited):
+		default:
+			unsure = append(unsure, err)
+			probes[i].snap = nil
+			continue
+		}
+		in, err := probes[i].snap.index.Find(providerID, name)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s in source %q: %w", key, p.src.src.Name(), err)
+		}
+		if in != nil {
+			return in, nil
+		}
+	}
+	now := s.opts.Now()
+	for _, p := range probes {
+		if p.snap == nil {
+			continue
+		}
+		if age := now.Sub(p.snap.readAt); age > s.opts.TTL {
+			unsure = append(unsure, fmt.Errorf("state source %q: last successful read is %s old (ttl %s)", p.src.src.Name(), age.Round(time.Millisecond), s.opts.TTL))
+		} else if err := p.snap.index.incomplete(); err != nil {
+			unsure = append(unsure, fmt.Errorf("state source %q: %w", p.src.src.Name(), err))
+		}
+	}
+	if len(unsure) > 0 {
+		return nil, fmt.Errorf("instance %s not found, and its absence cannot be confirmed: %w", key, errors.Join(unsure...))
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+}
+
+// Instances lists the instances of every source's current state (reading
+// it if needed), sorted by name within each source.
+func (s *Store) Instances(ctx context.Context) ([]*Instance, error) {
+	var out []*Instance
+	for _, src := range s.sources {
+		snap, err := src.current(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snap.index.Instances()...)
+	}
+	return out, nil
+}
+
+func describe(providerID, name string) string {
+	switch {
+	case providerID == "":
+		return fmt.Sprintf("%q", name)
+	case name == "":
+		return fmt.Sprintf("%q", providerID)
+	default:
+		return fmt.Sprintf("%q (node %q)", providerID, name)
+	}
+}
+
+// current returns a snapshot no older than MaxStaleness, reading the
+// source if there is none; a snapshot past its TTL triggers an async
+// refresh and is served meanwhile.
+func (ss *sourceState) current(ctx context.Context, s *Store) (*snapshot, error) {
+	cur := ss.snap.Load()
+	now := ss.opts.Now()
+	if cur != nil {
+		age := now.Sub(cur.readAt)
+		if age <= ss.opts.TTL {
+			return cur, nil
+		}
+		if age <= ss.opts.MaxStaleness {
+			ss.refreshAsync(s, cur.gen)
+			return cur, nil
+		}
+	}
+	var gen uint64
+	if cur != nil {
+		gen = cur.gen
+	}
+	snap, err := ss.refresh(ctx, gen)
+	if err != nil {
+		if cur == nil {
+			return nil, fmt.Errorf("state source %q: no state read yet: %w", ss.src.Name(), err)
+		}
+		return nil, fmt.Errorf("state source %q: state is %s old, beyond max_staleness %s: %w",
+			ss.src.Name(), now.Sub(cur.readAt).Round(time.Millisecond), ss.opts.MaxStaleness, err)
+	}
+	return snap, nil
+}
+
+func (ss *sourceState) refreshAsync(s *Store, gen uint64) {
+	if !ss.async.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer ss.async.Store(false)
+		_, _ = ss.refresh(s.ctx, gen)
+	}()
+}
+
+// refresh reads the source unless a read newer than seenGen exists. Calls
+// are coalesced; the read itself is detached from any one caller's ctx.
+// A refresh that must succeed (no usable snapshot) waits for a token; an
+// optional one (the snapshot is still servable) takes one only if free.
+func (ss *sourceState) refresh(ctx context.Context, seenGen uint64) (*snapshot, error) {
+	ch := ss.flight.DoChan("refresh", func() (any, error) {
+		if cur := ss.snap.Load(); cur != nil && cur.gen > seenGen {
+			return cur, nil
+		}
+		ss.mu.Lock()
+		retryAt, lastErr := ss.retryAt, ss.lastErr
+		ss.mu.Unlock()
+		now := ss.opts.Now()
+		if lastErr != nil && now.Before(retryAt) {
+			return nil, fmt.Errorf("%w (retrying in %s)", lastErr, retryAt.Sub(now).Round(time.Millisecond))
+		}
+		cur := ss.snap.Load()
+		mustRead := cur == nil || now.Sub(cur.readAt) > ss.opts.MaxStaleness
+		if mustRead {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			err := ss.limiter.Wait(wctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("state source %q: %w", ss.src.Name(), err)
+			}
+		} else if !ss.limiter.Allow() {
+			return cur, errRateLimited
+		}
+		return ss.read(context.WithoutCancel(ctx))
+	})
+	select {
+	case r := <-ch:
+		snap, _ := r.Val.(*snapshot)
+		return snap, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read performs one backend read and installs the new snapshot.
+func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
+	start := ss.opts.Now()
+	ss.reads.Add(1)
+	st, err := ss.src.Read(ctx)
+	if err != nil {
+		ss.mu.Lock()
+		delay := ss.bo.NextBackOff()
+		ss.lastErr, ss.retryAt = err, ss.opts.Now().Add(delay)
+		ss.mu.Unlock()
+		klog.Warningf("tfccm state: reading source %q failed, retrying in %s: %v", ss.src.Name(), delay.Round(time.Millisecond), err)
+		return nil, err
+	}
+	ix := BuildIndex(ss.mapping, st)
+	if errs, n := ix.Errors(); n > 0 {
+		klog.Warningf("tfccm state: source %q: %d resource(s) failed to map with %s; first: %v", ss.src.Name(), n, ss.mapping.Filename(), errs[0])
+	}
+	ss.mu.Lock()
+	ss.gen++
+	snap := &snapshot{index: ix, readAt: start, gen: ss.gen}
+	ss.snap.Store(snap)
+	ss.bo.Reset()
+	ss.lastErr, ss.retryAt = nil, time.Time{}
+	ss.mu.Unlock()
+	klog.V(4).Infof("tfccm state: source %q read: %d resources, %d instances", ss.src.Name(), ix.Resources(), ix.Len())
+	return snap, nil
+}
+
+// loop keeps the source fresh: it reads when the snapshot reaches 3/4 of
+// its TTL, and after a failure when the backoff allows.
+func (ss *sourceState) loop(ctx, storeCtx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(storeCtx, cancel)
+	defer stop()
+	for {
+		var wait time.Duration
+		cur := ss.snap.Load()
+		if cur != nil {
+			wait = cur.readAt.Add(ss.opts.TTL * 3 / 4).Sub(ss.opts.Now())
+		}
+		ss.mu.Lock()
+		if ss.lastErr != nil {
+			wait = max(wait, ss.retryAt.Sub(ss.opts.Now()))
+		}
+		ss.mu.Unlock()
+		if !sleep(ctx, wait) {
+			return
+		}
+		var gen uint64
+		if cur := ss.snap.Load(); cur != nil {
+			if ss.opts.Now().Sub(cur.readAt) < ss.opts.TTL*3/4 {
+				continue // refreshed by a lookup meanwhile
+			}
+			gen = cur.gen
+		}
+		if _, err := ss.refresh(ctx, gen); err != nil {
+			// Failures set retryAt; rate limiting and anything else wait
+			// for the next token rather than spin.
+			if !sleep(ctx, max(10*time.Millisecond, time.Duration(float64(time.Second)/ss.opts.RefreshRate))) {
+				return
+			}
+		}
+	}
+}
+
+// sleep waits d (if positive); false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
