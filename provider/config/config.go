@@ -47,7 +47,7 @@ type Config struct {
 	Instances    *Instances    `hcl:"instances,block"`
 
 	// Filename is the file the config was read from.
-	Filename string `hcl:"-"`
+	Filename string
 }
 
 // Terraform configures how tofu/terraform is run.
@@ -68,7 +68,7 @@ type Terraform struct {
 	// PassEnv names process environment variables passed through to tofu.
 	PassEnv []string `hcl:"pass_env,optional"`
 
-	Timeout time.Duration `hcl:"-"`
+	Timeout time.Duration
 }
 
 // Backend is the state backend for tfccm's workspaces. Its body is passed
@@ -78,9 +78,9 @@ type Backend struct {
 	Body hcl.Body `hcl:",remain"`
 
 	// Attributes are the evaluated backend settings.
-	Attributes map[string]cty.Value `hcl:"-"`
+	Attributes map[string]cty.Value
 	// Range is where the block was declared.
-	Range hcl.Range `hcl:"-"`
+	Range hcl.Range
 }
 
 // HealthCheck is the default load balancer health check (used unless the
@@ -106,8 +106,8 @@ type Routes struct {
 	Settings cty.Value `hcl:"settings,optional"`
 	// BatchWindowRaw is how long CreateRoute/DeleteRoute calls are gathered
 	// into one apply, as a Go duration.
-	BatchWindowRaw string        `hcl:"batch_window,optional"`
-	BatchWindow    time.Duration `hcl:"-"`
+	BatchWindowRaw string `hcl:"batch_window,optional"`
+	BatchWindow    time.Duration
 }
 
 // Instances configures the Instances and Zones facets.
@@ -120,8 +120,8 @@ type Instances struct {
 	MaxStalenessRaw string        `hcl:"max_staleness,optional"`
 	RefreshRate     float64       `hcl:"refresh_rate,optional"`
 	RefreshBurst    int           `hcl:"refresh_burst,optional"`
-	TTL             time.Duration `hcl:"-"`
-	MaxStaleness    time.Duration `hcl:"-"`
+	TTL             time.Duration
+	MaxStaleness    time.Duration
 }
 
 // StateSource is one Terraform state to read instances from: a working
@@ -145,23 +145,51 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes src (named filename in diagnostics), applies defaults and
-// validates it. The error, if any, is an hcl.Diagnostics naming file:line.
+// validates it. The error, if any, is a *DiagnosticsError listing every
+// problem as file:line: summary; detail.
 func Parse(src []byte, filename string) (*Config, error) {
 	p := hclparse.NewParser()
 	f, diags := p.ParseHCL(src, filename)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, &DiagnosticsError{Diags: diags}
 	}
 	var c Config
 	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
-		return nil, diags
+		return nil, &DiagnosticsError{Diags: diags}
 	}
 	c.Filename = filename
 	if diags := c.finish(f.Body); diags.HasErrors() {
-		return nil, diags
+		return nil, &DiagnosticsError{Diags: diags}
 	}
 	return &c, nil
 }
+
+// DiagnosticsError reports every error diagnostic, one per line, each
+// starting with file:line,column.
+type DiagnosticsError struct {
+	Diags hcl.Diagnostics
+}
+
+func (e *DiagnosticsError) Error() string {
+	var lines []string
+	for _, d := range e.Diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		line := d.Summary
+		if d.Detail != "" {
+			line += "; " + d.Detail
+		}
+		if d.Subject != nil {
+			line = d.Subject.String() + ": " + line
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes the underlying diagnostics.
+func (e *DiagnosticsError) Unwrap() error { return e.Diags }
 
 func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	var diags hcl.Diagnostics
@@ -248,13 +276,13 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	}
 	hc.Protocol = strings.ToUpper(hc.Protocol)
 	if hc.Protocol != "HTTP" && hc.Protocol != "TCP" && hc.Protocol != "HTTPS" {
-		errAt(blockAttrRange(content, "load_balancer", "health_check"), "Invalid health_check protocol", fmt.Sprintf("load_balancer.health_check.protocol must be HTTP, HTTPS or TCP, got %q.", hc.Protocol))
+		errAt(blockAttrRange(content, "load_balancer", "health_check", "protocol"), "Invalid health_check protocol", fmt.Sprintf("load_balancer.health_check.protocol must be HTTP, HTTPS or TCP, got %q.", hc.Protocol))
 	}
 	if hc.Port == 0 {
 		hc.Port = DefaultHealthCheckPort
 	}
 	if hc.Port < 1 || hc.Port > 65535 {
-		errAt(blockAttrRange(content, "load_balancer", "health_check"), "Invalid health_check port", fmt.Sprintf("load_balancer.health_check.port must be 1-65535, got %d.", hc.Port))
+		errAt(blockAttrRange(content, "load_balancer", "health_check", "port"), "Invalid health_check port", fmt.Sprintf("load_balancer.health_check.port must be 1-65535, got %d.", hc.Port))
 	}
 	if hc.Path == "" && hc.Protocol != "TCP" {
 		hc.Path = DefaultHealthCheckPath
@@ -330,26 +358,46 @@ var rootSchema = &hcl.BodySchema{
 	},
 }
 
-// blockAttrRange finds the range of attribute (or nested block) name inside
-// the first top-level block of type block, for diagnostics.
-func blockAttrRange(content *hcl.BodyContent, block, name string) *hcl.Range {
+// blockAttrRange finds the range of the attribute or block at path (block
+// types, then a final attribute or block name) under the top-level block of
+// type block, for diagnostics. It falls back to the nearest enclosing block.
+func blockAttrRange(content *hcl.BodyContent, block string, path ...string) *hcl.Range {
 	for _, b := range content.Blocks {
-		if b.Type != block {
-			continue
+		if b.Type == block {
+			return rangeIn(b.Body, b.DefRange, path)
 		}
-		attrs, _ := b.Body.JustAttributes()
-		if a, ok := attrs[name]; ok {
-			return a.Expr.Range().Ptr()
-		}
-		inner, _, _ := b.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: name}, {Type: name, LabelNames: []string{"name"}}}})
-		if inner != nil {
-			for _, ib := range inner.Blocks {
-				return ib.DefRange.Ptr()
-			}
-		}
-		return b.DefRange.Ptr()
 	}
 	return nil
+}
+
+func rangeIn(body hcl.Body, fallback hcl.Range, path []string) *hcl.Range {
+	if len(path) == 0 {
+		return fallback.Ptr()
+	}
+	name := path[0]
+	schema := &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: name}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: name}},
+	}
+	content, _, diags := body.PartialContent(schema)
+	if diags.HasErrors() {
+		// A labelled block such as source "x" { ... }.
+		schema.Blocks = []hcl.BlockHeaderSchema{{Type: name, LabelNames: []string{"name"}}}
+		content, _, _ = body.PartialContent(schema)
+	}
+	if content == nil {
+		return fallback.Ptr()
+	}
+	if a, ok := content.Attributes[name]; ok {
+		return a.Expr.Range().Ptr()
+	}
+	for _, b := range content.Blocks {
+		if len(path) == 1 {
+			return b.DefRange.Ptr()
+		}
+		return rangeIn(b.Body, b.DefRange, path[1:])
+	}
+	return fallback.Ptr()
 }
 
 func (b *Backend) decode() hcl.Diagnostics {

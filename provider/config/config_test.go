@@ -1,0 +1,121 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse([]byte(`cluster_name = "prod"`), "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WorkDir != DefaultWorkDir || c.TemplateSet != "local" || c.Terraform.Binary != "tofu" ||
+		c.Terraform.Parallelism != DefaultParallelism || c.Terraform.Timeout != DefaultOperationTimeout {
+		t.Errorf("defaults not applied: %+v %+v", c, c.Terraform)
+	}
+	if c.Backend.Type != "local" {
+		t.Errorf("backend = %q, want local", c.Backend.Type)
+	}
+	hc := c.LoadBalancer.HealthCheck
+	if hc.Protocol != "HTTP" || hc.Port != 10256 || hc.Path != "/healthz" {
+		t.Errorf("health check defaults = %+v", hc)
+	}
+	if !c.LoadBalancer.Settings.Type().Equals(cty.EmptyObject) {
+		t.Errorf("settings default = %#v", c.LoadBalancer.Settings)
+	}
+	if c.Instances.TTL != DefaultStateTTL || c.Routes.BatchWindow != 2*time.Second {
+		t.Errorf("durations: ttl %s batch %s", c.Instances.TTL, c.Routes.BatchWindow)
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	src := `
+cluster_name = "prod"
+work_dir     = "/srv/tfccm"
+template_set = "hcloud"
+override_dir = "/etc/tfccm/templates"
+terraform {
+  binary      = "/usr/bin/terraform"
+  parallelism = 8
+  timeout     = "3m"
+  env         = { HCLOUD_TOKEN = "secret" }
+  pass_env    = ["AWS_PROFILE"]
+}
+backend "kubernetes" {
+  namespace = "kube-system"
+  in_cluster_config = true
+}
+load_balancer {
+  health_check {
+    protocol = "tcp"
+    port     = 30000
+  }
+  settings = { vip_pool = "10.0.0.0/24", size = 2 }
+}
+instances {
+  ttl           = "1m"
+  max_staleness = "5m"
+  source "infra" {
+    dir = "/srv/infra"
+  }
+}
+`
+	c, err := Parse([]byte(src), "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Terraform.Timeout != 3*time.Minute || c.Terraform.Env["HCLOUD_TOKEN"] != "secret" {
+		t.Errorf("terraform = %+v", c.Terraform)
+	}
+	if c.Backend.Type != "kubernetes" || strings.Join(c.Backend.AttributeNames(), ",") != "in_cluster_config,namespace" {
+		t.Errorf("backend = %s %v", c.Backend.Type, c.Backend.AttributeNames())
+	}
+	if got := c.Backend.Attributes["namespace"].AsString(); got != "kube-system" {
+		t.Errorf("backend namespace = %q", got)
+	}
+	hc := c.LoadBalancer.HealthCheck
+	if hc.Protocol != "TCP" || hc.Port != 30000 || hc.Path != "" {
+		t.Errorf("health check = %+v", hc)
+	}
+	if got := c.LoadBalancer.Settings.GetAttr("vip_pool").AsString(); got != "10.0.0.0/24" {
+		t.Errorf("settings.vip_pool = %q", got)
+	}
+	if len(c.Instances.Sources) != 1 || c.Instances.Sources[0].Dir != "/srv/infra" || c.Instances.TTL != time.Minute {
+		t.Errorf("instances = %+v", c.Instances)
+	}
+}
+
+func TestParseErrorsNameFileLine(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      []string
+	}{
+		{"missing cluster_name", `work_dir = "/x"`, []string{`cloud.hcl:1,1-1: Missing required argument; The argument "cluster_name" is required`}},
+		{"bad cluster_name", "cluster_name = \"Bad_Name\"\n", []string{"cloud.hcl:1,16-26: Invalid cluster_name"}},
+		{"unknown attribute", "cluster_name = \"a\"\nfoo = 1\n", []string{`cloud.hcl:2,1-4: Unsupported argument`}},
+		{"bad timeout", "cluster_name = \"a\"\nterraform {\n  timeout = \"soon\"\n}\n", []string{"cloud.hcl:3,13-19: Invalid timeout"}},
+		{"secret env refused", "cluster_name = \"a\"\nterraform {\n  env = { TF_VAR_x = \"1\" }\n}\n", []string{"cloud.hcl:3,9-27: Invalid env", "TF_VAR_x"}},
+		{"bad health check", "cluster_name = \"a\"\nload_balancer {\n  health_check {\n    port = 70000\n  }\n}\n", []string{"cloud.hcl:4,12-17: Invalid health_check port"}},
+		{"settings not object", "cluster_name = \"a\"\nload_balancer {\n  settings = \"x\"\n}\n", []string{"cloud.hcl:3,14-17: Invalid settings"}},
+		{"source needs one of", "cluster_name = \"a\"\ninstances {\n  source \"x\" {\n  }\n}\n", []string{"cloud.hcl:3,3-13: Invalid state source"}},
+		{"staleness below ttl", "cluster_name = \"a\"\ninstances {\n  ttl = \"5m\"\n  max_staleness = \"1m\"\n}\n", []string{"cloud.hcl:4,19-23: Invalid max_staleness"}},
+		{"two errors reported", "cluster_name = \"A\"\nterraform {\n  timeout = \"x\"\n}\n", []string{"Invalid cluster_name", "Invalid timeout"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "cloud.hcl")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
