@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,12 @@ func splitOutputs(all map[string]outputMeta) (public map[string]json.RawMessage,
 			secrets = append(secrets, secretStrings(o.Value)...)
 			continue
 		}
-		public[k] = o.Value
+		var buf bytes.Buffer
+		if json.Compact(&buf, o.Value) == nil {
+			public[k] = buf.Bytes()
+		} else {
+			public[k] = o.Value
+		}
 	}
 	return public, secrets
 }

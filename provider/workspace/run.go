@@ -62,8 +62,8 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	}()
 
 	initHash := spec.initHash()
-	if out.rec.InitHash != initHash || !exists(filepath.Join(dir, ".terraform")) {
-		migrate := exists(filepath.Join(dir, ".terraform"))
+	if out.rec.InitHash != initHash {
+		migrate := out.rec.InitHash != ""
 		if err := r.step(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
 			return tf.Init(ctx, tfexec.Upgrade(false), tfexec.ForceCopy(migrate))
 		}); err != nil {
