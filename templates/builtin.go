@@ -1,0 +1,78 @@
+package templates
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// builtinFS holds the built-in template sets, one directory each.
+//
+//go:embed all:local
+var builtinFS embed.FS
+
+// BuiltinSets lists the names of the embedded template sets.
+func BuiltinSets() []string {
+	entries, _ := fs.ReadDir(builtinFS, ".")
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadBuiltin loads the embedded template set name.
+func LoadBuiltin(name string) (*Set, error) {
+	known := BuiltinSets()
+	found := false
+	for _, k := range known {
+		found = found || k == name
+	}
+	if !found {
+		return nil, fmt.Errorf("template_set %q is not built in (built in: %s)", name, strings.Join(known, ", "))
+	}
+	s, diags := LoadSet(builtinFS, name, "builtin:"+name)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("built-in template set %s: %w", name, diagError(diags))
+	}
+	return s, nil
+}
+
+// diagError turns diagnostics into an error whose text lists each one as
+// "file:line,col: summary: detail".
+func diagError(diags hcl.Diagnostics) error {
+	return fmt.Errorf("%s", FormatDiagnostics(diags))
+}
+
+// FormatDiagnostics renders diagnostics one per line as
+// "file:line,col: severity: summary; detail".
+func FormatDiagnostics(diags hcl.Diagnostics) string {
+	var lines []string
+	for _, d := range diags {
+		sev := "error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "warning"
+		}
+		loc := ""
+		if d.Subject != nil {
+			loc = d.Subject.Filename
+			if d.Subject.Start.Line > 0 {
+				loc = fmt.Sprintf("%s:%d,%d", loc, d.Subject.Start.Line, d.Subject.Start.Column)
+			}
+			loc += ": "
+		}
+		msg := loc + sev + ": " + d.Summary
+		if d.Detail != "" {
+			msg += "; " + d.Detail
+		}
+		lines = append(lines, msg)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,115 @@
+package templates
+
+import (
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is what a module is for.
+type Kind string
+
+// Module kinds.
+const (
+	KindLoadBalancer Kind = "loadbalancer"
+	KindRoutes       Kind = "routes"
+)
+
+// InstancesFile is the name of a set's state-to-instance mapping.
+const InstancesFile = "instances.hcl"
+
+// Reserved file names the renderer writes into every workspace; a template
+// may not contain them.
+const (
+	TfvarsFile   = "tfccm.auto.tfvars"
+	BackendFile  = "tfccm_backend.tf"
+	ManifestFile = ".tfccm-files"
+)
+
+// SettingsVar is the template-defined input of cluster settings.
+const SettingsVar = "settings"
+
+var addressType = cty.Object(map[string]cty.Type{"type": cty.String, "address": cty.String})
+
+// ServiceType is the full type of the load balancer `service` input.
+var ServiceType = cty.Object(map[string]cty.Type{
+	"uid":         cty.String,
+	"namespace":   cty.String,
+	"name":        cty.String,
+	"annotations": cty.Map(cty.String),
+	"labels":      cty.Map(cty.String),
+	"ports": cty.List(cty.Object(map[string]cty.Type{
+		"name":         cty.String,
+		"protocol":     cty.String,
+		"port":         cty.Number,
+		"node_port":    cty.Number,
+		"app_protocol": cty.String,
+	})),
+	"load_balancer_ip":        cty.String,
+	"source_ranges":           cty.List(cty.String),
+	"external_traffic_policy": cty.String,
+	"health_check_node_port":  cty.Number,
+	"ip_families":             cty.List(cty.String),
+	"session_affinity":        cty.String,
+	"proxy_protocol":          cty.Bool,
+	"internal":                cty.Bool,
+})
+
+// NodeType is the type of one element of the `nodes` input.
+var NodeType = cty.Object(map[string]cty.Type{
+	"name":          cty.String,
+	"provider_id":   cty.String,
+	"addresses":     cty.List(addressType),
+	"zone":          cty.String,
+	"region":        cty.String,
+	"instance_type": cty.String,
+	"labels":        cty.Map(cty.String),
+})
+
+// HealthCheckType is the type of the `health_check` input.
+var HealthCheckType = cty.Object(map[string]cty.Type{"protocol": cty.String, "port": cty.Number, "path": cty.String})
+
+// RouteType is the type of one element of the routes module's `routes` input.
+var RouteType = cty.Object(map[string]cty.Type{
+	"destination_cidr":      cty.String,
+	"target_node":           cty.String,
+	"target_node_addresses": cty.List(addressType),
+	"blackhole":             cty.Bool,
+})
+
+// RouteOutputType is the type of one element of the routes module's `routes` output.
+var RouteOutputType = cty.Object(map[string]cty.Type{"destination_cidr": cty.String, "target_node": cty.String, "blackhole": cty.Bool})
+
+// Inputs are the inputs the engine provides to each kind of module, with
+// their exact types. `settings` is template-defined (cty.DynamicPseudoType
+// here): it must be an object, a map or `any`.
+var Inputs = map[Kind]map[string]cty.Type{
+	KindLoadBalancer: {
+		"cluster_name":       cty.String,
+		"load_balancer_name": cty.String,
+		"service":            ServiceType,
+		"nodes":              cty.List(NodeType),
+		"health_check":       HealthCheckType,
+		SettingsVar:          cty.DynamicPseudoType,
+	},
+	KindRoutes: {
+		"cluster_name": cty.String,
+		"routes":       cty.Map(RouteType),
+		SettingsVar:    cty.DynamicPseudoType,
+	},
+}
+
+// RequiredOutputs are the outputs each kind of module must declare.
+var RequiredOutputs = map[Kind][]string{
+	KindLoadBalancer: {"ingress"},
+	KindRoutes:       {"routes"},
+}
+
+func inputNames(k Kind) []string {
+	var out []string
+	for n := range Inputs[k] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,333 @@
+package templates
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/provider/config"
+)
+
+// Route is one route of the cluster's routes workspace.
+type Route struct {
+	// Name is the route's key (see RouteName); it carries the CIDR.
+	Name                string
+	DestinationCIDR     string
+	TargetNode          string
+	TargetNodeAddresses []corev1.NodeAddress
+	Blackhole           bool
+}
+
+// RenderLoadBalancer renders the workspace of svc's load balancer over
+// nodes (already filtered by the service controller). Errors are
+// user-facing: they name the annotation or field and what was wrong.
+func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node) (*Workspace, error) {
+	if svc == nil {
+		return nil, fmt.Errorf("render load balancer: no Service")
+	}
+	if err := annotations.Check(svc.Annotations); err != nil {
+		return nil, err
+	}
+	m, err := s.loadBalancerModule(svc)
+	if err != nil {
+		return nil, err
+	}
+	service, err := serviceVal(svc)
+	if err != nil {
+		return nil, err
+	}
+	vars, _, _ := annotations.Vars.Get(svc.Annotations)
+	settings, err := settingsVal(m, cfg.LoadBalancer.Settings, "load_balancer.settings", vars)
+	if err != nil {
+		return nil, err
+	}
+	inputs := map[string]cty.Value{
+		"cluster_name":       str(cfg.ClusterName),
+		"load_balancer_name": str(LoadBalancerName(cfg, svc)),
+		"service":            service,
+		"nodes":              nodesVal(nodes),
+		"health_check":       healthCheckVal(cfg, svc),
+		SettingsVar:          settings,
+	}
+	return s.render(cfg, m, LoadBalancerWorkspaceName(cfg, svc), inputs)
+}
+
+// RenderRoutes renders the cluster's routes workspace.
+func (s *Set) RenderRoutes(cfg *config.Config, routes []Route) (*Workspace, error) {
+	m, ok := s.modules[string(KindRoutes)]
+	if !ok {
+		return nil, fmt.Errorf("render routes: the template set has no routes module")
+	}
+	vals := map[string]cty.Value{}
+	for _, r := range routes {
+		if r.Name == "" {
+			return nil, fmt.Errorf("render routes: route to %s has no name", r.DestinationCIDR)
+		}
+		if _, dup := vals[r.Name]; dup {
+			return nil, fmt.Errorf("render routes: route %q appears twice", r.Name)
+		}
+		if _, err := netip.ParsePrefix(r.DestinationCIDR); err != nil {
+			return nil, fmt.Errorf("render routes: route %q: destination %q is not a CIDR", r.Name, r.DestinationCIDR)
+		}
+		if r.TargetNode == "" && !r.Blackhole {
+			return nil, fmt.Errorf("render routes: route %q has no target node", r.Name)
+		}
+		vals[strings.ToValidUTF8(r.Name, "\uFFFD")] = cty.ObjectVal(map[string]cty.Value{
+			"destination_cidr":      str(r.DestinationCIDR),
+			"target_node":           optStr(r.TargetNode),
+			"target_node_addresses": addressesVal(r.TargetNodeAddresses),
+			"blackhole":             cty.BoolVal(r.Blackhole),
+		})
+	}
+	routesVal := cty.MapValEmpty(RouteType)
+	if len(vals) > 0 {
+		routesVal = cty.MapVal(vals)
+	}
+	settings, err := settingsVal(m, cfg.Routes.Settings, "routes.settings", nil)
+	if err != nil {
+		return nil, err
+	}
+	inputs := map[string]cty.Value{
+		"cluster_name": str(cfg.ClusterName),
+		"routes":       routesVal,
+		SettingsVar:    settings,
+	}
+	return s.render(cfg, m, RoutesWorkspaceName, inputs)
+}
+
+// RoutesFromNodes derives one route per pod CIDR of each node (dual-stack
+// nodes get two), named with RouteName, sorted by name.
+func RoutesFromNodes(nodes []*corev1.Node) []Route {
+	var out []Route
+	for _, n := range nodes {
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			out = append(out, Route{Name: RouteName(n.Name, c), DestinationCIDR: c, TargetNode: n.Name,
+				TargetNodeAddresses: n.Status.Addresses})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Set) loadBalancerModule(svc *corev1.Service) (*Module, error) {
+	variant, set, _ := annotations.Template.Get(svc.Annotations) // validated by Check
+	key := string(KindLoadBalancer)
+	if set && variant != "default" {
+		key += "." + variant
+	}
+	m, ok := s.modules[key]
+	if !ok {
+		installed := strings.Join(s.Variants(), ", ")
+		if installed == "" {
+			installed = "none"
+		}
+		if !set {
+			return nil, fmt.Errorf("the template set has no default load balancer module (installed variants: %s; pick one with annotation %s)", installed, annotations.Template.Name)
+		}
+		return nil, fmt.Errorf("annotation %s: variant %q is not installed (installed: %s)", annotations.Template.Name, variant, installed)
+	}
+	return m, nil
+}
+
+func serviceVal(svc *corev1.Service) (cty.Value, error) {
+	a := svc.Annotations
+	proxy, _, _ := annotations.ProxyProtocol.Get(a)
+	internal, _, _ := annotations.Internal.Get(a)
+	lbIP := cty.NullVal(cty.String)
+	if svc.Spec.LoadBalancerIP != "" {
+		lbIP = str(svc.Spec.LoadBalancerIP)
+	}
+	if ip, ok, _ := annotations.LoadBalancerIP.Get(a); ok {
+		if svc.Spec.LoadBalancerIP != "" {
+			spec, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
+			if err != nil || spec.Unmap() != ip {
+				return cty.NilVal, fmt.Errorf("annotation %s (%s) conflicts with spec.loadBalancerIP (%s): set only one", annotations.LoadBalancerIP.Name, ip, svc.Spec.LoadBalancerIP)
+			}
+		}
+		lbIP = str(ip.String())
+	}
+	etp := string(svc.Spec.ExternalTrafficPolicy)
+	if etp == "" {
+		etp = string(corev1.ServiceExternalTrafficPolicyCluster)
+	}
+	hcPort := cty.NullVal(cty.Number)
+	if etp == string(corev1.ServiceExternalTrafficPolicyLocal) {
+		hcPort = optNum(svc.Spec.HealthCheckNodePort)
+	}
+	families := make([]string, 0, len(svc.Spec.IPFamilies))
+	for _, f := range svc.Spec.IPFamilies {
+		families = append(families, string(f))
+	}
+	if len(families) == 0 {
+		families = []string{string(corev1.IPv4Protocol)}
+	}
+	affinity := string(svc.Spec.SessionAffinity)
+	if affinity == "" {
+		affinity = string(corev1.ServiceAffinityNone)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"uid":                     str(string(svc.UID)),
+		"namespace":               str(svc.Namespace),
+		"name":                    str(svc.Name),
+		"annotations":             strMap(svc.Annotations, droppedAnnotations),
+		"labels":                  strMap(svc.Labels, nil),
+		"ports":                   portsVal(svc.Spec.Ports),
+		"load_balancer_ip":        lbIP,
+		"source_ranges":           strList(svc.Spec.LoadBalancerSourceRanges),
+		"external_traffic_policy": str(etp),
+		"health_check_node_port":  hcPort,
+		"ip_families":             strList(families),
+		"session_affinity":        str(affinity),
+		"proxy_protocol":          cty.BoolVal(proxy),
+		"internal":                cty.BoolVal(internal),
+	}), nil
+}
+
+// healthCheckVal: ETP=Local checks kube-proxy's per-Service health check
+// node port; otherwise the cloud config's default.
+func healthCheckVal(cfg *config.Config, svc *corev1.Service) cty.Value {
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
+		return cty.ObjectVal(map[string]cty.Value{"protocol": str("HTTP"), "port": cty.NumberIntVal(int64(svc.Spec.HealthCheckNodePort)), "path": str("/healthz")})
+	}
+	hc := cfg.LoadBalancer.HealthCheck
+	return cty.ObjectVal(map[string]cty.Value{"protocol": str(hc.Protocol), "port": cty.NumberIntVal(int64(hc.Port)), "path": optStr(hc.Path)})
+}
+
+// settingsVal merges the cluster settings (from field of the cloud config)
+// with per-Service vars and checks every key against the type the module
+// declares for settings. Keys of the cluster settings the template does not
+// declare are dropped (settings are shared by all variants); unknown keys in
+// tfccm.io/vars are errors.
+func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]json.RawMessage) (cty.Value, error) {
+	v, declared := m.Variables[SettingsVar]
+	if !declared {
+		if len(vars) > 0 {
+			return cty.NilVal, fmt.Errorf("annotation %s: template %s declares no settings, so it takes no vars", annotations.Vars.Name, m.Key)
+		}
+		return cty.NilVal, nil
+	}
+	type entry struct {
+		val  cty.Value
+		from string // where the value came from, for errors
+	}
+	merged := map[string]entry{}
+	if cluster != cty.NilVal && !cluster.IsNull() && cluster.CanIterateElements() {
+		for it := cluster.ElementIterator(); it.Next(); {
+			k, val := it.Element()
+			merged[k.AsString()] = entry{val, fmt.Sprintf("%s.%s in the cloud config", field, k.AsString())}
+		}
+	}
+	for _, k := range sortedKeys(vars) {
+		raw := vars[k]
+		t, err := ctyjson.ImpliedType(raw)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("annotation %s: key %q: %v", annotations.Vars.Name, k, err)
+		}
+		val, err := ctyjson.Unmarshal(raw, t)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("annotation %s: key %q: %v", annotations.Vars.Name, k, err)
+		}
+		merged[k] = entry{val, fmt.Sprintf("annotation %s: key %q", annotations.Vars.Name, k)}
+	}
+	fromVars := func(k string) bool { _, ok := vars[k]; return ok }
+	conv := func(e entry, t cty.Type) (cty.Value, error) {
+		out, err := convert.Convert(e.val, t)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("%s: want %s: %v", e.from, typeString(t), err)
+		}
+		return out, nil
+	}
+	t := v.Type
+	switch {
+	case t == cty.DynamicPseudoType:
+		out := map[string]cty.Value{}
+		for k, e := range merged {
+			out[k] = e.val
+		}
+		return cty.ObjectVal(out), nil
+	case t.IsMapType():
+		out := map[string]cty.Value{}
+		for _, k := range sortedKeys(merged) {
+			cv, err := conv(merged[k], t.ElementType())
+			if err != nil {
+				return cty.NilVal, err
+			}
+			out[k] = cv
+		}
+		if len(out) == 0 {
+			return cty.MapValEmpty(t.ElementType()), nil
+		}
+		return cty.MapVal(out), nil
+	case t.IsObjectType():
+		out := map[string]cty.Value{}
+		for _, k := range sortedKeys(merged) {
+			if !t.HasAttribute(k) {
+				if fromVars(k) {
+					return cty.NilVal, fmt.Errorf("annotation %s: unknown key %q (template %s accepts: %s)", annotations.Vars.Name, k, m.Key, strings.Join(sortedKeys(t.AttributeTypes()), ", "))
+				}
+				continue
+			}
+			cv, err := conv(merged[k], t.AttributeType(k))
+			if err != nil {
+				return cty.NilVal, err
+			}
+			out[k] = cv
+		}
+		for _, a := range sortedKeys(t.AttributeTypes()) {
+			if _, ok := out[a]; ok {
+				continue
+			}
+			if !t.AttributeOptional(a) {
+				return cty.NilVal, fmt.Errorf("settings: template %s requires key %q; set it in %s of the cloud config or in annotation %s", m.Key, a, field, annotations.Vars.Name)
+			}
+			out[a] = cty.NullVal(t.AttributeType(a))
+		}
+		return cty.ObjectVal(out), nil
+	}
+	return cty.NilVal, fmt.Errorf("template %s: settings must be an object, a map or any", m.Key)
+}
+
+// render converts each input the module declares to its declared type and
+// assembles the workspace.
+func (s *Set) render(cfg *config.Config, m *Module, name string, inputs map[string]cty.Value) (*Workspace, error) {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	body.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# Generated by tfccm; do not edit. Inputs of template " + m.Key + ".\n")}})
+	for _, vn := range sortedKeys(m.Variables) {
+		val, ok := inputs[vn]
+		if !ok || val == cty.NilVal {
+			continue // not an engine input: the template's default applies
+		}
+		decl := m.Variables[vn]
+		cv, err := convert.Convert(val, decl.Type)
+		if err != nil {
+			return nil, fmt.Errorf("render %s: input %s does not fit the declared type %s: %v", m.Key, vn, typeString(decl.Type), err)
+		}
+		body.SetAttributeValue(vn, cv)
+	}
+	ws := newWorkspace(name)
+	for _, mf := range m.Files {
+		ws.add(mf.Path, mf.Data, mf.Exec)
+	}
+	ws.add(TfvarsFile, f.Bytes(), false)
+	if err := ws.addBackend(cfg); err != nil {
+		return nil, err
+	}
+	ws.Module = m.Key
+	ws.seal()
+	return ws, nil
+}

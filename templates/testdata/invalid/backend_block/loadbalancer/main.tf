@@ -1,0 +1,9 @@
+terraform {
+  backend "s3" {
+    bucket = "x"
+  }
+}
+
+output "ingress" {
+  value = []
+}

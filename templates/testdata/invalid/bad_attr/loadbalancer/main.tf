@@ -1,0 +1,10 @@
+variable "service" {
+  type = object({
+    name = string
+    color = string
+  })
+}
+
+output "ingress" {
+  value = []
+}

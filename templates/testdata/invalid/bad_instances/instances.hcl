@@ -1,0 +1,3 @@
+instance "node" {
+  name = 
+}

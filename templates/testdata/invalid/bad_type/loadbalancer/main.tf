@@ -1,0 +1,7 @@
+output "ingress" {
+  value = []
+}
+
+variable "nodes" {
+  type = list(object({ name = number }))
+}

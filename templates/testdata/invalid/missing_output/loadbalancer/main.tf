@@ -1,0 +1,7 @@
+variable "cluster_name" {
+  type = string
+}
+
+output "vip" {
+  value = "x"
+}

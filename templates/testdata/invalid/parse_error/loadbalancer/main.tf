@@ -1,0 +1,6 @@
+variable "cluster_name" {
+  type = string
+
+output "ingress" {
+  value = []
+}

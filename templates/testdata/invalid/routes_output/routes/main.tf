@@ -1,0 +1,3 @@
+variable "routes" {
+  type = map(object({ destination_cidr = string, target_node = string }))
+}

@@ -1,0 +1,7 @@
+variable "settings" {
+  type = list(string)
+}
+
+output "ingress" {
+  value = []
+}

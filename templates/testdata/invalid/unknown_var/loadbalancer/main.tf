@@ -1,0 +1,11 @@
+variable "cluster_name" {
+  type = string
+}
+
+variable "flavor" {
+  type = string
+}
+
+output "ingress" {
+  value = []
+}

@@ -1,0 +1,7 @@
+variable "value" {
+  type = any
+}
+
+output "value" {
+  value = var.value
+}
