@@ -30,7 +30,7 @@ func secretBackendAttr(name string) bool {
 // keyedBackend describes how tfccm keeps workspaces apart in one backend:
 // which attribute it sets per workspace and how.
 type keyedBackend struct {
-	attrs []string                                        // attributes derived per workspace
+	attrs []string                                                // attributes derived per workspace
 	key   func(base string, cfg *config.Config, ws string) string // base = the configured value or ""
 }
 

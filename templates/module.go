@@ -71,7 +71,7 @@ func parseModule(key string, kind Kind, variant, origin string, files []File) (*
 	for _, f := range files {
 		if f.Path == TfvarsFile || f.Path == BackendFile || f.Path == ManifestFile {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Reserved file name",
-				Detail: fmt.Sprintf("%s is written by tfccm into every workspace; a template may not contain it.", f.Path),
+				Detail:  fmt.Sprintf("%s is written by tfccm into every workspace; a template may not contain it.", f.Path),
 				Subject: &hcl.Range{Filename: origin + "/" + f.Path}})
 			continue
 		}

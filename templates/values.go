@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"github.com/zclconf/go-cty/cty"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Node labels read into the nodes input.

@@ -157,4 +157,3 @@ func ReadDir(dir string) (map[string][]byte, error) {
 	}
 	return out, nil
 }
-
