@@ -13,6 +13,9 @@ import (
 // shared: callers must not modify them.
 type Instance = mapping.Instance
 
+// Address is one typed instance address (see mapping.Address).
+type Address = mapping.Address
+
 // maxKeptErrors bounds the mapping errors an Index keeps verbatim.
 const maxKeptErrors = 10
 

@@ -97,12 +97,17 @@ type sourceState struct {
 	snap    atomic.Pointer[snapshot]
 	reads   atomic.Int64
 	async   atomic.Bool // an async refresh is running
+	// base bounds every read: reads are shared by all waiting callers, so
+	// they are detached from each caller's ctx but end with the Store.
+	base     context.Context
+	inflight sync.WaitGroup
 
 	mu      sync.Mutex // guards the fields below
 	gen     uint64
 	bo      *backoff.ExponentialBackOff
 	lastErr error
 	retryAt time.Time
+	closed  bool
 }
 
 // NewStore builds a Store over sources with mapping m. Nothing is read
@@ -130,7 +135,7 @@ func NewStore(opts Options, m *mapping.Mapping, sources ...Source) (*Store, erro
 			backoff.WithRandomizationFactor(0.5),
 		)
 		s.sources = append(s.sources, &sourceState{
-			src: src, mapping: m, opts: &s.opts, bo: bo,
+			src: src, mapping: m, opts: &s.opts, bo: bo, base: s.ctx,
 			limiter: rate.NewLimiter(rate.Limit(opts.RefreshRate), opts.RefreshBurst),
 		})
 	}
@@ -154,6 +159,10 @@ func (s *Store) Close() {
 	s.cancel()
 	s.wg.Wait()
 	for _, src := range s.sources {
+		src.mu.Lock()
+		src.closed = true
+		src.mu.Unlock()
+		src.inflight.Wait()
 		if c, ok := src.src.(interface{ Close() error }); ok {
 			_ = c.Close()
 		}
@@ -327,6 +336,14 @@ func (ss *sourceState) refreshAsync(s *Store, gen uint64) {
 // optional one (the snapshot is still servable) takes one only if free.
 func (ss *sourceState) refresh(ctx context.Context, seenGen uint64) (*snapshot, error) {
 	ch := ss.flight.DoChan("refresh", func() (any, error) {
+		ss.mu.Lock()
+		if ss.closed {
+			ss.mu.Unlock()
+			return nil, fmt.Errorf("state source %q: store closed", ss.src.Name())
+		}
+		ss.inflight.Add(1)
+		ss.mu.Unlock()
+		defer ss.inflight.Done()
 		if cur := ss.snap.Load(); cur != nil && cur.gen > seenGen {
 			return cur, nil
 		}
@@ -340,7 +357,7 @@ func (ss *sourceState) refresh(ctx context.Context, seenGen uint64) (*snapshot, 
 		cur := ss.snap.Load()
 		mustRead := cur == nil || now.Sub(cur.readAt) > ss.opts.MaxStaleness
 		if mustRead {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			wctx, cancel := context.WithTimeout(ss.base, time.Minute)
 			err := ss.limiter.Wait(wctx)
 			cancel()
 			if err != nil {
@@ -349,7 +366,7 @@ func (ss *sourceState) refresh(ctx context.Context, seenGen uint64) (*snapshot, 
 		} else if !ss.limiter.Allow() {
 			return cur, errRateLimited
 		}
-		return ss.read(context.WithoutCancel(ctx))
+		return ss.read(ss.base)
 	})
 	select {
 	case r := <-ch:

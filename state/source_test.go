@@ -1,0 +1,159 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tfccm/tfccm/provider/config"
+)
+
+// TestTofuSources reads real OpenTofu state both ways (working directory
+// through its backend, and state file) and maps it with the local cloud's
+// instances.hcl.
+func TestTofuSources(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	tfc := tfConfig(t)
+	dirSrc, err := NewDirSource("infra-dir", inf.dir, tfc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileSrc, err := NewFileSource("infra-file", inf.stateFile(), tfc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fileSrc.Close() })
+	m := localMapping(t)
+	want := []*Instance{{
+		Name: "a", ProviderID: "terraform://local/a", InstanceType: "small", Zone: "zone-a", Region: "region-1",
+		Addresses: []Address{{Type: "InternalIP", Address: "10.250.0.2"}, {Type: "InternalIP", Address: "fd00:250::2"}, {Type: "Hostname", Address: "a"}},
+		Labels:    map[string]string{"tfccm.io/netns": "tfccm-n-a"},
+		Resource:  `terraform_data.node["a"]`, Rule: "node",
+	}, {
+		Name: "b", ProviderID: "terraform://local/b", InstanceType: "large", Zone: "zone-b", Region: "region-1",
+		Addresses: []Address{{Type: "InternalIP", Address: "10.250.0.3"}, {Type: "Hostname", Address: "b"}},
+		Labels:    map[string]string{"tfccm.io/netns": "tfccm-n-b"},
+		Shutdown:  true,
+		Resource:  `terraform_data.node["b"]`, Rule: "node",
+	}}
+	for _, src := range []Source{dirSrc, fileSrc} {
+		t.Run(src.Name(), func(t *testing.T) {
+			st, err := src.Read(context.Background())
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			ix := BuildIndex(m, st)
+			if errs, n := ix.Errors(); n != 0 {
+				t.Fatalf("mapping errors: %v", errs)
+			}
+			if ix.Resources() != 4 {
+				t.Errorf("Resources = %d, want 4 (2 nodes, router, credentials)", ix.Resources())
+			}
+			if got := ix.Instances(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("Instances:\n got  %+v\n want %+v", got, want)
+			}
+		})
+	}
+	if _, err := os.Stat(fileSrc.tmpDir); err != nil {
+		t.Fatalf("file source scratch dir: %v", err)
+	}
+	tmp := fileSrc.tmpDir
+	if err := fileSrc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("Close left %s behind", tmp)
+	}
+}
+
+func TestTofuSourceErrors(t *testing.T) {
+	tfc := tfConfig(t)
+	tfc.Env = map[string]string{"BACKEND_TOKEN": "very-secret-token"}
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		src  func() (*TofuSource, error)
+		want string
+	}{
+		{"missing state file", func() (*TofuSource, error) {
+			return NewFileSource("f", filepath.Join(dir, "nope.tfstate"), tfc)
+		}, "no such file"},
+		{"corrupt state file", func() (*TofuSource, error) {
+			p := filepath.Join(dir, "bad.tfstate")
+			if err := os.WriteFile(p, []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return NewFileSource("f", p, tfc)
+		}, "tofu show"},
+		{"missing dir", func() (*TofuSource, error) {
+			return NewDirSource("d", filepath.Join(dir, "nodir"), tfc)
+		}, "no such file"},
+		{"missing binary", func() (*TofuSource, error) {
+			c := *tfc
+			c.Binary = filepath.Join(dir, "no-tofu")
+			return NewDirSource("d", dir, &c)
+		}, "no-tofu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := tt.src()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = src.Close() })
+			_, err = src.Read(context.Background())
+			if err == nil {
+				t.Fatal("Read succeeded, want error")
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `"`+src.Name()+`"`) {
+				t.Errorf("error %q lacks %q or the source name", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "very-secret-token") {
+				t.Errorf("error leaks the secret: %q", err)
+			}
+		})
+	}
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("TFCCM_TEST_PASS", "passed-value")
+	env, secrets, err := Env(&config.Terraform{
+		Env: map[string]string{"AWS_SECRET_ACCESS_KEY": "abc123"}, PassEnv: []string{"TFCCM_TEST_PASS", "TFCCM_TEST_UNSET"},
+		CLIConfigFile: "/etc/tfccm/tofurc", PluginCacheDir: "/var/cache/tofu",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_SECRET_ACCESS_KEY": "abc123", "TFCCM_TEST_PASS": "passed-value",
+		"TF_CLI_CONFIG_FILE": "/etc/tfccm/tofurc", "TF_PLUGIN_CACHE_DIR": "/var/cache/tofu", "CHECKPOINT_DISABLE": "1",
+	} {
+		if env[k] != v {
+			t.Errorf("env[%s] = %q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := env["TFCCM_TEST_UNSET"]; ok {
+		t.Error("unset pass_env variable was passed")
+	}
+	if !reflect.DeepEqual(secrets, []string{"passed-value", "abc123"}) {
+		t.Errorf("secrets = %q", secrets)
+	}
+	if _, _, err := Env(&config.Terraform{Env: map[string]string{"TF_WORKSPACE": "x"}}); err == nil || !strings.Contains(err.Error(), "TF_WORKSPACE") {
+		t.Errorf("TF_WORKSPACE accepted: %v", err)
+	}
+
+	src := &TofuSource{secrets: secrets}
+	inner := context.DeadlineExceeded
+	err = src.redact(errors.Join(errors.New("backend said abc123 and passed-value"), inner))
+	if strings.Contains(err.Error(), "abc123") || strings.Contains(err.Error(), "passed-value") || !strings.Contains(err.Error(), "<redacted>") {
+		t.Errorf("redact: %q", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Error("redact lost the wrapped error")
+	}
+}
