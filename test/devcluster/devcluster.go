@@ -142,6 +142,10 @@ func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
 // Server is the apiserver URL.
 func (c *Cluster) Server() string { return c.server }
 
+// AdminCert returns the admin client certificate and key files (group
+// system:masters), e.g. to call a component's authorized endpoints.
+func (c *Cluster) AdminCert() (certFile, keyFile string) { return c.pki.AdminCert, c.pki.AdminKey }
+
 // Dir is the cluster's directory.
 func (c *Cluster) Dir() string { return c.dir }
 

@@ -60,6 +60,16 @@ terraform {
 	if code != 401 && code != 403 {
 		t.Errorf("anonymous /metrics: got %d, want 401/403", code)
 	}
+	// An authorized client (the admin certificate, via delegated authn/z)
+	// gets the metrics, including the leader-election gauge.
+	cert, key := cluster.AdminCert()
+	code, body, err := ccm.Get("/metrics", cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 200 || !strings.Contains(body, "leader_election_master_status") {
+		t.Errorf("authorized /metrics: %d, leader_election_master_status present: %v", code, strings.Contains(body, "leader_election_master_status"))
+	}
 }
 
 // TestCCMBrokenConfigExits checks that a mistake in the cloud config stops

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -156,9 +155,18 @@ func (c *CCM) Exited() bool {
 	}
 }
 
-// Get fetches path from the CCM's secure port.
-func (c *CCM) Get(path string) (int, string, error) {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+// Get fetches path from the CCM's secure port anonymously, or with the
+// given client certificate when certKey is a (cert, key) pair of files.
+func (c *CCM) Get(path string, certKey ...string) (int, string, error) {
+	tlsConfig := &tls.Config{InsecureSkipVerify: true}
+	if len(certKey) == 2 {
+		pair, err := tls.LoadX509KeyPair(certKey[0], certKey[1])
+		if err != nil {
+			return 0, "", err
+		}
+		tlsConfig.Certificates = []tls.Certificate{pair}
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", c.Port, path))
 	if err != nil {
 		return 0, "", err
@@ -221,5 +229,3 @@ func writeFile(t testing.TB, dir, name, content string) string {
 	}
 	return p
 }
-
-var _ = bytes.MinRead

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds tfccm's pinned tools into bin/ from the Go module proxy and installs
+# the Debian packages the tests need. Reuses a keyed cache
+# (${TFCCM_CACHE:-~/.cache/tfccm}) so a second run, or a fresh clone on the
+# same machine, builds nothing.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${TFCCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfccm}
+bin="$root/bin"
+mkdir -p "$bin" "$cache"
+
+TOFU_VERSION=v1.12.6
+KUBE_VERSION=v1.36.3
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# key NAME VERSION MODDIR: a cache key over the version, the wrapper module
+# and the Go toolchain, so any change to how it is built rebuilds it.
+key() {
+	{ echo "$2"; cat "$3/go.mod" "$3/go.sum"; go env GOVERSION GOARCH; } | sha256sum | cut -c1-16
+}
+
+# build NAME VERSION MODDIR PKG LDFLAGS
+build() {
+	local name=$1 version=$2 moddir=$3 pkg=$4 ldflags=$5
+	local k dest
+	k=$(key "$name" "$version" "$moddir")
+	dest="$cache/$name-$version-$k"
+	if [[ -x "$bin/$name" && "$(cat "$bin/.$name.key" 2>/dev/null)" == "$k" ]]; then
+		log "$name $version up to date"
+		return
+	fi
+	if [[ ! -x "$dest/$name" ]]; then
+		log "building $name $version from the module proxy (cold: several minutes)"
+		mkdir -p "$dest.tmp"
+		(cd "$moddir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$dest.tmp/$name" "$pkg")
+		rm -rf "$dest" && mv "$dest.tmp" "$dest"
+	fi
+	cp "$dest/$name" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
+	echo "$k" > "$bin/.$name.key"
+	log "$name $version installed from cache $dest"
+}
+
+apt_install() {
+	local missing=()
+	command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
+	command -v etcd >/dev/null || [[ -x /usr/bin/etcd ]] || missing+=(etcd-server)
+	command -v ip >/dev/null || [[ -x /usr/sbin/ip || -x /sbin/ip ]] || missing+=(iproute2)
+	command -v curl >/dev/null || missing+=(curl)
+	if ((${#missing[@]})); then
+		log "installing Debian packages: ${missing[*]}"
+		local sudo=""
+		[[ $(id -u) == 0 ]] || sudo=sudo
+		export DEBIAN_FRONTEND=noninteractive
+		$sudo apt-get update -qq
+		$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	# Debian starts packaged daemons on install; tfccm runs its own.
+	if command -v systemctl >/dev/null && systemctl is-active --quiet haproxy 2>/dev/null; then
+		systemctl stop haproxy || true
+	fi
+}
+
+apt_install
+build tofu "$TOFU_VERSION" "$root/hack/tools/tofu" github.com/opentofu/opentofu/cmd/tofu \
+	"-s -w -X github.com/opentofu/opentofu/version.dev=no"
+build kube-apiserver "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+"$bin/tofu" version | head -1 >&2
+"$bin/kube-apiserver" --version >&2
