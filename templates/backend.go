@@ -17,7 +17,9 @@ import (
 var secretBackendAttrs = map[string]bool{
 	"access_key": true, "secret_key": true, "conn_str": true, "sas_token": true, "credentials": true,
 	"encryption_key": true, "client_key": true, "client_certificate": true, "sse_customer_key": true,
-	"kms_encryption_key": true, "client_id_file_path": false,
+	"kms_encryption_key": true,
+	// Names that look secret but are not.
+	"secret_suffix": false, "token_url": false,
 }
 
 func secretBackendAttr(name string) bool {
@@ -120,7 +122,7 @@ func (w *Workspace) addBackend(cfg *config.Config) error {
 			return fmt.Errorf("backend attribute %q is not a valid name", k)
 		}
 		v := attrs[k]
-		if secretBackendAttr(k) {
+		if secretBackendAttr(k) && !keyedAttr(b.Type, k) {
 			s, err := backendString(v)
 			if err != nil {
 				return fmt.Errorf("backend attribute %s: %w", k, err)
@@ -135,6 +137,15 @@ func (w *Workspace) addBackend(cfg *config.Config) error {
 	}
 	w.add(BackendFile, f.Bytes(), false)
 	return nil
+}
+
+func keyedAttr(typ, attr string) bool {
+	for _, a := range keyedBackends[typ].attrs {
+		if a == attr {
+			return true
+		}
+	}
+	return false
 }
 
 func backendString(v cty.Value) (string, error) {

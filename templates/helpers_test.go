@@ -1,0 +1,136 @@
+package templates
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tfccm/tfccm/provider/config"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// testConfig parses a cloud config from HCL source, the way the controller does.
+func testConfig(t testing.TB, src string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), "cloud.hcl")
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+const baseConfig = `
+cluster_name = "prod-eu"
+work_dir     = "/var/lib/tfccm"
+load_balancer {
+  settings = { vip_pool = "10.252.0.0/24", unused_by_variants = "x" }
+}
+routes {
+  settings = { cloud_netns = "tfccm-cloud" }
+}
+`
+
+func fullSet(t testing.TB) *Set {
+	t.Helper()
+	s, diags := LoadSet(os.DirFS("testdata/sets"), "full", "testdata/sets/full")
+	if diags.HasErrors() {
+		t.Fatalf("load: %s", FormatDiagnostics(diags))
+	}
+	return s
+}
+
+func svc(mut func(*corev1.Service)) *corev1.Service {
+	app := "kubernetes.io/h2c"
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "shop", Name: "web", UID: types.UID("7d3e2a8c-1b1f-4a57-9a53-0f6d3c2b9e11"),
+			Labels:      map[string]string{"app": "web"},
+			Annotations: map[string]string{"example.com/owner": "team ${var.x} %{ if true }", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+		},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+				{Name: "grpc", Protocol: corev1.ProtocolTCP, Port: 9090, NodePort: 30090, AppProtocol: &app},
+			},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol},
+			SessionAffinity:       corev1.ServiceAffinityNone,
+		},
+	}
+	if mut != nil {
+		mut(s)
+	}
+	return s
+}
+
+func node(name, ip, zone string, podCIDRs ...string) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"kubernetes.io/hostname": name, labelZone: zone, labelRegion: "eu", labelInstanceType: "small",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: "terraform://local/" + name, PodCIDRs: podCIDRs},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name},
+		}},
+	}
+	if len(podCIDRs) > 0 {
+		n.Spec.PodCIDR = podCIDRs[0]
+	}
+	return n
+}
+
+func testNodes() []*corev1.Node {
+	return []*corev1.Node{
+		node("node-b", "10.250.0.3", "zone-b", "10.244.2.0/24", "fd00:10:244:2::/64"),
+		node("node-a", "10.250.0.2", "zone-a", "10.244.1.0/24", "fd00:10:244:1::/64"),
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-c"}}, // bare: nulls and empty collections
+	}
+}
+
+// summary is the golden form of a workspace: metadata, file list with modes,
+// and the full text of the generated files.
+func summary(ws *Workspace) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "workspace: %s\nmodule: %s\nstate_workspace: %s\nhash: %s\n", ws.Name, ws.Module, ws.StateWorkspace, ws.Hash)
+	for _, k := range sortedKeys(ws.BackendConfig) {
+		fmt.Fprintf(&b, "backend_config: %s=<redacted, %d bytes>\n", k, len(ws.BackendConfig[k]))
+	}
+	b.WriteString("files:\n")
+	for _, p := range ws.Paths() {
+		fmt.Fprintf(&b, "  %04o %s (%d bytes)\n", ws.Modes[p], p, len(ws.Files[p]))
+	}
+	for _, p := range []string{TfvarsFile, BackendFile} {
+		fmt.Fprintf(&b, "--- %s\n%s", p, ws.Files[p])
+	}
+	return b.Bytes()
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./templates -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file (run go test ./templates -update and review the diff):\n--- got\n%s", path, got)
+	}
+}
