@@ -1,0 +1,352 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+)
+
+// newTestStore is a Store over the real state file of inf with a fake clock.
+func newTestStore(t *testing.T, inf *infra, clk *fakeClock, opts Options) *Store {
+	t.Helper()
+	src, err := NewFileSource("infra", inf.stateFile(), tfConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Now = clk.Now
+	if opts.TTL == 0 {
+		opts.TTL = 30 * time.Second
+	}
+	if opts.MaxStaleness == 0 {
+		opts.MaxStaleness = 10 * time.Minute
+	}
+	if opts.BackoffInitial == 0 {
+		opts.BackoffInitial = 10 * time.Second
+	}
+	s, err := NewStore(opts, localMapping(t), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestStoreLookup(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{RefreshRate: 100, RefreshBurst: 10})
+	ctx := context.Background()
+
+	tests := []struct {
+		name, providerID, node string
+		want                   string // instance name, "" = ErrNotFound
+	}{
+		{"by providerID", "terraform://local/a", "", "a"},
+		{"by name", "", "b", "b"},
+		{"providerID first", "terraform://local/a", "b", "a"},
+		{"unknown providerID falls back to name", "terraform://local/zz", "b", ""}, // b's providerID differs: a replaced instance
+		{"name when node has no providerID match", "terraform://local/b", "b", "b"},
+		{"absent name", "", "c", ""},
+		{"absent providerID", "terraform://local/c", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := s.Lookup(ctx, tt.providerID, tt.node)
+			if tt.want == "" {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("Lookup = %+v, %v; want ErrNotFound", in, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if in.Name != tt.want {
+				t.Fatalf("Lookup = %s, want %s", in.Name, tt.want)
+			}
+		})
+	}
+	if _, err := s.Lookup(ctx, "", ""); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("empty lookup: %v", err)
+	}
+}
+
+// TestStoreFreshness walks one source through fresh, stale-but-servable
+// and too-stale state, with the backend failing.
+func TestStoreFreshness(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{TTL: 30 * time.Second, MaxStaleness: 5 * time.Minute, RefreshRate: 1000, RefreshBurst: 100})
+	ctx := context.Background()
+
+	if _, err := s.Lookup(ctx, "", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Reads(); got != 1 {
+		t.Fatalf("reads after first lookup = %d, want 1", got)
+	}
+	// Within the TTL: hits cost no read.
+	for range 100 {
+		if _, err := s.Lookup(ctx, "terraform://local/b", "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Reads(); got != 1 {
+		t.Fatalf("reads after cached hits = %d, want 1", got)
+	}
+
+	// The backend goes away.
+	hidden := inf.stateFile() + ".hidden"
+	if err := os.Rename(inf.stateFile(), hidden); err != nil {
+		t.Fatal(err)
+	}
+	// A miss on fresh state: one refresh attempt, which fails, so absence
+	// cannot be confirmed.
+	_, err := s.Lookup(ctx, "", "c")
+	if err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("miss with failing backend = %v, want an error that is not ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "cannot be confirmed") || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("error %q does not explain itself", err)
+	}
+	reads := s.Reads()
+	// During backoff, further misses do not hit the backend.
+	for range 10 {
+		if _, err := s.Lookup(ctx, "", "c"); err == nil || errors.Is(err, ErrNotFound) {
+			t.Fatalf("miss during backoff = %v", err)
+		}
+	}
+	if got := s.Reads(); got != reads {
+		t.Fatalf("reads during backoff = %d, want %d", got, reads)
+	}
+
+	// Past the TTL but within max staleness: hits are served stale...
+	clk.Advance(2 * time.Minute)
+	if in, err := s.Lookup(ctx, "", "a"); err != nil || in.Name != "a" {
+		t.Fatalf("stale hit = %v, %v", in, err)
+	}
+	// ...but a miss on stale state is never "gone".
+	if _, err := s.Lookup(ctx, "", "c"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("miss on stale state = %v", err)
+	}
+	// Beyond max staleness everything is an error.
+	clk.Advance(5 * time.Minute)
+	_, err = s.Lookup(ctx, "", "a")
+	if err == nil || !strings.Contains(err.Error(), "beyond max_staleness") {
+		t.Fatalf("lookup on too-stale state = %v", err)
+	}
+
+	// The backend is back: once the backoff allows, lookups recover.
+	if err := os.Rename(hidden, inf.stateFile()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(5 * time.Minute)
+	if in, err := s.Lookup(ctx, "", "a"); err != nil || in.Name != "a" {
+		t.Fatalf("after recovery = %v, %v", in, err)
+	}
+	if _, err := s.Lookup(ctx, "", "c"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("miss after recovery = %v, want ErrNotFound", err)
+	}
+}
+
+// TestStoreMissRefresh: an instance added to the infra is found by the
+// first lookup after it appears, without waiting for the TTL; an instance
+// removed from it is reported gone.
+func TestStoreMissRefresh(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{RefreshRate: 1000, RefreshBurst: 100})
+	ctx := context.Background()
+	if _, err := s.Lookup(ctx, "", "a"); err != nil {
+		t.Fatal(err)
+	}
+	nodes := twoNodes()
+	nodes["c"] = node{Address: "10.250.0.4", Zone: "zone-c", Region: "region-1", InstanceType: "small"}
+	delete(nodes, "a")
+	inf.apply(nodes)
+
+	in, err := s.Lookup(ctx, "terraform://local/c", "c")
+	if err != nil {
+		t.Fatalf("new instance: %v", err)
+	}
+	if in.Zone != "zone-c" {
+		t.Errorf("zone = %q", in.Zone)
+	}
+	if got := s.Reads(); got != 2 {
+		t.Errorf("reads = %d, want 2 (initial + one miss refresh)", got)
+	}
+	if _, err := s.Lookup(ctx, "terraform://local/a", "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("removed instance = %v, want ErrNotFound", err)
+	}
+}
+
+// TestStoreMissRateLimited: misses beyond the token bucket answer from the
+// current fresh state without reading.
+func TestStoreMissRateLimited(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{RefreshRate: 0.001, RefreshBurst: 3})
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := s.Lookup(ctx, "", fmt.Sprintf("gone-%d", i)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("miss %d = %v, want ErrNotFound", i, err)
+		}
+	}
+	if got := s.Reads(); got != 3 {
+		t.Fatalf("reads = %d, want 3 (the burst: first read + 2 miss refreshes)", got)
+	}
+}
+
+// TestStoreColdConcurrent: many concurrent cold lookups share one read.
+func TestStoreColdConcurrent(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	s := newTestStore(t, inf, newFakeClock(), Options{RefreshRate: 1000, RefreshBurst: 100})
+	var wg sync.WaitGroup
+	errs := make(chan error, 500)
+	for i := range 500 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := []string{"a", "b"}[i%2]
+			if _, err := s.Lookup(context.Background(), "terraform://local/"+name, name); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := s.Reads(); got != 1 {
+		t.Fatalf("reads = %d, want 1", got)
+	}
+}
+
+// TestStoreStart: the background loop keeps the state fresh and stops on Close.
+func TestStoreStart(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	src, err := NewFileSource("infra", inf.stateFile(), tfConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewStore(Options{TTL: 200 * time.Millisecond, MaxStaleness: time.Second, RefreshRate: 100, RefreshBurst: 3}, localMapping(t), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background())
+	deadline := time.Now().Add(20 * time.Second)
+	for s.Reads() < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.Reads() < 3 {
+		t.Fatalf("background reads = %d, want >= 3", s.Reads())
+	}
+	s.Close()
+	after := s.Reads()
+	time.Sleep(500 * time.Millisecond)
+	if got := s.Reads(); got != after {
+		t.Fatalf("reads continued after Close: %d -> %d", after, got)
+	}
+}
+
+// TestStoreSafety covers what must never be reported as "gone", with
+// synthetic states (pure logic).
+func TestStoreSafety(t *testing.T) {
+	res := func(addr, name string) *tfjson.StateResource {
+		out := map[string]any{"kind": "instance", "name": name, "netns": "n", "address": "10.0.0.1", "zone": "z", "region": "r", "instance_type": "t", "running": true}
+		return &tfjson.StateResource{Address: addr, Mode: "managed", Type: "terraform_data", Name: "node", Index: name,
+			AttributeValues: map[string]any{"output": out}}
+	}
+	bad := res(`terraform_data.node["bad"]`, "bad")
+	bad.AttributeValues["output"].(map[string]any)["address"] = "not-an-ip"
+	dup := res(`module.x.terraform_data.node["a"]`, "a")
+	tests := []struct {
+		name      string
+		resources []*tfjson.StateResource
+		lookup    string
+		want      string // error substring; "" = ErrNotFound
+	}{
+		{"plain miss", []*tfjson.StateResource{res(`terraform_data.node["a"]`, "a")}, "zz", ""},
+		{"empty state", nil, "zz", "holds no instances"},
+		{"mapping error", []*tfjson.StateResource{res(`terraform_data.node["a"]`, "a"), bad}, "zz", "instances.hcl:"},
+		{"ambiguous name", []*tfjson.StateResource{res(`terraform_data.node["a"]`, "a"), dup}, "a", "claimed by several"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &tfjson.State{Values: &tfjson.StateValues{RootModule: &tfjson.StateModule{Resources: tt.resources}}}
+			src := &funcSource{name: "synthetic", fn: func(context.Context) (*tfjson.State, error) { return st, nil }}
+			s, err := NewStore(Options{Now: newFakeClock().Now}, localMapping(t), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			_, err = s.Lookup(context.Background(), "", tt.lookup)
+			if tt.want == "" {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("Lookup = %v, want ErrNotFound", err)
+				}
+				return
+			}
+			if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Lookup = %v, want a non-NotFound error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestStoreMultipleSources: an instance is found in any source; absence
+// needs every source fresh.
+func TestStoreMultipleSources(t *testing.T) {
+	one := &tfjson.State{Values: &tfjson.StateValues{RootModule: &tfjson.StateModule{Resources: []*tfjson.StateResource{{
+		Address: `terraform_data.node["x"]`, Mode: "managed", Type: "terraform_data", Name: "node",
+		AttributeValues: map[string]any{"output": map[string]any{"kind": "instance", "name": "x", "netns": "n", "address": "10.0.0.9", "zone": "z", "region": "r", "instance_type": "t", "running": true}},
+	}}}}}
+	var fail bool
+	var mu sync.Mutex
+	good := &funcSource{name: "good", fn: func(context.Context) (*tfjson.State, error) { return one, nil }}
+	flaky := &funcSource{name: "flaky", fn: func(context.Context) (*tfjson.State, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return nil, errors.New("backend down")
+		}
+		return one, nil
+	}}
+	clk := newFakeClock()
+	s, err := NewStore(Options{Now: clk.Now, RefreshRate: 1000, RefreshBurst: 100}, localMapping(t), flaky, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	if _, err := s.Lookup(ctx, "", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("miss with both fresh = %v", err)
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	clk.Advance(time.Hour) // both too stale; flaky cannot be read
+	if in, err := s.Lookup(ctx, "", "x"); err != nil || in.Name != "x" {
+		t.Fatalf("hit in the good source = %v, %v", in, err)
+	}
+	if _, err := s.Lookup(ctx, "", "nope"); err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "backend down") {
+		t.Fatalf("miss with one source down = %v", err)
+	}
+	if _, err := NewStore(Options{}, localMapping(t), good, good); err == nil {
+		t.Error("duplicate source names accepted")
+	}
+}
