@@ -2,17 +2,19 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -75,8 +77,8 @@ resource "terraform_data" "a" {
   input            = var.n
   triggers_replace = [var.n]
   provisioner "local-exec" {
-    command     = "sleep \"$SECONDS_TO_SLEEP\"; echo \"$N\" >> \"$LOG\""
-    environment = { SECONDS_TO_SLEEP = var.sleep, N = var.n, LOG = "${path.module}/applied.log" }
+    command     = "echo \"$N\" >> \"$LOG.start\"; while [ -e \"$HOLD\" ]; do sleep 0.05; done; sleep \"$SECONDS_TO_SLEEP\"; echo \"$N\" >> \"$LOG\""
+    environment = { SECONDS_TO_SLEEP = var.sleep, N = var.n, LOG = "${path.module}/applied.log", HOLD = "${path.module}/../hold" }
   }
 }
 
@@ -141,8 +143,30 @@ func newTestEngine(t testing.TB, opts Options) *Engine {
 	t.Cleanup(func() {
 		cancel()
 		<-e.Done()
+		killStrays(t, opts.WorkDir)
 	})
 	return e
+}
+
+// killStrays ends processes left running in dir by interrupted tofu runs
+// (local-exec children outlive a SIGINTed or SIGKILLed tofu), found by
+// their working directory.
+func killStrays(t testing.TB, dir string) {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if err != nil {
+			continue
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd == dir || strings.HasPrefix(cwd, dir+"/") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func waitApplied(t testing.TB, e *Engine, spec Spec) Status {
@@ -506,6 +530,17 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("queue_depth = %v after all work finished", v)
 	}
 	// The metrics are on the legacy registry the CCM serves.
-	var raw json.RawMessage
-	_ = raw
+	got, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range got {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{"tfccm_workspace_operations_total", "tfccm_workspace_operation_duration_seconds", "tfccm_workspace_queue_depth", "tfccm_workspace_runs_in_flight"} {
+		if !names[want] {
+			t.Errorf("legacy registry lacks %s", want)
+		}
+	}
 }
