@@ -294,7 +294,7 @@ func localStatePath(dir string, b BackendInfo) string {
 // Secret and lock Lease.
 func (e *Engine) removeState(ctx context.Context, spec *Spec, dir string) error {
 	if spec.Backend.Type == "kubernetes" {
-		if err := removeKubernetesState(ctx, spec.Backend, dir); err != nil {
+		if err := removeKubernetesState(ctx, spec.Backend); err != nil {
 			return fmt.Errorf("remove kubernetes state: %w", err)
 		}
 	}
