@@ -203,13 +203,14 @@ func (s *Store) Lookup(ctx context.Context, providerID, name string) (*Instance,
 	if providerID == "" && name == "" {
 		return nil, errors.New("instance lookup: no providerID and no node name")
 	}
-	key := describe(providerID, name)
+	// The hit path allocates nothing.
 	var unsure []error
 	type probe struct {
 		src  *sourceState
 		snap *snapshot
 	}
-	probes := make([]probe, 0, len(s.sources))
+	var probesBuf [4]probe
+	probes := probesBuf[:0]
 	for _, src := range s.sources {
 		snap, err := src.current(ctx, s)
 		if err != nil {
@@ -218,13 +219,14 @@ func (s *Store) Lookup(ctx context.Context, providerID, name string) (*Instance,
 		}
 		in, err := snap.index.Find(providerID, name)
 		if err != nil {
-			return nil, fmt.Errorf("instance %s in source %q: %w", key, src.src.Name(), err)
+			return nil, fmt.Errorf("instance %s in source %q: %w", describe(providerID, name), src.src.Name(), err)
 		}
 		if in != nil {
 			return in, nil
 		}
 		probes = append(probes, probe{src, snap})
 	}
+	key := describe(providerID, name)
 	// A miss: the instance may be newer than our read. Refresh once.
 	for i, p := range probes {
 		snap, err := p.src.refresh(ctx, p.snap.gen)
