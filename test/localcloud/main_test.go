@@ -47,6 +47,9 @@ func run(m *testing.M) int {
 type workspace struct {
 	t   *testing.T
 	dir string
+	// good is the last tfvars that applied; a failed apply restores it,
+	// as tfccm never keeps inputs it could not apply.
+	good []byte
 }
 
 func newWorkspace(t *testing.T, module string) *workspace {
@@ -75,7 +78,16 @@ func (w *workspace) apply(vars map[string]any) error {
 		w.t.Fatal(err)
 	}
 	_, err = RunTofu(context.Background(), shared.Tofu, w.dir, "apply", "-auto-approve", "-input=false", "-no-color")
-	return err
+	if err != nil {
+		if w.good != nil {
+			_ = os.WriteFile(filepath.Join(w.dir, "tfccm.auto.tfvars.json"), w.good, 0o600)
+		} else {
+			_ = os.Remove(filepath.Join(w.dir, "tfccm.auto.tfvars.json"))
+		}
+		return err
+	}
+	w.good = b
+	return nil
 }
 
 func (w *workspace) mustApply(vars map[string]any) {
@@ -134,4 +146,10 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// errContains reports whether err's text, with line wrapping undone,
+// contains want.
+func errContains(err error, want string) bool {
+	return err != nil && strings.Contains(strings.Join(strings.Fields(err.Error()), " "), want)
 }

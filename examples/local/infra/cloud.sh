@@ -40,7 +40,7 @@ up() {
 }
 
 down() {
-	if ip route show exact "$VIP_POOL" | grep -q "via $CLOUD_ADDR "; then
+	if [[ $(ip route show exact "$VIP_POOL") == *"via $CLOUD_ADDR "* ]]; then
 		ip route del "$VIP_POOL" via "$CLOUD_ADDR"
 	fi
 	if ip link show "$HOST_LINK" >/dev/null 2>&1; then

@@ -51,14 +51,33 @@ master_pid() {
 }
 
 # save_state keeps health-check results across the reload, so a node that
-# is down does not get traffic while the new worker re-checks it.
+# is down does not get traffic while the new worker re-checks it. HAProxy
+# would also restore a saved server's address and port, so this LB's
+# entries are kept only for servers whose backend, name, address and port
+# are unchanged in $1 (the new fragment, or none).
 save_state() {
-	local tmp=$STATE_DIR/tmp/server-state.$$
-	if in_netns bash -c 'exec 3<>/dev/tcp/127.0.0.1/9999 && echo "show servers state" >&3 && cat <&3' >"$tmp" 2>/dev/null; then
-		mv -f "$tmp" "$STATE_DIR/server-state"
-	else
-		rm -f "$tmp"
+	local keep=${1-} tmp=$STATE_DIR/tmp/server-state.$$
+	if ! in_netns bash -c 'exec 3<>/dev/tcp/127.0.0.1/9999 && echo "show servers state" >&3 && cat <&3' >"$tmp.raw" 2>/dev/null; then
+		rm -f "$tmp.raw"
+		return 0
 	fi
+	awk -v owner="$OWNER" -v keep="$keep" '
+		BEGIN {
+			if (keep != "") {
+				while ((getline line < keep) > 0) {
+					n = split(line, f, " ")
+					if (f[1] == "backend") be = f[2]
+					if (f[1] == "server" && n >= 3) { split(f[3], hp, ":"); ok[be " " f[2] " " hp[1] " " hp[2]] = 1 }
+				}
+			}
+			prefix = "be_" owner "_"
+		}
+		NR <= 2 || $0 ~ /^#/ || NF < 19 { print; next }
+		index($2, prefix) != 1 { print; next }
+		(($2 " " $4 " " $5 " " $19) in ok) { print }
+	' "$tmp.raw" >"$tmp"
+	rm -f "$tmp.raw"
+	mv -f "$tmp" "$STATE_DIR/server-state"
 }
 
 check_config() {
@@ -69,24 +88,34 @@ check_config() {
 	fi
 }
 
-listening() { # listening VIP:PORT
-	in_netns ss -Hltn | grep -qF " $1 "
+# workers prints the pids of the master's worker processes.
+workers() {
+	pgrep -P "$1" 2>/dev/null | tr '\n' ' ' || true
 }
 
-# reload signals the master, then waits until every address in $1 listens
-# and every address in $2 does not.
+# reload signals the master and waits until the new worker has taken over:
+# every address in $1 listens, every address in $2 does not, and no worker
+# from before the reload still holds a listening socket. A failed reload
+# keeps the old worker listening, so it ends in a clear error, not silence.
 reload() {
-	local want=$1 gone=$2 a ok
-	save_state
-	kill -USR2 "$(master_pid)"
+	local want=$1 gone=$2 keep=${3-} a ok master old pid sockets
+	master=$(master_pid)
+	old=$(workers "$master")
+	save_state "$keep"
+	kill -USR2 "$master"
 	for _ in $(seq 100); do
+		sleep 0.05
 		ok=1
-		for a in $want; do listening "$a" || ok=0; done
-		for a in $gone; do ! listening "$a" || ok=0; done
+		sockets=$(in_netns ss -Hltnp)
+		for pid in $old; do
+			! grep -qF "pid=$pid," <<<"$sockets" || ok=0
+		done
+		[[ -n $(workers "$master") ]] || ok=0
+		for a in $want; do grep -qF " $a " <<<"$sockets" || ok=0; done
+		for a in $gone; do ! grep -qF " $a " <<<"$sockets" || ok=0; done
 		((ok)) && return 0
-		sleep 0.1
 	done
-	die "HAProxy did not take the new configuration within 10s (want listening: '${want}', want closed: '${gone}')"
+	die "HAProxy did not take the new configuration within 5s (want listening: '${want}', want closed: '${gone}'); see 'show proc' on $STATE_DIR/master.sock"
 }
 
 binds_of() { # the VIP:PORT addresses a fragment file binds
@@ -117,7 +146,7 @@ release() {
 	if [[ -f $CLAIM && $(cat "$CLAIM") == "$OWNER" ]]; then
 		rm -f "$CLAIM"
 	fi
-	if [[ ! -e $CLAIM ]] && ip -n "$CLOUD_NETNS" addr show dev lo | grep -qF " $VIP/32 "; then
+	if [[ ! -e $CLAIM && $(ip -n "$CLOUD_NETNS" addr show dev lo) == *" $VIP/32 "* ]]; then
 		ip -n "$CLOUD_NETNS" addr del "$VIP/32" dev lo
 	fi
 }
@@ -197,7 +226,7 @@ apply() {
 		die "HAProxy rejected the configuration for $OWNER; nothing was changed"
 	fi
 	rm -f "$backup"
-	reload "$new_binds" "$gone"
+	reload "$new_binds" "$gone" "$FRAGMENT"
 }
 
 remove() {
