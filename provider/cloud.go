@@ -5,10 +5,13 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -17,6 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/templates"
 )
 
 // ProviderName is the name registered with k8s.io/cloud-provider.
@@ -49,14 +54,65 @@ var _ cloudprovider.Interface = (*Cloud)(nil)
 type Cloud struct {
 	cfg *config.Config
 
+	templates *templates.Loader
+	engine    *workspace.Engine
+	lb        *loadBalancers // nil when disabled
+
 	client   kubernetes.Interface
 	recorder record.EventRecorder
 }
 
-// New builds a Cloud from a loaded config. Facets start their background
-// work in Initialize.
+// New builds a Cloud from a loaded config: it loads and validates the
+// template set (built-in plus override directory) and prepares the
+// workspace engine. Facets start their background work in Initialize.
 func New(cfg *config.Config) (*Cloud, error) {
-	return &Cloud{cfg: cfg}, nil
+	c := &Cloud{cfg: cfg}
+	loader, err := templates.NewLoader(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	c.templates = loader
+	engine, err := workspace.New(workspace.Options{
+		Binary:         cfg.Terraform.Binary,
+		WorkDir:        cfg.WorkDir,
+		Parallelism:    cfg.Terraform.Parallelism,
+		Timeout:        cfg.Terraform.Timeout,
+		Env:            cfg.Terraform.Env,
+		PassEnv:        cfg.Terraform.PassEnv,
+		CLIConfigFile:  cfg.Terraform.CLIConfigFile,
+		PluginCacheDir: cfg.Terraform.PluginCacheDir,
+		OnResult:       c.onResult,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workspace engine: %w", err)
+	}
+	c.engine = engine
+	if config.Enabled(cfg.LoadBalancer.Enabled) {
+		c.lb = newLoadBalancers(c)
+	}
+	return c, nil
+}
+
+// onResult routes an engine outcome to the facet that owns the workspace.
+func (c *Cloud) onResult(name string, r workspace.Result) {
+	if c.lb != nil && c.lb.onResult(name, r) {
+		return
+	}
+	if r.Err != nil {
+		klog.ErrorS(r.Err, "Terraform run failed", "workspace", name, "op", r.Op, "attempt", r.Attempt)
+	} else {
+		klog.V(2).InfoS("Terraform run finished", "workspace", name, "op", r.Op, "changed", r.Changed, "duration", r.Duration)
+	}
+}
+
+// event records an Event on obj when the recorder is running and logs it.
+func (c *Cloud) event(obj runtime.Object, eventType, reason, message string) {
+	if eventType == corev1.EventTypeWarning {
+		klog.InfoS("Warning event", "object", klog.KObj(obj.(metav1.Object)), "reason", reason, "message", message)
+	}
+	if c.recorder != nil {
+		c.recorder.Event(obj, eventType, reason, message)
+	}
 }
 
 // Config returns the cloud config the Cloud was built from.
@@ -74,8 +130,13 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"})
+	ctx, cancel := context.WithCancel(context.Background())
+	go c.templates.Run(ctx)
+	c.engine.Start(ctx)
 	go func() {
 		<-stop
+		cancel()
+		<-c.engine.Done() // running tofu gets SIGINT and writes its state
 		b.Shutdown()
 	}()
 }
@@ -86,8 +147,14 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 // HasClusterID reports true: every workspace is keyed by cluster_name.
 func (c *Cloud) HasClusterID() bool { return true }
 
-// LoadBalancer is not supported until the LoadBalancer facet lands.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+// LoadBalancer serves Services of type LoadBalancer unless disabled in
+// the config (load_balancer { enabled = false }).
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.lb == nil {
+		return nil, false
+	}
+	return c.lb, true
+}
 
 // Instances is not supported until the Instances facet lands.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }

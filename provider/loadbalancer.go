@@ -1,0 +1,270 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/templates"
+)
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+// Event reasons the LoadBalancer facet records on Services.
+const (
+	ReasonRenderFailed   = "TerraformRenderFailed"
+	ReasonApplied        = "TerraformApplied"
+	ReasonApplyFailed    = "TerraformApplyFailed"
+	ReasonDestroyed      = "TerraformDestroyed"
+	ReasonDestroyFailed  = "TerraformDestroyFailed"
+	ReasonStateLocked    = "TerraformStateLocked"
+	ReasonInvalidIngress = "TerraformInvalidIngress"
+)
+
+// inFlightRetry is how soon the service controller asks again while a
+// workspace is being planned/applied/destroyed.
+const inFlightRetry = 2 * time.Second
+
+// loadBalancers adapts cloudprovider.LoadBalancer to templates (render) and
+// provider/workspace (plan/apply/destroy). It never runs tofu itself and
+// never blocks on it: work in flight answers api.RetryError.
+type loadBalancers struct {
+	c *Cloud
+
+	mu       sync.Mutex
+	services map[string]*corev1.Service // workspace name -> newest Service seen, for Events
+}
+
+func newLoadBalancers(c *Cloud) *loadBalancers {
+	return &loadBalancers{c: c, services: map[string]*corev1.Service{}}
+}
+
+// GetLoadBalancerName is the deterministic name passed to templates as
+// load_balancer_name.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
+	return templates.LoadBalancerName(l.c.cfg, svc)
+}
+
+// GetLoadBalancer reports the status from the workspace's last applied
+// `ingress` output. A workspace that was never applied, or is destroyed,
+// does not exist.
+func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	name := templates.LoadBalancerWorkspaceName(l.c.cfg, svc)
+	st := l.c.engine.Status(name)
+	if st.AppliedHash == "" || st.Phase == workspace.PhaseDestroyed {
+		return nil, false, nil
+	}
+	status, err := ingressStatus(st.Outputs)
+	if err != nil {
+		return nil, true, fmt.Errorf("load balancer %s: %w", name, err)
+	}
+	return status, true, nil
+}
+
+// EnsureLoadBalancer renders the Service's workspace and submits it. It
+// returns the status once that exact content is applied, api.RetryError
+// while it is in flight, and tofu's diagnostic when it failed.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	st, err := l.submit(svc, nodes)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
+		status, err := ingressStatus(st.Outputs)
+		if err != nil {
+			l.c.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
+			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
+		}
+		return status, nil
+	case st.Phase == workspace.PhaseFailed:
+		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
+	default:
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), inFlightRetry)
+	}
+}
+
+// UpdateLoadBalancer re-renders with the new node set and submits it. An
+// unchanged render is a no-op (no tofu process). It does not wait: the
+// engine applies in the background and records the outcome as an Event.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	_, err := l.submit(svc, nodes)
+	return err
+}
+
+// EnsureLoadBalancerDeleted destroys the workspace, removes its state and
+// directory, and only then returns nil so the finalizer goes.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
+	name := templates.LoadBalancerWorkspaceName(l.c.cfg, svc)
+	st := l.c.engine.Status(name)
+	if st.Phase == workspace.PhaseDestroyed {
+		l.forget(name)
+		return nil
+	}
+	spec, err := l.destroySpec(svc, name)
+	if err != nil {
+		l.c.event(svc, corev1.EventTypeWarning, ReasonDestroyFailed, err.Error())
+		return err
+	}
+	l.remember(name, svc)
+	st, err = l.c.engine.Destroy(spec)
+	if err != nil {
+		return fmt.Errorf("destroy load balancer %s: %w", name, err)
+	}
+	switch st.Phase {
+	case workspace.PhaseDestroyed:
+		l.forget(name)
+		return nil
+	case workspace.PhaseFailed:
+		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
+	default:
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", name, phaseText(st)), inFlightRetry)
+	}
+}
+
+// submit renders svc with nodes and hands the workspace to the engine. A
+// render error changes nothing: it is recorded as an Event and returned.
+func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nodes)
+	if err != nil {
+		l.c.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
+		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
+	}
+	l.remember(ws.Name, svc)
+	st, err := l.c.engine.Apply(specOf(l.c, ws))
+	if err != nil {
+		l.c.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
+		return st, fmt.Errorf("submit load balancer %s: %w", ws.Name, err)
+	}
+	return st, nil
+}
+
+// destroySpec renders the workspace to destroy. If the Service no longer
+// renders (say its annotations became invalid), the workspace as last
+// written is destroyed instead, so a bad edit can never strand a finalizer.
+func (l *loadBalancers) destroySpec(svc *corev1.Service, name string) (workspace.Spec, error) {
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nil)
+	if err == nil {
+		return specOf(l.c, ws), nil
+	}
+	klog.InfoS("Service no longer renders; destroying the workspace as last written", "service", klog.KObj(svc), "workspace", name, "renderError", err)
+	spec, derr := specFromDir(l.c, name)
+	if derr != nil {
+		return workspace.Spec{}, fmt.Errorf("destroy load balancer %s: render failed (%v) and the workspace cannot be read: %w", name, err, derr)
+	}
+	return spec, nil
+}
+
+func (l *loadBalancers) remember(name string, svc *corev1.Service) {
+	l.mu.Lock()
+	l.services[name] = svc
+	l.mu.Unlock()
+}
+
+func (l *loadBalancers) forget(name string) {
+	l.mu.Lock()
+	delete(l.services, name)
+	l.mu.Unlock()
+}
+
+// onResult turns an engine outcome into an Event on the Service.
+func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
+	l.mu.Lock()
+	svc, ok := l.services[name]
+	l.mu.Unlock()
+	if !ok {
+		return false
+	}
+	eventType, reason, message := resultEvent(r)
+	l.c.event(svc, eventType, reason, message)
+	return true
+}
+
+// resultEvent maps an engine result to an Event type, reason and message.
+func resultEvent(r workspace.Result) (string, string, string) {
+	destroy := r.Op == "destroy"
+	switch {
+	case r.LockHolder != "":
+		return corev1.EventTypeWarning, ReasonStateLocked, fmt.Sprintf("state is locked by %s; not stealing it: %v", r.LockHolder, r.Err)
+	case r.Err != nil && destroy:
+		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("tofu destroy failed (attempt %d): %v", r.Attempt, r.Err)
+	case r.Err != nil:
+		return corev1.EventTypeWarning, ReasonApplyFailed, fmt.Sprintf("tofu %s failed (attempt %d): %v", r.Op, r.Attempt, r.Err)
+	case destroy:
+		return corev1.EventTypeNormal, ReasonDestroyed, fmt.Sprintf("destroyed in %s; state removed", r.Duration.Round(time.Millisecond))
+	case r.Changed:
+		return corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("plan applied in %s", r.Duration.Round(time.Millisecond))
+	default:
+		return corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("plan has no changes (%s)", r.Duration.Round(time.Millisecond))
+	}
+}
+
+func phaseText(st workspace.Status) string {
+	switch {
+	case st.Phase == workspace.PhaseRunning && st.Destroy:
+		return "being destroyed"
+	case st.Phase == workspace.PhaseRunning:
+		return "being planned and applied"
+	case st.Destroy:
+		return "waiting to be destroyed"
+	default:
+		return "waiting to be applied"
+	}
+}
+
+// ingressOutput is one element of a template's `ingress` output.
+type ingressOutput struct {
+	IP       *string `json:"ip"`
+	Hostname *string `json:"hostname"`
+	IPMode   *string `json:"ip_mode"`
+}
+
+// ingressStatus converts the `ingress` output into a LoadBalancerStatus,
+// validating what a template returned.
+func ingressStatus(outputs map[string]json.RawMessage) (*corev1.LoadBalancerStatus, error) {
+	raw, ok := outputs["ingress"]
+	if !ok {
+		return nil, errors.New("the template has no `ingress` output")
+	}
+	var items []ingressOutput
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("output `ingress` is not a list of {ip, hostname, ip_mode}: %w", err)
+	}
+	status := &corev1.LoadBalancerStatus{}
+	for i, it := range items {
+		var ing corev1.LoadBalancerIngress
+		if it.IP != nil && *it.IP != "" {
+			if net.ParseIP(*it.IP) == nil {
+				return nil, fmt.Errorf("output `ingress[%d].ip` %q is not an IP address", i, *it.IP)
+			}
+			ing.IP = *it.IP
+		}
+		if it.Hostname != nil {
+			ing.Hostname = *it.Hostname
+		}
+		if ing.IP == "" && ing.Hostname == "" {
+			return nil, fmt.Errorf("output `ingress[%d]` has neither ip nor hostname", i)
+		}
+		if it.IPMode != nil && *it.IPMode != "" {
+			mode := corev1.LoadBalancerIPMode(*it.IPMode)
+			if mode != corev1.LoadBalancerIPModeVIP && mode != corev1.LoadBalancerIPModeProxy {
+				return nil, fmt.Errorf("output `ingress[%d].ip_mode` %q must be VIP or Proxy", i, *it.IPMode)
+			}
+			if ing.IP != "" {
+				ing.IPMode = &mode
+			}
+		}
+		status.Ingress = append(status.Ingress, ing)
+	}
+	return status, nil
+}
