@@ -90,7 +90,11 @@ func summarize(stderr string) string {
 		var where, detail []string
 		j := i + 1
 		for ; j < len(lines); j++ {
-			raw := strings.TrimLeft(lines[j], "│╷╵")
+			raw := lines[j]
+			if strings.HasPrefix(raw, "│") {
+				raw = strings.TrimPrefix(strings.TrimPrefix(raw, "│"), " ")
+			}
+			raw = strings.TrimLeft(raw, "╷╵")
 			t := strings.TrimSpace(raw)
 			if strings.HasPrefix(t, "Error: ") || strings.HasPrefix(t, "Warning: ") {
 				break
@@ -101,7 +105,7 @@ func summarize(stderr string) string {
 				}
 				continue
 			}
-			if strings.HasPrefix(raw, "  ") || strings.HasPrefix(raw, " ") && len(detail) == 0 {
+			if strings.HasPrefix(raw, " ") {
 				// source location and snippet lines are indented
 				if strings.HasPrefix(t, "on ") && len(where) == 0 {
 					where = append(where, strings.TrimSuffix(strings.SplitN(t, ",", 2)[0], ":"))

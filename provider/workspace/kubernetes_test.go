@@ -7,9 +7,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/zclconf/go-cty/cty"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func kubernetesBackendFile(suffix, kubeconfig string) []byte {
