@@ -138,3 +138,29 @@ func TestOptionsValidation(t *testing.T) {
 		t.Fatalf("Up with a prefix in use = %v", err)
 	}
 }
+
+// A second cloud next to the shared one gets its own transit link and VIP
+// pool, and its nodes are separate.
+func TestForTestSecondCloud(t *testing.T) {
+	c2 := ForTest(t, Options{Nodes: []NodeSpec{{Name: "solo"}}})
+	if c2.VIPPool == shared.VIPPool || c2.TransitCIDR == shared.TransitCIDR || c2.HostAddress == shared.HostAddress {
+		t.Fatalf("second cloud reuses addresses: pool %s transit %s", c2.VIPPool, c2.TransitCIDR)
+	}
+	if got := c2.Nodes(); len(got) != 1 || got[0] != "solo" {
+		t.Fatalf("nodes = %v", got)
+	}
+	stop, err := c2.ServeHTTP("solo", 18082, "solo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := HTTPClient(c2.CloudNetns, 3*time.Second).Get("http://10.250.0.11:18082/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "solo" {
+		t.Fatalf("second cloud's node 10.250.0.11 answered %q", b)
+	}
+}

@@ -3,6 +3,7 @@ package localcloud
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -396,5 +397,36 @@ func TestLoadBalancerBadInput(t *testing.T) {
 	}
 	if slices.ContainsFunc(fragments(t), func(s string) bool { return strings.Contains(s, "bad") }) {
 		t.Fatal("bad input wrote a fragment")
+	}
+}
+
+// BenchmarkLoadBalancerUpdate measures one LB update end to end: tofu
+// plan+apply, fragment rewrite, config check, HAProxy reload until the new
+// worker listens.
+func BenchmarkLoadBalancerUpdate(b *testing.B) {
+	dir := b.TempDir()
+	if err := CopyModule(filepath.Join(shared.RepoRoot, "templates", "local", "loadbalancer"), dir); err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	if _, err := RunTofu(ctx, shared.Tofu, dir, "init", "-input=false"); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if _, err := RunTofu(ctx, shared.Tofu, dir, "destroy", "-auto-approve", "-input=false"); err != nil {
+			b.Error(err)
+		}
+	}()
+	for i := 0; b.Loop(); i++ {
+		v, err := json.Marshal(lbVars("bench", []port{{"TCP", 9000 + i%2, 30080}}, nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars.json"), v, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := RunTofu(ctx, shared.Tofu, dir, "apply", "-auto-approve", "-input=false"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
