@@ -118,7 +118,7 @@ routes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "local-loadbalancer.txt", summary(ws))
+	golden(t, "local-loadbalancer.txt", summarize(ws, false))
 	if ws.Modes["lb.sh"] != 0o755 {
 		t.Errorf("lb.sh mode %o, want 0755 (it starts with #!)", ws.Modes["lb.sh"])
 	}
@@ -126,7 +126,7 @@ routes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "local-routes.txt", summary(rws))
+	golden(t, "local-routes.txt", summarize(rws, false))
 	if _, _, err := set.InstancesMapping(); err != nil {
 		t.Error(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Workspace is a rendered Terraform working directory.
@@ -38,6 +40,8 @@ type Workspace struct {
 	// Hash is sha256 over the sorted file names, modes and contents plus
 	// StateWorkspace: the engine's no-op key.
 	Hash string
+
+	inputs map[string]cty.Value // the values written to the tfvars, for tests
 }
 
 func newWorkspace(name string) *Workspace {
