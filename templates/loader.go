@@ -42,7 +42,11 @@ func NewLoader(cfg *config.Config, opts ...LoaderOption) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loader{builtin: b, dir: cfg.OverrideDir, interval: DefaultPollInterval, cur: b}
+	return newLoader(b, cfg.OverrideDir, opts...)
+}
+
+func newLoader(base *Set, dir string, opts ...LoaderOption) (*Loader, error) {
+	l := &Loader{builtin: base, dir: dir, interval: DefaultPollInterval, cur: base}
 	for _, o := range opts {
 		o(l)
 	}

@@ -37,6 +37,12 @@ type Workspace struct {
 	// passes them to `init` out of band (e.g. a -backend-config file kept
 	// outside the workspace). Never log them.
 	BackendConfig map[string]string
+	// BackendType and BackendAttributes are the effective backend settings
+	// (the configured ones plus the per-workspace key), secret ones
+	// included: the engine needs them to find and remove state. Never log
+	// them.
+	BackendType       string
+	BackendAttributes map[string]cty.Value
 	// Hash is sha256 over the sorted file names, modes and contents plus
 	// StateWorkspace: the engine's no-op key.
 	Hash string
