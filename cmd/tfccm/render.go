@@ -1,0 +1,111 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/templates"
+)
+
+func runRender(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tfccm render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "cloud config file (HCL), as passed to the controller with --cloud-config")
+	svcPath := fs.String("service", "", "the v1 Service (YAML or JSON) to render the load balancer of")
+	nodesPath := fs.String("nodes", "", "v1 Nodes: a NodeList or one Node per YAML document")
+	out := fs.String("out", "", "directory to write the workspace into (created if missing)")
+	routes := fs.Bool("routes", false, "render the cluster's routes workspace (from the Nodes' podCIDRs) instead of a load balancer")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: tfccm render --config cloud.hcl --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render --routes --config cloud.hcl --nodes nodes.yaml --out DIR")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	var missing []string
+	for _, f := range []struct{ name, val string }{{"--config", *cfgPath}, {"--nodes", *nodesPath}, {"--out", *out}} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if !*routes && *svcPath == "" {
+		missing = append(missing, "--service")
+	}
+	if *routes && *svcPath != "" {
+		fmt.Fprintln(stderr, "tfccm render: --service and --routes are exclusive")
+		return exitUsage
+	}
+	if len(missing) > 0 || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tfccm render: missing %s\n", strings.Join(missing, ", "))
+		fs.Usage()
+		return exitUsage
+	}
+	ws, err := render(*cfgPath, *svcPath, *nodesPath, *routes)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
+		return exitError
+	}
+	if err := ws.WriteDir(*out); err != nil {
+		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "Wrote workspace %s (template %s, hash %s) to %s.\n", ws.Name, ws.Module, ws.Hash, *out)
+	if ws.StateWorkspace != "default" {
+		fmt.Fprintf(stdout, "The backend keeps workspaces apart by name: run `tofu workspace select -or-create %s` after init.\n", ws.StateWorkspace)
+	}
+	if len(ws.BackendConfig) > 0 {
+		var names []string
+		for k := range ws.BackendConfig {
+			names = append(names, k)
+		}
+		fmt.Fprintf(stdout, "Secret backend settings (%s) are not written; pass them to `tofu init` with -backend-config or the backend's environment variables.\n", strings.Join(sortStrings(names), ", "))
+	}
+	return exitOK
+}
+
+// render loads everything exactly as the controller does and renders the
+// workspace; nothing is written.
+func render(cfgPath, svcPath, nodesPath string, routes bool) (*templates.Workspace, error) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	loader, err := templates.NewLoader(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := readNodes(nodesPath)
+	if err != nil {
+		return nil, err
+	}
+	set := loader.Set()
+	if routes {
+		return set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))
+	}
+	svc, err := readService(svcPath)
+	if err != nil {
+		return nil, err
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil, fmt.Errorf("%s: Service %s/%s has type %q; only type LoadBalancer gets a load balancer", svcPath, svc.Namespace, svc.Name, svc.Spec.Type)
+	}
+	if svc.Spec.LoadBalancerClass != nil {
+		return nil, fmt.Errorf("%s: Service %s/%s sets loadBalancerClass %q, so the cloud controller ignores it", svcPath, svc.Namespace, svc.Name, *svc.Spec.LoadBalancerClass)
+	}
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return ws, nil
+}
+
+func sortStrings(s []string) []string {
+	sort.Strings(s)
+	return s
+}
