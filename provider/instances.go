@@ -1,0 +1,144 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/state/mapping"
+)
+
+// instances serves InstancesV2 from the Terraform state index.
+type instances struct {
+	store *state.Store
+}
+
+var _ cloudprovider.InstancesV2 = (*instances)(nil)
+
+// instancesEnabled reports whether the Instances, InstancesV2 and Zones
+// facets are on: enabled (the default) and at least one state source.
+func instancesEnabled(cfg *config.Config) bool {
+	return cfg.Instances != nil && config.Enabled(cfg.Instances.Enabled) && len(cfg.Instances.Sources) > 0
+}
+
+// newInstances builds the state Store for cfg. The mapping is
+// cfg.Instances.Mapping when set (relative to the cloud config's
+// directory), else builtin (the template set's instances.hcl).
+func newInstances(cfg *config.Config, builtin func() ([]byte, string, error)) (*instances, error) {
+	base := "."
+	if cfg.Filename != "" {
+		base = filepath.Dir(cfg.Filename)
+	}
+	var src []byte
+	var name string
+	var err error
+	if p := cfg.Instances.Mapping; p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		src, err = os.ReadFile(p)
+		name = p
+	} else if builtin != nil {
+		src, name, err = builtin()
+	} else {
+		err = errors.New("no instances mapping: set instances.mapping")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("instances mapping: %w", err)
+	}
+	m, err := mapping.Parse(src, name)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := state.SourcesFromConfig(cfg.Instances, cfg.Terraform, base)
+	if err != nil {
+		return nil, err
+	}
+	store, err := state.NewStore(state.OptionsFromConfig(cfg.Instances), m, sources...)
+	if err != nil {
+		return nil, err
+	}
+	return &instances{store: store}, nil
+}
+
+// lookup finds the instance of a providerID and/or node name, returning
+// cloudprovider.InstanceNotFound (unwrapped: callers compare with ==) only
+// when fresh state definitely lacks it.
+func lookup(ctx context.Context, store *state.Store, providerID, name string) (*state.Instance, error) {
+	in, err := store.Lookup(ctx, providerID, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// InstanceExists reports false only when fresh, successfully read state
+// lacks the node's instance; any doubt is an error, so the node lifecycle
+// controller never deletes a node because a lookup failed.
+func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	_, err := lookup(ctx, i.store, node.Spec.ProviderID, node.Name)
+	if err == cloudprovider.InstanceNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// InstanceShutdown reports the mapping's shutdown for the node's instance.
+func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	in, err := lookup(ctx, i.store, node.Spec.ProviderID, node.Name)
+	if err != nil {
+		return false, err
+	}
+	return in.Shutdown, nil
+}
+
+// InstanceMetadata returns the node's providerID, type, zone, region,
+// addresses and additional labels, by providerID first, then by name.
+func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	in, err := lookup(ctx, i.store, node.Spec.ProviderID, node.Name)
+	if err != nil {
+		return nil, err
+	}
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:    in.ProviderID,
+		InstanceType:  in.InstanceType,
+		NodeAddresses: nodeAddresses(in),
+		Zone:          in.Zone,
+		Region:        in.Region,
+	}
+	if len(in.Labels) > 0 {
+		md.AdditionalLabels = make(map[string]string, len(in.Labels))
+		for k, v := range in.Labels {
+			md.AdditionalLabels[k] = v
+		}
+	}
+	return md, nil
+}
+
+func nodeAddresses(in *state.Instance) []v1.NodeAddress {
+	out := make([]v1.NodeAddress, len(in.Addresses))
+	for i, a := range in.Addresses {
+		out[i] = v1.NodeAddress{Type: v1.NodeAddressType(a.Type), Address: a.Address}
+	}
+	return out
+}
+
+// startInstances starts the state refresh loop (from Initialize).
+func (c *Cloud) startInstances(ctx context.Context) {
+	if c.instances != nil {
+		c.instances.store.Start(ctx)
+	}
+}
