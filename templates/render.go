@@ -329,7 +329,7 @@ func (s *Set) render(cfg *config.Config, m *Module, name string, inputs map[stri
 	for _, mf := range m.Files {
 		ws.add(mf.Path, mf.Data, mf.Exec)
 	}
-	ws.add(TfvarsFile, hclwrite.Format(f.Bytes()), false)
+	ws.add(TfvarsFile, f.Bytes(), false) // Bytes formats canonically (tofu fmt clean)
 	if err := ws.addBackend(cfg); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -330,5 +331,23 @@ func TestWriteDir(t *testing.T) {
 	bad := &Workspace{Name: "x", Files: map[string][]byte{"../escape": nil}, Modes: map[string]os.FileMode{}}
 	if err := bad.WriteDir(dir); err == nil {
 		t.Error("path escaping the dir accepted")
+	}
+}
+
+// BenchmarkRenderLoadBalancer500Nodes measures one render over 500 nodes
+// (the controller renders on every node-set change of every Service).
+func BenchmarkRenderLoadBalancer500Nodes(b *testing.B) {
+	set := fullSet(b)
+	cfg := testConfig(b, baseConfig)
+	var nodes []*corev1.Node
+	for i := 0; i < 500; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("node-%03d", i), fmt.Sprintf("10.250.%d.%d", i/250, i%250+1), "zone-a"))
+	}
+	s := svc(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := set.RenderLoadBalancer(cfg, s, nodes); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
