@@ -35,6 +35,9 @@ func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if svc == nil {
 		return nil, fmt.Errorf("render load balancer: no Service")
 	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
 	if err := annotations.Check(svc.Annotations); err != nil {
 		return nil, err
 	}
@@ -64,6 +67,9 @@ func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 
 // RenderRoutes renders the cluster's routes workspace.
 func (s *Set) RenderRoutes(cfg *config.Config, routes []Route) (*Workspace, error) {
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
 	m, ok := s.modules[string(KindRoutes)]
 	if !ok {
 		return nil, fmt.Errorf("render routes: the template set has no routes module")
@@ -103,6 +109,15 @@ func (s *Set) RenderRoutes(cfg *config.Config, routes []Route) (*Workspace, erro
 		SettingsVar:    settings,
 	}
 	return s.render(cfg, m, RoutesWorkspaceName, inputs)
+}
+
+// checkConfig rejects a config that did not come from config.Parse/Load,
+// which fills in the defaults rendering relies on.
+func checkConfig(cfg *config.Config) error {
+	if cfg == nil || cfg.LoadBalancer == nil || cfg.LoadBalancer.HealthCheck == nil || cfg.Routes == nil || cfg.Backend == nil {
+		return fmt.Errorf("render: the cloud config must be loaded with config.Load or config.Parse (defaults missing)")
+	}
+	return nil
 }
 
 // RoutesFromNodes derives one route per pod CIDR of each node (dual-stack
