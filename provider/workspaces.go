@@ -18,7 +18,7 @@ func specOf(c *Cloud, ws *templates.Workspace) workspace.Spec {
 		Files:   ws.Files,
 		Modes:   ws.Modes,
 		Hash:    ws.Hash,
-		Backend: workspace.BackendInfo{Type: c.cfg.Backend.Type, Attributes: c.cfg.Backend.Attributes},
+		Backend: workspace.BackendInfo{Type: ws.BackendType, Attributes: ws.BackendAttributes},
 	}
 }
 

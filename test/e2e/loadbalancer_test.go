@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// TestLoadBalancer drives the whole LoadBalancer path with real parts: the
+// CCM binary's service controller, OpenTofu, HAProxy in the local cloud and
+// HTTP servers in the node namespaces.
+func TestLoadBalancer(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	dir := t.TempDir()
+	workDir := filepath.Join(dir, "work")
+
+	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf(`
+cluster_name = "e2e"
+work_dir     = %q
+terraform {
+  binary = %q
+}
+load_balancer {
+  settings = %s
+}
+`, workDir, tofuBinary(t), hclObject(cloud.LBSettings())))
+
+	// Every node runs a kube-proxy-like /healthz and a server on the
+	// NodePorts the test uses; each answers with its node's name.
+	for _, n := range cloud.Nodes() {
+		for _, port := range []int{30080, 30081} {
+			stop, err := cloud.ServeHTTP(n, port, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+		}
+		stop, err := cloud.ServeHealthz(n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	createNode(t, client, cloud, "node-a")
+	createNode(t, client, cloud, "node-b")
+
+	startCCM(t, cluster, cfg, "--concurrent-service-syncs=2")
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	svc, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var vip string
+	eventually(t, 2*time.Minute, "Service gets a VIP", func(ctx context.Context) error {
+		s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("no ingress yet; events: %s", eventsOf(ctx, client, s))
+		}
+		vip = s.Status.LoadBalancer.Ingress[0].IP
+		return nil
+	})
+	if _, pool, err := net.ParseCIDR(cloud.VIPPool); err != nil || !pool.Contains(net.ParseIP(vip)) {
+		t.Errorf("VIP %s is not from the pool %s (%v)", vip, cloud.VIPPool, err)
+	}
+	t.Logf("VIP %s", vip)
+
+	backendsAre(t, vip, 80, "node-a", "node-b")
+	if states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*.tfstate")); len(states) != 1 {
+		t.Errorf("local state files: %v, want one", states)
+	}
+
+	t.Run("added node receives traffic", func(t *testing.T) {
+		createNode(t, client, cloud, "node-c")
+		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
+	})
+
+	t.Run("excluded node stops receiving traffic", func(t *testing.T) {
+		n, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = "true"
+		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		backendsAre(t, vip, 80, "node-b", "node-c")
+	})
+
+	t.Run("port change is followed", func(t *testing.T) {
+		updateService(t, client, func(s *corev1.Service) {
+			s.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 8080, NodePort: 30081, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
+		})
+		backendsAre(t, vip, 8080, "node-b", "node-c")
+		eventually(t, time.Minute, "old port 80 closed", func(context.Context) error {
+			if _, err := get(vip, 80); err == nil {
+				return fmt.Errorf("port 80 still answers")
+			}
+			return nil
+		})
+	})
+
+	t.Run("source range excluding the client is refused", func(t *testing.T) {
+		updateService(t, client, func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} })
+		eventually(t, time.Minute, "client refused", func(context.Context) error {
+			if body, err := get(vip, 8080); err == nil {
+				return fmt.Errorf("still served: %q", body)
+			}
+			return nil
+		})
+		updateService(t, client, func(s *corev1.Service) {
+			s.Spec.LoadBalancerSourceRanges = []string{cloud.HostAddress + "/32"}
+		})
+		backendsAre(t, vip, 8080, "node-b", "node-c")
+	})
+
+	t.Run("bad tfccm.io/vars is an Event and leaves the LB untouched", func(t *testing.T) {
+		lbDir := lbWorkspaceDir(t, workDir)
+		before := readTree(t, lbDir)
+		updateService(t, client, func(s *corev1.Service) {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations["tfccm.io/vars"] = `{"no_such_setting": 1}`
+		})
+		eventually(t, time.Minute, "Warning Event naming the bad key", func(ctx context.Context) error {
+			ev := eventsOf(ctx, client, svc)
+			if !strings.Contains(ev, "TerraformRenderFailed") || !strings.Contains(ev, "no_such_setting") {
+				return fmt.Errorf("events: %s", ev)
+			}
+			return nil
+		})
+		backendsAre(t, vip, 8080, "node-b", "node-c")
+		if after := readTree(t, lbDir); after != before {
+			t.Errorf("workspace changed after a bad annotation")
+		}
+		updateService(t, client, func(s *corev1.Service) { delete(s.Annotations, "tfccm.io/vars") })
+	})
+
+	t.Run("delete removes frontend, state and finalizer", func(t *testing.T) {
+		lbDir := lbWorkspaceDir(t, workDir)
+		if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "Service gone (finalizer released)", func(ctx context.Context) error {
+			s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+			if err == nil {
+				return fmt.Errorf("still there with finalizers %v; events: %s", s.Finalizers, eventsOf(ctx, client, s))
+			}
+			return nil
+		})
+		if _, err := os.Stat(lbDir); !os.IsNotExist(err) {
+			t.Errorf("workspace %s still exists: %v", lbDir, err)
+		}
+		if states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*")); len(states) != 0 {
+			t.Errorf("state left behind: %v", states)
+		}
+		if _, err := get(vip, 8080); err == nil {
+			t.Errorf("VIP %s still answers after delete", vip)
+		}
+		frags, _ := filepath.Glob(filepath.Join(cloud.StateDir, "haproxy", "*", "*.cfg"))
+		for _, f := range frags {
+			if strings.Contains(filepath.Base(f), "e2e") {
+				t.Errorf("HAProxy fragment %s left behind", f)
+			}
+		}
+	})
+}
+
+// hclObject renders a flat map of strings as an HCL object literal.
+func hclObject(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "    %s = %q\n", k, fmt.Sprint(m[k]))
+	}
+	b.WriteString("  }")
+	return b.String()
+}
+
+// createNode registers a Node for a local-cloud node the way a kubelet
+// does: created with its InternalIP and Ready condition in one call.
+func createNode(t *testing.T, client kubernetes.Interface, cloud *localcloud.Cloud, name string) {
+	t.Helper()
+	info := cloud.Node(name)
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: info.Address}, {Type: corev1.NodeHostName, Address: name}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		},
+	}
+	created, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created.Status.Addresses) == 0 {
+		t.Fatalf("node %s was created without its addresses", name)
+	}
+}
+
+func updateService(t *testing.T, client kubernetes.Interface, mutate func(*corev1.Service)) {
+	t.Helper()
+	eventually(t, 30*time.Second, "update Service", func(ctx context.Context) error {
+		s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(s)
+		_, err = client.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// get does one HTTP GET to vip:port from the host.
+func get(vip string, port int) (string, error) {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + net.JoinHostPort(vip, fmt.Sprint(port)) + "/")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b)), err
+}
+
+// backendsAre waits until requests to vip:port are answered by exactly the
+// given nodes (every one of them seen, no other one seen in 30 requests).
+func backendsAre(t *testing.T, vip string, port int, want ...string) {
+	t.Helper()
+	wantSet := strings.Join(want, ",")
+	eventually(t, 2*time.Minute, fmt.Sprintf("%s:%d served by %s", vip, port, wantSet), func(context.Context) error {
+		seen := map[string]bool{}
+		for i := 0; i < 30; i++ {
+			body, err := get(vip, port)
+			if err != nil {
+				return err
+			}
+			seen[body] = true
+		}
+		var got []string
+		for k := range seen {
+			got = append(got, k)
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != wantSet {
+			return fmt.Errorf("served by %v", got)
+		}
+		return nil
+	})
+}
+
+func eventsOf(ctx context.Context, client kubernetes.Interface, svc *corev1.Service) string {
+	evs, err := client.CoreV1().Events(svc.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc.Name})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range evs.Items {
+		out = append(out, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))
+	}
+	return strings.Join(out, " | ")
+}
+
+// lbWorkspaceDir finds the one load-balancer workspace under workDir.
+func lbWorkspaceDir(t *testing.T, workDir string) string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(workDir, "lb-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("load balancer workspaces under %s: %v", workDir, dirs)
+	}
+	return dirs[0]
+}
+
+// readTree returns a digest of every file under dir (names, sizes, mtimes).
+func readTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", p, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
