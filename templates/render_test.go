@@ -351,3 +351,24 @@ func BenchmarkRenderLoadBalancer500Nodes(b *testing.B) {
 		}
 	}
 }
+
+func TestBackendAttributes(t *testing.T) {
+	set := fullSet(t)
+	cfg := testConfig(t, baseConfig+`backend "kubernetes" {
+  namespace = "kube-system"
+  token     = "s3cr3t"
+}`)
+	ws, err := set.RenderLoadBalancer(cfg, svc(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.BackendType != "kubernetes" || ws.BackendAttributes["secret_suffix"].AsString() != ws.Name ||
+		ws.BackendAttributes["namespace"].AsString() != "kube-system" {
+		t.Fatalf("backend %s %#v", ws.BackendType, ws.BackendAttributes)
+	}
+	// Secrets stay out of the files but reach the engine.
+	if ws.BackendConfig["token"] != "s3cr3t" || ws.BackendAttributes["token"].AsString() != "s3cr3t" ||
+		strings.Contains(string(ws.Files[BackendFile]), "s3cr3t") {
+		t.Fatal("secret attribute handling")
+	}
+}

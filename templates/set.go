@@ -152,12 +152,10 @@ func (b *treeBudget) add(n int) error {
 	return nil
 }
 
-// skipFile reports files never copied into a workspace: tofu's own
-// working data and state, which do not belong in a template.
+// skipFile reports files never copied into a workspace: dot files (tofu's
+// own working data, including .terraform.lock.hcl, which the engine owns)
+// and state, which do not belong in a template.
 func skipFile(name string) bool {
-	if name == ".terraform.lock.hcl" {
-		return false
-	}
 	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tfstate") || strings.HasSuffix(name, ".tfstate.backup") ||
 		name == "terraform.tfstate.d"
 }

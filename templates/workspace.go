@@ -28,11 +28,6 @@ type Workspace struct {
 	Files map[string][]byte
 	// Modes holds each file's permission bits (0644, or 0755 for scripts).
 	Modes map[string]fs.FileMode
-	// BackendType is the backend type of tfccm_backend.tf ("local", ...).
-	BackendType string
-	// BackendAttributes are the backend settings exactly as written in
-	// tfccm_backend.tf (the per-workspace key included, secrets excluded).
-	BackendAttributes map[string]cty.Value
 	// StateWorkspace is the Terraform workspace to select ("default" unless
 	// the backend has no per-workspace key attribute tfccm knows; then it is
 	// Name, and the engine must select it, e.g. with TF_WORKSPACE).
