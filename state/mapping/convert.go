@@ -12,12 +12,13 @@ type sensitiveMark struct{}
 
 var sensitive = sensitiveMark{}
 
-// resourceValue builds the `resource` object for r.
-func resourceValue(r *Resource) (cty.Value, error) {
+// resourceValue builds the `resource` object for r and reports whether any
+// of its attributes is sensitive.
+func resourceValue(r *Resource) (cty.Value, bool, error) {
 	var sens any
 	if len(r.Sensitive) > 2 { // "{}" and "[]" carry nothing
 		if err := json.Unmarshal(r.Sensitive, &sens); err != nil {
-			return cty.NilVal, fmt.Errorf("decode sensitive_values: %w", err)
+			return cty.NilVal, false, fmt.Errorf("decode sensitive_values: %w", err)
 		}
 	}
 	values := cty.EmptyObjectVal
@@ -37,7 +38,28 @@ func resourceValue(r *Resource) (cty.Value, error) {
 		"provider": cty.StringVal(r.Provider),
 		"index":    idx,
 		"values":   values,
-	}), nil
+	}), anySensitive(sens), nil
+}
+
+// anySensitive reports whether a sensitive_values structure flags anything.
+func anySensitive(sens any) bool {
+	switch s := sens.(type) {
+	case bool:
+		return s
+	case []any:
+		for _, e := range s {
+			if anySensitive(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range s {
+			if anySensitive(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toCty converts a JSON-decoded value to cty, marking the parts sens (the

@@ -21,7 +21,7 @@ var providerIDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^\s]+$`)
 // no instance block matches, and an *Error naming file:line and the
 // resource when an expression fails or yields an invalid value.
 func (m *Mapping) Map(r *Resource) (*Instance, error) {
-	val, err := resourceValue(r)
+	val, marked, err := resourceValue(r)
 	if err != nil {
 		return nil, &Error{Range: hcl.Range{Filename: m.filename}, Summary: "Invalid resource", Detail: err.Error(), Resource: r.Address}
 	}
@@ -30,7 +30,7 @@ func (m *Mapping) Map(r *Resource) (*Instance, error) {
 		Functions: m.funcs,
 	}
 	for _, ru := range m.rules {
-		ev := evaluator{ctx: ctx, resource: r.Address}
+		ev := evaluator{ctx: ctx, resource: r.Address, marked: marked}
 		matched := ev.boolean(ru.exprs[fieldMatch], true, false)
 		if ev.err != nil {
 			return nil, ev.err
@@ -52,6 +52,7 @@ func (m *Mapping) Map(r *Resource) (*Instance, error) {
 type evaluator struct {
 	ctx      *hcl.EvalContext
 	resource string
+	marked   bool // the resource has sensitive attributes
 	err      *Error
 }
 
@@ -80,7 +81,7 @@ func (e *evaluator) value(expr hcl.Expression, allowSensitive bool) cty.Value {
 		e.fail(rng, d.Summary, d.Detail)
 		return cty.NilVal
 	}
-	if v.ContainsMarked() {
+	if e.marked && v.ContainsMarked() {
 		if !allowSensitive {
 			e.fail(expr.Range(), "Sensitive value", "The expression uses an attribute Terraform marks as sensitive; tfccm never publishes sensitive values.")
 			return cty.NilVal
