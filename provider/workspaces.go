@@ -14,11 +14,13 @@ import (
 // specOf turns a rendered workspace into the engine's unit of work.
 func specOf(c *Cloud, ws *templates.Workspace) workspace.Spec {
 	return workspace.Spec{
-		Name:    ws.Name,
-		Files:   ws.Files,
-		Modes:   ws.Modes,
-		Hash:    ws.Hash,
-		Backend: workspace.BackendInfo{Type: ws.BackendType, Attributes: ws.BackendAttributes},
+		Name:           ws.Name,
+		Files:          ws.Files,
+		Modes:          ws.Modes,
+		Hash:           ws.Hash,
+		Backend:        workspace.BackendInfo{Type: ws.BackendType, Attributes: ws.BackendAttributes},
+		StateWorkspace: ws.StateWorkspace,
+		BackendConfig:  ws.BackendConfig,
 	}
 }
 

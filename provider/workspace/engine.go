@@ -356,7 +356,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 		return
 	}
 	rec := en.rec
-	scrub := e.scrub.with(en.secrets)
+	scrub := e.scrub.with(en.secrets).with(mapValues(spec.BackendConfig))
 	attempt := st.Attempts + 1
 	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })
 	e.mu.Unlock()
@@ -447,5 +447,19 @@ func cloneSpec(s Spec) Spec {
 			c.Modes[k] = v
 		}
 	}
+	if s.BackendConfig != nil {
+		c.BackendConfig = make(map[string]string, len(s.BackendConfig))
+		for k, v := range s.BackendConfig {
+			c.BackendConfig[k] = v
+		}
+	}
 	return c
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }

@@ -7,10 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // planFile is the saved plan, inside the engine's metadata dir.
@@ -64,9 +68,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	initHash := spec.initHash()
 	if out.rec.InitHash != initHash {
 		migrate := out.rec.InitHash != ""
-		if err := r.step(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Init(ctx, tfexec.Upgrade(false), tfexec.ForceCopy(migrate))
-		}); err != nil {
+		if err := r.init(ctx, spec, migrate); err != nil {
 			return fail("init", err)
 		}
 		out.rec.InitHash = initHash
@@ -86,6 +88,16 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 			return fail("destroy", err)
 		}
 		out.changed = true
+		if spec.namedWorkspace() {
+			if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+				if err := tf.WorkspaceSelect(ctx, "default"); err != nil {
+					return err
+				}
+				return tf.WorkspaceDelete(ctx, spec.StateWorkspace)
+			}); err != nil {
+				return fail("destroy", err)
+			}
+		}
 		if err := e.removeState(ctx, spec, dir); err != nil {
 			return fail("destroy", &Error{Op: "destroy", Summary: scrub.scrub(err.Error())})
 		}
@@ -126,6 +138,74 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		return fail("apply", &Error{Op: "apply", Summary: err.Error()})
 	}
 	return out
+}
+
+// init runs tofu init, with the spec's secret backend settings in a
+// -backend-config file outside the workspace that is removed right after,
+// then selects (creating if needed) the spec's Terraform workspace.
+func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
+	opts := []tfexec.InitOption{tfexec.Upgrade(false), tfexec.ForceCopy(migrate)}
+	if len(spec.BackendConfig) > 0 {
+		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec)
+		if err != nil {
+			return &Error{Op: "init", Summary: r.scrub.scrub(err.Error())}
+		}
+		defer cleanup()
+		opts = append(opts, tfexec.BackendConfig(path))
+	}
+	if err := r.step(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.Init(ctx, opts...)
+	}); err != nil {
+		return err
+	}
+	if !spec.namedWorkspace() {
+		return nil
+	}
+	var current string
+	if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		_, current, err = tf.WorkspaceList(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if current == spec.StateWorkspace {
+		return nil
+	}
+	if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.WorkspaceSelect(ctx, spec.StateWorkspace)
+	}); err == nil {
+		return nil
+	}
+	return r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.WorkspaceNew(ctx, spec.StateWorkspace)
+	})
+}
+
+// writeBackendConfig writes spec.BackendConfig as an HCL -backend-config
+// file (mode 0600) under workDir/.secrets, outside every workspace.
+func writeBackendConfig(workDir string, spec *Spec) (string, func(), error) {
+	dir := filepath.Join(workDir, ".secrets")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("backend config: %w", err)
+	}
+	f := hclwrite.NewEmptyFile()
+	keys := make([]string, 0, len(spec.BackendConfig))
+	for k := range spec.BackendConfig {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !hclsyntax.ValidIdentifier(k) {
+			return "", nil, fmt.Errorf("backend config: %q is not a valid setting name", k)
+		}
+		f.Body().SetAttributeValue(k, cty.StringVal(spec.BackendConfig[k]))
+	}
+	path := filepath.Join(dir, spec.Name+".tfbackend")
+	if err := os.WriteFile(path, f.Bytes(), 0o600); err != nil {
+		return "", nil, fmt.Errorf("backend config: %w", err)
+	}
+	return path, func() { _ = os.Remove(path) }, nil
 }
 
 // runner runs tofu commands in one workspace directory.
@@ -249,7 +329,7 @@ func (r *runner) pushErrored(ctx context.Context) error {
 // outputs reads root outputs: from the state file for the local backend
 // (no process), else with `tofu output -json`.
 func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta, error) {
-	if isLocal(spec.Backend) {
+	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
 		p := localStatePath(r.dir, spec.Backend)
 		if !exists(p) {
 			return map[string]outputMeta{}, nil

@@ -31,6 +31,21 @@ type Spec struct {
 	Hash string
 	// Backend describes the state backend the backend file configures.
 	Backend BackendInfo
+	// StateWorkspace is the Terraform workspace to select after init, for
+	// backends without a per-workspace key attribute; "" or "default"
+	// means the default workspace.
+	StateWorkspace string
+	// BackendConfig holds secret backend settings. They are never written
+	// into the workspace directory: init gets them through a
+	// -backend-config file that exists only while init runs, and they are
+	// scrubbed from every message.
+	BackendConfig map[string]string
+}
+
+// namedWorkspace reports whether the spec selects a non-default Terraform
+// workspace.
+func (s *Spec) namedWorkspace() bool {
+	return s.StateWorkspace != "" && s.StateWorkspace != "default"
 }
 
 // BackendInfo is the state backend of a workspace (config.Backend). The
@@ -160,6 +175,15 @@ func hashFiles(s *Spec, keep func(string) bool) string {
 	sort.Strings(attrs)
 	for _, k := range attrs {
 		fmt.Fprintf(h, "attr %q %s\n", k, s.Backend.Attributes[k].GoString())
+	}
+	fmt.Fprintf(h, "workspace %q\n", s.StateWorkspace)
+	secret := make([]string, 0, len(s.BackendConfig))
+	for k := range s.BackendConfig {
+		secret = append(secret, k)
+	}
+	sort.Strings(secret)
+	for _, k := range secret {
+		fmt.Fprintf(h, "backend-config %q %q\n", k, s.BackendConfig[k])
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
