@@ -57,6 +57,7 @@ type Cloud struct {
 	templates *templates.Loader
 	engine    *workspace.Engine
 	lb        *loadBalancers // nil when disabled
+	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 
 	client   kubernetes.Interface
 	recorder record.EventRecorder
@@ -89,6 +90,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 	c.engine = engine
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(c)
+	}
+	if instancesEnabled(cfg) {
+		if c.instances, err = newInstances(cfg, loader.Set().InstancesMapping); err != nil {
+			return nil, fmt.Errorf("instances: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -133,6 +139,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)
+	c.startInstances(ctx)
 	go func() {
 		<-stop
 		cancel()
@@ -156,14 +163,31 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	return c.lb, true
 }
 
-// Instances is not supported until the Instances facet lands.
-func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+// Instances (v1) answers from Terraform state when instances sources are
+// configured and the facet is not disabled.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) {
+	if c.instances == nil {
+		return nil, false
+	}
+	return &instancesV1{store: c.instances.store}, true
+}
 
-// InstancesV2 is not supported until the Instances facet lands.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return nil, false }
+// InstancesV2 answers from Terraform state when instances sources are
+// configured and the facet is not disabled.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if c.instances == nil {
+		return nil, false
+	}
+	return c.instances, true
+}
 
-// Zones is not supported until the Zones facet lands.
-func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+// Zones answers from Terraform state, like InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
+	if c.instances == nil {
+		return nil, false
+	}
+	return &zones{store: c.instances.store}, true
+}
 
 // Clusters is not supported: tfccm serves one cluster.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
