@@ -57,6 +57,7 @@ type Cloud struct {
 	templates *templates.Loader
 	engine    *workspace.Engine
 	lb        *loadBalancers // nil when disabled
+	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 
 	client   kubernetes.Interface
@@ -91,6 +92,9 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(c)
 	}
+	if routesEnabled(cfg) {
+		c.routes = newRoutes(c)
+	}
 	if instancesEnabled(cfg) {
 		if c.instances, err = newInstances(cfg, loader.Set().InstancesMapping); err != nil {
 			return nil, fmt.Errorf("instances: %w", err)
@@ -102,6 +106,9 @@ func New(cfg *config.Config) (*Cloud, error) {
 // onResult routes an engine outcome to the facet that owns the workspace.
 func (c *Cloud) onResult(name string, r workspace.Result) {
 	if c.lb != nil && c.lb.onResult(name, r) {
+		return
+	}
+	if c.routes != nil && c.routes.onResult(name, r) {
 		return
 	}
 	if r.Err != nil {
@@ -139,6 +146,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)
+	if c.routes != nil {
+		c.routes.start(ctx)
+	}
 	c.startInstances(ctx)
 	go func() {
 		<-stop
@@ -192,5 +202,11 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) {
 // Clusters is not supported: tfccm serves one cluster.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
-// Routes is not supported until the Routes facet lands.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+// Routes serves the route controller from the cluster's routes workspace
+// when the cloud config enables it (see routesEnabled).
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.routes == nil {
+		return nil, false
+	}
+	return c.routes, true
+}
