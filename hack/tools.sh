@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tfccm's pinned tools into bin/ from the Go module proxy and installs
+# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl) into bin/ from the Go module proxy and installs
 # the Debian packages the tests need. Reuses a keyed cache
 # (${TFCCM_CACHE:-~/.cache/tfccm}) so a second run, or a fresh clone on the
 # same machine, builds nothing.
@@ -67,5 +67,7 @@ build tofu "$TOFU_VERSION" "$root/hack/tools/tofu" github.com/opentofu/opentofu/
 	"-s -w -X github.com/opentofu/opentofu/version.dev=no"
 build kube-apiserver "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kubectl \
+	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
 "$bin/tofu" version | head -1 >&2
 "$bin/kube-apiserver" --version >&2

@@ -1,6 +1,9 @@
 //go:build tools
 
-// Package tools pins kube-apiserver so it builds from this module.
+// Package tools pins kube-apiserver and kubectl so they build from this module.
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
