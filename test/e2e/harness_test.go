@@ -82,13 +82,20 @@ type CCM struct {
 // and extra flags, and stops it when the test ends.
 func startCCM(t *testing.T, cluster *devcluster.Cluster, cloudConfig string, extra ...string) *CCM {
 	t.Helper()
+	return startCCMWithKubeconfig(t, cluster.Kubeconfig(), cloudConfig, extra...)
+}
+
+// startCCMWithKubeconfig runs the CCM with the given credentials (for all
+// of its clients, including delegated authn/authz).
+func startCCMWithKubeconfig(t *testing.T, kubeconfig, cloudConfig string, extra ...string) *CCM {
+	t.Helper()
 	port := freePort(t)
 	dir := t.TempDir()
 	c := &CCM{Port: port, LogPath: filepath.Join(dir, "ccm.log"), done: make(chan struct{})}
 	args := append([]string{
-		"--kubeconfig=" + cluster.Kubeconfig(),
-		"--authentication-kubeconfig=" + cluster.Kubeconfig(),
-		"--authorization-kubeconfig=" + cluster.Kubeconfig(),
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--cloud-provider=terraform",
 		"--cloud-config=" + cloudConfig,
 		"--leader-elect=true",
