@@ -69,5 +69,5 @@ build kube-apiserver "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/ku
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
 build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kubectl \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-"$bin/tofu" version | head -1 >&2
+env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
