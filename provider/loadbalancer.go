@@ -56,19 +56,29 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *co
 }
 
 // GetLoadBalancer reports the status from the workspace's last applied
-// `ingress` output. A workspace that was never applied, or is destroyed,
-// does not exist.
+// `ingress` output. The service controller only calls
+// EnsureLoadBalancerDeleted for a load balancer that exists, so anything
+// that may hold resources exists: a workspace in flight or failed (a failed
+// apply can leave some behind), a workspace directory from an earlier
+// incarnation, or — with a remote backend, whose state outlives the work
+// dir — any workspace not known to be destroyed.
 func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	name := templates.LoadBalancerWorkspaceName(l.c.cfg, svc)
 	st := l.c.engine.Status(name)
-	if st.AppliedHash == "" || st.Phase == workspace.PhaseDestroyed {
+	switch {
+	case st.Phase == workspace.PhaseDestroyed:
+		return nil, false, nil
+	case st.AppliedHash != "":
+		status, err := ingressStatus(st.Outputs)
+		if err != nil {
+			return nil, true, fmt.Errorf("load balancer %s: %w", name, err)
+		}
+		return status, true, nil
+	case st.Phase != workspace.PhaseUnknown, l.c.workspaceDirExists(name), l.c.cfg.Backend.Type != "local":
+		return &corev1.LoadBalancerStatus{}, true, nil
+	default:
 		return nil, false, nil
 	}
-	status, err := ingressStatus(st.Outputs)
-	if err != nil {
-		return nil, true, fmt.Errorf("load balancer %s: %w", name, err)
-	}
-	return status, true, nil
 }
 
 // EnsureLoadBalancer renders the Service's workspace and submits it. It

@@ -24,6 +24,12 @@ func specOf(c *Cloud, ws *templates.Workspace) workspace.Spec {
 	}
 }
 
+// workspaceDirExists reports whether the engine has a directory for name.
+func (c *Cloud) workspaceDirExists(name string) bool {
+	_, err := os.Stat(c.engine.Dir(name))
+	return err == nil
+}
+
 // specFromDir rebuilds a workspace's spec from the files last written to
 // its directory (everything but Terraform's and the engine's own data). It
 // lets a Service whose annotations no longer render still be destroyed.

@@ -143,3 +143,25 @@ func localStateOutputs(path string) (map[string]outputMeta, error) {
 	}
 	return st.Outputs, nil
 }
+
+// stateResources counts the resource instances in a state document (the
+// JSON of a local state file or of `tofu state pull`). An empty document
+// (no state yet) has none.
+func stateResources(b []byte) (int, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return 0, nil
+	}
+	var st struct {
+		Resources []struct {
+			Instances []json.RawMessage `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return 0, fmt.Errorf("decode state: %w", err)
+	}
+	n := 0
+	for _, r := range st.Resources {
+		n += len(r.Instances)
+	}
+	return n, nil
+}

@@ -82,10 +82,20 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	}
 
 	if destroy {
-		if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
-		}); err != nil {
+		// A workspace whose state holds nothing (its first apply failed
+		// before creating anything) is not run through `tofu destroy`,
+		// which would re-validate the inputs that failed and so keep a
+		// Service's finalizer forever.
+		empty, err := r.stateEmpty(ctx, spec)
+		if err != nil {
 			return fail("destroy", err)
+		}
+		if !empty {
+			if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+				return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
+			}); err != nil {
+				return fail("destroy", err)
+			}
 		}
 		out.changed = true
 		if spec.namedWorkspace() {
@@ -180,6 +190,34 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	return r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.WorkspaceNew(ctx, spec.StateWorkspace)
 	})
+}
+
+// stateEmpty reports whether the workspace's state holds no resources:
+// read from the file for the local backend, else with `tofu state pull`.
+func (r *runner) stateEmpty(ctx context.Context, spec *Spec) (bool, error) {
+	var doc []byte
+	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
+		b, err := os.ReadFile(localStatePath(r.dir, spec.Backend))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, &Error{Op: "destroy", Summary: r.scrub.scrub(err.Error())}
+		}
+		doc = b
+	} else {
+		var pulled string
+		if err := r.step(ctx, "state pull", func(ctx context.Context, tf *tfexec.Terraform) error {
+			var err error
+			pulled, err = tf.StatePull(ctx)
+			return err
+		}); err != nil {
+			return false, err
+		}
+		doc = []byte(pulled)
+	}
+	n, err := stateResources(doc)
+	if err != nil {
+		return false, &Error{Op: "destroy", Summary: err.Error()}
+	}
+	return n == 0, nil
 }
 
 // writeBackendConfig writes spec.BackendConfig as an HCL -backend-config

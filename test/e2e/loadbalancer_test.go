@@ -47,7 +47,7 @@ load_balancer {
 	// Every node runs a kube-proxy-like /healthz and a server on the
 	// NodePorts the test uses; each answers with its node's name.
 	for _, n := range cloud.Nodes() {
-		for _, port := range []int{30080, 30081} {
+		for _, port := range []int{30080, 30081, 30082} {
 			stop, err := cloud.ServeHTTP(n, port, n)
 			if err != nil {
 				t.Fatal(err)
@@ -77,18 +77,7 @@ load_balancer {
 		t.Fatal(err)
 	}
 
-	var vip string
-	eventually(t, 2*time.Minute, "Service gets a VIP", func(ctx context.Context) error {
-		s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(s.Status.LoadBalancer.Ingress) == 0 {
-			return fmt.Errorf("no ingress yet; events: %s", eventsOf(ctx, client, s))
-		}
-		vip = s.Status.LoadBalancer.Ingress[0].IP
-		return nil
-	})
+	vip := waitVIP(t, client, "web")
 	if _, pool, err := net.ParseCIDR(cloud.VIPPool); err != nil || !pool.Contains(net.ParseIP(vip)) {
 		t.Errorf("VIP %s is not from the pool %s (%v)", vip, cloud.VIPPool, err)
 	}
@@ -166,6 +155,76 @@ load_balancer {
 		updateService(t, client, func(s *corev1.Service) { delete(s.Annotations, "tfccm.io/vars") })
 	})
 
+	t.Run("externalTrafficPolicy Local checks healthCheckNodePort", func(t *testing.T) {
+		// Only node-b answers on the Service's health check node port, as
+		// kube-proxy does on nodes with a local endpoint.
+		stop, err := cloud.ServeHTTP("node-b", 32100, "healthy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		local := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: "default"},
+			Spec: corev1.ServiceSpec{
+				Type:                  corev1.ServiceTypeLoadBalancer,
+				ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+				HealthCheckNodePort:   32100,
+				Ports:                 []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30082, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+			},
+		}
+		if _, err := client.CoreV1().Services("default").Create(ctx, local, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		localVIP := waitVIP(t, client, "local")
+		if localVIP == vip {
+			t.Fatalf("two Services share VIP %s", vip)
+		}
+		backendsAre(t, localVIP, 80, "node-b")
+		if err := client.CoreV1().Services("default").Delete(ctx, "local", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "Service local deleted", func(ctx context.Context) error {
+			if _, err := client.CoreV1().Services("default").Get(ctx, "local", metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+	})
+
+	t.Run("unsupported UDP port is an Event and delays no other Service", func(t *testing.T) {
+		dns := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "default"},
+			Spec: corev1.ServiceSpec{
+				Type:  corev1.ServiceTypeLoadBalancer,
+				Ports: []corev1.ServicePort{{Name: "dns", Port: 53, NodePort: 30053, TargetPort: intstr.FromInt32(53), Protocol: corev1.ProtocolUDP}},
+			},
+		}
+		dns, err := client.CoreV1().Services("default").Create(ctx, dns, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "Warning Event with tofu's message", func(ctx context.Context) error {
+			ev := eventsOf(ctx, client, dns)
+			if !strings.Contains(ev, "TerraformApplyFailed") || !strings.Contains(ev, "53/UDP") {
+				return fmt.Errorf("events: %s", ev)
+			}
+			return nil
+		})
+		// The failing Service retries with backoff; the other one changes
+		// and is applied meanwhile.
+		updateService(t, client, func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = nil })
+		backendsAre(t, vip, 8080, "node-b", "node-c")
+		if err := client.CoreV1().Services("default").Delete(ctx, "dns", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "failed Service deleted", func(ctx context.Context) error {
+			if _, err := client.CoreV1().Services("default").Get(ctx, "dns", metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+	})
+
 	t.Run("delete removes frontend, state and finalizer", func(t *testing.T) {
 		lbDir := lbWorkspaceDir(t, workDir)
 		if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
@@ -194,6 +253,24 @@ load_balancer {
 			}
 		}
 	})
+}
+
+// waitVIP waits for the Service's load balancer ingress IP.
+func waitVIP(t *testing.T, client kubernetes.Interface, name string) string {
+	t.Helper()
+	var vip string
+	eventually(t, 2*time.Minute, name+" gets a VIP", func(ctx context.Context) error {
+		s, err := client.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("no ingress yet; events: %s", eventsOf(ctx, client, s))
+		}
+		vip = s.Status.LoadBalancer.Ingress[0].IP
+		return nil
+	})
+	return vip
 }
 
 // hclObject renders a flat map of strings as an HCL object literal.
