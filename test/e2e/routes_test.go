@@ -150,6 +150,22 @@ routes {
 		if err := routesPresent(cloud, wantV4[:2], wantV6); err != nil {
 			t.Error(err)
 		}
+		// A change after the restart is applied on top of what the earlier
+		// incarnation applied: the other nodes' routes stay.
+		createRoutedNode(t, client, cloud, "node-c", []string{"10.244.4.0/24"})
+		eventually(t, time.Minute, "node-c's new route", func(context.Context) error {
+			return routesPresent(cloud, []string{"10.244.4.0/24 via " + c.Address + " "}, nil)
+		})
+		if err := routesPresent(cloud, wantV4[:2], wantV6); err != nil {
+			t.Errorf("routes applied before the restart were lost: %v", err)
+		}
+		if got := routesOutput(t, workDir); len(got) != 4 {
+			t.Errorf("routes output after restart = %v", got)
+		}
+		if n := strings.Count(ccm2.Log(), `"Routes applied"`); n != 1 {
+			t.Errorf("restarted CCM applied routes %d times for one new node, want 1", n)
+		}
+		podReachable(t, cloud, "node-a", "fd00:10:244:1::11", "128", "tcp6")
 		podReachable(t, cloud, "node-b", "10.244.2.11", "32", "tcp4")
 	})
 }
