@@ -3,16 +3,12 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/tfccm/tfccm/provider/config"
 	"github.com/tfccm/tfccm/state"
-	"github.com/tfccm/tfccm/state/mapping"
 )
 
 // instances serves InstancesV2 from the Terraform state index.
@@ -28,40 +24,11 @@ func instancesEnabled(cfg *config.Config) bool {
 	return cfg.Instances != nil && config.Enabled(cfg.Instances.Enabled) && len(cfg.Instances.Sources) > 0
 }
 
-// newInstances builds the state Store for cfg. The mapping is
-// cfg.Instances.Mapping when set (relative to the cloud config's
-// directory), else builtin (the template set's instances.hcl).
+// newInstances builds the state Store for cfg: the mapping is
+// cfg.Instances.Mapping when set, else builtin (the template set's
+// instances.hcl).
 func newInstances(cfg *config.Config, builtin func() ([]byte, string, error)) (*instances, error) {
-	base := "."
-	if cfg.Filename != "" {
-		base = filepath.Dir(cfg.Filename)
-	}
-	var src []byte
-	var name string
-	var err error
-	if p := cfg.Instances.Mapping; p != "" {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
-		}
-		src, err = os.ReadFile(p)
-		name = p
-	} else if builtin != nil {
-		src, name, err = builtin()
-	} else {
-		err = errors.New("no instances mapping: set instances.mapping")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("instances mapping: %w", err)
-	}
-	m, err := mapping.Parse(src, name)
-	if err != nil {
-		return nil, err
-	}
-	sources, err := state.SourcesFromConfig(cfg.Instances, cfg.Terraform, base)
-	if err != nil {
-		return nil, err
-	}
-	store, err := state.NewStore(state.OptionsFromConfig(cfg.Instances), m, sources...)
+	store, err := state.StoreFromConfig(cfg, builtin)
 	if err != nil {
 		return nil, err
 	}

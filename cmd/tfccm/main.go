@@ -16,6 +16,7 @@ type command struct {
 var commands = map[string]command{
 	"render":   {"render a load balancer or routes workspace", runRender},
 	"validate": {"check template sets or modules against the contract", runValidate},
+	"state":    {"query the instances tfccm reads from Terraform state", runState},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

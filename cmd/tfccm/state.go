@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/templates"
+)
+
+// runState answers `tfccm state query`: the instances the controller's
+// Instances facet sees, read from the configured state sources through the
+// same mapping and Store.
+func runState(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "query" {
+		fmt.Fprintln(stderr, "usage: tfccm state query --config cloud.hcl [--name NODE] [--provider-id ID] [--json]")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("tfccm state query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "the cloud config (its instances block names the state sources)")
+	name := fs.String("name", "", "look up one node by name")
+	providerID := fs.String("provider-id", "", "look up one node by providerID (tried before --name)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up reading state after this long")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	if *cfgPath == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "tfccm state query: --config is required")
+		return exitUsage
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	if len(cfg.Instances.Sources) == 0 {
+		fmt.Fprintf(stderr, "%s: no instances sources configured (instances { source \"NAME\" { dir = ... } })\n", *cfgPath)
+		return exitError
+	}
+	loader, err := templates.NewLoader(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	store, err := state.StoreFromConfig(cfg, loader.Set().InstancesMapping)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	var list []*state.Instance
+	if *name != "" || *providerID != "" {
+		in, err := store.Lookup(ctx, *providerID, *name)
+		if errors.Is(err, state.ErrNotFound) {
+			fmt.Fprintln(stderr, "not found: fresh state has no such instance")
+			return exitError
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitError
+		}
+		list = []*state.Instance{in}
+	} else {
+		list, err = store.Instances(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitError
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitError
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROVIDER-ID\tTYPE\tZONE\tREGION\tADDRESSES\tSHUTDOWN\tRESOURCE")
+	for _, in := range list {
+		var addrs []string
+		for _, a := range in.Addresses {
+			addrs = append(addrs, a.Type+"="+a.Address)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%s\n", in.Name, dash(in.ProviderID), dash(in.InstanceType), dash(in.Zone), dash(in.Region), dash(strings.Join(addrs, ",")), in.Shutdown, in.Resource)
+	}
+	if err := tw.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
