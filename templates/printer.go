@@ -153,8 +153,10 @@ func (p *tfvarsPrinter) value(v cty.Value) {
 			p.add(tokNewline, "\n")
 		}
 		for i := range names {
-			k := p.keys[base+i] // p.keys may grow (and move) while writing values
-			p.key(k)
+			// Index p.keys again: it may grow (and move) while writing
+			// values. Keys are spelled as cty's element iterator does.
+			k := p.keys[base+i]
+			p.key(cty.NormalizeString(k))
 			p.value(v.GetAttr(k))
 			p.add(tokNewline, "\n")
 		}
