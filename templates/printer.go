@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -80,7 +81,7 @@ type chainLine struct {
 // newTfvarsPrinter starts a file with the comment line header (which must
 // end in a newline).
 func newTfvarsPrinter(header string) *tfvarsPrinter {
-	p := &tfvarsPrinter{}
+	p := &tfvarsPrinter{out: make([]byte, 0, 16<<10)}
 	p.add(tokComment, header)
 	return p
 }
@@ -156,7 +157,11 @@ func (p *tfvarsPrinter) value(v cty.Value) {
 			// Index p.keys again: it may grow (and move) while writing
 			// values. Keys are spelled as cty's element iterator does.
 			k := p.keys[base+i]
-			p.key(cty.NormalizeString(k))
+			if !isASCII(k) {
+				p.key(cty.NormalizeString(k))
+			} else {
+				p.key(k) // ASCII is NFC already
+			}
 			p.value(v.GetAttr(k))
 			p.add(tokNewline, "\n")
 		}
@@ -237,10 +242,12 @@ func (p *tfvarsPrinter) endLine() {
 	if len(toks) == 0 {
 		return
 	}
-	defer func() {
-		p.toks = p.toks[:0]
-		p.text = p.text[:0]
-	}()
+	p.formatLine(toks)
+	p.toks = p.toks[:0]
+	p.text = p.text[:0]
+}
+
+func (p *tfvarsPrinter) formatLine(toks []ptok) {
 	if toks[0].kind == tokNewline { // an empty line: no indentation, no cells
 		p.closeChain()
 		p.out = append(p.out, '\n')
@@ -248,24 +255,18 @@ func (p *tfvarsPrinter) endLine() {
 	}
 	// The assign cell starts at the line's first `=` (not its first token)
 	// when the rest of the line is bracket-balanced.
-	split := -1
-	for i := 1; i < len(toks); i++ {
-		if toks[i].kind == tokEqual {
-			net := 0
-			for _, t := range toks[i:] {
-				net += bracketChange(t.kind)
-			}
-			if net == 0 {
-				split = i
-			}
-			break
+	net, eq, netBeforeEq := 0, -1, 0
+	for i, t := range toks {
+		if eq < 0 && i > 0 && t.kind == tokEqual {
+			eq, netBeforeEq = i, net
 		}
-	}
-	// Indentation: two spaces per open level of the indent stack.
-	net := 0
-	for _, t := range toks {
 		net += bracketChange(t.kind)
 	}
+	split := -1
+	if eq > 0 && net-netBeforeEq == 0 {
+		split = eq
+	}
+	// Indentation: two spaces per open level of the indent stack.
 	indent := 2 * len(p.indents)
 	switch {
 	case net > 0:
@@ -381,6 +382,15 @@ func columns(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 const spaces = "                                                                "

@@ -11,9 +11,6 @@ import (
 // can become HCL syntax. printer.go applies them; printer_test.go proves
 // the printer byte-identical to hclwrite given the same rules.
 
-// keywords are never written as bare object keys.
-var keywords = map[string]bool{"true": true, "false": true, "null": true, "for": true, "in": true, "if": true, "else": true, "endif": true, "endfor": true}
-
 // bareKey reports whether an object or map key is written without quotes:
 // only keys matching ^[A-Za-z_][A-Za-z0-9_-]*$ that are not keywords.
 // hclwrite would also leave some non-ASCII identifiers bare (e.g. ones
@@ -32,7 +29,11 @@ func bareKey(s string) bool {
 			return false
 		}
 	}
-	return !keywords[s]
+	switch s { // keywords are never bare
+	case "true", "false", "null", "for", "in", "if", "else", "endif", "endfor":
+		return false
+	}
+	return true
 }
 
 // appendQuotedLit appends s escaped as the body of an HCL quoted string,
