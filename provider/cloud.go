@@ -83,7 +83,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 		PassEnv:        cfg.Terraform.PassEnv,
 		CLIConfigFile:  cfg.Terraform.CLIConfigFile,
 		PluginCacheDir: cfg.Terraform.PluginCacheDir,
-		OnResult:       c.onResult,
+		// One identity per cluster: the leader-elected replica that runs
+		// after a crash recognises the previous one's stale state locks
+		// (given a persistent work_dir, where the claims live).
+		Identity: "tfccm/" + cfg.ClusterName,
+		OnResult: c.onResult,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)

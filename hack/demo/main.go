@@ -114,8 +114,8 @@ func run(work, prefix string, once bool) (err error) {
 	cleanups = append(cleanups, func() { stopProcess(ccm) })
 
 	say("registering the local cloud's nodes and applying examples/local/service.yaml")
-	for _, n := range cloud.Nodes() {
-		if err := registerNode(ctx, client, cloud.Node(n)); err != nil {
+	for i, n := range cloud.Nodes() {
+		if err := registerNode(ctx, client, cloud.Node(n), fmt.Sprintf("10.244.%d.0/24", i+1)); err != nil {
 			return err
 		}
 	}
@@ -145,6 +145,15 @@ func run(work, prefix string, once bool) (err error) {
 		if err := kubectl.Run(); err != nil {
 			return fmt.Errorf("kubectl: %w", err)
 		}
+	}
+	if err := waitRoutes(ctx, cloud); err != nil {
+		return err
+	}
+	say("ip -n %s route   (pod CIDRs routed to the nodes by tfccm's routes workspace)", cloud.CloudNetns)
+	ipRoute := exec.Command("ip", "-n", cloud.CloudNetns, "route", "show", "root", "10.244.0.0/16")
+	ipRoute.Stdout, ipRoute.Stderr = os.Stdout, os.Stderr
+	if err := ipRoute.Run(); err != nil {
+		return fmt.Errorf("ip route: %w", err)
 	}
 	say("curl http://%s/", vip)
 	reply, err := get(ctx, "http://"+vip+"/")
@@ -222,6 +231,9 @@ func startCCM(bin string, cluster *devcluster.Cluster, cfg, logPath string) (*ex
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
+		"--configure-cloud-routes=true",
+		"--cluster-cidr=10.244.0.0/16",
+		"--route-reconciliation-period=10s",
 		"--cert-dir="+filepath.Join(filepath.Dir(logPath), "ccm-certs"),
 		"--v=2",
 	)
@@ -241,11 +253,13 @@ func stopProcess(cmd *exec.Cmd) {
 // registerNode creates a Node the way a kubelet with
 // --cloud-provider=external does: tainted uninitialized, so the CCM's node
 // controller fills in providerID, addresses, instance type and topology
-// from Terraform state. The InternalIP is set too, as kubelet reports it.
-func registerNode(ctx context.Context, client kubernetes.Interface, n localcloud.NodeInfo) error {
+// from Terraform state. The InternalIP is set too, as kubelet reports it,
+// and a podCIDR, as kube-controller-manager's IPAM would allocate it; the
+// CCM's route controller then routes it in the local cloud's router.
+func registerNode(ctx context.Context, client kubernetes.Interface, n localcloud.NodeInfo, podCIDR string) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{
+		Spec: corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}, Taints: []corev1.Taint{{
 			Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule,
 		}}},
 		Status: corev1.NodeStatus{
@@ -280,6 +294,23 @@ func waitInitialized(ctx context.Context, client kubernetes.Interface) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("nodes not initialized from Terraform state after 2m (%d pending, %v)", pending, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// waitRoutes waits until the router has a route for every node's podCIDR.
+func waitRoutes(ctx context.Context, cloud *localcloud.Cloud) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		out, err := exec.CommandContext(ctx, "ip", "-n", cloud.CloudNetns, "route", "show", "root", "10.244.0.0/16").Output()
+		if err == nil && strings.Count(string(out), "\n") >= len(cloud.Nodes()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod CIDR routes not in the router after 2m: %q", out)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

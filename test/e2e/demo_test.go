@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -15,7 +17,7 @@ import (
 func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", "./hack/demo", "--once", "--dir", t.TempDir(), "--prefix", "demotest")
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/demo", "--once", "--dir", t.TempDir(), "--prefix", fmt.Sprintf("dm%d", os.Getpid()%100000000))
 	cmd.Dir = repoRoot(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -26,6 +28,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^hello\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.\d+\s+80:30080/TCP`),
 		regexp.MustCompile(`(?m)^node-a\s+terraform://local/node-a\s+local-a\s+local\.small\s+10\.250\.0\.11`),
 		regexp.MustCompile(`(?m)^hello from node-[abc]$`),
+		regexp.MustCompile(`(?m)^10\.244\.1\.0/24 via 10\.250\.0\.11 `),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("demo output lacks %s:\n%s", want, text)
