@@ -1,8 +1,11 @@
 package templates
 
 import (
+	"encoding/binary"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +77,11 @@ func addressesVal(addrs []corev1.NodeAddress) cty.Value {
 	return cty.ListVal(vals)
 }
 
-// nodesVal is the nodes input: sorted by name.
+// nodesVal is the nodes input: sorted by name. The service controller
+// renders every LoadBalancer Service over the same nodes on each node
+// change, so the value of the most recent node sets is cached, keyed by
+// everything it is built from: a node that changed in any field it reads
+// never hits a stale entry. cty values are immutable, so sharing is safe.
 func nodesVal(nodes []*corev1.Node) cty.Value {
 	sorted := make([]*corev1.Node, 0, len(nodes))
 	for _, n := range nodes {
@@ -86,6 +93,22 @@ func nodesVal(nodes []*corev1.Node) cty.Value {
 	if len(sorted) == 0 {
 		return cty.ListValEmpty(NodeType)
 	}
+	kb := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(kb)
+	*kb = appendNodesKey((*kb)[:0], sorted)
+	if v, ok := nodesCache.get(*kb); ok {
+		return v
+	}
+	v := buildNodesVal(sorted)
+	nodesCache.put(*kb, v)
+	return v
+}
+
+// keyBufs recycles nodesVal's key buffers.
+var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// buildNodesVal builds the nodes input of sorted nodes (at least one).
+func buildNodesVal(sorted []*corev1.Node) cty.Value {
 	vals := make([]cty.Value, len(sorted))
 	for i, n := range sorted {
 		vals[i] = cty.ObjectVal(map[string]cty.Value{
@@ -99,6 +122,82 @@ func nodesVal(nodes []*corev1.Node) cty.Value {
 		})
 	}
 	return cty.ListVal(vals)
+}
+
+// appendNodesKey encodes, unambiguously, every field of nodes that
+// buildNodesVal reads, in order.
+func appendNodesKey(b []byte, nodes []*corev1.Node) []byte {
+	var labelKeys []string
+	for _, n := range nodes {
+		b = appendKeyString(b, n.Name)
+		b = appendKeyString(b, n.Spec.ProviderID)
+		b = binary.AppendUvarint(b, uint64(len(n.Status.Addresses)))
+		for _, a := range n.Status.Addresses {
+			b = appendKeyString(b, string(a.Type))
+			b = appendKeyString(b, a.Address)
+		}
+		labelKeys = labelKeys[:0]
+		for k := range n.Labels {
+			labelKeys = append(labelKeys, k)
+		}
+		slices.Sort(labelKeys)
+		b = binary.AppendUvarint(b, uint64(len(labelKeys)))
+		for _, k := range labelKeys {
+			b = appendKeyString(b, k)
+			b = appendKeyString(b, n.Labels[k])
+		}
+	}
+	return b
+}
+
+func appendKeyString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// nodesCacheSize is how many node sets nodesVal remembers: the current
+// one, and the previous one while renders of a change are still running.
+const nodesCacheSize = 2
+
+var nodesCache = &valueCache{max: nodesCacheSize}
+
+// valueCache maps content keys to values; it holds at most max entries,
+// dropping the least recently used.
+type valueCache struct {
+	mu      sync.Mutex
+	max     int
+	entries []valueCacheEntry // least recently used first
+}
+
+type valueCacheEntry struct {
+	key string
+	val cty.Value
+}
+
+func (c *valueCache) get(key []byte) (cty.Value, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.entries {
+		if e.key == string(key) {
+			copy(c.entries[i:], c.entries[i+1:])
+			c.entries[len(c.entries)-1] = e
+			return e.val, true
+		}
+	}
+	return cty.NilVal, false
+}
+
+func (c *valueCache) put(key []byte, v cty.Value) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.key == string(key) {
+			return // a concurrent render got there first
+		}
+	}
+	if len(c.entries) >= c.max {
+		c.entries = slices.Delete(c.entries, 0, len(c.entries)-c.max+1)
+	}
+	c.entries = append(c.entries, valueCacheEntry{string(key), v})
 }
 
 func portsVal(ports []corev1.ServicePort) cty.Value {
