@@ -1,11 +1,13 @@
 package templates
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/big"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -78,10 +80,17 @@ type chainLine struct {
 	cols         int // columns of the lead, indentation included
 }
 
+// printers recycles printers and their buffers: renders of large
+// clusters would otherwise grow a fresh output buffer every time.
+var printers = sync.Pool{New: func() any { return &tfvarsPrinter{} }}
+
+// maxPooledBuffer bounds the buffers a pooled printer keeps.
+const maxPooledBuffer = 8 << 20
+
 // newTfvarsPrinter starts a file with the comment line header (which must
 // end in a newline).
 func newTfvarsPrinter(header string) *tfvarsPrinter {
-	p := &tfvarsPrinter{out: make([]byte, 0, 16<<10)}
+	p := printers.Get().(*tfvarsPrinter)
 	p.add(tokComment, header)
 	return p
 }
@@ -97,11 +106,18 @@ func (p *tfvarsPrinter) attribute(name string, v cty.Value) error {
 	return p.err
 }
 
-// bytes finishes the file and returns its content.
+// bytes finishes the file and returns its content. The printer must not
+// be used afterwards.
 func (p *tfvarsPrinter) bytes() []byte {
 	p.endLine()
 	p.closeChain()
-	return p.out
+	out := bytes.Clone(p.out)
+	if cap(p.out) <= maxPooledBuffer && cap(p.chainText) <= maxPooledBuffer {
+		*p = tfvarsPrinter{out: p.out[:0], toks: p.toks[:0], text: p.text[:0], indents: p.indents[:0],
+			chain: p.chain[:0], chainText: p.chainText[:0], keys: p.keys[:0]}
+		printers.Put(p)
+	}
+	return out
 }
 
 func (p *tfvarsPrinter) value(v cty.Value) {
