@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tfccm/tfccm/internal/tfenv"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -97,41 +97,14 @@ func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) 
 	return out, nil
 }
 
-// Env is the explicit environment tofu runs with: PATH and HOME, the
-// pass_env variables, terraform.env (secret) and the CLI config and plugin
-// cache settings. The second result lists the secret values to redact.
+// Env is the explicit environment tofu runs with (see internal/tfenv);
+// the second result lists the secret values to redact.
 func Env(tf *config.Terraform) (map[string]string, []string, error) {
-	env := map[string]string{}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	var secrets []string
-	for _, k := range tf.PassEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-			secrets = append(secrets, v)
-		}
-	}
-	for k, v := range tf.Env {
-		env[k] = v
-		secrets = append(secrets, v)
-	}
-	if tf.CLIConfigFile != "" {
-		env["TF_CLI_CONFIG_FILE"] = tf.CLIConfigFile
-	}
-	if tf.PluginCacheDir != "" {
-		env["TF_PLUGIN_CACHE_DIR"] = tf.PluginCacheDir
-	}
-	env["CHECKPOINT_DISABLE"] = "1"
-	if bad := tfexec.ProhibitedEnv(env); len(bad) > 0 {
-		sort.Strings(bad)
-		return nil, nil, fmt.Errorf("environment variable %s is managed by tfccm and may not be set in terraform.env or pass_env", bad[0])
-	}
-	// Longest first, so a secret containing another is redacted whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	return env, secrets, nil
+	return tfenv.Build(tfenv.Settings{
+		Env: tf.Env, PassEnv: tf.PassEnv,
+		CLIConfigFile: tf.CLIConfigFile, PluginCacheDir: tf.PluginCacheDir,
+		Home: os.TempDir(),
+	})
 }
 
 // Name implements Source.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tfccm/tfccm/internal/tfenv"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,7 +60,14 @@ func New(opts Options) (*Engine, error) {
 	if err := opts.complete(); err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
-	env, secrets := buildEnv(&opts)
+	env, secrets, err := tfenv.Build(tfenv.Settings{
+		Env: opts.Env, PassEnv: opts.PassEnv,
+		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: opts.PluginCacheDir,
+		Home: opts.WorkDir,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workspace engine: %w", err)
+	}
 	registerMetrics()
 	e := &Engine{
 		opts:   opts,

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tfccm/tfccm/internal/fsutil"
 	"io/fs"
 	"os"
 	"path"
@@ -232,30 +233,8 @@ func (s *Spec) fileList() []string {
 	return names
 }
 
-// writeFileAtomic writes content to a temporary file next to name and
-// renames it into place, so a crash never leaves a half-written file.
-// Unchanged files are not rewritten.
+// writeFileAtomic writes a file so that a crash never leaves it half
+// written; unchanged files are not rewritten.
 func writeFileAtomic(name string, content []byte, mode fs.FileMode) error {
-	if old, err := os.ReadFile(name); err == nil && string(old) == string(content) {
-		if st, err := os.Stat(name); err == nil && st.Mode().Perm() == mode {
-			return nil
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return fsutil.WriteFileAtomic(name, content, mode)
 }
