@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tfccm/tfccm/internal/tfenv"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // ErrSuperseded is returned by Wait when a newer spec replaced the one

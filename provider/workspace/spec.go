@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tfccm/tfccm/internal/fsutil"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // Spec is the desired content of one workspace.
