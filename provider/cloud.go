@@ -79,6 +79,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		WorkDir:        cfg.WorkDir,
 		Parallelism:    cfg.Terraform.Parallelism,
 		Timeout:        cfg.Terraform.Timeout,
+		DriftInterval:  cfg.Terraform.DriftInterval,
 		Env:            cfg.Terraform.Env,
 		PassEnv:        cfg.Terraform.PassEnv,
 		CLIConfigFile:  cfg.Terraform.CLIConfigFile,

@@ -29,6 +29,8 @@ const (
 	ReasonDestroyFailed  = "TerraformDestroyFailed"
 	ReasonStateLocked    = "TerraformStateLocked"
 	ReasonInvalidIngress = "TerraformInvalidIngress"
+	ReasonDriftRepaired  = "TerraformDriftRepaired"
+	ReasonDriftFailed    = "TerraformDriftCheckFailed"
 )
 
 // inFlightRetry is how soon the service controller asks again while a
@@ -195,6 +197,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if !ok {
 		return false
 	}
+	if r.Drift && r.Err == nil && !r.Changed {
+		return true // re-planned, nothing drifted: no Event
+	}
 	eventType, reason, message := resultEvent(r)
 	l.c.event(svc, eventType, reason, message)
 	return true
@@ -206,6 +211,10 @@ func resultEvent(r workspace.Result) (string, string, string) {
 	switch {
 	case r.LockHolder != "":
 		return corev1.EventTypeWarning, ReasonStateLocked, fmt.Sprintf("state is locked by %s; not stealing it: %v", r.LockHolder, r.Err)
+	case r.Drift && r.Err != nil:
+		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
+	case r.Drift:
+		return corev1.EventTypeWarning, ReasonDriftRepaired, fmt.Sprintf("the infrastructure had drifted from the applied plan; re-applied in %s", r.Duration.Round(time.Millisecond))
 	case r.Err != nil && destroy:
 		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("tofu destroy failed (attempt %d): %v", r.Attempt, r.Err)
 	case r.Err != nil:

@@ -71,6 +71,8 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "destroy"}, corev1.EventTypeNormal, ReasonDestroyed, "state removed"},
 		{workspace.Result{Op: "destroy", Err: fail}, corev1.EventTypeWarning, ReasonDestroyFailed, "tofu destroy failed"},
 		{workspace.Result{Op: "plan", Err: workspace.ErrLocked, LockHolder: "alice@laptop"}, corev1.EventTypeWarning, ReasonStateLocked, "alice@laptop"},
+		{workspace.Result{Op: "apply", Drift: true, Changed: true}, corev1.EventTypeWarning, ReasonDriftRepaired, "drifted"},
+		{workspace.Result{Op: "plan", Drift: true, Err: fail}, corev1.EventTypeWarning, ReasonDriftFailed, "UDP is not supported"},
 	}
 	for _, tc := range cases {
 		typ, reason, msg := resultEvent(tc.r)

@@ -356,6 +356,12 @@ func (r *routes) onResult(name string, res workspace.Result) bool {
 	if name != templates.RoutesWorkspaceName {
 		return false
 	}
+	if res.Drift {
+		if res.Err != nil || res.Changed {
+			klog.InfoS("Routes re-planned for drift", "repaired", res.Changed, "err", res.Err)
+		}
+		return true
+	}
 	r.runs.Add(1)
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Routes apply failed", "op", res.Op, "attempt", res.Attempt)

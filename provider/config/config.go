@@ -20,6 +20,7 @@ const (
 	DefaultTemplateSet       = "local"
 	DefaultParallelism       = 4
 	DefaultOperationTimeout  = 10 * time.Minute
+	DefaultDriftInterval     = time.Hour
 	DefaultHealthCheckPort   = 10256
 	DefaultHealthCheckPath   = "/healthz"
 	DefaultStateTTL          = 30 * time.Second
@@ -58,6 +59,10 @@ type Terraform struct {
 	Parallelism int `hcl:"parallelism,optional"`
 	// Timeout bounds one init/plan/apply/destroy, as a Go duration.
 	TimeoutRaw string `hcl:"timeout,optional"`
+	// DriftInterval is how often every applied workspace is re-planned
+	// (and re-applied if the infrastructure drifted), as a Go duration;
+	// "0" turns it off.
+	DriftIntervalRaw string `hcl:"drift_interval,optional"`
 	// CLIConfigFile is passed as TF_CLI_CONFIG_FILE (provider mirror, plugin cache).
 	CLIConfigFile string `hcl:"cli_config_file,optional"`
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
@@ -68,7 +73,8 @@ type Terraform struct {
 	// PassEnv names process environment variables passed through to tofu.
 	PassEnv []string `hcl:"pass_env,optional"`
 
-	Timeout time.Duration
+	Timeout       time.Duration
+	DriftInterval time.Duration
 }
 
 // Backend is the state backend for tfccm's workspaces. Its body is passed
@@ -243,6 +249,15 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 		}
 		if d > 0 {
 			t.Timeout = d
+		}
+	}
+	t.DriftInterval = DefaultDriftInterval
+	if t.DriftIntervalRaw != "" {
+		d, err := time.ParseDuration(t.DriftIntervalRaw)
+		if err != nil || d < 0 {
+			errAt(blockAttrRange(content, "terraform", "drift_interval"), "Invalid drift_interval", fmt.Sprintf("terraform.drift_interval must be a Go duration such as \"1h\" (\"0\" turns drift repair off), got %q.", t.DriftIntervalRaw))
+		} else {
+			t.DriftInterval = d
 		}
 	}
 	for k := range t.Env {

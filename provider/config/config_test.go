@@ -68,6 +68,9 @@ instances {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.Terraform.DriftInterval != DefaultDriftInterval {
+		t.Errorf("drift interval = %s", c.Terraform.DriftInterval)
+	}
 	if c.Terraform.Timeout != 3*time.Minute || c.Terraform.Env["HCLOUD_TOKEN"] != "secret" {
 		t.Errorf("terraform = %+v", c.Terraform)
 	}
@@ -97,6 +100,7 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		{"missing cluster_name", `work_dir = "/x"`, []string{`cloud.hcl:1,1-1: Missing required argument; The argument "cluster_name" is required`}},
 		{"bad cluster_name", "cluster_name = \"Bad_Name\"\n", []string{"cloud.hcl:1,16-26: Invalid cluster_name"}},
 		{"unknown attribute", "cluster_name = \"a\"\nfoo = 1\n", []string{`cloud.hcl:2,1-4: Unsupported argument`}},
+		{"bad drift interval", "cluster_name = \"a\"\nterraform {\n  drift_interval = \"-1h\"\n}\n", []string{"cloud.hcl:3,20-25: Invalid drift_interval"}},
 		{"bad timeout", "cluster_name = \"a\"\nterraform {\n  timeout = \"soon\"\n}\n", []string{"cloud.hcl:3,13-19: Invalid timeout"}},
 		{"secret env refused", "cluster_name = \"a\"\nterraform {\n  env = { TF_VAR_x = \"1\" }\n}\n", []string{"cloud.hcl:3,9-27: Invalid env", "TF_VAR_x"}},
 		{"bad health check", "cluster_name = \"a\"\nload_balancer {\n  health_check {\n    port = 70000\n  }\n}\n", []string{"cloud.hcl:4,12-17: Invalid health_check port"}},

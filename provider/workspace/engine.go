@@ -54,6 +54,7 @@ type entry struct {
 	retry   *time.Timer
 	bo      *backoff.ExponentialBackOff
 	secrets []string // sensitive output values, scrubbed from messages
+	drift   bool     // re-plan although the hash is applied (Reconcile)
 }
 
 // New checks opts and returns an engine; call Start to run workers.
@@ -102,6 +103,20 @@ func (e *Engine) Start(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			e.worker(ctx)
+		}()
+	}
+	if e.opts.DriftInterval > 0 {
+		go func() {
+			t := time.NewTicker(e.opts.DriftInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					e.ReconcileAll()
+				}
+			}
 		}()
 	}
 	go func() {
@@ -230,6 +245,35 @@ func (e *Engine) Outputs(name string) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
+// Reconcile re-plans an applied workspace although its content is
+// unchanged, and applies the plan if the infrastructure drifted from the
+// state (Result.Drift is set; Changed tells whether anything was repaired).
+// Workspaces that are not applied, or whose spec this process has not been
+// given, are left alone.
+func (e *Engine) Reconcile(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, ok := e.ws[name]
+	if !ok || en.desired == nil || en.destroy || en.status.Phase != PhaseApplied {
+		return
+	}
+	en.drift = true
+	e.enqueue(name)
+}
+
+// ReconcileAll calls Reconcile for every workspace this process knows.
+func (e *Engine) ReconcileAll() {
+	e.mu.Lock()
+	names := make([]string, 0, len(e.ws))
+	for n := range e.ws {
+		names = append(names, n)
+	}
+	e.mu.Unlock()
+	for _, n := range names {
+		e.Reconcile(n)
+	}
+}
+
 // Wait blocks until hash is applied to workspace name (or destroyed, for a
 // Destroy), the attempt for hash failed (the status and its error are
 // returned), a newer spec replaced it (ErrSuperseded) or ctx ends.
@@ -352,7 +396,11 @@ func (e *Engine) process(ctx context.Context, name string) {
 	en := e.entry(name)
 	spec, destroy := en.desired, en.destroy
 	st := en.status
+	drift := en.drift && spec != nil && !destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied
+	en.drift = false
 	switch {
+	case drift:
+		// Re-plan what is applied: repairs changes made outside tofu.
 	case spec == nil,
 		!destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied,
 		destroy && st.Phase == PhaseDestroyed && st.Hash == spec.Hash,
@@ -374,7 +422,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	start := time.Now()
 	out := e.run(ctx, spec, destroy, rec, scrub)
 	inFlight.Dec()
-	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt}
+	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
 	var le *Error
 	if errors.As(out.err, &le) {
 		res.LockHolder = le.LockHolder
@@ -409,6 +457,10 @@ func (e *Engine) process(ctx context.Context, name string) {
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
 	case !current:
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+	case drift:
+		// What was applied stays applied; the failed repair is reported
+		// (OnResult) and tried again at the next reconcile.
+		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
 	default:
 		if en.bo == nil {
 			en.bo = e.newBackoff()

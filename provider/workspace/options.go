@@ -40,6 +40,9 @@ type Options struct {
 	// before each run. A state lock whose claim carries the same identity
 	// and whose process is gone is released. Default: the host name.
 	Identity string
+	// DriftInterval, when positive, re-plans every applied workspace this
+	// often and applies the plan if the infrastructure drifted (Reconcile).
+	DriftInterval time.Duration
 	// OnResult, if set, is called after every plan/apply/destroy attempt
 	// (not for no-ops), from a worker goroutine.
 	OnResult func(name string, r Result)

@@ -70,6 +70,9 @@ type Result struct {
 	Duration time.Duration
 	// Attempt is 1 for the first try of a hash.
 	Attempt int
+	// Drift is true for a Reconcile run: the content was already applied
+	// and was re-planned; Changed then means drift was found and repaired.
+	Drift bool
 }
 
 // SensitiveValue replaces a sensitive output's value.
