@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // Workspace is a rendered Terraform working directory.
@@ -108,44 +110,17 @@ func (w *Workspace) WriteDir(dir string) error {
 		}
 	}
 	for _, p := range paths {
-		if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(p)), w.Files[p], w.Modes[p]); err != nil {
+		if err := fsutil.WriteFileAtomic(filepath.Join(dir, filepath.FromSlash(p)), w.Files[p], w.Modes[p]); err != nil {
 			return fmt.Errorf("write workspace %s: %w", w.Name, err)
 		}
 	}
 	manifest := strings.Join(paths, "\n") + "\n"
-	if err := writeAtomic(filepath.Join(dir, ManifestFile), []byte(manifest), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, ManifestFile), []byte(manifest), 0o644); err != nil {
 		return fmt.Errorf("write workspace %s: %w", w.Name, err)
 	}
 	return nil
 }
 
-func writeAtomic(name string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return err
-	}
-	if cur, err := os.ReadFile(name); err == nil && string(cur) == string(data) {
-		if st, err := os.Stat(name); err == nil && st.Mode().Perm() == mode {
-			return nil // unchanged: keep mtime
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".tfccm-tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
-}
 
 // ReadDir reads back a directory written by WriteDir (the files listed in
 // its manifest), for comparisons and tests.
