@@ -63,7 +63,8 @@ load_balancer {
 	createNode(t, client, cloud, "node-a")
 	createNode(t, client, cloud, "node-b")
 
-	startCCM(t, cluster, cfg, "--concurrent-service-syncs=2")
+	ccm := startCCM(t, cluster, cfg, "--concurrent-service-syncs=2")
+	parent := t // owns every CCM process, so one outlives the subtest that starts it
 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -87,6 +88,24 @@ load_balancer {
 	if states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*.tfstate")); len(states) != 1 {
 		t.Errorf("local state files: %v, want one", states)
 	}
+
+	t.Run("engine metrics on the CCM's /metrics", func(t *testing.T) {
+		cert, key := cluster.AdminCert()
+		code, body, err := ccm.Get("/metrics", cert, key)
+		if err != nil || code != 200 {
+			t.Fatalf("/metrics: %d %v", code, err)
+		}
+		for _, want := range []string{
+			`tfccm_workspace_operations_total{operation="apply",result="success"}`,
+			`tfccm_workspace_operation_duration_seconds_count{operation="plan"}`,
+			"tfccm_workspace_queue_depth",
+			"tfccm_workspace_runs_in_flight",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
 
 	t.Run("added node receives traffic", func(t *testing.T) {
 		createNode(t, client, cloud, "node-c")
@@ -223,6 +242,37 @@ load_balancer {
 			}
 			return nil
 		})
+	})
+
+	t.Run("CCM killed and restarted re-applies nothing", func(t *testing.T) {
+		states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*.tfstate"))
+		if len(states) != 1 {
+			t.Fatalf("state files: %v", states)
+		}
+		before, err := os.Stat(states[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ccm.Kill()
+		ccm = startCCM(parent, cluster, cfg, "--concurrent-service-syncs=2")
+		eventually(t, time.Minute, "new CCM leads and syncs the Service", func(ctx context.Context) error {
+			if !strings.Contains(ccm.Log(), "Ensuring load balancer for service default/web") {
+				return fmt.Errorf("not synced yet")
+			}
+			return nil
+		})
+		backendsAre(t, vip, 8080, "node-b", "node-c")
+		time.Sleep(3 * time.Second) // room for a (wrong) re-apply to show
+		after, err := os.Stat(states[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.ModTime().Equal(before.ModTime()) {
+			t.Errorf("state rewritten after a restart with nothing changed")
+		}
+		if log := ccm.Log(); strings.Contains(log, "TerraformApplied") {
+			t.Errorf("the restarted CCM ran tofu for an unchanged Service")
+		}
 	})
 
 	t.Run("delete removes frontend, state and finalizer", func(t *testing.T) {
