@@ -7,7 +7,7 @@ GO       ?= go
 GOFLAGS  ?=
 export PATH := $(BIN):$(PATH)
 
-BINARIES := terraform-cloud-controller-manager tfccm devcluster
+BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
 .PHONY: all build tools test unit lint e2e bench demo demo-down clean
 

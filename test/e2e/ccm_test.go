@@ -17,14 +17,7 @@ import (
 // plane: it must take the leader Lease and answer /healthz and /metrics.
 func TestCCMLeaderElectionAndHealthz(t *testing.T) {
 	cluster := devcluster.ForTest(t)
-	dir := t.TempDir()
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf(`
-cluster_name = "e2e"
-work_dir     = %q
-terraform {
-  binary = %q
-}
-`, dir+"/work", tofuBinary(t)))
+	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
 	ccm := startCCM(t, cluster, cfg)
 	client := cluster.Client()
 

@@ -227,6 +227,16 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	}
 }
 
+// writeCloudConfig writes a cloud config for cluster "e2e" with work_dir
+// under dir, the pinned OpenTofu, and the given extra blocks. It returns
+// the config's path and the work dir.
+func writeCloudConfig(t testing.TB, dir, blocks string) (cfg, workDir string) {
+	t.Helper()
+	workDir = filepath.Join(dir, "work")
+	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n}\n%s", workDir, tofuBinary(t), blocks)
+	return writeFile(t, dir, "cloud.hcl", src), workDir
+}
+
 // writeFile writes content to a new file in dir and returns its path.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()

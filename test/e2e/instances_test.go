@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,19 +25,11 @@ const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // unreadable no node is deleted; an instance removed from the infra has
 // its NotReady node deleted.
 func TestInstances(t *testing.T) {
-	cloud := localcloud.ForTest(t, localcloud.Options{Prefix: "tfinst"})
+	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	dir := t.TempDir()
-
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf(`
-cluster_name = "e2e"
-work_dir     = %q
-terraform {
-  binary = %q
-}
-load_balancer {
+	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
   enabled = false
 }
 instances {
@@ -49,7 +40,7 @@ instances {
     dir = %q
   }
 }
-`, filepath.Join(dir, "work"), tofuBinary(t), cloud.InfraDir()))
+`, cloud.InfraDir()))
 
 	// node-a is Ready; node-b and node-c never report Ready, so the
 	// lifecycle controller asks the cloud about them every 5s.

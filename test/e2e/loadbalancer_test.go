@@ -30,19 +30,7 @@ func TestLoadBalancer(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	dir := t.TempDir()
-	workDir := filepath.Join(dir, "work")
-
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf(`
-cluster_name = "e2e"
-work_dir     = %q
-terraform {
-  binary = %q
-}
-load_balancer {
-  settings = %s
-}
-`, workDir, tofuBinary(t), hclObject(cloud.LBSettings())))
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("load_balancer {\n  settings = %s\n}\n", hclObject(cloud.LBSettings())))
 
 	// Every node runs a kube-proxy-like /healthz and a server on the
 	// NodePorts the test uses; each answers with its node's name.

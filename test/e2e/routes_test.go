@@ -38,19 +38,7 @@ func TestRoutes(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	dir := t.TempDir()
-	workDir := filepath.Join(dir, "work")
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf(`
-cluster_name = "e2e"
-work_dir     = %q
-terraform {
-  binary = %q
-}
-routes {
-  batch_window = "1s"
-  settings     = %s
-}
-`, workDir, tofuBinary(t), hclObject(cloud.RoutesSettings())))
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("routes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n", hclObject(cloud.RoutesSettings())))
 
 	// node-a is dual-stack, node-b and node-c IPv4 only.
 	pods := map[string][]string{ // node -> pod CIDRs

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // NodeSpec describes one node (VM) of the local cloud.
@@ -246,7 +248,7 @@ func (c *Cloud) apply(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local cloud: encode variables: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(c.infraWorkspace(), "terraform.tfvars.json"), b); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(c.infraWorkspace(), "terraform.tfvars.json"), b, 0o600); err != nil {
 		return fmt.Errorf("local cloud: write variables: %w", err)
 	}
 	if err := c.tofu(ctx, "apply", "-auto-approve", "-input=false", "-no-color"); err != nil {
