@@ -121,7 +121,6 @@ func (w *Workspace) WriteDir(dir string) error {
 	return nil
 }
 
-
 // ReadDir reads back a directory written by WriteDir (the files listed in
 // its manifest), for comparisons and tests.
 func ReadDir(dir string) (map[string][]byte, error) {
