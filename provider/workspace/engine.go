@@ -55,6 +55,11 @@ type entry struct {
 	bo      *backoff.ExponentialBackOff
 	secrets []string // sensitive output values, scrubbed from messages
 	drift   bool     // re-plan although the hash is applied (Reconcile)
+
+	// Review mode (review.go).
+	pending      *PendingPlan // saved plan awaiting approval
+	approved     string       // plan hash approved, to apply next
+	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 }
 
 // New checks opts and returns an engine; call Start to run workers.
@@ -173,9 +178,14 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	sameWork := en.desired != nil && en.destroy == destroy && st.Hash == spec.Hash
 
 	switch {
+	case sameWork && st.Phase == PhaseAwaitingApproval:
+		// Review mode: the saved plan for this work waits for Approve.
+		en.desired = &spec
+		return en.status, nil
 	case !destroy && !running && en.rec.AppliedHash == spec.Hash:
 		// No-op: applied already (possibly by an earlier incarnation).
 		en.desired, en.destroy = &spec, false
+		en.pending, en.approved = nil, ""
 		e.stopRetry(en)
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
@@ -184,6 +194,7 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 		return en.status, nil
 	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || e.nothingToDestroy(en, &spec)):
 		en.desired, en.destroy = &spec, true
+		en.pending, en.approved = nil, ""
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
 		})
@@ -198,6 +209,9 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	if !sameWork {
 		e.stopRetry(en)
 		en.bo = nil
+		// A new desired state replaces a pending plan: it is planned
+		// afresh and needs its own approval.
+		en.pending, en.approved = nil, ""
 		e.setStatus(en, func(s *Status) {
 			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
 			if !running {
@@ -292,6 +306,8 @@ func (e *Engine) Wait(ctx context.Context, name, hash string) (Status, error) {
 			return st, nil
 		case st.Phase == PhaseFailed:
 			return st, st.Err
+		case st.Phase == PhaseAwaitingApproval:
+			return st, fmt.Errorf("wait for %s: %w", name, ErrAwaitingApproval)
 		}
 		select {
 		case <-ctx.Done():
@@ -329,6 +345,9 @@ func (e *Engine) entry(name string) *entry {
 func (e *Engine) setStatus(en *entry, f func(*Status)) {
 	old := en.status.Phase
 	f(&en.status)
+	if en.status.Phase != PhaseAwaitingApproval {
+		en.status.Plan = nil
+	}
 	if en.status.Phase != old {
 		en.status.Since = time.Now()
 	}
@@ -398,7 +417,20 @@ func (e *Engine) process(ctx context.Context, name string) {
 	st := en.status
 	drift := en.drift && spec != nil && !destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied
 	en.drift = false
+	// Review mode: an approval counts only for the pending plan of the
+	// current desired state.
+	var approved *PendingPlan
+	if p := en.pending; en.approved != "" && p != nil && spec != nil && p.Hash == en.approved && p.SpecHash == spec.Hash && p.Destroy == destroy {
+		approved = p
+		drift = p.SpecHash == en.rec.AppliedHash && !destroy
+	}
+	en.approved = ""
 	switch {
+	case approved != nil:
+		// Apply exactly the approved saved plan.
+	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy:
+		e.mu.Unlock()
+		return
 	case drift:
 		// Re-plan what is applied: repairs changes made outside tofu.
 	case spec == nil,
@@ -420,9 +452,12 @@ func (e *Engine) process(ctx context.Context, name string) {
 
 	inFlight.Inc()
 	start := time.Now()
-	out := e.run(ctx, spec, destroy, rec, scrub)
+	out := e.run(ctx, spec, destroy, rec, scrub, approved)
 	inFlight.Dec()
 	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
+	if out.err == nil && out.pending != nil {
+		res.AwaitingApproval, res.Plan = true, out.pending
+	}
 	var le *Error
 	if errors.As(out.err, &le) {
 		res.LockHolder = le.LockHolder
@@ -432,7 +467,21 @@ func (e *Engine) process(ctx context.Context, name string) {
 	en.rec = out.rec
 	en.secrets = append(en.secrets[:0], out.secrets...)
 	current := en.desired == spec || (en.desired != nil && en.desired.Hash == spec.Hash && en.destroy == destroy)
+	if approved != nil {
+		en.pending = nil
+		en.lastApproved = approved.Hash
+	}
 	switch {
+	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
+		en.bo = nil
+		en.pending = out.pending
+		e.setStatus(en, func(s *Status) {
+			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
+			s.Plan = out.pending
+		})
+	case out.err == nil && out.pending != nil:
+		// Superseded (or shutting down) while planning: plan again.
+		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
 	case out.err == nil:
 		en.bo = nil
 		e.setStatus(en, func(s *Status) {

@@ -48,6 +48,9 @@ type Options struct {
 	OnResult func(name string, r Result)
 	// Backoff shapes retries of a failed workspace.
 	Backoff Backoff
+	// Review, when true, applies no plan with changes (destroys included)
+	// until Approve is called with the saved plan's hash (see review.go).
+	Review bool
 }
 
 // Backoff configures the per-workspace exponential backoff with jitter.

@@ -27,10 +27,13 @@ type runOutcome struct {
 	err     error
 	rec     record
 	secrets []string
+	pending *PendingPlan // review mode: a saved plan awaiting approval
 }
 
-// run performs init (if needed) and plan+apply, or destroy, for spec.
-func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *scrubber) (out runOutcome) {
+// run performs init (if needed) and plan+apply, or destroy, for spec. In
+// review mode a plan with changes is saved and published instead of
+// applied (out.pending), and approved, when set, is the saved plan to apply.
+func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *scrubber, approved *PendingPlan) (out runOutcome) {
 	dir := e.Dir(spec.Name)
 	out.rec = rec
 	out.op = "apply"
@@ -51,8 +54,11 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	if err := writeRecord(dir, out.rec); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
-	// A plan saved by an interrupted run is stale: always plan afresh.
-	_ = os.Remove(filepath.Join(dir, planFile))
+	// A plan saved by an interrupted run is stale: always plan afresh,
+	// unless applying the approved saved plan.
+	if approved == nil {
+		removePublished(dir)
+	}
 
 	r := &runner{e: e, dir: dir, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
 	if err := writeClaim(dir, selfClaim(e.opts.Identity, out.op)); err != nil {
@@ -81,6 +87,18 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		return fail("state push", err)
 	}
 
+	if approved != nil {
+		if err := r.applyApproved(ctx, approved); err != nil {
+			return fail("apply", err)
+		}
+		if destroy {
+			return e.finishDestroy(ctx, r, spec, dir, scrub, out)
+		}
+		out.changed = true
+		removePublished(dir)
+		return e.finishApply(ctx, r, spec, dir, out)
+	}
+
 	if destroy {
 		// A workspace whose state holds nothing (its first apply failed
 		// before creating anything) is not run through `tofu destroy`,
@@ -90,29 +108,32 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		if err != nil {
 			return fail("destroy", err)
 		}
-		if !empty {
+		if !empty && e.opts.Review {
+			var changes bool
+			if err := r.step(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
+				var err error
+				changes, err = tf.Plan(ctx, tfexec.Out(planFile), tfexec.Destroy(true), tfexec.LockTimeout("0s"))
+				return err
+			}); err != nil {
+				return fail("plan", err)
+			}
+			if changes {
+				p, err := r.publishPlan(ctx, spec, true)
+				if err != nil {
+					return fail("plan", err)
+				}
+				out.op, out.pending = "plan", p
+				return out
+			}
+			removePublished(dir)
+		} else if !empty {
 			if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
 				return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
 			}); err != nil {
 				return fail("destroy", err)
 			}
 		}
-		out.changed = true
-		if spec.namedWorkspace() {
-			if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
-				if err := tf.WorkspaceSelect(ctx, "default"); err != nil {
-					return err
-				}
-				return tf.WorkspaceDelete(ctx, spec.StateWorkspace)
-			}); err != nil {
-				return fail("destroy", err)
-			}
-		}
-		if err := e.removeState(ctx, spec, dir); err != nil {
-			return fail("destroy", &Error{Op: "destroy", Summary: scrub.scrub(err.Error())})
-		}
-		out.rec = record{}
-		return out
+		return e.finishDestroy(ctx, r, spec, dir, scrub, out)
 	}
 
 	var changes bool
@@ -122,6 +143,14 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		return err
 	}); err != nil {
 		return fail("plan", err)
+	}
+	if changes && e.opts.Review {
+		p, err := r.publishPlan(ctx, spec, false)
+		if err != nil {
+			return fail("plan", err)
+		}
+		out.op, out.pending = "plan", p
+		return out
 	}
 	if changes {
 		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
@@ -134,7 +163,41 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
 	_ = os.Remove(filepath.Join(dir, planFile))
+	return e.finishApply(ctx, r, spec, dir, out)
+}
 
+// finishDestroy deletes the Terraform workspace (if named), the state and
+// the directory after the resources are destroyed.
+func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, dir string, scrub *scrubber, out runOutcome) runOutcome {
+	fail := func(op string, err error) runOutcome {
+		out.op, out.err = op, err
+		return out
+	}
+	out.changed = true
+	if spec.namedWorkspace() {
+		if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+			if err := tf.WorkspaceSelect(ctx, "default"); err != nil {
+				return err
+			}
+			return tf.WorkspaceDelete(ctx, spec.StateWorkspace)
+		}); err != nil {
+			return fail("destroy", err)
+		}
+	}
+	if err := e.removeState(ctx, spec, dir); err != nil {
+		return fail("destroy", &Error{Op: "destroy", Summary: scrub.scrub(err.Error())})
+	}
+	out.rec = record{}
+	return out
+}
+
+// finishApply records outputs and the applied hash after a successful
+// plan (and apply, if it had changes).
+func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, dir string, out runOutcome) runOutcome {
+	fail := func(op string, err error) runOutcome {
+		out.op, out.err = op, err
+		return out
+	}
 	outputs, err := r.outputs(ctx, spec)
 	if err != nil {
 		return fail("output", err)

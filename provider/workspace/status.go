@@ -23,6 +23,9 @@ const (
 	PhaseDestroyed Phase = "Destroyed"
 	// PhaseFailed: the last attempt failed; a retry is scheduled.
 	PhaseFailed Phase = "Failed"
+	// PhaseAwaitingApproval (review mode only): the plan has changes and
+	// is saved; Status.Plan describes it; Approve applies it.
+	PhaseAwaitingApproval Phase = "AwaitingApproval"
 )
 
 // Status is a snapshot of one workspace.
@@ -45,6 +48,8 @@ type Status struct {
 	NextRetry time.Time
 	// Since is when the phase last changed.
 	Since time.Time
+	// Plan is the plan awaiting approval (PhaseAwaitingApproval only).
+	Plan *PendingPlan
 }
 
 // Done reports whether the status is final for its desired hash: applied,
@@ -73,6 +78,10 @@ type Result struct {
 	// Drift is true for a Reconcile run: the content was already applied
 	// and was re-planned; Changed then means drift was found and repaired.
 	Drift bool
+	// AwaitingApproval is true when, in review mode, the plan had changes
+	// and was saved instead of applied; Plan describes it.
+	AwaitingApproval bool
+	Plan             *PendingPlan
 }
 
 // SensitiveValue replaces a sensitive output's value.

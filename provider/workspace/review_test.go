@@ -1,0 +1,308 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// reviewModule has a sensitive attribute (from a sensitive variable), a
+// sensitive output, and a destroy-time provisioner that marks the disk.
+const reviewModule = `variable "n" {
+  type = number
+}
+
+variable "token" {
+  type      = string
+  sensitive = true
+}
+
+resource "terraform_data" "a" {
+  input = { n = var.n, token = var.token }
+  provisioner "local-exec" {
+    command     = "echo \"$N\" >> \"$LOG\""
+    environment = { N = var.n, LOG = "${path.module}/../applied.log" }
+  }
+  provisioner "local-exec" {
+    when        = destroy
+    command     = "echo destroyed > \"$MARK\""
+    environment = { MARK = "${path.module}/../destroyed.mark" }
+  }
+}
+
+output "n" {
+  value = var.n
+}
+
+output "secret" {
+  value     = "pw-${var.n}-hush"
+  sensitive = true
+}
+`
+
+func reviewSpec(n int) Spec {
+	s := Spec{Name: "rv", Files: map[string][]byte{
+		"main.tf":           []byte(reviewModule),
+		"tfccm.auto.tfvars": []byte(fmt.Sprintf("n     = %d\ntoken = \"tok-%d-zzsecret\"\n", n, n)),
+	}}
+	s.Hash = s.ContentHash()
+	return s
+}
+
+// awaitPlan waits until spec's plan awaits approval and returns it.
+func awaitPlan(t *testing.T, e *Engine, spec Spec) *PendingPlan {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := e.Wait(ctx, spec.Name, spec.Hash)
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("wait for plan: %v (status %+v)", err, st)
+	}
+	if st.Phase != PhaseAwaitingApproval || st.Plan == nil {
+		t.Fatalf("status %+v: want AwaitingApproval with a plan", st)
+	}
+	return st.Plan
+}
+
+func applyLog(t *testing.T, work string) string {
+	b, err := os.ReadFile(filepath.Join(work, "applied.log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestReviewWaitsForTheExactPlan(t *testing.T) {
+	bin, calls := countingBinary(t)
+	work := t.TempDir()
+	var results []Result
+	resCh := make(chan Result, 16)
+	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Review: true, OnResult: func(_ string, r Result) { resCh <- r }})
+
+	spec := reviewSpec(1)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPlan(t, e, spec)
+	if n := count(calls(), "apply"); n != 0 {
+		t.Fatalf("tofu apply ran %d times before approval", n)
+	}
+	if got := applyLog(t, work); got != "" {
+		t.Fatalf("resources created before approval: %q", got)
+	}
+	if got, want := p.Summary(), "1 to add, 0 to change, 0 to destroy"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	saved, err := fileHash(filepath.Join(e.Dir("rv"), planFile))
+	if err != nil || saved != p.Hash || len(p.Hash) != 64 {
+		t.Fatalf("plan hash %q, saved plan file hash %q (%v)", p.Hash, saved, err)
+	}
+	if !strings.Contains(p.Text, "terraform_data.a") || !strings.Contains(p.Text, "1 to add") {
+		t.Errorf("published text lacks the change:\n%s", p.Text)
+	}
+	var pub publishedPlan
+	if err := json.Unmarshal(p.JSON, &pub); err != nil {
+		t.Fatalf("published JSON: %v", err)
+	}
+	if pub.PlanHash != p.Hash || len(pub.ResourceChanges) != 1 || pub.ResourceChanges[0].Address != "terraform_data.a" {
+		t.Errorf("published JSON %s", p.JSON)
+	}
+	// The unredacted part is still there: n = 1.
+	after, _ := pub.ResourceChanges[0].After.(map[string]any)
+	input, _ := after["input"].(map[string]any)
+	if input["n"] != float64(1) || input["token"] != redactedValue {
+		t.Errorf("resource after = %v: want n=1 and the token redacted", after)
+	}
+	// No secret in anything published: status, files.
+	txt, _ := os.ReadFile(filepath.Join(e.Dir("rv"), planTextFile))
+	js, _ := os.ReadFile(filepath.Join(e.Dir("rv"), planJSONFile))
+	if len(txt) == 0 || len(js) == 0 {
+		t.Fatal("published files missing")
+	}
+	for what, s := range map[string]string{"text": p.Text, "json": string(p.JSON), "plan.txt": string(txt), "plan.json": string(js)} {
+		for _, secret := range []string{"zzsecret", "hush"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("published %s contains the sensitive value %q", what, secret)
+			}
+		}
+	}
+	select {
+	case r := <-resCh:
+		results = append(results, r)
+		if !r.AwaitingApproval || r.Plan == nil || r.Plan.Hash != p.Hash || r.Err != nil {
+			t.Errorf("OnResult %+v: want AwaitingApproval with the plan", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnResult for the pending plan")
+	}
+
+	// A wrong hash is refused and changes nothing.
+	if err := e.Approve("rv", strings.Repeat("0", 64)); !errors.Is(err, ErrPlanMismatch) {
+		t.Fatalf("wrong hash: %v, want ErrPlanMismatch", err)
+	}
+	if err := e.Approve("other", p.Hash); !errors.Is(err, ErrNoPendingPlan) {
+		t.Fatalf("unknown workspace: %v, want ErrNoPendingPlan", err)
+	}
+	if st := e.Status("rv"); st.Phase != PhaseAwaitingApproval || count(calls(), "apply") != 0 {
+		t.Fatalf("after a refused approval: %+v, %d applies", st, count(calls(), "apply"))
+	}
+
+	plans := count(calls(), "plan")
+	if err := e.Approve("rv", p.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Approve("rv", p.Hash); err != nil {
+		t.Fatalf("repeated approval: %v", err)
+	}
+	st := waitApplied(t, e, spec)
+	if n := count(calls(), "apply"); n != 1 {
+		t.Errorf("tofu apply ran %d times, want 1", n)
+	}
+	if n := count(calls(), "plan"); n != plans {
+		t.Errorf("approval re-planned (%d plans, want %d): the saved plan must be applied", n, plans)
+	}
+	if got := applyLog(t, work); got != "1\n" {
+		t.Errorf("applied.log %q", got)
+	}
+	if string(st.Outputs["n"]) != "1" || string(st.Outputs["secret"]) != string(SensitiveValue) {
+		t.Errorf("outputs %v", st.Outputs)
+	}
+	if st.Plan != nil {
+		t.Errorf("applied status still carries a plan")
+	}
+	for _, f := range []string{planFile, planTextFile, planJSONFile} {
+		if _, err := os.Stat(filepath.Join(e.Dir("rv"), f)); !os.IsNotExist(err) {
+			t.Errorf("%s left after apply: %v", f, err)
+		}
+	}
+	// Re-planning what is applied finds no changes: no approval needed.
+	e.Reconcile("rv")
+	deadline := time.Now().Add(time.Minute)
+	for count(calls(), "plan") == plans && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if st := e.Status("rv"); st.Phase != PhaseApplied || count(calls(), "apply") != 1 {
+		t.Errorf("no-change re-plan: %+v, %d applies", st, count(calls(), "apply"))
+	}
+	_ = results
+}
+
+func TestReviewNewSpecReplacesPendingPlan(t *testing.T) {
+	bin, calls := countingBinary(t)
+	work := t.TempDir()
+	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Review: true})
+	s1, s2 := reviewSpec(1), reviewSpec(2)
+	if _, err := e.Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+	p1 := awaitPlan(t, e, s1)
+	if _, err := e.Apply(s1); err != nil { // the same spec again keeps the plan
+		t.Fatal(err)
+	}
+	if st := e.Status("rv"); st.Phase != PhaseAwaitingApproval || st.Plan == nil || st.Plan.Hash != p1.Hash {
+		t.Fatalf("resubmitting the same spec replaced the plan: %+v", st)
+	}
+	if _, err := e.Apply(s2); err != nil {
+		t.Fatal(err)
+	}
+	p2 := awaitPlan(t, e, s2)
+	if p2.Hash == p1.Hash {
+		t.Fatal("a new spec kept the old plan hash")
+	}
+	if err := e.Approve("rv", p1.Hash); !errors.Is(err, ErrPlanMismatch) {
+		t.Fatalf("stale hash: %v, want ErrPlanMismatch", err)
+	}
+	if n := count(calls(), "apply"); n != 0 {
+		t.Fatalf("%d applies before approval", n)
+	}
+	if err := e.Approve("rv", p2.Hash); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApplied(t, e, s2)
+	if string(st.Outputs["n"]) != "2" || applyLog(t, work) != "2\n" {
+		t.Errorf("applied %v, log %q: want exactly spec 2", st.Outputs, applyLog(t, work))
+	}
+}
+
+func TestReviewDestroyNeedsApproval(t *testing.T) {
+	bin, calls := countingBinary(t)
+	work := t.TempDir()
+	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Review: true})
+	spec := reviewSpec(3)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Approve("rv", awaitPlan(t, e, spec).Hash); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+
+	if _, err := e.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPlan(t, e, spec)
+	if !p.Destroy || p.Summary() != "0 to add, 0 to change, 1 to destroy" {
+		t.Errorf("destroy plan %+v (%s)", p, p.Summary())
+	}
+	mark := filepath.Join(work, "destroyed.mark")
+	if _, err := os.Stat(mark); !os.IsNotExist(err) || count(calls(), "destroy") != 0 {
+		t.Fatalf("destroyed before approval (mark: %v)", err)
+	}
+	if _, err := os.Stat(e.Dir("rv")); err != nil {
+		t.Fatalf("workspace removed before approval: %v", err)
+	}
+	if strings.Contains(p.Text, "zzsecret") || strings.Contains(string(p.JSON), "zzsecret") {
+		t.Logf("text:\n%s\njson:\n%s", p.Text, p.JSON)
+		t.Error("destroy plan publishes the sensitive value")
+	}
+	if err := e.Approve("rv", p.Hash); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := e.Wait(ctx, "rv", spec.Hash)
+	if err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("destroy after approval: %v, %+v", err, st)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("destroy provisioner did not run: %v", err)
+	}
+	if _, err := os.Stat(e.Dir("rv")); !os.IsNotExist(err) {
+		t.Errorf("workspace dir left: %v", err)
+	}
+}
+
+func TestRedactValue(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v, mask any
+		want    string
+	}{
+		{"all", "x", true, `"(sensitive value)"`},
+		{"none", "x", false, `"x"`},
+		{"nil mask", map[string]any{"a": "x"}, nil, `{"a":"x"}`},
+		{"object part", map[string]any{"a": "x", "b": "y"}, map[string]any{"b": true}, `{"a":"x","b":"(sensitive value)"}`},
+		{"list part", []any{"x", "y"}, []any{false, true}, `["x","(sensitive value)"]`},
+		{"nested", map[string]any{"l": []any{map[string]any{"k": "s"}}}, map[string]any{"l": []any{map[string]any{"k": true}}}, `{"l":[{"k":"(sensitive value)"}]}`},
+		{"shape mismatch redacts whole", "x", map[string]any{"a": true}, `"(sensitive value)"`},
+		{"odd mask redacts whole", "x", "weird", `"(sensitive value)"`},
+		{"null stays null", nil, true, `null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(redactValue(tc.v, tc.mask))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Errorf("got %s, want %s", b, tc.want)
+			}
+		})
+	}
+}
