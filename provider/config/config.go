@@ -72,6 +72,10 @@ type Terraform struct {
 	Env map[string]string `hcl:"env,optional"`
 	// PassEnv names process environment variables passed through to tofu.
 	PassEnv []string `hcl:"pass_env,optional"`
+	// Review turns on review mode: a plan with changes (a destroy
+	// included) is published and applied only after its plan hash is
+	// approved. Default false.
+	Review bool `hcl:"review,optional"`
 
 	Timeout       time.Duration
 	DriftInterval time.Duration

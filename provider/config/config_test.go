@@ -123,3 +123,32 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		})
 	}
 }
+
+func TestReviewAttribute(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      bool
+		err       string
+	}{
+		{"default off", `cluster_name = "a"`, false, ""},
+		{"on", "cluster_name = \"a\"\nterraform {\n  review = true\n}\n", true, ""},
+		{"off", "cluster_name = \"a\"\nterraform {\n  review = false\n}\n", false, ""},
+		{"not a bool", "cluster_name = \"a\"\nterraform {\n  review = \"maybe\"\n}\n", false, "cloud.hcl:3,13-18: Unsuitable value type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.src), "cloud.hcl")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one at %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Terraform.Review != tc.want {
+				t.Errorf("review = %v, want %v", c.Terraform.Review, tc.want)
+			}
+		})
+	}
+}
