@@ -173,6 +173,20 @@ func parseLBName(s string) (string, error) {
 	return s, nil
 }
 
+// planHashRE is the shape of a plan hash: sha256, lowercase hex.
+var planHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ValidPlanHash reports whether s is a syntactically valid plan hash.
+func ValidPlanHash(s string) bool { return planHashRE.MatchString(s) }
+
+func parsePlanHash(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !planHashRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a plan hash (64 lowercase hex digits, the sha256 of the saved plan as published in the tfccm-plan-* ConfigMap)", s)
+	}
+	return s, nil
+}
+
 // parseVars accepts a JSON object; each member stays raw JSON so that the
 // renderer can check it against the type the template declares.
 func parseVars(s string) (map[string]json.RawMessage, error) {
@@ -221,4 +235,8 @@ var (
 	Name = declare(Prefix+"name", "string", "web-prod",
 		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it.",
 		parseLBName)
+	// ApprovedPlan approves a plan in review mode.
+	ApprovedPlan = declare(Prefix+"approved-plan", "string (sha256 hex)", "3f1c9a0d6b2e4f5a8c7d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",
+		"Review mode only (`terraform { review = true }`): approves the load balancer plan whose hash this is, as published in the Event `TerraformPlanPendingApproval` and the ConfigMap `tfccm-plan-<workspace>` (annotation `tfccm.io/plan-hash`). tfccm applies exactly that saved plan; a hash that is not the pending plan's (stale or unknown) applies nothing. A new plan (changed Service or nodes, or a deletion) needs a new approval. `tfccm approve` sets it.",
+		parsePlanHash)
 )

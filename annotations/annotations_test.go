@@ -112,7 +112,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestDeclarations(t *testing.T) {
-	want := []string{"tfccm.io/internal", "tfccm.io/load-balancer-ip", "tfccm.io/name", "tfccm.io/proxy-protocol", "tfccm.io/template", "tfccm.io/vars"}
+	want := []string{"tfccm.io/approved-plan", "tfccm.io/internal", "tfccm.io/load-balancer-ip", "tfccm.io/name", "tfccm.io/proxy-protocol", "tfccm.io/template", "tfccm.io/vars"}
 	got := All()
 	if len(got) != len(want) {
 		t.Fatalf("got %d declarations, want %d", len(got), len(want))
@@ -123,6 +123,30 @@ func TestDeclarations(t *testing.T) {
 		}
 		if err := Check(map[string]string{d.Name: d.Example}); err != nil {
 			t.Errorf("example of %s: %v", d.Name, err)
+		}
+	}
+}
+
+func TestApprovedPlan(t *testing.T) {
+	good := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{good, true},
+		{" " + good + "\n", true},
+		{strings.ToUpper(good), false},
+		{good[:63], false},
+		{good + "0", false},
+		{"", false},
+		{"sha256:" + good, false},
+	} {
+		got, set, err := ApprovedPlan.Get(map[string]string{ApprovedPlan.Name: tc.raw})
+		if !set || (err == nil) != tc.ok || (tc.ok && got != good) {
+			t.Errorf("%q: got %q, %v, %v", tc.raw, got, set, err)
+		}
+		if cerr := Check(map[string]string{ApprovedPlan.Name: tc.raw}); (cerr == nil) != tc.ok {
+			t.Errorf("Check(%q) = %v", tc.raw, cerr)
 		}
 	}
 }
