@@ -59,6 +59,7 @@ type Cloud struct {
 	lb        *loadBalancers // nil when disabled
 	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
+	review    *reviewer      // nil unless terraform { review = true }
 
 	client   kubernetes.Interface
 	recorder record.EventRecorder
@@ -89,11 +90,15 @@ func New(cfg *config.Config) (*Cloud, error) {
 		// (given a persistent work_dir, where the claims live).
 		Identity: "tfccm/" + cfg.ClusterName,
 		OnResult: c.onResult,
+		Review:   cfg.Terraform.Review,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
+	if cfg.Terraform.Review {
+		c.review = newReviewer(c)
+	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(c)
 	}
@@ -110,6 +115,9 @@ func New(cfg *config.Config) (*Cloud, error) {
 
 // onResult routes an engine outcome to the facet that owns the workspace.
 func (c *Cloud) onResult(name string, r workspace.Result) {
+	if c.review != nil && c.routes != nil && name == templates.RoutesWorkspaceName {
+		c.review.routesResult(r)
+	}
 	if c.lb != nil && c.lb.onResult(name, r) {
 		return
 	}
@@ -153,6 +161,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.engine.Start(ctx)
 	if c.routes != nil {
 		c.routes.start(ctx)
+		if c.review != nil {
+			go c.review.pollRoutesApproval(ctx)
+		}
 	}
 	c.startInstances(ctx)
 	go func() {

@@ -91,8 +91,10 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
+	st = l.approve(svc, st)
 	switch {
-	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
+	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash,
+		st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash: // a drift repair awaits approval
 		status, err := ingressStatus(st.Outputs)
 		if err != nil {
 			l.c.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
@@ -102,15 +104,35 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	case st.Phase == workspace.PhaseFailed:
 		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
 	default:
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), inFlightRetry)
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), retryAfter(st))
 	}
+}
+
+// approve acts on the Service's approval annotation in review mode and
+// returns the workspace's status afterwards.
+func (l *loadBalancers) approve(svc *corev1.Service, st workspace.Status) workspace.Status {
+	if l.c.review == nil || st.Phase != workspace.PhaseAwaitingApproval {
+		return st
+	}
+	l.c.review.approveService(svc)
+	return l.c.engine.Status(st.Name)
+}
+
+func retryAfter(st workspace.Status) time.Duration {
+	if st.Phase == workspace.PhaseAwaitingApproval {
+		return awaitingRetry
+	}
+	return inFlightRetry
 }
 
 // UpdateLoadBalancer re-renders with the new node set and submits it. An
 // unchanged render is a no-op (no tofu process). It does not wait: the
 // engine applies in the background and records the outcome as an Event.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
-	_, err := l.submit(svc, nodes)
+	st, err := l.submit(svc, nodes)
+	if err == nil {
+		l.approve(svc, st)
+	}
 	return err
 }
 
@@ -133,6 +155,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
 	}
+	st = l.approve(svc, st)
 	switch st.Phase {
 	case workspace.PhaseDestroyed:
 		l.forget(name)
@@ -140,14 +163,14 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	case workspace.PhaseFailed:
 		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
 	default:
-		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", name, phaseText(st)), inFlightRetry)
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", name, phaseText(st)), retryAfter(st))
 	}
 }
 
 // submit renders svc with nodes and hands the workspace to the engine. A
 // render error changes nothing: it is recorded as an Event and returned.
 func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nodes)
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, withoutApproval(svc), nodes)
 	if err != nil {
 		l.c.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
@@ -165,7 +188,7 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renders (say its annotations became invalid), the workspace as last
 // written is destroyed instead, so a bad edit can never strand a finalizer.
 func (l *loadBalancers) destroySpec(svc *corev1.Service, name string) (workspace.Spec, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nil)
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, withoutApproval(svc), nil)
 	if err == nil {
 		return specOf(l.c, ws), nil
 	}
@@ -196,6 +219,12 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	l.mu.Unlock()
 	if !ok {
 		return false
+	}
+	if l.c.review != nil {
+		l.c.review.loadBalancerResult(svc, name, r)
+		if r.AwaitingApproval {
+			return true // the pending-approval Event is recorded
+		}
 	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
@@ -230,6 +259,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 
 func phaseText(st workspace.Status) string {
 	switch {
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
+		return fmt.Sprintf("awaiting approval of plan %s (%s; set annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary())
 	case st.Phase == workspace.PhaseRunning && st.Destroy:
 		return "being destroyed"
 	case st.Phase == workspace.PhaseRunning:

@@ -113,8 +113,12 @@ func (r *routes) start(ctx context.Context) {
 // SetInformers is called by the cloud-controller-manager with its shared
 // informers. The Routes facet reads Nodes from them: the addresses of
 // routes an earlier incarnation applied, and the routes of nodes the route
-// controller is about to ask for (see desiredRoutes).
+// controller is about to ask for (see desiredRoutes). In review mode the
+// LoadBalancer facet watches Services for plan approvals (review.go).
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	if c.review != nil && c.lb != nil {
+		c.review.watchApprovals(f)
+	}
 	if c.routes == nil {
 		return
 	}

@@ -1,0 +1,305 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/templates"
+)
+
+// Review mode (terraform { review = true }) in Kubernetes terms:
+//
+//   - A load balancer plan awaiting approval is published as the Event
+//     TerraformPlanPendingApproval on the Service and as the ConfigMap
+//     tfccm-plan-<workspace> in the Service's namespace (PlanHashAnnotation
+//     names the plan). The reviewer approves by setting
+//     tfccm.io/approved-plan=<hash> on the Service.
+//   - The routes plan is published as the ConfigMap tfccm-plan-routes in
+//     kube-system and approved by the same annotation on that ConfigMap.
+//   - After the apply (or destroy) the ConfigMap is deleted.
+//
+// Approvals are picked up by EnsureLoadBalancer, UpdateLoadBalancer and
+// EnsureLoadBalancerDeleted, by a Service informer (the service controller
+// does not resync unchanged Services) and, for routes, by a poll.
+
+// Names and keys of published plans.
+const (
+	// ReasonPlanPendingApproval is the Event reason of a published plan.
+	ReasonPlanPendingApproval = "TerraformPlanPendingApproval"
+	// ReasonPlanNotApproved is the Event reason of a refused approval.
+	ReasonPlanNotApproved = "TerraformPlanApprovalRefused"
+	// PlanConfigMapPrefix prefixes the workspace name in ConfigMap names.
+	PlanConfigMapPrefix = "tfccm-plan-"
+	// PlanHashAnnotation on a plan ConfigMap is the hash to approve.
+	PlanHashAnnotation = "tfccm.io/plan-hash"
+	// PlanServiceUIDLabel on a plan ConfigMap is the owning Service's UID.
+	PlanServiceUIDLabel = "tfccm.io/service-uid"
+	// ManagedByLabel marks objects tfccm writes.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// RoutesPlanNamespace holds the routes plan ConfigMap.
+	RoutesPlanNamespace = "kube-system"
+	// MaxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at
+	// 1 MiB including metadata).
+	MaxPublishedPlan = 900 << 10
+)
+
+// routesApprovalPoll is how often the routes plan ConfigMap is read for an
+// approval while the routes plan awaits one.
+const routesApprovalPoll = 3 * time.Second
+
+// awaitingRetry is how soon the service controller asks again while a plan
+// awaits approval (approvals are also picked up by the informer).
+const awaitingRetry = 5 * time.Second
+
+// PlanConfigMapName is the ConfigMap that publishes workspace's pending plan.
+func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix + workspaceName }
+
+// reviewer publishes plans and turns approvals into engine.Approve calls.
+type reviewer struct {
+	c *Cloud
+
+	mu      sync.Mutex
+	refused map[string]string // workspace -> approved hash already reported as refused
+}
+
+func newReviewer(c *Cloud) *reviewer { return &reviewer{c: c, refused: map[string]string{}} }
+
+// planData is the ConfigMap data of a published plan, at most limit bytes:
+// the summary, the text (truncated with a marker if needed) and the
+// redacted JSON (left out, with a note, if it does not fit).
+func planData(p *workspace.PendingPlan, limit int) map[string]string {
+	data := map[string]string{"summary": p.Summary(), "plan-hash": p.Hash}
+	used := len(data["summary"]) + len(data["plan-hash"])
+	text := p.Text
+	room := limit - used - 512
+	if len(text) > room {
+		marker := fmt.Sprintf("\n\n[truncated by tfccm: the plan text is %d bytes, above the ConfigMap limit; the full plan is .tfccm/plan.txt in the workspace directory]\n", len(p.Text))
+		cut := max(room-len(marker), 0)
+		text = text[:cut] + marker
+	}
+	data["plan.txt"] = text
+	used += len(text)
+	if used+len(p.JSON) <= limit-64 {
+		data["plan.json"] = string(p.JSON)
+	} else {
+		data["plan.json.omitted"] = "the redacted JSON plan does not fit in the ConfigMap; it is .tfccm/plan.json in the workspace directory"
+	}
+	return data
+}
+
+// publish writes the plan ConfigMap (create or update).
+func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels map[string]string, p *workspace.PendingPlan) error {
+	client := rv.c.client
+	if client == nil {
+		return nil
+	}
+	cms := client.CoreV1().ConfigMaps(namespace)
+	want := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        PlanConfigMapName(ws),
+			Namespace:   namespace,
+			Labels:      map[string]string{ManagedByLabel: "tfccm"},
+			Annotations: map[string]string{PlanHashAnnotation: p.Hash},
+		},
+		Data: planData(p, MaxPublishedPlan),
+	}
+	for k, v := range labels {
+		want.Labels[k] = v
+	}
+	cur, err := cms.Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cms.Create(ctx, want, metav1.CreateOptions{})
+	case err == nil:
+		cur = cur.DeepCopy()
+		if cur.Labels == nil {
+			cur.Labels = map[string]string{}
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		for k, v := range want.Labels {
+			cur.Labels[k] = v
+		}
+		cur.Annotations[PlanHashAnnotation] = p.Hash
+		cur.Data = want.Data
+		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("publish plan %s/%s: %w", namespace, want.Name, err)
+	}
+	return nil
+}
+
+// unpublish deletes the plan ConfigMap, if any.
+func (rv *reviewer) unpublish(ctx context.Context, namespace, ws string) {
+	if rv.c.client == nil {
+		return
+	}
+	err := rv.c.client.CoreV1().ConfigMaps(namespace).Delete(ctx, PlanConfigMapName(ws), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.ErrorS(err, "Delete published plan", "namespace", namespace, "configMap", PlanConfigMapName(ws))
+	}
+}
+
+// loadBalancerResult publishes or withdraws a load balancer plan after an
+// engine result, and records the pending-approval Event.
+func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch {
+	case r.AwaitingApproval && r.Plan != nil:
+		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{PlanServiceUIDLabel: string(svc.UID)}, r.Plan); err != nil {
+			klog.ErrorS(err, "Publish plan", "service", klog.KObj(svc))
+		}
+		rv.c.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
+	case r.Err == nil && !(r.Drift && !r.Changed):
+		rv.unpublish(ctx, svc.Namespace, ws)
+	}
+}
+
+// routesResult does the same for the routes workspace.
+func (rv *reviewer) routesResult(r workspace.Result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch {
+	case r.AwaitingApproval && r.Plan != nil:
+		if err := rv.publish(ctx, RoutesPlanNamespace, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
+			klog.ErrorS(err, "Publish routes plan")
+		}
+		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(RoutesPlanNamespace, templates.RoutesWorkspaceName, r.Plan, "that ConfigMap"))
+	case r.Err == nil && !(r.Drift && !r.Changed):
+		rv.unpublish(ctx, RoutesPlanNamespace, templates.RoutesWorkspaceName)
+	}
+}
+
+func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string) string {
+	verb := "apply"
+	if p.Destroy {
+		verb = "destroy"
+	}
+	return fmt.Sprintf("%s plan %s awaiting approval: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
+		verb, p.Hash, p.Summary(), namespace, PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
+}
+
+// approveService approves the Service's pending plan if the Service
+// carries tfccm.io/approved-plan. A hash that is not the pending plan's is
+// reported once as a Warning Event; no pending plan is not an error (the
+// approval was already applied, or the plan is still being made).
+func (rv *reviewer) approveService(svc *corev1.Service) {
+	hash, set, err := annotations.ApprovedPlan.Get(svc.Annotations)
+	if !set {
+		return
+	}
+	ws := templates.LoadBalancerWorkspaceName(rv.c.cfg, svc)
+	if err != nil {
+		rv.refuse(svc, ws, svc.Annotations[annotations.ApprovedPlan.Name], err.Error())
+		return
+	}
+	rv.approve(svc, ws, hash)
+}
+
+func (rv *reviewer) approve(obj *corev1.Service, ws, hash string) {
+	err := rv.c.engine.Approve(ws, hash)
+	switch {
+	case err == nil:
+		rv.mu.Lock()
+		delete(rv.refused, ws)
+		rv.mu.Unlock()
+	case errors.Is(err, workspace.ErrPlanMismatch):
+		if obj != nil {
+			rv.refuse(obj, ws, hash, err.Error())
+		} else {
+			klog.InfoS("Routes approval refused", "err", err)
+		}
+	case errors.Is(err, workspace.ErrNoPendingPlan):
+		klog.V(4).InfoS("No plan awaiting approval", "workspace", ws, "hash", hash)
+	default:
+		klog.ErrorS(err, "Approve plan", "workspace", ws)
+	}
+}
+
+func (rv *reviewer) refuse(svc *corev1.Service, ws, hash, why string) {
+	rv.mu.Lock()
+	seen := rv.refused[ws] == hash
+	rv.refused[ws] = hash
+	rv.mu.Unlock()
+	if !seen {
+		rv.c.event(svc, corev1.EventTypeWarning, ReasonPlanNotApproved, why+"; nothing applied")
+	}
+}
+
+// watchApprovals registers a Service handler on the shared informer: the
+// approval annotation is acted on as soon as it is set.
+func (rv *reviewer) watchApprovals(f informers.SharedInformerFactory) {
+	inf := f.Core().V1().Services().Informer()
+	handle := func(obj any) {
+		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			rv.approveService(svc)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+	}); err != nil {
+		klog.ErrorS(err, "Watch Services for plan approvals")
+	}
+}
+
+// pollRoutesApproval reads the routes plan ConfigMap while the routes plan
+// awaits approval, until ctx ends.
+func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
+	t := time.NewTicker(routesApprovalPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if rv.c.client == nil || rv.c.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
+			continue
+		}
+		cm, err := rv.c.client.CoreV1().ConfigMaps(RoutesPlanNamespace).Get(ctx, PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				klog.ErrorS(err, "Read routes plan ConfigMap")
+			}
+			continue
+		}
+		raw, ok := cm.Annotations[annotations.ApprovedPlan.Name]
+		if !ok {
+			continue
+		}
+		hash, err := annotations.ApprovedPlan.Parse(raw)
+		if err != nil {
+			klog.InfoS("Routes approval refused", "err", err)
+			continue
+		}
+		rv.approve(nil, templates.RoutesWorkspaceName, hash)
+	}
+}
+
+// withoutApproval returns svc without the approval annotation, which is
+// not part of the desired state: setting it must not change the rendered
+// workspace (and so the plan it approves).
+func withoutApproval(svc *corev1.Service) *corev1.Service {
+	if _, ok := svc.Annotations[annotations.ApprovedPlan.Name]; !ok {
+		return svc
+	}
+	c := svc.DeepCopy()
+	delete(c.Annotations, annotations.ApprovedPlan.Name)
+	return c
+}

@@ -1,0 +1,87 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/provider/workspace"
+)
+
+func TestPlanData(t *testing.T) {
+	hash := strings.Repeat("a", 64)
+	small := &workspace.PendingPlan{Hash: hash, Add: 1, Text: "Plan: 1 to add", JSON: []byte(`{"x":1}`)}
+	big := &workspace.PendingPlan{Hash: hash, Change: 2, Text: strings.Repeat("t", 2<<20), JSON: []byte(strings.Repeat("j", 100))}
+	mid := &workspace.PendingPlan{Hash: hash, Remove: 3, Text: strings.Repeat("t", 600<<10), JSON: []byte(strings.Repeat("j", 600<<10))}
+	for _, tc := range []struct {
+		name      string
+		p         *workspace.PendingPlan
+		truncated bool
+		json      bool
+		summary   string
+	}{
+		{"small", small, false, true, "1 to add, 0 to change, 0 to destroy"},
+		{"text above the limit", big, true, true, "0 to add, 2 to change, 0 to destroy"},
+		{"json does not fit", mid, false, false, "0 to add, 0 to change, 3 to destroy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := planData(tc.p, MaxPublishedPlan)
+			size := 0
+			for k, v := range d {
+				size += len(k) + len(v)
+			}
+			if size > MaxPublishedPlan {
+				t.Errorf("data is %d bytes, above %d", size, MaxPublishedPlan)
+			}
+			if d["summary"] != tc.summary || d["plan-hash"] != hash {
+				t.Errorf("summary %q hash %q", d["summary"], d["plan-hash"])
+			}
+			if got := strings.Contains(d["plan.txt"], "[truncated by tfccm"); got != tc.truncated {
+				t.Errorf("truncation marker present = %v, want %v", got, tc.truncated)
+			}
+			if !tc.truncated && d["plan.txt"] != tc.p.Text {
+				t.Error("text changed although it fits")
+			}
+			if _, got := d["plan.json"]; got != tc.json {
+				t.Errorf("plan.json present = %v, want %v", got, tc.json)
+			}
+			if _, omitted := d["plan.json.omitted"]; omitted == tc.json {
+				t.Errorf("plan.json.omitted note present = %v", omitted)
+			}
+		})
+	}
+}
+
+func TestWithoutApproval(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		annotations.ApprovedPlan.Name: strings.Repeat("b", 64),
+		annotations.Internal.Name:     "true",
+	}}}
+	got := withoutApproval(svc)
+	if _, ok := got.Annotations[annotations.ApprovedPlan.Name]; ok {
+		t.Error("approval annotation kept: setting it would change the rendered workspace and so the plan")
+	}
+	if got.Annotations[annotations.Internal.Name] != "true" {
+		t.Error("other annotations dropped")
+	}
+	if _, ok := svc.Annotations[annotations.ApprovedPlan.Name]; !ok {
+		t.Error("the caller's Service was modified")
+	}
+	plain := &corev1.Service{}
+	if withoutApproval(plain) != plain {
+		t.Error("a Service without the annotation is copied needlessly")
+	}
+}
+
+func TestPendingMessage(t *testing.T) {
+	p := &workspace.PendingPlan{Hash: strings.Repeat("c", 64), Destroy: true, Remove: 1}
+	msg := pendingMessage("ns", "lb-x", p, "the Service")
+	for _, want := range []string{"destroy plan " + p.Hash, "0 to add, 0 to change, 1 to destroy", "ns/tfccm-plan-lb-x", "tfccm.io/approved-plan=" + p.Hash} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+}
