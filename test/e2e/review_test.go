@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// TestReviewMode: with terraform { review = true } nothing is applied or
+// destroyed until the exact plan is approved on the Service; the plan is
+// published as an Event and a ConfigMap.
+func TestReviewMode(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	dir := t.TempDir()
+	workDir := filepath.Join(dir, "work")
+	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n  review = true\n}\nload_balancer {\n  settings = %s\n}\n",
+		workDir, tofuBinary(t), hclObject(cloud.LBSettings())))
+
+	for _, n := range cloud.Nodes() {
+		stop, err := cloud.ServeHTTP(n, 30080, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		stop, err = cloud.ServeHealthz(n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	createNode(t, client, cloud, "node-a")
+	createNode(t, client, cloud, "node-b")
+	startCCM(t, cluster, cfg)
+
+	svc, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The plan is published, not applied.
+	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
+	time.Sleep(3 * time.Second)
+	s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Status.LoadBalancer.Ingress) != 0 {
+		t.Fatalf("VIP %v assigned before approval", s.Status.LoadBalancer.Ingress)
+	}
+	if states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*.tfstate")); len(states) != 0 {
+		t.Fatalf("state written before approval: %v", states)
+	}
+
+	t.Run("a wrong hash is refused", func(t *testing.T) {
+		approvePlan(t, client, strings.Repeat("0", 64))
+		eventually(t, time.Minute, "refusal Event", func(ctx context.Context) error {
+			if ev := eventsOf(ctx, client, svc); !strings.Contains(ev, provider.ReasonPlanNotApproved) {
+				return fmt.Errorf("events: %s", ev)
+			}
+			return nil
+		})
+		s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) != 0 {
+			t.Fatalf("wrong hash applied the plan: %v %v", err, s.Status.LoadBalancer.Ingress)
+		}
+	})
+
+	approvePlan(t, client, hash)
+	vip := waitVIP(t, client, "web")
+	backendsAre(t, vip, 80, "node-a", "node-b")
+	eventually(t, time.Minute, "plan ConfigMap removed after apply", func(ctx context.Context) error {
+		if _, err := planConfigMap(ctx, client, svc); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ConfigMap still there (%v)", err)
+		}
+		return nil
+	})
+
+	// Deletion waits for the destroy plan's approval; the finalizer stays.
+	if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	destroyHash := waitPendingPlan(t, client, svc, "destroy plan", "to destroy")
+	if destroyHash == hash {
+		t.Fatal("the destroy plan has the apply plan's hash")
+	}
+	time.Sleep(3 * time.Second)
+	s, err = client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Service gone before its destroy was approved: %v", err)
+	}
+	if s.DeletionTimestamp == nil || len(s.Finalizers) == 0 {
+		t.Fatalf("Service %+v: want deleting with its finalizer", s.ObjectMeta)
+	}
+	if body, err := get(vip, 80); err != nil {
+		t.Fatalf("load balancer destroyed before approval: %v", err)
+	} else if body != "node-a" && body != "node-b" {
+		t.Fatalf("unexpected answer %q", body)
+	}
+
+	approvePlan(t, client, destroyHash)
+	eventually(t, 2*time.Minute, "Service deleted after approval", func(ctx context.Context) error {
+		_, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	eventually(t, time.Minute, "VIP stops answering", func(context.Context) error {
+		if _, err := get(vip, 80); err == nil {
+			return fmt.Errorf("%s still answers", vip)
+		}
+		return nil
+	})
+	eventually(t, time.Minute, "plan ConfigMap removed after destroy", func(ctx context.Context) error {
+		if _, err := planConfigMap(ctx, client, svc); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ConfigMap still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+// planConfigMap reads the ConfigMap publishing svc's plan.
+func planConfigMap(ctx context.Context, client kubernetes.Interface, svc *corev1.Service) (*corev1.ConfigMap, error) {
+	list, err := client.CoreV1().ConfigMaps(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: provider.PlanServiceUIDLabel + "=" + string(svc.UID)})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) != 1 {
+		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), fmt.Sprintf("plan of %s (%d found)", svc.Name, len(list.Items)))
+	}
+	return &list.Items[0], nil
+}
+
+// waitPendingPlan waits for a plan of kind ("apply plan"/"destroy plan")
+// published both as an Event naming its hash and as a ConfigMap carrying
+// the same hash and text, and returns the hash.
+func waitPendingPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Service, kind, text string) string {
+	t.Helper()
+	var hash string
+	eventually(t, 2*time.Minute, kind+" published", func(ctx context.Context) error {
+		cm, err := planConfigMap(ctx, client, svc)
+		if err != nil {
+			return err
+		}
+		hash = cm.Annotations[provider.PlanHashAnnotation]
+		if !annotations.ValidPlanHash(hash) {
+			return fmt.Errorf("ConfigMap %s has plan hash %q", cm.Name, hash)
+		}
+		if !strings.HasPrefix(cm.Name, provider.PlanConfigMapPrefix+"lb-") || cm.Labels[provider.ManagedByLabel] != "tfccm" {
+			return fmt.Errorf("ConfigMap %s labels %v", cm.Name, cm.Labels)
+		}
+		if !strings.Contains(cm.Data["plan.txt"], text) || !strings.Contains(cm.Data["summary"], text) {
+			return fmt.Errorf("ConfigMap %s is not a plan with %q yet: %q", cm.Name, text, cm.Data["summary"])
+		}
+		var pub map[string]any
+		if err := json.Unmarshal([]byte(cm.Data["plan.json"]), &pub); err != nil || pub["plan_hash"] != hash {
+			return fmt.Errorf("plan.json: %v (hash %v)", err, pub["plan_hash"])
+		}
+		ev := eventsOf(ctx, client, svc)
+		if !strings.Contains(ev, provider.ReasonPlanPendingApproval) || !strings.Contains(ev, kind+" "+hash) {
+			return fmt.Errorf("no %s Event for %s: %s", provider.ReasonPlanPendingApproval, hash, ev)
+		}
+		return nil
+	})
+	return hash
+}
+
+// approvePlan sets the approval annotation on the Service, as a reviewer
+// (or `tfccm approve`) does.
+func approvePlan(t *testing.T, client kubernetes.Interface, hash string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.ApprovedPlan.Name: hash}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Services("default").Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
