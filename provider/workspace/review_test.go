@@ -81,7 +81,6 @@ func applyLog(t *testing.T, work string) string {
 func TestReviewWaitsForTheExactPlan(t *testing.T) {
 	bin, calls := countingBinary(t)
 	work := t.TempDir()
-	var results []Result
 	resCh := make(chan Result, 16)
 	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Review: true, OnResult: func(_ string, r Result) { resCh <- r }})
 
@@ -134,7 +133,6 @@ func TestReviewWaitsForTheExactPlan(t *testing.T) {
 	}
 	select {
 	case r := <-resCh:
-		results = append(results, r)
 		if !r.AwaitingApproval || r.Plan == nil || r.Plan.Hash != p.Hash || r.Err != nil {
 			t.Errorf("OnResult %+v: want AwaitingApproval with the plan", r)
 		}
@@ -191,7 +189,6 @@ func TestReviewWaitsForTheExactPlan(t *testing.T) {
 	if st := e.Status("rv"); st.Phase != PhaseApplied || count(calls(), "apply") != 1 {
 		t.Errorf("no-change re-plan: %+v, %d applies", st, count(calls(), "apply"))
 	}
-	_ = results
 }
 
 func TestReviewNewSpecReplacesPendingPlan(t *testing.T) {
@@ -304,5 +301,38 @@ func TestRedactValue(t *testing.T) {
 				t.Errorf("got %s, want %s", b, tc.want)
 			}
 		})
+	}
+}
+
+// TestReviewTamperedPlanIsNotApplied: the approval names the saved plan's
+// bytes; a plan file changed on disk after approval is not applied.
+func TestReviewTamperedPlanIsNotApplied(t *testing.T) {
+	bin, calls := countingBinary(t)
+	work := t.TempDir()
+	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Review: true, Backoff: Backoff{Initial: time.Hour, Max: time.Hour}})
+	spec := reviewSpec(4)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPlan(t, e, spec)
+	f, err := os.OpenFile(filepath.Join(e.Dir("rv"), planFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("x"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := e.Approve("rv", p.Hash); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := e.Wait(ctx, "rv", spec.Hash)
+	if err == nil || st.Phase != PhaseFailed || !strings.Contains(err.Error(), "no longer saved") {
+		t.Fatalf("tampered plan: %v, %+v", err, st)
+	}
+	if n := count(calls(), "apply"); n != 0 || applyLog(t, work) != "" {
+		t.Fatalf("a tampered plan was applied (%d applies)", n)
 	}
 }
