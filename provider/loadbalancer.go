@@ -170,7 +170,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // submit renders svc with nodes and hands the workspace to the engine. A
 // render error changes nothing: it is recorded as an Event and returned.
 func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, withoutApproval(svc), nodes)
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nodes)
 	if err != nil {
 		l.c.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
@@ -188,7 +188,7 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renders (say its annotations became invalid), the workspace as last
 // written is destroyed instead, so a bad edit can never strand a finalizer.
 func (l *loadBalancers) destroySpec(svc *corev1.Service, name string) (workspace.Spec, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, withoutApproval(svc), nil)
+	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nil)
 	if err == nil {
 		return specOf(l.c, ws), nil
 	}

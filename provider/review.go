@@ -291,15 +291,3 @@ func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
 		rv.approve(nil, templates.RoutesWorkspaceName, hash)
 	}
 }
-
-// withoutApproval returns svc without the approval annotation, which is
-// not part of the desired state: setting it must not change the rendered
-// workspace (and so the plan it approves).
-func withoutApproval(svc *corev1.Service) *corev1.Service {
-	if _, ok := svc.Annotations[annotations.ApprovedPlan.Name]; !ok {
-		return svc
-	}
-	c := svc.DeepCopy()
-	delete(c.Annotations, annotations.ApprovedPlan.Name)
-	return c
-}

@@ -4,10 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/provider/workspace"
 )
 
@@ -52,27 +48,6 @@ func TestPlanData(t *testing.T) {
 				t.Errorf("plan.json.omitted note present = %v", omitted)
 			}
 		})
-	}
-}
-
-func TestWithoutApproval(t *testing.T) {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-		annotations.ApprovedPlan.Name: strings.Repeat("b", 64),
-		annotations.Internal.Name:     "true",
-	}}}
-	got := withoutApproval(svc)
-	if _, ok := got.Annotations[annotations.ApprovedPlan.Name]; ok {
-		t.Error("approval annotation kept: setting it would change the rendered workspace and so the plan")
-	}
-	if got.Annotations[annotations.Internal.Name] != "true" {
-		t.Error("other annotations dropped")
-	}
-	if _, ok := svc.Annotations[annotations.ApprovedPlan.Name]; !ok {
-		t.Error("the caller's Service was modified")
-	}
-	plain := &corev1.Service{}
-	if withoutApproval(plain) != plain {
-		t.Error("a Service without the annotation is copied needlessly")
 	}
 }
 

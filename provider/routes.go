@@ -366,6 +366,10 @@ func (r *routes) onResult(name string, res workspace.Result) bool {
 		}
 		return true
 	}
+	if res.AwaitingApproval && res.Plan != nil {
+		klog.InfoS("Routes plan awaits approval", "summary", res.Plan.Summary(), "planHash", res.Plan.Hash)
+		return true
+	}
 	r.runs.Add(1)
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Routes apply failed", "op", res.Op, "attempt", res.Attempt)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/annotations"
 )
 
 // Node labels read into the nodes input.
@@ -19,8 +21,12 @@ const (
 )
 
 // droppedAnnotations are never passed to templates: kubectl's copy of the
-// whole object is noise that would only churn the workspace.
-var droppedAnnotations = map[string]bool{"kubectl.kubernetes.io/last-applied-configuration": true}
+// whole object is noise that would only churn the workspace, and a review
+// approval must not change the workspace whose plan it approves.
+var droppedAnnotations = map[string]bool{
+	"kubectl.kubernetes.io/last-applied-configuration": true,
+	annotations.ApprovedPlan.Name:                      true,
+}
 
 // str makes a cty string. Kubernetes strings are UTF-8 already; invalid
 // bytes (possible only from hand-written input) become U+FFFD.
