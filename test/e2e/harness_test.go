@@ -228,12 +228,16 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 }
 
 // writeCloudConfig writes a cloud config for cluster "e2e" with work_dir
-// under dir, the pinned OpenTofu, and the given extra blocks. It returns
-// the config's path and the work dir.
-func writeCloudConfig(t testing.TB, dir, blocks string) (cfg, workDir string) {
+// under dir, the pinned OpenTofu plus terraformLines in the terraform block,
+// and the given extra blocks. It returns the config's path and the work dir.
+func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string) (cfg, workDir string) {
 	t.Helper()
 	workDir = filepath.Join(dir, "work")
-	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n}\n%s", workDir, tofuBinary(t), blocks)
+	var tf strings.Builder
+	for _, l := range terraformLines {
+		tf.WriteString("  " + l + "\n")
+	}
+	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n%s}\n%s", workDir, tofuBinary(t), tf.String(), blocks)
 	return writeFile(t, dir, "cloud.hcl", src), workDir
 }
 

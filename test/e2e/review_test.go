@@ -30,10 +30,7 @@ func TestReviewMode(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	dir := t.TempDir()
-	workDir := filepath.Join(dir, "work")
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n  review = true\n}\nload_balancer {\n  settings = %s\n}\n",
-		workDir, tofuBinary(t), hclObject(cloud.LBSettings())))
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("load_balancer {\n  settings = %s\n}\n", hclObject(cloud.LBSettings())), "review = true")
 
 	for _, n := range cloud.Nodes() {
 		stop, err := cloud.ServeHTTP(n, 30080, n)
