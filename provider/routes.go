@@ -256,10 +256,69 @@ func (r *routes) isApplied(rt templates.Route) bool {
 	return ok && slices.Equal(prev.TargetNodeAddresses, rt.TargetNodeAddresses)
 }
 
-// flush applies one batch: the applied routes with the batch's operations
-// on top (see desiredRoutes). A failure leaves the applied set as it was;
-// the next batch starts from it again.
-func (r *routes) flush(ops []*routeOp) error {
+// flush applies one batch and returns each operation's outcome. It first
+// applies the applied routes with the batch's operations on top and the
+// routes of Nodes still waiting for theirs (see desiredRoutes). If that
+// fails, one bad route must not block the others forever (the route
+// controller would send it again every period): the batch is retried
+// without the ahead-of-calls routes, then split in halves until the
+// operations that fail on their own are found; they get tofu's message,
+// the rest are applied. A failure leaves the applied set as it was.
+// Failures that are not about the routes (a pending review, shutdown) are
+// not split.
+func (r *routes) flush(ops []*routeOp) []error {
+	errs := make([]error, len(ops))
+	err := r.applyOps(ops, true)
+	if err == nil {
+		return errs
+	}
+	if splittable(err) {
+		klog.InfoS("Routes batch failed; retrying without routes ahead of the controller's calls", "ops", len(ops), "err", err)
+		if err = r.applyOps(ops, false); err == nil {
+			return errs
+		}
+	}
+	if !splittable(err) || len(ops) == 1 {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	r.bisect(ops, errs, 0, err)
+	return errs
+}
+
+// bisect finds, in ops (which failed together with err), the operations
+// that fail on their own, applying the others; errs[offset+i] gets ops[i]'s
+// outcome.
+func (r *routes) bisect(ops []*routeOp, errs []error, offset int, err error) {
+	if len(ops) == 1 || !splittable(err) {
+		for i := range ops {
+			errs[offset+i] = err
+		}
+		return
+	}
+	mid := len(ops) / 2
+	for _, half := range []struct {
+		ops []*routeOp
+		off int
+	}{{ops[:mid], offset}, {ops[mid:], offset + mid}} {
+		if e := r.applyOps(half.ops, false); e != nil {
+			r.bisect(half.ops, errs, half.off, e)
+		}
+	}
+}
+
+// splittable reports whether a failed apply may be caused by the routes in
+// it, so that applying fewer of them can succeed.
+func splittable(err error) bool {
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, workspace.ErrAwaitingApproval)
+}
+
+// applyOps applies the applied routes with ops on top and, if ahead, the
+// routes of Nodes that have pod CIDRs but no route yet.
+func (r *routes) applyOps(ops []*routeOp, ahead bool) error {
 	applied, err := appliedRoutes(r.status())
 	if err != nil {
 		return err
@@ -273,7 +332,7 @@ func (r *routes) flush(ops []*routeOp) error {
 			return fmt.Errorf("list nodes: %w", err)
 		}
 	}
-	desired := desiredRoutes(applied, ops, nodes, prev)
+	desired := desiredRoutes(applied, ops, nodes, prev, ahead)
 	if err := r.apply(ctx, desired); err != nil {
 		return err
 	}
@@ -295,13 +354,13 @@ func (r *routes) flush(ops []*routeOp) error {
 //     is gone; the route controller would delete it).
 //  2. the batch's calls in arrival order: a create sets its route, a
 //     delete removes it.
-//  3. routes of nodes that have pod CIDRs but no route yet and were not
-//     deleted in this batch. The route controller creates exactly these
+//  3. if ahead: routes of nodes that have pod CIDRs but no route yet and
+//     were not deleted in this batch. The route controller creates exactly these
 //     (templates.RoutesFromNodes is its rule), but at most 200 calls at a
 //     time, each waiting for its batch; adding them ahead turns an initial
 //     sync of N nodes into one apply instead of N/200, and their calls then
 //     find the route applied and return at once.
-func desiredRoutes(applied map[string]routeOutput, ops []*routeOp, nodes []*corev1.Node, prev map[string]templates.Route) []templates.Route {
+func desiredRoutes(applied map[string]routeOutput, ops []*routeOp, nodes []*corev1.Node, prev map[string]templates.Route, ahead bool) []templates.Route {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -332,9 +391,11 @@ func desiredRoutes(applied map[string]routeOutput, ops []*routeOp, nodes []*core
 		set[op.route.Name] = op.route
 		delete(deleted, op.route.Name)
 	}
-	for _, rt := range templates.RoutesFromNodes(nodes) {
-		if _, ok := set[rt.Name]; !ok && !deleted[rt.Name] {
-			set[rt.Name] = rt
+	if ahead {
+		for _, rt := range templates.RoutesFromNodes(nodes) {
+			if _, ok := set[rt.Name]; !ok && !deleted[rt.Name] {
+				set[rt.Name] = rt
+			}
 		}
 	}
 	out := make([]templates.Route, 0, len(set))
@@ -393,7 +454,7 @@ type routeOp struct {
 type batcher struct {
 	window time.Duration
 	quiet  time.Duration
-	flush  func([]*routeOp) error
+	flush  func([]*routeOp) []error // one outcome per operation
 
 	mu      sync.Mutex
 	pending []*routeOp
@@ -403,7 +464,7 @@ type batcher struct {
 	batches atomic.Int64
 }
 
-func newBatcher(window time.Duration, flush func([]*routeOp) error) *batcher {
+func newBatcher(window time.Duration, flush func([]*routeOp) []error) *batcher {
 	quiet := routeQuiet
 	if window < quiet {
 		quiet = window
@@ -458,9 +519,9 @@ func (b *batcher) loop() {
 		b.mu.Unlock()
 
 		b.batches.Add(1)
-		err := b.flush(ops)
-		for _, op := range ops {
-			op.done <- err
+		errs := b.flush(ops)
+		for i, op := range ops {
+			op.done <- errs[i]
 		}
 	}
 }

@@ -32,6 +32,7 @@ type fakeRoutesEngine struct {
 	st      workspace.Status
 	applies [][]templates.Route
 	fail    error
+	failIf  func([]templates.Route) error // if set, decides per desired set
 	block   chan struct{} // if set, apply waits for it
 }
 
@@ -60,6 +61,9 @@ func (f *fakeRoutesEngine) apply(_ context.Context, desired []templates.Route) e
 	f.mu.Lock()
 	f.applies = append(f.applies, desired)
 	fail := f.fail
+	if fail == nil && f.failIf != nil {
+		fail = f.failIf(desired)
+	}
 	f.mu.Unlock()
 	if fail != nil {
 		return fail
@@ -100,6 +104,14 @@ func newTestRoutes(f *fakeRoutesEngine, window time.Duration, nodes ...*corev1.N
 	return r
 }
 
+func sameErr(err error, n int) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
 func nodeLister(nodes ...*corev1.Node) corelisters.NodeLister {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, n := range nodes {
@@ -133,7 +145,7 @@ func TestBatcherCoalescesConcurrentCalls(t *testing.T) {
 	var sizes []int
 	release := make(chan struct{})
 	first := make(chan struct{})
-	b := newBatcher(2*time.Second, func(ops []*routeOp) error {
+	b := newBatcher(2*time.Second, func(ops []*routeOp) []error {
 		mu.Lock()
 		sizes = append(sizes, len(ops))
 		n := len(sizes)
@@ -142,7 +154,7 @@ func TestBatcherCoalescesConcurrentCalls(t *testing.T) {
 			close(first)
 			<-release // calls arriving now belong to the next batch
 		}
-		return nil
+		return make([]error, len(ops))
 	})
 	var wg sync.WaitGroup
 	call := func(i int) {
@@ -172,7 +184,7 @@ func TestBatcherCoalescesConcurrentCalls(t *testing.T) {
 
 func TestBatcherFailureReleasesEveryCall(t *testing.T) {
 	boom := errors.New("Error: exit status 2: ip: RTNETLINK answers: Network is unreachable")
-	b := newBatcher(time.Second, func(ops []*routeOp) error { return boom })
+	b := newBatcher(time.Second, func(ops []*routeOp) []error { return sameErr(boom, len(ops)) })
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for i := range 40 {
@@ -202,7 +214,7 @@ func TestBatcherFailureReleasesEveryCall(t *testing.T) {
 func TestBatcherCallerContextEndsOnlyItsWait(t *testing.T) {
 	release := make(chan struct{})
 	var got []*routeOp
-	b := newBatcher(0, func(ops []*routeOp) error { <-release; got = ops; return nil })
+	b := newBatcher(0, func(ops []*routeOp) []error { <-release; got = ops; return make([]error, len(ops)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- b.do(ctx, &routeOp{route: templates.Route{Name: "a"}}) }()
@@ -295,7 +307,7 @@ func TestDesiredRoutes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := desiredRoutes(tc.applied, tc.ops, tc.nodes, tc.prev)
+			got := desiredRoutes(tc.applied, tc.ops, tc.nodes, tc.prev, true)
 			if !slices.Equal(names(got), tc.want) {
 				t.Fatalf("desired = %v, want %v", names(got), tc.want)
 			}
@@ -378,8 +390,11 @@ func TestRoutesFailedBatchFailsEveryCallAndKeepsApplied(t *testing.T) {
 			t.Errorf("call in failed batch returned %v", err)
 		}
 	}
-	if f.applyCount() != 2 {
-		t.Fatalf("applies = %d, want 2 (one batch for the three failing calls)", f.applyCount())
+	// One batch for the three calls: the full set, then without routes
+	// ahead of calls, then halves until each failing call is alone:
+	// [a] | [b c] -> [b] | [c]. 1 + 6 applies.
+	if f.applyCount() != 7 {
+		t.Fatalf("applies = %d, want 7", f.applyCount())
 	}
 	list, _ := r.ListRoutes(context.Background(), "c")
 	if len(list) != 1 || list[0].Name != "node-a/10.244.1.0/24" {
@@ -493,5 +508,92 @@ func TestRoutesEnabled(t *testing.T) {
 		if got := routesEnabled(&config.Config{Routes: tc.r}); got != tc.want {
 			t.Errorf("%s: routesEnabled = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// failOn fails any desired set holding a route whose name contains bad.
+func failOn(bad string) func([]templates.Route) error {
+	return func(desired []templates.Route) error {
+		for _, d := range desired {
+			if strings.Contains(d.Name, bad) {
+				return fmt.Errorf("apply: Error: Resource precondition failed: route %s cannot be created", d.Name)
+			}
+		}
+		return nil
+	}
+}
+
+func TestRoutesBadCallDoesNotBlockTheOthers(t *testing.T) {
+	f := &fakeRoutesEngine{failIf: failOn("node-bad/")}
+	r := newTestRoutes(f, time.Second)
+	var wg sync.WaitGroup
+	results := map[string]error{}
+	var mu sync.Mutex
+	nodes := []string{"node-1", "node-2", "node-3", "node-bad", "node-5", "node-6", "node-7", "node-8"}
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := r.CreateRoute(context.Background(), "c", "", createReq(routeTestNode(n, fmt.Sprintf("10.250.0.%d", 20+i)), fmt.Sprintf("10.244.%d.0/24", 20+i)))
+			mu.Lock()
+			results[n] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n == "node-bad" {
+			if results[n] == nil || !strings.Contains(results[n].Error(), "node-bad/10.244.23.0/24 cannot be created") {
+				t.Errorf("bad call returned %v", results[n])
+			}
+		} else if results[n] != nil {
+			t.Errorf("%s failed with the bad route: %v", n, results[n])
+		}
+	}
+	list, _ := r.ListRoutes(context.Background(), "c")
+	if len(list) != 7 {
+		t.Errorf("applied %d routes, want the 7 good ones", len(list))
+	}
+	// full + without ahead + halves down to the bad one: bounded by 2 + 2*log2(8).
+	if n := f.applyCount(); n > 8 {
+		t.Errorf("%d applies to isolate one bad route among 8", n)
+	}
+}
+
+func TestRoutesBadAheadRouteDoesNotBlockCalls(t *testing.T) {
+	// node-bad has a pod CIDR the template cannot route; the route
+	// controller's call for node-good must still succeed.
+	bad := routeTestNode("node-bad", "10.250.0.30", "10.244.30.0/24")
+	good := routeTestNode("node-good", "10.250.0.31", "10.244.31.0/24")
+	f := &fakeRoutesEngine{failIf: failOn("node-bad/")}
+	r := newTestRoutes(f, 200*time.Millisecond, bad, good)
+	if err := r.CreateRoute(context.Background(), "c", "", createReq(good, "10.244.31.0/24")); err != nil {
+		t.Fatalf("good call failed because of a bad route ahead of calls: %v", err)
+	}
+	if got := names(f.lastApply()); !slices.Equal(got, []string{"node-good/10.244.31.0/24"}) {
+		t.Errorf("applied %v", got)
+	}
+	if n := f.applyCount(); n != 2 {
+		t.Errorf("applies = %d, want 2 (with ahead routes, then without)", n)
+	}
+}
+
+func TestRoutesPendingReviewIsNotSplit(t *testing.T) {
+	f := &fakeRoutesEngine{fail: fmt.Errorf("apply routes: %w", workspace.ErrAwaitingApproval)}
+	r := newTestRoutes(f, 300*time.Millisecond)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := r.CreateRoute(context.Background(), "c", "", createReq(routeTestNode(fmt.Sprintf("n%d", i), fmt.Sprintf("10.250.0.%d", 40+i)), fmt.Sprintf("10.244.%d.0/24", 40+i)))
+			if !errors.Is(err, workspace.ErrAwaitingApproval) {
+				t.Errorf("call returned %v, want awaiting approval", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.applyCount(); n != 1 {
+		t.Errorf("applies = %d, want 1: a pending review is not a bad route", n)
 	}
 }
