@@ -33,7 +33,7 @@ type fakeRoutesEngine struct {
 	applies [][]templates.Route
 	fail    error
 	failIf  func([]templates.Route) error // if set, decides per desired set
-	block   chan struct{} // if set, apply waits for it
+	block   chan struct{}                 // if set, apply waits for it
 }
 
 func (f *fakeRoutesEngine) status() workspace.Status {
