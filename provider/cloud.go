@@ -106,7 +106,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		c.routes = newRoutes(c)
 	}
 	if instancesEnabled(cfg) {
-		if c.instances, err = newInstances(cfg, loader.Set().InstancesMapping); err != nil {
+		if c.instances, err = newInstances(cfg, func() ([]byte, string, error) { return loader.Set().InstancesMapping() }); err != nil {
 			return nil, fmt.Errorf("instances: %w", err)
 		}
 	}

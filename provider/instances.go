@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -13,7 +14,8 @@ import (
 
 // instances serves InstancesV2 from the Terraform state index.
 type instances struct {
-	store *state.Store
+	store   *state.Store
+	mapping state.MappingSource // re-read to follow override changes
 }
 
 var _ cloudprovider.InstancesV2 = (*instances)(nil)
@@ -32,7 +34,7 @@ func newInstances(cfg *config.Config, builtin func() ([]byte, string, error)) (*
 	if err != nil {
 		return nil, err
 	}
-	return &instances{store: store}, nil
+	return &instances{store: store, mapping: state.MappingFromConfig(cfg, builtin)}, nil
 }
 
 // lookup finds the instance of a providerID and/or node name, returning
@@ -104,8 +106,14 @@ func nodeAddresses(in *state.Instance) []v1.NodeAddress {
 }
 
 // startInstances starts the state refresh loop (from Initialize).
+// mappingPollInterval is how often the instances mapping (the template
+// set's, following the override directory, or instances.mapping) is
+// checked for changes.
+const mappingPollInterval = 2 * time.Second
+
 func (c *Cloud) startInstances(ctx context.Context) {
 	if c.instances != nil {
 		c.instances.store.Start(ctx)
+		go state.WatchMapping(ctx, c.instances.store, c.instances.mapping, mappingPollInterval)
 	}
 }

@@ -90,7 +90,7 @@ type snapshot struct {
 
 type sourceState struct {
 	src     Source
-	mapping *mapping.Mapping
+	mapping atomic.Pointer[mapping.Mapping]
 	opts    *Options
 	limiter *rate.Limiter
 	flight  singleflight.Group
@@ -134,10 +134,12 @@ func NewStore(opts Options, m *mapping.Mapping, sources ...Source) (*Store, erro
 			backoff.WithMaxElapsedTime(0),
 			backoff.WithRandomizationFactor(0.5),
 		)
-		s.sources = append(s.sources, &sourceState{
-			src: src, mapping: m, opts: &s.opts, bo: bo, base: s.ctx,
+		ss := &sourceState{
+			src: src, opts: &s.opts, bo: bo, base: s.ctx,
 			limiter: rate.NewLimiter(rate.Limit(opts.RefreshRate), opts.RefreshBurst),
-		})
+		}
+		ss.mapping.Store(m)
+		s.sources = append(s.sources, ss)
 	}
 	return s, nil
 }
@@ -191,6 +193,23 @@ func (s *Store) Refresh(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetMapping replaces the instances mapping (an override's instances.hcl
+// changed) and re-reads every source, rate limits permitting, so lookups
+// use it within one refresh; until then the previous index answers.
+func (s *Store) SetMapping(m *mapping.Mapping) {
+	if m == nil {
+		return
+	}
+	for _, src := range s.sources {
+		src.mapping.Store(m)
+	}
+	go func() {
+		if err := s.Refresh(s.ctx); err != nil && s.ctx.Err() == nil {
+			klog.Warningf("tfccm state: refresh after a mapping change: %v", err)
+		}
+	}()
 }
 
 // Lookup finds an instance by providerID first, then by node name (either
@@ -392,9 +411,10 @@ func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
 		klog.Warningf("tfccm state: reading source %q failed, retrying in %s: %v", ss.src.Name(), delay.Round(time.Millisecond), err)
 		return nil, err
 	}
-	ix := BuildIndex(ss.mapping, st)
+	m := ss.mapping.Load()
+	ix := BuildIndex(m, st)
 	if errs, n := ix.Errors(); n > 0 {
-		klog.Warningf("tfccm state: source %q: %d resource(s) failed to map with %s; first: %v", ss.src.Name(), n, ss.mapping.Filename(), errs[0])
+		klog.Warningf("tfccm state: source %q: %d resource(s) failed to map with %s; first: %v", ss.src.Name(), n, m.Filename(), errs[0])
 	}
 	ss.mu.Lock()
 	ss.gen++

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/tfccm/tfccm/state/mapping"
 )
 
 // newTestStore is a Store over the real state file of inf with a fake clock.
@@ -349,4 +351,89 @@ func TestStoreMultipleSources(t *testing.T) {
 	if _, err := NewStore(Options{}, localMapping(t), good, good); err == nil {
 		t.Error("duplicate source names accepted")
 	}
+}
+
+// TestStoreSetMapping: a new mapping (an override's instances.hcl changed)
+// is used after the refresh SetMapping starts, without a restart.
+func TestStoreSetMapping(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{RefreshRate: 100, RefreshBurst: 10})
+	ctx := context.Background()
+	if in, err := s.Lookup(ctx, "", "a"); err != nil || in.ProviderID != "terraform://local/a" {
+		t.Fatalf("before: %+v %v", in, err)
+	}
+	src, err := os.ReadFile("../templates/local/instances.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapping.Parse([]byte(strings.ReplaceAll(string(src), "terraform://local/", "terraform://override/")), "override/instances.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetMapping(m)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		in, err := s.Lookup(ctx, "", "a")
+		if err == nil && in.ProviderID == "terraform://override/a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("new mapping not used: %+v %v", in, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.SetMapping(nil) // ignored
+	if in, err := s.Lookup(ctx, "terraform://override/b", ""); err != nil || in.Name != "b" {
+		t.Errorf("lookup by the new providerID: %+v %v", in, err)
+	}
+}
+
+// TestWatchMapping: an edited mapping file is picked up while the store
+// runs; an invalid edit is refused and the last good mapping keeps serving.
+func TestWatchMapping(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	s := newTestStore(t, inf, newFakeClock(), Options{RefreshRate: 100, RefreshBurst: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	orig, err := os.ReadFile("../templates/local/instances.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := t.TempDir() + "/instances.hcl"
+	if err := os.WriteFile(file, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := func() ([]byte, string, error) { b, err := os.ReadFile(file); return b, file, err }
+	go WatchMapping(ctx, s, src, 20*time.Millisecond)
+
+	waitProviderID := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			in, err := s.Lookup(ctx, "", "a")
+			if err == nil && in.ProviderID == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("providerID of a = %+v %v, want %s", in, err, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitProviderID("terraform://local/a")
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(orig), "terraform://local/", "terraform://v2/")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitProviderID("terraform://v2/a")
+	if err := os.WriteFile(file, []byte("instance \"broken\" {\n  match = \n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitProviderID("terraform://v2/a") // the invalid edit changed nothing
 }
