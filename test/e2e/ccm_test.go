@@ -54,15 +54,21 @@ func TestCCMLeaderElectionAndHealthz(t *testing.T) {
 		t.Errorf("anonymous /metrics: got %d, want 401/403", code)
 	}
 	// An authorized client (the admin certificate, via delegated authn/z)
-	// gets the metrics, including the leader-election gauge.
+	// gets the metrics, including the leader-election gauge. The client CA
+	// comes from kube-system/extension-apiserver-authentication, loaded
+	// asynchronously: until then the certificate is not checked and the
+	// request is anonymous (403).
 	cert, key := cluster.AdminCert()
-	code, body, err := ccm.Get("/metrics", cert, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 200 || !strings.Contains(body, "leader_election_master_status") {
-		t.Errorf("authorized /metrics: %d, leader_election_master_status present: %v", code, strings.Contains(body, "leader_election_master_status"))
-	}
+	eventually(t, 30*time.Second, "authorized /metrics", func(context.Context) error {
+		code, body, err := ccm.Get("/metrics", cert, key)
+		if err != nil {
+			return err
+		}
+		if code != 200 || !strings.Contains(body, "leader_election_master_status") {
+			return fmt.Errorf("%d, leader_election_master_status present: %v", code, strings.Contains(body, "leader_election_master_status"))
+		}
+		return nil
+	})
 }
 
 // TestCCMBrokenConfigExits checks that a mistake in the cloud config stops
