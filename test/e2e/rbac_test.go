@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -68,7 +69,23 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeFile(t, dir, "cloud.hcl", fmt.Sprintf("cluster_name = \"rbac\"\nwork_dir = %q\nterraform {\n  binary = %q\n}\n", filepath.Join(dir, "work"), tofuBinary(t)))
+	cfg, _ := writeCloudConfig(t, dir, "")
+
+	// The apiserver's RBAC authorizer learns new bindings from its informers
+	// a moment later: wait until the ServiceAccount's grants are visible, so
+	// a "forbidden" below means a missing grant, not a race.
+	saConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(saConfig)
+	eventually(t, 30*time.Second, "ServiceAccount grants visible", func(ctx context.Context) error {
+		if _, err := sa.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		_, err := sa.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		return err
+	})
 
 	ccm := startCCMWithKubeconfig(t, kubeconfig, cfg)
 	eventually(t, time.Minute, "leader Lease taken by the ServiceAccount", func(ctx context.Context) error {
