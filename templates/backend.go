@@ -80,9 +80,17 @@ var keyedBackends = map[string]keyedBackend{
 	}},
 }
 
-// KeyedBackends lists the backend types whose per-workspace attribute tfccm
-// sets (for documentation).
-func KeyedBackends() []string { return sortedKeys(keyedBackends) }
+// Backend renders only the backend of workspace name: the generated
+// backend file, the effective backend settings and the Terraform workspace
+// to select, exactly as a full render would. It lets a workspace whose
+// inputs no longer render still be found and destroyed.
+func Backend(cfg *config.Config, name string) (*Workspace, error) {
+	ws := newWorkspace(name)
+	if err := ws.addBackend(cfg); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
 
 // addBackend renders tfccm_backend.tf from the cloud config's backend.
 func (w *Workspace) addBackend(cfg *config.Config) error {

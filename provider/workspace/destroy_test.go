@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -46,5 +47,29 @@ resource "terraform_data" "x" {
 	}
 	if _, err := os.Stat(e.Dir("bad")); !os.IsNotExist(err) {
 		t.Errorf("workspace dir left: %v", err)
+	}
+}
+
+// TestWrittenReturnsTheAppliedFiles: the files the engine wrote (not tofu's
+// own) come back with their modes, so a workspace can be destroyed after
+// its inputs stopped rendering.
+func TestWrittenReturnsTheAppliedFiles(t *testing.T) {
+	e := newTestEngine(t, Options{})
+	spec := testSpec("written", 3, 0)
+	spec.Files["hook.sh"] = []byte("#!/bin/sh\n")
+	spec.Modes = map[string]os.FileMode{"hook.sh": 0o755}
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+	got, err := e.Written("written")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ContentHash() != spec.ContentHash() {
+		t.Errorf("written files differ from the applied spec: %v", got.fileList())
+	}
+	if _, err := e.Written("never-applied"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown workspace: %v", err)
 	}
 }
