@@ -16,24 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/provider/config"
 	"github.com/tfccm/tfccm/state"
 )
-
-func tofuPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TFCCM_TOFU"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../bin/tofu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("OpenTofu not found at %s (run make tools or set TFCCM_TOFU): %v", p, err)
-	}
-	return p
-}
 
 // testInfra is a real OpenTofu working directory whose state has the
 // local cloud's node shape (state/testdata/infra).
@@ -53,7 +39,7 @@ func newTestInfra(t *testing.T) *testInfra {
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tf, err := tfexec.NewTerraform(dir, tofuPath(t))
+	tf, err := tfexec.NewTerraform(dir, repo.Tofu(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +87,7 @@ load_balancer { enabled = false }
 instances {
 %s
 }
-`, dir, tofuPath(t), instancesBlock)
+`, dir, repo.Tofu(t), instancesBlock)
 	if inf != nil {
 		src = strings.Replace(src, "STATEFILE", filepath.Join(inf.dir, "terraform.tfstate"), 1)
 	}
@@ -292,7 +278,7 @@ instances {
   mapping = "bad.hcl"
   source "infra" { state_file = "x.tfstate" }
 }
-`, dir, tofuPath(t))), filepath.Join(dir, "cloud.conf"))
+`, dir, repo.Tofu(t))), filepath.Join(dir, "cloud.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

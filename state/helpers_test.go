@@ -12,28 +12,13 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/provider/config"
 	"github.com/tfccm/tfccm/state/mapping"
 )
 
-// tofuBinary is the pinned OpenTofu (make tools), or $TFCCM_TOFU.
-func tofuBinary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("TFCCM_TOFU"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../bin/tofu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("OpenTofu not found at %s (run make tools or set TFCCM_TOFU): %v", p, err)
-	}
-	return p
-}
-
 func tfConfig(t testing.TB) *config.Terraform {
-	return &config.Terraform{Binary: tofuBinary(t), Timeout: time.Minute}
+	return &config.Terraform{Binary: repo.Tofu(t), Timeout: time.Minute}
 }
 
 // node is one node of the test infra (testdata/infra).
@@ -64,7 +49,7 @@ func newInfra(t testing.TB) *infra {
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tf, err := tfexec.NewTerraform(dir, tofuBinary(t))
+	tf, err := tfexec.NewTerraform(dir, repo.Tofu(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,26 +12,16 @@ import (
 
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	corev1 "k8s.io/api/core/v1"
-)
 
-// tofuBinary is the pinned OpenTofu built by `make tools`.
-func tofuBinary(t *testing.T) string {
-	p, err := filepath.Abs("../bin/tofu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("OpenTofu not built (%v): run make tools", err)
-	}
-	return p
-}
+	"github.com/tfccm/tfccm/internal/repo"
+)
 
 // TestTofuRoundTrip renders hostile values, applies the workspace with the
 // real OpenTofu and checks that the template saw exactly the values tfccm
 // wrote: OpenTofu parses the tfvars with the same semantics as the test's
 // own checks, and no template sequence was evaluated.
 func TestTofuRoundTrip(t *testing.T) {
-	tofu := tofuBinary(t)
+	tofu := repo.Tofu(t)
 	set := fullSet(t)
 	work := t.TempDir()
 	cfg := testConfig(t, `

@@ -10,19 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // applyInfra applies testdata/infra with the real OpenTofu and returns the
 // working directory (its state is what tfccm reads).
 func applyInfra(t *testing.T) (dir, tofu string) {
 	t.Helper()
-	tofu, err := filepath.Abs("../../bin/tofu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(tofu); err != nil {
-		t.Fatalf("OpenTofu not found (run make tools): %v", err)
-	}
+	tofu = repo.Tofu(t)
 	dir = t.TempDir()
 	src, err := os.ReadFile("testdata/infra/main.tf")
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
@@ -47,7 +48,7 @@ func main() {
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
 func run(work, prefix string, once bool) (err error) {
-	root, err := devcluster.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // BenchmarkEngineVsRawTofu compares the engine's plan+apply of a changed
@@ -17,7 +19,7 @@ import (
 //
 //	go test -run '^$' -bench EngineVsRawTofu ./provider/workspace/
 func BenchmarkEngineVsRawTofu(b *testing.B) {
-	tofu := tofuBinary(b)
+	tofu := repo.Tofu(b)
 	e := newTestEngine(b, Options{Binary: tofu})
 	rawDir := filepath.Join(b.TempDir(), "raw")
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // crashHelperEnv makes the test binary act as a controller that applies
@@ -57,7 +59,7 @@ func killMidApply(t *testing.T, work, kubeconfig string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"="+work, "TFCCM_TOFU="+tofuBinary(t), "TFCCM_KUBECONFIG="+kubeconfig)
+	cmd.Env = append(os.Environ(), crashHelperEnv+"="+work, "TFCCM_TOFU="+repo.Tofu(t), "TFCCM_KUBECONFIG="+kubeconfig)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -137,7 +139,7 @@ func TestLockHeldByOtherIsReportedNotStolen(t *testing.T) {
 	if err := os.WriteFile(hold, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	other := exec.Command(tofuBinary(t), "apply", "-no-color", "-input=false", "-auto-approve", "-var", "n=42")
+	other := exec.Command(repo.Tofu(t), "apply", "-no-color", "-input=false", "-auto-approve", "-var", "n=42")
 	other.Dir = e.Dir("locked")
 	other.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	var otherOut strings.Builder

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // TestReconcileRepairsDrift: a resource removed behind tofu's back (here
@@ -63,7 +65,7 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	mu.Lock()
 	results = nil
 	mu.Unlock()
-	rm := exec.Command(tofuBinary(t), "state", "rm", "terraform_data.b")
+	rm := exec.Command(repo.Tofu(t), "state", "rm", "terraform_data.b")
 	rm.Dir = e.Dir("drift")
 	rm.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
 	if out, err := rm.CombinedOutput(); err != nil {
@@ -73,7 +75,7 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	if r := last(); !r.Changed || r.Err != nil {
 		t.Fatalf("drift not repaired: %+v", r)
 	}
-	list := exec.Command(tofuBinary(t), "state", "list")
+	list := exec.Command(repo.Tofu(t), "state", "list")
 	list.Dir = e.Dir("drift")
 	list.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
 	out, err := list.CombinedOutput()

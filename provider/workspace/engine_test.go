@@ -16,20 +16,9 @@ import (
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
-)
 
-// tofuBinary is the real OpenTofu the repo's `make tools` builds.
-func tofuBinary(t testing.TB) string {
-	t.Helper()
-	p, err := filepath.Abs("../../bin/tofu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("OpenTofu not found (run make tools): %v", err)
-	}
-	return p
-}
+	"github.com/tfccm/tfccm/internal/repo"
+)
 
 // countingBinary writes a wrapper that logs each tofu subcommand to a file
 // and then execs the real tofu; it returns the wrapper and a counter.
@@ -37,7 +26,7 @@ func countingBinary(t testing.TB) (string, func() []string) {
 	t.Helper()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "calls.log")
-	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> '%s'\nexec '%s' \"$@\"\n", log, tofuBinary(t))
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> '%s'\nexec '%s' \"$@\"\n", log, repo.Tofu(t))
 	bin := filepath.Join(dir, "tofu-wrapper")
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -123,7 +112,7 @@ func testSpec(name string, n, sleep int) Spec {
 func newTestEngine(t testing.TB, opts Options) *Engine {
 	t.Helper()
 	if opts.Binary == "" {
-		opts.Binary = tofuBinary(t)
+		opts.Binary = repo.Tofu(t)
 	}
 	if opts.WorkDir == "" {
 		opts.WorkDir = t.TempDir()
@@ -471,7 +460,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	if len(entries) != 0 {
 		t.Fatalf("bad input wrote %v", entries)
 	}
-	if _, err := New(Options{Binary: tofuBinary(t), WorkDir: work, Env: map[string]string{"TF_VAR_x": "1"}}); err == nil {
+	if _, err := New(Options{Binary: repo.Tofu(t), WorkDir: work, Env: map[string]string{"TF_VAR_x": "1"}}); err == nil {
 		t.Fatal("New accepted TF_VAR_ in env")
 	}
 	if _, err := New(Options{Binary: filepath.Join(work, "missing"), WorkDir: work}); err == nil {
@@ -496,7 +485,7 @@ func TestTimeoutInterruptsTofu(t *testing.T) {
 		t.Fatalf("timeout took %s", d)
 	}
 	// SIGINT let tofu release its lock and write state: a manual plan works.
-	cmd := exec.Command(tofuBinary(t), "plan", "-no-color", "-input=false", "-lock-timeout=0s")
+	cmd := exec.Command(repo.Tofu(t), "plan", "-no-color", "-input=false", "-lock-timeout=0s")
 	cmd.Dir = e.Dir("slow")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // Options configures Start. Zero values pick defaults.
@@ -315,28 +317,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// RepoRoot finds the directory holding tfccm's go.mod, walking up from the
-// working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/tfccm/tfccm\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("devcluster: not inside the tfccm repository")
-		}
-		dir = parent
-	}
-}
-
 func binaries(opts Options) (apiserver, etcd string, err error) {
-	root, rootErr := RepoRoot()
+	root, rootErr := repo.Root()
 	apiserver = opts.APIServer
 	if apiserver == "" {
 		if rootErr != nil {

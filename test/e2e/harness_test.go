@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 )
 
@@ -29,7 +30,7 @@ var (
 // repoRoot is the repository root (tests run in test/e2e).
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := devcluster.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,16 +58,6 @@ func ccmBinary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return ccmPath
-}
-
-// tofuBinary is the pinned OpenTofu from `make tools`.
-func tofuBinary(t testing.TB) string {
-	t.Helper()
-	p := filepath.Join(repoRoot(t), "bin", "tofu")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("OpenTofu not found at %s: run `make tools`", p)
-	}
-	return p
 }
 
 // CCM is a running terraform-cloud-controller-manager process.
@@ -237,7 +228,7 @@ func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string
 	for _, l := range terraformLines {
 		tf.WriteString("  " + l + "\n")
 	}
-	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n%s}\n%s", workDir, tofuBinary(t), tf.String(), blocks)
+	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n%s}\n%s", workDir, repo.Tofu(t), tf.String(), blocks)
 	return writeFile(t, dir, "cloud.hcl", src), workDir
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // NodeSpec describes one node (VM) of the local cloud.
@@ -174,8 +175,15 @@ func newCloud(opts Options) (*Cloud, error) {
 	if c.StateDir == "" {
 		c.StateDir = "/run/" + opts.Prefix
 	}
-	c.RepoRoot, _ = FindRepoRoot()
-	c.Tofu = findTofu(opts.Tofu, c.RepoRoot)
+	c.RepoRoot, _ = repo.Root()
+	c.Tofu = opts.Tofu
+	if c.Tofu == "" {
+		if p, err := repo.TofuPath(); err == nil {
+			c.Tofu = p
+		} else {
+			c.Tofu = "tofu"
+		}
+	}
 	for _, n := range opts.Nodes {
 		if err := c.addSpec(n); err != nil {
 			return nil, err

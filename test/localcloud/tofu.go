@@ -61,42 +61,6 @@ func tail(s string, n int) string {
 	return "..." + s[len(s)-n:]
 }
 
-// FindRepoRoot walks up from the working directory to the go.mod of
-// github.com/tfccm/tfccm.
-func FindRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/tfccm/tfccm\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of github.com/tfccm/tfccm above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func findTofu(explicit, repo string) string {
-	if explicit != "" {
-		return explicit
-	}
-	if env := os.Getenv("TFCCM_TOFU"); env != "" {
-		return env
-	}
-	if repo != "" {
-		p := filepath.Join(repo, "bin", "tofu")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "tofu"
-}
-
 // CopyModule copies the regular files of a Terraform module directory
 // (*.tf, *.sh, ...; not .terraform or state) into dst.
 func CopyModule(src, dst string) error { return copyModule(src, dst) }
