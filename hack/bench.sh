@@ -15,7 +15,7 @@ run() { # run PKG BENCH-REGEXP BENCHTIME
 	go test -run '^$' -bench "$2" -benchtime "$3" -benchmem -count=1 -timeout 30m "$1"
 }
 
-run ./provider/workspace/ 'EngineVsRawTofu' 30x
+run ./workspace/ 'EngineVsRawTofu' 30x
 if grep -qs '^func BenchmarkRoutes' provider/*_test.go; then
 	run ./provider/ 'Routes' 1x
 fi

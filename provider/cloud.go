@@ -1,5 +1,5 @@
 // Package provider implements k8s.io/cloud-provider's interfaces for tfccm as
-// a thin adapter over the templates, provider/workspace and state packages.
+// a thin adapter over the templates, workspace and state packages.
 // It holds no Terraform or HCL logic of its own: one file per facet
 // (loadbalancer.go, routes.go, instances.go, zones.go).
 package provider
@@ -19,8 +19,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/provider/config"
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 

@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/state"
 )
 

@@ -17,7 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/state"
 )
 

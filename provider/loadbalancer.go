@@ -14,7 +14,7 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 
@@ -38,7 +38,7 @@ const (
 const inFlightRetry = 2 * time.Second
 
 // loadBalancers adapts cloudprovider.LoadBalancer to templates (render) and
-// provider/workspace (plan/apply/destroy). It never runs tofu itself and
+// workspace (plan/apply/destroy). It never runs tofu itself and
 // never blocks on it: work in flight answers api.RetryError.
 type loadBalancers struct {
 	c *Cloud

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 func TestIngressStatus(t *testing.T) {

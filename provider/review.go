@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 

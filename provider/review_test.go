@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 func TestPlanData(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/tfccm/tfccm/provider/config"
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 

@@ -20,7 +20,7 @@ import (
 	_ "k8s.io/controller-manager/pkg/features/register" // the route controller reads its feature gates
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 )
 
 // BenchmarkRoutesInitialSync1000Nodes runs the real route controller

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/tfccm/tfccm/provider/config"
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 

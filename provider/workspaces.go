@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tfccm/tfccm/provider/workspace"
+	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
 )
 

@@ -14,7 +14,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/internal/tfenv"
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 )
 
 // Source reads one Terraform state. Read is never called concurrently for

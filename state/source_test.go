@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 )
 
 // TestTofuSources reads real OpenTofu state both ways (working directory

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/state/mapping"
 )
 

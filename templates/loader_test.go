@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 )
 
 // configMapDir mimics the kubelet's atomic writer for a ConfigMap volume:

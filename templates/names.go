@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider/config"
+	"github.com/tfccm/tfccm/config"
 )
 
 // maxLBName is the longest load balancer name tfccm generates or accepts.

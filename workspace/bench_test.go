@@ -17,7 +17,7 @@ import (
 // plan` processes, alternated in one run. It reports ns/op of each and
 // their ratio (engine/raw; goal <= 1.2).
 //
-//	go test -run '^$' -bench EngineVsRawTofu ./provider/workspace/
+//	go test -run '^$' -bench EngineVsRawTofu ./workspace/
 func BenchmarkEngineVsRawTofu(b *testing.B) {
 	tofu := repo.Tofu(b)
 	e := newTestEngine(b, Options{Binary: tofu})
