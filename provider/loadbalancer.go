@@ -176,7 +176,7 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
 	}
 	l.remember(ws.Name, svc)
-	st, err := l.c.engine.Apply(specOf(l.c, ws))
+	st, err := l.c.engine.Apply(*ws)
 	if err != nil {
 		l.c.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
 		return st, fmt.Errorf("submit load balancer %s: %w", ws.Name, err)
@@ -190,7 +190,7 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 func (l *loadBalancers) destroySpec(svc *corev1.Service, name string) (workspace.Spec, error) {
 	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nil)
 	if err == nil {
-		return specOf(l.c, ws), nil
+		return *ws, nil
 	}
 	klog.InfoS("Service no longer renders; destroying the workspace as last written", "service", klog.KObj(svc), "workspace", name, "renderError", err)
 	spec, derr := specFromDir(l.c, name)

@@ -89,7 +89,7 @@ func newRoutes(c *Cloud) *routes {
 		if err != nil {
 			return fmt.Errorf("render routes: %w", err)
 		}
-		spec := specOf(c, ws)
+		spec := *ws
 		if _, err := c.engine.Apply(spec); err != nil {
 			return fmt.Errorf("submit routes: %w", err)
 		}

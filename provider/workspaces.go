@@ -4,22 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
-
-// specOf turns a rendered workspace into the engine's unit of work.
-func specOf(c *Cloud, ws *templates.Workspace) workspace.Spec {
-	return workspace.Spec{
-		Name:           ws.Name,
-		Files:          ws.Files,
-		Modes:          ws.Modes,
-		Hash:           ws.Hash,
-		Backend:        workspace.BackendInfo{Type: ws.BackendType, Attributes: ws.BackendAttributes},
-		StateWorkspace: ws.StateWorkspace,
-		BackendConfig:  ws.BackendConfig,
-	}
-}
 
 // workspaceDirExists reports whether the engine has a directory for name.
 func (c *Cloud) workspaceDirExists(name string) bool {
@@ -39,8 +26,7 @@ func specFromDir(c *Cloud, name string) (workspace.Spec, error) {
 	if err != nil {
 		return workspace.Spec{}, fmt.Errorf("workspace %s: %w", name, err)
 	}
-	spec.Backend = workspace.BackendInfo{Type: b.BackendType, Attributes: b.BackendAttributes}
-	spec.StateWorkspace, spec.BackendConfig = b.StateWorkspace, b.BackendConfig
+	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
 	spec.Hash = spec.ContentHash()
 	return spec, nil
 }

@@ -17,10 +17,10 @@ func TestBackendMatchesRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b.Files[BackendFile], ws.Files[BackendFile]) || b.StateWorkspace != ws.StateWorkspace || b.BackendType != "kubernetes" {
+	if !bytes.Equal(b.Files[BackendFile], ws.Files[BackendFile]) || b.StateWorkspace != ws.StateWorkspace || b.Backend.Type != "kubernetes" {
 		t.Errorf("backend of %s:\n%s\nrender:\n%s", ws.Name, b.Files[BackendFile], ws.Files[BackendFile])
 	}
-	if got := b.BackendAttributes["secret_suffix"].AsString(); got != ws.Name {
+	if got := b.Backend.Attributes["secret_suffix"].AsString(); got != ws.Name {
 		t.Errorf("secret_suffix = %q, want %q", got, ws.Name)
 	}
 }

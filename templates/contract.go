@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // Kind is what a module is for.
@@ -23,7 +25,7 @@ const InstancesFile = "instances.hcl"
 const (
 	TfvarsFile   = "tfccm.auto.tfvars"
 	BackendFile  = "tfccm_backend.tf"
-	ManifestFile = ".tfccm-files"
+	ManifestFile = workspace.ManifestFile // written by workspace.Spec.WriteDir
 )
 
 // SettingsVar is the template-defined input of cluster settings.

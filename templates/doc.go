@@ -15,5 +15,5 @@
 // Rendering is pure: RenderLoadBalancer and RenderRoutes turn Kubernetes
 // objects into a Workspace (module files, a tfccm.auto.tfvars written with
 // hclwrite, a generated backend block) whose Hash is the engine's no-op key.
-// The controller and `tfccm render` share this code path and Workspace.WriteDir.
+// The controller and `tfccm render` share this code path and workspace.Spec.WriteDir.
 package templates

@@ -169,7 +169,7 @@ func FuzzRenderLoadBalancer(f *testing.F) {
 		s.Spec.Ports = []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: int32(port), NodePort: int32(nodePort)}}
 		nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{labelKey: labelVal}},
 			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: labelVal}}}}}
-		ws, err := set.RenderLoadBalancer(cfg, s, nodes)
+		ws, err := set.renderLoadBalancer(cfg, s, nodes)
 		if err != nil {
 			if strings.HasPrefix(annKey, "tfccm.io/") {
 				return // our own annotations are validated; rejecting is correct
@@ -234,7 +234,7 @@ func FuzzRenderRoutes(f *testing.F) {
 		}
 		routes := []Route{{Name: RouteName(nodeName, cidr), DestinationCIDR: cidr, TargetNode: nodeName,
 			TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}}}}
-		ws, err := set.RenderRoutes(cfg, routes)
+		ws, err := set.renderRoutes(cfg, routes)
 		if err != nil {
 			if strings.Contains(err.Error(), "is not a CIDR") || strings.Contains(err.Error(), "no target node") {
 				return

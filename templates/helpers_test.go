@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -98,11 +99,11 @@ func testNodes() []*corev1.Node {
 
 // summary is the golden form of a workspace: metadata, file list with modes,
 // and the full text of the generated files.
-func summary(ws *Workspace) []byte { return summarize(ws, true) }
+func summary(ws *workspace.Spec) []byte { return summarize(ws, true) }
 
 // summarize with full=false leaves out the hash and module file sizes: for
 // the built-in set, whose module files other people edit.
-func summarize(ws *Workspace, full bool) []byte {
+func summarize(ws *workspace.Spec, full bool) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "workspace: %s\nmodule: %s\nstate_workspace: %s\n", ws.Name, ws.Module, ws.StateWorkspace)
 	if full {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tfccm/tfccm/workspace"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -303,15 +304,15 @@ func TestWriteDir(t *testing.T) {
 	if err := ws.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadDir(dir)
+	got, err := workspace.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(ws.Files) {
-		t.Fatalf("read back %d files, want %d", len(got), len(ws.Files))
+	if len(got.Files) != len(ws.Files) {
+		t.Fatalf("read back %d files, want %d", len(got.Files), len(ws.Files))
 	}
 	for p, data := range ws.Files {
-		if string(got[p]) != string(data) {
+		if string(got.Files[p]) != string(data) {
 			t.Errorf("%s differs", p)
 		}
 		st, err := os.Stat(dir + "/" + p)
@@ -328,7 +329,7 @@ func TestWriteDir(t *testing.T) {
 	if ws.Modes["scripts/hook.sh"] != 0o755 {
 		t.Errorf("hook.sh mode %o", ws.Modes["scripts/hook.sh"])
 	}
-	bad := &Workspace{Name: "x", Files: map[string][]byte{"../escape": nil}, Modes: map[string]os.FileMode{}}
+	bad := &workspace.Spec{Name: "x", Files: map[string][]byte{"../escape": nil}, Modes: map[string]os.FileMode{}}
 	if err := bad.WriteDir(dir); err == nil {
 		t.Error("path escaping the dir accepted")
 	}
@@ -362,12 +363,12 @@ func TestBackendAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws.BackendType != "kubernetes" || ws.BackendAttributes["secret_suffix"].AsString() != ws.Name ||
-		ws.BackendAttributes["namespace"].AsString() != "kube-system" {
-		t.Fatalf("backend %s %#v", ws.BackendType, ws.BackendAttributes)
+	if ws.Backend.Type != "kubernetes" || ws.Backend.Attributes["secret_suffix"].AsString() != ws.Name ||
+		ws.Backend.Attributes["namespace"].AsString() != "kube-system" {
+		t.Fatalf("backend %s %#v", ws.Backend.Type, ws.Backend.Attributes)
 	}
 	// Secrets stay out of the files but reach the engine.
-	if ws.BackendConfig["token"] != "s3cr3t" || ws.BackendAttributes["token"].AsString() != "s3cr3t" ||
+	if ws.BackendConfig["token"] != "s3cr3t" || ws.Backend.Attributes["token"].AsString() != "s3cr3t" ||
 		strings.Contains(string(ws.Files[BackendFile]), "s3cr3t") {
 		t.Fatal("secret attribute handling")
 	}

@@ -67,7 +67,7 @@ func TestWrittenReturnsTheAppliedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.ContentHash() != spec.ContentHash() {
-		t.Errorf("written files differ from the applied spec: %v", got.fileList())
+		t.Errorf("written files differ from the applied spec: %v", got.Paths())
 	}
 	if _, err := e.Written("never-applied"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown workspace: %v", err)

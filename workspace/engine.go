@@ -259,32 +259,16 @@ func (e *Engine) Outputs(name string) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-// Written returns the files the engine last wrote into workspace name (its
-// record lists them) with their modes on disk. Backend, StateWorkspace and
-// BackendConfig are left for the caller to fill in.
+// Written returns the files the engine last wrote into workspace name
+// (its manifest lists them) with their modes on disk. Backend,
+// StateWorkspace and BackendConfig are left for the caller to fill in.
 func (e *Engine) Written(name string) (Spec, error) {
 	if !validName(name) {
 		return Spec{}, fmt.Errorf("workspace name %q is not valid", name)
 	}
-	e.mu.Lock()
-	files := append([]string(nil), e.entry(name).rec.Files...)
-	e.mu.Unlock()
-	if len(files) == 0 {
-		return Spec{}, fmt.Errorf("workspace %s: %w", name, ErrNotFound)
-	}
-	dir := e.Dir(name)
-	spec := Spec{Name: name, Files: make(map[string][]byte, len(files)), Modes: make(map[string]os.FileMode, len(files))}
-	for _, p := range files {
-		path := filepath.Join(dir, filepath.FromSlash(p))
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return Spec{}, fmt.Errorf("workspace %s: %w", name, err)
-		}
-		st, err := os.Stat(path)
-		if err != nil {
-			return Spec{}, fmt.Errorf("workspace %s: %w", name, err)
-		}
-		spec.Files[p], spec.Modes[p] = b, st.Mode().Perm()
+	spec, err := ReadDir(e.Dir(name))
+	if err != nil {
+		return Spec{}, fmt.Errorf("workspace %s: %w", name, err)
 	}
 	return spec, nil
 }

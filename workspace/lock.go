@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // lockInfo is the state lock tofu reports when it cannot acquire it.
@@ -98,7 +100,7 @@ func writeClaim(dir string, c claim) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(claimPath(dir), b, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(claimPath(dir), b, 0o600); err != nil {
 		return fmt.Errorf("write claim: %w", err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // record is what the engine persists in a workspace's .tfccm directory so
@@ -23,8 +25,6 @@ type record struct {
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 	// InitHash is the init-relevant hash tofu init last succeeded with.
 	InitHash string `json:"init_hash,omitempty"`
-	// Files are the paths the engine wrote, to remove stale ones.
-	Files []string `json:"files,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, metaDir, "applied.json") }
@@ -53,7 +53,7 @@ func writeRecord(dir string, r record) error {
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
 		return fmt.Errorf("write applied record: %w", err)
 	}
-	if err := writeFileAtomic(recordPath(dir), b, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(recordPath(dir), b, 0o600); err != nil {
 		return fmt.Errorf("write applied record: %w", err)
 	}
 	return nil

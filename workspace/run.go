@@ -47,10 +47,12 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 
 	// The previous incarnation's claim must be read before ours replaces it.
 	oldClaim, hadClaim := readClaim(dir)
-	if err := spec.writeDir(dir, rec.Files); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
+		return fail("write", &Error{Op: "write", Summary: err.Error()})
+	}
+	if err := spec.WriteDir(dir); err != nil {
 		return fail("write", &Error{Op: "write", Summary: scrub.scrub(err.Error())})
 	}
-	out.rec.Files = spec.fileList()
 	if err := writeRecord(dir, out.rec); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}

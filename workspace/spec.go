@@ -20,18 +20,25 @@ import (
 // Spec is the desired content of one workspace.
 type Spec struct {
 	// Name is the workspace directory name: 1-128 characters of
-	// [a-z0-9._-], starting with a letter or digit.
+	// [a-z0-9._-], starting with a letter or digit: "lb-<cluster>-<uid
+	// hash>" or "routes". It is also the state key.
 	Name string
+	// Module is the template module the workspace was rendered from
+	// ("loadbalancer", "loadbalancer.<variant>", "routes"); informational,
+	// not part of the hash.
+	Module string
 	// Files maps slash-separated relative paths to their content: module
 	// .tf files, scripts, tfccm.auto.tfvars and the generated backend file.
 	Files map[string][]byte
 	// Modes gives file modes for files that need one (scripts: 0o755).
 	// Files not listed get 0o644.
 	Modes map[string]fs.FileMode
-	// Hash is the content hash of everything above; when empty the engine
-	// computes it (ContentHash).
+	// Hash is the content hash (ContentHash): the engine's no-op key. When
+	// empty the engine computes it.
 	Hash string
-	// Backend describes the state backend the backend file configures.
+	// Backend describes the state backend the backend file configures,
+	// secret settings included: the engine needs them to find and remove
+	// state. Never log it.
 	Backend BackendInfo
 	// StateWorkspace is the Terraform workspace to select after init, for
 	// backends without a per-workspace key attribute; "" or "default"
@@ -63,9 +70,14 @@ type BackendInfo struct {
 // metaDir holds the engine's own files inside a workspace directory.
 const metaDir = ".tfccm"
 
+// ManifestFile lists, one per line, the files WriteDir wrote into a
+// workspace directory, so that the next WriteDir removes the ones a newer
+// spec no longer has.
+const ManifestFile = ".tfccm-files"
+
 // reserved are names in a workspace directory that belong to tofu or to the
 // engine and that a spec may not write.
-var reserved = []string{metaDir, ".terraform", ".terraform.lock.hcl", "terraform.tfstate", "terraform.tfstate.backup", ".terraform.tfstate.lock.info", "errored.tfstate", "terraform.tfstate.d"}
+var reserved = []string{metaDir, ManifestFile, ".terraform", ".terraform.lock.hcl", "terraform.tfstate", "terraform.tfstate.backup", ".terraform.tfstate.lock.info", "errored.tfstate", "terraform.tfstate.d"}
 
 // Validate checks the spec's name and file paths. A spec that fails it is
 // never written.
@@ -140,54 +152,54 @@ func validPath(p string) error {
 	return nil
 }
 
-// ContentHash is the hash of the files, their modes and the backend: the
-// value the engine compares with what was last applied.
+// ContentHash is the engine's no-op key: sha256 over the sorted file
+// paths, modes and contents and the Terraform workspace to select. Secret
+// backend settings are left out (a hash of them is never persisted); the
+// non-secret backend settings are in the generated backend file.
 func (s *Spec) ContentHash() string {
-	return hashFiles(s, func(string) bool { return true })
+	return hashFiles(s, func(string) bool { return true }, false)
 }
 
 // initHash covers what tofu init depends on: every file but the variable
-// inputs, and the backend.
+// inputs, the backend and its secret settings (a changed credential must
+// re-initialize).
 func (s *Spec) initHash() string {
-	return hashFiles(s, func(p string) bool { return !isVarFile(p) })
+	return hashFiles(s, func(p string) bool { return !isVarFile(p) }, true)
 }
 
 func isVarFile(p string) bool {
 	return strings.HasSuffix(p, ".tfvars") || strings.HasSuffix(p, ".tfvars.json")
 }
 
-func hashFiles(s *Spec, keep func(string) bool) string {
-	names := make([]string, 0, len(s.Files))
-	for p := range s.Files {
-		if keep(p) {
-			names = append(names, p)
-		}
-	}
-	sort.Strings(names)
+func hashFiles(s *Spec, keep func(string) bool, withBackend bool) string {
 	h := sha256.New()
-	for _, p := range names {
+	fmt.Fprintf(h, "tfccm workspace v2\nworkspace %q\n", s.StateWorkspace)
+	for _, p := range s.Paths() {
+		if !keep(p) {
+			continue
+		}
 		fmt.Fprintf(h, "file %q %o %d\n", p, s.mode(p), len(s.Files[p]))
 		h.Write(s.Files[p])
 	}
-	fmt.Fprintf(h, "backend %q\n", s.Backend.Type)
-	attrs := make([]string, 0, len(s.Backend.Attributes))
-	for k := range s.Backend.Attributes {
-		attrs = append(attrs, k)
-	}
-	sort.Strings(attrs)
-	for _, k := range attrs {
-		fmt.Fprintf(h, "attr %q %s\n", k, s.Backend.Attributes[k].GoString())
-	}
-	fmt.Fprintf(h, "workspace %q\n", s.StateWorkspace)
-	secret := make([]string, 0, len(s.BackendConfig))
-	for k := range s.BackendConfig {
-		secret = append(secret, k)
-	}
-	sort.Strings(secret)
-	for _, k := range secret {
-		fmt.Fprintf(h, "backend-config %q %q\n", k, s.BackendConfig[k])
+	if withBackend {
+		fmt.Fprintf(h, "backend %q\n", s.Backend.Type)
+		for _, k := range sortedKeys(s.Backend.Attributes) {
+			fmt.Fprintf(h, "attr %q %s\n", k, s.Backend.Attributes[k].GoString())
+		}
+		for _, k := range sortedKeys(s.BackendConfig) {
+			fmt.Fprintf(h, "backend-config %q %q\n", k, s.BackendConfig[k])
+		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (s *Spec) mode(p string) fs.FileMode {
@@ -197,45 +209,97 @@ func (s *Spec) mode(p string) fs.FileMode {
 	return 0o644
 }
 
-// writeDir writes the spec's files into dir and removes files an earlier
-// spec wrote that this one no longer has. Tofu's and the engine's own
-// files are left alone.
-func (s *Spec) writeDir(dir string, previous []string) error {
-	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
-		return fmt.Errorf("create workspace dir: %w", err)
+// Paths returns the spec's file paths in sorted order.
+func (s *Spec) Paths() []string { return sortedKeys(s.Files) }
+
+// WriteDir writes the spec's files into dir (created if missing), each
+// atomically, removes files an earlier WriteDir wrote (ManifestFile) that
+// this spec no longer has, and leaves everything else alone (.terraform/,
+// the lock file, plans, local state, the engine's .tfccm/). The engine and
+// `tfccm render` both write workspaces with it.
+func (s *Spec) WriteDir(dir string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("write workspace: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write workspace %s: %w", s.Name, err)
+	}
+	previous, err := readManifest(dir)
+	if err != nil {
+		return fmt.Errorf("write workspace %s: %w", s.Name, err)
 	}
 	for _, p := range previous {
-		if _, keep := s.Files[p]; keep || validPath(p) != nil {
+		if _, keep := s.Files[p]; keep {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove stale file %s: %w", p, err)
+			return fmt.Errorf("write workspace %s: remove stale %s: %w", s.Name, p, err)
+		}
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if os.Remove(filepath.Join(dir, filepath.FromSlash(d))) != nil {
+				break // not empty
+			}
 		}
 	}
-	for p, content := range s.Files {
+	paths := s.Paths()
+	for _, p := range paths {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
+			return fmt.Errorf("write workspace %s: %w", s.Name, err)
 		}
-		if err := writeFileAtomic(full, content, s.mode(p)); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
+		if err := fsutil.WriteFileAtomic(full, s.Files[p], s.mode(p)); err != nil {
+			return fmt.Errorf("write workspace %s: %w", s.Name, err)
 		}
+	}
+	manifest := strings.Join(paths, "\n") + "\n"
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, ManifestFile), []byte(manifest), 0o644); err != nil {
+		return fmt.Errorf("write workspace %s: %w", s.Name, err)
 	}
 	return nil
 }
 
-// fileList is the sorted list of the spec's file paths.
-func (s *Spec) fileList() []string {
-	names := make([]string, 0, len(s.Files))
-	for p := range s.Files {
-		names = append(names, p)
+// readManifest returns the valid paths listed in dir's manifest; none when
+// there is no manifest yet.
+func readManifest(dir string) ([]string, error) {
+	m, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	sort.Strings(names)
-	return names
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range strings.Split(strings.TrimSpace(string(m)), "\n") {
+		if validPath(p) == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
-// writeFileAtomic writes a file so that a crash never leaves it half
-// written; unchanged files are not rewritten.
-func writeFileAtomic(name string, content []byte, mode fs.FileMode) error {
-	return fsutil.WriteFileAtomic(name, content, mode)
+// ReadDir reads back the files WriteDir last wrote into dir, with their
+// modes on disk. Name is dir's base name; the backend is left for the
+// caller to fill in.
+func ReadDir(dir string) (Spec, error) {
+	paths, err := readManifest(dir)
+	if err != nil {
+		return Spec{}, fmt.Errorf("read workspace %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		return Spec{}, fmt.Errorf("read workspace %s: %w", dir, ErrNotFound)
+	}
+	spec := Spec{Name: filepath.Base(dir), Files: make(map[string][]byte, len(paths)), Modes: make(map[string]fs.FileMode, len(paths))}
+	for _, p := range paths {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		b, err := os.ReadFile(full)
+		if err != nil {
+			return Spec{}, fmt.Errorf("read workspace %s: %w", dir, err)
+		}
+		st, err := os.Stat(full)
+		if err != nil {
+			return Spec{}, fmt.Errorf("read workspace %s: %w", dir, err)
+		}
+		spec.Files[p], spec.Modes[p] = b, st.Mode().Perm()
+	}
+	return spec, nil
 }

@@ -5,7 +5,7 @@
 //	tfccm validate [--kind loadbalancer|routes] DIR...
 //
 // render writes exactly the workspace the controller would apply (same
-// templates.Loader, same Render function, same Workspace.WriteDir), ready
+// templates.Loader, same Render function, same workspace.Spec.WriteDir), ready
 // for `tofu init && tofu plan`. validate checks template sets or modules
 // against the template contract and prints file:line diagnostics.
 package main

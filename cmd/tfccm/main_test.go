@@ -10,6 +10,7 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // writeConfig writes a cloud config using the testdata template set of
@@ -75,10 +76,10 @@ func TestRenderMatchesController(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		render func(*config.Config, *templates.Set) (*templates.Workspace, error)
+		render func(*config.Config, *templates.Set) (*workspace.Spec, error)
 	}{
 		{"loadbalancer", []string{"--service", "testdata/svc.yaml", "--nodes", "testdata/nodes.yaml"},
-			func(cfg *config.Config, s *templates.Set) (*templates.Workspace, error) {
+			func(cfg *config.Config, s *templates.Set) (*workspace.Spec, error) {
 				svc, err := readService("testdata/svc.yaml")
 				if err != nil {
 					return nil, err
@@ -90,7 +91,7 @@ func TestRenderMatchesController(t *testing.T) {
 				return s.RenderLoadBalancer(cfg, svc, nodes)
 			}},
 		{"routes", []string{"--routes", "--nodes", "testdata/nodes-multi.yaml"},
-			func(cfg *config.Config, s *templates.Set) (*templates.Workspace, error) {
+			func(cfg *config.Config, s *templates.Set) (*workspace.Spec, error) {
 				nodes, err := readNodes("testdata/nodes.yaml")
 				if err != nil {
 					return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 func runRender(args []string, stdout, stderr io.Writer) int {
@@ -71,7 +72,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 
 // render loads everything exactly as the controller does and renders the
 // workspace; nothing is written.
-func render(cfgPath, svcPath, nodesPath string, routes bool) (*templates.Workspace, error) {
+func render(cfgPath, svcPath, nodesPath string, routes bool) (*workspace.Spec, error) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, err
