@@ -20,8 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // ProviderName is the name registered with k8s.io/cloud-provider.

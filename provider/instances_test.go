@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/state"
 )
 

@@ -14,8 +14,8 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // Review mode (terraform { review = true }) in Kubernetes terms:

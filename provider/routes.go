@@ -22,8 +22,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 var (

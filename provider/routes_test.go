@@ -20,8 +20,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // fakeRoutesEngine stands in for render+engine in unit tests of the

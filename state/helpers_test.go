@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
-	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/state/mapping"
 )
 

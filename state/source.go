@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
-	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // Source reads one Terraform state. Read is never called concurrently for
