@@ -2,10 +2,7 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -71,7 +68,7 @@ func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1
 	case st.Phase == workspace.PhaseDestroyed:
 		return nil, false, nil
 	case st.AppliedHash != "":
-		status, err := ingressStatus(st.Outputs)
+		status, err := templates.IngressStatus(st.Outputs)
 		if err != nil {
 			return nil, true, fmt.Errorf("load balancer %s: %w", name, err)
 		}
@@ -95,7 +92,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	switch {
 	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash,
 		st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash: // a drift repair awaits approval
-		status, err := ingressStatus(st.Outputs)
+		status, err := templates.IngressStatus(st.Outputs)
 		if err != nil {
 			l.c.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
 			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
@@ -270,51 +267,4 @@ func phaseText(st workspace.Status) string {
 	default:
 		return "waiting to be applied"
 	}
-}
-
-// ingressOutput is one element of a template's `ingress` output.
-type ingressOutput struct {
-	IP       *string `json:"ip"`
-	Hostname *string `json:"hostname"`
-	IPMode   *string `json:"ip_mode"`
-}
-
-// ingressStatus converts the `ingress` output into a LoadBalancerStatus,
-// validating what a template returned.
-func ingressStatus(outputs map[string]json.RawMessage) (*corev1.LoadBalancerStatus, error) {
-	raw, ok := outputs["ingress"]
-	if !ok {
-		return nil, errors.New("the template has no `ingress` output")
-	}
-	var items []ingressOutput
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("output `ingress` is not a list of {ip, hostname, ip_mode}: %w", err)
-	}
-	status := &corev1.LoadBalancerStatus{}
-	for i, it := range items {
-		var ing corev1.LoadBalancerIngress
-		if it.IP != nil && *it.IP != "" {
-			if net.ParseIP(*it.IP) == nil {
-				return nil, fmt.Errorf("output `ingress[%d].ip` %q is not an IP address", i, *it.IP)
-			}
-			ing.IP = *it.IP
-		}
-		if it.Hostname != nil {
-			ing.Hostname = *it.Hostname
-		}
-		if ing.IP == "" && ing.Hostname == "" {
-			return nil, fmt.Errorf("output `ingress[%d]` has neither ip nor hostname", i)
-		}
-		if it.IPMode != nil && *it.IPMode != "" {
-			mode := corev1.LoadBalancerIPMode(*it.IPMode)
-			if mode != corev1.LoadBalancerIPModeVIP && mode != corev1.LoadBalancerIPModeProxy {
-				return nil, fmt.Errorf("output `ingress[%d].ip_mode` %q must be VIP or Proxy", i, *it.IPMode)
-			}
-			if ing.IP != "" {
-				ing.IPMode = &mode
-			}
-		}
-		status.Ingress = append(status.Ingress, ing)
-	}
-	return status, nil
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -133,31 +132,13 @@ func (r *routes) setNodeLister(l corelisters.NodeLister) {
 	r.mu.Unlock()
 }
 
-// routeOutput is one element of the `routes` output.
-type routeOutput struct {
-	DestinationCIDR string  `json:"destination_cidr"`
-	TargetNode      *string `json:"target_node"`
-	Blackhole       bool    `json:"blackhole"`
-}
-
 // appliedRoutes decodes the `routes` output of the last successful apply.
 // A workspace never applied (or destroyed) has no routes.
-func appliedRoutes(st workspace.Status) (map[string]routeOutput, error) {
+func appliedRoutes(st workspace.Status) (map[string]templates.RouteOutput, error) {
 	if st.AppliedHash == "" || st.Phase == workspace.PhaseDestroyed {
-		return map[string]routeOutput{}, nil
+		return map[string]templates.RouteOutput{}, nil
 	}
-	raw, ok := st.Outputs["routes"]
-	if !ok {
-		return nil, errors.New("the routes template has no `routes` output")
-	}
-	var out map[string]routeOutput
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("output `routes` is not a map of {destination_cidr, target_node, blackhole}: %w", err)
-	}
-	if out == nil {
-		out = map[string]routeOutput{}
-	}
-	return out, nil
+	return templates.DecodeRoutes(st.Outputs)
 }
 
 // ListRoutes reports the `routes` output of the routes workspace's last
@@ -360,7 +341,7 @@ func (r *routes) applyOps(ops []*routeOp, ahead bool) error {
 //     time, each waiting for its batch; adding them ahead turns an initial
 //     sync of N nodes into one apply instead of N/200, and their calls then
 //     find the route applied and return at once.
-func desiredRoutes(applied map[string]routeOutput, ops []*routeOp, nodes []*corev1.Node, prev map[string]templates.Route, ahead bool) []templates.Route {
+func desiredRoutes(applied map[string]templates.RouteOutput, ops []*routeOp, nodes []*corev1.Node, prev map[string]templates.Route, ahead bool) []templates.Route {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
 		byName[n.Name] = n

@@ -42,7 +42,7 @@ func (f *fakeRoutesEngine) status() workspace.Status {
 	return f.st
 }
 
-func (f *fakeRoutesEngine) setOutput(t testing.TB, routes map[string]routeOutput) {
+func (f *fakeRoutesEngine) setOutput(t testing.TB, routes map[string]templates.RouteOutput) {
 	t.Helper()
 	raw, err := json.Marshal(routes)
 	if err != nil {
@@ -240,7 +240,7 @@ func TestDesiredRoutes(t *testing.T) {
 	prevAddr := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.250.0.99"}}
 	cases := []struct {
 		name    string
-		applied map[string]routeOutput
+		applied map[string]templates.RouteOutput
 		ops     []*routeOp
 		nodes   []*corev1.Node
 		prev    map[string]templates.Route
@@ -266,14 +266,14 @@ func TestDesiredRoutes(t *testing.T) {
 		},
 		{
 			name:    "delete wins over anticipation in the same batch",
-			applied: map[string]routeOutput{"node-b/10.244.2.0/24": {DestinationCIDR: "10.244.2.0/24", TargetNode: str("node-b")}},
+			applied: map[string]templates.RouteOutput{"node-b/10.244.2.0/24": {DestinationCIDR: "10.244.2.0/24", TargetNode: str("node-b")}},
 			ops:     []*routeOp{{del: true, route: templates.Route{Name: "node-b/10.244.2.0/24"}}},
 			nodes:   []*corev1.Node{b},
 			want:    []string{},
 		},
 		{
 			name: "applied routes keep addresses: node first, then last submitted; unknown node dropped; blackhole kept",
-			applied: map[string]routeOutput{
+			applied: map[string]templates.RouteOutput{
 				"node-a/10.244.1.0/24": {DestinationCIDR: "10.244.1.0/24", TargetNode: str("node-a")},
 				"node-x/10.244.8.0/24": {DestinationCIDR: "10.244.8.0/24", TargetNode: str("node-x")},
 				"gone/10.244.9.0/24":   {DestinationCIDR: "10.244.9.0/24", TargetNode: str("gone")},
@@ -417,7 +417,7 @@ func TestRoutesRestartSeedsFromAppliedOutput(t *testing.T) {
 	// node that has since gone, and a blackhole.
 	f := &fakeRoutesEngine{}
 	str := func(s string) *string { return &s }
-	f.setOutput(t, map[string]routeOutput{
+	f.setOutput(t, map[string]templates.RouteOutput{
 		"node-a/10.244.1.0/24":      {DestinationCIDR: "10.244.1.0/24", TargetNode: str("node-a")},
 		"node-a/fd00:10:244:1::/64": {DestinationCIDR: "fd00:10:244:1::/64", TargetNode: str("node-a")},
 		"gone/10.244.9.0/24":        {DestinationCIDR: "10.244.9.0/24", TargetNode: str("gone")},

@@ -79,8 +79,6 @@ var RouteType = cty.Object(map[string]cty.Type{
 	"blackhole":             cty.Bool,
 })
 
-// RouteOutputType is the type of one element of the routes module's `routes` output.
-var RouteOutputType = cty.Object(map[string]cty.Type{"destination_cidr": cty.String, "target_node": cty.String, "blackhole": cty.Bool})
 
 // Inputs are the inputs the engine provides to each kind of module, with
 // their exact types. `settings` is template-defined (cty.DynamicPseudoType
