@@ -79,7 +79,6 @@ var RouteType = cty.Object(map[string]cty.Type{
 	"blackhole":             cty.Bool,
 })
 
-
 // Inputs are the inputs the engine provides to each kind of module, with
 // their exact types. `settings` is template-defined (cty.DynamicPseudoType
 // here): it must be an object, a map or `any`.

@@ -1,4 +1,4 @@
-package templates
+package tfvars
 
 import (
 	"bytes"
@@ -14,19 +14,19 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// tfvarsPrinter writes the generated tfvars file: a header comment, then
+// Printer writes the generated tfvars file: a header comment, then
 // one attribute per input, each a literal value. Its output is exactly the
 // bytes hclwrite's File.Bytes produces for the same comment and attributes
-// (tokens as tokensFor in printer_test.go builds them), formatting
+// (tokens as tokensFor in reference.go builds them), formatting
 // included: it emits the same token sequence and applies hclwrite's
 // formatting rules (indentation by bracket nesting, spacing between
 // tokens, `=` aligned across consecutive single-line attributes) line by
 // line as the tokens stream out, instead of building a token tree and
-// formatting it afterwards. printer_test.go proves the equivalence.
+// formatting it afterwards. printer_test.go and templates' render tests prove the equivalence.
 //
 // Alignment counts columns as hclwrite does, in grapheme clusters; keys
 // that are not plain ASCII are measured with hclwrite itself.
-type tfvarsPrinter struct {
+type Printer struct {
 	out []byte
 
 	// The line being built: its tokens and their text.
@@ -48,8 +48,8 @@ type tfvarsPrinter struct {
 	err  error    // the first value that cannot be written
 }
 
-// errNotKnown: a value holds unknowns (only known values are inputs).
-var errNotKnown = errors.New("value is not fully known")
+// ErrNotKnown: a value holds unknowns (only known values are inputs).
+var ErrNotKnown = errors.New("value is not fully known")
 
 type tokKind uint8
 
@@ -82,23 +82,23 @@ type chainLine struct {
 
 // printers recycles printers and their buffers: renders of large
 // clusters would otherwise grow a fresh output buffer every time.
-var printers = sync.Pool{New: func() any { return &tfvarsPrinter{} }}
+var printers = sync.Pool{New: func() any { return &Printer{} }}
 
 // maxPooledBuffer bounds the buffers a pooled printer keeps.
 const maxPooledBuffer = 8 << 20
 
-// newTfvarsPrinter starts a file with the comment line header (which must
+// NewPrinter starts a file with the comment line header (which must
 // end in a newline).
-func newTfvarsPrinter(header string) *tfvarsPrinter {
-	p := printers.Get().(*tfvarsPrinter)
+func NewPrinter(header string) *Printer {
+	p := printers.Get().(*Printer)
 	p.add(tokComment, header)
 	return p
 }
 
-// attribute writes `name = v`. v must be known, unmarked and made of
+// Attribute writes `name = v`. v must be known, unmarked and made of
 // primitives, lists, sets, tuples, maps and objects.
 // On error the printer's output is unusable.
-func (p *tfvarsPrinter) attribute(name string, v cty.Value) error {
+func (p *Printer) Attribute(name string, v cty.Value) error {
 	p.add(tokIdent, name)
 	p.add(tokEqual, "=")
 	p.value(v)
@@ -106,21 +106,21 @@ func (p *tfvarsPrinter) attribute(name string, v cty.Value) error {
 	return p.err
 }
 
-// bytes finishes the file and returns its content. The printer must not
+// Bytes finishes the file and returns its content. The printer must not
 // be used afterwards.
-func (p *tfvarsPrinter) bytes() []byte {
+func (p *Printer) Bytes() []byte {
 	p.endLine()
 	p.closeChain()
 	out := bytes.Clone(p.out)
 	if cap(p.out) <= maxPooledBuffer && cap(p.chainText) <= maxPooledBuffer {
-		*p = tfvarsPrinter{out: p.out[:0], toks: p.toks[:0], text: p.text[:0], indents: p.indents[:0],
+		*p = Printer{out: p.out[:0], toks: p.toks[:0], text: p.text[:0], indents: p.indents[:0],
 			chain: p.chain[:0], chainText: p.chainText[:0], keys: p.keys[:0]}
 		printers.Put(p)
 	}
 	return out
 }
 
-func (p *tfvarsPrinter) value(v cty.Value) {
+func (p *Printer) value(v cty.Value) {
 	switch {
 	case p.err != nil:
 		return
@@ -128,7 +128,7 @@ func (p *tfvarsPrinter) value(v cty.Value) {
 		p.err = fmt.Errorf("value is marked")
 		return
 	case !v.IsKnown():
-		p.err = errNotKnown
+		p.err = ErrNotKnown
 		return
 	}
 	if v.IsNull() {
@@ -201,7 +201,7 @@ func (p *tfvarsPrinter) value(v cty.Value) {
 }
 
 // key writes an object key and its `=`.
-func (p *tfvarsPrinter) key(k string) {
+func (p *Printer) key(k string) {
 	if bareKey(k) {
 		p.add(tokIdent, k)
 	} else {
@@ -210,7 +210,7 @@ func (p *tfvarsPrinter) key(k string) {
 	p.add(tokEqual, "=")
 }
 
-func (p *tfvarsPrinter) str(s string) {
+func (p *Printer) str(s string) {
 	p.add(tokOQuote, `"`)
 	start := len(p.text)
 	p.text = appendQuotedLit(p.text, s)
@@ -222,7 +222,7 @@ func (p *tfvarsPrinter) str(s string) {
 
 // number spells n as hclwrite does: n.Text('f', -1); integers that fit
 // int64 take a shortcut with the same result.
-func (p *tfvarsPrinter) number(n *big.Float) {
+func (p *Printer) number(n *big.Float) {
 	start := len(p.text)
 	if i, acc := n.Int64(); acc == big.Exact && !(i == 0 && n.Signbit()) {
 		p.text = strconv.AppendInt(p.text, i, 10)
@@ -232,7 +232,7 @@ func (p *tfvarsPrinter) number(n *big.Float) {
 	p.toks = append(p.toks, ptok{tokNumber, int32(start), int32(len(p.text))})
 }
 
-func (p *tfvarsPrinter) add(kind tokKind, text string) {
+func (p *Printer) add(kind tokKind, text string) {
 	start := len(p.text)
 	p.text = append(p.text, text...)
 	p.toks = append(p.toks, ptok{kind, int32(start), int32(len(p.text))})
@@ -253,7 +253,7 @@ func bracketChange(k tokKind) int {
 
 // endLine formats and writes (or, inside an assign chain, holds) the
 // current line, as hclwrite's format does line by line.
-func (p *tfvarsPrinter) endLine() {
+func (p *Printer) endLine() {
 	toks := p.toks
 	if len(toks) == 0 {
 		return
@@ -263,7 +263,7 @@ func (p *tfvarsPrinter) endLine() {
 	p.text = p.text[:0]
 }
 
-func (p *tfvarsPrinter) formatLine(toks []ptok) {
+func (p *Printer) formatLine(toks []ptok) {
 	if toks[0].kind == tokNewline { // an empty line: no indentation, no cells
 		p.closeChain()
 		p.out = append(p.out, '\n')
@@ -324,7 +324,7 @@ func (p *tfvarsPrinter) formatLine(toks []ptok) {
 
 // closeChain writes the held lines with their `=` aligned one column past
 // the widest lead.
-func (p *tfvarsPrinter) closeChain() {
+func (p *Printer) closeChain() {
 	prev := 0
 	for _, l := range p.chain {
 		p.out = append(p.out, p.chainText[prev:l.leadEnd]...)
@@ -340,7 +340,7 @@ func (p *tfvarsPrinter) closeChain() {
 // appendCell appends a cell's tokens with hclwrite's spacing between them
 // (the first token's leading space is the caller's) and, if count is set,
 // returns the columns they take.
-func (p *tfvarsPrinter) appendCell(dst []byte, cell []ptok, count bool) ([]byte, int) {
+func (p *Printer) appendCell(dst []byte, cell []ptok, count bool) ([]byte, int) {
 	cols := 0
 	for i, t := range cell {
 		if i > 0 {
@@ -364,7 +364,7 @@ func (p *tfvarsPrinter) appendCell(dst []byte, cell []ptok, count bool) ([]byte,
 
 // spaceAfter is hclwrite's spacing rule (spaceAfterToken) for the token
 // kinds the printer emits; before is nil at the start of a cell.
-func (p *tfvarsPrinter) spaceAfter(subject, before, after *ptok) bool {
+func (p *Printer) spaceAfter(subject, before, after *ptok) bool {
 	switch {
 	case after.kind == tokNewline:
 		return false
