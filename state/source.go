@@ -2,11 +2,9 @@ package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
@@ -34,7 +33,7 @@ type TofuSource struct {
 	stateFile string // state file (file sources)
 	binary    string
 	env       map[string]string
-	secrets   []string
+	scrub     *secret.Scrubber
 	timeout   time.Duration
 
 	mu     sync.Mutex
@@ -68,7 +67,7 @@ func newTofuSource(name, dir, file string, tf *config.Terraform) (*TofuSource, e
 	if bin == "" {
 		bin = "tofu"
 	}
-	return &TofuSource{name: name, dir: dir, stateFile: file, binary: bin, env: env, secrets: secrets, timeout: tf.Timeout}, nil
+	return &TofuSource{name: name, dir: dir, stateFile: file, binary: bin, env: env, scrub: secret.NewScrubber(secrets), timeout: tf.Timeout}, nil
 }
 
 // SourcesFromConfig builds the configured sources. Relative paths are
@@ -114,7 +113,7 @@ func (s *TofuSource) Name() string { return s.name }
 func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 	tf, err := s.terraform()
 	if err != nil {
-		return nil, s.redact(err)
+		return nil, s.scrub.ScrubError(err)
 	}
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
@@ -131,7 +130,7 @@ func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 		st, err = tf.Show(ctx)
 	}
 	if err != nil {
-		return nil, s.redact(fmt.Errorf("state source %q: tofu show: %w", s.name, err))
+		return nil, s.scrub.ScrubError(fmt.Errorf("state source %q: tofu show: %w", s.name, err))
 	}
 	return st, nil
 }
@@ -181,35 +180,4 @@ func (s *TofuSource) Close() error {
 	err := os.RemoveAll(s.tmpDir)
 	s.tmpDir, s.tf = "", nil
 	return err
-}
-
-// redact replaces secret values in err's message.
-func (s *TofuSource) redact(err error) error {
-	if err == nil || len(s.secrets) == 0 {
-		return err
-	}
-	msg := err.Error()
-	red := msg
-	for _, sec := range s.secrets {
-		if len(sec) >= 3 {
-			red = strings.ReplaceAll(red, sec, "<redacted>")
-		}
-	}
-	if red == msg {
-		return err
-	}
-	return &redactedError{msg: red, err: err}
-}
-
-// redactedError keeps errors.Is/As working (for context errors) while
-// showing only the redacted message.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-
-func (e *redactedError) Is(target error) bool {
-	return errors.Is(e.err, target)
 }

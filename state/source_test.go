@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/secret"
 )
 
 // TestTofuSources reads real OpenTofu state both ways (working directory
@@ -147,10 +148,10 @@ func TestEnv(t *testing.T) {
 		t.Errorf("TF_WORKSPACE accepted: %v", err)
 	}
 
-	src := &TofuSource{secrets: secrets}
+	src := &TofuSource{scrub: secret.NewScrubber(secrets)}
 	inner := context.DeadlineExceeded
-	err = src.redact(errors.Join(errors.New("backend said abc123 and passed-value"), inner))
-	if strings.Contains(err.Error(), "abc123") || strings.Contains(err.Error(), "passed-value") || !strings.Contains(err.Error(), "<redacted>") {
+	err = src.scrub.ScrubError(errors.Join(errors.New("backend said abc123 and passed-value"), inner))
+	if strings.Contains(err.Error(), "abc123") || strings.Contains(err.Error(), "passed-value") || !strings.Contains(err.Error(), secret.Placeholder) {
 		t.Errorf("redact: %q", err)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {

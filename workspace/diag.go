@@ -2,53 +2,12 @@ package workspace
 
 import (
 	"errors"
-	"sort"
 	"strings"
 )
 
 // maxMessage bounds a user-facing error so it fits a Kubernetes Event
 // (whose message is truncated at 1 KiB).
 const maxMessage = 600
-
-// redacted replaces secret values in messages.
-const redacted = "(redacted)"
-
-// scrubber removes secret values from text.
-type scrubber struct {
-	secrets []string // longest first, so overlapping values are removed whole
-}
-
-func newScrubber(values ...[]string) *scrubber {
-	seen := map[string]bool{}
-	var s scrubber
-	for _, vs := range values {
-		for _, v := range vs {
-			v = strings.TrimSpace(v)
-			if v == "" || seen[v] {
-				continue
-			}
-			seen[v] = true
-			s.secrets = append(s.secrets, v)
-		}
-	}
-	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
-	return &s
-}
-
-// with returns a scrubber that also removes extra values.
-func (s *scrubber) with(extra []string) *scrubber {
-	if len(extra) == 0 {
-		return s
-	}
-	return newScrubber(s.secrets, extra)
-}
-
-func (s *scrubber) scrub(text string) string {
-	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, redacted)
-	}
-	return text
-}
 
 // Error is a failed tofu operation as users see it.
 type Error struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
@@ -26,7 +27,7 @@ var ErrNotFound = errors.New("workspace not applied")
 type Engine struct {
 	opts  Options
 	env   map[string]string
-	scrub *scrubber
+	scrub *secret.Scrubber
 	self  claim // this process, for claim files
 
 	mu       sync.Mutex
@@ -79,7 +80,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:   opts,
 		env:    env,
-		scrub:  newScrubber(secrets),
+		scrub:  secret.NewScrubber(secrets),
 		self:   selfClaim(opts.Identity, ""),
 		ws:     map[string]*entry{},
 		queued: map[string]bool{},
@@ -459,7 +460,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 		return
 	}
 	rec := en.rec
-	scrub := e.scrub.with(en.secrets).with(mapValues(spec.BackendConfig))
+	scrub := e.scrub.With(en.secrets).With(mapValues(spec.BackendConfig))
 	attempt := st.Attempts + 1
 	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })
 	e.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/secret"
 )
 
 // countingBinary writes a wrapper that logs each tofu subcommand to a file
@@ -293,11 +294,11 @@ func TestCoalescing(t *testing.T) {
 }
 
 func TestFailureIsScrubbedAndRetried(t *testing.T) {
-	const secret = "s3cr3t-Token-value"
+	const tokenValue = "s3cr3t-Token-value"
 	var mu sync.Mutex
 	var results []Result
 	e := newTestEngine(t, Options{
-		Env:     map[string]string{"API_TOKEN": secret},
+		Env:     map[string]string{"API_TOKEN": tokenValue},
 		Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 200 * time.Millisecond},
 		OnResult: func(name string, r Result) {
 			mu.Lock()
@@ -321,12 +322,12 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
 		t.Fatalf("Wait = %+v, %v; want failure", st, err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"apply: local-exec provisioner error", "exit status 3", "token is " + redacted, "main.tf line 2"} {
+	for _, want := range []string{"apply: local-exec provisioner error", "exit status 3", "token is " + secret.Placeholder, "main.tf line 2"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
 	}
-	if strings.Contains(msg, secret) {
+	if strings.Contains(msg, tokenValue) {
 		t.Fatalf("error leaks the credential: %q", msg)
 	}
 	if len(msg) > maxMessage+len("apply: ") {
@@ -346,7 +347,7 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
 		t.Fatalf("OnResult got %+v", results)
 	}
 	for _, r := range results {
-		if strings.Contains(r.Err.Error(), secret) {
+		if strings.Contains(r.Err.Error(), tokenValue) {
 			t.Fatal("OnResult error leaks the credential")
 		}
 	}

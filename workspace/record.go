@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/secret"
 )
 
 // record is what the engine persists in a workspace's .tfccm directory so
@@ -71,8 +72,8 @@ func splitOutputs(all map[string]outputMeta) (public map[string]json.RawMessage,
 	public = make(map[string]json.RawMessage, len(all))
 	for k, o := range all {
 		if o.Sensitive {
-			public[k] = SensitiveValue
-			secrets = append(secrets, secretStrings(o.Value)...)
+			public[k] = secret.PlaceholderJSON
+			secrets = append(secrets, secret.Strings(o.Value)...)
 			continue
 		}
 		var buf bytes.Buffer
@@ -83,42 +84,6 @@ func splitOutputs(all map[string]outputMeta) (public map[string]json.RawMessage,
 		}
 	}
 	return public, secrets
-}
-
-// secretStrings lists the strings inside a JSON value (and the raw value
-// itself) so that any of them can be scrubbed from messages.
-func secretStrings(raw json.RawMessage) []string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return []string{string(raw)}
-	}
-	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case string:
-			out = append(out, t)
-		case []any:
-			for _, e := range t {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range t {
-				walk(e)
-			}
-		case nil, bool:
-		default:
-			// Short numbers would wreck every message they occur in.
-			if s := fmt.Sprint(t); len(s) >= 4 {
-				out = append(out, s)
-			}
-		}
-	}
-	walk(v)
-	if _, isString := v.(string); !isString && len(raw) >= 4 {
-		out = append(out, string(raw))
-	}
-	return out
 }
 
 // localStateOutputs reads outputs straight from a local state file, which

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/tfccm/tfccm/internal/secret"
 )
 
 // Review mode (Options.Review): a plan with changes is not applied. The
@@ -39,9 +40,6 @@ const (
 	planJSONFile = metaDir + "/plan.json"
 )
 
-// redacted replaces every sensitive value in a published plan.
-const redactedValue = "(sensitive value)"
-
 // PendingPlan is a saved plan waiting for approval.
 type PendingPlan struct {
 	// Hash is the sha256 (hex) of the saved plan file: an approval names
@@ -58,7 +56,7 @@ type PendingPlan struct {
 	// values; tfccm's secrets are scrubbed too).
 	Text string
 	// JSON is a redacted JSON form: resource and output changes with every
-	// value marked sensitive replaced by "(sensitive value)".
+	// value marked sensitive replaced by secret.Placeholder.
 	JSON []byte
 }
 
@@ -128,7 +126,7 @@ func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*Pe
 	// its `input` without the marks once in state), and tofu prints such
 	// copies in clear. Every string marked sensitive anywhere in the plan
 	// is therefore scrubbed from the published text and JSON.
-	scrub := r.scrub.with(sensitiveStrings(plan))
+	scrub := r.scrub.With(sensitiveStrings(plan))
 	var text string
 	if err := r.step(ctx, "show", func(ctx context.Context, tf *tfexec.Terraform) error {
 		var err error
@@ -137,7 +135,7 @@ func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*Pe
 	}); err != nil {
 		return nil, err
 	}
-	p.Text = scrub.scrub(text)
+	p.Text = scrub.Scrub(text)
 	pub := redactPlan(plan, p)
 	pub.PlanHash = hash
 	pub.Summary = p.Summary()
@@ -145,7 +143,7 @@ func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*Pe
 	if err != nil {
 		return nil, &Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
 	}
-	p.JSON = []byte(scrub.scrub(string(b)))
+	p.JSON = []byte(scrub.Scrub(string(b)))
 	for path, data := range map[string][]byte{planTextFile: []byte(p.Text), planJSONFile: p.JSON} {
 		if err := os.WriteFile(filepath.Join(r.dir, path), data, 0o600); err != nil {
 			return nil, &Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
@@ -230,59 +228,9 @@ func redactChange(c *tfjson.Change) publishedValue {
 	}
 	return publishedValue{
 		Actions:      actions,
-		Before:       redactValue(c.Before, c.BeforeSensitive),
-		After:        redactValue(c.After, c.AfterSensitive),
+		Before:       secret.Redact(c.Before, c.BeforeSensitive),
+		After:        secret.Redact(c.After, c.AfterSensitive),
 		AfterUnknown: c.AfterUnknown,
-	}
-}
-
-// redactValue replaces the parts of v that mask marks sensitive. mask is
-// true (all of v), false/nil (none), or an object/array of the same shape
-// as v. An unexpected mask shape redacts all of v.
-func redactValue(v, mask any) any {
-	switch m := mask.(type) {
-	case nil:
-		return v
-	case bool:
-		if m && v != nil {
-			return redactedValue
-		}
-		return v
-	case map[string]any:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			if v == nil {
-				return nil
-			}
-			return redactedValue
-		}
-		out := make(map[string]any, len(obj))
-		for k, x := range obj {
-			out[k] = redactValue(x, m[k])
-		}
-		return out
-	case []any:
-		arr, ok := v.([]any)
-		if !ok {
-			if v == nil {
-				return nil
-			}
-			return redactedValue
-		}
-		out := make([]any, len(arr))
-		for i, x := range arr {
-			var sub any
-			if i < len(m) {
-				sub = m[i]
-			}
-			out[i] = redactValue(x, sub)
-		}
-		return out
-	default:
-		if v == nil {
-			return nil
-		}
-		return redactedValue
 	}
 }
 
@@ -298,16 +246,12 @@ func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
 	})
 }
 
-// minSecretLen: shorter sensitive strings are not scrubbed from the text
-// (they would erase unrelated words); marks still redact them in the JSON.
-const minSecretLen = 4
-
 // sensitiveStrings returns every string value the plan marks sensitive:
 // in resource changes, output changes, planned values, prior state and
 // sensitive root variables.
 func sensitiveStrings(plan *tfjson.Plan) []string {
 	var out []string
-	add := func(v, mask any) { collectSensitive(v, mask, false, &out) }
+	add := func(v, mask any) { secret.Collect(v, mask, &out) }
 	for _, rc := range plan.ResourceChanges {
 		if rc != nil && rc.Change != nil {
 			add(rc.Change.Before, rc.Change.BeforeSensitive)
@@ -364,37 +308,9 @@ func collectModule(m *tfjson.StateModule, out *[]string) {
 		for k, v := range r.AttributeValues {
 			vals[k] = v
 		}
-		collectSensitive(vals, mask, false, out)
+		secret.Collect(vals, mask, out)
 	}
 	for _, c := range m.ChildModules {
 		collectModule(c, out)
-	}
-}
-
-// collectSensitive appends the string leaves of v that mask (shaped like
-// redactValue's) marks sensitive; all is true under a sensitive mark.
-func collectSensitive(v, mask any, all bool, out *[]string) {
-	if b, ok := mask.(bool); ok && b {
-		all = true
-	}
-	switch x := v.(type) {
-	case string:
-		if all && len(x) >= minSecretLen {
-			*out = append(*out, x)
-		}
-	case map[string]any:
-		m, _ := mask.(map[string]any)
-		for k, sub := range x {
-			collectSensitive(sub, m[k], all, out)
-		}
-	case []any:
-		m, _ := mask.([]any)
-		for i, sub := range x {
-			var sm any
-			if i < len(m) {
-				sm = m[i]
-			}
-			collectSensitive(sub, sm, all, out)
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -33,7 +34,7 @@ type runOutcome struct {
 // run performs init (if needed) and plan+apply, or destroy, for spec. In
 // review mode a plan with changes is saved and published instead of
 // applied (out.pending), and approved, when set, is the saved plan to apply.
-func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *scrubber, approved *PendingPlan) (out runOutcome) {
+func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *secret.Scrubber, approved *PendingPlan) (out runOutcome) {
 	dir := e.Dir(spec.Name)
 	out.rec = rec
 	out.op = "apply"
@@ -51,7 +52,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
 	if err := spec.WriteDir(dir); err != nil {
-		return fail("write", &Error{Op: "write", Summary: scrub.scrub(err.Error())})
+		return fail("write", &Error{Op: "write", Summary: scrub.Scrub(err.Error())})
 	}
 	if err := writeRecord(dir, out.rec); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
@@ -170,7 +171,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 
 // finishDestroy deletes the Terraform workspace (if named), the state and
 // the directory after the resources are destroyed.
-func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, dir string, scrub *scrubber, out runOutcome) runOutcome {
+func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, dir string, scrub *secret.Scrubber, out runOutcome) runOutcome {
 	fail := func(op string, err error) runOutcome {
 		out.op, out.err = op, err
 		return out
@@ -187,7 +188,7 @@ func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, dir s
 		}
 	}
 	if err := e.removeState(ctx, spec, dir); err != nil {
-		return fail("destroy", &Error{Op: "destroy", Summary: scrub.scrub(err.Error())})
+		return fail("destroy", &Error{Op: "destroy", Summary: scrub.Scrub(err.Error())})
 	}
 	out.rec = record{}
 	return out
@@ -223,7 +224,7 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	if len(spec.BackendConfig) > 0 {
 		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec)
 		if err != nil {
-			return &Error{Op: "init", Summary: r.scrub.scrub(err.Error())}
+			return &Error{Op: "init", Summary: r.scrub.Scrub(err.Error())}
 		}
 		defer cleanup()
 		opts = append(opts, tfexec.BackendConfig(path))
@@ -264,7 +265,7 @@ func (r *runner) stateEmpty(ctx context.Context, spec *Spec) (bool, error) {
 	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
 		b, err := os.ReadFile(localStatePath(r.dir, spec.Backend))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, &Error{Op: "destroy", Summary: r.scrub.scrub(err.Error())}
+			return false, &Error{Op: "destroy", Summary: r.scrub.Scrub(err.Error())}
 		}
 		doc = b
 	} else {
@@ -315,7 +316,7 @@ func writeBackendConfig(workDir string, spec *Spec) (string, func(), error) {
 type runner struct {
 	e        *Engine
 	dir      string
-	scrub    *scrubber
+	scrub    *secret.Scrubber
 	oldClaim claim
 	hadClaim bool
 	unlocked bool
@@ -347,7 +348,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 	for {
 		tf, err := r.newTF()
 		if err != nil {
-			return &Error{Op: op, Summary: r.scrub.scrub(err.Error())}
+			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
 		}
 		opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
 		start := time.Now()
@@ -381,11 +382,11 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 				r.unlocked = true
 				continue
 			}
-			holder := r.scrub.scrub(li.holder())
+			holder := r.scrub.Scrub(li.holder())
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over", LockHolder: holder}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
-		return &Error{Op: op, Summary: r.scrub.scrub(summarize(text))}
+		return &Error{Op: op, Summary: r.scrub.Scrub(summarize(text))}
 	}
 }
 
@@ -403,7 +404,7 @@ func (r *runner) forceUnlock(ctx context.Context, id string) error {
 	operationDuration.WithLabelValues("force_unlock").Observe(time.Since(start).Seconds())
 	if err != nil {
 		operationsTotal.WithLabelValues("force_unlock", resultError).Inc()
-		return &Error{Op: "force-unlock", Summary: r.scrub.scrub(summarize(err.Error()))}
+		return &Error{Op: "force-unlock", Summary: r.scrub.Scrub(summarize(err.Error()))}
 	}
 	operationsTotal.WithLabelValues("force_unlock", resultSuccess).Inc()
 	return nil

@@ -3,6 +3,8 @@ package workspace
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/secret"
 )
 
 // Phase is where a workspace stands.
@@ -38,7 +40,7 @@ type Status struct {
 	Hash        string
 	AppliedHash string
 	// Outputs are the last applied root outputs as JSON; sensitive ones
-	// are replaced by the JSON string "(sensitive)".
+	// are replaced by the JSON string secret.Placeholder.
 	Outputs map[string]json.RawMessage
 	// Err is the last failure, user-facing and scrubbed of secrets.
 	Err error
@@ -85,4 +87,4 @@ type Result struct {
 }
 
 // SensitiveValue replaces a sensitive output's value.
-var SensitiveValue = json.RawMessage(`"(sensitive)"`)
+var SensitiveValue = secret.PlaceholderJSON
