@@ -150,3 +150,26 @@ func TestApprovedPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestWireKeysAreNotServiceAnnotations: the keys tfccm writes on its own
+// objects are declared and documented, but a Service carrying one is
+// refused like any unknown key.
+func TestWireKeysAreNotServiceAnnotations(t *testing.T) {
+	if len(WireKeys()) < 4 {
+		t.Fatalf("wire keys = %v", WireKeys())
+	}
+	for _, w := range WireKeys() {
+		if _, ok := Lookup(w.Name); ok {
+			t.Errorf("wire key %s is also a Service annotation", w.Name)
+		}
+		if !strings.Contains(Document(), "`"+w.Name+"`") {
+			t.Errorf("wire key %s is not documented", w.Name)
+		}
+	}
+	if err := Check(map[string]string{PlanHash: "x"}); err == nil {
+		t.Errorf("%s accepted on a Service", PlanHash)
+	}
+	if got := PlanConfigMapName("lb-x"); got != "tfccm-plan-lb-x" {
+		t.Errorf("PlanConfigMapName = %q", got)
+	}
+}

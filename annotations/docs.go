@@ -31,6 +31,12 @@ func Document() string {
 	b.WriteString("Every annotation under `" + Prefix + "` is checked: an unknown key or an invalid value\n")
 	b.WriteString("fails the load balancer sync with an Event on the Service naming the annotation.\n\n")
 	b.WriteString(Table())
+	b.WriteString("\n## Keys tfccm writes (review mode)\n\n")
+	b.WriteString("Not for Services: tfccm sets these on the objects it publishes, and `tfccm approve` reads them.\n\n")
+	b.WriteString("| Key | Kind | On | Description |\n|---|---|---|---|\n")
+	for _, w := range WireKeys() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", w.Name, w.Kind, w.On, strings.ReplaceAll(w.Doc, "|", `\|`))
+	}
 	return b.String()
 }
 

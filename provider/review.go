@@ -23,7 +23,7 @@ import (
 //
 //   - A load balancer plan awaiting approval is published as the Event
 //     TerraformPlanPendingApproval on the Service and as the ConfigMap
-//     tfccm-plan-<workspace> in the Service's namespace (PlanHashAnnotation
+//     tfccm-plan-<workspace> in the Service's namespace (annotations.PlanHash
 //     names the plan). The reviewer approves by setting
 //     tfccm.io/approved-plan=<hash> on the Service.
 //   - The routes plan is published as the ConfigMap tfccm-plan-routes in
@@ -40,16 +40,6 @@ const (
 	ReasonPlanPendingApproval = "TerraformPlanPendingApproval"
 	// ReasonPlanNotApproved is the Event reason of a refused approval.
 	ReasonPlanNotApproved = "TerraformPlanApprovalRefused"
-	// PlanConfigMapPrefix prefixes the workspace name in ConfigMap names.
-	PlanConfigMapPrefix = "tfccm-plan-"
-	// PlanHashAnnotation on a plan ConfigMap is the hash to approve.
-	PlanHashAnnotation = "tfccm.io/plan-hash"
-	// PlanServiceUIDLabel on a plan ConfigMap is the owning Service's UID.
-	PlanServiceUIDLabel = "tfccm.io/service-uid"
-	// ManagedByLabel marks objects tfccm writes.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// RoutesPlanNamespace holds the routes plan ConfigMap.
-	RoutesPlanNamespace = "kube-system"
 	// MaxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at
 	// 1 MiB including metadata).
 	MaxPublishedPlan = 900 << 10
@@ -62,9 +52,6 @@ const routesApprovalPoll = 3 * time.Second
 // awaitingRetry is how soon the service controller asks again while a plan
 // awaits approval (approvals are also picked up by the informer).
 const awaitingRetry = 5 * time.Second
-
-// PlanConfigMapName is the ConfigMap that publishes workspace's pending plan.
-func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix + workspaceName }
 
 // reviewer publishes plans and turns approvals into engine.Approve calls.
 type reviewer struct {
@@ -108,10 +95,10 @@ func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels ma
 	cms := client.CoreV1().ConfigMaps(namespace)
 	want := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        PlanConfigMapName(ws),
+			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   namespace,
-			Labels:      map[string]string{ManagedByLabel: "tfccm"},
-			Annotations: map[string]string{PlanHashAnnotation: p.Hash},
+			Labels:      map[string]string{annotations.ManagedBy: "tfccm"},
+			Annotations: map[string]string{annotations.PlanHash: p.Hash},
 		},
 		Data: planData(p, MaxPublishedPlan),
 	}
@@ -133,7 +120,7 @@ func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels ma
 		for k, v := range want.Labels {
 			cur.Labels[k] = v
 		}
-		cur.Annotations[PlanHashAnnotation] = p.Hash
+		cur.Annotations[annotations.PlanHash] = p.Hash
 		cur.Data = want.Data
 		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
 	}
@@ -148,9 +135,9 @@ func (rv *reviewer) unpublish(ctx context.Context, namespace, ws string) {
 	if rv.c.client == nil {
 		return
 	}
-	err := rv.c.client.CoreV1().ConfigMaps(namespace).Delete(ctx, PlanConfigMapName(ws), metav1.DeleteOptions{})
+	err := rv.c.client.CoreV1().ConfigMaps(namespace).Delete(ctx, annotations.PlanConfigMapName(ws), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		klog.ErrorS(err, "Delete published plan", "namespace", namespace, "configMap", PlanConfigMapName(ws))
+		klog.ErrorS(err, "Delete published plan", "namespace", namespace, "configMap", annotations.PlanConfigMapName(ws))
 	}
 }
 
@@ -161,7 +148,7 @@ func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspa
 	defer cancel()
 	switch {
 	case r.AwaitingApproval && r.Plan != nil:
-		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{PlanServiceUIDLabel: string(svc.UID)}, r.Plan); err != nil {
+		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{annotations.PlanServiceUID: string(svc.UID)}, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish plan", "service", klog.KObj(svc))
 		}
 		rv.c.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
@@ -176,12 +163,12 @@ func (rv *reviewer) routesResult(r workspace.Result) {
 	defer cancel()
 	switch {
 	case r.AwaitingApproval && r.Plan != nil:
-		if err := rv.publish(ctx, RoutesPlanNamespace, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
+		if err := rv.publish(ctx, annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish routes plan")
 		}
-		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(RoutesPlanNamespace, templates.RoutesWorkspaceName, r.Plan, "that ConfigMap"))
+		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName, r.Plan, "that ConfigMap"))
 	case r.Err == nil && !(r.Drift && !r.Changed):
-		rv.unpublish(ctx, RoutesPlanNamespace, templates.RoutesWorkspaceName)
+		rv.unpublish(ctx, annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName)
 	}
 }
 
@@ -191,7 +178,7 @@ func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string
 		verb = "destroy"
 	}
 	return fmt.Sprintf("%s plan %s awaiting approval: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
-		verb, p.Hash, p.Summary(), namespace, PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
+		verb, p.Hash, p.Summary(), namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
 }
 
 // approveService approves the Service's pending plan if the Service
@@ -272,7 +259,7 @@ func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
 		if rv.c.client == nil || rv.c.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
 			continue
 		}
-		cm, err := rv.c.client.CoreV1().ConfigMaps(RoutesPlanNamespace).Get(ctx, PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
+		cm, err := rv.c.client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
 				klog.ErrorS(err, "Read routes plan ConfigMap")

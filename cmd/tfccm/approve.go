@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider"
 )
 
 // approveOptions are the flags of `tfccm approve`.
@@ -86,7 +85,7 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 	if err != nil {
 		return err
 	}
-	hash := cm.Annotations[provider.PlanHashAnnotation]
+	hash := cm.Annotations[annotations.PlanHash]
 	fmt.Fprintf(stdout, "Plan for %s, published in ConfigMap %s/%s\nPlan hash: %s\nSummary:   %s\n\n%s\n",
 		target, cm.Namespace, cm.Name, hash, cm.Data["summary"], cm.Data["plan.txt"])
 	switch {
@@ -97,7 +96,7 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 		return fmt.Errorf("--plan-hash %s is not the pending plan %s (the plan changed since it was reviewed?); nothing approved", o.planHash, hash)
 	}
 	if !annotations.ValidPlanHash(hash) {
-		return fmt.Errorf("ConfigMap %s/%s has no valid %s annotation; nothing approved", cm.Namespace, cm.Name, provider.PlanHashAnnotation)
+		return fmt.Errorf("ConfigMap %s/%s has no valid %s annotation; nothing approved", cm.Namespace, cm.Name, annotations.PlanHash)
 	}
 	patch, err := approvalPatch(hash)
 	if err != nil {
@@ -118,10 +117,10 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 // pendingPlan finds the ConfigMap publishing the plan to approve.
 func pendingPlan(ctx context.Context, client kubernetes.Interface, o approveOptions) (*corev1.ConfigMap, string, error) {
 	if o.routes {
-		name := provider.PlanConfigMapName("routes")
-		cm, err := client.CoreV1().ConfigMaps(provider.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+		name := annotations.PlanConfigMapName("routes")
+		cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, "", fmt.Errorf("routes plan (ConfigMap %s/%s): %w", provider.RoutesPlanNamespace, name, err)
+			return nil, "", fmt.Errorf("routes plan (ConfigMap %s/%s): %w", annotations.RoutesPlanNamespace, name, err)
 		}
 		return cm, "routes", nil
 	}
@@ -130,7 +129,7 @@ func pendingPlan(ctx context.Context, client kubernetes.Interface, o approveOpti
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", target, err)
 	}
-	sel := labels.SelectorFromSet(labels.Set{provider.ManagedByLabel: "tfccm", provider.PlanServiceUIDLabel: string(svc.UID)})
+	sel := labels.SelectorFromSet(labels.Set{annotations.ManagedBy: "tfccm", annotations.PlanServiceUID: string(svc.UID)})
 	list, err := client.CoreV1().ConfigMaps(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: list plan ConfigMaps: %w", target, err)

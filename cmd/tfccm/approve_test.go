@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 )
 
@@ -77,9 +76,9 @@ func TestApproveAgainstAPIServer(t *testing.T) {
 	hash := strings.Repeat("5e", 32)
 	_, err = client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        provider.PlanConfigMapName("lb-x"),
-			Labels:      map[string]string{provider.ManagedByLabel: "tfccm", provider.PlanServiceUIDLabel: string(svc.UID)},
-			Annotations: map[string]string{provider.PlanHashAnnotation: hash},
+			Name:        annotations.PlanConfigMapName("lb-x"),
+			Labels:      map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanServiceUID: string(svc.UID)},
+			Annotations: map[string]string{annotations.PlanHash: hash},
 		},
 		Data: map[string]string{"summary": "1 to add, 0 to change, 0 to destroy", "plan.txt": "  # terraform_data.lb will be created"},
 	}, metav1.CreateOptions{})

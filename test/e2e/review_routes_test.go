@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
@@ -28,14 +27,14 @@ func TestReviewModeRoutes(t *testing.T) {
 	createRoutedNode(t, client, cloud, "node-b", []string{"10.244.2.0/24"})
 	startCCM(t, cluster, cfg, routeFlags...)
 
-	name := provider.PlanConfigMapName("routes")
+	name := annotations.PlanConfigMapName("routes")
 	var hash string
 	eventually(t, 2*time.Minute, "routes plan published", func(ctx context.Context) error {
-		cm, err := client.CoreV1().ConfigMaps(provider.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		hash = cm.Annotations[provider.PlanHashAnnotation]
+		hash = cm.Annotations[annotations.PlanHash]
 		if len(hash) != 64 || !strings.Contains(cm.Data["summary"], "to add") {
 			return fmt.Errorf("ConfigMap %s: hash %q summary %q", name, hash, cm.Data["summary"])
 		}
@@ -46,12 +45,12 @@ func TestReviewModeRoutes(t *testing.T) {
 		t.Fatal("route in the kernel before its plan was approved")
 	}
 
-	cm, err := client.CoreV1().ConfigMaps(provider.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Annotations[annotations.ApprovedPlan.Name] = hash
-	if _, err := client.CoreV1().ConfigMaps(provider.RoutesPlanNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "approved route in the kernel", func(context.Context) error {

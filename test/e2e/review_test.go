@@ -143,7 +143,7 @@ func TestReviewMode(t *testing.T) {
 
 // planConfigMap reads the ConfigMap publishing svc's plan.
 func planConfigMap(ctx context.Context, client kubernetes.Interface, svc *corev1.Service) (*corev1.ConfigMap, error) {
-	list, err := client.CoreV1().ConfigMaps(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: provider.PlanServiceUIDLabel + "=" + string(svc.UID)})
+	list, err := client.CoreV1().ConfigMaps(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID + "=" + string(svc.UID)})
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +164,11 @@ func waitPendingPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Serv
 		if err != nil {
 			return err
 		}
-		hash = cm.Annotations[provider.PlanHashAnnotation]
+		hash = cm.Annotations[annotations.PlanHash]
 		if !annotations.ValidPlanHash(hash) {
 			return fmt.Errorf("ConfigMap %s has plan hash %q", cm.Name, hash)
 		}
-		if !strings.HasPrefix(cm.Name, provider.PlanConfigMapPrefix+"lb-") || cm.Labels[provider.ManagedByLabel] != "tfccm" {
+		if !strings.HasPrefix(cm.Name, annotations.PlanConfigMapPrefix+"lb-") || cm.Labels[annotations.ManagedBy] != "tfccm" {
 			return fmt.Errorf("ConfigMap %s labels %v", cm.Name, cm.Labels)
 		}
 		if !strings.Contains(cm.Data["plan.txt"], text) || !strings.Contains(cm.Data["summary"], text) {

@@ -1,0 +1,56 @@
+package annotations
+
+import "sort"
+
+// Wire is a key tfccm writes on objects of its own (the review mode's plan
+// ConfigMaps), not on Services: users and tools read them, tfccm's CLI
+// matches on them. They are declared here with the Service annotations so
+// every tfccm.io/ key lives in one place and is documented from it; a
+// Service carrying one of them is still refused as unknown by Check.
+type Wire struct {
+	// Name is the full key (or, for PlanConfigMapPrefix, the name prefix).
+	Name string
+	// Kind is "annotation", "label" or "name".
+	Kind string
+	// On is the object it is written on.
+	On string
+	// Doc describes it (Markdown, one paragraph).
+	Doc string
+}
+
+var wireRegistry []Wire
+
+func wire(name, kind, on, doc string) string {
+	wireRegistry = append(wireRegistry, Wire{Name: name, Kind: kind, On: on, Doc: doc})
+	return name
+}
+
+// WireKeys returns every declared wire key, sorted by name.
+func WireKeys() []Wire {
+	out := append([]Wire(nil), wireRegistry...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// The review mode's wire keys.
+var (
+	// PlanHash on a plan ConfigMap is the hash to approve.
+	PlanHash = wire(Prefix+"plan-hash", "annotation", "plan ConfigMap",
+		"The sha256 of the saved plan the ConfigMap publishes: the value to put in `"+Prefix+"approved-plan` (or pass to `tfccm approve`).")
+	// PlanServiceUID on a plan ConfigMap is the owning Service's UID.
+	PlanServiceUID = wire(Prefix+"service-uid", "label", "plan ConfigMap",
+		"The UID of the Service whose load balancer plan the ConfigMap publishes (absent on the routes plan); `tfccm approve` selects by it.")
+	// ManagedBy marks the objects tfccm creates (value "tfccm").
+	ManagedBy = wire("app.kubernetes.io/managed-by", "label", "plan ConfigMap",
+		"`tfccm` on every object tfccm creates.")
+	// PlanConfigMapPrefix starts the name of a plan ConfigMap:
+	// PlanConfigMapPrefix + workspace name.
+	PlanConfigMapPrefix = wire("tfccm-plan-", "name", "plan ConfigMap",
+		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>`: in the Service's namespace for a load balancer, in `"+RoutesPlanNamespace+"` for the routes workspace.")
+)
+
+// RoutesPlanNamespace is where the routes workspace's plan is published.
+const RoutesPlanNamespace = "kube-system"
+
+// PlanConfigMapName is the ConfigMap that publishes workspace's pending plan.
+func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix + workspaceName }
