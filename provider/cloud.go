@@ -96,14 +96,18 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
+	render := templateRenderer{cfg: cfg, loader: loader}
+	var lbRev lbReview
+	var routesRev routesReview
 	if cfg.Terraform.Review {
 		c.review = newReviewer(c)
+		lbRev, routesRev = c.review, c.review
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
-		c.lb = newLoadBalancers(c)
+		c.lb = newLoadBalancers(engine, render, lbRev, c.event, cfg.Backend.Type != "local")
 	}
 	if routesEnabled(cfg) {
-		c.routes = newRoutes(c)
+		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)
 	}
 	if instancesEnabled(cfg) {
 		if c.instances, err = newInstances(cfg, func() ([]byte, string, error) { return loader.Set().InstancesMapping() }); err != nil {
@@ -113,15 +117,18 @@ func New(cfg *config.Config) (*Cloud, error) {
 	return c, nil
 }
 
-// onResult routes an engine outcome to the facet that owns the workspace.
+// onResult hands an engine outcome to the one facet that owns the
+// workspace: the routes workspace to Routes, any other to LoadBalancer
+// (which knows its Services' workspaces). Unclaimed results are logged.
 func (c *Cloud) onResult(name string, r workspace.Result) {
-	if c.review != nil && c.routes != nil && name == templates.RoutesWorkspaceName {
-		c.review.routesResult(r)
+	handled := false
+	switch {
+	case name == templates.RoutesWorkspaceName:
+		handled = c.routes != nil && c.routes.onResult(name, r)
+	case c.lb != nil:
+		handled = c.lb.onResult(name, r)
 	}
-	if c.lb != nil && c.lb.onResult(name, r) {
-		return
-	}
-	if c.routes != nil && c.routes.onResult(name, r) {
+	if handled {
 		return
 	}
 	if r.Err != nil {

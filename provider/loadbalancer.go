@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -38,20 +39,26 @@ const inFlightRetry = 2 * time.Second
 // workspace (plan/apply/destroy). It never runs tofu itself and
 // never blocks on it: work in flight answers api.RetryError.
 type loadBalancers struct {
-	c *Cloud
+	engine lbEngine
+	render renderer
+	review lbReview // nil unless review mode
+	event  eventFunc
+	// remoteBackend: state outlives the work dir, so a workspace tfccm
+	// knows nothing about may still hold resources.
+	remoteBackend bool
 
 	mu       sync.Mutex
 	services map[string]*corev1.Service // workspace name -> newest Service seen, for Events
 }
 
-func newLoadBalancers(c *Cloud) *loadBalancers {
-	return &loadBalancers{c: c, services: map[string]*corev1.Service{}}
+func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool) *loadBalancers {
+	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend, services: map[string]*corev1.Service{}}
 }
 
 // GetLoadBalancerName is the deterministic name passed to templates as
 // load_balancer_name.
 func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *corev1.Service) string {
-	return templates.LoadBalancerName(l.c.cfg, svc)
+	return l.render.LoadBalancerName(svc)
 }
 
 // GetLoadBalancer reports the status from the workspace's last applied
@@ -62,8 +69,8 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *co
 // incarnation, or — with a remote backend, whose state outlives the work
 // dir — any workspace not known to be destroyed.
 func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	name := templates.LoadBalancerWorkspaceName(l.c.cfg, svc)
-	st := l.c.engine.Status(name)
+	name := l.render.WorkspaceName(svc)
+	st := l.engine.Status(name)
 	switch {
 	case st.Phase == workspace.PhaseDestroyed:
 		return nil, false, nil
@@ -73,7 +80,7 @@ func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1
 			return nil, true, fmt.Errorf("load balancer %s: %w", name, err)
 		}
 		return status, true, nil
-	case st.Phase != workspace.PhaseUnknown, l.c.workspaceDirExists(name), l.c.cfg.Backend.Type != "local":
+	case st.Phase != workspace.PhaseUnknown, l.dirExists(name), l.remoteBackend:
 		return &corev1.LoadBalancerStatus{}, true, nil
 	default:
 		return nil, false, nil
@@ -94,7 +101,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash: // a drift repair awaits approval
 		status, err := templates.IngressStatus(st.Outputs)
 		if err != nil {
-			l.c.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
+			l.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
 			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
 		}
 		return status, nil
@@ -108,11 +115,11 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // approve acts on the Service's approval annotation in review mode and
 // returns the workspace's status afterwards.
 func (l *loadBalancers) approve(svc *corev1.Service, st workspace.Status) workspace.Status {
-	if l.c.review == nil || st.Phase != workspace.PhaseAwaitingApproval {
+	if l.review == nil || st.Phase != workspace.PhaseAwaitingApproval {
 		return st
 	}
-	l.c.review.approveService(svc)
-	return l.c.engine.Status(st.Name)
+	l.review.approveService(svc)
+	return l.engine.Status(st.Name)
 }
 
 func retryAfter(st workspace.Status) time.Duration {
@@ -136,19 +143,19 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // EnsureLoadBalancerDeleted destroys the workspace, removes its state and
 // directory, and only then returns nil so the finalizer goes.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
-	name := templates.LoadBalancerWorkspaceName(l.c.cfg, svc)
-	st := l.c.engine.Status(name)
+	name := l.render.WorkspaceName(svc)
+	st := l.engine.Status(name)
 	if st.Phase == workspace.PhaseDestroyed {
 		l.forget(name)
 		return nil
 	}
 	spec, err := l.destroySpec(svc, name)
 	if err != nil {
-		l.c.event(svc, corev1.EventTypeWarning, ReasonDestroyFailed, err.Error())
+		l.event(svc, corev1.EventTypeWarning, ReasonDestroyFailed, err.Error())
 		return err
 	}
 	l.remember(name, svc)
-	st, err = l.c.engine.Destroy(spec)
+	st, err = l.engine.Destroy(spec)
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
 	}
@@ -167,15 +174,15 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // submit renders svc with nodes and hands the workspace to the engine. A
 // render error changes nothing: it is recorded as an Event and returned.
 func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nodes)
+	ws, err := l.render.RenderLoadBalancer(svc, nodes)
 	if err != nil {
-		l.c.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
+		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
 	}
 	l.remember(ws.Name, svc)
-	st, err := l.c.engine.Apply(*ws)
+	st, err := l.engine.Apply(*ws)
 	if err != nil {
-		l.c.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
+		l.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
 		return st, fmt.Errorf("submit load balancer %s: %w", ws.Name, err)
 	}
 	return st, nil
@@ -185,15 +192,38 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renders (say its annotations became invalid), the workspace as last
 // written is destroyed instead, so a bad edit can never strand a finalizer.
 func (l *loadBalancers) destroySpec(svc *corev1.Service, name string) (workspace.Spec, error) {
-	ws, err := l.c.templates.Set().RenderLoadBalancer(l.c.cfg, svc, nil)
+	ws, err := l.render.RenderLoadBalancer(svc, nil)
 	if err == nil {
 		return *ws, nil
 	}
 	klog.InfoS("Service no longer renders; destroying the workspace as last written", "service", klog.KObj(svc), "workspace", name, "renderError", err)
-	spec, derr := specFromDir(l.c, name)
+	spec, derr := l.written(name)
 	if derr != nil {
 		return workspace.Spec{}, fmt.Errorf("destroy load balancer %s: render failed (%v) and the workspace cannot be read: %w", name, err, derr)
 	}
+	return spec, nil
+}
+
+// dirExists reports whether the engine has a directory for name.
+func (l *loadBalancers) dirExists(name string) bool {
+	_, err := os.Stat(l.engine.Dir(name))
+	return err == nil
+}
+
+// written rebuilds a workspace's spec from the files the engine last wrote
+// for it and the backend tfccm generates for its name. It lets a Service
+// whose annotations no longer render still be destroyed.
+func (l *loadBalancers) written(name string) (workspace.Spec, error) {
+	spec, err := l.engine.Written(name)
+	if err != nil {
+		return workspace.Spec{}, err
+	}
+	b, err := l.render.Backend(name)
+	if err != nil {
+		return workspace.Spec{}, fmt.Errorf("workspace %s: %w", name, err)
+	}
+	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
+	spec.Hash = spec.ContentHash()
 	return spec, nil
 }
 
@@ -217,8 +247,8 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if !ok {
 		return false
 	}
-	if l.c.review != nil {
-		l.c.review.loadBalancerResult(svc, name, r)
+	if l.review != nil {
+		l.review.loadBalancerResult(svc, name, r)
 		if r.AwaitingApproval {
 			return true // the pending-approval Event is recorded
 		}
@@ -227,7 +257,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 		return true // re-planned, nothing drifted: no Event
 	}
 	eventType, reason, message := resultEvent(r)
-	l.c.event(svc, eventType, reason, message)
+	l.event(svc, eventType, reason, message)
 	return true
 }
 

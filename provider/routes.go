@@ -64,10 +64,11 @@ func routesEnabled(cfg *config.Config) bool {
 type routes struct {
 	batch *batcher
 
-	// status reads the routes workspace (engine.Status).
-	status func() workspace.Status
-	// apply renders desired, submits it and waits for the outcome.
-	apply func(ctx context.Context, desired []templates.Route) error
+	// ws is the routes workspace: its status, and applying a desired set
+	// (render, submit, wait); engineRoutes, or a fake in tests.
+	ws routesWorkspace
+	// review publishes pending routes plans; nil unless review mode.
+	review routesReview
 
 	mu    sync.Mutex
 	nodes corelisters.NodeLister     // nil until SetInformers
@@ -77,27 +78,15 @@ type routes struct {
 	runs atomic.Int64 // tofu runs of the routes workspace (engine results)
 }
 
-func newRoutes(c *Cloud) *routes {
-	r := &routes{
-		status: func() workspace.Status { return c.engine.Status(templates.RoutesWorkspaceName) },
-		prev:   map[string]templates.Route{},
-		ctx:    context.Background(),
-	}
-	r.apply = func(ctx context.Context, desired []templates.Route) error {
-		ws, err := c.templates.Set().RenderRoutes(c.cfg, desired)
-		if err != nil {
-			return fmt.Errorf("render routes: %w", err)
-		}
-		spec := *ws
-		if _, err := c.engine.Apply(spec); err != nil {
-			return fmt.Errorf("submit routes: %w", err)
-		}
-		if _, err := c.engine.Wait(ctx, spec.Name, spec.Hash); err != nil {
-			return fmt.Errorf("apply routes: %w", err)
-		}
-		return nil
-	}
-	r.batch = newBatcher(c.cfg.Routes.BatchWindow, r.flush)
+// routesWorkspace is the routes workspace as the facet sees it.
+type routesWorkspace interface {
+	status() workspace.Status
+	apply(ctx context.Context, desired []templates.Route) error
+}
+
+func newRoutes(ws routesWorkspace, review routesReview, window time.Duration) *routes {
+	r := &routes{ws: ws, review: review, prev: map[string]templates.Route{}, ctx: context.Background()}
+	r.batch = newBatcher(window, r.flush)
 	return r
 }
 
@@ -145,7 +134,7 @@ func appliedRoutes(st workspace.Status) (map[string]templates.RouteOutput, error
 // successful apply (from memory, or from the engine's record after a
 // restart), sorted by name. It never waits for tofu.
 func (r *routes) ListRoutes(_ context.Context, _ string) ([]*cloudprovider.Route, error) {
-	applied, err := appliedRoutes(r.status())
+	applied, err := appliedRoutes(r.ws.status())
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
@@ -223,7 +212,7 @@ func routeFromRequest(route *cloudprovider.Route) (templates.Route, error) {
 // addresses as last submitted), so CreateRoute can return at once. It is
 // the common case for routes this facet created ahead of the call.
 func (r *routes) isApplied(rt templates.Route) bool {
-	applied, err := appliedRoutes(r.status())
+	applied, err := appliedRoutes(r.ws.status())
 	if err != nil {
 		return false
 	}
@@ -300,7 +289,7 @@ func splittable(err error) bool {
 // applyOps applies the applied routes with ops on top and, if ahead, the
 // routes of Nodes that have pod CIDRs but no route yet.
 func (r *routes) applyOps(ops []*routeOp, ahead bool) error {
-	applied, err := appliedRoutes(r.status())
+	applied, err := appliedRoutes(r.ws.status())
 	if err != nil {
 		return err
 	}
@@ -314,7 +303,7 @@ func (r *routes) applyOps(ops []*routeOp, ahead bool) error {
 		}
 	}
 	desired := desiredRoutes(applied, ops, nodes, prev, ahead)
-	if err := r.apply(ctx, desired); err != nil {
+	if err := r.ws.apply(ctx, desired); err != nil {
 		return err
 	}
 	next := make(map[string]templates.Route, len(desired))
@@ -401,6 +390,9 @@ func desiredRoutes(applied map[string]templates.RouteOutput, ops []*routeOp, nod
 func (r *routes) onResult(name string, res workspace.Result) bool {
 	if name != templates.RoutesWorkspaceName {
 		return false
+	}
+	if r.review != nil {
+		r.review.routesResult(res)
 	}
 	if res.Drift {
 		if res.Err != nil || res.Changed {

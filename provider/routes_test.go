@@ -96,8 +96,7 @@ func (f *fakeRoutesEngine) lastApply() []templates.Route {
 }
 
 func newTestRoutes(f *fakeRoutesEngine, window time.Duration, nodes ...*corev1.Node) *routes {
-	r := &routes{status: f.status, apply: f.apply, prev: map[string]templates.Route{}, ctx: context.Background()}
-	r.batch = newBatcher(window, r.flush)
+	r := newRoutes(f, nil, window)
 	if nodes != nil {
 		r.setNodeLister(nodeLister(nodes...))
 	}

@@ -1,0 +1,124 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// The facets depend on these narrow interfaces, not on Cloud: the engine
+// and renderer they use are passed in by New, and unit tests pass fakes.
+
+// lbEngine is what the LoadBalancer facet needs of the workspace engine.
+type lbEngine interface {
+	Apply(spec workspace.Spec) (workspace.Status, error)
+	Destroy(spec workspace.Spec) (workspace.Status, error)
+	Status(name string) workspace.Status
+	// Written returns the files last written for a workspace (to destroy
+	// a workspace whose Service no longer renders).
+	Written(name string) (workspace.Spec, error)
+	// Dir is the workspace's directory (an earlier incarnation's
+	// directory means resources may exist).
+	Dir(name string) string
+}
+
+// routesEngine is what the Routes facet needs of the workspace engine.
+type routesEngine interface {
+	Apply(spec workspace.Spec) (workspace.Status, error)
+	Status(name string) workspace.Status
+	Wait(ctx context.Context, name, hash string) (workspace.Status, error)
+}
+
+var (
+	_ lbEngine     = (*workspace.Engine)(nil)
+	_ routesEngine = (*workspace.Engine)(nil)
+)
+
+// renderer renders the workspaces of the current template set (override
+// directory or built-in) with the cloud config.
+type renderer interface {
+	RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error)
+	RenderRoutes(routes []templates.Route) (*workspace.Spec, error)
+	// LoadBalancerName is the name templates get as load_balancer_name.
+	LoadBalancerName(svc *corev1.Service) string
+	// WorkspaceName is the Service's load balancer workspace.
+	WorkspaceName(svc *corev1.Service) string
+	// Backend renders only the backend of workspace name.
+	Backend(name string) (*workspace.Spec, error)
+}
+
+// templateRenderer is the renderer over a templates.Loader.
+type templateRenderer struct {
+	cfg    *config.Config
+	loader *templates.Loader
+}
+
+var _ renderer = templateRenderer{}
+
+func (t templateRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
+	return t.loader.Set().RenderLoadBalancer(t.cfg, svc, nodes)
+}
+
+func (t templateRenderer) RenderRoutes(routes []templates.Route) (*workspace.Spec, error) {
+	return t.loader.Set().RenderRoutes(t.cfg, routes)
+}
+
+func (t templateRenderer) LoadBalancerName(svc *corev1.Service) string {
+	return templates.LoadBalancerName(t.cfg, svc)
+}
+
+func (t templateRenderer) WorkspaceName(svc *corev1.Service) string {
+	return templates.LoadBalancerWorkspaceName(t.cfg, svc)
+}
+
+func (t templateRenderer) Backend(name string) (*workspace.Spec, error) {
+	return templates.Backend(t.cfg, name)
+}
+
+// lbReview is what the LoadBalancer facet needs of review mode.
+type lbReview interface {
+	// approveService acts on the Service's approval annotation.
+	approveService(svc *corev1.Service)
+	// loadBalancerResult publishes or withdraws the Service's pending plan.
+	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
+}
+
+// routesReview is what the Routes facet needs of review mode.
+type routesReview interface {
+	// routesResult publishes or withdraws the routes workspace's pending plan.
+	routesResult(r workspace.Result)
+}
+
+// eventFunc records an Event on an object (and logs warnings).
+type eventFunc func(obj runtime.Object, eventType, reason, message string)
+
+// engineRoutes is the routes facet's workspace: render the desired set,
+// submit it and wait for the outcome.
+type engineRoutes struct {
+	engine routesEngine
+	render renderer
+}
+
+func (e engineRoutes) status() workspace.Status {
+	return e.engine.Status(templates.RoutesWorkspaceName)
+}
+
+func (e engineRoutes) apply(ctx context.Context, desired []templates.Route) error {
+	ws, err := e.render.RenderRoutes(desired)
+	if err != nil {
+		return fmt.Errorf("render routes: %w", err)
+	}
+	if _, err := e.engine.Apply(*ws); err != nil {
+		return fmt.Errorf("submit routes: %w", err)
+	}
+	if _, err := e.engine.Wait(ctx, ws.Name, ws.Hash); err != nil {
+		return fmt.Errorf("apply routes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// fakeLBEngine is the LoadBalancer facet's engine in unit tests: it answers
+// Apply/Destroy/Status with the statuses a test sets and records calls.
+type fakeLBEngine struct {
+	status   workspace.Status // what Status, Apply and Destroy report
+	applyErr error
+	applied  []workspace.Spec
+	destroys []workspace.Spec
+	written  *workspace.Spec // what Written returns; nil = not found
+	dir      string
+	// afterDestroy, when set, is what Destroy reports (and Status after it).
+	afterDestroy *workspace.Status
+}
+
+func (f *fakeLBEngine) Apply(spec workspace.Spec) (workspace.Status, error) {
+	f.applied = append(f.applied, spec)
+	if f.applyErr != nil {
+		return workspace.Status{}, f.applyErr
+	}
+	return f.withName(spec.Name, spec.Hash), nil
+}
+
+func (f *fakeLBEngine) Destroy(spec workspace.Spec) (workspace.Status, error) {
+	f.destroys = append(f.destroys, spec)
+	if f.afterDestroy != nil {
+		f.status = *f.afterDestroy
+	}
+	return f.withName(spec.Name, spec.Hash), nil
+}
+
+func (f *fakeLBEngine) Status(name string) workspace.Status { return f.withName(name, f.status.Hash) }
+
+func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
+	if f.written == nil {
+		return workspace.Spec{}, workspace.ErrNotFound
+	}
+	return *f.written, nil
+}
+
+func (f *fakeLBEngine) Dir(name string) string {
+	if f.dir == "" {
+		return filepath.Join("/nonexistent", name)
+	}
+	return f.dir
+}
+
+func (f *fakeLBEngine) withName(name, hash string) workspace.Status {
+	st := f.status
+	st.Name = name
+	if st.Hash == "" {
+		st.Hash = hash
+	}
+	return st
+}
+
+// fakeRenderer renders every Service to a one-file workspace named after
+// its UID, or fails with err.
+type fakeRenderer struct{ err error }
+
+func (r fakeRenderer) RenderLoadBalancer(svc *corev1.Service, _ []*corev1.Node) (*workspace.Spec, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	spec := &workspace.Spec{Name: r.WorkspaceName(svc), Files: map[string][]byte{"main.tf": []byte("# " + svc.Name)}}
+	spec.Hash = spec.ContentHash()
+	return spec, nil
+}
+
+func (r fakeRenderer) RenderRoutes([]templates.Route) (*workspace.Spec, error) {
+	return nil, errors.New("no routes")
+}
+func (fakeRenderer) LoadBalancerName(svc *corev1.Service) string { return "lb-" + svc.Name }
+func (fakeRenderer) WorkspaceName(svc *corev1.Service) string   { return "lb-c-" + string(svc.UID) }
+func (fakeRenderer) Backend(name string) (*workspace.Spec, error) {
+	return &workspace.Spec{Name: name, Backend: workspace.BackendInfo{Type: "local"}, StateWorkspace: "default"}, nil
+}
+
+type recordedEvent struct{ eventType, reason, message string }
+
+func newPhaseTest(eng *fakeLBEngine, render renderer) (*loadBalancers, *[]recordedEvent) {
+	var events []recordedEvent
+	l := newLoadBalancers(eng, render, nil, func(_ runtime.Object, eventType, reason, message string) {
+		events = append(events, recordedEvent{eventType, reason, message})
+	}, false)
+	return l, &events
+}
+
+func phaseService() *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("u1")},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+}
+
+func ingressOutputs(raw string) map[string]json.RawMessage {
+	return map[string]json.RawMessage{"ingress": json.RawMessage(raw)}
+}
+
+func retryAfterOf(t *testing.T, err error) time.Duration {
+	t.Helper()
+	var re *api.RetryError
+	if !errors.As(err, &re) {
+		t.Fatalf("err = %v, want an api.RetryError", err)
+	}
+	return re.RetryAfter()
+}
+
+func TestEnsureLoadBalancerPhases(t *testing.T) {
+	next := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		status     workspace.Status
+		render     renderer
+		applyErr   error
+		wantIP     string
+		wantRetry  time.Duration // > 0: an api.RetryError with this delay
+		wantErr    string
+		wantEvent  string // reason of the one Event expected ("" = none)
+		wantApplys int
+	}{
+		{name: "in flight", status: workspace.Status{Phase: workspace.PhaseRunning}, wantRetry: inFlightRetry, wantErr: "being planned and applied", wantApplys: 1},
+		{name: "queued", status: workspace.Status{Phase: workspace.PhasePending}, wantRetry: inFlightRetry, wantErr: "waiting to be applied", wantApplys: 1},
+		{name: "failed", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("plan: boom"), NextRetry: next}, wantErr: "plan: boom (next retry 2026-11-23T10:00:00Z)", wantApplys: 1},
+		{name: "applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}, wantIP: "10.0.0.5", wantApplys: 1},
+		{name: "older content applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "new", AppliedHash: "old", Outputs: ingressOutputs(`[{"ip":"10.0.0.5"}]`)}, wantRetry: inFlightRetry, wantApplys: 1},
+		{name: "applied with bad ingress", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"nope"}]`)}, wantErr: "is not an IP address", wantEvent: ReasonInvalidIngress, wantApplys: 1},
+		{name: "awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Plan: &workspace.PendingPlan{Hash: "abc"}}, wantRetry: awaitingRetry, wantErr: "awaiting approval of plan abc", wantApplys: 1},
+		{name: "drift repair awaiting approval keeps serving", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"hostname":"lb.example"}]`), Plan: &workspace.PendingPlan{Hash: "abc"}}, wantApplys: 1},
+		{name: "render fails", render: fakeRenderer{err: errors.New("annotation tfccm.io/vars: not valid JSON")}, wantErr: "render load balancer: annotation tfccm.io/vars", wantEvent: ReasonRenderFailed},
+		{name: "submit fails", applyErr: errors.New("engine stopped"), wantErr: "submit load balancer lb-c-u1: engine stopped", wantEvent: ReasonApplyFailed, wantApplys: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &fakeLBEngine{status: tc.status, applyErr: tc.applyErr}
+			render := tc.render
+			if render == nil {
+				render = fakeRenderer{}
+			}
+			l, events := newPhaseTest(eng, render)
+			status, err := l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil)
+			if len(eng.applied) != tc.wantApplys {
+				t.Errorf("%d applies, want %d", len(eng.applied), tc.wantApplys)
+			}
+			switch {
+			case tc.wantRetry > 0:
+				if got := retryAfterOf(t, err); got != tc.wantRetry {
+					t.Errorf("retry after %v, want %v", got, tc.wantRetry)
+				}
+			case tc.wantErr != "":
+				var re *api.RetryError
+				if errors.As(err, &re) {
+					t.Errorf("err %v is a RetryError; want a failure", err)
+				}
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if tc.wantErr == "" && tc.wantRetry == 0 {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if len(status.Ingress) != 1 || status.Ingress[0].IP != tc.wantIP {
+					t.Errorf("status = %+v, want ip %q", status.Ingress, tc.wantIP)
+				}
+			}
+			if got := reasons(*events); got != tc.wantEvent {
+				t.Errorf("events %q, want %q", got, tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestEnsureLoadBalancerDeletedPhases(t *testing.T) {
+	written := &workspace.Spec{Name: "lb-c-u1", Files: map[string][]byte{"main.tf": []byte("# as last written")}}
+	for _, tc := range []struct {
+		name         string
+		status       workspace.Status
+		afterDestroy *workspace.Status // nil: Destroy reports status
+		render       renderer
+		written      *workspace.Spec
+		wantDestroys int
+		wantRetry    time.Duration
+		wantErr      string
+		wantEvent    string
+		wantFile     string // content of main.tf in the destroyed spec
+	}{
+		{name: "already destroyed", status: workspace.Status{Phase: workspace.PhaseDestroyed}},
+		{name: "destroyed now", status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"}, afterDestroy: &workspace.Status{Phase: workspace.PhaseDestroyed}, wantDestroys: 1, wantFile: "# web"},
+		{name: "destroy in flight", status: workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}, wantDestroys: 1, wantRetry: inFlightRetry, wantErr: "being destroyed", wantFile: "# web"},
+		{name: "destroy failed", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("destroy: denied")}, wantDestroys: 1, wantErr: "destroy load balancer lb-c-u1: destroy: denied", wantFile: "# web"},
+		{name: "destroy awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Destroy: true, Plan: &workspace.PendingPlan{Hash: "d", Destroy: true}}, wantDestroys: 1, wantRetry: awaitingRetry, wantFile: "# web"},
+		{name: "no longer renders: last written destroyed", status: workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}, render: fakeRenderer{err: errors.New("bad annotation")}, written: written, wantDestroys: 1, wantRetry: inFlightRetry, wantFile: "# as last written"},
+		{name: "no longer renders and nothing written", status: workspace.Status{Phase: workspace.PhaseApplied}, render: fakeRenderer{err: errors.New("bad annotation")}, wantErr: "render failed (bad annotation)", wantEvent: ReasonDestroyFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &fakeLBEngine{status: tc.status, written: tc.written, afterDestroy: tc.afterDestroy}
+			render := tc.render
+			if render == nil {
+				render = fakeRenderer{}
+			}
+			l, events := newPhaseTest(eng, render)
+			err := l.EnsureLoadBalancerDeleted(context.Background(), "c", phaseService())
+			if len(eng.destroys) != tc.wantDestroys {
+				t.Fatalf("%d destroys, want %d", len(eng.destroys), tc.wantDestroys)
+			}
+			if tc.wantFile != "" {
+				d := eng.destroys[0]
+				if got := string(d.Files["main.tf"]); got != tc.wantFile {
+					t.Errorf("destroyed main.tf %q, want %q", got, tc.wantFile)
+				}
+				if d.Hash == "" || d.Backend.Type == "" && tc.written != nil {
+					t.Errorf("destroyed spec lacks hash or backend: %+v", d)
+				}
+			}
+			if tc.wantRetry > 0 {
+				if got := retryAfterOf(t, err); got != tc.wantRetry {
+					t.Errorf("retry after %v, want %v", got, tc.wantRetry)
+				}
+			}
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			case tc.wantErr == "" && tc.wantRetry == 0 && err != nil:
+				t.Fatalf("err = %v, want nil (finalizer released)", err)
+			}
+			if got := reasons(*events); got != tc.wantEvent {
+				t.Errorf("events %q, want %q", got, tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestGetLoadBalancerExists(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name          string
+		status        workspace.Status
+		dir           string
+		remoteBackend bool
+		wantExists    bool
+		wantIP        string
+	}{
+		{name: "never seen", wantExists: false},
+		{name: "destroyed", status: workspace.Status{Phase: workspace.PhaseDestroyed}, remoteBackend: true, wantExists: false},
+		{name: "applied", status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.7"}]`)}, wantExists: true, wantIP: "10.0.0.7"},
+		{name: "in flight", status: workspace.Status{Phase: workspace.PhaseRunning}, wantExists: true},
+		{name: "directory of an earlier incarnation", dir: dir, wantExists: true},
+		{name: "remote backend may hold state", remoteBackend: true, wantExists: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &fakeLBEngine{status: tc.status, dir: tc.dir}
+			l, _ := newPhaseTest(eng, fakeRenderer{})
+			l.remoteBackend = tc.remoteBackend
+			status, exists, err := l.GetLoadBalancer(context.Background(), "c", phaseService())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exists != tc.wantExists {
+				t.Fatalf("exists = %v, want %v", exists, tc.wantExists)
+			}
+			if tc.wantIP != "" && (status == nil || len(status.Ingress) != 1 || status.Ingress[0].IP != tc.wantIP) {
+				t.Errorf("status = %+v, want %s", status, tc.wantIP)
+			}
+		})
+	}
+}
+
+// TestLoadBalancerResults: an engine result becomes one Event on the
+// Service whose workspace it is; results of unknown workspaces are not
+// claimed.
+func TestLoadBalancerResults(t *testing.T) {
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseRunning}}
+	l, events := newPhaseTest(eng, fakeRenderer{})
+	if l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true}) {
+		t.Fatal("result of a workspace no Service submitted was claimed")
+	}
+	if _, err := l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil); err == nil {
+		t.Fatal("in-flight Ensure returned no error")
+	}
+	for _, r := range []workspace.Result{
+		{Op: "apply", Changed: true},
+		{Op: "plan", Err: errors.New("plan: x"), Attempt: 2},
+		{Op: "apply", Drift: true}, // re-planned, nothing drifted: no Event
+	} {
+		if !l.onResult("lb-c-u1", r) {
+			t.Fatalf("result %+v not claimed", r)
+		}
+	}
+	if got := reasons(*events); got != ReasonApplied+","+ReasonApplyFailed {
+		t.Errorf("events %q", got)
+	}
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", phaseService()); err == nil {
+		t.Fatal("in-flight destroy returned no error")
+	}
+	eng.status = workspace.Status{Phase: workspace.PhaseDestroyed}
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", phaseService()); err != nil {
+		t.Fatal(err)
+	}
+	if l.onResult("lb-c-u1", workspace.Result{Op: "destroy"}) {
+		t.Error("a deleted Service's workspace result was still claimed")
+	}
+}
+
+func reasons(events []recordedEvent) string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.reason)
+	}
+	return strings.Join(out, ",")
+}
