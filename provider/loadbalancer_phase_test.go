@@ -90,7 +90,7 @@ func (r fakeRenderer) RenderRoutes([]templates.Route) (*workspace.Spec, error) {
 	return nil, errors.New("no routes")
 }
 func (fakeRenderer) LoadBalancerName(svc *corev1.Service) string { return "lb-" + svc.Name }
-func (fakeRenderer) WorkspaceName(svc *corev1.Service) string   { return "lb-c-" + string(svc.UID) }
+func (fakeRenderer) WorkspaceName(svc *corev1.Service) string    { return "lb-c-" + string(svc.UID) }
 func (fakeRenderer) Backend(name string) (*workspace.Spec, error) {
 	return &workspace.Spec{Name: name, Backend: workspace.BackendInfo{Type: "local"}, StateWorkspace: "default"}, nil
 }
