@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -61,7 +60,6 @@ type Cloud struct {
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 	review    *reviewer      // nil unless terraform { review = true }
 
-	client   kubernetes.Interface
 	recorder record.EventRecorder
 }
 
@@ -100,7 +98,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	var lbRev lbReview
 	var routesRev routesReview
 	if cfg.Terraform.Review {
-		c.review = newReviewer(c)
+		c.review = newReviewer(engine, render, c.event)
 		lbRev, routesRev = c.review, c.review
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
@@ -158,7 +156,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if err != nil {
 		klog.Fatalf("tfccm: build client: %v", err)
 	}
-	c.client = client
+	if c.review != nil {
+		c.review.setClient(client)
+	}
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})

@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -53,15 +55,41 @@ const routesApprovalPoll = 3 * time.Second
 // awaits approval (approvals are also picked up by the informer).
 const awaitingRetry = 5 * time.Second
 
-// reviewer publishes plans and turns approvals into engine.Approve calls.
-type reviewer struct {
-	c *Cloud
-
-	mu      sync.Mutex
-	refused map[string]string // workspace -> approved hash already reported as refused
+// reviewEngine is what review mode needs of the workspace engine.
+type reviewEngine interface {
+	Approve(name, planHash string) error
+	Status(name string) workspace.Status
 }
 
-func newReviewer(c *Cloud) *reviewer { return &reviewer{c: c, refused: map[string]string{}} }
+var _ reviewEngine = (*workspace.Engine)(nil)
+
+// reviewer publishes plans and turns approvals into engine.Approve calls.
+type reviewer struct {
+	engine reviewEngine
+	render renderer // workspace names of Services
+	event  eventFunc
+
+	mu      sync.Mutex
+	client  kubernetes.Interface // nil until Initialize
+	refused map[string]string    // workspace -> approved hash already reported as refused
+}
+
+func newReviewer(engine reviewEngine, render renderer, event eventFunc) *reviewer {
+	return &reviewer{engine: engine, render: render, event: event, refused: map[string]string{}}
+}
+
+// setClient gives the reviewer the cluster client (Initialize).
+func (rv *reviewer) setClient(client kubernetes.Interface) {
+	rv.mu.Lock()
+	rv.client = client
+	rv.mu.Unlock()
+}
+
+func (rv *reviewer) kube() kubernetes.Interface {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.client
+}
 
 // planData is the ConfigMap data of a published plan, at most limit bytes:
 // the summary, the text (truncated with a marker if needed) and the
@@ -88,7 +116,7 @@ func planData(p *workspace.PendingPlan, limit int) map[string]string {
 
 // publish writes the plan ConfigMap (create or update).
 func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels map[string]string, p *workspace.PendingPlan) error {
-	client := rv.c.client
+	client := rv.kube()
 	if client == nil {
 		return nil
 	}
@@ -132,10 +160,10 @@ func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels ma
 
 // unpublish deletes the plan ConfigMap, if any.
 func (rv *reviewer) unpublish(ctx context.Context, namespace, ws string) {
-	if rv.c.client == nil {
+	if rv.kube() == nil {
 		return
 	}
-	err := rv.c.client.CoreV1().ConfigMaps(namespace).Delete(ctx, annotations.PlanConfigMapName(ws), metav1.DeleteOptions{})
+	err := rv.kube().CoreV1().ConfigMaps(namespace).Delete(ctx, annotations.PlanConfigMapName(ws), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		klog.ErrorS(err, "Delete published plan", "namespace", namespace, "configMap", annotations.PlanConfigMapName(ws))
 	}
@@ -151,7 +179,7 @@ func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspa
 		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{annotations.PlanServiceUID: string(svc.UID)}, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish plan", "service", klog.KObj(svc))
 		}
-		rv.c.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
+		rv.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
 	case r.Err == nil && !(r.Drift && !r.Changed):
 		rv.unpublish(ctx, svc.Namespace, ws)
 	}
@@ -190,7 +218,7 @@ func (rv *reviewer) approveService(svc *corev1.Service) {
 	if !set {
 		return
 	}
-	ws := templates.LoadBalancerWorkspaceName(rv.c.cfg, svc)
+	ws := rv.render.WorkspaceName(svc)
 	if err != nil {
 		rv.refuse(svc, ws, svc.Annotations[annotations.ApprovedPlan.Name], err.Error())
 		return
@@ -199,7 +227,7 @@ func (rv *reviewer) approveService(svc *corev1.Service) {
 }
 
 func (rv *reviewer) approve(obj *corev1.Service, ws, hash string) {
-	err := rv.c.engine.Approve(ws, hash)
+	err := rv.engine.Approve(ws, hash)
 	switch {
 	case err == nil:
 		rv.mu.Lock()
@@ -224,7 +252,7 @@ func (rv *reviewer) refuse(svc *corev1.Service, ws, hash, why string) {
 	rv.refused[ws] = hash
 	rv.mu.Unlock()
 	if !seen {
-		rv.c.event(svc, corev1.EventTypeWarning, ReasonPlanNotApproved, why+"; nothing applied")
+		rv.event(svc, corev1.EventTypeWarning, ReasonPlanNotApproved, why+"; nothing applied")
 	}
 }
 
@@ -248,33 +276,31 @@ func (rv *reviewer) watchApprovals(f informers.SharedInformerFactory) {
 // pollRoutesApproval reads the routes plan ConfigMap while the routes plan
 // awaits approval, until ctx ends.
 func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
-	t := time.NewTicker(routesApprovalPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if rv.c.client == nil || rv.c.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
-			continue
-		}
-		cm, err := rv.c.client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
-		if err != nil {
-			if !apierrors.IsNotFound(err) {
-				klog.ErrorS(err, "Read routes plan ConfigMap")
-			}
-			continue
-		}
-		raw, ok := cm.Annotations[annotations.ApprovedPlan.Name]
-		if !ok {
-			continue
-		}
-		hash, err := annotations.ApprovedPlan.Parse(raw)
-		if err != nil {
-			klog.InfoS("Routes approval refused", "err", err)
-			continue
-		}
-		rv.approve(nil, templates.RoutesWorkspaceName, hash)
+	wait.UntilWithContext(ctx, rv.checkRoutesApproval, routesApprovalPoll)
+}
+
+// checkRoutesApproval approves the pending routes plan when its ConfigMap
+// names it.
+func (rv *reviewer) checkRoutesApproval(ctx context.Context) {
+	client := rv.kube()
+	if client == nil || rv.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
+		return
 	}
+	cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.ErrorS(err, "Read routes plan ConfigMap")
+		}
+		return
+	}
+	raw, ok := cm.Annotations[annotations.ApprovedPlan.Name]
+	if !ok {
+		return
+	}
+	hash, err := annotations.ApprovedPlan.Parse(raw)
+	if err != nil {
+		klog.InfoS("Routes approval refused", "err", err)
+		return
+	}
+	rv.approve(nil, templates.RoutesWorkspaceName, hash)
 }
