@@ -166,6 +166,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)
+	if c.lb != nil {
+		go c.lb.runResync(ctx)
+	}
 	if c.routes != nil {
 		c.routes.start(ctx)
 		if c.review != nil {

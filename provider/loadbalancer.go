@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -48,11 +50,32 @@ type loadBalancers struct {
 	remoteBackend bool
 
 	mu       sync.Mutex
-	services map[string]*corev1.Service // workspace name -> newest Service seen, for Events
+	services map[string]*lbEntry // workspace name -> what tfccm last rendered for it
+	// deleted holds the workspaces of Services being or already deleted:
+	// nothing is ever submitted for them again (a node update queued
+	// before the deletion must not resurrect the load balancer).
+	deleted map[string]bool
+
+	// resync re-renders workspaces whose rendered inputs changed outside
+	// the service controller's calls (see loadbalancer_watch.go).
+	resync workqueue.TypedInterface[string]
+	nodes  corelisters.NodeLister // nil until SetInformers
+}
+
+// lbEntry is what tfccm last rendered for one Service's workspace.
+type lbEntry struct {
+	// submit serializes render+submit of this workspace, so a re-render
+	// from the informers never overtakes a newer service controller call.
+	submit sync.Mutex
+
+	svc   *corev1.Service // newest Service seen, for Events and re-renders
+	nodes []string        // names of the nodes it was rendered with; nil: not rendered (delete path)
 }
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool) *loadBalancers {
-	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend, services: map[string]*corev1.Service{}}
+	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend,
+		services: map[string]*lbEntry{}, deleted: map[string]bool{},
+		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
 
 // GetLoadBalancerName is the deterministic name passed to templates as
@@ -133,6 +156,10 @@ func retryAfter(st workspace.Status) time.Duration {
 // unchanged render is a no-op (no tofu process). It does not wait: the
 // engine applies in the background and records the outcome as an Event.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	if name := l.render.WorkspaceName(svc); svc.DeletionTimestamp != nil || l.isDeleted(name) {
+		klog.V(2).InfoS("Not updating the load balancer of a Service being deleted", "service", klog.KObj(svc), "workspace", name)
+		return nil
+	}
 	st, err := l.submit(svc, nodes)
 	if err == nil {
 		l.approve(svc, st)
@@ -144,6 +171,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // directory, and only then returns nil so the finalizer goes.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
 	name := l.render.WorkspaceName(svc)
+	l.markDeleted(name, svc)
 	st := l.engine.Status(name)
 	if st.Phase == workspace.PhaseDestroyed {
 		l.forget(name)
@@ -154,7 +182,6 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		l.event(svc, corev1.EventTypeWarning, ReasonDestroyFailed, err.Error())
 		return err
 	}
-	l.remember(name, svc)
 	st, err = l.engine.Destroy(spec)
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
@@ -173,13 +200,36 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 
 // submit renders svc with nodes and hands the workspace to the engine. A
 // render error changes nothing: it is recorded as an Event and returned.
+// A Service being deleted is never submitted again.
 func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
+	name := l.render.WorkspaceName(svc)
+	e, ok := l.entry(name, svc)
+	if !ok || svc.DeletionTimestamp != nil {
+		return workspace.Status{}, fmt.Errorf("load balancer %s: the Service is being deleted; nothing is applied", name)
+	}
+	e.submit.Lock()
+	defer e.submit.Unlock()
+	names := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	l.mu.Lock()
+	e.svc, e.nodes = svc, names
+	l.mu.Unlock()
+	return l.renderAndApply(name, svc, nodes)
+}
+
+// renderAndApply renders and submits one workspace; the caller holds its
+// entry's submit lock.
+func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
 	ws, err := l.render.RenderLoadBalancer(svc, nodes)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
 	}
-	l.remember(ws.Name, svc)
+	if l.isDeleted(name) {
+		return workspace.Status{}, fmt.Errorf("load balancer %s: the Service is being deleted; nothing is applied", name)
+	}
 	st, err := l.engine.Apply(*ws)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
@@ -227,12 +277,43 @@ func (l *loadBalancers) written(name string) (workspace.Spec, error) {
 	return spec, nil
 }
 
-func (l *loadBalancers) remember(name string, svc *corev1.Service) {
+// entry returns the workspace's entry, created for svc if new; false when
+// the workspace belongs to a deleted Service.
+func (l *loadBalancers) entry(name string, svc *corev1.Service) (*lbEntry, bool) {
 	l.mu.Lock()
-	l.services[name] = svc
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.deleted[name] {
+		return nil, false
+	}
+	e, ok := l.services[name]
+	if !ok {
+		e = &lbEntry{svc: svc}
+		l.services[name] = e
+	}
+	return e, true
 }
 
+// markDeleted tombstones the workspace: from now on nothing is submitted
+// for it, and results still reach svc as Events.
+func (l *loadBalancers) markDeleted(name string, svc *corev1.Service) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleted[name] = true
+	e, ok := l.services[name]
+	if !ok {
+		e = &lbEntry{}
+		l.services[name] = e
+	}
+	e.svc, e.nodes = svc, nil
+}
+
+func (l *loadBalancers) isDeleted(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deleted[name]
+}
+
+// forget drops the entry of a destroyed workspace (its tombstone stays).
 func (l *loadBalancers) forget(name string) {
 	l.mu.Lock()
 	delete(l.services, name)
@@ -242,9 +323,13 @@ func (l *loadBalancers) forget(name string) {
 // onResult turns an engine outcome into an Event on the Service.
 func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	l.mu.Lock()
-	svc, ok := l.services[name]
+	e, ok := l.services[name]
+	var svc *corev1.Service
+	if ok {
+		svc = e.svc
+	}
 	l.mu.Unlock()
-	if !ok {
+	if !ok || svc == nil {
 		return false
 	}
 	if l.review != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 // fakeLBEngine is the LoadBalancer facet's engine in unit tests: it answers
 // Apply/Destroy/Status with the statuses a test sets and records calls.
 type fakeLBEngine struct {
+	mu       sync.Mutex
 	status   workspace.Status // what Status, Apply and Destroy report
 	applyErr error
 	applied  []workspace.Spec
@@ -33,6 +37,8 @@ type fakeLBEngine struct {
 }
 
 func (f *fakeLBEngine) Apply(spec workspace.Spec) (workspace.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.applied = append(f.applied, spec)
 	if f.applyErr != nil {
 		return workspace.Status{}, f.applyErr
@@ -41,6 +47,8 @@ func (f *fakeLBEngine) Apply(spec workspace.Spec) (workspace.Status, error) {
 }
 
 func (f *fakeLBEngine) Destroy(spec workspace.Spec) (workspace.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.destroys = append(f.destroys, spec)
 	if f.afterDestroy != nil {
 		f.status = *f.afterDestroy
@@ -48,7 +56,22 @@ func (f *fakeLBEngine) Destroy(spec workspace.Spec) (workspace.Status, error) {
 	return f.withName(spec.Name, spec.Hash), nil
 }
 
-func (f *fakeLBEngine) Status(name string) workspace.Status { return f.withName(name, f.status.Hash) }
+func (f *fakeLBEngine) Status(name string) workspace.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.withName(name, f.status.Hash)
+}
+
+// appliedFiles returns main.tf of every spec applied so far.
+func (f *fakeLBEngine) appliedFiles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.applied {
+		out = append(out, string(s.Files["main.tf"]))
+	}
+	return out
+}
 
 func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
 	if f.written == nil {
@@ -77,11 +100,21 @@ func (f *fakeLBEngine) withName(name, hash string) workspace.Status {
 // its UID, or fails with err.
 type fakeRenderer struct{ err error }
 
-func (r fakeRenderer) RenderLoadBalancer(svc *corev1.Service, _ []*corev1.Node) (*workspace.Spec, error) {
+func (r fakeRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	spec := &workspace.Spec{Name: r.WorkspaceName(svc), Files: map[string][]byte{"main.tf": []byte("# " + svc.Name)}}
+	content := "# " + svc.Name
+	for _, k := range slices.Sorted(maps.Keys(svc.Labels)) {
+		content += " label " + k + "=" + svc.Labels[k]
+	}
+	for _, n := range nodes {
+		content += " node " + n.Name + "="
+		for _, a := range n.Status.Addresses {
+			content += a.Address
+		}
+	}
+	spec := &workspace.Spec{Name: r.WorkspaceName(svc), Files: map[string][]byte{"main.tf": []byte(content)}}
 	spec.Hash = spec.ContentHash()
 	return spec, nil
 }

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -25,10 +24,7 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-var (
-	_ cloudprovider.Routes       = (*routes)(nil)
-	_ cloudprovider.InformerUser = (*Cloud)(nil)
-)
+var _ cloudprovider.Routes = (*routes)(nil)
 
 // routeQuiet ends a gather window early: when no CreateRoute/DeleteRoute
 // call arrived for this long, the batch is applied without waiting for the
@@ -96,23 +92,6 @@ func (r *routes) start(ctx context.Context) {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.mu.Unlock()
-}
-
-// SetInformers is called by the cloud-controller-manager with its shared
-// informers. The Routes facet reads Nodes from them: the addresses of
-// routes an earlier incarnation applied, and the routes of nodes the route
-// controller is about to ask for (see desiredRoutes). In review mode the
-// LoadBalancer facet watches Services for plan approvals (review.go).
-func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
-	if c.review != nil && c.lb != nil {
-		c.review.watchApprovals(f)
-	}
-	if c.routes == nil {
-		return
-	}
-	nodes := f.Core().V1().Nodes()
-	nodes.Informer() // registered before the factory starts
-	c.routes.setNodeLister(nodes.Lister())
 }
 
 func (r *routes) setNodeLister(l corelisters.NodeLister) {
