@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 )
 
 // TestCCMLeaderElectionAndHealthz runs the CCM binary against a real control
@@ -23,7 +24,7 @@ func TestCCMLeaderElectionAndHealthz(t *testing.T) {
 
 	eventually(t, 60*time.Second, "leader Lease taken", func(ctx context.Context) error {
 		if ccm.Exited() {
-			return fmt.Errorf("CCM exited: %s", tail(ccm.LogPath, 20))
+			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
 		}
 		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 		if err != nil {
@@ -88,12 +89,8 @@ func TestCCMBrokenConfigExits(t *testing.T) {
 			cfg := writeFile(t, t.TempDir(), "cloud.hcl", tc.config)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, ccmBinary(t),
-				"--kubeconfig="+cluster.Kubeconfig(),
-				"--authentication-kubeconfig="+cluster.Kubeconfig(),
-				"--authorization-kubeconfig="+cluster.Kubeconfig(),
-				"--cloud-provider=terraform", "--cloud-config="+cfg,
-				"--leader-elect=false", "--secure-port=0", "--cert-dir="+t.TempDir())
+			cmd := exec.CommandContext(ctx, ccmBinary(t), append(harness.Flags(cluster.Kubeconfig(), cfg),
+				"--leader-elect=false", "--secure-port=0", "--cert-dir="+t.TempDir())...)
 			out, err := cmd.CombinedOutput()
 			if ctx.Err() != nil {
 				t.Fatalf("CCM did not exit on a broken config:\n%s", out)

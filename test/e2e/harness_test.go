@@ -2,24 +2,24 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 )
+
+// The helpers here are test/harness for a *testing.T: they fail the test
+// where the harness returns an error, and tie what they start to the test.
 
 var (
 	buildOnce sync.Once
@@ -60,161 +60,71 @@ func ccmBinary(t testing.TB) string {
 	return ccmPath
 }
 
-// CCM is a running terraform-cloud-controller-manager process.
-type CCM struct {
-	cmd     *exec.Cmd
-	Port    int
-	LogPath string
-	done    chan struct{}
-	exitErr error
-}
-
 // startCCM runs the CCM binary against cluster with the given cloud config
 // and extra flags, and stops it when the test ends.
-func startCCM(t *testing.T, cluster *devcluster.Cluster, cloudConfig string, extra ...string) *CCM {
+func startCCM(t *testing.T, cluster *devcluster.Cluster, cloudConfig string, extra ...string) *harness.CCM {
 	t.Helper()
 	return startCCMWithKubeconfig(t, cluster.Kubeconfig(), cloudConfig, extra...)
 }
 
 // startCCMWithKubeconfig runs the CCM with the given credentials (for all
 // of its clients, including delegated authn/authz).
-func startCCMWithKubeconfig(t *testing.T, kubeconfig, cloudConfig string, extra ...string) *CCM {
+func startCCMWithKubeconfig(t *testing.T, kubeconfig, cloudConfig string, extra ...string) *harness.CCM {
 	t.Helper()
-	port := freePort(t)
-	dir := t.TempDir()
-	c := &CCM{Port: port, LogPath: filepath.Join(dir, "ccm.log"), done: make(chan struct{})}
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--cloud-provider=terraform",
-		"--cloud-config=" + cloudConfig,
-		"--leader-elect=true",
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(dir, "certs"),
-		"--use-service-account-credentials=false",
-		"--v=2",
-	}, extra...)
-	logf, err := os.Create(c.LogPath)
+	c, err := harness.StartCCM(harness.CCMOptions{
+		Binary:      ccmBinary(t),
+		Kubeconfig:  kubeconfig,
+		CloudConfig: cloudConfig,
+		Dir:         t.TempDir(),
+		Flags:       extra,
+		Env:         []string{"PATH=" + filepath.Join(repoRoot(t), "bin") + ":" + os.Getenv("PATH")},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command(ccmBinary(t), args...)
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.Env = append(os.Environ(), "PATH="+filepath.Join(repoRoot(t), "bin")+":"+os.Getenv("PATH"))
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.exitErr = c.cmd.Wait()
-		logf.Close()
-		close(c.done)
-	}()
 	t.Cleanup(func() {
-		c.Stop(t)
+		c.Stop()
 		if t.Failed() {
-			t.Logf("CCM log (%s), last 60 lines:\n%s", c.LogPath, tail(c.LogPath, 60))
+			t.Logf("CCM log (%s), last 60 lines:\n%s", c.LogPath, c.LogTail(60))
 		}
 	})
 	return c
 }
 
-// Stop sends SIGTERM and waits for the process (SIGKILL after 20s).
-func (c *CCM) Stop(t testing.TB) {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-	}
-}
-
-// Kill sends SIGKILL to the CCM's process group (a crash).
-func (c *CCM) Kill() {
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	<-c.done
-}
-
-// Exited reports whether the process has exited.
-func (c *CCM) Exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Get fetches path from the CCM's secure port anonymously, or with the
-// given client certificate when certKey is a (cert, key) pair of files.
-func (c *CCM) Get(path string, certKey ...string) (int, string, error) {
-	tlsConfig := &tls.Config{InsecureSkipVerify: true}
-	if len(certKey) == 2 {
-		pair, err := tls.LoadX509KeyPair(certKey[0], certKey[1])
-		if err != nil {
-			return 0, "", err
-		}
-		tlsConfig.Certificates = []tls.Certificate{pair}
-	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", c.Port, path))
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
-}
-
-// Log returns the CCM's log so far.
-func (c *CCM) Log() string {
-	b, _ := os.ReadFile(c.LogPath)
-	return string(b)
-}
-
-func freePort(t testing.TB) int {
+// eventually polls cond until it returns nil or timeout passes, then fails
+// the test with the last error.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) error) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err := harness.Eventually(context.Background(), timeout, what, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// registerNode registers n as a kubelet does and returns the stored Node.
+func registerNode(t testing.TB, client kubernetes.Interface, n harness.Node) *corev1.Node {
+	t.Helper()
+	created, err := harness.RegisterNode(context.Background(), client, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return created
 }
 
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// eventually polls cond every interval until it returns nil or timeout
-// passes, then fails the test with the last error.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+// waitVIP waits for the Service's load balancer ingress IP.
+func waitVIP(t *testing.T, client kubernetes.Interface, name string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = cond(ctx); last == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
-		case <-time.After(250 * time.Millisecond):
-		}
+	vip, err := harness.WaitForIngress(context.Background(), client, "default", name, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vip
+}
+
+// waitServiceDeleted waits until the Service and its finalizer are gone.
+func waitServiceDeleted(t testing.TB, client kubernetes.Interface, name string, timeout time.Duration) {
+	t.Helper()
+	if err := harness.WaitServiceDeleted(context.Background(), client, "default", name, timeout); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -224,12 +134,12 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string) (cfg, workDir string) {
 	t.Helper()
 	workDir = filepath.Join(dir, "work")
-	var tf strings.Builder
-	for _, l := range terraformLines {
-		tf.WriteString("  " + l + "\n")
+	cfg = filepath.Join(dir, "cloud.hcl")
+	c := harness.CloudConfig{ClusterName: "e2e", WorkDir: workDir, Tofu: repo.Tofu(t), Terraform: terraformLines, Blocks: blocks}
+	if err := c.Write(cfg); err != nil {
+		t.Fatal(err)
 	}
-	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n%s}\n%s", workDir, repo.Tofu(t), tf.String(), blocks)
-	return writeFile(t, dir, "cloud.hcl", src), workDir
+	return cfg, workDir
 }
 
 // writeFile writes content to a new file in dir and returns its path.

@@ -12,13 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
-
-const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
 // TestInstances: nodes registered with the uninitialized taint are
 // initialized from the local cloud's Terraform state; with the state
@@ -44,9 +42,9 @@ instances {
 
 	// node-a is Ready; node-b and node-c never report Ready, so the
 	// lifecycle controller asks the cloud about them every 5s.
-	registerNode(t, client, "node-a", true)
-	registerNode(t, client, "node-b", false)
-	registerNode(t, client, "node-c", false)
+	registerNode(t, client, harness.Node{Name: "node-a", Uninitialized: true})
+	registerNode(t, client, harness.Node{Name: "node-b", Uninitialized: true, NotReady: true})
+	registerNode(t, client, harness.Node{Name: "node-c", Uninitialized: true, NotReady: true})
 
 	ccm := startCCM(t, cluster, cfg)
 
@@ -74,8 +72,8 @@ instances {
 				return fmt.Errorf("addresses %v lack InternalIP %s", n.Status.Addresses, info.Address)
 			}
 			for _, taint := range n.Spec.Taints {
-				if taint.Key == uninitializedTaint {
-					return fmt.Errorf("still tainted %s", uninitializedTaint)
+				if taint.Key == harness.UninitializedTaint {
+					return fmt.Errorf("still tainted %s", harness.UninitializedTaint)
 				}
 			}
 			return nil
@@ -128,28 +126,5 @@ instances {
 		if _, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Fatalf("%s after node-c's removal: %v", name, err)
 		}
-	}
-}
-
-// registerNode creates a node as a kubelet with --cloud-provider=external
-// would: tainted uninitialized, no providerID, Ready or not.
-func registerNode(t *testing.T, client kubernetes.Interface, name string, ready bool) {
-	t.Helper()
-	ctx := context.Background()
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: uninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
-	}
-	n, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -30,7 +31,7 @@ func TestLoadBalancer(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("load_balancer {\n  settings = %s\n}\n", hclObject(cloud.LBSettings())))
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()))
 
 	// Every node runs a kube-proxy-like /healthz and a server on the
 	// NodePorts the test uses; each answers with its node's name.
@@ -154,7 +155,7 @@ func TestLoadBalancer(t *testing.T) {
 			s.Annotations["tfccm.io/vars"] = `{"no_such_setting": 1}`
 		})
 		eventually(t, time.Minute, "Warning Event naming the bad key", func(ctx context.Context) error {
-			ev := eventsOf(ctx, client, svc)
+			ev := harness.Events(ctx, client, svc.Namespace, svc.Name)
 			if !strings.Contains(ev, "TerraformRenderFailed") || !strings.Contains(ev, "no_such_setting") {
 				return fmt.Errorf("events: %s", ev)
 			}
@@ -195,12 +196,7 @@ func TestLoadBalancer(t *testing.T) {
 		if err := client.CoreV1().Services("default").Delete(ctx, "local", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, "Service local deleted", func(ctx context.Context) error {
-			if _, err := client.CoreV1().Services("default").Get(ctx, "local", metav1.GetOptions{}); err == nil {
-				return fmt.Errorf("still there")
-			}
-			return nil
-		})
+		waitServiceDeleted(t, client, "local", time.Minute)
 	})
 
 	t.Run("unsupported UDP port is an Event and delays no other Service", func(t *testing.T) {
@@ -216,7 +212,7 @@ func TestLoadBalancer(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, time.Minute, "Warning Event with tofu's message", func(ctx context.Context) error {
-			ev := eventsOf(ctx, client, dns)
+			ev := harness.Events(ctx, client, dns.Namespace, dns.Name)
 			if !strings.Contains(ev, "TerraformApplyFailed") || !strings.Contains(ev, "53/UDP") {
 				return fmt.Errorf("events: %s", ev)
 			}
@@ -229,12 +225,7 @@ func TestLoadBalancer(t *testing.T) {
 		if err := client.CoreV1().Services("default").Delete(ctx, "dns", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, "failed Service deleted", func(ctx context.Context) error {
-			if _, err := client.CoreV1().Services("default").Get(ctx, "dns", metav1.GetOptions{}); err == nil {
-				return fmt.Errorf("still there")
-			}
-			return nil
-		})
+		waitServiceDeleted(t, client, "dns", time.Minute)
 	})
 
 	t.Run("CCM killed and restarted re-applies nothing", func(t *testing.T) {
@@ -273,13 +264,7 @@ func TestLoadBalancer(t *testing.T) {
 		if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*time.Minute, "Service gone (finalizer released)", func(ctx context.Context) error {
-			s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
-			if err == nil {
-				return fmt.Errorf("still there with finalizers %v; events: %s", s.Finalizers, eventsOf(ctx, client, s))
-			}
-			return nil
-		})
+		waitServiceDeleted(t, client, "web", 2*time.Minute)
 		if _, err := os.Stat(lbDir); !os.IsNotExist(err) {
 			t.Errorf("workspace %s still exists: %v", lbDir, err)
 		}
@@ -298,56 +283,11 @@ func TestLoadBalancer(t *testing.T) {
 	})
 }
 
-// waitVIP waits for the Service's load balancer ingress IP.
-func waitVIP(t *testing.T, client kubernetes.Interface, name string) string {
-	t.Helper()
-	var vip string
-	eventually(t, 2*time.Minute, name+" gets a VIP", func(ctx context.Context) error {
-		s, err := client.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(s.Status.LoadBalancer.Ingress) == 0 {
-			return fmt.Errorf("no ingress yet; events: %s", eventsOf(ctx, client, s))
-		}
-		vip = s.Status.LoadBalancer.Ingress[0].IP
-		return nil
-	})
-	return vip
-}
-
-// hclObject renders a flat map of strings as an HCL object literal.
-func hclObject(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("{\n")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "    %s = %q\n", k, fmt.Sprint(m[k]))
-	}
-	b.WriteString("  }")
-	return b.String()
-}
-
 // createNode registers a Node for a local-cloud node the way a kubelet
 // does: created with its InternalIP and Ready condition in one call.
 func createNode(t *testing.T, client kubernetes.Interface, cloud *localcloud.Cloud, name string) {
 	t.Helper()
-	info := cloud.Node(name)
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Status: corev1.NodeStatus{
-			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: info.Address}, {Type: corev1.NodeHostName, Address: name}},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		},
-	}
-	created, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := registerNode(t, client, harness.Node{Name: name, InternalIPs: []string{cloud.Node(name).Address}})
 	if len(created.Status.Addresses) == 0 {
 		t.Fatalf("node %s was created without its addresses", name)
 	}
@@ -402,18 +342,6 @@ func backendsAre(t *testing.T, vip string, port int, want ...string) {
 		}
 		return nil
 	})
-}
-
-func eventsOf(ctx context.Context, client kubernetes.Interface, svc *corev1.Service) string {
-	evs, err := client.CoreV1().Events(svc.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc.Name})
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, e := range evs.Items {
-		out = append(out, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))
-	}
-	return strings.Join(out, " | ")
 }
 
 // lbWorkspaceDir finds the one load-balancer workspace under workDir.

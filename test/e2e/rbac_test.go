@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 )
 
 // TestCCMRunsUnderShippedRBAC applies deploy/base's ServiceAccount and RBAC
@@ -90,7 +91,7 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 	ccm := startCCMWithKubeconfig(t, kubeconfig, cfg)
 	eventually(t, time.Minute, "leader Lease taken by the ServiceAccount", func(ctx context.Context) error {
 		if ccm.Exited() {
-			return fmt.Errorf("CCM exited: %s", tail(ccm.LogPath, 20))
+			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
 		}
 		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 		if err != nil {
@@ -117,7 +118,7 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 		if len(s.Finalizers) == 0 {
 			return fmt.Errorf("no finalizer yet")
 		}
-		ev := eventsOf(ctx, admin, s)
+		ev := harness.Events(ctx, admin, s.Namespace, s.Name)
 		// The local template needs settings this config does not give:
 		// the render fails, and says so on the Service.
 		if !strings.Contains(ev, "EnsuringLoadBalancer") || !strings.Contains(ev, "TerraformRenderFailed") {

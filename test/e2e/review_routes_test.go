@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -22,7 +23,7 @@ func TestReviewModeRoutes(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("routes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n", hclObject(cloud.RoutesSettings())), "review = true")
+	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("routes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n", harness.HCLObject(cloud.RoutesSettings())), "review = true")
 
 	createRoutedNode(t, client, cloud, "node-b", []string{"10.244.2.0/24"})
 	startCCM(t, cluster, cfg, routeFlags...)

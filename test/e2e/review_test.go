@@ -19,6 +19,7 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -30,7 +31,7 @@ func TestReviewMode(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("load_balancer {\n  settings = %s\n}\n", hclObject(cloud.LBSettings())), "review = true")
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()), "review = true")
 
 	for _, n := range cloud.Nodes() {
 		stop, err := cloud.ServeHTTP(n, 30080, n)
@@ -76,7 +77,7 @@ func TestReviewMode(t *testing.T) {
 	t.Run("a wrong hash is refused", func(t *testing.T) {
 		approvePlan(t, client, strings.Repeat("0", 64))
 		eventually(t, time.Minute, "refusal Event", func(ctx context.Context) error {
-			if ev := eventsOf(ctx, client, svc); !strings.Contains(ev, provider.ReasonPlanNotApproved) {
+			if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, provider.ReasonPlanNotApproved) {
 				return fmt.Errorf("events: %s", ev)
 			}
 			return nil
@@ -120,13 +121,7 @@ func TestReviewMode(t *testing.T) {
 	}
 
 	approvePlan(t, client, destroyHash)
-	eventually(t, 2*time.Minute, "Service deleted after approval", func(ctx context.Context) error {
-		_, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there (%v)", err)
-	})
+	waitServiceDeleted(t, client, "web", 2*time.Minute)
 	eventually(t, time.Minute, "VIP stops answering", func(context.Context) error {
 		if _, err := get(vip, 80); err == nil {
 			return fmt.Errorf("%s still answers", vip)
@@ -178,7 +173,7 @@ func waitPendingPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Serv
 		if err := json.Unmarshal([]byte(cm.Data["plan.json"]), &pub); err != nil || pub["plan_hash"] != hash {
 			return fmt.Errorf("plan.json: %v (hash %v)", err, pub["plan_hash"])
 		}
-		ev := eventsOf(ctx, client, svc)
+		ev := harness.Events(ctx, client, svc.Namespace, svc.Name)
 		if !strings.Contains(ev, provider.ReasonPlanPendingApproval) || !strings.Contains(ev, kind+" "+hash) {
 			return fmt.Errorf("no %s Event for %s: %s", provider.ReasonPlanPendingApproval, hash, ev)
 		}

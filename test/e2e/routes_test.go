@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -38,7 +39,7 @@ func TestRoutes(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("routes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n", hclObject(cloud.RoutesSettings())))
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("routes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n", harness.HCLObject(cloud.RoutesSettings())))
 
 	// node-a is dual-stack, node-b and node-c IPv4 only.
 	pods := map[string][]string{ // node -> pod CIDRs
@@ -123,7 +124,7 @@ func TestRoutes(t *testing.T) {
 	})
 
 	t.Run("restart applies nothing and keeps the routes", func(t *testing.T) {
-		ccm.Stop(t)
+		ccm.Stop()
 		ccm2 := startCCM(t, cluster, cfg, routeFlags...)
 		eventually(t, time.Minute, "route controller ran", func(context.Context) error {
 			if !strings.Contains(ccm2.Log(), "Starting route controller") {
@@ -164,32 +165,16 @@ func TestRoutes(t *testing.T) {
 func createRoutedNode(t *testing.T, client kubernetes.Interface, cloud *localcloud.Cloud, name string, podCIDRs []string) {
 	t.Helper()
 	info := cloud.Node(name)
-	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: info.Address}}
+	ips := []string{info.Address}
 	for _, c := range podCIDRs {
 		if strings.Contains(c, ":") {
 			if info.AddressV6 == "" {
 				t.Fatalf("node %s has no IPv6 address in the local cloud", name)
 			}
-			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: info.AddressV6})
+			ips = append(ips, info.AddressV6)
 		}
 	}
-	addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
-	now := metav1.Now()
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Spec:       corev1.NodeSpec{PodCIDR: podCIDRs[0], PodCIDRs: podCIDRs},
-		Status: corev1.NodeStatus{
-			Addresses: addrs,
-			Conditions: []corev1.NodeCondition{
-				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: now, LastTransitionTime: now},
-				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue, Reason: "NoRouteCreated", LastTransitionTime: now},
-			},
-		},
-	}
-	created, err := client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := registerNode(t, client, harness.Node{Name: name, InternalIPs: ips, PodCIDRs: podCIDRs, NetworkUnavailable: true})
 	if !slices.Equal(created.Spec.PodCIDRs, podCIDRs) || networkUnavailable(created) == nil {
 		t.Fatalf("node %s created without its pod CIDRs or conditions: %+v", name, created)
 	}

@@ -1,0 +1,11 @@
+// Package harness is what test/e2e and `make demo` (hack/demo) share to
+// drive the real CCM against a real control plane: starting and stopping
+// the terraform-cloud-controller-manager process with the standard flags
+// (ccm.go), registering Nodes the way a kubelet with
+// --cloud-provider=external does (nodes.go), waiting for conditions
+// (wait.go), dumping an object's Events (events.go) and writing a cloud
+// config (cloudconfig.go).
+//
+// Everything here returns plain errors, so a command can use it; the
+// tests wrap it in thin helpers that fail the test instead.
+package harness
