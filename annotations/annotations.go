@@ -60,6 +60,38 @@ func (k Key[T]) Parse(raw string) (T, error) {
 
 var registry []Decl
 
+// MaxValueBytes is the largest value a tfccm.io/ annotation may have; a
+// larger one is refused before it is parsed (and never echoed).
+const MaxValueBytes = 16 << 10
+
+// maxQuoted is how much of a user value a message quotes.
+const maxQuoted = 96
+
+// Quote quotes a user-supplied value for an error message or Event, cut to
+// a short prefix with its full length when long: a message never carries
+// a whole oversized value.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// sized refuses oversized values before parse sees them.
+func sized[T any](parse func(string) (T, error)) func(string) (T, error) {
+	return func(s string) (T, error) {
+		if len(s) > MaxValueBytes {
+			var zero T
+			return zero, fmt.Errorf("value is %d bytes; the limit is %d", len(s), MaxValueBytes)
+		}
+		return parse(s)
+	}
+}
+
 func declare[T any](name, typ, example, doc string, parse func(string) (T, error)) Key[T] {
 	if !strings.HasPrefix(name, Prefix) {
 		panic("annotation " + name + " lacks prefix " + Prefix)
@@ -69,6 +101,7 @@ func declare[T any](name, typ, example, doc string, parse func(string) (T, error
 			panic("annotation " + name + " declared twice")
 		}
 	}
+	parse = sized(parse)
 	if _, err := parse(example); err != nil {
 		panic(fmt.Sprintf("annotation %s: example %q does not parse: %v", name, example, err))
 	}
@@ -145,7 +178,7 @@ func ValidLoadBalancerName(s string) bool { return lbNameRE.MatchString(s) }
 
 func parseVariant(s string) (string, error) {
 	if !variantRE.MatchString(s) {
-		return "", fmt.Errorf("%q is not a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)", s)
+		return "", fmt.Errorf("%s is not a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)", Quote(s))
 	}
 	return s, nil
 }
@@ -153,7 +186,7 @@ func parseVariant(s string) (string, error) {
 func parseBool(s string) (bool, error) {
 	b, err := strconv.ParseBool(strings.TrimSpace(s))
 	if err != nil {
-		return false, fmt.Errorf("%q is not a boolean (use \"true\" or \"false\")", s)
+		return false, fmt.Errorf("%s is not a boolean (use \"true\" or \"false\")", Quote(s))
 	}
 	return b, nil
 }
@@ -161,14 +194,14 @@ func parseBool(s string) (bool, error) {
 func parseIP(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
+		return netip.Addr{}, fmt.Errorf("%s is not an IPv4 or IPv6 address", Quote(s))
 	}
 	return a.Unmap(), nil
 }
 
 func parseLBName(s string) (string, error) {
 	if !lbNameRE.MatchString(s) {
-		return "", fmt.Errorf("%q is not a valid load balancer name (1-32 characters of a-z, 0-9 and '-', starting with a letter, not ending with '-')", s)
+		return "", fmt.Errorf("%s is not a valid load balancer name (1-32 characters of a-z, 0-9 and '-', starting with a letter, not ending with '-')", Quote(s))
 	}
 	return s, nil
 }
@@ -182,7 +215,7 @@ func ValidPlanHash(s string) bool { return planHashRE.MatchString(s) }
 func parsePlanHash(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if !planHashRE.MatchString(s) {
-		return "", fmt.Errorf("%q is not a plan hash (64 lowercase hex digits, the sha256 of the saved plan as published in the tfccm-plan-* ConfigMap)", s)
+		return "", fmt.Errorf("%s is not a plan hash (64 lowercase hex digits, the sha256 of the saved plan as published in the tfccm-plan-* ConfigMap)", Quote(s))
 	}
 	return s, nil
 }

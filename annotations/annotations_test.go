@@ -173,3 +173,26 @@ func TestWireKeysAreNotServiceAnnotations(t *testing.T) {
 		t.Errorf("PlanConfigMapName = %q", got)
 	}
 }
+
+// TestOversizedValues: values over MaxValueBytes are refused without
+// being parsed or echoed; long invalid values are quoted cut short.
+func TestOversizedValues(t *testing.T) {
+	huge := strings.Repeat("x", MaxValueBytes+1)
+	err := Check(map[string]string{Vars.Name: huge, Template.Name: strings.Repeat("y", 5000)})
+	if err == nil {
+		t.Fatal("oversized values accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "the limit is 16384") || len(msg) > 600 {
+		t.Errorf("error %d bytes: %.300s", len(msg), msg)
+	}
+	if _, _, err := Vars.Get(map[string]string{Vars.Name: huge}); err == nil || strings.Contains(err.Error(), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx") {
+		t.Errorf("Get: %v", err)
+	}
+	if got := Quote(strings.Repeat("é", 100)); !strings.HasSuffix(got, "... (200 bytes)") || len(got) > 120 {
+		t.Errorf("Quote = %q", got)
+	}
+	if got := Quote("short"); got != `"short"` {
+		t.Errorf("Quote = %q", got)
+	}
+}

@@ -108,7 +108,17 @@ type LoadBalancer struct {
 	// Settings are cluster values passed to templates as `settings`,
 	// merged with per-Service tfccm.io/vars.
 	Settings cty.Value `hcl:"settings,optional"`
+	// EnsureWaitRaw is how long EnsureLoadBalancer waits for its apply
+	// before answering "retry later" (which the service controller reports
+	// as a Warning Event), as a Go duration; "0s" never waits.
+	EnsureWaitRaw string `hcl:"ensure_wait,optional"`
+	EnsureWait    time.Duration
 }
+
+// DefaultEnsureWait is load_balancer.ensure_wait's default: long enough for
+// most applies of self-hosted load balancers, short enough that a slow
+// cloud apply frees the service worker soon.
+const DefaultEnsureWait = 10 * time.Second
 
 // Routes configures the Routes facet.
 type Routes struct {
@@ -308,6 +318,15 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	}
 	diags = append(diags, checkSettings(lb.Settings, blockAttrRange(content, "load_balancer", "settings"), "load_balancer.settings")...)
 	lb.Settings = normalizeSettings(lb.Settings)
+	lb.EnsureWait = DefaultEnsureWait
+	if lb.EnsureWaitRaw != "" {
+		d, err := time.ParseDuration(lb.EnsureWaitRaw)
+		if err != nil || d < 0 || d > 5*time.Minute {
+			errAt(blockAttrRange(content, "load_balancer", "ensure_wait"), "Invalid ensure_wait", fmt.Sprintf("load_balancer.ensure_wait must be a Go duration from \"0s\" to \"5m\", got %q.", lb.EnsureWaitRaw))
+		} else {
+			lb.EnsureWait = d
+		}
+	}
 
 	if c.Routes == nil {
 		c.Routes = &Routes{}

@@ -27,6 +27,9 @@ func TestParseDefaults(t *testing.T) {
 	if !c.LoadBalancer.Settings.Type().Equals(cty.EmptyObject) {
 		t.Errorf("settings default = %#v", c.LoadBalancer.Settings)
 	}
+	if c.LoadBalancer.EnsureWait != DefaultEnsureWait {
+		t.Errorf("ensure_wait default %s", c.LoadBalancer.EnsureWait)
+	}
 	if c.Instances.TTL != DefaultStateTTL || c.Routes.BatchWindow != 2*time.Second {
 		t.Errorf("durations: ttl %s batch %s", c.Instances.TTL, c.Routes.BatchWindow)
 	}
@@ -107,6 +110,7 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		{"settings not object", "cluster_name = \"a\"\nload_balancer {\n  settings = \"x\"\n}\n", []string{"cloud.hcl:3,14-17: Invalid settings"}},
 		{"source needs one of", "cluster_name = \"a\"\ninstances {\n  source \"x\" {\n  }\n}\n", []string{"cloud.hcl:3,3-13: Invalid state source"}},
 		{"staleness below ttl", "cluster_name = \"a\"\ninstances {\n  ttl = \"5m\"\n  max_staleness = \"1m\"\n}\n", []string{"cloud.hcl:4,19-23: Invalid max_staleness"}},
+		{"bad ensure wait", "cluster_name = \"a\"\nload_balancer {\n  ensure_wait = \"1h\"\n}\n", []string{"cloud.hcl:3,17-21: Invalid ensure_wait"}},
 		{"two errors reported", "cluster_name = \"A\"\nterraform {\n  timeout = \"x\"\n}\n", []string{"Invalid cluster_name", "Invalid timeout"}},
 	}
 	for _, tc := range cases {

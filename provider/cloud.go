@@ -10,8 +10,6 @@ import (
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -60,14 +58,14 @@ type Cloud struct {
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 	review    *reviewer      // nil unless terraform { review = true }
 
-	recorder record.EventRecorder
+	events *events
 }
 
 // New builds a Cloud from a loaded config: it loads and validates the
 // template set (built-in plus override directory) and prepares the
 // workspace engine. Facets start their background work in Initialize.
 func New(cfg *config.Config) (*Cloud, error) {
-	c := &Cloud{cfg: cfg}
+	c := &Cloud{cfg: cfg, events: newEvents()}
 	loader, err := templates.NewLoader(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
@@ -98,11 +96,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 	var lbRev lbReview
 	var routesRev routesReview
 	if cfg.Terraform.Review {
-		c.review = newReviewer(engine, render, c.event)
+		c.review = newReviewer(engine, render, c.events.event)
 		lbRev, routesRev = c.review, c.review
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
-		c.lb = newLoadBalancers(engine, render, lbRev, c.event, cfg.Backend.Type != "local")
+		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
 	}
 	if routesEnabled(cfg) {
 		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)
@@ -136,16 +134,6 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 	}
 }
 
-// event records an Event on obj when the recorder is running and logs it.
-func (c *Cloud) event(obj runtime.Object, eventType, reason, message string) {
-	if eventType == corev1.EventTypeWarning {
-		klog.InfoS("Warning event", "object", klog.KObj(obj.(metav1.Object)), "reason", reason, "message", message)
-	}
-	if c.recorder != nil {
-		c.recorder.Event(obj, eventType, reason, message)
-	}
-}
-
 // Config returns the cloud config the Cloud was built from.
 func (c *Cloud) Config() *config.Config { return c.cfg }
 
@@ -162,7 +150,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"})
+	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)

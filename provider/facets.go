@@ -20,6 +20,8 @@ type lbEngine interface {
 	Apply(spec workspace.Spec) (workspace.Status, error)
 	Destroy(spec workspace.Spec) (workspace.Status, error)
 	Status(name string) workspace.Status
+	// Wait blocks until hash settles in workspace name or ctx ends.
+	Wait(ctx context.Context, name, hash string) (workspace.Status, error)
 	// Written returns the files last written for a workspace (to destroy
 	// a workspace whose Service no longer renders).
 	Written(name string) (workspace.Spec, error)

@@ -48,6 +48,9 @@ type loadBalancers struct {
 	// remoteBackend: state outlives the work dir, so a workspace tfccm
 	// knows nothing about may still hold resources.
 	remoteBackend bool
+	// ensureWait bounds how long Ensure/EnsureDeleted wait for work in
+	// flight before answering api.RetryError (load_balancer.ensure_wait).
+	ensureWait time.Duration
 
 	mu       sync.Mutex
 	services map[string]*lbEntry // workspace name -> what tfccm last rendered for it
@@ -72,8 +75,8 @@ type lbEntry struct {
 	nodes []string        // names of the nodes it was rendered with; nil: not rendered (delete path)
 }
 
-func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool) *loadBalancers {
-	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend,
+func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
+	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend, ensureWait: ensureWait,
 		services: map[string]*lbEntry{}, deleted: map[string]bool{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
@@ -118,7 +121,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
-	st = l.approve(svc, st)
+	st = l.settle(ctx, l.approve(svc, st))
 	switch {
 	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash,
 		st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash: // a drift repair awaits approval
@@ -142,6 +145,19 @@ func (l *loadBalancers) approve(svc *corev1.Service, st workspace.Status) worksp
 		return st
 	}
 	l.review.approveService(svc)
+	return l.engine.Status(st.Name)
+}
+
+// settle waits up to ensureWait for work in flight (queued or running) to
+// finish, so that a healthy change answers with its outcome instead of
+// api.RetryError, which the service controller reports as a Warning.
+func (l *loadBalancers) settle(ctx context.Context, st workspace.Status) workspace.Status {
+	if l.ensureWait <= 0 || (st.Phase != workspace.PhasePending && st.Phase != workspace.PhaseRunning) {
+		return st
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.ensureWait)
+	defer cancel()
+	_, _ = l.engine.Wait(ctx, st.Name, st.Hash) // the outcome is read back below
 	return l.engine.Status(st.Name)
 }
 
@@ -186,7 +202,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
 	}
-	st = l.approve(svc, st)
+	st = l.settle(ctx, l.approve(svc, st))
 	switch st.Phase {
 	case workspace.PhaseDestroyed:
 		l.forget(name)

@@ -34,6 +34,9 @@ type fakeLBEngine struct {
 	dir      string
 	// afterDestroy, when set, is what Destroy reports (and Status after it).
 	afterDestroy *workspace.Status
+	// settled, when set, is the status after a Wait.
+	settled *workspace.Status
+	waits   int
 }
 
 func (f *fakeLBEngine) Apply(spec workspace.Spec) (workspace.Status, error) {
@@ -71,6 +74,18 @@ func (f *fakeLBEngine) appliedFiles() []string {
 		out = append(out, string(s.Files["main.tf"]))
 	}
 	return out
+}
+
+// Wait reports the status; with waitSettles it first moves work in flight
+// to settled (the engine finishing within the wait).
+func (f *fakeLBEngine) Wait(ctx context.Context, name, hash string) (workspace.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waits++
+	if f.settled != nil {
+		f.status = *f.settled
+	}
+	return f.withName(name, hash), nil
 }
 
 func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
@@ -134,7 +149,7 @@ func newPhaseTest(eng *fakeLBEngine, render renderer) (*loadBalancers, *[]record
 	var events []recordedEvent
 	l := newLoadBalancers(eng, render, nil, func(_ runtime.Object, eventType, reason, message string) {
 		events = append(events, recordedEvent{eventType, reason, message})
-	}, false)
+	}, false, 0)
 	return l, &events
 }
 
@@ -357,4 +372,49 @@ func reasons(events []recordedEvent) string {
 		out = append(out, e.reason)
 	}
 	return strings.Join(out, ",")
+}
+
+// TestEnsureWaitsForWorkInFlight: with ensure_wait set, a change the
+// engine finishes within the wait answers with the status (no RetryError,
+// so no Warning from the service controller); one that does not finish
+// still answers RetryError; a failure is not waited for.
+func TestEnsureWaitsForWorkInFlight(t *testing.T) {
+	applied := &workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.9"}]`)}
+	destroyed := &workspace.Status{Phase: workspace.PhaseDestroyed}
+	for _, tc := range []struct {
+		name      string
+		status    workspace.Status
+		settled   *workspace.Status
+		wait      time.Duration
+		wantWaits int
+		wantIP    string
+	}{
+		{name: "finishes within the wait", status: workspace.Status{Phase: workspace.PhaseRunning, Hash: "h"}, settled: applied, wait: time.Second, wantWaits: 1, wantIP: "10.0.0.9"},
+		{name: "still running", status: workspace.Status{Phase: workspace.PhaseRunning, Hash: "h"}, wait: time.Second, wantWaits: 1},
+		{name: "waiting disabled", status: workspace.Status{Phase: workspace.PhaseRunning, Hash: "h"}, settled: applied, wait: 0, wantWaits: 0},
+		{name: "failed is not waited for", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("x")}, settled: applied, wait: time.Second, wantWaits: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &fakeLBEngine{status: tc.status, settled: tc.settled}
+			l, _ := newPhaseTest(eng, fakeRenderer{})
+			l.ensureWait = tc.wait
+			status, err := l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil)
+			if eng.waits != tc.wantWaits {
+				t.Errorf("%d waits, want %d", eng.waits, tc.wantWaits)
+			}
+			if tc.wantIP != "" {
+				if err != nil || len(status.Ingress) != 1 || status.Ingress[0].IP != tc.wantIP {
+					t.Fatalf("status %+v, err %v; want %s", status, err, tc.wantIP)
+				}
+			} else if err == nil {
+				t.Fatal("no error while work is in flight or failed")
+			}
+		})
+	}
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"}, afterDestroy: &workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}, settled: destroyed}
+	l, _ := newPhaseTest(eng, fakeRenderer{})
+	l.ensureWait = time.Second
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", phaseService()); err != nil || eng.waits != 1 {
+		t.Fatalf("delete finished within the wait: err %v, %d waits", err, eng.waits)
+	}
 }

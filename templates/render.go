@@ -170,7 +170,7 @@ func (s *Set) loadBalancerModule(svc *corev1.Service) (*Module, error) {
 		if !set {
 			return nil, fmt.Errorf("the template set has no default load balancer module (installed variants: %s; pick one with annotation %s)", installed, annotations.Template.Name)
 		}
-		return nil, fmt.Errorf("annotation %s: variant %q is not installed (installed: %s)", annotations.Template.Name, variant, installed)
+		return nil, fmt.Errorf("annotation %s: variant %s is not installed (installed: %s)", annotations.Template.Name, annotations.Quote(variant), installed)
 	}
 	return m, nil
 }
@@ -267,11 +267,11 @@ func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]jso
 		raw := vars[k]
 		t, err := ctyjson.ImpliedType(raw)
 		if err != nil {
-			return cty.NilVal, fmt.Errorf("annotation %s: key %q: %v", annotations.Vars.Name, k, err)
+			return cty.NilVal, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
 		}
 		val, err := ctyjson.Unmarshal(raw, t)
 		if err != nil {
-			return cty.NilVal, fmt.Errorf("annotation %s: key %q: %v", annotations.Vars.Name, k, err)
+			return cty.NilVal, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
 		}
 		merged[k] = entry{val, fmt.Sprintf("annotation %s: key %q", annotations.Vars.Name, k)}
 	}
@@ -309,7 +309,7 @@ func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]jso
 		for _, k := range sortedKeys(merged) {
 			if !t.HasAttribute(k) {
 				if fromVars(k) {
-					return cty.NilVal, fmt.Errorf("annotation %s: unknown key %q (template %s accepts: %s)", annotations.Vars.Name, k, m.Key, strings.Join(sortedKeys(t.AttributeTypes()), ", "))
+					return cty.NilVal, fmt.Errorf("annotation %s: unknown key %s (template %s accepts: %s)", annotations.Vars.Name, annotations.Quote(k), m.Key, strings.Join(sortedKeys(t.AttributeTypes()), ", "))
 				}
 				continue
 			}
