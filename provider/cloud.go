@@ -152,6 +152,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
 	ctx, cancel := context.WithCancel(context.Background())
+	c.templates.OnChange(func(err error) { c.templatesChanged(ctx, err) })
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)
 	if c.lb != nil {
@@ -170,6 +171,30 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		<-c.engine.Done() // running tofu gets SIGINT and writes its state
 		b.Shutdown()
 	}()
+}
+
+// templatesChanged re-renders every workspace after the override directory
+// changed (workspaces whose content did not change start no tofu run; in
+// review mode each changed one gets a pending plan), or tells every
+// Service that the new override was rejected and the last good templates
+// keep serving.
+func (c *Cloud) templatesChanged(ctx context.Context, err error) {
+	if err != nil {
+		if c.lb != nil {
+			c.lb.eventAll(corev1.EventTypeWarning, ReasonTemplateRejected, err.Error())
+		}
+		return
+	}
+	if c.lb != nil {
+		c.lb.resyncAll()
+	}
+	if c.routes != nil {
+		go func() {
+			if err := c.routes.rerender(); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "Routes re-render after a template change failed")
+			}
+		}()
+	}
 }
 
 // ProviderName returns the registered provider name.

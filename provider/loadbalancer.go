@@ -31,6 +31,9 @@ const (
 	ReasonInvalidIngress = "TerraformInvalidIngress"
 	ReasonDriftRepaired  = "TerraformDriftRepaired"
 	ReasonDriftFailed    = "TerraformDriftCheckFailed"
+	// ReasonTemplateRejected: a changed override directory is invalid; the
+	// last good templates keep serving.
+	ReasonTemplateRejected = "TerraformTemplateRejected"
 )
 
 // inFlightRetry is how soon the service controller asks again while a

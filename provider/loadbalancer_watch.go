@@ -154,3 +154,30 @@ func (l *loadBalancers) rerender(name string) {
 	}
 	klog.V(2).InfoS("Load balancer re-rendered after a Node or Service change", "service", klog.KObj(svc), "workspace", name, "phase", st.Phase)
 }
+
+// resyncAll queues every workspace tfccm has rendered (a template change).
+func (l *loadBalancers) resyncAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ws, e := range l.services {
+		if !l.deleted[ws] && e.nodes != nil {
+			l.resync.Add(ws)
+		}
+	}
+}
+
+// eventAll records an Event on every Service tfccm has rendered a
+// workspace for.
+func (l *loadBalancers) eventAll(eventType, reason, message string) {
+	l.mu.Lock()
+	var svcs []*corev1.Service
+	for ws, e := range l.services {
+		if !l.deleted[ws] && e.svc != nil {
+			svcs = append(svcs, e.svc)
+		}
+	}
+	l.mu.Unlock()
+	for _, svc := range svcs {
+		l.event(svc, eventType, reason, message)
+	}
+}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,59 @@ func TestRenderedNodeChanged(t *testing.T) {
 				t.Fatalf("renderedNodeChanged = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// versionedRenderer renders like fakeRenderer plus the current template
+// version, as a changed override would.
+type versionedRenderer struct {
+	fakeRenderer
+	version *string
+}
+
+func (r versionedRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
+	spec, err := r.fakeRenderer.RenderLoadBalancer(svc, nodes)
+	if err != nil {
+		return nil, err
+	}
+	spec.Files["main.tf"] = append(spec.Files["main.tf"], " "+*r.version...)
+	spec.Hash = spec.ContentHash()
+	return spec, nil
+}
+
+// TestTemplateChangeReRendersEveryWorkspace: a valid override change
+// re-renders every live Service's workspace; a rejected one is an Event on
+// each; deleted Services are left alone.
+func TestTemplateChangeReRendersEveryWorkspace(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	version := "v1"
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseRunning}}
+	l, events := newPhaseTest(eng, versionedRenderer{version: &version})
+	l.nodes = nodeLister()
+	go l.runResync(ctx)
+	a, b, gone := phaseService(), phaseService(), phaseService()
+	b.Name, b.UID = "api", "u2"
+	gone.Name, gone.UID = "old", "u3"
+	for _, s := range []*corev1.Service{a, b, gone} {
+		if err := l.UpdateLoadBalancer(ctx, "c", s, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.EnsureLoadBalancerDeleted(ctx, "c", gone); err == nil {
+		t.Fatal("in-flight destroy released the finalizer")
+	}
+	version = "v2"
+	l.resyncAll()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(eng.appliedFiles()) == 5, nil
+	})
+	got := eng.appliedFiles()
+	if err != nil || !slices.Contains(got, "# web v2") || !slices.Contains(got, "# api v2") || slices.Contains(got, "# old v2") {
+		t.Fatalf("applied %q, want web and api re-rendered with v2 and nothing for the deleted Service", got)
+	}
+	l.eventAll(corev1.EventTypeWarning, ReasonTemplateRejected, "template override rejected")
+	if n := strings.Count(reasons(*events), ReasonTemplateRejected); n != 2 {
+		t.Errorf("%d rejection Events, want 2 (live Services): %s", n, reasons(*events))
 	}
 }

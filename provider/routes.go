@@ -72,6 +72,9 @@ type routes struct {
 	ctx   context.Context            // lifetime of batches
 
 	runs atomic.Int64 // tofu runs of the routes workspace (engine results)
+
+	// applying serializes batches and template re-renders.
+	applying sync.Mutex
 }
 
 // routesWorkspace is the routes workspace as the facet sees it.
@@ -216,6 +219,8 @@ func (r *routes) isApplied(rt templates.Route) bool {
 // Failures that are not about the routes (a pending review, shutdown) are
 // not split.
 func (r *routes) flush(ops []*routeOp) []error {
+	r.applying.Lock()
+	defer r.applying.Unlock()
 	errs := make([]error, len(ops))
 	err := r.applyOps(ops, true)
 	if err == nil {
@@ -235,6 +240,18 @@ func (r *routes) flush(ops []*routeOp) []error {
 	}
 	r.bisect(ops, errs, 0, err)
 	return errs
+}
+
+// rerender applies the applied route set again with the current templates
+// (after a template override changed); a routes workspace never applied is
+// left alone.
+func (r *routes) rerender() error {
+	r.applying.Lock()
+	defer r.applying.Unlock()
+	if r.ws.status().AppliedHash == "" {
+		return nil
+	}
+	return r.applyOps(nil, false)
 }
 
 // bisect finds, in ops (which failed together with err), the operations

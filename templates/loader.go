@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/config"
@@ -27,6 +29,26 @@ type Loader struct {
 	cur      *Set
 	lastSeen string // hash of the override tree last acted on (good or bad)
 	lastErr  error
+	onChange []func(error)
+}
+
+// OnChange registers fn to be called by Run after the override directory
+// changed: with nil once a new valid set serves, or with the error of a
+// newly rejected override (the last good set keeps serving). Register
+// before Run.
+func (l *Loader) OnChange(fn func(err error)) {
+	l.mu.Lock()
+	l.onChange = append(l.onChange, fn)
+	l.mu.Unlock()
+}
+
+func (l *Loader) notify(err error) {
+	l.mu.Lock()
+	fns := slices.Clone(l.onChange)
+	l.mu.Unlock()
+	for _, fn := range fns {
+		fn(err)
+	}
 }
 
 // LoaderOption tunes a Loader.
@@ -114,30 +136,27 @@ func (l *Loader) Reload() (bool, error) {
 }
 
 // Run polls the override directory until ctx is done, logging rejected
-// overrides (once per distinct content) with klog.
+// overrides (once per distinct content) with klog and telling OnChange
+// subscribers about every new set or newly rejected override.
 func (l *Loader) Run(ctx context.Context) {
 	if l.dir == "" {
 		return
 	}
-	t := time.NewTicker(l.interval)
-	defer t.Stop()
 	var lastLogged string
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		changed, err := l.Reload()
 		switch {
 		case err != nil:
 			if msg := err.Error(); msg != lastLogged {
 				klog.ErrorS(err, "Invalid template override", "dir", l.dir)
 				lastLogged = msg
+				overrideRejected.Inc()
+				l.notify(err)
 			}
 		case changed:
 			lastLogged = ""
 			klog.InfoS("Loaded template override", "dir", l.dir, "hash", l.Set().Hash()[:12], "variants", l.Set().Variants())
+			l.notify(nil)
 		}
-	}
+	}, l.interval)
 }
