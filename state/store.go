@@ -473,17 +473,22 @@ func (r *refreshSchedule) tick(ctx context.Context) {
 // failed tick not before the next token (failures set retryAt; rate
 // limiting and anything else wait for a token rather than spin).
 func (r *refreshSchedule) Backoff() clock.Timer {
-	d := r.ss.untilDue()
-	if r.failed {
-		d = max(d, 10*time.Millisecond, time.Duration(float64(time.Second)/r.ss.opts.RefreshRate))
-	}
-	d = max(d, 0)
+	d := r.delay()
 	if r.timer == nil {
 		r.timer = clock.RealClock{}.NewTimer(d)
 	} else {
 		r.timer.Reset(d)
 	}
 	return r.timer
+}
+
+// delay is how long the loop waits before its next tick.
+func (r *refreshSchedule) delay() time.Duration {
+	d := r.ss.untilDue()
+	if r.failed {
+		d = max(d, 10*time.Millisecond, time.Duration(float64(time.Second)/r.ss.opts.RefreshRate))
+	}
+	return max(d, 0)
 }
 
 // untilDue is how long until the source needs a background read: when its
