@@ -105,7 +105,7 @@ resource "terraform_data" "x" {
 func TestRetriesFollowTheBackoff(t *testing.T) {
 	type seen struct {
 		r         Result
-		at        time.Time
+		failedAt  time.Time // Status.Since: when the attempt was recorded as failed
 		nextRetry time.Time
 		attempts  int
 	}
@@ -118,7 +118,7 @@ func TestRetriesFollowTheBackoff(t *testing.T) {
 			st := e.Status(name)
 			mu.Lock()
 			defer mu.Unlock()
-			got = append(got, seen{r, time.Now(), st.NextRetry, st.Attempts})
+			got = append(got, seen{r, st.Since, st.NextRetry, st.Attempts})
 		},
 	})
 	waitResults := func(hash string, n int) []seen {
@@ -149,14 +149,14 @@ func TestRetriesFollowTheBackoff(t *testing.T) {
 			if cur.r.Err == nil || cur.r.Attempt != i+1 || cur.attempts != i+1 {
 				t.Fatalf("result %d: %+v (attempts %d), want failed attempt %d", i, cur.r, cur.attempts, i+1)
 			}
-			// NextRetry was set just before OnResult ran.
-			d := cur.nextRetry.Sub(cur.at)
-			if lo, hi := time.Duration(float64(w)*0.95)-100*time.Millisecond, time.Duration(float64(w)*1.05)+time.Millisecond; d < lo || d > hi {
+			// NextRetry and Since are set together when the attempt fails.
+			d := cur.nextRetry.Sub(cur.failedAt)
+			if lo, hi := time.Duration(float64(w)*0.95)-time.Millisecond, time.Duration(float64(w)*1.05)+time.Millisecond; d < lo || d > hi {
 				t.Errorf("attempt %d: next retry in %s, want %s ±5%%", i+1, d, w)
 			}
 			if i+1 < len(s) {
 				next := s[i+1]
-				if start := next.at.Add(-next.r.Duration); start.Before(cur.nextRetry.Add(-10 * time.Millisecond)) {
+				if start := next.failedAt.Add(-next.r.Duration); start.Before(cur.nextRetry.Add(-10 * time.Millisecond)) {
 					t.Errorf("attempt %d started %s before its NextRetry", i+2, cur.nextRetry.Sub(start))
 				}
 			}
@@ -353,11 +353,11 @@ func TestDriftChecksAreSpread(t *testing.T) {
 	}
 	// All at once would put 40 checks within milliseconds; spread, the
 	// first round spans most of the interval and any tenth of it holds
-	// about 4 (allowing for a loaded machine delaying timers).
+	// about 4 (up to 20 allows for a loaded machine delaying timers).
 	if span := first[n-1] - first[0]; span < interval/2 {
 		t.Errorf("first round's checks span %s, want most of %s: %v", span, interval, first)
 	}
-	if got := maxWithin(first, interval/10); got > 12 {
+	if got := maxWithin(first, interval/10); got > 20 {
 		t.Errorf("%d of %d checks within %s: %v", got, n, interval/10, first)
 	}
 }
