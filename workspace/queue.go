@@ -23,7 +23,10 @@ import (
 //     one is applied.
 //   - Bounded parallelism: Options.Parallelism workers call Get.
 //   - Retries: a failed workspace is added again after its backoff delay
-//     (AddAfter); the rate limiter is the per-workspace backoff below.
+//     (AddAfter); the rate limiter is the per-workspace backoff below. The
+//     queue keeps one pending delay per name, the earliest: a name woken
+//     before its Status.NextRetry (by a delay left from replaced work) runs
+//     nothing and is added again for NextRetry (process).
 //   - Shutdown: ShutDown makes Add and AddAfter no-ops and ends pending
 //     delays; workers take what is still queued without running it.
 //

@@ -387,3 +387,71 @@ func TestDriftLoopReconciles(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownStopsCleanly: cancelling Start's context interrupts the
+// running workspace, drops the queued one without running it, leaves
+// queue_depth at zero and closes Done.
+func TestShutdownStopsCleanly(t *testing.T) {
+	bin, calls := countingBinary(t)
+	work := t.TempDir()
+	hold := filepath.Join(work, "hold")
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []string
+	e, err := New(Options{Binary: bin, WorkDir: work, Parallelism: 1, Timeout: time.Minute, GracePeriod: 10 * time.Second,
+		OnResult: func(name string, _ Result) {
+			mu.Lock()
+			ran = append(ran, name)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.Start(ctx)
+	t.Cleanup(func() {
+		cancel()
+		killStrays(t, work)
+	})
+	running, queued := testSpec("stop-running", 1, 0), testSpec("stop-queued", 2, 0)
+	for _, s := range []Spec{running, queued} {
+		if _, err := e.Apply(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !exists(filepath.Join(e.Dir(running.Name), "applied.log.start")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("apply never started: %v", calls())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	_ = os.Remove(hold) // let the provisioner end so tofu can stop
+	select {
+	case <-e.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Done not closed 30s after cancel")
+	}
+	if st := e.Status(queued.Name); st.Phase != PhasePending {
+		t.Errorf("queued workspace after shutdown: %+v, want Pending (not run)", st)
+	}
+	mu.Lock()
+	if n := count(calls(), "init"); n != 1 || !slices.Equal(ran, []string{running.Name}) {
+		t.Errorf("%d inits, results for %v; want 1 and only the running workspace (the queued one must not start)", n, ran)
+	}
+	mu.Unlock()
+	if v, _ := testutil.GetGaugeMetricValue(queueDepth); v != 0 {
+		t.Errorf("queue_depth = %v after shutdown, want 0", v)
+	}
+	// A stopped engine takes no more work.
+	if _, err := e.Apply(testSpec("stop-late", 3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := count(calls(), "init"); n != 1 {
+		t.Errorf("an Apply after shutdown ran tofu (%d inits)", n)
+	}
+}
