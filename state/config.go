@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/config"
@@ -64,24 +65,17 @@ func StoreFromConfig(cfg *config.Config, builtin MappingSource) (*Store, error) 
 	return NewStore(OptionsFromConfig(cfg.Instances), m, sources...)
 }
 
-// WatchMapping re-reads the mapping from src every interval until ctx ends;
-// when its content changes it is parsed and, if valid, given to the store
-// (SetMapping). An invalid mapping is logged with file:line once and the
-// last good one keeps serving.
+// WatchMapping re-reads the mapping from src every interval until ctx ends
+// (wait.Until); when its content changes it is parsed and, if valid, given
+// to the store (SetMapping). An invalid mapping is logged with file:line
+// once and the last good one keeps serving.
 func WatchMapping(ctx context.Context, store *Store, src MappingSource, interval time.Duration) {
 	last, _, _ := src()
 	var lastBad string
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	check := func(context.Context) {
 		b, name, err := src()
 		if err != nil || bytes.Equal(b, last) {
-			continue
+			return
 		}
 		m, err := mapping.Parse(b, name)
 		if err != nil {
@@ -89,10 +83,13 @@ func WatchMapping(ctx context.Context, store *Store, src MappingSource, interval
 				klog.ErrorS(err, "Invalid instances mapping; the last good one keeps serving", "file", name)
 				lastBad = msg
 			}
-			continue
+			return
 		}
 		last, lastBad = b, ""
 		klog.InfoS("Loaded new instances mapping", "file", name)
 		store.SetMapping(m)
 	}
+	// The first check, at once, finds what was just read unless the file
+	// changed in between.
+	wait.UntilWithContext(ctx, check, interval)
 }

@@ -8,7 +8,10 @@
 //
 // Refreshes are cached for a TTL, coalesced with singleflight, rate limited
 // with a token bucket per source and backed off exponentially (with jitter)
-// after failures. Stale state is served up to a maximum staleness; beyond
+// after failures. Store.Start keeps each source fresh in the background
+// (wait.BackoffUntil, reading at 3/4 of the TTL or when the backoff
+// allows); WatchMapping re-reads an instances.hcl file on an interval
+// (wait.Until). Stale state is served up to a maximum staleness; beyond
 // that, lookups fail. A lookup miss forces at most one rate-limited refresh.
 // ErrNotFound is returned only when every source was read successfully
 // within the TTL and none of them holds the instance: a read failure, stale

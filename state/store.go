@@ -11,7 +11,9 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/state/mapping"
@@ -427,55 +429,81 @@ func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
-// loop keeps the source fresh: it reads when the snapshot reaches 3/4 of
-// its TTL, and after a failure when the backoff allows.
+// loop keeps the source fresh until ctx ends or the store is closed: it
+// reads when the snapshot reaches 3/4 of its TTL, and after a failure when
+// the backoff allows. It is wait.BackoffUntil driven by refreshSchedule,
+// whose delay is computed after each tick from the snapshot's age and the
+// source's backoff.
 func (ss *sourceState) loop(ctx, storeCtx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(storeCtx, cancel)
 	defer stop()
-	for {
-		var wait time.Duration
-		cur := ss.snap.Load()
-		if cur != nil {
-			wait = cur.readAt.Add(ss.opts.TTL * 3 / 4).Sub(ss.opts.Now())
-		}
-		ss.mu.Lock()
-		if ss.lastErr != nil {
-			wait = max(wait, ss.retryAt.Sub(ss.opts.Now()))
-		}
-		ss.mu.Unlock()
-		if !sleep(ctx, wait) {
-			return
-		}
-		var gen uint64
-		if cur := ss.snap.Load(); cur != nil {
-			if ss.opts.Now().Sub(cur.readAt) < ss.opts.TTL*3/4 {
-				continue // refreshed by a lookup meanwhile
-			}
-			gen = cur.gen
-		}
-		if _, err := ss.refresh(ctx, gen); err != nil {
-			// Failures set retryAt; rate limiting and anything else wait
-			// for the next token rather than spin.
-			if !sleep(ctx, max(10*time.Millisecond, time.Duration(float64(time.Second)/ss.opts.RefreshRate))) {
-				return
-			}
-		}
+	r := &refreshSchedule{ss: ss}
+	wait.BackoffUntilWithContext(ctx, r.tick, r, true)
+}
+
+// refreshSchedule is one source's background refresh: tick reads the
+// source if a read is due, Backoff (wait.BackoffManager) times the next
+// tick. Both run on the loop's goroutine only.
+type refreshSchedule struct {
+	ss     *sourceState
+	failed bool // the last tick's refresh failed or was rate limited
+	timer  clock.Timer
+}
+
+// tick refreshes the source if it is due (it may have been refreshed by a
+// lookup meanwhile).
+func (r *refreshSchedule) tick(ctx context.Context) {
+	r.failed = false
+	if r.ss.untilDue() > 0 {
+		return
+	}
+	var gen uint64
+	if cur := r.ss.snap.Load(); cur != nil {
+		gen = cur.gen
+	}
+	if _, err := r.ss.refresh(ctx, gen); err != nil {
+		r.failed = true
 	}
 }
 
-// sleep waits d (if positive); false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
+// Backoff returns the timer for the next tick: when the snapshot reaches
+// 3/4 of its TTL, not before a failed read's retry time, and after a
+// failed tick not before the next token (failures set retryAt; rate
+// limiting and anything else wait for a token rather than spin).
+func (r *refreshSchedule) Backoff() clock.Timer {
+	d := r.delay()
+	if r.timer == nil {
+		r.timer = clock.RealClock{}.NewTimer(d)
+	} else {
+		r.timer.Reset(d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	return r.timer
+}
+
+// delay is how long the loop waits before its next tick.
+func (r *refreshSchedule) delay() time.Duration {
+	d := r.ss.untilDue()
+	if r.failed {
+		d = max(d, 10*time.Millisecond, time.Duration(float64(time.Second)/r.ss.opts.RefreshRate))
 	}
+	return max(d, 0)
+}
+
+// untilDue is how long until the source needs a background read: when its
+// snapshot reaches 3/4 of the TTL (now, if there is none), or, after a
+// failed read, when its backoff allows, whichever is later.
+func (ss *sourceState) untilDue() time.Duration {
+	var d time.Duration
+	now := ss.opts.Now()
+	if cur := ss.snap.Load(); cur != nil {
+		d = cur.readAt.Add(ss.opts.TTL * 3 / 4).Sub(now)
+	}
+	ss.mu.Lock()
+	if ss.lastErr != nil {
+		d = max(d, ss.retryAt.Sub(now))
+	}
+	ss.mu.Unlock()
+	return d
 }

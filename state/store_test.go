@@ -437,3 +437,126 @@ func TestWatchMapping(t *testing.T) {
 	}
 	waitProviderID("terraform://v2/a") // the invalid edit changed nothing
 }
+
+// TestStoreStartSchedule: the background loop retries a failing source on
+// its backoff (not faster, and without giving up) and, once reads succeed,
+// reads about every 3/4 TTL; a read by a lookup postpones the next one.
+func TestStoreStartSchedule(t *testing.T) {
+	var mu sync.Mutex
+	failing := true
+	var reads []time.Time
+	st := &tfjson.State{Values: &tfjson.StateValues{RootModule: &tfjson.StateModule{}}}
+	src := &funcSource{name: "sched", fn: func(context.Context) (*tfjson.State, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, time.Now())
+		if failing {
+			return nil, errors.New("backend down")
+		}
+		return st, nil
+	}}
+	const ttl = 400 * time.Millisecond
+	s, err := NewStore(Options{TTL: ttl, MaxStaleness: time.Hour, RefreshRate: 1000, RefreshBurst: 100,
+		BackoffInitial: 100 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, localMapping(t), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.Start(context.Background())
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reads)
+	}
+
+	// Failing: retries at 50ms..300ms (backoff with jitter 0.5), so over
+	// 1.5s between 5 and 31 reads; spinning on the 1ms token would be
+	// hundreds.
+	time.Sleep(1500 * time.Millisecond)
+	if n := count(); n < 5 || n > 31 {
+		t.Fatalf("%d reads of a failing source in 1.5s, want the backoff's 5..31", n)
+	}
+	mu.Lock()
+	for i := 1; i < len(reads); i++ {
+		if gap := reads[i].Sub(reads[i-1]); gap < 40*time.Millisecond {
+			t.Errorf("retry %d after %s, sooner than the backoff allows", i, gap)
+		}
+	}
+	failing = false
+	mu.Unlock()
+
+	// Succeeding: the next retry reads, then one read per 3/4 TTL (300ms).
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Refresh(context.Background()) != nil || s.Reads() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the source never read successfully")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := count()
+	time.Sleep(1500 * time.Millisecond)
+	if n := count() - before; n < 3 || n > 7 {
+		t.Errorf("%d background reads in 1.5s with a %s TTL, want about 5", n, ttl)
+	}
+}
+
+// TestRefreshScheduleDelay: the background loop's wait before its next
+// tick, on a fake clock.
+func TestRefreshScheduleDelay(t *testing.T) {
+	clk := newFakeClock()
+	var mu sync.Mutex
+	failing := false
+	st := &tfjson.State{Values: &tfjson.StateValues{RootModule: &tfjson.StateModule{}}}
+	src := &funcSource{name: "delay", fn: func(context.Context) (*tfjson.State, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return nil, errors.New("backend down")
+		}
+		return st, nil
+	}}
+	s, err := NewStore(Options{TTL: 400 * time.Millisecond, MaxStaleness: time.Hour, RefreshRate: 4, RefreshBurst: 100, Now: clk.Now}, localMapping(t), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ss := s.sources[0]
+	r := &refreshSchedule{ss: ss}
+	if d := r.delay(); d != 0 {
+		t.Errorf("no snapshot: next tick in %s, want at once", d)
+	}
+	ctx := context.Background()
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.delay(); d != 300*time.Millisecond {
+		t.Errorf("fresh snapshot: next tick in %s, want 3/4 of the TTL (300ms)", d)
+	}
+	clk.Advance(100 * time.Millisecond)
+	if d := r.delay(); d != 200*time.Millisecond {
+		t.Errorf("100ms later: next tick in %s, want 200ms", d)
+	}
+	// A failed read: not before its retry time.
+	clk.Advance(time.Second)
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	if _, err := ss.refresh(ctx, ss.snap.Load().gen); err == nil {
+		t.Fatal("refresh of a failing source succeeded")
+	}
+	ss.mu.Lock()
+	retry := ss.retryAt.Sub(clk.Now())
+	ss.mu.Unlock()
+	if retry < 500*time.Millisecond || retry > 1500*time.Millisecond {
+		t.Fatalf("retry in %s, want the 1s initial backoff ±50%%", retry)
+	}
+	if d := r.delay(); d != retry {
+		t.Errorf("after a failure: next tick in %s, want the retry time %s", d, retry)
+	}
+	// A tick whose refresh failed otherwise (rate limited) waits a token.
+	clk.Advance(2 * time.Second)
+	r.failed = true
+	if d := r.delay(); d != 250*time.Millisecond {
+		t.Errorf("after a rate-limited tick: next tick in %s, want one token (250ms)", d)
+	}
+}

@@ -7,15 +7,23 @@
 // changed), plans to a saved plan file and applies exactly that plan, or
 // destroys it, through terraform-exec with an explicit environment.
 //
-// Callers never wait on tofu: Apply and Destroy record the desired state and
-// return at once; a bounded pool of workers runs one operation at a time per
-// workspace and keeps only the newest desired spec (coalescing). A content
-// hash recorded in the workspace directory (.tfccm/applied.json) makes an
-// unchanged request a no-op that starts no process, across restarts too.
+// Callers never wait on tofu: Apply and Destroy record the desired state in
+// the workspace's entry and add its name to a client-go rate-limited
+// workqueue (queue.go). Options.Parallelism workers take names from it; the
+// workqueue hands a name to one worker at a time and queues a name added
+// while it is processed again afterwards, so each workspace runs one
+// operation at a time, and the worker applies the entry's newest desired
+// spec (coalescing). A content hash recorded in the workspace directory
+// (.tfccm/applied.json) makes an unchanged request a no-op that starts no
+// process, across restarts too.
 //
-// Failures are retried with jittered exponential backoff and reported with
-// tofu's diagnostic summary, scrubbed of every credential and sensitive
-// output value. A state lock left by an earlier incarnation of this
+// Failures are retried with jittered exponential backoff (the queue's rate
+// limiter, one backoff per workspace; the name is added again after the
+// delay that Status.NextRetry reports) and reported with tofu's diagnostic
+// summary, scrubbed of every credential and sensitive output value. With a
+// drift interval, a loop (wait.JitterUntil) re-plans every applied
+// workspace once per interval, the workspaces' checks spread over the
+// interval rather than all at once. A state lock left by an earlier incarnation of this
 // controller (recognised from the claim file written before every run) is
 // released with force-unlock; a lock held by anyone else is reported and
 // never stolen.

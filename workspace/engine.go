@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
@@ -30,14 +30,17 @@ type Engine struct {
 	scrub *secret.Scrubber
 	self  claim // this process, for claim files
 
-	mu       sync.Mutex
-	ws       map[string]*entry
-	queue    []string
-	queued   map[string]bool // in queue
-	dirty    map[string]bool // re-queue after the running pass
-	active   map[string]bool // a worker holds it
-	stopping bool
-	wake     *sync.Cond
+	// queue holds the names of workspaces with work to do (queue.go): one
+	// worker per name at a time, a name added while it is processed is
+	// processed again afterwards, failed ones come back after retries' delay.
+	queue   workqueue.TypedRateLimitingInterface[string]
+	retries *retryBackoff
+	// driftCheck is called for each workspace in a drift round
+	// (Reconcile; tests replace it).
+	driftCheck func(name string)
+
+	mu sync.Mutex
+	ws map[string]*entry
 
 	started bool
 	done    chan struct{}
@@ -52,10 +55,8 @@ type entry struct {
 	rec     record
 	loaded  bool
 	changed chan struct{} // closed and replaced on every status change
-	retry   *time.Timer
-	bo      *backoff.ExponentialBackOff
-	secrets []string // sensitive output values, scrubbed from messages
-	drift   bool     // re-plan although the hash is applied (Reconcile)
+	secrets []string      // sensitive output values, scrubbed from messages
+	drift   bool          // re-plan although the hash is applied (Reconcile)
 
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
@@ -78,23 +79,25 @@ func New(opts Options) (*Engine, error) {
 	}
 	registerMetrics()
 	e := &Engine{
-		opts:   opts,
-		env:    env,
-		scrub:  secret.NewScrubber(secrets),
-		self:   selfClaim(opts.Identity, ""),
-		ws:     map[string]*entry{},
-		queued: map[string]bool{},
-		dirty:  map[string]bool{},
-		active: map[string]bool{},
-		done:   make(chan struct{}),
+		opts:    opts,
+		env:     env,
+		scrub:   secret.NewScrubber(secrets),
+		self:    selfClaim(opts.Identity, ""),
+		retries: newRetryBackoff(opts.Backoff),
+		ws:      map[string]*entry{},
+		done:    make(chan struct{}),
 	}
-	e.wake = sync.NewCond(&e.mu)
+	e.queue = newQueue(e.retries)
+	e.driftCheck = e.Reconcile
 	return e, nil
 }
 
-// Start runs Parallelism workers until ctx is done. Cancelling ctx sends
-// SIGINT to running tofu processes (which then write their state and
-// release their locks); Done is closed when every worker has returned.
+// Start runs Parallelism workers (and, with a DriftInterval, the drift
+// loop) until ctx is done. Cancelling ctx shuts the queue down: queued
+// work and scheduled retries are dropped (the desired state is recorded
+// again by the next Apply of a restarted controller), and running tofu
+// processes get SIGINT (they then write their state and release their
+// locks). Done is closed when every worker and loop has returned.
 func (e *Engine) Start(ctx context.Context) {
 	e.mu.Lock()
 	if e.started {
@@ -105,38 +108,15 @@ func (e *Engine) Start(ctx context.Context) {
 	e.mu.Unlock()
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e.worker(ctx)
-		}()
+		wg.Go(func() { e.worker(ctx) })
 	}
 	if e.opts.DriftInterval > 0 {
-		go func() {
-			t := time.NewTicker(e.opts.DriftInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					e.ReconcileAll()
-				}
-			}
-		}()
+		wg.Go(func() { e.driftLoop(ctx, e.opts.DriftInterval) })
 	}
-	go func() {
+	wg.Go(func() {
 		<-ctx.Done()
-		e.mu.Lock()
-		e.stopping = true
-		for _, en := range e.ws {
-			if en.retry != nil {
-				en.retry.Stop()
-			}
-		}
-		e.wake.Broadcast()
-		e.mu.Unlock()
-	}()
+		e.queue.ShutDown()
+	})
 	go func() {
 		wg.Wait()
 		close(e.done)
@@ -187,7 +167,7 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 		// No-op: applied already (possibly by an earlier incarnation).
 		en.desired, en.destroy = &spec, false
 		en.pending, en.approved = nil, ""
-		e.stopRetry(en)
+		e.retries.Forget(spec.Name)
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
 		})
@@ -208,8 +188,9 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	}
 	en.desired, en.destroy = &spec, destroy
 	if !sameWork {
-		e.stopRetry(en)
-		en.bo = nil
+		// The new work starts now with a fresh backoff; a retry still
+		// scheduled for the old work finds nothing to do (process).
+		e.retries.Forget(spec.Name)
 		// A new desired state replaces a pending plan: it is planned
 		// afresh and needs its own approval.
 		en.pending, en.approved = nil, ""
@@ -370,60 +351,6 @@ func (e *Engine) setStatus(en *entry, f func(*Status)) {
 	en.changed = make(chan struct{})
 }
 
-func (e *Engine) stopRetry(en *entry) {
-	if en.retry != nil {
-		en.retry.Stop()
-		en.retry = nil
-	}
-}
-
-// enqueue adds name to the work queue (once), or marks it dirty if a
-// worker holds it so it is processed again afterwards.
-func (e *Engine) enqueue(name string) {
-	if e.active[name] {
-		e.dirty[name] = true
-		return
-	}
-	if e.queued[name] {
-		return
-	}
-	e.queued[name] = true
-	e.queue = append(e.queue, name)
-	queueDepth.Set(float64(len(e.queue)))
-	e.wake.Signal()
-}
-
-func (e *Engine) worker(ctx context.Context) {
-	for {
-		e.mu.Lock()
-		for len(e.queue) == 0 && !e.stopping {
-			e.wake.Wait()
-		}
-		if e.stopping {
-			e.mu.Unlock()
-			return
-		}
-		name := e.queue[0]
-		e.queue = e.queue[1:]
-		delete(e.queued, name)
-		queueDepth.Set(float64(len(e.queue)))
-		e.active[name] = true
-		e.mu.Unlock()
-
-		e.process(ctx, name)
-
-		e.mu.Lock()
-		delete(e.active, name)
-		if e.dirty[name] {
-			delete(e.dirty, name)
-			if !e.stopping {
-				e.enqueue(name)
-			}
-		}
-		e.mu.Unlock()
-	}
-}
-
 // process brings one workspace to its newest desired state.
 func (e *Engine) process(ctx context.Context, name string) {
 	e.mu.Lock()
@@ -448,10 +375,16 @@ func (e *Engine) process(ctx context.Context, name string) {
 		return
 	case drift:
 		// Re-plan what is applied: repairs changes made outside tofu.
+	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && time.Now().Before(st.NextRetry):
+		// Woken before the retry is due (a delayed add left from
+		// earlier work, which the queue merged with this retry's one
+		// keeping the earlier time): ask again for the due time.
+		e.queue.AddAfter(name, time.Until(st.NextRetry))
+		e.mu.Unlock()
+		return
 	case spec == nil,
 		!destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied,
-		destroy && st.Phase == PhaseDestroyed && st.Hash == spec.Hash,
-		st.Phase == PhaseFailed && st.Hash == spec.Hash && time.Now().Before(st.NextRetry):
+		destroy && st.Phase == PhaseDestroyed && st.Hash == spec.Hash:
 		e.mu.Unlock()
 		return
 	case !destroy && en.rec.AppliedHash == spec.Hash:
@@ -488,7 +421,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	}
 	switch {
 	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
-		en.bo = nil
+		e.retries.Forget(name)
 		en.pending = out.pending
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
@@ -498,7 +431,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 		// Superseded (or shutting down) while planning: plan again.
 		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
 	case out.err == nil:
-		en.bo = nil
+		e.retries.Forget(name)
 		e.setStatus(en, func(s *Status) {
 			s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
 			if destroy {
@@ -526,38 +459,20 @@ func (e *Engine) process(ctx context.Context, name string) {
 		// (OnResult) and tried again at the next reconcile.
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
 	default:
-		if en.bo == nil {
-			en.bo = e.newBackoff()
-		}
-		d := en.bo.NextBackOff()
+		// The queue's rate limiter is the workspace's backoff; its delay
+		// is asked for here (AddRateLimited would hide it) so that
+		// NextRetry reports exactly when the retry comes.
+		d := e.retries.When(name)
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Now().Add(d)
 		})
-		e.stopRetry(en)
-		en.retry = time.AfterFunc(d, func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if !e.stopping {
-				e.enqueue(name)
-			}
-		})
+		e.queue.AddAfter(name, d)
 	}
 	e.mu.Unlock()
 
 	if e.opts.OnResult != nil {
 		e.opts.OnResult(name, res)
 	}
-}
-
-func (e *Engine) newBackoff() *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = e.opts.Backoff.Initial
-	b.MaxInterval = e.opts.Backoff.Max
-	b.Multiplier = e.opts.Backoff.Multiplier
-	b.RandomizationFactor = e.opts.Backoff.Jitter
-	b.MaxElapsedTime = 0 // retry forever; the desired state stays desired
-	b.Reset()
-	return b
 }
 
 func cloneSpec(s Spec) Spec {

@@ -18,7 +18,8 @@ type Options struct {
 	Binary string
 	// WorkDir holds one directory per workspace. Required.
 	WorkDir string
-	// Parallelism bounds concurrent tofu runs across workspaces. Default 4.
+	// Parallelism is the number of queue workers, which bounds concurrent
+	// tofu runs across workspaces. Default 4.
 	Parallelism int
 	// Timeout bounds one tofu command (init, plan, apply, destroy).
 	// Default 10 minutes.
@@ -42,6 +43,9 @@ type Options struct {
 	Identity string
 	// DriftInterval, when positive, re-plans every applied workspace this
 	// often and applies the plan if the infrastructure drifted (Reconcile).
+	// A round starts every interval (+ up to 10% jitter), the first one an
+	// interval after Start, and spreads its workspaces' checks over the
+	// interval, each at a random point of its own slot.
 	DriftInterval time.Duration
 	// OnResult, if set, is called after every plan/apply/destroy attempt
 	// (not for no-ops), from a worker goroutine.
