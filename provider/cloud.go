@@ -157,6 +157,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.engine.Start(ctx)
 	if c.lb != nil {
 		go c.lb.runResync(ctx)
+		go c.lb.runSweep(ctx, sweepInterval)
 	}
 	if c.routes != nil {
 		c.routes.start(ctx)

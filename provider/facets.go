@@ -28,6 +28,8 @@ type lbEngine interface {
 	// Dir is the workspace's directory (an earlier incarnation's
 	// directory means resources may exist).
 	Dir(name string) string
+	// Workspaces lists the workspace directories (the orphan sweep).
+	Workspaces() ([]workspace.WorkspaceDir, error)
 }
 
 // routesEngine is what the Routes facet needs of the workspace engine.
@@ -53,6 +55,9 @@ type renderer interface {
 	WorkspaceName(svc *corev1.Service) string
 	// Backend renders only the backend of workspace name.
 	Backend(name string) (*workspace.Spec, error)
+	// IsLoadBalancerWorkspace tells this cluster's load balancer
+	// workspaces from any other directory.
+	IsLoadBalancerWorkspace(name string) bool
 }
 
 // templateRenderer is the renderer over a templates.Loader.
@@ -77,6 +82,10 @@ func (t templateRenderer) LoadBalancerName(svc *corev1.Service) string {
 
 func (t templateRenderer) WorkspaceName(svc *corev1.Service) string {
 	return templates.LoadBalancerWorkspaceName(t.cfg, svc)
+}
+
+func (t templateRenderer) IsLoadBalancerWorkspace(name string) bool {
+	return templates.IsLoadBalancerWorkspace(t.cfg, name)
 }
 
 func (t templateRenderer) Backend(name string) (*workspace.Spec, error) {

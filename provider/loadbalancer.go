@@ -64,8 +64,9 @@ type loadBalancers struct {
 
 	// resync re-renders workspaces whose rendered inputs changed outside
 	// the service controller's calls (see loadbalancer_watch.go).
-	resync workqueue.TypedInterface[string]
-	nodes  corelisters.NodeLister // nil until SetInformers
+	resync    workqueue.TypedInterface[string]
+	nodes     corelisters.NodeLister // nil until SetInformers
+	svcSource *serviceSource         // nil until SetInformers (orphan sweep)
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.

@@ -34,6 +34,8 @@ type fakeLBEngine struct {
 	dir      string
 	// afterDestroy, when set, is what Destroy reports (and Status after it).
 	afterDestroy *workspace.Status
+	// dirs is what Workspaces lists.
+	dirs []workspace.WorkspaceDir
 	// settled, when set, is the status after a Wait.
 	settled *workspace.Status
 	waits   int
@@ -88,6 +90,8 @@ func (f *fakeLBEngine) Wait(ctx context.Context, name, hash string) (workspace.S
 	return f.withName(name, hash), nil
 }
 
+func (f *fakeLBEngine) Workspaces() ([]workspace.WorkspaceDir, error) { return f.dirs, nil }
+
 func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
 	if f.written == nil {
 		return workspace.Spec{}, workspace.ErrNotFound
@@ -139,6 +143,7 @@ func (r fakeRenderer) RenderRoutes([]templates.Route) (*workspace.Spec, error) {
 }
 func (fakeRenderer) LoadBalancerName(svc *corev1.Service) string { return "lb-" + svc.Name }
 func (fakeRenderer) WorkspaceName(svc *corev1.Service) string    { return "lb-c-" + string(svc.UID) }
+func (fakeRenderer) IsLoadBalancerWorkspace(name string) bool { return strings.HasPrefix(name, "lb-c-") }
 func (fakeRenderer) Backend(name string) (*workspace.Spec, error) {
 	return &workspace.Spec{Name: name, Backend: workspace.BackendInfo{Type: "local"}, StateWorkspace: "default"}, nil
 }

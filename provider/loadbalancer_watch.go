@@ -38,7 +38,11 @@ func (l *loadBalancers) watch(f informers.SharedInformerFactory) {
 	}); err != nil {
 		klog.ErrorS(err, "Watch Nodes for load balancer re-renders")
 	}
-	if _, err := f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	services := f.Core().V1().Services()
+	l.mu.Lock()
+	l.svcSource = &serviceSource{lister: services.Lister(), synced: services.Informer().HasSynced}
+	l.mu.Unlock()
+	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Service)
 			n, ok2 := newObj.(*corev1.Service)

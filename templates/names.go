@@ -49,6 +49,19 @@ func LoadBalancerWorkspaceName(cfg *config.Config, svc *corev1.Service) string {
 	return "lb-" + defaultLBName(cfg.ClusterName, string(svc.UID))
 }
 
+// IsLoadBalancerWorkspace reports whether name has the shape of this
+// cluster's load balancer workspace names (LoadBalancerWorkspaceName).
+func IsLoadBalancerWorkspace(cfg *config.Config, name string) bool {
+	probe := "lb-" + defaultLBName(cfg.ClusterName, "")
+	prefix := probe[:len(probe)-10] // the UID hash is 10 hex digits
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || len(rest) != 10 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
 // RoutesWorkspaceName is the name of the cluster's one routes workspace.
 const RoutesWorkspaceName = "routes"
 

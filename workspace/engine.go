@@ -57,6 +57,8 @@ type entry struct {
 	changed chan struct{} // closed and replaced on every status change
 	secrets []string      // sensitive output values, scrubbed from messages
 	drift   bool          // re-plan although the hash is applied (Reconcile)
+	// tombstone: Destroy was asked for; Apply is refused (tombstone.go).
+	tombstone bool
 
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
@@ -106,6 +108,7 @@ func (e *Engine) Start(ctx context.Context) {
 	}
 	e.started = true
 	e.mu.Unlock()
+	e.pruneTombstones()
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })
@@ -138,7 +141,9 @@ func (e *Engine) Apply(spec Spec) (Status, error) {
 }
 
 // Destroy records that the workspace must be destroyed: its resources,
-// then its state and directory. It returns at once.
+// then its state and directory. It returns at once. A destroy is final:
+// from now on Apply refuses the workspace name (ErrDestroyed), also after
+// a restart.
 func (e *Engine) Destroy(spec Spec) (Status, error) {
 	return e.submit(spec, true)
 }
@@ -154,6 +159,15 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en := e.entry(spec.Name)
+	if !destroy && e.tombstoned(en) {
+		operationsTotal.WithLabelValues("apply", resultRefused).Inc()
+		return en.status, fmt.Errorf("apply %s: %w", spec.Name, ErrDestroyed)
+	}
+	if destroy && !en.tombstone {
+		if err := e.setTombstone(en); err != nil {
+			return en.status, err
+		}
+	}
 	st := &en.status
 	running := st.Phase == PhaseRunning
 	sameWork := en.desired != nil && en.destroy == destroy && st.Hash == spec.Hash

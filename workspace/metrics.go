@@ -16,6 +16,7 @@ const (
 	resultLocked   = "locked"
 	resultCanceled = "canceled"
 	resultNoop     = "noop"
+	resultRefused  = "refused"
 )
 
 var (
@@ -24,7 +25,7 @@ var (
 	operationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "operations_total",
-		Help:           "Terraform operations run by the workspace engine, by operation and result (success, error, locked, canceled, noop).",
+		Help:           "Terraform operations run by the workspace engine, by operation and result (success, error, locked, canceled, noop, refused).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"operation", "result"})
 	// operationDuration observes the wall time of each tofu operation.

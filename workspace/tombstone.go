@@ -1,0 +1,106 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
+)
+
+// ErrDestroyed is returned by Apply for a workspace Destroy was asked for:
+// a destroy is final for a workspace name, so an update that raced a
+// deletion can never bring the infrastructure back.
+var ErrDestroyed = errors.New("the workspace was destroyed and is never applied again")
+
+// tombstoneDir holds one file per destroyed workspace name under the work
+// dir (not a valid workspace name, so it never collides with one).
+const tombstoneDir = ".tombstones"
+
+// tombstoneTTL is how long a tombstone is kept across restarts. The races
+// it guards against last seconds; after a restart the service controller
+// no longer calls for a deleted Service at all.
+const tombstoneTTL = 7 * 24 * time.Hour
+
+func (e *Engine) tombstonePath(name string) string {
+	return filepath.Join(e.opts.WorkDir, tombstoneDir, name)
+}
+
+// tombstoned reports whether Destroy was asked for name, in this process
+// or (within tombstoneTTL) an earlier one. The caller holds e.mu.
+func (e *Engine) tombstoned(en *entry) bool {
+	if en.tombstone {
+		return true
+	}
+	st, err := os.Stat(e.tombstonePath(en.name))
+	if err != nil {
+		return false
+	}
+	if time.Since(st.ModTime()) > tombstoneTTL {
+		_ = os.Remove(e.tombstonePath(en.name))
+		return false
+	}
+	en.tombstone = true
+	return true
+}
+
+// setTombstone marks name destroyed, in memory and on disk. The caller
+// holds e.mu.
+func (e *Engine) setTombstone(en *entry) error {
+	en.tombstone = true
+	if err := os.MkdirAll(filepath.Join(e.opts.WorkDir, tombstoneDir), 0o700); err != nil {
+		return fmt.Errorf("tombstone %s: %w", en.name, err)
+	}
+	if err := fsutil.WriteFileAtomic(e.tombstonePath(en.name), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("tombstone %s: %w", en.name, err)
+	}
+	return nil
+}
+
+// pruneTombstones removes tombstones older than tombstoneTTL.
+func (e *Engine) pruneTombstones() {
+	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, tombstoneDir))
+	if err != nil {
+		return
+	}
+	for _, d := range entries {
+		if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > tombstoneTTL {
+			_ = os.Remove(filepath.Join(e.opts.WorkDir, tombstoneDir, d.Name()))
+		}
+	}
+}
+
+// Workspaces lists the workspace directories under the work dir with the
+// time each was last written, sorted by name (for the orphan sweep).
+func (e *Engine) Workspaces() ([]WorkspaceDir, error) {
+	entries, err := os.ReadDir(e.opts.WorkDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list workspaces: %w", err)
+	}
+	var out []WorkspaceDir
+	for _, d := range entries {
+		if !d.IsDir() || !validName(d.Name()) {
+			continue
+		}
+		info, err := d.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, WorkspaceDir{Name: d.Name(), ModTime: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// WorkspaceDir is a workspace directory found under the work dir.
+type WorkspaceDir struct {
+	Name    string
+	ModTime time.Time
+}
