@@ -143,7 +143,9 @@ func (r fakeRenderer) RenderRoutes([]templates.Route) (*workspace.Spec, error) {
 }
 func (fakeRenderer) LoadBalancerName(svc *corev1.Service) string { return "lb-" + svc.Name }
 func (fakeRenderer) WorkspaceName(svc *corev1.Service) string    { return "lb-c-" + string(svc.UID) }
-func (fakeRenderer) IsLoadBalancerWorkspace(name string) bool { return strings.HasPrefix(name, "lb-c-") }
+func (fakeRenderer) IsLoadBalancerWorkspace(name string) bool {
+	return strings.HasPrefix(name, "lb-c-")
+}
 func (fakeRenderer) Backend(name string) (*workspace.Spec, error) {
 	return &workspace.Spec{Name: name, Backend: workspace.BackendInfo{Type: "local"}, StateWorkspace: "default"}, nil
 }
