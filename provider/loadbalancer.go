@@ -31,6 +31,9 @@ const (
 	ReasonInvalidIngress = "TerraformInvalidIngress"
 	ReasonDriftRepaired  = "TerraformDriftRepaired"
 	ReasonDriftFailed    = "TerraformDriftCheckFailed"
+	// ReasonInvalidInput: the template's own validation or a precondition
+	// rejected the Service's inputs; not retried until they change.
+	ReasonInvalidInput = "TerraformInvalidInput"
 	// ReasonTemplateRejected: a changed override directory is invalid; the
 	// last good templates keep serving.
 	ReasonTemplateRejected = "TerraformTemplateRejected"
@@ -135,6 +138,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
 		}
 		return status, nil
+	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
+		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
 		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
 	default:
@@ -161,8 +166,13 @@ func (l *loadBalancers) settle(ctx context.Context, st workspace.Status) workspa
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.ensureWait)
 	defer cancel()
-	_, _ = l.engine.Wait(ctx, st.Name, st.Hash) // the outcome is read back below
-	return l.engine.Status(st.Name)
+	for ctx.Err() == nil && (st.Phase == workspace.PhasePending || st.Phase == workspace.PhaseRunning) {
+		// A newer spec (a re-render racing this call) supersedes the one
+		// waited for: wait for that one instead.
+		_, _ = l.engine.Wait(ctx, st.Name, st.Hash) // the outcome is read back below
+		st = l.engine.Status(st.Name)
+	}
+	return st
 }
 
 func retryAfter(st workspace.Status) time.Duration {
@@ -376,6 +386,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
 	case r.Drift:
 		return corev1.EventTypeWarning, ReasonDriftRepaired, fmt.Sprintf("the infrastructure had drifted from the applied plan; re-applied in %s", r.Duration.Round(time.Millisecond))
+	case r.Err != nil && !destroy && workspace.IsInvalidInput(r.Err):
+		return corev1.EventTypeWarning, ReasonInvalidInput, fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", r.Err)
 	case r.Err != nil && destroy:
 		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("tofu destroy failed (attempt %d): %v", r.Attempt, r.Err)
 	case r.Err != nil:

@@ -82,11 +82,16 @@ func (f *fakeLBEngine) appliedFiles() []string {
 // to settled (the engine finishing within the wait).
 func (f *fakeLBEngine) Wait(ctx context.Context, name, hash string) (workspace.Status, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.waits++
-	if f.settled != nil {
-		f.status = *f.settled
+	settled := f.settled
+	f.mu.Unlock()
+	if settled == nil { // nothing finishes: block like the engine until ctx ends
+		<-ctx.Done()
+		return f.Status(name), ctx.Err()
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status = *settled
 	return f.withName(name, hash), nil
 }
 
@@ -193,6 +198,7 @@ func TestEnsureLoadBalancerPhases(t *testing.T) {
 	}{
 		{name: "in flight", status: workspace.Status{Phase: workspace.PhaseRunning}, wantRetry: inFlightRetry, wantErr: "being planned and applied", wantApplys: 1},
 		{name: "queued", status: workspace.Status{Phase: workspace.PhasePending}, wantRetry: inFlightRetry, wantErr: "waiting to be applied", wantApplys: 1},
+		{name: "invalid input", status: workspace.Status{Phase: workspace.PhaseFailed, Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}, wantErr: "not retried until the Service, its nodes or the templates change", wantApplys: 1},
 		{name: "failed", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("plan: boom"), NextRetry: next}, wantErr: "plan: boom (next retry 2026-11-23T10:00:00Z)", wantApplys: 1},
 		{name: "applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}, wantIP: "10.0.0.5", wantApplys: 1},
 		{name: "older content applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "new", AppliedHash: "old", Outputs: ingressOutputs(`[{"ip":"10.0.0.5"}]`)}, wantRetry: inFlightRetry, wantApplys: 1},

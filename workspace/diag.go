@@ -18,7 +18,38 @@ type Error struct {
 	Summary string
 	// LockHolder is set when the state lock is held by someone else.
 	LockHolder string
-	cause      error
+	// Invalid is set when the template rejected its inputs (a variable's
+	// validation or a precondition failed at plan time): the same inputs
+	// can never succeed, so the engine does not retry them.
+	Invalid bool
+	cause   error
+}
+
+// invalidInputDiagnostics are the summaries of tofu/terraform errors that
+// mean the inputs themselves are rejected by the template.
+var invalidInputDiagnostics = []string{
+	"Error: Invalid value for variable",
+	"Error: Invalid value for input variable",
+	"Error: Resource precondition failed",
+	"Error: Module output value precondition failed",
+}
+
+// invalidInput reports whether a failed plan's stderr says the template
+// rejected its inputs.
+func invalidInput(stderr string) bool {
+	for _, d := range invalidInputDiagnostics {
+		if strings.Contains(stderr, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsInvalidInput reports whether err is a failure of the inputs
+// themselves (Error.Invalid), which is not retried until they change.
+func IsInvalidInput(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Invalid
 }
 
 func (e *Error) Error() string { return e.Op + ": " + e.Summary }

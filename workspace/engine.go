@@ -389,6 +389,11 @@ func (e *Engine) process(ctx context.Context, name string) {
 		return
 	case drift:
 		// Re-plan what is applied: repairs changes made outside tofu.
+	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && IsInvalidInput(st.Err) && !destroy:
+		// The template rejected these inputs: nothing to retry until
+		// the spec changes.
+		e.mu.Unlock()
+		return
 	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && time.Now().Before(st.NextRetry):
 		// Woken before the retry is due (a delayed add left from
 		// earlier work, which the queue merged with this retry's one
@@ -472,6 +477,13 @@ func (e *Engine) process(ctx context.Context, name string) {
 		// What was applied stays applied; the failed repair is reported
 		// (OnResult) and tried again at the next reconcile.
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
+	case IsInvalidInput(out.err) && !destroy:
+		// Invalid inputs are not retried (NextRetry stays zero): a new
+		// spec (the Service or the templates changed) runs at once.
+		e.retries.Forget(name)
+		e.setStatus(en, func(s *Status) {
+			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Time{}
+		})
 	default:
 		// The queue's rate limiter is the workspace's backoff; its delay
 		// is asked for here (AddRateLimited would hide it) so that

@@ -78,7 +78,9 @@ func TestBoundedParallelism(t *testing.T) {
 	}
 }
 
-// failingSpec fails at plan (a precondition); n varies its hash.
+// failingSpec fails at plan on something other than its inputs (a file
+// the module reads is missing: a transient failure, retried); n varies its
+// hash.
 func failingSpec(name string, n int) Spec {
 	return Spec{Name: name, Files: map[string][]byte{
 		"main.tf": []byte(`variable "n" {
@@ -86,13 +88,7 @@ func failingSpec(name string, n int) Spec {
 }
 
 resource "terraform_data" "x" {
-  input = var.n
-  lifecycle {
-    precondition {
-      condition     = var.n < 0
-      error_message = "n must be negative"
-    }
-  }
+  input = file("${path.module}/missing-${var.n}")
 }
 `),
 		"tfccm.auto.tfvars": []byte(fmt.Sprintf("n = %d\n", n)),

@@ -386,7 +386,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over", LockHolder: holder}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
-		return &Error{Op: op, Summary: r.scrub.Scrub(summarize(text))}
+		return &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text)}
 	}
 }
 

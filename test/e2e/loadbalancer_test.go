@@ -213,7 +213,7 @@ func TestLoadBalancer(t *testing.T) {
 		}
 		eventually(t, time.Minute, "Warning Event with tofu's message", func(ctx context.Context) error {
 			ev := harness.Events(ctx, client, dns.Namespace, dns.Name)
-			if !strings.Contains(ev, "TerraformApplyFailed") || !strings.Contains(ev, "53/UDP") {
+			if !strings.Contains(ev, "TerraformInvalidInput") || !strings.Contains(ev, "53/UDP") {
 				return fmt.Errorf("events: %s", ev)
 			}
 			return nil
@@ -233,10 +233,25 @@ func TestLoadBalancer(t *testing.T) {
 		if len(states) != 1 {
 			t.Fatalf("state files: %v", states)
 		}
-		before, err := os.Stat(states[0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The previous step's last change may still be applying (traffic
+		// passes before it lands): start from a settled state.
+		var before os.FileInfo
+		eventually(t, time.Minute, "no apply in flight", func(context.Context) error {
+			a, err := os.Stat(states[0])
+			if err != nil {
+				return err
+			}
+			time.Sleep(3 * time.Second)
+			b, err := os.Stat(states[0])
+			if err != nil {
+				return err
+			}
+			if !a.ModTime().Equal(b.ModTime()) {
+				return fmt.Errorf("state still changing")
+			}
+			before = b
+			return nil
+		})
 		ccm.Kill()
 		ccm = startCCM(parent, cluster, cfg, "--concurrent-service-syncs=2")
 		eventually(t, time.Minute, "new CCM leads and syncs the Service", func(ctx context.Context) error {
