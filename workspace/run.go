@@ -63,7 +63,8 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		removePublished(dir)
 	}
 
-	r := &runner{e: e, dir: dir, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
+	backendEnv, _ := splitBackendSecrets(spec)
+	r := &runner{e: e, dir: dir, env: backendEnv, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
 	if err := writeClaim(dir, selfClaim(e.opts.Identity, out.op)); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
@@ -221,8 +222,8 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, dir str
 // then selects (creating if needed) the spec's Terraform workspace.
 func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	opts := []tfexec.InitOption{tfexec.Upgrade(false), tfexec.ForceCopy(migrate)}
-	if len(spec.BackendConfig) > 0 {
-		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec)
+	if _, file := splitBackendSecrets(spec); len(file) > 0 {
+		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec.Name, file)
 		if err != nil {
 			return &Error{Op: "init", Summary: r.scrub.Scrub(err.Error())}
 		}
@@ -286,16 +287,18 @@ func (r *runner) stateEmpty(ctx context.Context, spec *Spec) (bool, error) {
 	return n == 0, nil
 }
 
-// writeBackendConfig writes spec.BackendConfig as an HCL -backend-config
-// file (mode 0600) under workDir/.secrets, outside every workspace.
-func writeBackendConfig(workDir string, spec *Spec) (string, func(), error) {
+// writeBackendConfig writes settings as an HCL -backend-config file (mode
+// 0600) under workDir/.secrets, outside every workspace. Only settings the
+// backend cannot read from its environment come here (splitBackendSecrets):
+// tofu records them in the workspace's .terraform/terraform.tfstate.
+func writeBackendConfig(workDir, name string, settings map[string]string) (string, func(), error) {
 	dir := filepath.Join(workDir, ".secrets")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, fmt.Errorf("backend config: %w", err)
 	}
 	f := hclwrite.NewEmptyFile()
-	keys := make([]string, 0, len(spec.BackendConfig))
-	for k := range spec.BackendConfig {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -303,9 +306,9 @@ func writeBackendConfig(workDir string, spec *Spec) (string, func(), error) {
 		if !hclsyntax.ValidIdentifier(k) {
 			return "", nil, fmt.Errorf("backend config: %q is not a valid setting name", k)
 		}
-		f.Body().SetAttributeValue(k, cty.StringVal(spec.BackendConfig[k]))
+		f.Body().SetAttributeValue(k, cty.StringVal(settings[k]))
 	}
-	path := filepath.Join(dir, spec.Name+".tfbackend")
+	path := filepath.Join(dir, name+".tfbackend")
 	if err := os.WriteFile(path, f.Bytes(), 0o600); err != nil {
 		return "", nil, fmt.Errorf("backend config: %w", err)
 	}
@@ -316,6 +319,7 @@ func writeBackendConfig(workDir string, spec *Spec) (string, func(), error) {
 type runner struct {
 	e        *Engine
 	dir      string
+	env      map[string]string // the workspace's own variables (secret backend settings)
 	scrub    *secret.Scrubber
 	oldClaim claim
 	hadClaim bool
@@ -331,6 +335,9 @@ func (r *runner) newTF() (*tfexec.Terraform, error) {
 	}
 	env := make(map[string]string, len(r.e.env))
 	for k, v := range r.e.env {
+		env[k] = v
+	}
+	for k, v := range r.env {
 		env[k] = v
 	}
 	if err := tf.SetEnv(env); err != nil {
