@@ -30,9 +30,12 @@ lint: tools
 	$(GO) vet ./...
 	env -u TF_CLI_CONFIG_FILE $(BIN)/tofu fmt -check -diff $$(git ls-files '*.tf' | grep -v '/testdata/invalid/')
 
-## test: everything CI runs — lint, unit, integration and e2e tests
+## test: everything CI runs — lint, unit, integration and e2e tests, then a
+## check that the tests left no namespace, process or link of their own behind
 test: tools build lint
-	$(GO) test -count=1 -timeout 45m ./...
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before
+	rc=0; $(GO) test -count=1 -timeout 45m ./... || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before || rc=1; exit $$rc
 
 ## bench: Go benchmarks and the ratio harness against raw tofu
 bench: tools build
