@@ -40,9 +40,14 @@ func crashHelper(work string) int {
 }
 
 // crashSpec is the workspace both incarnations apply: the same spec, so
-// the second one must finish the first one's work.
+// the second one must finish the first one's work. TFCCM_CRASH_MODULE=leak
+// picks leakModule instead of testModule.
 func crashSpec(kubeconfig string) Spec {
 	s := testSpec("crash", 1, 0)
+	if os.Getenv("TFCCM_CRASH_MODULE") == "leak" {
+		s.Files["main.tf"] = []byte(leakModule)
+		s.Files["tfccm.auto.tfvars"] = []byte("n = 1\n")
+	}
 	if kubeconfig != "" {
 		s.Files["backend.tf"] = kubernetesBackendFile("crash", kubeconfig)
 		s.Backend = kubernetesBackendInfo("crash", kubeconfig)
@@ -52,14 +57,14 @@ func crashSpec(kubeconfig string) Spec {
 
 // killMidApply runs a controller process on the crash workspace, waits
 // until its apply is inside the local-exec provisioner and SIGKILLs it.
-func killMidApply(t *testing.T, work, kubeconfig string) {
+func killMidApply(t *testing.T, work, kubeconfig string, env ...string) {
 	t.Helper()
 	hold := filepath.Join(work, "hold")
 	if err := os.WriteFile(hold, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashHelperEnv+"="+work, "TFCCM_TOFU="+repo.Tofu(t), "TFCCM_KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), crashHelperEnv+"="+work, "TFCCM_TOFU="+repo.Tofu(t), "TFCCM_KUBECONFIG="+kubeconfig), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -181,4 +186,60 @@ func TestLockHeldByOtherIsReportedNotStolen(t *testing.T) {
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
+}
+
+// leakModule creates an object outside its state (a file under
+// work/objects, as a provisioner-based template writes an HAProxy
+// fragment), then blocks while work/hold exists; destroying the resource
+// removes the object.
+const leakModule = `variable "n" {
+  type = number
+}
+
+resource "terraform_data" "obj" {
+  input = var.n
+  provisioner "local-exec" {
+    command     = "mkdir -p \"$OBJ\" && touch \"$OBJ/lb-$N\" && echo \"$N\" >> \"$LOG.start\"; while [ -e \"$HOLD\" ]; do sleep 0.05; done; echo \"$N\" >> \"$LOG\""
+    environment = { OBJ = "${path.module}/../objects", N = var.n, LOG = "${path.module}/applied.log", HOLD = "${path.module}/../hold" }
+  }
+  provisioner "local-exec" {
+    when        = destroy
+    command     = "rm -f \"$OBJ/lb-$N\""
+    environment = { OBJ = "${path.module}/../objects", N = self.input }
+  }
+}
+
+output "value" {
+  value = terraform_data.obj.output
+}
+`
+
+// TestKill9MidApplyThenDestroyLeavesNothing: a controller killed while an
+// apply was creating an object its state does not yet record, then a
+// destroy by the next incarnation (the Service was deleted meanwhile):
+// the object must not outlive the workspace.
+func TestKill9MidApplyThenDestroyLeavesNothing(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("TFCCM_CRASH_MODULE", "leak")
+	killMidApply(t, work, "", "TFCCM_CRASH_MODULE=leak")
+	object := filepath.Join(work, "objects", "lb-1")
+	if !exists(object) {
+		t.Fatal("the killed apply created nothing; the test proves nothing")
+	}
+	e := newTestEngine(t, Options{WorkDir: work})
+	spec := crashSpec("")
+	if _, err := e.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if st, err := e.Wait(ctx, spec.Name, spec.ContentHash()); err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("destroy: %+v, %v", st, err)
+	}
+	if exists(object) {
+		t.Error("the object the killed apply created outlived the destroyed workspace")
+	}
+	if exists(e.Dir("crash")) {
+		t.Error("workspace directory left")
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/zclconf/go-cty/cty"
+	"k8s.io/klog/v2"
 )
 
 // planFile is the saved plan, inside the engine's metadata dir.
@@ -48,6 +49,15 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 
 	// The previous incarnation's claim must be read before ours replaces it.
 	oldClaim, hadClaim := readClaim(dir)
+	if destroy && hadClaim && oldClaim.Op == "apply" && approved == nil && !e.opts.Review {
+		// The last apply was interrupted (killed, or stopped): it may have
+		// created things its state does not record. Apply what it was
+		// applying again, so the state holds everything, then destroy.
+		if conv, ok := e.converge(ctx, spec, dir, rec, scrub); ok {
+			rec, out.rec = conv.rec, conv.rec
+			oldClaim, hadClaim = readClaim(dir)
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
@@ -168,6 +178,25 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	}
 	_ = os.Remove(filepath.Join(dir, planFile))
 	return e.finishApply(ctx, r, spec, dir, out)
+}
+
+// converge re-applies the files last written into dir (the interrupted
+// apply's workspace) with spec's backend. It reports whether it ran; a
+// failure is logged and the destroy goes on with what the state holds.
+func (e *Engine) converge(ctx context.Context, spec *Spec, dir string, rec record, scrub *secret.Scrubber) (runOutcome, bool) {
+	prev, err := ReadDir(dir)
+	if err != nil {
+		return runOutcome{}, false
+	}
+	prev.Name, prev.Module = spec.Name, spec.Module
+	prev.Backend, prev.StateWorkspace, prev.BackendConfig = spec.Backend, spec.StateWorkspace, spec.BackendConfig
+	prev.Hash = prev.ContentHash()
+	klog.InfoS("Destroying a workspace whose last apply was interrupted: applying it again first so that the state records what that apply created", "workspace", spec.Name)
+	conv := e.run(ctx, &prev, false, rec, scrub, nil)
+	if conv.err != nil {
+		klog.InfoS("Re-apply before destroy failed; destroying what the state records", "workspace", spec.Name, "err", conv.err)
+	}
+	return conv, true
 }
 
 // finishDestroy deletes the Terraform workspace (if named), the state and
