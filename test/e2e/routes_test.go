@@ -250,7 +250,13 @@ func routesOutput(t *testing.T, workDir string) []string {
 func podReachable(t *testing.T, cloud *localcloud.Cloud, node, addr, bits, network string) {
 	t.Helper()
 	netns := cloud.Node(node).Netns
-	if out, err := exec.Command("ip", "-n", netns, "addr", "add", addr+"/"+bits, "dev", "lo").CombinedOutput(); err != nil {
+	args := []string{"-n", netns, "addr", "add", addr + "/" + bits, "dev", "lo"}
+	if strings.Contains(addr, ":") {
+		// No duplicate address detection: a tentative address cannot be
+		// bound yet ("cannot assign requested address").
+		args = append(args, "nodad")
+	}
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("add %s to %s: %v %s", addr, node, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "-n", netns, "addr", "del", addr+"/"+bits, "dev", "lo").Run() })
