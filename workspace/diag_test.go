@@ -56,6 +56,11 @@ func TestParseLockError(t *testing.T) {
 	if h := li.holder(); !strings.Contains(h, "root@vm (Apply) since 2026-11-21") || !strings.Contains(h, "d04522e8-fefa") {
 		t.Fatalf("holder = %q", h)
 	}
+	// tofu init reports a held lock differently (kubernetes backend).
+	initErr := "Error: Error loading state\n\nthe state is already locked by another tofu client\nLock Info:\n  ID:        11111111-2222\n  Path:      \n  Operation: OperationTypeInit\n  Who:       root@vm\n  Version:   1.12.6\n  Created:   2026-11-23 09:50:00 +0000 UTC\n  Info:      \n"
+	if li, ok := parseLockError(initErr); !ok || li.ID != "11111111-2222" || li.Operation != "OperationTypeInit" || !strings.Contains(li.holder(), "(Init)") || !strings.Contains(li.holder(), " ago)") {
+		t.Fatalf("init lock: %+v, %v, holder %q", li, ok, li.holder())
+	}
 	if _, ok := parseLockError("Error: Something else\n  ID: x\n"); ok {
 		t.Fatal("non-lock error parsed as a lock")
 	}

@@ -2,14 +2,22 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/zclconf/go-cty/cty"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 func kubernetesBackendFile(suffix, kubeconfig string) []byte {
@@ -86,5 +94,94 @@ func TestKubernetesBackend(t *testing.T) {
 	}
 	if _, err := kube.CoordinationV1().Leases("default").Get(ctx, "lock-tfstate-default-crash", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("lock Lease after destroy: %v", err)
+	}
+}
+
+// holdLease makes the kubernetes backend's lock Lease for suffix look
+// held by who, for operation op, since created.
+func holdLease(t *testing.T, kube kubernetes.Interface, suffix, id, op, who string, created time.Time) {
+	t.Helper()
+	info, err := json.Marshal(map[string]string{"ID": id, "Operation": op, "Info": "", "Who": who, "Version": "1.12.6", "Created": created.UTC().Format(time.RFC3339Nano), "Path": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "lock-tfstate-default-" + suffix, Namespace: "default",
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "terraform", "tfstate": "true", "tfstateSecretSuffix": suffix, "tfstateWorkspace": "default"},
+			Annotations: map[string]string{"app.terraform.io/lock-info": string(info)}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
+	}
+	if _, err := kube.CoordinationV1().Leases("default").Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deadPID is the PID of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestStaleInitLockIsReleased: a controller killed while `tofu init` held
+// the kubernetes backend's lock (init creates the first, empty state under
+// it) leaves a Lease that the next incarnation recognises as its own from
+// the claim and releases; a lock held by anyone else is reported with
+// holder, operation, lock ID and age, and kept.
+func TestStaleInitLockIsReleased(t *testing.T) {
+	c := devcluster.ForTest(t)
+	kube := c.Client()
+	ctx := context.Background()
+	work := t.TempDir()
+	bin, calls := countingBinary(t)
+	e := newTestEngine(t, Options{Binary: bin, WorkDir: work, Identity: "tfccm/test"})
+
+	// Ours: the claim of a dead process of this identity names the lock.
+	ours := testSpec("initlock", 1, 0)
+	ours.Files["backend.tf"] = kubernetesBackendFile("initlock", c.Kubeconfig())
+	ours.Backend = kubernetesBackendInfo("initlock", c.Kubeconfig())
+	started := time.Now().Add(-10 * time.Second)
+	holdLease(t, kube, "initlock", "11111111-aaaa", "OperationTypeInit", tofuWho(), started.Add(time.Second))
+	cl := selfClaim("tfccm/test", "apply")
+	cl.PID, cl.PIDStart, cl.Started = deadPID(t), 0, started
+	if err := os.MkdirAll(filepath.Join(e.Dir("initlock"), metaDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeClaim(e.Dir("initlock"), cl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Apply(ours); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, ours)
+	if n := count(calls(), "force-unlock"); n != 1 {
+		t.Fatalf("force-unlock ran %d times, want 1 (calls %v)", n, calls())
+	}
+
+	// Someone else's: reported, not stolen.
+	theirs := testSpec("otherlock", 1, 0)
+	theirs.Files["backend.tf"] = kubernetesBackendFile("otherlock", c.Kubeconfig())
+	theirs.Backend = kubernetesBackendInfo("otherlock", c.Kubeconfig())
+	holdLease(t, kube, "otherlock", "22222222-bbbb", "OperationTypeInit", "alice@laptop", time.Now().Add(-time.Minute))
+	if _, err := e.Apply(theirs); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := e.Wait(wctx, theirs.Name, theirs.ContentHash())
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("Wait = %v; want ErrLocked", err)
+	}
+	for _, want := range []string{"alice@laptop", "(Init)", "22222222-bbbb", " ago)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("lock error %q lacks %q", err, want)
+		}
+	}
+	lease, err := kube.CoordinationV1().Leases("default").Get(ctx, "lock-tfstate-default-otherlock", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "22222222-bbbb" {
+		t.Fatalf("someone else's lock was touched: %v %+v", err, lease)
 	}
 }

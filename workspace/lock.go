@@ -23,12 +23,15 @@ type lockInfo struct {
 	ID, Path, Operation, Who, Created string
 }
 
-var lockField = regexp.MustCompile(`(?m)^[│ ]*\s*(ID|Path|Operation|Who|Created):\s*(.*?)\s*$`)
+var lockField = regexp.MustCompile(`(?m)^[│ \t]*(ID|Path|Operation|Who|Created):[ \t]*(.*?)[ \t]*$`)
 
 // parseLockError extracts the lock info from tofu's stderr, if the failure
-// is "Error acquiring the state lock".
+// is a held state lock: "Error acquiring the state lock" (plan, apply,
+// destroy, refresh, import) or, from init, "Error loading state: the state
+// is already locked by another tofu client".
 func parseLockError(stderr string) (lockInfo, bool) {
-	if !strings.Contains(stderr, "Error acquiring the state lock") {
+	if !strings.Contains(stderr, "Error acquiring the state lock") &&
+		!(strings.Contains(stderr, "Lock Info:") && strings.Contains(stderr, "already locked")) {
 		return lockInfo{}, false
 	}
 	var li lockInfo
@@ -59,6 +62,9 @@ func (li lockInfo) holder() string {
 	}
 	if li.Created != "" {
 		s += " since " + li.Created
+		if t, err := parseLockTime(li.Created); err == nil {
+			s += " (" + time.Since(t).Round(time.Second).String() + " ago)"
+		}
 	}
 	return s + ", lock ID " + li.ID
 }

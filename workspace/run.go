@@ -74,7 +74,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	}
 
 	backendEnv, _ := splitBackendSecrets(spec)
-	r := &runner{e: e, dir: dir, env: backendEnv, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
+	r := &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
 	if err := writeClaim(dir, selfClaim(e.opts.Identity, out.op)); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
@@ -349,6 +349,7 @@ type runner struct {
 	e        *Engine
 	dir      string
 	env      map[string]string // the workspace's own variables (secret backend settings)
+	backend  BackendInfo
 	scrub    *secret.Scrubber
 	oldClaim claim
 	hadClaim bool
@@ -437,6 +438,11 @@ func (r *runner) forceUnlock(ctx context.Context, id string) error {
 	defer cancel()
 	start := time.Now()
 	err = tf.ForceUnlock(opCtx, id)
+	if err != nil && r.backend.Type == "kubernetes" {
+		if _, held := parseLockError(err.Error()); held {
+			err = unlockKubernetesLease(opCtx, r.backend, id)
+		}
+	}
 	operationDuration.WithLabelValues("force_unlock").Observe(time.Since(start).Seconds())
 	if err != nil {
 		operationsTotal.WithLabelValues("force_unlock", resultError).Inc()
