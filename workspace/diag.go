@@ -23,6 +23,7 @@ type Error struct {
 	// can never succeed, so the engine does not retry them.
 	Invalid bool
 	cause   error
+	lock    lockInfo // the held lock, when LockHolder is set
 }
 
 // invalidInputDiagnostics are the summaries of tofu/terraform errors that

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/zclconf/go-cty/cty"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -111,7 +112,15 @@ func holdLease(t *testing.T, kube kubernetes.Interface, suffix, id, op, who stri
 			Annotations: map[string]string{"app.terraform.io/lock-info": string(info)}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
 	}
-	if _, err := kube.CoordinationV1().Leases("default").Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+	leases := kube.CoordinationV1().Leases("default")
+	if cur, err := leases.Get(context.Background(), lease.Name, metav1.GetOptions{}); err == nil {
+		cur.Annotations, cur.Spec.HolderIdentity = lease.Annotations, lease.Spec.HolderIdentity
+		if _, err := leases.Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := leases.Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,5 +192,65 @@ func TestStaleInitLockIsReleased(t *testing.T) {
 	lease, err := kube.CoordinationV1().Leases("default").Get(ctx, "lock-tfstate-default-otherlock", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "22222222-bbbb" {
 		t.Fatalf("someone else's lock was touched: %v %+v", err, lease)
+	}
+}
+
+// TestInspectLockAndForceUnlock: what `tfccm unlock` decides. A lock whose
+// claim is a dead tfccm process of this identity on this host is stale;
+// one claimed by a live process is ours but not stale; anyone else's is
+// neither. ForceUnlock releases the Lease and the claim.
+func TestInspectLockAndForceUnlock(t *testing.T) {
+	c := devcluster.ForTest(t)
+	kube := c.Client()
+	ctx := context.Background()
+	work := t.TempDir()
+	e := newTestEngine(t, Options{WorkDir: work, Identity: "tfccm/test"})
+	opts := UnlockOptions{Binary: repo.Tofu(t), Identity: "tfccm/test"}
+	for _, tc := range []struct {
+		name, who     string
+		claimPID      int
+		ours, stale   bool
+		whyContaining string
+	}{
+		{"dead tfccm process", tofuWho(), deadPID(t), true, true, "has exited"},
+		{"live tfccm process", tofuWho(), os.Getpid(), true, false, "still running"},
+		{"someone else", "alice@laptop", deadPID(t), false, false, "someone else"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			suffix := "inspect-" + strings.ReplaceAll(tc.name, " ", "-")
+			spec := testSpec(suffix, 1, 0)
+			spec.Files["backend.tf"] = kubernetesBackendFile(suffix, c.Kubeconfig())
+			spec.Backend = kubernetesBackendInfo(suffix, c.Kubeconfig())
+			if _, err := e.Apply(spec); err != nil {
+				t.Fatal(err)
+			}
+			waitApplied(t, e, spec)
+			dir := e.Dir(suffix)
+			if l, err := InspectLock(ctx, opts, &spec, dir); err != nil || l.Held {
+				t.Fatalf("unlocked workspace: %+v, %v", l, err)
+			}
+			holdLease(t, kube, suffix, "33333333-"+suffix, "OperationTypeApply", tc.who, time.Now().Add(-time.Minute))
+			cl := selfClaim("tfccm/test", "apply")
+			cl.PID, cl.PIDStart, cl.Started = tc.claimPID, procStart(tc.claimPID), time.Now().Add(-2*time.Minute)
+			if err := writeClaim(dir, cl); err != nil {
+				t.Fatal(err)
+			}
+			l, err := InspectLock(ctx, opts, &spec, dir)
+			if err != nil || !l.Held || l.ID != "33333333-"+suffix || l.Who != tc.who {
+				t.Fatalf("InspectLock = %+v, %v", l, err)
+			}
+			if l.Ours != tc.ours || l.Stale != tc.stale || !strings.Contains(l.Why, tc.whyContaining) {
+				t.Fatalf("InspectLock = ours %v stale %v (%s); want %v %v (%s)", l.Ours, l.Stale, l.Why, tc.ours, tc.stale, tc.whyContaining)
+			}
+			if err := ForceUnlock(ctx, opts, &spec, dir, l.ID); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := InspectLock(ctx, opts, &spec, dir); err != nil || l.Held {
+				t.Fatalf("after ForceUnlock: %+v, %v", l, err)
+			}
+			if _, ok := readClaim(dir); ok {
+				t.Error("claim left after ForceUnlock")
+			}
+		})
 	}
 }

@@ -420,7 +420,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 				continue
 			}
 			holder := r.scrub.Scrub(li.holder())
-			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over", LockHolder: holder}
+			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
 		return &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text)}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// runUnlock answers `tfccm unlock`: it shows who holds a workspace's state
+// lock and releases it only when the holder is known to be gone (a tfccm
+// process of this deployment on this host that has exited), or with
+// --force once the operator has made sure of it.
+func runUnlock(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tfccm unlock", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "the cloud config (work_dir, backend, terraform settings)")
+	name := fs.String("workspace", "", "the workspace whose lock to release (lb-<cluster>-<hash> or routes; named in the TerraformStateLocked Event)")
+	force := fs.Bool("force", false, "release a lock whose holder this command cannot prove gone (someone else's, or a tfccm run on another host): only once you know it is")
+	dryRun := fs.Bool("dry-run", false, "only show who holds the lock")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *cfgPath == "" || *name == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: tfccm unlock --config cloud.hcl --workspace NAME [--dry-run] [--force]")
+		return exitUsage
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	dir := filepath.Join(cfg.WorkDir, *name)
+	spec, err := workspace.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "workspace %s: %v (is work_dir %s this controller's?)\n", *name, err, cfg.WorkDir)
+		return exitError
+	}
+	b, err := templates.Backend(cfg, *name)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
+	opts := workspace.UnlockOptions{
+		Binary:   cfg.Terraform.Binary,
+		Identity: "tfccm/" + cfg.ClusterName,
+		Timeout:  *timeout,
+		Env: tfenv.Settings{Env: cfg.Terraform.Env, PassEnv: cfg.Terraform.PassEnv,
+			CLIConfigFile: cfg.Terraform.CLIConfigFile, PluginCacheDir: cfg.Terraform.PluginCacheDir, Home: cfg.WorkDir},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	lock, err := workspace.InspectLock(ctx, opts, &spec, dir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	if !lock.Held {
+		fmt.Fprintf(stdout, "Workspace %s: the state is not locked.\n", *name)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "Workspace %s: the state is locked by %s.\n%s.\n", *name, lock.Holder, lock.Why)
+	switch {
+	case *dryRun:
+		return exitOK
+	case !lock.Stale && !*force:
+		fmt.Fprintln(stderr, "Not releasing it: its holder may still be working on the state. Rerun with --force once you know it is gone.")
+		return exitError
+	}
+	if err := workspace.ForceUnlock(ctx, opts, &spec, dir, lock.ID); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "Released lock %s; the controller's next run of %s proceeds.\n", lock.ID, *name)
+	return exitOK
+}
+
+func init() {
+	commands["unlock"] = command{"show who holds a workspace's state lock and release it when its holder is gone", runUnlock}
+}
