@@ -147,7 +147,7 @@ func TestLoadBalancer(t *testing.T) {
 
 	t.Run("bad tfccm.io/vars is an Event and leaves the LB untouched", func(t *testing.T) {
 		lbDir := lbWorkspaceDir(t, workDir)
-		before := readTree(t, lbDir)
+		before := settledTree(t, lbDir)
 		updateService(t, client, func(s *corev1.Service) {
 			if s.Annotations == nil {
 				s.Annotations = map[string]string{}
@@ -370,6 +370,23 @@ func lbWorkspaceDir(t *testing.T, workDir string) string {
 }
 
 // readTree returns a digest of every file under dir (names, sizes, mtimes).
+// settledTree is readTree once the previous step's apply has finished:
+// traffic can flow before tofu has written state and the engine its
+// record, so a snapshot taken right away may catch the tail of that apply.
+func settledTree(t *testing.T, dir string) string {
+	t.Helper()
+	var tree string
+	eventually(t, time.Minute, "no apply in flight in "+dir, func(context.Context) error {
+		a := readTree(t, dir)
+		time.Sleep(2 * time.Second)
+		if tree = readTree(t, dir); tree != a {
+			return fmt.Errorf("workspace still changing")
+		}
+		return nil
+	})
+	return tree
+}
+
 func readTree(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder

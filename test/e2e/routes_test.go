@@ -58,6 +58,15 @@ func TestRoutes(t *testing.T) {
 	eventually(t, 2*time.Minute, "kernel routes in the cloud netns", func(context.Context) error {
 		return routesPresent(cloud, wantV4, wantV6)
 	})
+	// The kernel routes appear during the apply; the state is written
+	// after it.
+	eventually(t, time.Minute, "routes state written", func(context.Context) error {
+		b, err := os.ReadFile(filepath.Join(workDir, "state", "routes.tfstate"))
+		if err != nil || !json.Valid(b) || !strings.Contains(string(b), "node-c/10.244.3.0/24") {
+			return fmt.Errorf("routes state not written yet (%v)", err)
+		}
+		return nil
+	})
 	if got := routesOutput(t, workDir); !slices.Equal(got, []string{
 		"node-a/10.244.1.0/24>node-a", "node-a/fd00:10:244:1::/64>node-a", "node-b/10.244.2.0/24>node-b", "node-c/10.244.3.0/24>node-c",
 	}) {
