@@ -21,6 +21,8 @@ const (
 	DefaultParallelism       = 4
 	DefaultOperationTimeout  = 10 * time.Minute
 	DefaultDriftInterval     = time.Hour
+	DefaultCoalesceQuiet     = 2 * time.Second
+	DefaultCoalesceMax       = 10 * time.Second
 	DefaultHealthCheckPort   = 10256
 	DefaultHealthCheckPath   = "/healthz"
 	DefaultStateTTL          = 30 * time.Second
@@ -63,6 +65,12 @@ type Terraform struct {
 	// (and re-applied if the infrastructure drifted), as a Go duration;
 	// "0" turns it off.
 	DriftIntervalRaw string `hcl:"drift_interval,optional"`
+	// CoalesceQuietRaw and CoalesceMaxRaw gather a burst of updates to an
+	// applied load balancer (node churn) into one apply: it starts once no
+	// newer update came for coalesce_quiet, at the latest coalesce_max
+	// after the first; "0s" quiet turns it off.
+	CoalesceQuietRaw string `hcl:"coalesce_quiet,optional"`
+	CoalesceMaxRaw   string `hcl:"coalesce_max,optional"`
 	// CLIConfigFile is passed as TF_CLI_CONFIG_FILE (provider mirror, plugin cache).
 	CLIConfigFile string `hcl:"cli_config_file,optional"`
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
@@ -79,6 +87,8 @@ type Terraform struct {
 
 	Timeout       time.Duration
 	DriftInterval time.Duration
+	CoalesceQuiet time.Duration
+	CoalesceMax   time.Duration
 }
 
 // Backend is the state backend for tfccm's workspaces. Its body is passed
@@ -273,6 +283,24 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 		} else {
 			t.DriftInterval = d
 		}
+	}
+	t.CoalesceQuiet, t.CoalesceMax = DefaultCoalesceQuiet, DefaultCoalesceMax
+	for _, d := range []struct {
+		raw, name string
+		dst       *time.Duration
+	}{{t.CoalesceQuietRaw, "coalesce_quiet", &t.CoalesceQuiet}, {t.CoalesceMaxRaw, "coalesce_max", &t.CoalesceMax}} {
+		if d.raw == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.raw)
+		if err != nil || v < 0 || v > 10*time.Minute {
+			errAt(blockAttrRange(content, "terraform", d.name), "Invalid "+d.name, fmt.Sprintf("terraform.%s must be a Go duration from \"0s\" to \"10m\", got %q.", d.name, d.raw))
+			continue
+		}
+		*d.dst = v
+	}
+	if t.CoalesceQuiet > t.CoalesceMax && t.CoalesceMax > 0 {
+		errAt(blockAttrRange(content, "terraform", "coalesce_max"), "Invalid coalesce_max", fmt.Sprintf("terraform.coalesce_max (%s) must not be shorter than coalesce_quiet (%s).", t.CoalesceMax, t.CoalesceQuiet))
 	}
 	for k := range t.Env {
 		if strings.HasPrefix(k, "TF_VAR_") || k == "TF_LOG" || k == "TF_LOG_PATH" {

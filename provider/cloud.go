@@ -77,6 +77,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		Parallelism:    cfg.Terraform.Parallelism,
 		Timeout:        cfg.Terraform.Timeout,
 		DriftInterval:  cfg.Terraform.DriftInterval,
+		Coalesce:       workspace.Coalesce{Quiet: cfg.Terraform.CoalesceQuiet, Max: cfg.Terraform.CoalesceMax},
 		Env:            cfg.Terraform.Env,
 		PassEnv:        cfg.Terraform.PassEnv,
 		CLIConfigFile:  cfg.Terraform.CLIConfigFile,

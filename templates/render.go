@@ -365,6 +365,7 @@ func (s *Set) render(cfg *config.Config, m *Module, name string, inputs map[stri
 		return nil, err
 	}
 	ws.Module = m.Key
+	ws.Coalesce = m.Kind == KindLoadBalancer
 	ws.Hash = ws.ContentHash()
 	return &rendered{Spec: ws, inputs: written}, nil
 }

@@ -59,6 +59,9 @@ type entry struct {
 	drift   bool          // re-plan although the hash is applied (Reconcile)
 	// tombstone: Destroy was asked for; Apply is refused (tombstone.go).
 	tombstone bool
+	// burst is when the first update of the current burst arrived, due
+	// when its run may start (Options.Coalesce); zero when none waits.
+	burst, due time.Time
 
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
@@ -180,6 +183,7 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	case !destroy && !running && en.rec.AppliedHash == spec.Hash:
 		// No-op: applied already (possibly by an earlier incarnation).
 		en.desired, en.destroy = &spec, false
+		en.burst, en.due = time.Time{}, time.Time{}
 		en.pending, en.approved = nil, ""
 		e.retries.Forget(spec.Name)
 		e.setStatus(en, func(s *Status) {
@@ -215,8 +219,33 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 			}
 		})
 	}
+	if d := e.coalesceDelay(en, &spec, destroy); d > 0 {
+		e.queue.AddAfter(spec.Name, d)
+		return en.status, nil
+	}
+	en.burst, en.due = time.Time{}, time.Time{}
 	e.enqueue(spec.Name)
 	return en.status, nil
+}
+
+// coalesceDelay is how long new work for en waits for more updates of
+// the same burst (Options.Coalesce): only updates of an applied workspace
+// wait. It records the burst's start and the run's due time. The caller
+// holds e.mu.
+func (e *Engine) coalesceDelay(en *entry, spec *Spec, destroy bool) time.Duration {
+	c := e.opts.Coalesce
+	if c.Quiet <= 0 || destroy || !spec.Coalesce || en.rec.AppliedHash == "" {
+		return 0
+	}
+	now := time.Now()
+	if en.burst.IsZero() {
+		en.burst = now
+	}
+	en.due = now.Add(c.Quiet)
+	if c.Max > 0 && en.due.After(en.burst.Add(c.Max)) {
+		en.due = en.burst.Add(c.Max)
+	}
+	return en.due.Sub(now)
 }
 
 // nothingToDestroy: a local-backend workspace with no directory has no
@@ -387,6 +416,12 @@ func (e *Engine) process(ctx context.Context, name string) {
 	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy:
 		e.mu.Unlock()
 		return
+	case spec != nil && !destroy && time.Now().Before(en.due):
+		// A coalesced update woken early (the queue keeps the earliest of
+		// its delays): wait for the burst's due time.
+		e.queue.AddAfter(name, time.Until(en.due))
+		e.mu.Unlock()
+		return
 	case drift:
 		// Re-plan what is applied: repairs changes made outside tofu.
 	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && IsInvalidInput(st.Err) && !destroy:
@@ -412,6 +447,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 		return
 	}
 	rec := en.rec
+	en.burst, en.due = time.Time{}, time.Time{} // this run takes the burst
 	scrub := e.scrub.With(en.secrets).With(mapValues(spec.BackendConfig))
 	attempt := st.Attempts + 1
 	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })

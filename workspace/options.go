@@ -41,6 +41,12 @@ type Options struct {
 	// before each run. A state lock whose claim carries the same identity
 	// and whose process is gone is released. Default: the host name.
 	Identity string
+	// Coalesce gathers a burst of updates to an applied workspace into one
+	// run: an update starts once no newer one arrived for Coalesce.Quiet,
+	// and at the latest Coalesce.Max after the burst's first update.
+	// Creates, destroys and approved plans start at once. Zero values
+	// disable it.
+	Coalesce Coalesce
 	// DriftInterval, when positive, re-plans every applied workspace this
 	// often and applies the plan if the infrastructure drifted (Reconcile).
 	// A round starts every interval (+ up to 10% jitter), the first one an
@@ -55,6 +61,13 @@ type Options struct {
 	// Review, when true, applies no plan with changes (destroys included)
 	// until Approve is called with the saved plan's hash (see review.go).
 	Review bool
+}
+
+// Coalesce configures how updates to an applied workspace are gathered
+// (Options.Coalesce).
+type Coalesce struct {
+	Quiet time.Duration
+	Max   time.Duration
 }
 
 // Backoff configures the per-workspace exponential backoff with jitter.

@@ -27,6 +27,10 @@ type Spec struct {
 	// ("loadbalancer", "loadbalancer.<variant>", "routes"); informational,
 	// not part of the hash.
 	Module string
+	// Coalesce lets the engine gather a burst of updates to this workspace
+	// into one run (Options.Coalesce); a load balancer's node churn, not
+	// the routes workspace, which batches its own calls. Not hashed.
+	Coalesce bool
 	// Files maps slash-separated relative paths to their content: module
 	// .tf files, scripts, tfccm.auto.tfvars and the generated backend file.
 	Files map[string][]byte
