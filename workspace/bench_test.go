@@ -94,3 +94,65 @@ output "inputs" {
   value = terraform_data.r[*].output
 }
 `
+
+// BenchmarkChurnCoalescing replays node churn against 20 load balancer
+// workspaces through the engine with the default coalescing: 5 nodes added
+// and 5 removed within 10 s, each node event changing every workspace. It
+// reports tofu applies per workspace (goal <= 2) and the time from the
+// last event until every workspace has applied it (goal <= 30 s).
+//
+//	go test -run '^$' -bench ChurnCoalescing -benchtime 1x ./workspace/
+func BenchmarkChurnCoalescing(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		c    Coalesce
+	}{{"off", Coalesce{}}, {"default", Coalesce{Quiet: 2 * time.Second, Max: 10 * time.Second}}} {
+		b.Run(c.name, func(b *testing.B) { benchChurn(b, c.c) })
+	}
+}
+
+func benchChurn(b *testing.B, coalesce Coalesce) {
+	const services, events = 20, 10
+	for i := 0; i < b.N; i++ {
+		bin, calls := countingBinary(b)
+		e := newTestEngine(b, Options{Binary: bin, Parallelism: DefaultParallelism, Coalesce: coalesce})
+		spec := func(svc, nodes int) Spec {
+			s := Spec{Name: "lb-" + strconv.Itoa(svc), Coalesce: true, Files: map[string][]byte{"main.tf": []byte(benchModule)}}
+			s.Files["tfccm.auto.tfvars"] = []byte("n = " + strconv.Itoa(nodes) + "\n")
+			return s
+		}
+		ctx := context.Background()
+		for s := 0; s < services; s++ {
+			if _, err := e.Apply(spec(s, 0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for s := 0; s < services; s++ {
+			waitApplied(b, e, spec(s, 0))
+		}
+		before := count(calls(), "apply")
+		// One node event per second: the service controller updates every
+		// load balancer for each.
+		for ev := 1; ev <= events; ev++ {
+			for s := 0; s < services; s++ {
+				if _, err := e.Apply(spec(s, ev)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if ev < events {
+				time.Sleep(time.Second)
+			}
+		}
+		last := time.Now()
+		for s := 0; s < services; s++ {
+			want := spec(s, events)
+			if _, err := e.Wait(ctx, want.Name, want.ContentHash()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		converged := time.Since(last)
+		applies := count(calls(), "apply") - before
+		b.ReportMetric(float64(applies)/services, "applies/service")
+		b.ReportMetric(converged.Seconds(), "s-to-converge")
+	}
+}
