@@ -9,7 +9,7 @@
 // Refreshes are cached for a TTL, coalesced with singleflight, rate limited
 // with a token bucket per source and backed off exponentially (with jitter)
 // after failures. Store.Start keeps each source fresh in the background
-// (wait.BackoffUntil, reading at 3/4 of the TTL or when the backoff
+// (wait.BackoffUntil, reading at 90% of the TTL or when the backoff
 // allows); WatchMapping re-reads an instances.hcl file on an interval
 // (wait.Until). Stale state is served up to a maximum staleness; beyond
 // that, lookups fail. A lookup miss forces at most one rate-limited refresh.

@@ -110,6 +110,30 @@ type sourceState struct {
 	lastErr error
 	retryAt time.Time
 	closed  bool
+	// missed remembers keys a miss-triggered refresh already confirmed
+	// absent, by snapshot generation: a lookup that misses again on the
+	// same snapshot reads nothing (the lifecycle controller asks about a
+	// node every 5 s; without this each ask would read the state).
+	missed map[string]uint64
+}
+
+// maxMissed bounds the negative cache of one source.
+const maxMissed = 4096
+
+func (ss *sourceState) missedOn(key string, gen uint64) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	g, ok := ss.missed[key]
+	return ok && g == gen
+}
+
+func (ss *sourceState) rememberMiss(key string, gen uint64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.missed == nil || len(ss.missed) >= maxMissed {
+		ss.missed = map[string]uint64{}
+	}
+	ss.missed[key] = gen
 }
 
 // NewStore builds a Store over sources with mapping m. Nothing is read
@@ -250,7 +274,11 @@ func (s *Store) Lookup(ctx context.Context, providerID, name string) (*Instance,
 	key := describe(providerID, name)
 	// A miss: the instance may be newer than our read. Refresh once.
 	for i, p := range probes {
+		if p.src.missedOn(key, p.snap.gen) {
+			continue // this snapshot was read for this very miss already
+		}
 		snap, err := p.src.refresh(ctx, p.snap.gen)
+		reread := err == nil
 		switch {
 		case err == nil:
 			probes[i].snap = snap
@@ -266,6 +294,9 @@ func (s *Store) Lookup(ctx context.Context, providerID, name string) (*Instance,
 		}
 		if in != nil {
 			return in, nil
+		}
+		if reread {
+			p.src.rememberMiss(key, probes[i].snap.gen)
 		}
 	}
 	now := s.opts.Now()
@@ -429,8 +460,13 @@ func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
+// refreshAtPercent is the share of the TTL after which the background loop
+// reads again: about one read per TTL, early enough that a lookup rarely
+// finds the snapshot older than the TTL.
+const refreshAtPercent = 90
+
 // loop keeps the source fresh until ctx ends or the store is closed: it
-// reads when the snapshot reaches 3/4 of its TTL, and after a failure when
+// reads when the snapshot reaches 90% of its TTL, and after a failure when
 // the backoff allows. It is wait.BackoffUntil driven by refreshSchedule,
 // whose delay is computed after each tick from the snapshot's age and the
 // source's backoff.
@@ -469,7 +505,7 @@ func (r *refreshSchedule) tick(ctx context.Context) {
 }
 
 // Backoff returns the timer for the next tick: when the snapshot reaches
-// 3/4 of its TTL, not before a failed read's retry time, and after a
+// 90% of its TTL, not before a failed read's retry time, and after a
 // failed tick not before the next token (failures set retryAt; rate
 // limiting and anything else wait for a token rather than spin).
 func (r *refreshSchedule) Backoff() clock.Timer {
@@ -492,13 +528,13 @@ func (r *refreshSchedule) delay() time.Duration {
 }
 
 // untilDue is how long until the source needs a background read: when its
-// snapshot reaches 3/4 of the TTL (now, if there is none), or, after a
+// snapshot reaches 90% of the TTL (now, if there is none), or, after a
 // failed read, when its backoff allows, whichever is later.
 func (ss *sourceState) untilDue() time.Duration {
 	var d time.Duration
 	now := ss.opts.Now()
 	if cur := ss.snap.Load(); cur != nil {
-		d = cur.readAt.Add(ss.opts.TTL * 3 / 4).Sub(now)
+		d = cur.readAt.Add(ss.opts.TTL * refreshAtPercent / 100).Sub(now)
 	}
 	ss.mu.Lock()
 	if ss.lastErr != nil {

@@ -192,6 +192,39 @@ func TestStoreMissRefresh(t *testing.T) {
 	}
 }
 
+// TestStoreNegativeCache: a node missing from state (the lifecycle
+// controller asks about it every 5 s) costs one read, not one per ask,
+// until the state is read again for any reason; a node that appears then
+// is found.
+func TestStoreNegativeCache(t *testing.T) {
+	inf := newInfra(t)
+	inf.apply(twoNodes())
+	clk := newFakeClock()
+	s := newTestStore(t, inf, clk, Options{RefreshRate: 1000, RefreshBurst: 100})
+	ctx := context.Background()
+	for range 20 {
+		if _, err := s.Lookup(ctx, "terraform://local/ghost", "ghost"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("missing node = %v, want ErrNotFound", err)
+		}
+		clk.Advance(time.Second)
+	}
+	if got := s.Reads(); got != 2 {
+		t.Fatalf("reads = %d after 20 lookups of a missing node, want 2 (first read + one miss refresh)", got)
+	}
+	// Once the TTL has passed the state is read again, and a node that
+	// has appeared meanwhile is found.
+	nodes := twoNodes()
+	nodes["ghost"] = node{Address: "10.250.0.9", Zone: "zone-a", Region: "region-1", InstanceType: "small"}
+	inf.apply(nodes)
+	clk.Advance(31 * time.Second)
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := s.Lookup(ctx, "terraform://local/ghost", "ghost"); err != nil || in.Name != "ghost" {
+		t.Fatalf("appeared node = %v, %v", in, err)
+	}
+}
+
 // TestStoreMissRateLimited: misses beyond the token bucket answer from the
 // current fresh state without reading.
 func TestStoreMissRateLimited(t *testing.T) {
@@ -440,7 +473,7 @@ func TestWatchMapping(t *testing.T) {
 
 // TestStoreStartSchedule: the background loop retries a failing source on
 // its backoff (not faster, and without giving up) and, once reads succeed,
-// reads about every 3/4 TTL; a read by a lookup postpones the next one.
+// reads about every 90% of the TTL; a read by a lookup postpones the next one.
 func TestStoreStartSchedule(t *testing.T) {
 	var mu sync.Mutex
 	failing := true
@@ -485,7 +518,7 @@ func TestStoreStartSchedule(t *testing.T) {
 	failing = false
 	mu.Unlock()
 
-	// Succeeding: the next retry reads, then one read per 3/4 TTL (300ms).
+	// Succeeding: the next retry reads, then one read per 90% of the TTL (360ms).
 	deadline := time.Now().Add(10 * time.Second)
 	for s.Refresh(context.Background()) != nil || s.Reads() == 0 {
 		if time.Now().After(deadline) {
@@ -495,8 +528,8 @@ func TestStoreStartSchedule(t *testing.T) {
 	}
 	before := count()
 	time.Sleep(1500 * time.Millisecond)
-	if n := count() - before; n < 3 || n > 7 {
-		t.Errorf("%d background reads in 1.5s with a %s TTL, want about 5", n, ttl)
+	if n := count() - before; n < 3 || n > 6 {
+		t.Errorf("%d background reads in 1.5s with a %s TTL, want about 4", n, ttl)
 	}
 }
 
@@ -529,12 +562,12 @@ func TestRefreshScheduleDelay(t *testing.T) {
 	if err := s.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d := r.delay(); d != 300*time.Millisecond {
-		t.Errorf("fresh snapshot: next tick in %s, want 3/4 of the TTL (300ms)", d)
+	if d := r.delay(); d != 360*time.Millisecond {
+		t.Errorf("fresh snapshot: next tick in %s, want 90%% of the TTL (360ms)", d)
 	}
 	clk.Advance(100 * time.Millisecond)
-	if d := r.delay(); d != 200*time.Millisecond {
-		t.Errorf("100ms later: next tick in %s, want 200ms", d)
+	if d := r.delay(); d != 260*time.Millisecond {
+		t.Errorf("100ms later: next tick in %s, want 260ms", d)
 	}
 	// A failed read: not before its retry time.
 	clk.Advance(time.Second)
