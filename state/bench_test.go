@@ -190,3 +190,33 @@ func BenchmarkIndexMemory(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(n), "bytes/index")
 }
+
+// BenchmarkIdleReads runs a Store in the background for 10 s with a 1 s
+// TTL while lifecycle-style checks ask about an existing and a missing
+// node every 100 ms, and reports backend reads per TTL (goal: about 1) and
+// per minute at a 1 s TTL.
+func BenchmarkIdleReads(b *testing.B) {
+	const ttl, run = time.Second, 10 * time.Second
+	for range b.N {
+		src := &jsonSource{doc: benchStateJSON(b, 100)}
+		s, err := NewStore(Options{TTL: ttl, MaxStaleness: time.Minute}, localMapping(b), src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.Start(ctx)
+		deadline := time.Now().Add(run)
+		for time.Now().Before(deadline) {
+			if _, err := s.Lookup(ctx, "terraform://local/node-00001", "node-00001"); err != nil {
+				b.Fatal(err)
+			}
+			_, _ = s.Lookup(ctx, "terraform://local/missing", "missing")
+			time.Sleep(100 * time.Millisecond)
+		}
+		reads := s.Reads()
+		cancel()
+		s.Close()
+		b.ReportMetric(float64(reads)/run.Seconds()*ttl.Seconds(), "reads/ttl")
+		b.ReportMetric(float64(reads)/run.Minutes(), "reads/min")
+	}
+}
