@@ -42,6 +42,8 @@ const (
 	ReasonPlanPendingApproval = "TerraformPlanPendingApproval"
 	// ReasonPlanNotApproved is the Event reason of a refused approval.
 	ReasonPlanNotApproved = "TerraformPlanApprovalRefused"
+	// ReasonPlanAlreadyApplied: an approval names a plan applied already.
+	ReasonPlanAlreadyApplied = "TerraformPlanAlreadyApplied"
 	// MaxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at
 	// 1 MiB including metadata).
 	MaxPublishedPlan = 900 << 10
@@ -72,10 +74,11 @@ type reviewer struct {
 	mu      sync.Mutex
 	client  kubernetes.Interface // nil until Initialize
 	refused map[string]string    // workspace -> approved hash already reported as refused
+	told    map[string]string    // workspace -> hash already reported as applied before
 }
 
 func newReviewer(engine reviewEngine, render renderer, event eventFunc) *reviewer {
-	return &reviewer{engine: engine, render: render, event: event, refused: map[string]string{}}
+	return &reviewer{engine: engine, render: render, event: event, refused: map[string]string{}, told: map[string]string{}}
 }
 
 // setClient gives the reviewer the cluster client (Initialize).
@@ -202,8 +205,11 @@ func (rv *reviewer) routesResult(r workspace.Result) {
 
 func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string) string {
 	verb := "apply"
-	if p.Destroy {
+	switch {
+	case p.Destroy:
 		verb = "destroy"
+	case p.Drift:
+		verb = "drift repair"
 	}
 	return fmt.Sprintf("%s plan %s awaiting approval: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
 		verb, p.Hash, p.Summary(), namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
@@ -238,6 +244,19 @@ func (rv *reviewer) approve(obj *corev1.Service, ws, hash string) {
 			rv.refuse(obj, ws, hash, err.Error())
 		} else {
 			klog.InfoS("Routes approval refused", "err", err)
+		}
+	case errors.Is(err, workspace.ErrAlreadyApplied):
+		rv.mu.Lock()
+		told := rv.told[ws] == hash
+		rv.told[ws] = hash
+		rv.mu.Unlock()
+		if told {
+			return
+		}
+		if obj != nil {
+			rv.event(obj, corev1.EventTypeNormal, ReasonPlanAlreadyApplied, fmt.Sprintf("plan %s was already approved and applied; nothing to do (a new change gets a new plan and needs its own approval)", hash))
+		} else {
+			klog.InfoS("Routes plan already approved and applied; nothing to do", "planHash", hash)
 		}
 	case errors.Is(err, workspace.ErrNoPendingPlan):
 		klog.V(4).InfoS("No plan awaiting approval", "workspace", ws, "hash", hash)

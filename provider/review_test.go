@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/workspace"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestPlanData(t *testing.T) {
@@ -58,5 +61,41 @@ func TestPendingMessage(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
+	}
+}
+
+// TestDriftRepairIsNamed: a drift repair awaiting approval says so in the
+// Event and in the summary the plan ConfigMap publishes.
+func TestDriftRepairIsNamed(t *testing.T) {
+	p := &workspace.PendingPlan{Hash: strings.Repeat("d", 64), Drift: true, Add: 1, Remove: 1}
+	if msg := pendingMessage("ns", "lb-x", p, "the Service"); !strings.HasPrefix(msg, "drift repair plan "+p.Hash) || !strings.Contains(msg, "drifted") {
+		t.Errorf("message %q does not name the drift repair", msg)
+	}
+	if data := planData(p, MaxPublishedPlan); !strings.HasPrefix(data["summary"], "drift repair") {
+		t.Errorf("published summary %q does not name the drift repair", data["summary"])
+	}
+}
+
+// approveEngine answers Approve with err.
+type approveEngine struct{ err error }
+
+func (a approveEngine) Approve(string, string) error   { return a.err }
+func (a approveEngine) Status(string) workspace.Status { return workspace.Status{} }
+
+// TestReapprovingAnAppliedPlanSaysSo: an approval annotation naming the
+// plan that was already applied gets one Normal Event saying so, however
+// often the Service is synced.
+func TestReapprovingAnAppliedPlanSaysSo(t *testing.T) {
+	var events []recordedEvent
+	rv := newReviewer(approveEngine{err: fmt.Errorf("approve lb-c-u1: %w", workspace.ErrAlreadyApplied)}, fakeRenderer{}, func(_ runtime.Object, typ, reason, msg string) {
+		events = append(events, recordedEvent{typ, reason, msg})
+	})
+	svc := phaseService()
+	svc.Annotations = map[string]string{annotations.ApprovedPlan.Name: strings.Repeat("e", 64)}
+	for range 3 {
+		rv.approveService(svc)
+	}
+	if len(events) != 1 || events[0].reason != ReasonPlanAlreadyApplied || !strings.Contains(events[0].message, "already approved and applied") {
+		t.Fatalf("events = %+v, want one %s", events, ReasonPlanAlreadyApplied)
 	}
 }

@@ -457,6 +457,9 @@ func (e *Engine) process(ctx context.Context, name string) {
 	start := time.Now()
 	out := e.run(ctx, spec, destroy, rec, scrub, approved)
 	inFlight.Dec()
+	if out.pending != nil {
+		out.pending.Drift = drift
+	}
 	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
 	if out.err == nil && out.pending != nil {
 		res.AwaitingApproval, res.Plan = true, out.pending

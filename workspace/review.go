@@ -32,6 +32,9 @@ var (
 	// ErrPlanMismatch: the approved hash is not the pending plan's (stale
 	// or unknown); nothing is applied.
 	ErrPlanMismatch = errors.New("approved plan hash does not match the pending plan")
+	// ErrAlreadyApplied: the approved plan was applied already; approving
+	// it again does nothing.
+	ErrAlreadyApplied = errors.New("this plan was already approved and applied")
 )
 
 // Published plan files, inside the workspace's metadata dir.
@@ -49,6 +52,9 @@ type PendingPlan struct {
 	SpecHash string
 	// Destroy is true for a destroy plan.
 	Destroy bool
+	// Drift is true for a drift repair: the applied content re-planned
+	// because the infrastructure drifted from it.
+	Drift bool
 	// Add, Change and Destroy count resource actions (a replacement counts
 	// as one add and one destroy).
 	Add, Change, Remove int
@@ -60,9 +66,14 @@ type PendingPlan struct {
 	JSON []byte
 }
 
-// Summary is the one-line form: "N to add, M to change, K to destroy".
+// Summary is the one-line form: "N to add, M to change, K to destroy",
+// prefixed "drift repair: " for a drift repair.
 func (p *PendingPlan) Summary() string {
-	return fmt.Sprintf("%d to add, %d to change, %d to destroy", p.Add, p.Change, p.Remove)
+	s := fmt.Sprintf("%d to add, %d to change, %d to destroy", p.Add, p.Change, p.Remove)
+	if p.Drift {
+		s = "drift repair (the infrastructure drifted from the applied plan): " + s
+	}
+	return s
 }
 
 // Approve applies the workspace's pending plan if planHash is its hash.
@@ -76,8 +87,11 @@ func (e *Engine) Approve(name, planHash string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.ws[name]
-	if ok && planHash != "" && (en.approved == planHash || en.lastApproved == planHash) {
+	if ok && planHash != "" && en.approved == planHash {
 		return nil
+	}
+	if ok && planHash != "" && en.lastApproved == planHash && (en.pending == nil || en.pending.Hash != planHash) {
+		return fmt.Errorf("approve %s: %w", name, ErrAlreadyApplied)
 	}
 	if !ok || en.pending == nil || en.status.Phase != PhaseAwaitingApproval {
 		return fmt.Errorf("approve %s: %w", name, ErrNoPendingPlan)

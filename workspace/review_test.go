@@ -164,6 +164,9 @@ func TestReviewWaitsForTheExactPlan(t *testing.T) {
 	if n := count(calls(), "apply"); n != 1 {
 		t.Errorf("tofu apply ran %d times, want 1", n)
 	}
+	if err := e.Approve("rv", p.Hash); !errors.Is(err, ErrAlreadyApplied) {
+		t.Errorf("approving the applied plan again = %v, want ErrAlreadyApplied", err)
+	}
 	if n := count(calls(), "plan"); n != plans {
 		t.Errorf("approval re-planned (%d plans, want %d): the saved plan must be applied", n, plans)
 	}
