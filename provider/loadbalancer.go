@@ -389,9 +389,9 @@ func resultEvent(r workspace.Result) (string, string, string) {
 	case r.Err != nil && !destroy && workspace.IsInvalidInput(r.Err):
 		return corev1.EventTypeWarning, ReasonInvalidInput, fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", r.Err)
 	case r.Err != nil && destroy:
-		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("tofu destroy failed (attempt %d): %v", r.Attempt, r.Err)
+		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("%s destroy failed (attempt %d): %v", tool(r), r.Attempt, r.Err)
 	case r.Err != nil:
-		return corev1.EventTypeWarning, ReasonApplyFailed, fmt.Sprintf("tofu %s failed (attempt %d): %v", r.Op, r.Attempt, r.Err)
+		return corev1.EventTypeWarning, ReasonApplyFailed, fmt.Sprintf("%s %s failed (attempt %d): %v", tool(r), r.Op, r.Attempt, r.Err)
 	case destroy:
 		return corev1.EventTypeNormal, ReasonDestroyed, fmt.Sprintf("destroyed in %s; state removed", r.Duration.Round(time.Millisecond))
 	case r.Changed:
@@ -399,6 +399,14 @@ func resultEvent(r workspace.Result) (string, string, string) {
 	default:
 		return corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("plan has no changes (%s)", r.Duration.Round(time.Millisecond))
 	}
+}
+
+// tool names the binary that produced a result in messages.
+func tool(r workspace.Result) string {
+	if r.Tool == "" {
+		return "tofu"
+	}
+	return r.Tool
 }
 
 func phaseText(st workspace.Status) string {

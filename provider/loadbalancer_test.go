@@ -21,6 +21,7 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "apply", Changed: true, Duration: time.Second}, corev1.EventTypeNormal, ReasonApplied, "plan applied"},
 		{workspace.Result{Op: "plan"}, corev1.EventTypeNormal, ReasonApplied, "no changes"},
 		{workspace.Result{Op: "plan", Err: fail, Attempt: 2}, corev1.EventTypeWarning, ReasonApplyFailed, "UDP is not supported"},
+		{workspace.Result{Op: "plan", Tool: "terraform", Err: fail, Attempt: 2}, corev1.EventTypeWarning, ReasonApplyFailed, "terraform plan failed (attempt 2)"},
 		{workspace.Result{Op: "destroy"}, corev1.EventTypeNormal, ReasonDestroyed, "state removed"},
 		{workspace.Result{Op: "destroy", Err: fail}, corev1.EventTypeWarning, ReasonDestroyFailed, "tofu destroy failed"},
 		{workspace.Result{Op: "plan", Err: workspace.ErrLocked, LockHolder: "alice@laptop"}, corev1.EventTypeWarning, ReasonStateLocked, "alice@laptop"},

@@ -135,6 +135,10 @@ func (e *Engine) Done() <-chan struct{} { return e.done }
 // Dir is the directory of workspace name.
 func (e *Engine) Dir(name string) string { return filepath.Join(e.opts.WorkDir, name) }
 
+// Tool is the name of the binary the engine runs ("tofu", "terraform"),
+// for messages.
+func (e *Engine) Tool() string { return filepath.Base(e.opts.Binary) }
+
 // Apply records spec as the desired state of its workspace and returns at
 // once. If spec's hash is already applied, nothing runs. While a run is in
 // flight only the newest spec is kept. An invalid spec is refused and
@@ -460,7 +464,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	if out.pending != nil {
 		out.pending.Drift = drift
 	}
-	res := Result{Op: out.op, Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
+	res := Result{Op: out.op, Tool: e.Tool(), Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
 	if out.err == nil && out.pending != nil {
 		res.AwaitingApproval, res.Plan = true, out.pending
 	}

@@ -408,7 +408,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			if errors.Is(cause, context.DeadlineExceeded) {
 				why = fmt.Sprintf("timed out after %s", r.e.opts.Timeout)
 			}
-			return &Error{Op: op, Summary: why + " (tofu was interrupted and asked to save its state)", cause: cause}
+			return &Error{Op: op, Summary: why + " (" + r.e.Tool() + " was interrupted and asked to save its state)", cause: cause}
 		}
 		if li, ok := parseLockError(text); ok {
 			operationsTotal.WithLabelValues(op, resultLocked).Inc()

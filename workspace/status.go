@@ -66,6 +66,8 @@ type Result struct {
 	// Op is "plan", "apply", "destroy" (the step that decided the outcome)
 	// or "init".
 	Op string
+	// Tool is the binary that ran it, for messages: "tofu" or "terraform".
+	Tool string
 	// Hash is the content hash the attempt worked on.
 	Hash string
 	// Changed is true when the plan had changes that were applied.
