@@ -106,6 +106,41 @@ func TestLoadBalancer(t *testing.T) {
 		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
 	})
 
+	t.Run("node whose addresses arrive later receives traffic", func(t *testing.T) {
+		// As a node joins a real cluster: the cloud node controller sets
+		// providerID and labels in one update and status.addresses in a
+		// later one, which the service controller does not sync on.
+		registerNode(t, client, harness.Node{Name: "node-d"})
+		time.Sleep(3 * time.Second) // the service controller updates the LB without it
+		eventually(t, 30*time.Second, "set node-d's addresses", func(ctx context.Context) error {
+			n, err := client.CoreV1().Nodes().Get(ctx, "node-d", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: cloud.Node("node-c").Address}}
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		// node-d's address is node-c's, so its backend answers "node-c":
+		// the LB now has that address twice, and a request to either
+		// backend reaches node-c. What matters is that node-d's backend
+		// appears in the fragment at all: the workspace's inputs list it.
+		eventually(t, time.Minute, "node-d rendered with its address", func(context.Context) error {
+			b, err := os.ReadFile(filepath.Join(lbWorkspaceDir(t, workDir), "tfccm.auto.tfvars"))
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(b), `"node-d"`) || strings.Count(string(b), cloud.Node("node-c").Address) < 2 {
+				return fmt.Errorf("node-d not rendered with its address yet")
+			}
+			return nil
+		})
+		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
+		if err := client.CoreV1().Nodes().Delete(ctx, "node-d", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("excluded node stops receiving traffic", func(t *testing.T) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
