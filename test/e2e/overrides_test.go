@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,13 @@ func localModule(t *testing.T) map[string]string {
 	return files
 }
 
+// withFile is files with path set to content.
+func withFile(files map[string]string, path, content string) map[string]string {
+	out := maps.Clone(files)
+	out[path] = content
+	return out
+}
+
 // TestOverrideRollout: a valid change to an override module in a
 // ConfigMap volume reaches existing Services without touching them (their
 // workspaces are re-rendered and re-applied); an invalid change is an
@@ -126,11 +134,7 @@ func TestOverrideRollout(t *testing.T) {
 	lbDir := lbWorkspaceDir(t, workDir)
 
 	// A valid change: one more file in the module.
-	v2 := map[string]string{}
-	for k, v := range v1 {
-		v2[k] = v
-	}
-	v2["loadbalancer/rollout.tf"] = "locals {\n  rollout = \"v2\"\n}\n"
+	v2 := withFile(v1, "loadbalancer/rollout.tf", "locals {\n  rollout = \"v2\"\n}\n")
 	vol.swap(t, v2)
 	eventually(t, time.Minute, "the changed module reaches the existing Service's workspace", func(context.Context) error {
 		b, err := os.ReadFile(filepath.Join(lbDir, "rollout.tf"))
@@ -150,11 +154,7 @@ func TestOverrideRollout(t *testing.T) {
 
 	// An invalid change: rejected, an Event on the Service, nothing changes.
 	before := settledTree(t, lbDir)
-	v3 := map[string]string{}
-	for k, v := range v2 {
-		v3[k] = v
-	}
-	v3["loadbalancer/rollout.tf"] = "locals {\n  rollout = \n}\n"
+	v3 := withFile(v2, "loadbalancer/rollout.tf", "locals {\n  rollout = \n}\n")
 	vol.swap(t, v3)
 	eventually(t, time.Minute, "TemplateRejected Event on the Service", func(ctx context.Context) error {
 		ev := harness.Events(ctx, client, "default", "web")
