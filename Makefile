@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools test unit lint e2e bench demo demo-down clean
+.PHONY: all build tools standin test unit lint e2e bench demo demo-down clean
 
 all: build
 
@@ -24,6 +24,13 @@ build:
 tools:
 	bash hack/tools.sh
 
+## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the
+## real provider addresses into bin/standin-mirror with the CLI config bin/standin.tfrc
+standin:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/terraform-provider-standin ./test/standin/cmd/terraform-provider-standin
+	$(BIN)/terraform-provider-standin install -mirror $(BIN)/standin-mirror -cli-config $(BIN)/standin.tfrc
+
 ## lint: gofmt, go vet, tofu fmt (templates with deliberate syntax errors excepted)
 lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -31,7 +38,7 @@ lint: tools
 	env -u TF_CLI_CONFIG_FILE $(BIN)/tofu fmt -check -diff $$(git ls-files '*.tf' | grep -v '/testdata/invalid/')
 
 ## test: everything CI runs — lint, unit, integration and e2e tests
-test: tools build lint
+test: tools build standin lint
 	$(GO) test -count=1 -timeout 45m ./...
 
 ## bench: Go benchmarks and the ratio harness against raw tofu
