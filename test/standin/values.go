@@ -232,7 +232,7 @@ func toJSON(v tftypes.Value) any {
 	case t.Is(tftypes.Number):
 		var f big.Float
 		_ = v.As(&f)
-		return json.Number(f.Text('g', -1))
+		return json.Number(f.Text('f', -1))
 	case t.Is(tftypes.Bool):
 		var b bool
 		_ = v.As(&b)
