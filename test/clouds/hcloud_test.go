@@ -114,7 +114,9 @@ routes {
 					t.Errorf("internal ingress %v, want 10.0.0.50", ingress)
 				}
 			}},
-			{name: "private-targets", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `{"network_id": 4711, "algorithm": "least_connections"}` },
+			{name: "private-targets", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/vars"] = `{"network_id": 4711, "algorithm": "least_connections"}`
+			},
 				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
 					n := callsOf(calls, "hcloud_load_balancer_network")
 					if len(n) != 1 || n[0].Values["enable_public_interface"] != true {
