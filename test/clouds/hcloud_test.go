@@ -35,6 +35,11 @@ routes {
 		nodes: hcloudNodes,
 		// Values the real API reports for a load balancer placed by location.
 		fixture: map[string]map[string]any{"hcloud_load_balancer": {"network_zone": "eu-central"}},
+		nodeRemoved: func(t *testing.T, calls []standin.Call) {
+			if len(calls) != 1 || calls[0].Op != "delete" || calls[0].Type != "hcloud_load_balancer_target" || calls[0].Prior["server_id"] != json.Number("1003") {
+				t.Errorf("removing node-c: calls %+v, want its target deleted", calls)
+			}
+		},
 		lb: []lbCase{
 			{name: "basic", golden: true, check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
 				lb := callsOf(calls, "hcloud_load_balancer")[0]

@@ -18,7 +18,8 @@
 //     forces replacement (the schemas do not record that);
 //   - apply: unknown values become deterministic, plausible values derived
 //     from the resource type, attribute name and planned values: numeric ids
-//     (OCIDs for oracle/oci), IPv4 addresses from 203.0.113.0/24, IPv6 from
+//     (OCIDs for oracle/oci), IPv4 addresses from 203.0.113.0/24 (private
+//     ones, "private" in the name, from 10.0.0.0/8), IPv6 from
 //     2001:db8::/32, hostnames under standin.example; a fixture file
 //     (EnvFixture) overrides any attribute per resource type;
 //   - read returns what was applied (with EnvStore set, what the store holds:

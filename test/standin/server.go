@@ -22,7 +22,9 @@ const (
 	// EnvLog names the JSON-lines call log file (appended to).
 	EnvLog = "TFCCM_STANDIN_LOG"
 	// EnvFixture names a JSON file {"<resource type>": {"<attribute>": value}}
-	// whose values replace invented ones at apply (top-level attributes).
+	// whose values replace invented ones at apply. Attributes inside nested
+	// blocks are named by their path without element keys, e.g.
+	// "forwarding_rule.certificate_id".
 	EnvFixture = "TFCCM_STANDIN_FIXTURE"
 	// EnvStore names a directory holding every applied object, which read
 	// and import consult: the stand-in's "cloud".

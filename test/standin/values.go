@@ -127,6 +127,18 @@ func attrName(p *tftypes.AttributePath) string {
 	return ""
 }
 
+// attrPath is the path's attribute names joined by dots, element keys left
+// out: "ipv4", "forwarding_rule.certificate_id".
+func attrPath(p *tftypes.AttributePath) string {
+	var names []string
+	for _, st := range p.Steps() {
+		if n, ok := st.(tftypes.AttributeName); ok {
+			names = append(names, string(n))
+		}
+	}
+	return strings.Join(names, ".")
+}
+
 func (g *generator) hash(p *tftypes.AttributePath) uint64 {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", g.address, g.typeName, p.String())
@@ -136,7 +148,7 @@ func (g *generator) hash(p *tftypes.AttributePath) uint64 {
 
 func (g *generator) generate(p *tftypes.AttributePath, t tftypes.Type) (tftypes.Value, error) {
 	name := attrName(p)
-	if raw, ok := g.fixture[name]; ok && len(p.Steps()) == 1 {
+	if raw, ok := g.fixture[attrPath(p)]; ok {
 		v, err := tftypes.ValueFromJSON(raw, t) //nolint:staticcheck // plain JSON values of the attribute's type
 		if err != nil {
 			return v, fmt.Errorf("fixture %s.%s: %w", g.typeName, name, err)
@@ -196,6 +208,8 @@ func (g *generator) stringValue(name string, n uint64) string {
 		return fmt.Sprintf("2001:db8:%x::1", n%0xffff)
 	case strings.Contains(name, "cidr") || strings.Contains(name, "ip_range"):
 		return fmt.Sprintf("10.%d.0.0/16", n%250)
+	case strings.Contains(name, "private") && (strings.Contains(name, "ip") || strings.Contains(name, "address")):
+		return fmt.Sprintf("10.%d.%d.%d", 100+n%100, (n>>8)%256, 2+(n>>16)%250)
 	case name == "ip" || strings.Contains(name, "ipv4") || strings.Contains(name, "ip_address") ||
 		strings.HasSuffix(name, "_ip") || strings.HasPrefix(name, "ip_") || name == "gateway" || name == "address":
 		return fmt.Sprintf("203.0.113.%d", 1+n%254)
