@@ -32,6 +32,9 @@ var update = flag.Bool("update", false, "rewrite golden files")
 type cloud struct {
 	set      string
 	provider string // stand-in provider name
+	// only limits the stand-in to these type prefixes (standin.EnvOnly):
+	// OpenTofu spends seconds per command on the whole oci schema.
+	only []string
 	// config is the cloud config body (settings); work_dir is added.
 	config  string
 	nodes   func() []*corev1.Node
@@ -52,6 +55,8 @@ type cloud struct {
 type lbCase struct {
 	name string
 	mut  func(*corev1.Service)
+	// fixture overrides the cloud's fixture attributes for this case.
+	fixture map[string]map[string]any
 	// wantErr: plan must fail with this message (a refused Service setting).
 	wantErr string
 	// check asserts on the calls and the status ingress after apply.
@@ -132,6 +137,7 @@ func node(name, providerID, internalIP, externalIP string, podCIDRs ...string) *
 // runCloud runs every test of one cloud.
 func runCloud(t *testing.T, c cloud) {
 	env := standin.Setup(t, c.provider)
+	env.Only = c.only
 	set, err := templates.LoadBuiltin(c.set)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +160,18 @@ func tofuCtx() (context.Context, context.CancelFunc) {
 }
 
 func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCase) {
-	env.SetFixture(t, c.fixture)
+	fixture := map[string]map[string]any{}
+	for _, f := range []map[string]map[string]any{c.fixture, tc.fixture} {
+		for typ, attrs := range f {
+			if fixture[typ] == nil {
+				fixture[typ] = map[string]any{}
+			}
+			for k, v := range attrs {
+				fixture[typ][k] = v
+			}
+		}
+	}
+	env.SetFixture(t, fixture)
 	work := t.TempDir()
 	cfg := parseConfig(t, c.config, work)
 	svc := service(tc.mut)

@@ -48,13 +48,19 @@ func Lookup(nameOrAddress string) (Provider, error) {
 	return Provider{}, fmt.Errorf("stand-in: no schema for provider %q (known: %s)", nameOrAddress, strings.Join(names, ", "))
 }
 
-// LoadKnownSchema returns the embedded schema of a known provider.
-func LoadKnownSchema(p Provider) (*ProviderSchema, error) {
+// LoadKnownSchema returns the embedded schema of a known provider; with
+// prefixes, only the resource and data source types starting with one of
+// them.
+func LoadKnownSchema(p Provider, prefixes ...string) (*ProviderSchema, error) {
 	data, err := fs.ReadFile(schemaFS, path.Join("schemas", p.File))
 	if err != nil {
 		return nil, fmt.Errorf("stand-in schema of %s: %w", p.Name, err)
 	}
-	s, err := parseNamed(p.File, data, p.Address)
+	keep := keepAll
+	if len(prefixes) > 0 {
+		keep = prefixFilter(prefixes)
+	}
+	s, err := parseNamed(p.File, data, p.Address, keep)
 	if err != nil {
 		return nil, fmt.Errorf("stand-in schema of %s: %w", p.Name, err)
 	}

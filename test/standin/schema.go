@@ -29,10 +29,27 @@ type jsonSchemas struct {
 	ProviderSchemas map[string]*jsonProviderSchema `json:"provider_schemas"`
 }
 
+// keepAll is the filter of ParseSchema: every type.
+func keepAll(string) bool { return true }
+
+// prefixFilter keeps type names starting with one of prefixes.
+func prefixFilter(prefixes []string) func(string) bool {
+	return func(name string) bool {
+		for _, p := range prefixes {
+			if p = strings.TrimSpace(p); p != "" && strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 type jsonProviderSchema struct {
-	Provider          *jsonSchema            `json:"provider"`
-	ResourceSchemas   map[string]*jsonSchema `json:"resource_schemas"`
-	DataSourceSchemas map[string]*jsonSchema `json:"data_source_schemas"`
+	Provider *jsonSchema `json:"provider"`
+	// Decoded one by one, so a filter (ParseSchemaOnly) skips the work for
+	// types it drops.
+	ResourceSchemas   map[string]json.RawMessage `json:"resource_schemas"`
+	DataSourceSchemas map[string]json.RawMessage `json:"data_source_schemas"`
 }
 
 type jsonSchema struct {
@@ -76,15 +93,16 @@ func LoadSchemaFile(path, address string) (*ProviderSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load provider schema: %w", err)
 	}
-	s, err := parseNamed(path, data, address)
+	s, err := parseNamed(path, data, address, keepAll)
 	if err != nil {
 		return nil, fmt.Errorf("load provider schema %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// parseNamed parses schema data, gunzipping it first when name ends in .gz.
-func parseNamed(name string, data []byte, address string) (*ProviderSchema, error) {
+// parseNamed parses schema data, gunzipping it first when name ends in .gz,
+// keeping the types keep accepts.
+func parseNamed(name string, data []byte, address string, keep func(string) bool) (*ProviderSchema, error) {
 	if strings.HasSuffix(name, ".gz") {
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
@@ -94,12 +112,16 @@ func parseNamed(name string, data []byte, address string) (*ProviderSchema, erro
 			return nil, fmt.Errorf("gunzip: %w", err)
 		}
 	}
-	return ParseSchema(data, address)
+	return parseSchema(data, address, keep)
 }
 
 // ParseSchema converts `tofu providers schema -json` output; see
 // LoadSchemaFile.
 func ParseSchema(data []byte, address string) (*ProviderSchema, error) {
+	return parseSchema(data, address, keepAll)
+}
+
+func parseSchema(data []byte, address string, keep func(string) bool) (*ProviderSchema, error) {
 	var all jsonSchemas
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, fmt.Errorf("parse provider schema: %w", err)
@@ -121,14 +143,22 @@ func ParseSchema(data []byte, address string) (*ProviderSchema, error) {
 	if out.Provider, err = convertSchema(js.Provider); err != nil {
 		return nil, fmt.Errorf("provider block: %w", err)
 	}
-	for name, s := range js.ResourceSchemas {
-		if out.Resources[name], err = convertSchema(s); err != nil {
-			return nil, fmt.Errorf("resource %s: %w", name, err)
-		}
-	}
-	for name, s := range js.DataSourceSchemas {
-		if out.DataSources[name], err = convertSchema(s); err != nil {
-			return nil, fmt.Errorf("data source %s: %w", name, err)
+	for _, kind := range []struct {
+		name string
+		raw  map[string]json.RawMessage
+		out  map[string]*tfprotov6.Schema
+	}{{"resource", js.ResourceSchemas, out.Resources}, {"data source", js.DataSourceSchemas, out.DataSources}} {
+		for name, raw := range kind.raw {
+			if !keep(name) {
+				continue
+			}
+			var s jsonSchema
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", kind.name, name, err)
+			}
+			if kind.out[name], err = convertSchema(&s); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", kind.name, name, err)
+			}
 		}
 	}
 	return out, nil
@@ -225,4 +255,22 @@ func convertAttribute(name string, a *jsonAttribute) (*tfprotov6.SchemaAttribute
 		return nil, fmt.Errorf("attribute %s: neither type nor nested_type", name)
 	}
 	return out, nil
+}
+
+// Only returns a copy of the schema with only the resource and data source
+// types whose names start with one of prefixes.
+func (s *ProviderSchema) Only(prefixes []string) *ProviderSchema {
+	keep := prefixFilter(prefixes)
+	out := &ProviderSchema{Address: s.Address, Provider: s.Provider, Resources: map[string]*tfprotov6.Schema{}, DataSources: map[string]*tfprotov6.Schema{}}
+	for n, r := range s.Resources {
+		if keep(n) {
+			out.Resources[n] = r
+		}
+	}
+	for n, d := range s.DataSources {
+		if keep(n) {
+			out.DataSources[n] = d
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -29,6 +30,11 @@ const (
 	// EnvStore names a directory holding every applied object, which read
 	// and import consult: the stand-in's "cloud".
 	EnvStore = "TFCCM_STANDIN_STORE"
+	// EnvOnly, when set, is a comma-separated list of resource and data
+	// source type name prefixes: only matching types are served (others are
+	// OpenTofu's "does not support resource type" errors). Tests of providers
+	// with huge schemas (oci) use it to keep OpenTofu's schema work small.
+	EnvOnly = "TFCCM_STANDIN_ONLY"
 )
 
 // Call is one line of the call log.
@@ -59,6 +65,9 @@ var _ tfprotov6.ProviderServer = (*Server)(nil)
 // NewServer returns a server for schema, configured from the environment
 // (EnvLog, EnvFixture, EnvStore).
 func NewServer(schema *ProviderSchema) (*Server, error) {
+	if only := os.Getenv(EnvOnly); only != "" {
+		schema = schema.Only(strings.Split(only, ","))
+	}
 	s := &Server{schema: schema, logPath: os.Getenv(EnvLog), store: os.Getenv(EnvStore)}
 	if p := os.Getenv(EnvFixture); p != "" {
 		data, err := os.ReadFile(p)
@@ -373,7 +382,8 @@ func (s *Server) ValidateDataResourceConfig(context.Context, *tfprotov6.Validate
 	return &tfprotov6.ValidateDataResourceConfigResponse{}, nil
 }
 
-// ReadDataSource returns the configuration with invented computed values.
+// ReadDataSource returns the configuration with invented computed values;
+// a computed list of objects (a lookup's results) has one element.
 func (s *Server) ReadDataSource(_ context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
 	resp := &tfprotov6.ReadDataSourceResponse{}
 	d, ok := s.schema.DataSources[req.TypeName]
@@ -390,7 +400,7 @@ func (s *Server) ReadDataSource(_ context.Context, req *tfprotov6.ReadDataSource
 	v, err := markComputedUnknown(d.Block, cfg)
 	if err == nil {
 		seed, _ := json.Marshal(toJSON(cfg))
-		g := &generator{address: s.schema.Address, typeName: req.TypeName, seed: seed, fixture: s.fixture[req.TypeName]}
+		g := &generator{address: s.schema.Address, typeName: req.TypeName, seed: seed, fixture: s.fixture[req.TypeName], lookup: true}
 		v, err = g.fill(v)
 	}
 	if err != nil {

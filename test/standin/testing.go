@@ -22,7 +22,9 @@ type Env struct {
 	Log       string
 	Store     string
 	Fixture   string
-	tofu      string
+	// Only, when set, limits the served types (EnvOnly).
+	Only []string
+	tofu string
 }
 
 // Setup builds the stand-in, installs it for the named known providers
@@ -70,10 +72,14 @@ func Setup(t testing.TB, names ...string) *Env {
 
 // Environ is the environment for OpenTofu processes using the stand-in.
 func (e *Env) Environ() []string {
-	return []string{
+	env := []string{
 		"HOME=" + e.Dir, "PATH=/usr/bin:/bin", "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE=" + e.CLIConfig,
 		EnvLog + "=" + e.Log, EnvStore + "=" + e.Store, EnvFixture + "=" + e.Fixture,
 	}
+	if len(e.Only) > 0 {
+		env = append(env, EnvOnly+"="+strings.Join(e.Only, ","))
+	}
+	return env
 }
 
 // SetFixture replaces the fixture: resource type → attribute → value.

@@ -104,6 +104,9 @@ type generator struct {
 	typeName string
 	seed     []byte // the planned values, so different objects get different values
 	fixture  map[string]json.RawMessage
+	// lookup: a data source read; lists of objects get one element
+	// (resources get empty collections).
+	lookup bool
 }
 
 // fill replaces every unknown value in v by a generated one.
@@ -168,6 +171,20 @@ func (g *generator) generate(p *tftypes.AttributePath, t tftypes.Type) (tftypes.
 	case t.Is(tftypes.Bool):
 		return tftypes.NewValue(t, false), nil
 	case t.Is(tftypes.List{}), t.Is(tftypes.Set{}):
+		var elem tftypes.Type
+		if l, ok := t.(tftypes.List); ok {
+			elem = l.ElementType
+		} else {
+			elem = t.(tftypes.Set).ElementType
+		}
+		if g.lookup && elem.Is(tftypes.Object{}) {
+			// A data source looking objects up finds one.
+			e, err := g.generate(p.WithElementKeyInt(0), elem)
+			if err != nil {
+				return e, err
+			}
+			return tftypes.NewValue(t, []tftypes.Value{e}), nil
+		}
 		return tftypes.NewValue(t, []tftypes.Value{}), nil
 	case t.Is(tftypes.Tuple{}):
 		return tftypes.NewValue(t, []tftypes.Value{}), nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
@@ -48,7 +49,11 @@ func serve(args []string) error {
 	} else {
 		var p standin.Provider
 		if p, err = standin.Lookup(*provider); err == nil {
-			schema, err = standin.LoadKnownSchema(p)
+			var only []string
+			if v := os.Getenv(standin.EnvOnly); v != "" {
+				only = strings.Split(v, ",")
+			}
+			schema, err = standin.LoadKnownSchema(p, only...)
 		}
 	}
 	if err != nil {
