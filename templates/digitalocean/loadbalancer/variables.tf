@@ -1,7 +1,3 @@
-variable "cluster_name" {
-  type = string
-}
-
 variable "load_balancer_name" {
   type = string
 }

@@ -1,7 +1,3 @@
-variable "cluster_name" {
-  type = string
-}
-
 variable "routes" {
   type = map(object({
     destination_cidr      = string
