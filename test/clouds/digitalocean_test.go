@@ -154,6 +154,9 @@ load_balancer {
 				udp(s)
 				s.Annotations["tfccm.io/proxy-protocol"] = "true"
 			}, wantErr: "tfccm.io/proxy-protocol: DigitalOcean load balancers send the PROXY header on TCP connections only"},
+			{name: "refuse-foreign-node", nodes: func() []*corev1.Node {
+				return []*corev1.Node{node("node-a", "digitalocean://2001", "10.0.1.1", ""), node("robot-1", "hrobot://4711", "10.0.1.9", "")}
+			}, wantErr: "Nodes whose providerID is not digitalocean://<droplet id> cannot be DigitalOcean load balancer targets: robot-1 (hrobot://4711)."},
 			{name: "refuse-client-ip-affinity", mut: func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
 				wantErr: "spec.sessionAffinity: ClientIP is not possible"},
 		},

@@ -57,6 +57,8 @@ type lbCase struct {
 	mut  func(*corev1.Service)
 	// fixture overrides the cloud's fixture attributes for this case.
 	fixture map[string]map[string]any
+	// nodes overrides the cloud's nodes (refusal cases only).
+	nodes func() []*corev1.Node
 	// wantErr: plan must fail with this message (a refused Service setting).
 	wantErr string
 	// check asserts on the calls and the status ingress after apply.
@@ -175,7 +177,11 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	work := t.TempDir()
 	cfg := parseConfig(t, c.config, work)
 	svc := service(tc.mut)
-	ws, err := set.RenderLoadBalancer(cfg, svc, c.nodes())
+	nodes := c.nodes
+	if tc.nodes != nil {
+		nodes = tc.nodes
+	}
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes())
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -233,8 +239,8 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode")
 
 	// One node fewer: only that node's target goes.
-	nodes := c.nodes()
-	ws2, err := set.RenderLoadBalancer(cfg, svc, nodes[:len(nodes)-1])
+	fewer := nodes()
+	ws2, err := set.RenderLoadBalancer(cfg, svc, fewer[:len(fewer)-1])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,9 @@ routes {
 				s.Annotations["tfccm.io/internal"] = "true"
 				s.Annotations["tfccm.io/vars"] = `{"network_id": 4711}`
 			}, wantErr: "spec.ipFamilies: an internal Hetzner Cloud load balancer has a private IPv4 address only"},
+			{name: "refuse-foreign-node", nodes: func() []*corev1.Node {
+				return []*corev1.Node{node("node-a", "hcloud://1001", "10.0.1.1", ""), node("robot-1", "hrobot://4711", "10.0.1.9", "")}
+			}, wantErr: "Nodes whose providerID is not hcloud://<server id> cannot be Hetzner Cloud load balancer targets: robot-1 (hrobot://4711)."},
 			{name: "refuse-client-ip-affinity", mut: func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
 				wantErr: "spec.sessionAffinity: ClientIP is not possible"},
 		},

@@ -218,6 +218,11 @@ routes {
 			}, wantErr: "spec.ports: OCI network load balancers forward TCP and UDP only; unsupported: 9999/SCTP."},
 			{name: "refuse-source-ranges-without-vcn", mut: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} },
 				wantErr: "spec.loadBalancerSourceRanges: enforcing source ranges needs a network security group in the VCN; set settings.vcn_id."},
+			{name: "refuse-requested-ipv6", mut: func(s *corev1.Service) { s.Spec.LoadBalancerIP = "2001:db8::77" },
+				wantErr: "spec.loadBalancerIP: OCI network load balancers take a requested IPv4 address only"},
+			{name: "refuse-ipv6-without-node-addresses", mut: dualStack, nodes: func() []*corev1.Node {
+				return []*corev1.Node{node("node-a", ociInstance+"a", "10.0.10.2", "")}
+			}, wantErr: "spec.ipFamilies: IPv6 backends are the nodes' IPv6 InternalIPs; these nodes have none: node-a."},
 			{name: "refuse-split-node-ports", mut: func(s *corev1.Service) {
 				s.Spec.Ports = []corev1.ServicePort{
 					{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, NodePort: 30053},

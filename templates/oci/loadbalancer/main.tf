@@ -96,8 +96,8 @@ resource "oci_network_load_balancer_network_load_balancer" "this" {
       error_message = "spec.loadBalancerSourceRanges: enforcing source ranges needs a network security group in the VCN; set settings.vcn_id."
     }
     precondition {
-      condition     = !(local.internal && var.service.load_balancer_ip != null && strcontains(coalesce(var.service.load_balancer_ip, "-"), ":"))
-      error_message = "spec.loadBalancerIP: an internal OCI network load balancer takes a requested private IPv4 address only."
+      condition     = var.service.load_balancer_ip == null || !strcontains(coalesce(var.service.load_balancer_ip, "-"), ":")
+      error_message = "spec.loadBalancerIP: OCI network load balancers take a requested IPv4 address only (a reserved public IP, or for internal ones a private IP of the subnet)."
     }
     precondition {
       condition     = !local.ipv6 || length(local.no_ipv6_nodes) == 0
