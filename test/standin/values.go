@@ -214,6 +214,9 @@ func (g *generator) stringValue(name string, n uint64) string {
 	case name == "id" && oci, strings.HasSuffix(name, "_id") && oci:
 		kind := strings.TrimPrefix(g.typeName, "oci_")
 		kind = strings.ReplaceAll(strings.TrimPrefix(kind, "core_"), "_", "")
+		if g.lookup {
+			kind = strings.TrimSuffix(kind, "s") // oci_core_private_ips finds privateip objects
+		}
 		return fmt.Sprintf("ocid1.%s.oc1.standin.%016x", kind, n)
 	case name == "id" || strings.HasSuffix(name, "_id"):
 		return fmt.Sprint(1000000 + n%9000000)
