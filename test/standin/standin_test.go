@@ -211,3 +211,47 @@ func TestKnownSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestMinItemsIsTofus: a block the schema requires (min_items 1) is
+// OpenTofu's error too, and a lookup data source finds one object.
+func TestMinItemsIsTofus(t *testing.T) {
+	e := Setup(t, "oci")
+	e.Only = []string{"oci_network_load_balancer_backend_set", "oci_core_private_ips"}
+	dir := writeConfig(t, `terraform {
+  required_providers {
+    oci = { source = "oracle/oci" }
+  }
+}
+
+data "oci_core_private_ips" "node" {
+  ip_address = "10.0.10.2"
+  subnet_id  = "ocid1.subnet.oc1..x"
+}
+
+resource "oci_network_load_balancer_backend_set" "bs" {
+  network_load_balancer_id = "ocid1.networkloadbalancer.oc1..x"
+  name                     = "bs"
+  policy                   = "FIVE_TUPLE"
+}
+
+output "private_ip_id" { value = data.oci_core_private_ips.node.private_ips[0].id }
+`)
+	e.Tofu(t, dir, "init", "-input=false", "-no-color")
+	_, err := e.Run(t.Context(), dir, "validate", "-no-color")
+	if err == nil || !strings.Contains(strings.Join(strings.Fields(err.Error()), " "), `At least 1 "health_checker" blocks are required`) {
+		t.Fatalf("validate without the required block: %v", err)
+	}
+	src, _ := os.ReadFile(filepath.Join(dir, "main.tf"))
+	fixed := strings.Replace(string(src), `policy                   = "FIVE_TUPLE"`, "policy                   = \"FIVE_TUPLE\"\n  health_checker {\n    protocol = \"TCP\"\n  }", 1)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	var out map[string]struct{ Value string }
+	if err := json.Unmarshal(e.Tofu(t, dir, "output", "-json"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out["private_ip_id"].Value, "ocid1.privateip.oc1.") {
+		t.Errorf("lookup found %q, want a private IP OCID", out["private_ip_id"].Value)
+	}
+}
