@@ -161,7 +161,7 @@ load_balancer {
 				wantErr: "spec.sessionAffinity: ClientIP is not possible"},
 		},
 		infra:        "testdata/digitalocean/infra",
-		infraFixture: map[string]map[string]any{"digitalocean_droplet": {"status": "active"}},
+		infraFixture: map[string]map[string]any{"digitalocean_droplet#node-c": {"status": "off"}, "digitalocean_droplet": {"status": "active"}},
 		wantInstances: func(t *testing.T, got []*state.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
@@ -169,7 +169,7 @@ load_balancer {
 			for i, in := range got {
 				name := []string{"node-a", "node-b", "node-c"}[i]
 				if in.Name != name || !regexp.MustCompile(`^digitalocean://[0-9]+$`).MatchString(in.ProviderID) || in.InstanceType != "s-2vcpu-4gb" ||
-					in.Zone != "fra1" || in.Region != "fra1" || in.Shutdown {
+					in.Zone != "fra1" || in.Region != "fra1" || in.Shutdown != (name == "node-c") {
 					t.Errorf("instance %d: %+v", i, in)
 				}
 				want := []string{"InternalIP 10.", "ExternalIP 203.0.113.", "ExternalIP 2001:db8:", "Hostname " + name}

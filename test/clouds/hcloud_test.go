@@ -182,7 +182,7 @@ routes {
 			}, wantErr: "Node node-a has no IPv4 InternalIP"},
 		},
 		infra:        "testdata/hcloud/infra",
-		infraFixture: map[string]map[string]any{"hcloud_server": {"datacenter": "fsn1-dc14", "status": "running"}},
+		infraFixture: map[string]map[string]any{"hcloud_server#node-c": {"status": "off"}, "hcloud_server": {"datacenter": "fsn1-dc14", "status": "running"}},
 		wantInstances: func(t *testing.T, got []*state.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
@@ -190,7 +190,7 @@ routes {
 			for i, in := range got {
 				name := []string{"node-a", "node-b", "node-c"}[i]
 				if in.Name != name || !regexp.MustCompile(`^hcloud://[0-9]+$`).MatchString(in.ProviderID) || in.InstanceType != "cx22" ||
-					in.Zone != "fsn1-dc14" || in.Region != "fsn1" || in.Shutdown {
+					in.Zone != "fsn1-dc14" || in.Region != "fsn1" || in.Shutdown != (name == "node-c") {
 					t.Errorf("instance %d: %+v", i, in)
 				}
 				want := []string{"InternalIP 10.0.1." + string(rune('1'+i)), "ExternalIP 203.0.113.", "ExternalIP 2001:db8:", "Hostname " + name}

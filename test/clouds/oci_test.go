@@ -260,7 +260,7 @@ routes {
 			}, wantErr: "IPv6 pod CIDRs cannot be routed"},
 		},
 		infra: "testdata/oci/infra",
-		infraFixture: map[string]map[string]any{"oci_core_instance": {
+		infraFixture: map[string]map[string]any{"oci_core_instance#node-c": {"state": "STOPPED"}, "oci_core_instance": {
 			"state": "RUNNING", "region": "eu-frankfurt-1",
 		}},
 		wantInstances: func(t *testing.T, got []*state.Instance) {
@@ -270,7 +270,7 @@ routes {
 			for i, in := range got {
 				name := []string{"node-a", "node-b", "node-c"}[i]
 				if in.Name != name || !regexp.MustCompile(`^oci://ocid1\.instance\.`).MatchString(in.ProviderID) || in.InstanceType != "VM.Standard.E4.Flex" ||
-					in.Zone != "EU-FRANKFURT-1-AD-1" || in.Region != "eu-frankfurt-1" || in.Shutdown {
+					in.Zone != "EU-FRANKFURT-1-AD-1" || in.Region != "eu-frankfurt-1" || in.Shutdown != (name == "node-c") {
 					t.Errorf("instance %d: %+v", i, in)
 				}
 				want := []string{"InternalIP 10.", "ExternalIP 203.0.113.", "Hostname " + name}

@@ -21,7 +21,8 @@
 //     (OCIDs for oracle/oci), IPv4 addresses from 203.0.113.0/24 (private
 //     ones, "private" in the name, from 10.0.0.0/8), IPv6 from
 //     2001:db8::/32, hostnames under standin.example; a fixture file
-//     (EnvFixture) overrides any attribute per resource type; collections
+//     (EnvFixture) overrides any attribute per resource type or per named
+//     object; collections
 //     are empty, except that a data source's computed list of objects (a
 //     lookup's results) has one element;
 //   - read returns what was applied (with EnvStore set, what the store holds:

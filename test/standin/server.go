@@ -23,7 +23,8 @@ const (
 	// EnvLog names the JSON-lines call log file (appended to).
 	EnvLog = "TFCCM_STANDIN_LOG"
 	// EnvFixture names a JSON file {"<resource type>": {"<attribute>": value}}
-	// whose values replace invented ones at apply. Attributes inside nested
+	// whose values replace invented ones at apply; "<resource type>#<name>"
+	// entries apply to the one object whose name (or display_name) is <name>. Attributes inside nested
 	// blocks are named by their path without element keys, e.g.
 	// "forwarding_rule.certificate_id".
 	EnvFixture = "TFCCM_STANDIN_FIXTURE"
@@ -265,7 +266,7 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 		return resp, nil
 	}
 	seed, _ := json.Marshal(toJSON(planned))
-	g := &generator{address: s.schema.Address, typeName: req.TypeName, seed: seed, fixture: s.fixture[req.TypeName]}
+	g := &generator{address: s.schema.Address, typeName: req.TypeName, seed: seed, fixture: s.fixtureFor(req.TypeName, planned)}
 	if prior.IsNull() {
 		// A new object: the seed should not depend on computed values,
 		// and the id should be invented even if the plan left it null.
@@ -301,6 +302,25 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 		resp.Diagnostics = errDiag("Cannot write the stand-in call log", err)
 	}
 	return resp, nil
+}
+
+// fixtureFor merges the fixture of a resource type with that of the one
+// object named by its name or display_name attribute ("<type>#<name>").
+func (s *Server) fixtureFor(typeName string, v tftypes.Value) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for k, raw := range s.fixture[typeName] {
+		out[k] = raw
+	}
+	name := stringAttr(v, "name")
+	if name == "" {
+		name = stringAttr(v, "display_name")
+	}
+	if name != "" {
+		for k, raw := range s.fixture[typeName+"#"+name] {
+			out[k] = raw
+		}
+	}
+	return out
 }
 
 func hasAttr(b *tfprotov6.SchemaBlock, name string) bool { return attrType(b, name) != nil }
