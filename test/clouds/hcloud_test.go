@@ -156,6 +156,13 @@ routes {
 			{name: "refuse-foreign-node", nodes: func() []*corev1.Node {
 				return []*corev1.Node{node("node-a", "hcloud://1001", "10.0.1.1", ""), node("robot-1", "hrobot://4711", "10.0.1.9", "")}
 			}, wantErr: "Nodes whose providerID is not hcloud://<server id> cannot be Hetzner Cloud load balancer targets: robot-1 (hrobot://4711)."},
+			{name: "refuse-no-node-ports", mut: func(s *corev1.Service) {
+				no := false
+				s.Spec.AllocateLoadBalancerNodePorts = &no
+				for i := range s.Spec.Ports {
+					s.Spec.Ports[i].NodePort = 0
+				}
+			}, wantErr: "Every Service port needs a nodePort"},
 			{name: "refuse-client-ip-affinity", mut: func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
 				wantErr: "spec.sessionAffinity: ClientIP is not possible"},
 		},
