@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools test unit lint e2e bench demo demo-down clean
+.PHONY: all build tools standin test unit lint e2e bench demo demo-down clean
 
 all: build
 
@@ -24,6 +24,13 @@ build:
 tools:
 	bash hack/tools.sh
 
+## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the
+## real provider addresses into bin/standin-mirror with the CLI config bin/standin.tfrc
+standin:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/terraform-provider-standin ./test/standin/cmd/terraform-provider-standin
+	$(BIN)/terraform-provider-standin install -mirror $(BIN)/standin-mirror -cli-config $(BIN)/standin.tfrc
+
 ## lint: gofmt, go vet, tofu fmt (templates with deliberate syntax errors excepted)
 lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -32,7 +39,7 @@ lint: tools
 
 ## test: everything CI runs — lint, unit, integration and e2e tests, then a
 ## check that the tests left no namespace, process or link of their own behind
-test: tools build lint
+test: tools build standin lint
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before
 	rc=0; $(GO) test -count=1 -timeout 45m ./... || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before || rc=1; exit $$rc

@@ -1,0 +1,471 @@
+package clouds
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/state/mapping"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/test/standin"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// cloud describes one template set's test matrix.
+type cloud struct {
+	set      string
+	provider string // stand-in provider name
+	// only limits the stand-in to these type prefixes (standin.EnvOnly):
+	// OpenTofu spends seconds per command on the whole oci schema.
+	only []string
+	// config is the cloud config body (settings); work_dir is added.
+	config  string
+	nodes   func() []*corev1.Node
+	fixture map[string]map[string]any
+	// nodeRemoved checks the calls made when the last node leaves.
+	nodeRemoved func(t *testing.T, calls []standin.Call)
+	lb          []lbCase
+	// routes: nodes for RoutesFromNodes, and the expected route calls.
+	routeNodes func() []*corev1.Node
+	routeCheck func(t *testing.T, calls []standin.Call)
+	routeErrs  []routeErr
+	// instances: the infrastructure fixture dir and expected instances.
+	infra         string
+	infraFixture  map[string]map[string]any
+	wantInstances func(t *testing.T, got []*state.Instance)
+}
+
+type lbCase struct {
+	name string
+	mut  func(*corev1.Service)
+	// fixture overrides the cloud's fixture attributes for this case.
+	fixture map[string]map[string]any
+	// nodes overrides the cloud's nodes (refusal cases only).
+	nodes func() []*corev1.Node
+	// wantErr: plan must fail with this message (a refused Service setting).
+	wantErr string
+	// check asserts on the calls and the status ingress after apply.
+	check func(t *testing.T, calls []standin.Call, ingress []map[string]any)
+	// golden: write the rendered tfvars and apply calls as a golden file.
+	golden bool
+}
+
+type routeErr struct {
+	name    string
+	nodes   func() []*corev1.Node
+	wantErr string
+}
+
+func parseConfig(t *testing.T, body, workDir string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("cluster_name = %q\nwork_dir = %q\n%s", "prod", workDir, body)), "cloud.hcl")
+	if err != nil {
+		t.Fatalf("cloud config: %v", err)
+	}
+	return cfg
+}
+
+// service is a LoadBalancer Service with two TCP ports.
+func service(mut func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "shop", Name: "web", UID: types.UID("6f1c2d3e-4a5b-4c7d-8e9f-0a1b2c3d4e5f"),
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{},
+		},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080},
+				{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
+			},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol},
+			SessionAffinity:       corev1.ServiceAffinityNone,
+		},
+	}
+	if mut != nil {
+		mut(s)
+	}
+	return s
+}
+
+func etpLocal(s *corev1.Service) {
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	s.Spec.HealthCheckNodePort = 32000
+}
+
+func dualStack(s *corev1.Service) {
+	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+}
+
+func udp(s *corev1.Service) {
+	s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
+}
+
+func node(name, providerID, internalIP, externalIP string, podCIDRs ...string) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, PodCIDRs: podCIDRs},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: internalIP}, {Type: corev1.NodeHostName, Address: name},
+		}},
+	}
+	if externalIP != "" {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: externalIP})
+	}
+	if len(podCIDRs) > 0 {
+		n.Spec.PodCIDR = podCIDRs[0]
+	}
+	return n
+}
+
+// runCloud runs every test of one cloud.
+func runCloud(t *testing.T, c cloud) {
+	env := standin.Setup(t, c.provider)
+	env.Only = c.only
+	set, err := templates.LoadBuiltin(c.set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("loadbalancer", func(t *testing.T) {
+		for _, tc := range c.lb {
+			t.Run(tc.name, func(t *testing.T) { runLB(t, env, set, c, tc) })
+		}
+	})
+	if c.routeNodes != nil {
+		t.Run("routes", func(t *testing.T) { runRoutes(t, env, set, c) })
+	}
+	if c.infra != "" {
+		t.Run("instances", func(t *testing.T) { runInstances(t, env, set, c) })
+	}
+}
+
+func tofuCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*time.Minute)
+}
+
+func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCase) {
+	fixture := map[string]map[string]any{}
+	for _, f := range []map[string]map[string]any{c.fixture, tc.fixture} {
+		for typ, attrs := range f {
+			if fixture[typ] == nil {
+				fixture[typ] = map[string]any{}
+			}
+			for k, v := range attrs {
+				fixture[typ][k] = v
+			}
+		}
+	}
+	env.SetFixture(t, fixture)
+	work := t.TempDir()
+	cfg := parseConfig(t, c.config, work)
+	svc := service(tc.mut)
+	nodes := c.nodes
+	if tc.nodes != nil {
+		nodes = tc.nodes
+	}
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes())
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	dir := filepath.Join(work, "ws")
+	if err := ws.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	t.Cleanup(func() { cleanup(t, env, dir) })
+	if tc.wantErr != "" {
+		ctx, cancel := tofuCtx()
+		defer cancel()
+		_, err := env.Run(ctx, dir, "plan", "-input=false", "-no-color")
+		var te *standin.TofuError
+		if !errors.As(err, &te) {
+			t.Fatalf("plan accepted a Service the cloud cannot serve (err %v)", err)
+		}
+		if got := strings.Join(strings.Fields(te.Stderr), " "); !strings.Contains(got, tc.wantErr) {
+			t.Fatalf("plan error lacks %q:\n%s", tc.wantErr, te.Stderr)
+		}
+		if calls := env.Calls(t); len(calls) != 0 {
+			t.Fatalf("refused Service still called the cloud: %+v", calls)
+		}
+		return
+	}
+	env.Tofu(t, dir, "validate", "-no-color")
+	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan")
+	env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan")
+	calls := env.Calls(t)
+	for _, call := range calls {
+		if call.Op != "create" {
+			t.Errorf("first apply made a %s call: %+v", call.Op, call)
+		}
+	}
+	var ingress []map[string]any
+	if err := json.Unmarshal(env.Tofu(t, dir, "output", "-json", "ingress"), &ingress); err != nil {
+		t.Fatal(err)
+	}
+	if len(ingress) == 0 {
+		t.Error("empty ingress")
+	}
+	if tc.check != nil {
+		tc.check(t, calls, ingress)
+	}
+	if tc.golden {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "--- %s\n%s--- calls\n", templates.TfvarsFile, ws.Files[templates.TfvarsFile])
+		writeCalls(&b, calls)
+		fmt.Fprintf(&b, "--- ingress\n")
+		writeJSON(&b, ingress)
+		golden(t, filepath.Join(c.set, "lb-"+tc.name+".txt"), b.Bytes())
+	}
+
+	// Nothing to do on a second plan: read returns what was applied.
+	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode")
+
+	// One node fewer: only that node's target goes.
+	fewer := nodes()
+	ws2, err := set.RenderLoadBalancer(cfg, svc, fewer[:len(fewer)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws2.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	changed := env.Calls(t)
+	c.nodeRemoved(t, changed)
+	alive := len(calls)
+	for _, ch := range changed {
+		switch ch.Op {
+		case "create":
+			alive++
+		case "delete":
+			alive--
+		}
+	}
+
+	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+	deleted := env.Calls(t)
+	if len(deleted) != alive {
+		t.Errorf("destroy made %d calls, want %d deletes", len(deleted), alive)
+	}
+	for _, d := range deleted {
+		if d.Op != "delete" {
+			t.Errorf("destroy made a %s call", d.Op)
+		}
+	}
+	assertStoreEmpty(t, env)
+}
+
+// cleanup destroys what a failed test left behind, so the next test
+// starts with an empty cloud and an empty call log.
+func cleanup(t *testing.T, env *standin.Env, dir string) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := tofuCtx()
+	defer cancel()
+	if _, err := env.Run(ctx, dir, "destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+		t.Logf("cleanup: %v", err)
+	}
+	env.Calls(t)
+}
+
+func assertStoreEmpty(t *testing.T, env *standin.Env) {
+	t.Helper()
+	var left []string
+	_ = filepath.WalkDir(env.Store, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, strings.TrimPrefix(p, env.Store))
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("objects left in the cloud after destroy: %v", left)
+	}
+}
+
+func runRoutes(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
+	env.SetFixture(t, c.fixture)
+	work := t.TempDir()
+	cfg := parseConfig(t, c.config, work)
+	ws, err := set.RenderRoutes(cfg, templates.RoutesFromNodes(c.routeNodes()))
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	dir := filepath.Join(work, "ws")
+	if err := ws.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	env.Tofu(t, dir, "validate", "-no-color")
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	calls := env.Calls(t)
+	c.routeCheck(t, calls)
+	var routes map[string]map[string]any
+	if err := json.Unmarshal(env.Tofu(t, dir, "output", "-json", "routes"), &routes); err != nil {
+		t.Fatal(err)
+	}
+	want := templates.RoutesFromNodes(c.routeNodes())
+	if len(routes) != len(want) {
+		t.Errorf("routes output has %d routes, want %d: %v", len(routes), len(want), routes)
+	}
+	for _, r := range want {
+		got := routes[r.Name]
+		if got["destination_cidr"] != r.DestinationCIDR || got["target_node"] != r.TargetNode || got["blackhole"] != false {
+			t.Errorf("route %s: %v", r.Name, got)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "--- %s\n%s--- calls\n", templates.TfvarsFile, ws.Files[templates.TfvarsFile])
+	writeCalls(&b, calls)
+	golden(t, filepath.Join(c.set, "routes.txt"), b.Bytes())
+	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+	if got := env.Calls(t); len(got) != len(calls) {
+		t.Errorf("destroy: %d calls, want %d", len(got), len(calls))
+	}
+	assertStoreEmpty(t, env)
+
+	for _, re := range c.routeErrs {
+		t.Run(re.name, func(t *testing.T) {
+			ws, err := set.RenderRoutes(cfg, templates.RoutesFromNodes(re.nodes()))
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			if err := ws.WriteDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := tofuCtx()
+			defer cancel()
+			_, err = env.Run(ctx, dir, "plan", "-input=false", "-no-color")
+			var te *standin.TofuError
+			if !errors.As(err, &te) {
+				t.Fatalf("plan accepted routes the cloud cannot make (err %v)", err)
+			}
+			if got := strings.Join(strings.Fields(te.Stderr), " "); !strings.Contains(got, re.wantErr) {
+				t.Fatalf("plan error lacks %q:\n%s", re.wantErr, te.Stderr)
+			}
+		})
+	}
+}
+
+func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
+	env.SetFixture(t, c.infraFixture)
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(c.infra, "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	env.Calls(t)
+	var st tfjson.State
+	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	msrc, name, err := set.InstancesMapping()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapping.Parse(msrc, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := state.BuildIndex(m, &st)
+	if errs, n := ix.Errors(); n > 0 {
+		t.Fatalf("mapping errors: %v", errs)
+	}
+	got := ix.Instances()
+	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+	c.wantInstances(t, got)
+	var b bytes.Buffer
+	writeJSON(&b, got)
+	golden(t, filepath.Join(c.set, "instances.txt"), b.Bytes())
+	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+}
+
+func writeCalls(b *bytes.Buffer, calls []standin.Call) {
+	for _, c := range calls {
+		line, _ := json.Marshal(c)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+}
+
+func writeJSON(b *bytes.Buffer, v any) {
+	out, _ := json.MarshalIndent(v, "", "  ")
+	b.Write(out)
+	b.WriteByte('\n')
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./test/clouds -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test ./test/clouds -update and review the diff):\n--- got\n%s", path, got)
+	}
+}
+
+// callsOf returns the calls on one resource type.
+func callsOf(calls []standin.Call, typ string) []standin.Call {
+	var out []standin.Call
+	for _, c := range calls {
+		if c.Type == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// findCall returns the call on typ whose values have attr == value.
+func findCall(t *testing.T, calls []standin.Call, typ, attr string, value any) standin.Call {
+	t.Helper()
+	for _, c := range callsOf(calls, typ) {
+		if fmt.Sprint(c.Values[attr]) == fmt.Sprint(value) {
+			return c
+		}
+	}
+	t.Fatalf("no %s call with %s = %v in %+v", typ, attr, value, calls)
+	return standin.Call{}
+}
+
+// nested returns the first element of a nested block list value.
+func nested(v any) map[string]any {
+	if l, ok := v.([]any); ok && len(l) > 0 {
+		m, _ := l[0].(map[string]any)
+		return m
+	}
+	return nil
+}

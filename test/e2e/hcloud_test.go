@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/standin"
+)
+
+// TestHcloudThroughStandIn runs the CCM binary with the built-in hcloud set
+// against the real control plane, with the hcloud provider played by the
+// schema-backed stand-in: nodes are initialized from hcloud_server state,
+// a Service gets the load balancer's address, targets follow the nodes,
+// and deleting the Service destroys everything and releases the finalizer.
+func TestHcloudThroughStandIn(t *testing.T) {
+	env := standin.Setup(t, "hcloud")
+	env.SetFixture(t, map[string]map[string]any{
+		"hcloud_server":        {"datacenter": "fsn1-dc14", "status": "running"},
+		"hcloud_load_balancer": {"network_zone": "eu-central"},
+	})
+	// The infrastructure: three servers in a network.
+	infra := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "test", "clouds", "testdata", "hcloud", "infra", "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, infra, "main.tf", string(src))
+	env.Tofu(t, infra, "init", "-input=false", "-no-color")
+	env.Tofu(t, infra, "apply", "-auto-approve", "-input=false", "-no-color")
+	servers := map[string]string{} // node name -> server id
+	for _, c := range env.Calls(t) {
+		if c.Type == "hcloud_server" {
+			servers[c.Values["name"].(string)] = c.ID
+		}
+	}
+	if len(servers) != 3 {
+		t.Fatalf("infrastructure servers %v", servers)
+	}
+
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`template_set = "hcloud"
+load_balancer {
+  settings = { location = "fsn1" }
+}
+instances {
+  ttl = "2s"
+  source "infra" {
+    dir = %q
+  }
+}
+`, infra),
+		fmt.Sprintf("cli_config_file = %q", env.CLIConfig),
+		fmt.Sprintf("env = { HCLOUD_TOKEN = \"not-used-by-the-stand-in\", %s = %q, %s = %q, %s = %q }",
+			standin.EnvLog, env.Log, standin.EnvStore, env.Store, standin.EnvFixture, env.Fixture))
+
+	registerNode(t, client, harness.Node{Name: "node-a", Uninitialized: true})
+	registerNode(t, client, harness.Node{Name: "node-b", Uninitialized: true})
+	startCCM(t, cluster, cfg)
+	waitInitialized := func(name string) {
+		eventually(t, 60*time.Second, name+" initialized from hcloud_server", func(ctx context.Context) error {
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if want := "hcloud://" + servers[name]; n.Spec.ProviderID != want {
+				return fmt.Errorf("providerID %q, want %q", n.Spec.ProviderID, want)
+			}
+			if n.Labels[corev1.LabelTopologyRegion] != "fsn1" || n.Labels[corev1.LabelTopologyZone] != "fsn1-dc14" || n.Labels[corev1.LabelInstanceTypeStable] != "cx22" {
+				return fmt.Errorf("labels %v", n.Labels)
+			}
+			return nil
+		})
+	}
+	waitInitialized("node-a")
+	waitInitialized("node-b")
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ip := waitVIP(t, client, "web")
+	calls := env.Calls(t)
+	var lb standin.Call
+	targets := map[string]bool{}
+	for _, c := range calls {
+		switch c.Type {
+		case "hcloud_load_balancer":
+			lb = c
+		case "hcloud_load_balancer_target":
+			targets[fmt.Sprint(c.Values["server_id"])] = true
+		}
+	}
+	if ip != lb.Values["ipv4"] {
+		t.Errorf("status IP %s, want the load balancer's IPv4 %v (calls %+v)", ip, lb.Values["ipv4"], calls)
+	}
+	if len(targets) != 2 || !targets[servers["node-a"]] || !targets[servers["node-b"]] {
+		t.Errorf("targets %v, want node-a's and node-b's servers %v", targets, servers)
+	}
+	s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Status.LoadBalancer.Ingress[0].IPMode; m == nil || *m != corev1.LoadBalancerIPModeProxy {
+		t.Errorf("ipMode %v, want Proxy", m)
+	}
+
+	// Targets follow the nodes.
+	waitCalls := func(what string, want func([]standin.Call) bool) {
+		var seen []standin.Call
+		eventually(t, 90*time.Second, what, func(context.Context) error {
+			seen = append(seen, env.Calls(t)...)
+			if want(seen) {
+				return nil
+			}
+			return fmt.Errorf("calls so far %+v", seen)
+		})
+	}
+	registerNode(t, client, harness.Node{Name: "node-c", Uninitialized: true})
+	waitInitialized("node-c")
+	waitCalls("node-c's server becomes a target", func(cs []standin.Call) bool {
+		return len(cs) == 1 && cs[0].Op == "create" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Values["server_id"]) == servers["node-c"]
+	})
+	if err := client.CoreV1().Nodes().Delete(ctx, "node-b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCalls("node-b's target goes", func(cs []standin.Call) bool {
+		return len(cs) == 1 && cs[0].Op == "delete" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Prior["server_id"]) == servers["node-b"]
+	})
+
+	// Delete: everything destroyed, state gone, finalizer released.
+	if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "Service deleted (finalizer released)", func(ctx context.Context) error {
+		_, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	var deleted []string
+	for _, c := range env.Calls(t) {
+		if c.Op != "delete" {
+			t.Errorf("destroy made a %s call: %+v", c.Op, c)
+		}
+		deleted = append(deleted, c.Type)
+	}
+	if len(deleted) != 4 { // load balancer, service, two targets
+		t.Errorf("destroy calls %v, want the load balancer, its service and two targets", deleted)
+	}
+	if left, _ := filepath.Glob(filepath.Join(env.Store, "hcloud_load_balancer*", "*")); len(left) > 0 {
+		t.Errorf("load balancer objects left in the cloud: %v", left)
+	}
+	if states, _ := filepath.Glob(filepath.Join(workDir, "state", "lb-*")); len(states) > 0 {
+		t.Errorf("state left: %v", states)
+	}
+	out, _ := json.Marshal(deleted)
+	if strings.Count(string(out), "hcloud_load_balancer_target") != 2 {
+		t.Errorf("destroy calls %s", out)
+	}
+}

@@ -1,0 +1,148 @@
+package standin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
+)
+
+// Env is an installed stand-in for tests: a mirror, a CLI config that uses
+// it, a call log, an object store and a fixture file.
+type Env struct {
+	Dir       string
+	CLIConfig string
+	Log       string
+	Store     string
+	Fixture   string
+	// Only, when set, limits the served types (EnvOnly).
+	Only []string
+	tofu string
+}
+
+// Setup builds the stand-in, installs it for the named known providers
+// (all when none are named) in a fresh directory and returns its Env.
+func Setup(t testing.TB, names ...string) *Env {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "terraform-provider-standin")
+	build := exec.Command("go", "build", "-o", bin, "./test/standin/cmd/terraform-provider-standin")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build stand-in: %v\n%s", err, out)
+	}
+	providers := Known
+	if len(names) > 0 {
+		providers = nil
+		for _, n := range names {
+			p, err := Lookup(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			providers = append(providers, p)
+		}
+	}
+	e := &Env{
+		Dir: dir, CLIConfig: filepath.Join(dir, "tofurc"), Log: filepath.Join(dir, "calls.jsonl"),
+		Store: filepath.Join(dir, "store"), Fixture: filepath.Join(dir, "fixture.json"), tofu: repo.Tofu(t),
+	}
+	mirror := filepath.Join(dir, "mirror")
+	if err := Install(mirror, bin, providers...); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCLIConfig(e.CLIConfig, mirror, providers...); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Fixture, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Environ is the environment for OpenTofu processes using the stand-in.
+func (e *Env) Environ() []string {
+	env := []string{
+		"HOME=" + e.Dir, "PATH=/usr/bin:/bin", "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE=" + e.CLIConfig,
+		EnvLog + "=" + e.Log, EnvStore + "=" + e.Store, EnvFixture + "=" + e.Fixture,
+	}
+	if len(e.Only) > 0 {
+		env = append(env, EnvOnly+"="+strings.Join(e.Only, ","))
+	}
+	return env
+}
+
+// SetFixture replaces the fixture: resource type → attribute → value.
+func (e *Env) SetFixture(t testing.TB, fixture map[string]map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Fixture, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Run runs OpenTofu in dir and returns stdout, or an error carrying stderr.
+func (e *Env) Run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, e.tofu, args...)
+	cmd.Dir = dir
+	cmd.Env = e.Environ()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &TofuError{Args: args, Err: err, Stdout: string(out), Stderr: stderr.String()}
+	}
+	return out, nil
+}
+
+// Tofu runs OpenTofu in dir and fails the test on error.
+func (e *Env) Tofu(t testing.TB, dir string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := e.Run(ctx, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Calls returns the call log so far, sorted (SortCalls), and empties it.
+func (e *Env) Calls(t testing.TB) []Call {
+	t.Helper()
+	calls, err := ReadCalls(e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e.Log); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	SortCalls(calls)
+	return calls
+}
+
+// TofuError is a failed OpenTofu run.
+type TofuError struct {
+	Args           []string
+	Err            error
+	Stdout, Stderr string
+}
+
+func (e *TofuError) Error() string {
+	return "tofu " + strings.Join(e.Args, " ") + ": " + e.Err.Error() + "\n" + e.Stdout + e.Stderr
+}
+
+func (e *TofuError) Unwrap() error { return e.Err }
