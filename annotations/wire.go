@@ -49,6 +49,11 @@ var (
 		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>`: in the Service's namespace for a load balancer, in `"+RoutesPlanNamespace+"` for the routes workspace.")
 )
 
+// Incarnations names the ConfigMap (in RoutesPlanNamespace) where every
+// leader records the user@host its tofu runs lock state as.
+var Incarnations = wire("tfccm-incarnations", "name", "ConfigMap in kube-system",
+	"Each controller that becomes leader adds the `user@host` its tofu runs hold state locks as. A new leader releases a state lock held by an earlier entry (that incarnation no longer leads), so stale locks are recovered without a persistent `work_dir`; locks held by anyone else are only reported.")
+
 // RoutesPlanNamespace is where the routes workspace's plan is published.
 const RoutesPlanNamespace = "kube-system"
 

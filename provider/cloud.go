@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
@@ -59,13 +60,15 @@ type Cloud struct {
 	review    *reviewer      // nil unless terraform { review = true }
 
 	events *events
+	// incarnations tells earlier leaders' state locks from anyone else's.
+	incarnations *incarnations
 }
 
 // New builds a Cloud from a loaded config: it loads and validates the
 // template set (built-in plus override directory) and prepares the
 // workspace engine. Facets start their background work in Initialize.
 func New(cfg *config.Config) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, events: newEvents()}
+	c := &Cloud{cfg: cfg, events: newEvents(), incarnations: newIncarnations(workspace.LockOwner())}
 	loader, err := templates.NewLoader(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
@@ -85,9 +88,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 		// One identity per cluster: the leader-elected replica that runs
 		// after a crash recognises the previous one's stale state locks
 		// (given a persistent work_dir, where the claims live).
-		Identity: "tfccm/" + cfg.ClusterName,
-		OnResult: c.onResult,
-		Review:   cfg.Terraform.Review,
+		Identity:       "tfccm/" + cfg.ClusterName,
+		GoneLockHolder: c.incarnations.gone,
+		OnResult:       c.onResult,
+		Review:         cfg.Terraform.Review,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
@@ -153,6 +157,10 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
 	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.incarnations.record(ctx, client); err != nil {
+		// Locks of earlier leaders are then reported instead of released.
+		klog.ErrorS(err, "Record this incarnation", "configMap", annotations.RoutesPlanNamespace+"/"+annotations.Incarnations)
+	}
 	c.templates.OnChange(func(err error) { c.templatesChanged(ctx, err) })
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)

@@ -254,3 +254,41 @@ func TestInspectLockAndForceUnlock(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviousLeaderLockIsReleased: without a persistent work_dir no claim
+// survives a pod; a lock whose holder is an earlier incarnation known to
+// be gone (GoneLockHolder: a previous leader) is released by the new one,
+// any other holder's is reported.
+func TestPreviousLeaderLockIsReleased(t *testing.T) {
+	c := devcluster.ForTest(t)
+	kube := c.Client()
+	ctx := context.Background()
+	gone := map[string]bool{"root@tfccm-old-pod": true}
+	bin, calls := countingBinary(t)
+	e := newTestEngine(t, Options{Binary: bin, GoneLockHolder: func(who string) bool { return gone[who] }})
+
+	prev := testSpec("prevleader", 1, 0)
+	prev.Files["backend.tf"] = kubernetesBackendFile("prevleader", c.Kubeconfig())
+	prev.Backend = kubernetesBackendInfo("prevleader", c.Kubeconfig())
+	holdLease(t, kube, "prevleader", "55555555-dddd", "OperationTypeApply", "root@tfccm-old-pod", time.Now().Add(-30*time.Second))
+	if _, err := e.Apply(prev); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, prev)
+	if n := count(calls(), "force-unlock"); n != 1 {
+		t.Fatalf("force-unlock ran %d times, want 1", n)
+	}
+
+	other := testSpec("stranger", 1, 0)
+	other.Files["backend.tf"] = kubernetesBackendFile("stranger", c.Kubeconfig())
+	other.Backend = kubernetesBackendInfo("stranger", c.Kubeconfig())
+	holdLease(t, kube, "stranger", "66666666-eeee", "OperationTypeApply", "root@some-laptop", time.Now().Add(-30*time.Second))
+	if _, err := e.Apply(other); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := e.Wait(wctx, other.Name, other.ContentHash()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a stranger's lock: %v, want ErrLocked", err)
+	}
+}

@@ -156,6 +156,17 @@ func staleOwnLock(li lockInfo, c claim, self claim) bool {
 	return !processAlive(c.PID, c.PIDStart)
 }
 
+// goneHolder reports whether lock li was left by an earlier incarnation of
+// this controller known to be gone (Options.GoneLockHolder).
+func (e *Engine) goneHolder(li lockInfo) bool {
+	f := e.opts.GoneLockHolder
+	return f != nil && li.Who != "" && li.Who != e.self.Who && f(li.Who)
+}
+
+// LockOwner is the "user@host" tofu records as the holder of the locks
+// this process takes.
+func LockOwner() string { return tofuWho() }
+
 func parseLockTime(s string) (time.Time, error) {
 	// Go's time.Time.String format, as tofu prints it.
 	if i := strings.Index(s, " m="); i >= 0 {

@@ -41,6 +41,12 @@ type Options struct {
 	// before each run. A state lock whose claim carries the same identity
 	// and whose process is gone is released. Default: the host name.
 	Identity string
+	// GoneLockHolder, when set, tells whether a state lock's holder (tofu's
+	// "user@host") is an earlier incarnation of this controller that is
+	// known to be gone (a previous leader, once this one leads): such a
+	// lock is released although no claim file survived (no persistent
+	// work_dir). Any other holder's lock is only reported.
+	GoneLockHolder func(who string) bool
 	// Coalesce gathers a burst of updates to an applied workspace into one
 	// run: an update starts once no newer one arrived for Coalesce.Quiet,
 	// and at the latest Coalesce.Max after the burst's first update.

@@ -412,7 +412,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		}
 		if li, ok := parseLockError(text); ok {
 			operationsTotal.WithLabelValues(op, resultLocked).Inc()
-			if !r.unlocked && r.hadClaim && staleOwnLock(li, r.oldClaim, r.e.self) {
+			if !r.unlocked && (r.hadClaim && staleOwnLock(li, r.oldClaim, r.e.self) || r.e.goneHolder(li)) {
 				if uerr := r.forceUnlock(ctx, li.ID); uerr != nil {
 					return uerr
 				}
