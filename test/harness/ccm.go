@@ -35,6 +35,11 @@ type CCMOptions struct {
 	// StopGrace is how long Stop waits after SIGTERM before it kills the
 	// process group; default 20s.
 	StopGrace time.Duration
+	// Hostname, when set, runs the CCM in its own UTS namespace with this
+	// host name, as a pod has: its leader-election identity and the
+	// user@host its tofu runs lock state as differ from other replicas'
+	// on the same machine.
+	Hostname string
 }
 
 // CCM is a running terraform-cloud-controller-manager process. It runs in
@@ -91,7 +96,12 @@ func StartCCM(opts CCMOptions) (*CCM, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(opts.Binary, args...)
+	if opts.Hostname != "" {
+		args = append([]string{"--uts", "sh", "-c", `hostname "$1" && shift && exec "$@"`, "sh", opts.Hostname, opts.Binary}, args...)
+		c.cmd = exec.Command("unshare", args...)
+	} else {
+		c.cmd = exec.Command(opts.Binary, args...)
+	}
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.Env = append(os.Environ(), opts.Env...)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
