@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools standin test unit lint e2e bench demo demo-down clean
+.PHONY: all build tools standin test unit lint e2e bench soak demo demo-down clean
 
 all: build
 
@@ -43,6 +43,10 @@ test: tools build standin lint
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before
 	rc=0; $(GO) test -count=1 -timeout 45m ./... || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before || rc=1; exit $$rc
+
+## soak: the churn soak (TestSoak) for TFCCM_SOAK (default 15m; make test runs 2m)
+soak: tools build
+	TFCCM_SOAK=$${TFCCM_SOAK:-15m} $(GO) test -count=1 -timeout 90m -run '^TestSoak$$' -v ./test/e2e/
 
 ## bench: Go benchmarks and the ratio harness against raw tofu
 bench: tools build

@@ -140,6 +140,9 @@ func (c *CCM) Kill() {
 }
 
 // Exited reports whether the process has exited.
+// PID is the CCM's process ID (with a Hostname, unshare's, which execs it).
+func (c *CCM) PID() int { return c.cmd.Process.Pid }
+
 func (c *CCM) Exited() bool {
 	select {
 	case <-c.done:

@@ -428,3 +428,17 @@ func ForTest(t testing.TB, opts Options) *Cloud {
 	})
 	return c
 }
+
+// LBObjects lists the load balancer objects the cloud holds: HAProxy
+// fragments and VIP claims (the soak checks none outlives its Service).
+func (c *Cloud) LBObjects() []string {
+	var out []string
+	for _, sub := range []string{"fragments", "claims"} {
+		entries, _ := os.ReadDir(filepath.Join(c.StateDir, sub))
+		for _, e := range entries {
+			out = append(out, sub+"/"+e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
