@@ -6,14 +6,36 @@
 # clean up on success, failure or timeout fails the run).
 set -euo pipefail
 
+# owner_alive PREFIX: whether the test process a local cloud's prefix was
+# made from is still running (its cloud is then not left over, yet): t and
+# lc prefixes carry the PID in 5 hex digits, dm ones in decimal.
+owner_alive() {
+	local p=$1 pid
+	case $p in
+	t*) pid=$((16#${p:1:5})) ;;
+	lc*) pid=$((16#${p:2:5})) ;;
+	dm*) pid=${p:2} ;;
+	*) return 1 ;;
+	esac
+	[[ -d /proc/$pid ]]
+}
+
 list() {
-	# Network namespaces of local clouds (tests: t…, lc…; demo: dm…).
-	ip netns list 2>/dev/null | awk '{print "netns " $1}' | grep -E '^netns (t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)' || true
-	# Processes started from test directories or the e2e binary dir:
-	# etcd, kube-apiserver, the CCM, HAProxy of a local cloud, tofu.
-	ps -eo pid=,args= | grep -E '/tmp/(Test|tfccm-e2e-bin|go-build)|tfccm-local|haproxy .*/tmp/' |
-		grep -vE 'grep -E|leftovers.sh|go test|\.test( |$)' |
-		awk '{pid=$1; $1=""; print "process" $0}' || true
+	# Network namespaces and host links of local clouds (tests: t…, lc…;
+	# demo: dm…) whose test process is gone.
+	local name
+	for name in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^(t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)'); do
+		owner_alive "$name" || echo "netns $name"
+	done
+	for name in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^(t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)'); do
+		owner_alive "$name" || echo "link $name"
+	done
+	# Orphaned processes started from test directories or the e2e binary
+	# dir (etcd, kube-apiserver, the CCM, tofu): their test is gone, so
+	# init adopted them.
+	ps -eo pid=,ppid=,args= | awk '$2 == 1' | grep -E '/tmp/(Test|tfccm-e2e-bin|go-build)|tfccm-local' |
+		grep -vE 'grep -E|leftovers.sh' |
+		awk '{$1=""; $2=""; sub(/^ +/, ""); print "process " $0}' || true
 	# HAProxy of a local cloud whose namespace is gone (it would keep a VIP's
 	# frontend alive where nothing can reach or stop it).
 	local hostns named pid ns
@@ -25,9 +47,6 @@ list() {
 			echo "process haproxy in a deleted network namespace ($ns)"
 		fi
 	done
-	# Host-side veth links of local clouds.
-	ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 |
-		grep -E '^(t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)' | sed 's/^/link /' || true
 }
 
 case "${1:-}" in
