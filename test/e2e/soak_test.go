@@ -76,6 +76,7 @@ func TestSoak(t *testing.T) {
 		registered[n] = true
 	}
 	ccm := startCCM(t, cluster, cfg, "--concurrent-service-syncs=4")
+	ccms := []*harness.CCM{ccm}
 
 	live := map[string]bool{}
 	deletedUIDs := map[string]string{} // name -> UID of a deleted Service
@@ -148,6 +149,7 @@ func TestSoak(t *testing.T) {
 		case a < 93: // kill -9 and restart
 			ccm.Kill()
 			ccm = startCCM(t, cluster, cfg, "--concurrent-service-syncs=4")
+			ccms = append(ccms, ccm)
 			counts["kill"]++
 		}
 	}
@@ -208,6 +210,14 @@ func TestSoak(t *testing.T) {
 		}
 		return nil
 	})
+	applies := 0
+	for _, c := range ccms {
+		applies += strings.Count(c.Log(), `message="plan applied in`)
+	}
+	actions := counts["create"] + counts["delete"] + counts["port"] + counts["label"] + counts["etp"] + counts["node+"] + counts["node-"]
+	if actions > 0 {
+		t.Logf("%d tofu applies for %d Service and node actions: %.2f applies per action", applies, actions, float64(applies)/float64(actions))
+	}
 	if out, err := execOutput("pgrep", "-af", "tofu .*"+regexp.QuoteMeta(workDir)); err == nil && strings.TrimSpace(out) != "" {
 		t.Errorf("tofu processes left: %s", out)
 	}
