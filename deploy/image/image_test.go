@@ -293,3 +293,25 @@ func TestBuildRejects(t *testing.T) {
 		t.Errorf("device in the mirror: %v", err)
 	}
 }
+
+func TestUnpack(t *testing.T) {
+	img, err := Build(inputs(t, time.Now(), order1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rootfs")
+	if err := Unpack(img, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "tmp"))
+	if err != nil || st.Mode().Perm() != 0o777 || st.Mode()&os.ModeSticky == 0 {
+		t.Errorf("/tmp: %v %v", st.Mode(), err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, CCM))
+	if err != nil || string(b) != "ccm-binary" {
+		t.Errorf("CCM: %q %v", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, CCM)); err != nil || st.Mode().Perm() != 0o755 || !st.ModTime().Equal(created) {
+		t.Errorf("CCM mode/mtime: %v %v", st, err)
+	}
+}
