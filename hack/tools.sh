@@ -49,9 +49,9 @@ apt_install() {
 	command -v etcd >/dev/null || [[ -x /usr/bin/etcd ]] || missing+=(etcd-server)
 	command -v ip >/dev/null || [[ -x /usr/sbin/ip || -x /sbin/ip ]] || missing+=(iproute2)
 	command -v curl >/dev/null || missing+=(curl)
-	# The image test runs the container with runc (podman needs cgroup
-	# controls this VM does not grant); the image's CA bundle comes from
-	# ca-certificates.
+	# TestContainerServesLoadBalancer runs the image with runc on an unpacked
+	# bundle (no daemon, storage or network setup needed); the image's CA
+	# bundle comes from ca-certificates.
 	command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || missing+=(runc)
 	[[ -f /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
 	if ((${#missing[@]})); then

@@ -111,7 +111,7 @@ func Build(s Spec) (v1.Image, error) {
 			Entrypoint: []string{CCM},
 			WorkingDir: WorkDir,
 			Env: []string{
-				"PATH=" + BinDir + ":/usr/bin:/bin",
+				"PATH=/usr/local/sbin:" + BinDir + ":/usr/sbin:/usr/bin:/sbin:/bin",
 				"HOME=" + WorkDir,
 				"TF_CLI_CONFIG_FILE=" + CLIConfig,
 				"SSL_CERT_FILE=" + CABundle,
