@@ -74,20 +74,63 @@ type Layer struct {
 	CreatedBy string
 }
 
-// cliConfig prefers the image's mirror for every provider it holds and
-// installs other providers from their registries when the network allows.
-const cliConfig = `# OpenTofu CLI configuration of the tfccm image (TF_CLI_CONFIG_FILE).
-# Providers present in the filesystem mirror are installed from it; any
-# other provider is fetched from its registry, if the cluster can reach it.
-# Add providers with ` + "`make image PROVIDERS=dir`" + ` (a ` + "`tofu providers mirror`" + ` directory)
-# or in a derived image that copies such a directory to the mirror path.
-provider_installation {
-  filesystem_mirror {
-    path = "` + ProviderMirror + `"
-  }
-  direct {}
+// CLIConfigFor is the image's OpenTofu CLI config for a mirror holding the
+// given providers (HOST/NAMESPACE/TYPE): those are installed from the
+// mirror only — OpenTofu otherwise asks their registry too, which fails
+// without network — and every other provider comes from its registry.
+func CLIConfigFor(providers []string) string {
+	var include string
+	if len(providers) > 0 {
+		q := make([]string, len(providers))
+		for i, p := range providers {
+			q[i] = fmt.Sprintf("%q", p)
+		}
+		include = "[" + strings.Join(q, ", ") + "]"
+	}
+	var b strings.Builder
+	b.WriteString("# OpenTofu CLI configuration of the tfccm image (TF_CLI_CONFIG_FILE; set\n")
+	b.WriteString("# terraform.cli_config_file to this file in the cloud config).\n")
+	b.WriteString("# Providers in the filesystem mirror are installed from it, offline;\n")
+	b.WriteString("# any other provider from its registry, if the cluster can reach it.\n")
+	b.WriteString("# Add providers with `make image PROVIDERS=dir` (a `tofu providers mirror`\n")
+	b.WriteString("# directory), which also lists them here.\n")
+	b.WriteString("provider_installation {\n  filesystem_mirror {\n    path = \"" + ProviderMirror + "\"\n")
+	if include != "" {
+		b.WriteString("    include = " + include + "\n")
+	}
+	b.WriteString("  }\n  direct {\n")
+	if include != "" {
+		b.WriteString("    exclude = " + include + "\n")
+	}
+	b.WriteString("  }\n}\n")
+	return b.String()
 }
-`
+
+// mirrored lists the providers in a `tofu providers mirror` directory: the
+// HOST/NAMESPACE/TYPE directories (packed or unpacked layout alike).
+func mirrored(dir string) ([]string, error) {
+	var out []string
+	hosts, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("image: providers: %w", err)
+	}
+	for _, h := range hosts {
+		nss, _ := os.ReadDir(filepath.Join(dir, h.Name()))
+		for _, ns := range nss {
+			types, _ := os.ReadDir(filepath.Join(dir, h.Name(), ns.Name()))
+			for _, ty := range types {
+				if ty.IsDir() {
+					out = append(out, h.Name()+"/"+ns.Name()+"/"+ty.Name())
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("image: providers: %s holds no HOST/NAMESPACE/TYPE directory (is it a `tofu providers mirror` directory?)", dir)
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // Build returns the image described by s.
 func Build(s Spec) (v1.Image, error) {
@@ -151,6 +194,12 @@ func Layers(s Spec) ([]Layer, error) {
 	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
 		return nil, fmt.Errorf("image: %s holds no PEM certificate", s.CABundle)
 	}
+	var providers []string
+	if s.Providers != "" {
+		if providers, err = mirrored(s.Providers); err != nil {
+			return nil, err
+		}
+	}
 	root := owner{}
 	user := owner{UID, GID}
 	baseFS := []entry{
@@ -168,7 +217,7 @@ func Layers(s Spec) ([]Layer, error) {
 		data("/etc/group", 0o644, root, fmt.Sprintf("root:x:0:\nnogroup:x:65534:\ntfccm:x:%d:\n", GID)),
 		// Go's resolver reads it to order /etc/hosts before DNS.
 		data("/etc/nsswitch.conf", 0o644, root, "hosts: files dns\n"),
-		data(CLIConfig, 0o644, root, cliConfig),
+		data(CLIConfig, 0o644, root, CLIConfigFor(providers)),
 		data(CABundle, 0o644, root, string(ca)),
 	}
 	tofu, err := file(BinDir+"/tofu", s.Tofu, 0o755)

@@ -181,7 +181,9 @@ func TestContent(t *testing.T) {
 		!strings.Contains(files["/etc/group"].body, "tfccm:x:65532:") {
 		t.Errorf("no user 65532:\n%s%s", files["/etc/passwd"].body, files["/etc/group"].body)
 	}
-	if rc := files[CLIConfig].body; !strings.Contains(rc, `path = "`+ProviderMirror+`"`) {
+	if rc := files[CLIConfig].body; !strings.Contains(rc, `path = "`+ProviderMirror+`"`) ||
+		!strings.Contains(rc, `include = ["example.com/acme/widget", "registry.opentofu.org/hashicorp/null"]`) ||
+		!strings.Contains(rc, `exclude = ["example.com/acme/widget", "registry.opentofu.org/hashicorp/null"]`) {
 		t.Errorf("CLI config does not name the mirror:\n%s", rc)
 	}
 
