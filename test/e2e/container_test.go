@@ -275,6 +275,10 @@ func runPod(t *testing.T, imgDir string, p podRun) *container {
 		t.Fatalf("the chart's container does not drop ALL capabilities: %+v", sc)
 	}
 	caps = append(caps, p.caps...)
+	args := append(append([]string{}, cf.Config.Entrypoint...), ctr.Args...)
+	if len(ctr.Command) > 0 {
+		args = append(append([]string{}, ctr.Command...), ctr.Args...)
+	}
 	var addGids []uint32
 	if fsGroup != nil {
 		addGids = append(addGids, uint32(*fsGroup))
@@ -284,7 +288,7 @@ func runPod(t *testing.T, imgDir string, p podRun) *container {
 		"process": map[string]any{
 			"terminal":        false,
 			"user":            map[string]any{"uid": uid, "gid": gid, "additionalGids": addGids},
-			"args":            append(append([]string{}, cf.Config.Entrypoint...), ctr.Args...),
+			"args":            args,
 			"env":             env,
 			"cwd":             cf.Config.WorkingDir,
 			"noNewPrivileges": noNewPrivs,
@@ -520,3 +524,60 @@ cloudConfig:
 }
 
 func podSpecOf(d *appsv1.Deployment) corev1.PodSpec { return d.Spec.Template.Spec }
+
+// TestImageProviderMirror builds the image with `make image PROVIDERS=dir`
+// and runs its tofu, as the chart's user with a read-only root file system
+// and no capabilities, on a module that needs a provider only the mirror
+// has: init installs it from the image's mirror through the image's CLI
+// config, without asking the (unreachable) registry.
+func TestImageProviderMirror(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mirror", "example.com/acme/widget/1.2.0/linux_amd64/terraform-provider-widget_v1.2.0")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	imgDir := filepath.Join(dir, "image")
+	cmd := exec.Command("make", "--no-print-directory", "image", "IMAGE_DIR="+imgDir, "IMAGE=tfccm.test/tfccm:providers", "PROVIDERS="+filepath.Join(dir, "mirror"))
+	cmd.Dir = repoRoot(t)
+	cmd.Env = withoutMake(os.Environ())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make image PROVIDERS=...: %v\n%s", err, out)
+	}
+	yes, no := true, false
+	user := int64(image.UID)
+	spec := corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &user, RunAsGroup: &user, FSGroup: &user},
+		Containers: []corev1.Container{{
+			Command: []string{image.BinDir + "/tofu", "-chdir=" + image.WorkDir + "/mod", "init", "-no-color", "-input=false", "-from-module=/etc/mod"},
+			SecurityContext: &corev1.SecurityContext{
+				ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "mod", MountPath: "/etc/mod", ReadOnly: true}, {Name: "work", MountPath: image.WorkDir}, {Name: "modwork", MountPath: image.WorkDir + "/mod"}, {Name: "tmp", MountPath: "/tmp"}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "mod", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "mod"}}}},
+			{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "modwork", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}
+	mod := &corev1.ConfigMap{Data: map[string]string{"main.tf": "terraform {\n  required_providers {\n    widget = { source = \"example.com/acme/widget\", version = \"1.2.0\" }\n  }\n}\n"}}
+	ca := writeFile(t, dir, "ca.crt", "")
+	c := runPod(t, imgDir, podRun{spec: spec, configMap: map[string]*corev1.ConfigMap{"mod": mod}, caFile: ca, apiHost: "127.0.0.1", apiPort: "1"})
+	select {
+	case <-c.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("tofu init did not finish: %s", c.output())
+	}
+	out := c.output()
+	if !strings.Contains(out, "Installed example.com/acme/widget v1.2.0") || !strings.Contains(out, "OpenTofu has been successfully initialized") {
+		t.Errorf("tofu init in the image did not install the mirrored provider:\n%s", out)
+	}
+	if c.cmd.ProcessState == nil || !c.cmd.ProcessState.Success() {
+		t.Errorf("tofu init exited with %v", c.cmd.ProcessState)
+	}
+}
