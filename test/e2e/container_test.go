@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,32 +26,18 @@ import (
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
-var (
-	imageOnce sync.Once
-	imageDir  string
-	imageErr  error
-)
-
-// builtImage runs `make image` once per test binary into a temporary
-// directory and returns that directory (oci/, tfccm.tar, digest).
+// builtImage runs `make image` into a temporary directory removed when
+// the test ends and returns it (oci/, tfccm.tar, digest).
 func builtImage(t *testing.T) string {
 	t.Helper()
-	imageOnce.Do(func() {
-		imageDir, imageErr = os.MkdirTemp("", "tfccm-e2e-image")
-		if imageErr != nil {
-			return
-		}
-		cmd := exec.Command("make", "--no-print-directory", "image", "IMAGE_DIR="+imageDir, "IMAGE=tfccm.test/tfccm:e2e")
-		cmd.Dir = repoRoot(t)
-		cmd.Env = withoutMake(os.Environ())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			imageErr = fmt.Errorf("make image: %v\n%s", err, out)
-		}
-	})
-	if imageErr != nil {
-		t.Fatal(imageErr)
+	dir := t.TempDir()
+	cmd := exec.Command("make", "--no-print-directory", "image", "IMAGE_DIR="+dir, "IMAGE=tfccm.test/tfccm:e2e")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = withoutMake(os.Environ())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
 	}
-	return imageDir
+	return dir
 }
 
 // withoutMake drops an enclosing make's job server settings.
