@@ -50,8 +50,9 @@ apt_install() {
 	command -v ip >/dev/null || [[ -x /usr/sbin/ip || -x /sbin/ip ]] || missing+=(iproute2)
 	command -v curl >/dev/null || missing+=(curl)
 	# TestContainerServesLoadBalancer runs the image with runc on an unpacked
-	# bundle (no daemon, storage or network setup needed); the image's CA
-	# bundle comes from ca-certificates.
+	# bundle. (Debian's podman 4.3 loads the image archive, but cannot start
+	# containers on these VMs: it raises rlimits, which needs
+	# CAP_SYS_RESOURCE.) The image's CA bundle comes from ca-certificates.
 	command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || missing+=(runc)
 	[[ -f /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
 	if ((${#missing[@]})); then
