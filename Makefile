@@ -9,7 +9,17 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools standin test unit lint e2e bench soak demo demo-down clean
+.PHONY: all build tools standin test unit lint e2e bench soak demo demo-down clean image
+
+# make image: the container image. IMAGE names it, PROVIDERS is an optional
+# `tofu providers mirror` directory baked into its provider mirror,
+# IMAGE_DIR receives the OCI layout (oci/), the load archive (tfccm.tar)
+# and the digest. The same commit always gives the same digest.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE     ?= ghcr.io/tfccm/tfccm:$(VERSION)
+PROVIDERS ?=
+IMAGE_DIR ?= $(CURDIR)/.work/image
+STATIC    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid="
 
 all: build
 
@@ -19,6 +29,18 @@ build:
 	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+
+## image: OCI image (layout in $(IMAGE_DIR)/oci, `podman load` archive $(IMAGE_DIR)/tfccm.tar)
+image: tools
+	@mkdir -p $(IMAGE_DIR)/bin
+	$(STATIC) -o $(IMAGE_DIR)/bin/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
+	$(STATIC) -o $(IMAGE_DIR)/bin/tfccm ./cmd/tfccm
+	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $$(git rev-parse HEAD) \
+		--created $$(git log -1 --format=%ct) \
+		--ccm $(IMAGE_DIR)/bin/terraform-cloud-controller-manager --tfccm $(IMAGE_DIR)/bin/tfccm --tofu $(BIN)/tofu \
+		$(if $(PROVIDERS),--providers $(abspath $(PROVIDERS))) \
+		--layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/tfccm.tar > $(IMAGE_DIR)/digest
+	@echo "$(IMAGE) $$(cat $(IMAGE_DIR)/digest)"
 
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:

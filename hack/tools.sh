@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl) into bin/ from the Go module proxy and installs
+# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl, helm) into bin/ from the Go module proxy and installs
 # the Debian packages the tests need. Reuses a keyed cache
 # (${TFCCM_CACHE:-~/.cache/tfccm}) so a second run, or a fresh clone on the
 # same machine, builds nothing.
@@ -12,6 +12,7 @@ mkdir -p "$bin" "$cache"
 
 TOFU_VERSION=v1.12.6
 KUBE_VERSION=v1.36.3
+HELM_VERSION=v3.22.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -48,6 +49,12 @@ apt_install() {
 	command -v etcd >/dev/null || [[ -x /usr/bin/etcd ]] || missing+=(etcd-server)
 	command -v ip >/dev/null || [[ -x /usr/sbin/ip || -x /sbin/ip ]] || missing+=(iproute2)
 	command -v curl >/dev/null || missing+=(curl)
+	# TestContainerServesLoadBalancer runs the image with runc on an unpacked
+	# bundle. (Debian's podman 4.3 loads the image archive, but cannot start
+	# containers on these VMs: it raises rlimits, which needs
+	# CAP_SYS_RESOURCE.) The image's CA bundle comes from ca-certificates.
+	command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || missing+=(runc)
+	[[ -f /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -69,5 +76,8 @@ build kube-apiserver "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/ku
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
 build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kubectl \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
+	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
+"$bin/helm" version --short >&2

@@ -16,6 +16,9 @@ import (
 // defaultPath is used when the controller runs without PATH.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// inCluster are the variables a pod's in-cluster Kubernetes clients need.
+var inCluster = []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
+
 // Settings are the cloud config's terraform settings that shape the
 // environment.
 type Settings struct {
@@ -44,6 +47,13 @@ func Build(s Settings) (env map[string]string, secrets []string, err error) {
 	}
 	if env["HOME"] == "" {
 		env["HOME"] = s.Home
+	}
+	// In a pod, the kubernetes state backend (in_cluster_config) finds the
+	// apiserver the way client-go does, by these two; they are not secret.
+	for _, k := range inCluster {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
 	}
 	for _, k := range s.PassEnv {
 		if v, ok := os.LookupEnv(k); ok {

@@ -1,0 +1,398 @@
+package deploy
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/deploy/image"
+	"github.com/tfccm/tfccm/internal/repo"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden helm template renders in testdata/helm")
+
+// helm returns the repository's root and its bin/helm (make tools).
+func helm(t *testing.T) (root, bin string) {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("helm not found at %s: run `make tools`", bin)
+	}
+	return root, bin
+}
+
+// cases are the golden renders: testdata/helm/<case>.values.yaml (none for
+// "default") rendered to testdata/helm/<case>.yaml.
+func cases(t *testing.T) []string {
+	files, err := filepath.Glob("testdata/helm/*.values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"default"}
+	for _, f := range files {
+		out = append(out, strings.TrimSuffix(filepath.Base(f), ".values.yaml"))
+	}
+	return out
+}
+
+func render(t *testing.T, c string, set ...string) []byte {
+	t.Helper()
+	root, bin := helm(t)
+	var values []string
+	if c != "default" {
+		values = []string{filepath.Join("testdata", "helm", c+".values.yaml")}
+	}
+	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", values, set...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestHelmLint(t *testing.T) {
+	root, bin := helm(t)
+	for _, c := range cases(t) {
+		args := []string{"lint", "--strict", filepath.Join(root, Chart)}
+		if c != "default" {
+			args = append(args, "--values", filepath.Join("testdata", "helm", c+".values.yaml"))
+		}
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm lint (%s): %v\n%s", c, err, out)
+		}
+	}
+}
+
+// TestHelmTemplateGolden compares each render with its golden file
+// (`go test ./deploy -update` rewrites them) and decodes it strictly.
+func TestHelmTemplateGolden(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c, func(t *testing.T) {
+			got := render(t, c)
+			golden := filepath.Join("testdata", "helm", c+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./deploy -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("helm template differs from %s (run go test ./deploy -update and review the diff):\n%s", golden, lineDiff(string(want), string(got)))
+			}
+			if _, err := Decode(got); err != nil {
+				t.Errorf("render does not decode: %v", err)
+			}
+		})
+	}
+}
+
+// lineDiff lists the lines only in want (-) and only in got (+).
+func lineDiff(want, got string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(want, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(got, "\n") {
+		count[l]--
+	}
+	var out []string
+	for l, n := range count {
+		switch {
+		case n > 0:
+			out = append(out, "- "+l)
+		case n < 0:
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+func objects(t *testing.T, c string, set ...string) []runtime.Object {
+	t.Helper()
+	objs, err := Decode(render(t, c, set...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func podSpec(t *testing.T, objs []runtime.Object) (kind string, spec corev1.PodSpec) {
+	t.Helper()
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *appsv1.Deployment:
+			return "Deployment", v.Spec.Template.Spec
+		case *appsv1.DaemonSet:
+			return "DaemonSet", v.Spec.Template.Spec
+		}
+	}
+	t.Fatal("no workload rendered")
+	return
+}
+
+// TestHelmChartSettings checks what the goldens cannot say by themselves:
+// the restricted security context, the paths the image provides, a cloud
+// config tfccm accepts, the daemonset layout and the template items.
+func TestHelmChartSettings(t *testing.T) {
+	objs := objects(t, "default")
+	kind, spec := podSpec(t, objs)
+	if kind != "Deployment" {
+		t.Errorf("default mode renders a %s", kind)
+	}
+	c := spec.Containers[0]
+	psc, sc := spec.SecurityContext, c.SecurityContext
+	if psc == nil || sc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != image.UID ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("security context is not restricted: pod %+v container %+v", psc, sc)
+	}
+	mounts := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = true
+	}
+	for _, p := range []string{"/etc/tfccm/config", image.WorkDir, "/tmp"} {
+		if !mounts[p] {
+			t.Errorf("no volume at %s (the root file system is read-only)", p)
+		}
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"--cloud-provider=terraform", "--cloud-config=/etc/tfccm/config/cloud.hcl", "--leader-elect=true"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %s: %s", want, args)
+		}
+	}
+	var pdb bool
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.ConfigMap:
+			if v.Name != "tfccm-cloud-config" {
+				continue
+			}
+			f := filepath.Join(t.TempDir(), "cloud.hcl")
+			if err := os.WriteFile(f, []byte(v.Data["cloud.hcl"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Errorf("the chart's cloud config is refused: %v\n%s", err, v.Data["cloud.hcl"])
+				continue
+			}
+			if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
+				t.Errorf("cloud config: cli_config_file %q, work_dir %q; want the image's %s and %s", cfg.Terraform.CLIConfigFile, cfg.WorkDir, image.CLIConfig, image.WorkDir)
+			}
+		case *policyv1.PodDisruptionBudget:
+			pdb = v.Spec.MaxUnavailable != nil && v.Spec.MaxUnavailable.IntValue() == 1
+		}
+	}
+	if !pdb {
+		t.Error("no PodDisruptionBudget for the default two replicas")
+	}
+
+	_, ds := podSpec(t, objects(t, "daemonset"))
+	if !ds.HostNetwork || ds.NodeSelector["node-role.kubernetes.io/control-plane"] != "" || len(ds.NodeSelector) != 1 {
+		t.Errorf("daemonset: hostNetwork %v, nodeSelector %v", ds.HostNetwork, ds.NodeSelector)
+	}
+	tol := map[string]bool{}
+	for _, x := range ds.Tolerations {
+		tol[x.Key] = true
+	}
+	for _, k := range []string{"node-role.kubernetes.io/control-plane", "node.cloudprovider.kubernetes.io/uninitialized"} {
+		if !tol[k] {
+			t.Errorf("daemonset does not tolerate %s", k)
+		}
+	}
+
+	full := objects(t, "full")
+	_, fs := podSpec(t, full)
+	var items map[string]string
+	var cm *corev1.ConfigMap
+	for _, v := range fs.Volumes {
+		if v.Name == "templates" && v.ConfigMap != nil {
+			items = map[string]string{}
+			for _, it := range v.ConfigMap.Items {
+				items[it.Path] = it.Key
+			}
+		}
+	}
+	var monitor bool
+	for _, o := range full {
+		if v, ok := o.(*corev1.ConfigMap); ok && v.Name == "tfccm-templates" {
+			cm = v
+		}
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "ServiceMonitor" {
+			monitor = true
+		}
+	}
+	if cm == nil || len(items) != 3 {
+		t.Fatalf("templates: ConfigMap %v, items %v", cm != nil, items)
+	}
+	for path, key := range items {
+		if !strings.Contains(cm.Data[key], "resource") && !strings.Contains(cm.Data[key], "output") {
+			t.Errorf("item %s -> key %s holds %q", path, key, cm.Data[key])
+		}
+	}
+	if !strings.Contains(cm.Data[items["loadbalancer.internal/main.tf"]], `"internal"`) {
+		t.Errorf("loadbalancer.internal/main.tf maps to the wrong content")
+	}
+	if !monitor {
+		t.Error("serviceMonitor.enabled renders no ServiceMonitor")
+	}
+}
+
+func TestHelmRejectsBadValues(t *testing.T) {
+	root, bin := helm(t)
+	for _, tc := range []struct {
+		values, want string
+	}{
+		{"mode: statefulset", "mode must be deployment or daemonset"},
+		{"stateBackend: {type: s3}", "stateBackend.type must be"},
+		{`cloudConfig: {inline: "cluster_name = \"x\"\n  backend \"local\" {}\n"}`, "has a backend block"},
+		{"cloudConfig: {inline: ''}", "set cloudConfig.inline or cloudConfig.existingConfigMap"},
+		{"templates: {files: {../evil.tf: x}}", "relative file path"},
+		{"templates: {files: {/etc/passwd: x}}", "relative file path"},
+		{"templates: {files: {a.tf: x}, existingConfigMap: t}", "not both"},
+		{"credentials: {keys: [A]}", "credentials.keys needs credentials.existingSecret"},
+	} {
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := HelmTemplate(bin, root, "tfccm", "kube-system", []string{f})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %s: got %v, want an error containing %q", tc.values, err, tc.want)
+		}
+	}
+}
+
+// grants are what a set of RBAC objects lets one ServiceAccount do, by
+// rule, independent of how the objects are named: "NS GROUP RESOURCE VERB"
+// with NS * for cluster-wide, and "bind KIND NAME NS" for roles the
+// objects bind but do not define (system:auth-delegator, ...).
+func grants(t *testing.T, objs []runtime.Object, saNamespace, saName string) []string {
+	t.Helper()
+	clusterRoles := map[string][]rbacv1.PolicyRule{}
+	roles := map[string][]rbacv1.PolicyRule{} // ns/name
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *rbacv1.ClusterRole:
+			clusterRoles[v.Name] = v.Rules
+		case *rbacv1.Role:
+			roles[v.Namespace+"/"+v.Name] = v.Rules
+		}
+	}
+	set := map[string]bool{}
+	add := func(ns string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, verb := range r.Verbs {
+						set[fmt.Sprintf("%s %s %s %s", ns, g, res, verb)] = true
+					}
+				}
+			}
+		}
+	}
+	bound := func(subjects []rbacv1.Subject) bool {
+		for _, s := range subjects {
+			if s.Kind == "ServiceAccount" && s.Namespace == saNamespace && s.Name == saName {
+				return true
+			}
+		}
+		return false
+	}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			if !bound(v.Subjects) {
+				continue
+			}
+			if rules, ok := clusterRoles[v.RoleRef.Name]; ok {
+				add("*", rules)
+			} else {
+				set["bind ClusterRole "+v.RoleRef.Name+" *"] = true
+			}
+		case *rbacv1.RoleBinding:
+			if !bound(v.Subjects) {
+				continue
+			}
+			var rules []rbacv1.PolicyRule
+			var ok bool
+			if v.RoleRef.Kind == "ClusterRole" {
+				rules, ok = clusterRoles[v.RoleRef.Name]
+			} else {
+				rules, ok = roles[v.Namespace+"/"+v.RoleRef.Name]
+			}
+			if ok {
+				add(v.Namespace, rules)
+			} else {
+				set["bind "+v.RoleRef.Kind+" "+v.RoleRef.Name+" "+v.Namespace] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestChartRBACMatchesBase: the chart (default values, in kube-system) and
+// deploy/base let their ServiceAccount do exactly the same things.
+func TestChartRBACMatchesBase(t *testing.T) {
+	base, err := Objects("base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var baseSA *corev1.ServiceAccount
+	for _, o := range base {
+		if v, ok := o.(*corev1.ServiceAccount); ok {
+			baseSA = v
+		}
+	}
+	chart := objects(t, "default")
+	var chartSA *corev1.ServiceAccount
+	for _, o := range chart {
+		if v, ok := o.(*corev1.ServiceAccount); ok {
+			chartSA = v
+		}
+	}
+	if baseSA == nil || chartSA == nil {
+		t.Fatal("a ServiceAccount is missing")
+	}
+	_, spec := podSpec(t, chart)
+	if spec.ServiceAccountName != chartSA.Name {
+		t.Errorf("the chart's pods run as %q, not its ServiceAccount %q", spec.ServiceAccountName, chartSA.Name)
+	}
+	b := grants(t, base, baseSA.Namespace, baseSA.Name)
+	c := grants(t, chart, chartSA.Namespace, chartSA.Name)
+	if strings.Join(b, "\n") != strings.Join(c, "\n") {
+		t.Errorf("deploy/base and the chart grant different RBAC:\n%s", lineDiff(strings.Join(b, "\n"), strings.Join(c, "\n")))
+	}
+	if len(c) < 20 {
+		t.Errorf("only %d grants: %v", len(c), c)
+	}
+}

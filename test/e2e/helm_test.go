@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/tfccm/tfccm/deploy"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+)
+
+// helmInstall installs the chart as release "tfccm" in kube-system of
+// cluster with the given values (YAML) and uninstalls it when the test
+// ends. It returns the name of the chart's ServiceAccount.
+func helmInstall(t *testing.T, cluster *devcluster.Cluster, values string) string {
+	t.Helper()
+	root := repoRoot(t)
+	helm := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("helm not found at %s: run `make tools`", helm)
+	}
+	dir := t.TempDir()
+	vf := writeFile(t, dir, "values.yaml", values)
+	run := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(helm, append(args, "--kubeconfig", cluster.Kubeconfig(), "--namespace", "kube-system")...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
+		return cmd.CombinedOutput()
+	}
+	if out, err := run("install", "tfccm", filepath.Join(root, deploy.Chart), "--values", vf); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := run("uninstall", "tfccm", "--wait", "--timeout", "60s"); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+	})
+	return "tfccm"
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount kube-system/name with a fresh token, and waits until the
+// apiserver's authorizer sees its grants.
+func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name string) (kubeconfig, token string) {
+	t.Helper()
+	ctx := context.Background()
+	tok, err := cluster.Client().CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	rc := cluster.RESTConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.TLSClientConfig.CAFile}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	kc.CurrentContext = "c"
+	kubeconfig = filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := kubernetes.NewForConfigOrDie(cfg)
+	eventually(t, 30*time.Second, "ServiceAccount grants visible", func(ctx context.Context) error {
+		if _, err := sa.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		_, err := sa.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		return err
+	})
+	return kubeconfig, tok.Status.Token
+}
+
+// TestCCMRunsUnderChartRBAC is TestCCMRunsUnderShippedRBAC for the Helm
+// chart: `helm install` into the local control plane, then the CCM runs
+// with exactly the chart's ServiceAccount and must take the Lease, add the
+// finalizer and record Events without a single forbidden call.
+func TestCCMRunsUnderChartRBAC(t *testing.T) {
+	cluster := devcluster.ForTest(t)
+	admin := cluster.Client()
+	ctx := context.Background()
+	sa := helmInstall(t, cluster, "replicas: 1\n")
+	kubeconfig, _ := serviceAccountKubeconfig(t, cluster, sa)
+	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
+
+	ccm := startCCMWithKubeconfig(t, kubeconfig, cfg)
+	eventually(t, time.Minute, "leader Lease taken by the chart's ServiceAccount", func(ctx context.Context) error {
+		if ccm.Exited() {
+			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
+		}
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil {
+			return fmt.Errorf("no holder")
+		}
+		return nil
+	})
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "chart-rbac", Namespace: "default"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
+	}
+	if _, err := admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "finalizer added and Events recorded", func(ctx context.Context) error {
+		s, err := admin.CoreV1().Services("default").Get(ctx, "chart-rbac", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Finalizers) == 0 {
+			return fmt.Errorf("no finalizer yet")
+		}
+		ev := harness.Events(ctx, admin, s.Namespace, s.Name)
+		if !strings.Contains(ev, "EnsuringLoadBalancer") || !strings.Contains(ev, "TerraformRenderFailed") {
+			return fmt.Errorf("events: %s", ev)
+		}
+		return nil
+	})
+	if log := ccm.Log(); strings.Contains(log, "is forbidden") {
+		i := strings.Index(log, "is forbidden")
+		t.Errorf("the CCM hit a permission the chart does not grant: ...%s", log[max(0, i-300):min(len(log), i+200)])
+	}
+}
