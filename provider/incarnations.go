@@ -108,7 +108,9 @@ func formatIncarnations(entries map[string]string) string {
 	for who, at := range entries {
 		list = append(list, e{who, at})
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].at < list[j].at || list[i].at == list[j].at && list[i].who < list[j].who })
+	sort.Slice(list, func(i, j int) bool {
+		return list[i].at < list[j].at || list[i].at == list[j].at && list[i].who < list[j].who
+	})
 	if len(list) > maxIncarnations {
 		list = list[len(list)-maxIncarnations:]
 	}
