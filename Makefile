@@ -9,16 +9,25 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
+# The lbhost provider, installed into a filesystem mirror under bin/providers.
+LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/tfprovider/version.go)
+LBHOST_MIRROR  := $(BIN)/providers
+LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)/terraform-provider-lbhost_v$(LBHOST_VERSION)
+
 .PHONY: all build tools test unit lint e2e bench demo demo-down clean
 
 all: build
 
-## build: the CCM, the tfccm CLI and devcluster into bin/
+## build: the CCM, the tfccm CLI and devcluster into bin/; the lbhost provider into the
+## filesystem mirror bin/providers and a CLI config using it into bin/lbhost.tfrc
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+	@mkdir -p $(dir $(LBHOST_BIN))
+	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
+	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
 
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:
@@ -46,4 +55,4 @@ demo-down:
 	bash hack/demo.sh down
 
 clean:
-	rm -rf $(addprefix $(BIN)/,$(BINARIES)) .work
+	rm -rf $(addprefix $(BIN)/,$(BINARIES)) $(LBHOST_MIRROR) $(BIN)/lbhost.tfrc .work
