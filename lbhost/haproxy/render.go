@@ -155,6 +155,8 @@ func Parse(data []byte) (Frontend, error) {
 		for _, l := range fe.lines {
 			k := strings.Fields(l)
 			switch {
+			case len(k) == 0:
+				return f, fmt.Errorf("frontend %s: blank indented line", fe.name)
 			case l == "mode tcp":
 			case len(k) == 2 && k[0] == "bind":
 				host, ps, ok := strings.Cut(k[1], ":")
@@ -185,6 +187,8 @@ func Parse(data []byte) (Frontend, error) {
 		for _, l := range be.lines {
 			k := strings.Fields(l)
 			switch {
+			case len(k) == 0:
+				return f, fmt.Errorf("backend %s: blank indented line", be.name)
 			case l == "mode tcp":
 			case l == "balance source":
 				affinity = "ClientIP"
@@ -231,7 +235,7 @@ func Parse(data []byte) (Frontend, error) {
 			if fmt.Sprint(servers) != fmt.Sprint(firstServers) || opts != firstOpts || hc != f.HealthCheck ||
 				affinity != f.SessionAffinity || strings.Join(ranges, " ") != strings.Join(f.SourceRanges, " ") ||
 				(Timeouts{Connect: tConnect, Client: timeoutClient, Server: tServer}) != f.Timeouts {
-				return f, fmt.Errorf("port %d is configured unlike port %d", port.Port, f.Ports[0].Port)
+				return f, fmt.Errorf("port %d is configured unlike the first port", port.Port)
 			}
 		}
 		if port.NodePort == 0 {
