@@ -27,6 +27,10 @@ func (h *Host) masterCLI(ctx context.Context, cmd string) (string, error) {
 	if _, err := io.WriteString(conn, cmd+"\n"); err != nil {
 		return "", fmt.Errorf("%s: HAProxy master CLI %q: %w", h.T, cmd, err)
 	}
+	// Half-close: the CLI answers and closes once it sees the end of input.
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
 	out, err := io.ReadAll(conn)
 	if err != nil {
 		return "", fmt.Errorf("%s: HAProxy master CLI %q: %w", h.T, cmd, err)
