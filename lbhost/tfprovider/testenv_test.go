@@ -277,7 +277,9 @@ func (w *workspace) ok(args ...string) string {
 	return out
 }
 
-func (w *workspace) apply() string { return w.ok("apply", "-auto-approve", "-input=false", "-no-color") }
+func (w *workspace) apply() string {
+	return w.ok("apply", "-auto-approve", "-input=false", "-no-color")
+}
 
 // planActions plans to a file and returns each resource address's actions.
 func (w *workspace) planActions() map[string][]string {
