@@ -22,6 +22,7 @@ import (
 //	Dir/lock              flock serializing every change
 //	Dir/server-state      HAProxy's server-state-file
 //	Dir/master.sock       HAProxy's master CLI (haproxy -W -S)
+//	Dir/keepalived/O.conf VRRP instances of VIPs with VRRP (lbhost)
 //
 // This is the local cloud's layout (examples/local/infra), so lbhost and
 // the infra's scripts share one lock.
@@ -30,6 +31,8 @@ type Host struct {
 	Dir string
 	// HAProxy is the haproxy binary on the host ("haproxy" by default).
 	HAProxy string
+	// Keepalived is used by VIPs with VRRP.
+	Keepalived Keepalived
 }
 
 // New checks dir and returns a Host.
@@ -37,7 +40,9 @@ func New(t transport.Transport, dir string) (*Host, error) {
 	if err := transport.CheckPath(dir); err != nil {
 		return nil, fmt.Errorf("config_dir: %w", err)
 	}
-	return &Host{T: t, Dir: dir, HAProxy: "haproxy"}, nil
+	return &Host{T: t, Dir: dir, HAProxy: "haproxy", Keepalived: Keepalived{
+		Binary: "keepalived", Config: "/etc/keepalived/keepalived.conf", PIDFile: "/run/keepalived.pid",
+	}}, nil
 }
 
 func (h *Host) p(elem ...string) string { return path.Join(append([]string{h.Dir}, elem...)...) }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tfccm/tfccm/lbhost/keepalived"
 	"github.com/tfccm/tfccm/lbhost/transport"
 )
 
@@ -31,6 +32,9 @@ type VIP struct {
 	Pool      netip.Prefix
 	Address   string // "" = allocate
 	Interface string
+	// VRRP, when set, has keepalived hold the address (on Interface)
+	// instead of lbhost adding it; Owner and Address are filled in.
+	VRRP *keepalived.Instance
 }
 
 func (v VIP) validate() error {
@@ -145,6 +149,14 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
 		}
 	}
+	if v.VRRP != nil {
+		in := *v.VRRP
+		in.Owner, in.Address, in.AddressInterface = v.Owner, addr, v.Interface
+		if err := h.applyVRRP(ctx, in); err != nil {
+			return addr, fmt.Errorf("VRRP instance for %s: %w", addr, err)
+		}
+		return addr, nil
+	}
 	if _, err := h.T.Run(ctx, nil, "ip", "addr", "replace", addr+"/32", "dev", v.Interface); err != nil {
 		// The claim stays: the address is ours, the next apply adds it.
 		return addr, fmt.Errorf("add VIP %s: %w", addr, err)
@@ -212,7 +224,7 @@ func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
 
 // VIPPresent reports whether owner's claim on addr exists and the address
 // is configured on iface.
-func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string) (bool, error) {
+func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string, vrrp bool) (bool, error) {
 	if !ValidInterface(iface) {
 		return false, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
 	}
@@ -225,6 +237,15 @@ func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string) (bool,
 	}
 	if strings.TrimSpace(string(data)) != owner {
 		return false, nil
+	}
+	if vrrp {
+		// keepalived holds the address only on the VRRP master: the
+		// instance is what must be there.
+		in, err := h.ReadVRRP(ctx, owner)
+		if err != nil {
+			return false, err
+		}
+		return in != nil && in.Address == addr && in.AddressInterface == iface, nil
 	}
 	return h.hasAddress(ctx, addr, iface)
 }
@@ -253,9 +274,9 @@ func (h *Host) hasAddress(ctx context.Context, addr, iface string) (bool, error)
 	return false, nil
 }
 
-// ReleaseVIP drops owner's claim on addr and the address, if no one else
-// claims it meanwhile.
-func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string) error {
+// ReleaseVIP drops owner's claim on addr and the address (or its VRRP
+// instance), if no one else claims it meanwhile.
+func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp bool) error {
 	if !ValidInterface(iface) {
 		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
 	}
@@ -279,6 +300,9 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string) error 
 		}
 	default:
 		return nil // someone else's now: leave the address alone
+	}
+	if vrrp {
+		return h.deleteVRRP(ctx, owner)
 	}
 	has, err := h.hasAddress(ctx, addr, iface)
 	if err != nil {

@@ -35,6 +35,8 @@ type lbhostProvider struct{ version string }
 type providerModel struct {
 	ConfigDir types.String `tfsdk:"config_dir"`
 	HAProxy   types.String `tfsdk:"haproxy"`
+	KAConfig  types.String `tfsdk:"keepalived_config"`
+	KAPIDFile types.String `tfsdk:"keepalived_pid_file"`
 	Netns     types.String `tfsdk:"netns"`
 	SSH       *sshModel    `tfsdk:"ssh"`
 }
@@ -70,6 +72,16 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional:    true,
 				Description: "The haproxy binary on the host. Default `haproxy`.",
 				Validators:  []validator.String{pathOrNameValidator{}},
+			},
+			"keepalived_config": schema.StringAttribute{
+				Optional:    true,
+				Description: "keepalived's main configuration on the host, checked with `keepalived -t -f` before every reload. It must `include <config_dir>/keepalived/*.conf`. Default `/etc/keepalived/keepalived.conf`.",
+				Validators:  []validator.String{pathValidator{}},
+			},
+			"keepalived_pid_file": schema.StringAttribute{
+				Optional:    true,
+				Description: "Pid file of keepalived's parent process (reloaded with SIGHUP). Default `/run/keepalived.pid`.",
+				Validators:  []validator.String{pathValidator{}},
 			},
 			"netns": schema.StringAttribute{
 				Optional:    true,
@@ -119,8 +131,17 @@ func (c *conn) host(ctx context.Context) (*host.Host, error) {
 			return
 		}
 		c.h, c.err = host.New(t, c.cfg.ConfigDir.ValueString())
-		if c.err == nil && !c.cfg.HAProxy.IsNull() {
+		if c.err != nil {
+			return
+		}
+		if !c.cfg.HAProxy.IsNull() {
 			c.h.HAProxy = c.cfg.HAProxy.ValueString()
+		}
+		if !c.cfg.KAConfig.IsNull() {
+			c.h.Keepalived.Config = c.cfg.KAConfig.ValueString()
+		}
+		if !c.cfg.KAPIDFile.IsNull() {
+			c.h.Keepalived.PIDFile = c.cfg.KAPIDFile.ValueString()
 		}
 	})
 	return c.h, c.err

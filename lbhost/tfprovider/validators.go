@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -167,4 +168,9 @@ func splitDots(s string) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+func isIP(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.String() == s
 }

@@ -2,9 +2,16 @@ package tfprovider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -15,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/keepalived"
 )
 
 type vipResource struct{ c *conn }
@@ -27,6 +35,48 @@ type vipModel struct {
 	Pool      types.String `tfsdk:"pool"`
 	Address   types.String `tfsdk:"address"`
 	Interface types.String `tfsdk:"interface"`
+	VRRP      *vrrpModel   `tfsdk:"vrrp"`
+}
+
+type vrrpModel struct {
+	Interface       types.String `tfsdk:"interface"`
+	VirtualRouterID types.Int64  `tfsdk:"virtual_router_id"`
+	Priority        types.Int64  `tfsdk:"priority"`
+	AdvertInt       types.Int64  `tfsdk:"advert_int"`
+	NoPreempt       types.Bool   `tfsdk:"nopreempt"`
+	SourceAddress   types.String `tfsdk:"source_address"`
+	Peers           types.List   `tfsdk:"peers"`
+}
+
+func (v *vrrpModel) instance(ctx context.Context) (*keepalived.Instance, diag.Diagnostics) {
+	if v == nil {
+		return nil, nil
+	}
+	in := &keepalived.Instance{Interface: v.Interface.ValueString(), VirtualRouterID: int(v.VirtualRouterID.ValueInt64()),
+		Priority: int(v.Priority.ValueInt64()), AdvertInt: int(v.AdvertInt.ValueInt64()), NoPreempt: v.NoPreempt.ValueBool(),
+		SourceAddress: v.SourceAddress.ValueString()}
+	var diags diag.Diagnostics
+	if !v.Peers.IsNull() {
+		diags = v.Peers.ElementsAs(ctx, &in.Peers, false)
+	}
+	return in, diags
+}
+
+func fromInstance(in keepalived.Instance, prior *vrrpModel) *vrrpModel {
+	m := &vrrpModel{Interface: types.StringValue(in.Interface), VirtualRouterID: types.Int64Value(int64(in.VirtualRouterID)),
+		Priority: types.Int64Value(int64(in.Priority)), AdvertInt: types.Int64Value(int64(in.AdvertInt)),
+		NoPreempt: types.BoolValue(in.NoPreempt), SourceAddress: types.StringNull(), Peers: types.ListNull(types.StringType)}
+	if in.SourceAddress != "" {
+		m.SourceAddress = types.StringValue(in.SourceAddress)
+	}
+	if len(in.Peers) > 0 || (prior != nil && !prior.Peers.IsNull()) {
+		peers := make([]attr.Value, len(in.Peers))
+		for i, p := range in.Peers {
+			peers[i] = types.StringValue(p)
+		}
+		m.Peers = types.ListValueMust(types.StringType, peers)
+	}
+	return m
 }
 
 func (r *vipResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -53,8 +103,34 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 				Validators:    []validator.String{ipv4Check},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
-				Description: "Interface the address is added to. Default `lo`.",
+				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`). Default `lo`.",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
+			"vrrp": schema.SingleNestedAttribute{
+				Optional: true,
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = req.StateValue.IsNull() != req.PlanValue.IsNull()
+					}, "Adding or removing vrrp replaces the VIP.", "Adding or removing vrrp replaces the VIP.")},
+				Description: "Hold the address with a keepalived VRRP instance (bare-metal LB hosts) instead of adding it directly: " +
+					"written as `keepalived/<owner>.conf` under `config_dir` (keepalived's main configuration must `include` that directory), " +
+					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place.",
+				Attributes: map[string]schema.Attribute{
+					"interface": schema.StringAttribute{Required: true, Description: "Interface VRRP adverts are sent on.",
+						Validators: []validator.String{ifaceCheck}},
+					"virtual_router_id": schema.Int64Attribute{Required: true, Description: "VRRP virtual router id (1-255), the same on every host of the group.",
+						Validators: []validator.Int64{int64Range{1, 255}}},
+					"priority": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100),
+						Description: "This host's priority (1-254); the highest live host holds the VIP.", Validators: []validator.Int64{int64Range{1, 254}}},
+					"advert_int": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						Description: "Seconds between adverts; failover takes about 3 of them.", Validators: []validator.Int64{int64Range{1, 255}}},
+					"nopreempt": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						Description: "A recovered higher-priority host does not take the VIP back (no flapping)."},
+					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts.",
+						Validators: []validator.String{stringCheck{desc: "an IP address", ok: isIP}}},
+					"peers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Description: "The other hosts' addresses: unicast VRRP, for networks that filter multicast."},
+				},
+			},
 		},
 	}
 }
@@ -71,6 +147,13 @@ func (m vipModel) vip() (host.VIP, error) {
 		return host.VIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
 	}
 	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString()}
+	if m.VRRP != nil {
+		in, diags := m.VRRP.instance(context.Background())
+		if diags.HasError() {
+			return v, fmt.Errorf("vrrp.peers: not a list of strings")
+		}
+		v.VRRP = in
+	}
 	if !m.Address.IsNull() && !m.Address.IsUnknown() {
 		v.Address = m.Address.ValueString()
 	}
@@ -145,7 +228,13 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	h, err := r.c.host(ctx)
 	var ok bool
 	if err == nil {
-		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString())
+		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	}
+	var drift *host.Drift
+	if errors.As(err, &drift) {
+		resp.Diagnostics.AddWarning("lbhost_vip "+m.Owner.ValueString()+" changed on the host", drift.Error()+"; the next apply writes it again")
+		resp.State.RemoveResource(ctx)
+		return
 	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
@@ -153,13 +242,49 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	if !ok {
 		resp.State.RemoveResource(ctx)
+		return
+	}
+	if m.VRRP != nil {
+		in, err := h.ReadVRRP(ctx, m.Owner.ValueString())
+		if err != nil || in == nil {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		want, _ := m.VRRP.instance(ctx)
+		want.Owner, want.Address, want.AddressInterface = in.Owner, in.Address, in.AddressInterface
+		if fmt.Sprint(*want) != fmt.Sprint(*in) {
+			m.VRRP = fromInstance(*in, m.VRRP)
+			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		}
 	}
 }
 
-// Update never runs: every argument requires replacement.
+// Update changes the VRRP instance in place; every other argument
+// requires replacement. Adding or removing vrrp replaces the VIP.
 func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m vipModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.VRRP != nil {
+		v, err := m.vip()
+		var h *host.Host
+		if err == nil {
+			h, err = r.c.host(ctx)
+		}
+		if err == nil {
+			in := *v.VRRP
+			in.Owner, in.Address, in.AddressInterface = v.Owner, m.Address.ValueString(), v.Interface
+			err = h.UpdateVRRP(ctx, in)
+		}
+		if err != nil {
+			addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+			if !host.IsPartial(err) {
+				return
+			}
+		}
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -171,7 +296,7 @@ func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	}
 	h, err := r.c.host(ctx)
 	if err == nil {
-		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString())
+		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
 	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
