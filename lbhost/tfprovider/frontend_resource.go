@@ -130,7 +130,7 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"source_ranges": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
 				Description: "Client CIDRs allowed to connect; others are rejected. Unset: everyone.",
-				Validators:  nil,
+				Validators:  []validator.List{eachString{cidrCheck}},
 			},
 			"proxy_protocol": schema.StringAttribute{
 				Optional: true, Description: "Send a PROXY protocol header to the servers: `v1` or `v2`. Unset: none.",

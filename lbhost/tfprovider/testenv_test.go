@@ -65,6 +65,7 @@ type cloud struct {
 	netns, dir, pool string
 	nodeA, nodeB     string // host-side addresses that act as nodes
 	gateway          string // the netns side of the veth
+	link             string // the veth's name inside the netns
 }
 
 const slotLock = "/run/tfccm-lbhost-test.lock"
@@ -101,6 +102,7 @@ func newCloud(t *testing.T) *cloud {
 		dir: t.TempDir(),
 	}
 	hostLink, peer := prefix+"-h", prefix+"-p"
+	c.link = peer
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "route", "del", c.pool).Run()
 		_ = exec.Command("ip", "link", "del", hostLink).Run()
@@ -139,17 +141,7 @@ defaults
 	}
 	run(t, "ip", "netns", "exec", c.netns, "haproxy", "-W", "-D", "-S", c.dir+"/master.sock,mode,600",
 		"-p", c.dir+"/haproxy.pid", "-f", c.dir+"/base.cfg", "-f", c.dir+"/fragments")
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(c.dir, "haproxy.pid")); err == nil {
-			var pid int
-			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
-				_ = unix.Kill(pid, unix.SIGTERM)
-				for i := 0; i < 50 && unix.Kill(pid, 0) == nil; i++ {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}
-	})
+	t.Cleanup(func() { killPIDFile(filepath.Join(c.dir, "haproxy.pid")) })
 	return c
 }
 
@@ -308,4 +300,20 @@ func (w *workspace) planActions() map[string][]string {
 func (w *workspace) output(name string) string {
 	w.t.Helper()
 	return strings.TrimSpace(w.ok("output", "-raw", name))
+}
+
+// killPIDFile stops the process whose pid file this test wrote.
+func killPIDFile(file string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 1 {
+		return
+	}
+	_ = unix.Kill(pid, unix.SIGTERM)
+	for i := 0; i < 50 && unix.Kill(pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
 }

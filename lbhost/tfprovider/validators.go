@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/haproxy"
 	"github.com/tfccm/tfccm/lbhost/host"
@@ -173,4 +174,27 @@ func splitDots(s string) []string {
 func isIP(s string) bool {
 	a, err := netip.ParseAddr(s)
 	return err == nil && a.String() == s
+}
+
+// eachString applies a string check to every known element of a list.
+type eachString struct{ check stringCheck }
+
+func (v eachString) Description(context.Context) string {
+	return "every element is " + v.check.desc
+}
+func (v eachString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v eachString) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if !v.check.ok(s.ValueString()) {
+			p := req.Path.AtListIndex(i)
+			resp.Diagnostics.AddAttributeError(p, "Invalid value", fmt.Sprintf("%s: %q must be %s.", p, s.ValueString(), v.check.desc))
+		}
+	}
 }

@@ -128,6 +128,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts.",
 						Validators: []validator.String{stringCheck{desc: "an IP address", ok: isIP}}},
 					"peers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators:  []validator.List{eachString{stringCheck{desc: "an IP address", ok: isIP}}},
 						Description: "The other hosts' addresses: unicast VRRP, for networks that filter multicast."},
 				},
 			},
