@@ -81,9 +81,6 @@ func (h *Host) ApplyFrontend(ctx context.Context, f haproxy.Frontend) error {
 			prev = &p
 		}
 	}
-	if err := h.T.MkdirAll(ctx, h.p("fragments")); err != nil {
-		return fmt.Errorf("%s: %w", h.T, err)
-	}
 	if err := h.T.WriteFile(ctx, file, data); err != nil {
 		return fmt.Errorf("%s: %w", h.T, err)
 	}
@@ -137,7 +134,7 @@ func (h *Host) DeleteFrontend(ctx context.Context, name string) error {
 
 // checkPortsFree refuses a VIP:port another load balancer binds.
 func (h *Host) checkPortsFree(ctx context.Context, f haproxy.Frontend) error {
-	names, err := h.T.ReadDir(ctx, h.p("fragments"))
+	files, err := h.T.ReadFiles(ctx, h.p("fragments"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", h.T, err)
 	}
@@ -145,14 +142,10 @@ func (h *Host) checkPortsFree(ctx context.Context, f haproxy.Frontend) error {
 	for i, b := range haproxy.Binds(f) {
 		mine[b] = i
 	}
-	for _, n := range names {
+	for n, data := range files {
 		other, ok := strings.CutSuffix(n, ".cfg")
 		if !ok || other == f.Name {
 			continue
-		}
-		data, err := h.T.ReadFile(ctx, h.p("fragments", n))
-		if err != nil {
-			continue // removed meanwhile by a writer that does not take the lock
 		}
 		of, err := haproxy.Parse(data)
 		if err != nil {

@@ -77,17 +77,13 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // claims maps every claimed address to its owner.
 func (h *Host) claims(ctx context.Context) (map[string]string, error) {
-	names, err := h.T.ReadDir(ctx, h.p("claims"))
+	files, err := h.T.ReadFiles(ctx, h.p("claims"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
 	out := map[string]string{}
-	for _, n := range names {
+	for n, data := range files {
 		if a, err := netip.ParseAddr(n); err != nil || a.String() != n {
-			continue
-		}
-		data, err := h.T.ReadFile(ctx, h.p("claims", n))
-		if err != nil {
 			continue
 		}
 		out[n] = strings.TrimSpace(string(data))
@@ -140,9 +136,6 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		if addr == "" {
 			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
 		}
-	}
-	if err := h.T.MkdirAll(ctx, h.p("claims")); err != nil {
-		return "", fmt.Errorf("%s: %w", h.T, err)
 	}
 	if claims[addr] != v.Owner {
 		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {

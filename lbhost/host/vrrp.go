@@ -62,9 +62,6 @@ func (h *Host) applyVRRP(ctx context.Context, in keepalived.Instance) error {
 	if exists && bytes.Equal(old, data) {
 		return nil
 	}
-	if err := h.T.MkdirAll(ctx, h.p("keepalived")); err != nil {
-		return fmt.Errorf("%s: %w", h.T, err)
-	}
 	if err := h.T.WriteFile(ctx, file, data); err != nil {
 		return fmt.Errorf("%s: %w", h.T, err)
 	}

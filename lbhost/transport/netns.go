@@ -49,6 +49,9 @@ func (n *Netns) WriteFile(_ context.Context, path string, data []byte) error {
 	if err := CheckPath(path); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".lbhost-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -104,6 +107,27 @@ func (n *Netns) ReadDir(_ context.Context, dir string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, nil
+}
+
+// ReadFiles reads every regular file in a local directory.
+func (n *Netns) ReadFiles(ctx context.Context, dir string) (map[string][]byte, error) {
+	names, err := n.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 // MkdirAll creates a local directory.

@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -195,38 +197,68 @@ func (s *SSH) Run(ctx context.Context, stdin []byte, argv ...string) ([]byte, er
 	return stdout.Bytes(), nil
 }
 
-// ReadFile runs cat on the host.
+// ReadFile runs cat on the host (in the C locale, so that a missing file
+// is recognised by its message).
 func (s *SSH) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
-	// test -e first so that "missing" is told apart from "unreadable".
-	if _, err := s.Run(ctx, nil, "test", "-e", path); err != nil {
-		var re *RunError
-		if errors.As(err, &re) {
-			var ee *ssh.ExitError
-			if errors.As(re.Err, &ee) && ee.ExitStatus() == 1 {
-				return nil, fmt.Errorf("%s: %s: %w", s, path, fs.ErrNotExist)
-			}
-		}
-		return nil, err
+	out, err := s.Run(ctx, nil, "env", "LC_ALL=C", "cat", "--", path)
+	var re *RunError
+	if errors.As(err, &re) && strings.HasSuffix(re.Stderr, "No such file or directory") {
+		return nil, fmt.Errorf("%s: %s: %w", s, path, fs.ErrNotExist)
 	}
-	return s.Run(ctx, nil, "cat", "--", path)
+	return out, err
 }
 
-// WriteFile streams data to a temporary file and renames it over path.
+// writeScript is constant: the path reaches it as $1, never as code.
+const writeScript = `set -e; d=$(dirname -- "$1"); mkdir -p -- "$d"; cat > "$1.lbhost-tmp"; mv -f -- "$1.lbhost-tmp" "$1"`
+
+// WriteFile streams data to a temporary file and renames it over path,
+// in one session.
 func (s *SSH) WriteFile(ctx context.Context, path string, data []byte) error {
 	if err := CheckPath(path); err != nil {
 		return err
 	}
-	tmp := path + ".lbhost-tmp"
-	if _, err := s.Run(ctx, data, "dd", "of="+tmp, "status=none", "conv=fsync"); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := s.Run(ctx, nil, "mv", "-f", "--", tmp, path); err != nil {
+	if _, err := s.Run(ctx, data, "sh", "-c", writeScript, "sh", path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadFiles fetches a directory as one tar stream.
+func (s *SSH) ReadFiles(ctx context.Context, dir string) (map[string][]byte, error) {
+	if err := CheckPath(dir); err != nil {
+		return nil, err
+	}
+	out, err := s.Run(ctx, nil, "env", "LC_ALL=C", "tar", "-C", dir, "-cf", "-", ".")
+	var re *RunError
+	if errors.As(err, &re) && strings.Contains(re.Stderr, "No such file or directory") {
+		return map[string][]byte{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(out))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: read %s: %w", s, dir, err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if h.Typeflag != tar.TypeReg || name == "" || strings.Contains(name, "/") {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read %s: %w", s, dir, err)
+		}
+		files[name] = b
+	}
 }
 
 // Remove deletes a file on the host.

@@ -24,12 +24,15 @@ type Transport interface {
 	// when the file does not exist.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// WriteFile replaces path atomically (a temporary file in the same
-	// directory renamed over it).
+	// directory renamed over it), creating the directory if needed.
 	WriteFile(ctx context.Context, path string, data []byte) error
 	// Remove deletes path; a missing file is not an error.
 	Remove(ctx context.Context, path string) error
 	// ReadDir lists the names in dir (missing dir: none).
 	ReadDir(ctx context.Context, dir string) ([]string, error)
+	// ReadFiles returns every regular file directly in dir by name
+	// (missing dir: none), in one round trip.
+	ReadFiles(ctx context.Context, dir string) (map[string][]byte, error)
 	// MkdirAll creates dir and its parents.
 	MkdirAll(ctx context.Context, dir string) error
 	// Run runs argv on the host (in the namespace, for netns) with stdin
