@@ -85,7 +85,7 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"name": schema.StringAttribute{
-				Required: true, Description: "Name of the load balancer on the host (fragment file and HAProxy proxy names). Changing it replaces the load balancer.",
+				Required: true, Description: "Name of the load balancer on the host (fragment file and HAProxy proxy names).",
 				Validators:    []validator.String{nameCheck},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},

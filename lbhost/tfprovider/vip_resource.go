@@ -103,7 +103,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 				Validators:    []validator.String{ipv4Check},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
-				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`). Default `lo`.",
+				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
 			"vrrp": schema.SingleNestedAttribute{
 				Optional: true,
@@ -113,7 +113,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					}, "Adding or removing vrrp replaces the VIP.", "Adding or removing vrrp replaces the VIP.")},
 				Description: "Hold the address with a keepalived VRRP instance (bare-metal LB hosts) instead of adding it directly: " +
 					"written as `keepalived/<owner>.conf` under `config_dir` (keepalived's main configuration must `include` that directory), " +
-					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place.",
+					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place; adding or removing `vrrp` replaces the VIP.",
 				Attributes: map[string]schema.Attribute{
 					"interface": schema.StringAttribute{Required: true, Description: "Interface VRRP adverts are sent on.",
 						Validators: []validator.String{ifaceCheck}},
