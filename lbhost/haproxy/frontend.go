@@ -101,10 +101,11 @@ func ValidIPv4(s string) bool {
 	return err == nil && a.Is4() && a.String() == s
 }
 
-// ValidPrefix reports whether s is a canonical CIDR (IPv4 or IPv6).
+// ValidPrefix reports whether s is a CIDR (IPv4 or IPv6), such as
+// 10.0.0.0/8 or 2001:db8::/32; host bits may be set, as Kubernetes allows.
 func ValidPrefix(s string) bool {
-	p, err := netip.ParsePrefix(s)
-	return err == nil && p.String() == s
+	_, err := netip.ParsePrefix(s)
+	return err == nil
 }
 
 func validPort(p int) bool { return p >= 1 && p <= 65535 }

@@ -25,6 +25,9 @@ func (h *Host) ReadFrontend(ctx context.Context, name string) (*haproxy.Frontend
 	if !haproxy.ValidName(name) {
 		return nil, fmt.Errorf("name %q is not a load balancer name", name)
 	}
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
 	data, err := h.T.ReadFile(ctx, h.fragment(name))
 	if transport.IsNotExist(err) {
 		return nil, nil

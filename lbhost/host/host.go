@@ -35,10 +35,13 @@ type Host struct {
 	Keepalived Keepalived
 }
 
-// New checks dir and returns a Host.
+// New checks dir and returns a Host. dir may be empty for a host that
+// only gets routes.
 func New(t transport.Transport, dir string) (*Host, error) {
-	if err := transport.CheckPath(dir); err != nil {
-		return nil, fmt.Errorf("config_dir: %w", err)
+	if dir != "" {
+		if err := transport.CheckPath(dir); err != nil {
+			return nil, fmt.Errorf("config_dir: %w", err)
+		}
 	}
 	return &Host{T: t, Dir: dir, HAProxy: "haproxy", Keepalived: Keepalived{
 		Binary: "keepalived", Config: "/etc/keepalived/keepalived.conf", PIDFile: "/run/keepalived.pid",
@@ -47,7 +50,19 @@ func New(t transport.Transport, dir string) (*Host, error) {
 
 func (h *Host) p(elem ...string) string { return path.Join(append([]string{h.Dir}, elem...)...) }
 
+// needDir is the error of a frontend or VIP operation on a host without
+// config_dir.
+func (h *Host) needDir() error {
+	if h.Dir == "" {
+		return fmt.Errorf("%s: the provider's config_dir is required for load balancers and VIPs", h.T)
+	}
+	return nil
+}
+
 func (h *Host) lock(ctx context.Context) (func(), error) {
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
 	unlock, err := h.T.Lock(ctx, h.p("lock"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.T, err)

@@ -96,9 +96,38 @@ func (h *Host) reload(ctx context.Context, name string, prev, next *haproxy.Fron
 		}
 		for pid := range now {
 			if !old[pid] {
-				return nil
+				return h.waitUnbound(ctx, old)
 			}
 		}
 	}
 	return fmt.Errorf("%s: HAProxy did not start a worker with the new configuration within 15s (see 'show proc' on %s)", h.T, h.p("master.sock"))
+}
+
+// waitUnbound waits until no old worker holds a listening socket, so that
+// a port removed by the new configuration no longer answers once the
+// apply returns.
+func (h *Host) waitUnbound(ctx context.Context, old map[string]bool) error {
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		out, err = h.T.Run(ctx, nil, "ss", "-Hltnp")
+		if err != nil {
+			return nil // no ss on the host: the new worker runs, that is what we can tell
+		}
+		busy := false
+		for pid := range old {
+			if strings.Contains(string(out), "pid="+pid+",") {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for the old HAProxy worker to close its listeners: %w", h.T, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: an old HAProxy worker still listens 5s after the reload", h.T)
 }

@@ -60,7 +60,7 @@ func CheckInPool(pool netip.Prefix, address string) error {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%q is not an IPv4 address", address)}
 	}
 	if !pool.Contains(a) {
-		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is outside the pool %s", address, pool)}
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is outside the VIP pool %s", address, pool)}
 	}
 	if a == pool.Addr() || a == lastAddr(pool) {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is the network or broadcast address of the pool %s", address, pool)}
@@ -77,6 +77,9 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // claims maps every claimed address to its owner.
 func (h *Host) claims(ctx context.Context) (map[string]string, error) {
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
 	files, err := h.T.ReadFiles(ctx, h.p("claims"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.T, err)
@@ -105,7 +108,7 @@ func (h *Host) CheckRequest(ctx context.Context, v VIP) error {
 		return err
 	}
 	if o, ok := claims[v.Address]; ok && o != v.Owner {
-		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by %s on %s", v.Address, o, h.T)}
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", v.Address, o, h.T)}
 	}
 	return nil
 }
@@ -129,7 +132,7 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 	addr := v.Address
 	if addr != "" {
 		if o, ok := claims[addr]; ok && o != v.Owner {
-			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by %s on %s", addr, o, h.T)}
+			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
 		}
 	} else {
 		addr = allocate(v.Pool, v.Owner, claims)
@@ -220,6 +223,9 @@ func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
 func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string, vrrp bool) (bool, error) {
 	if !ValidInterface(iface) {
 		return false, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
+	}
+	if err := h.needDir(); err != nil {
+		return false, err
 	}
 	data, err := h.T.ReadFile(ctx, h.p("claims", addr))
 	if transport.IsNotExist(err) {

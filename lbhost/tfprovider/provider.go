@@ -63,9 +63,9 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"Exactly one of `netns` and `ssh` is set.",
 		Attributes: map[string]schema.Attribute{
 			"config_dir": schema.StringAttribute{
-				Required: true,
+				Optional: true,
 				Description: "Directory on the host holding HAProxy's `base.cfg` (global and defaults, the host's own), " +
-					"lbhost's `fragments/` and `claims/`, the `lock` file, `server-state` and the master CLI socket `master.sock`.",
+					"lbhost's `fragments/` and `claims/`, the `lock` file, `server-state` and the master CLI socket `master.sock`. Required for `lbhost_frontend` and `lbhost_vip`; a provider that only manages routes may leave it out.",
 				Validators: []validator.String{pathValidator{}},
 			},
 			"haproxy": schema.StringAttribute{

@@ -260,7 +260,7 @@ resource "lbhost_vip" "v" {
 }
 `, pool, taken))
 	out, code := w.cmd("plan", "-input=false", "-no-color")
-	if code == 0 || !strings.Contains(out, "already used by c1_lb0") || !strings.Contains(out, "address") {
+	if code == 0 || !strings.Contains(out, "already used by load balancer c1_lb0") || !strings.Contains(out, "address") {
 		t.Fatalf("plan requesting a taken address: exit %d, want an error naming the owner\n%s", code, out)
 	}
 	w.write(c, fmt.Sprintf(`
@@ -271,7 +271,7 @@ resource "lbhost_vip" "v" {
 }
 `, pool))
 	out, code = w.cmd("plan", "-input=false", "-no-color")
-	if code == 0 || !strings.Contains(out, "outside the pool") {
+	if code == 0 || !strings.Contains(out, "outside the VIP pool") {
 		t.Fatalf("plan requesting an address outside the pool: exit %d\n%s", code, out)
 	}
 
