@@ -10,7 +10,7 @@ export PATH := $(BIN):$(PATH)
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
 # The lbhost provider, installed into a filesystem mirror under bin/providers.
-LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/tfprovider/version.go)
+LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/mirror/version.go)
 LBHOST_MIRROR  := $(BIN)/providers
 LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)/terraform-provider-lbhost_v$(LBHOST_VERSION)
 

@@ -1,5 +1,7 @@
 package tfprovider
 
-// Version is the provider's version: the directory it is installed under
-// in the filesystem mirror and what `tofu version` reports for it.
-const Version = "0.1.0"
+import "github.com/tfccm/tfccm/lbhost/mirror"
+
+// Version is the provider's version (kept in package mirror, which knows
+// where each version is installed).
+const Version = mirror.Version
