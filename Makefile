@@ -12,7 +12,10 @@ BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 # The lbhost provider, installed into a filesystem mirror under bin/providers.
 LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/mirror/version.go)
 LBHOST_MIRROR  := $(BIN)/providers
-LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)/terraform-provider-lbhost_v$(LBHOST_VERSION)
+LBHOST_PLATFORM := $(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)/terraform-provider-lbhost_v$(LBHOST_VERSION)
+# Under OpenTofu's and Terraform's registry host, so `source = "tfccm/lbhost"` works in both.
+LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM)
+LBHOST_BIN_TF  := $(LBHOST_MIRROR)/registry.terraform.io/tfccm/lbhost/$(LBHOST_PLATFORM)
 
 .PHONY: all build tools test unit lint e2e bench demo demo-down clean
 
@@ -27,6 +30,8 @@ build:
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
 	@mkdir -p $(dir $(LBHOST_BIN))
 	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
+	@mkdir -p $(dir $(LBHOST_BIN_TF))
+	cp -f $(LBHOST_BIN) $(LBHOST_BIN_TF)
 	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
 
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages

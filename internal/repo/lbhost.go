@@ -30,22 +30,29 @@ func LBHostCLIConfig() (string, error) {
 			return
 		}
 		providers := filepath.Join(root, "bin", "providers")
-		bin := mirror.BinaryPath(providers, mirror.Version)
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			lbhost.err = fmt.Errorf("lbhost provider: %w", err)
-			return
-		}
-		tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-		cmd := exec.Command("go", "build", "-o", tmp, "./cmd/terraform-provider-lbhost")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp)
-			lbhost.err = fmt.Errorf("build the lbhost provider: %w\n%s", err, out)
-			return
-		}
-		if err := os.Rename(tmp, bin); err != nil {
-			lbhost.err = fmt.Errorf("lbhost provider: %w", err)
-			return
+		for i, source := range []string{mirror.Source, mirror.TerraformSource} {
+			bin := mirror.BinaryPath(providers, source, mirror.Version)
+			if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+			tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+			if i == 0 {
+				cmd := exec.Command("go", "build", "-o", tmp, "./cmd/terraform-provider-lbhost")
+				cmd.Dir = root
+				if out, err := cmd.CombinedOutput(); err != nil {
+					os.Remove(tmp)
+					lbhost.err = fmt.Errorf("build the lbhost provider: %w\n%s", err, out)
+					return
+				}
+			} else if err := copyFile(mirror.BinaryPath(providers, mirror.Source, mirror.Version), tmp); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+			if err := os.Rename(tmp, bin); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
 		}
 		cfg := filepath.Join(root, "bin", "lbhost.tfrc")
 		tmpCfg := fmt.Sprintf("%s.tmp%d", cfg, os.Getpid())
@@ -70,4 +77,12 @@ func LBHost(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }

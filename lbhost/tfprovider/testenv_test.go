@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		bin := mirror.BinaryPath(filepath.Join(dir, "providers"), tfprovider.Version)
+		bin := mirror.BinaryPath(filepath.Join(dir, "providers"), mirror.Source, tfprovider.Version)
 		root, err := repo.Root()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -47,6 +47,15 @@ func TestMain(m *testing.M) {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build provider:", err)
+			return 1
+		}
+		tfBin := mirror.BinaryPath(filepath.Join(dir, "providers"), mirror.TerraformSource, tfprovider.Version)
+		if err := os.MkdirAll(filepath.Dir(tfBin), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := os.Link(bin, tfBin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		cliConfig = filepath.Join(dir, "tofurc")
@@ -212,7 +221,13 @@ type workspace struct {
 
 func newWorkspace(t *testing.T, c *cloud, body string) *workspace {
 	t.Helper()
-	w := &workspace{t: t, dir: t.TempDir(), tofu: repo.Tofu(t)}
+	return newWorkspaceWith(t, repo.Tofu(t), c, body)
+}
+
+// newWorkspaceWith uses another binary (Terraform) instead of OpenTofu.
+func newWorkspaceWith(t *testing.T, binary string, c *cloud, body string) *workspace {
+	t.Helper()
+	w := &workspace{t: t, dir: t.TempDir(), tofu: binary}
 	w.write(c, body)
 	w.ok("init", "-input=false", "-no-color")
 	return w
