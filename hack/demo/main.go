@@ -191,7 +191,8 @@ work_dir     = %q
 template_set = "local"
 
 terraform {
-  binary = %q
+  binary          = %q
+  cli_config_file = %q # the lbhost provider from bin/providers (make build)
 }
 
 load_balancer {
@@ -213,7 +214,7 @@ instances {
     dir = %q
   }
 }
-`, filepath.Join(work, "tfccm"), filepath.Join(bin, "tofu"), lb["state_dir"], lb["cloud_netns"], lb["vip_pool"], routes["cloud_netns"], cloud.InfraDir())
+`, filepath.Join(work, "tfccm"), filepath.Join(bin, "tofu"), filepath.Join(bin, "lbhost.tfrc"), lb["state_dir"], lb["cloud_netns"], lb["vip_pool"], routes["cloud_netns"], cloud.InfraDir())
 }
 
 func startCCM(bin string, cluster *devcluster.Cluster, cfg, logPath string) (*exec.Cmd, error) {

@@ -219,7 +219,8 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 }
 
 // writeCloudConfig writes a cloud config for cluster "e2e" with work_dir
-// under dir, the pinned OpenTofu plus terraformLines in the terraform block,
+// under dir, the pinned OpenTofu and the lbhost provider's CLI config plus
+// terraformLines in the terraform block,
 // and the given extra blocks. It returns the config's path and the work dir.
 func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string) (cfg, workDir string) {
 	t.Helper()
@@ -228,7 +229,9 @@ func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string
 	for _, l := range terraformLines {
 		tf.WriteString("  " + l + "\n")
 	}
-	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n%s}\n%s", workDir, repo.Tofu(t), tf.String(), blocks)
+	// The local set uses tfccm's lbhost provider from the repository's mirror.
+	src := fmt.Sprintf("cluster_name = \"e2e\"\nwork_dir     = %q\nterraform {\n  binary = %q\n  cli_config_file = %q\n%s}\n%s",
+		workDir, repo.Tofu(t), repo.LBHost(t), tf.String(), blocks)
 	return writeFile(t, dir, "cloud.hcl", src), workDir
 }
 
