@@ -129,4 +129,3 @@ func reloadHAProxy(t *testing.T, cloud *localcloud.Cloud) {
 	conn.(*net.UnixConn).CloseWrite()
 	_, _ = io.ReadAll(conn)
 }
-
