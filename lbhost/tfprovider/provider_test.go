@@ -156,6 +156,24 @@ func TestFrontendLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("a VIP:port taken by another load balancer is refused, naming the field", func(t *testing.T) {
+		other := newWorkspace(t, c, fmt.Sprintf(`
+resource "lbhost_frontend" "other" {
+  name    = "c1_other"
+  address = %q
+  ports   = [{ port = 8080, node_port = 30080 }, { port = 80, node_port = 30080 }]
+}
+`, vip))
+		out, code := other.cmd("apply", "-auto-approve", "-input=false", "-no-color")
+		if code == 0 || !strings.Contains(out, "ports[1].port") || !strings.Contains(out, "already used by load balancer c1_web") {
+			t.Fatalf("apply binding a taken VIP:port: exit %d\n%s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(c.dir, "fragments", "c1_other.cfg")); !os.IsNotExist(err) {
+			t.Fatalf("refused load balancer wrote a fragment: %v", err)
+		}
+		waitFor(t, url, "node-a", "node-b")
+	})
+
 	t.Run("import by id", func(t *testing.T) {
 		imp := newWorkspace(t, c, lbConfig(c, []string{backend("node-a", c.nodeA), backend("node-b", c.nodeB)}, ""))
 		imp.ok("import", "-input=false", "-no-color", "lbhost_vip.vip", "c1_web,"+c.pool)
