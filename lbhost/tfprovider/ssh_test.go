@@ -151,3 +151,78 @@ func TestSSHTransport(t *testing.T) {
 		t.Fatalf("fragment left after destroy over ssh: %v", err)
 	}
 }
+
+// TestSSHKnownHostsAgentAndConcurrency: the host key from a known_hosts
+// file, the private key from an ssh-agent (no key path in the
+// configuration), and 12 VIPs applied at once over one connection
+// (OpenTofu's parallelism 10 against OpenSSH's 10 sessions per connection).
+func TestSSHKnownHostsAgentAndConcurrency(t *testing.T) {
+	c := newCloud(t)
+	_, clientKey := startSSHD(t, c, "")
+	dir := filepath.Dir(clientKey)
+	hostPub := strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "host_key.pub"))))
+	knownHosts := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[%s]:2222 %s\n", c.gateway, hostPub)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "agent.sock")
+	out := run(t, "ssh-agent", "-a", sock)
+	var agentPID int
+	if i := strings.Index(out, "SSH_AGENT_PID="); i >= 0 {
+		fmt.Sscanf(out[i+len("SSH_AGENT_PID="):], "%d", &agentPID)
+	}
+	if agentPID <= 1 {
+		t.Fatalf("ssh-agent pid not found in %q", out)
+	}
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(agentPID); err == nil {
+			_ = p.Kill()
+		}
+	})
+	add := exec.Command("ssh-add", clientKey)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if b, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v %s", err, b)
+	}
+	block := fmt.Sprintf(`ssh = {
+    host             = %q
+    port             = 2222
+    user             = "root"
+    known_hosts_file = %q
+    agent_socket     = %q
+  }`, c.gateway, knownHosts, sock)
+	w := newWorkspace(t, c, fmt.Sprintf(`
+resource "lbhost_vip" "v" {
+  for_each = toset([for i in range(12) : tostring(i)])
+  owner    = "c1_lb${each.key}"
+  pool     = %q
+}
+output "vips" { value = sort([for v in lbhost_vip.v : v.address]) }
+`, c.pool))
+	useSSH(t, w, block)
+	start := time.Now()
+	w.apply()
+	t.Logf("12 VIPs over one ssh connection: %s", time.Since(start).Round(time.Millisecond))
+	claims, _ := os.ReadDir(filepath.Join(c.dir, "claims"))
+	if len(claims) != 12 {
+		t.Fatalf("%d claims, want 12", len(claims))
+	}
+	if strings.Contains(string(mustRead(t, filepath.Join(w.dir, "terraform.tfstate"))), "PRIVATE KEY") {
+		t.Error("state holds a private key")
+	}
+
+	// known_hosts naming another key for the host: refused.
+	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[%s]:2222 %s\n", c.gateway, strings.TrimSpace(string(mustRead(t, clientKey+".pub"))))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := w.cmd("plan", "-input=false", "-no-color"); code == 0 || !strings.Contains(out, "key mismatch") {
+		t.Fatalf("plan with a known_hosts naming another key: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(knownHosts, []byte(fmt.Sprintf("[%s]:2222 %s\n", c.gateway, hostPub)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
+	if claims, _ := os.ReadDir(filepath.Join(c.dir, "claims")); len(claims) != 0 {
+		t.Fatalf("%d claims left after destroy", len(claims))
+	}
+}

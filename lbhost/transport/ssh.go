@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -43,11 +45,24 @@ var (
 	reHost = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252}[A-Za-z0-9])?$`)
 )
 
-// SSH is a host reached over SSH.
+// SSH is a host reached over SSH. OpenSSH allows 10 sessions per
+// connection (MaxSessions), and OpenTofu applies up to 10 resources at
+// once: commands share maxRun session slots, and a lock path is taken by
+// one goroutine of this process at a time before its (long-lived) flock
+// session is opened, so lock waiters never starve the lock holder of
+// sessions.
 type SSH struct {
 	cfg    SSHConfig
 	client *ssh.Client
+	slots  chan struct{}
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
 }
+
+// maxRun is the number of concurrent command sessions (plus one flock
+// session per lock path, below OpenSSH's default MaxSessions of 10).
+const maxRun = 6
 
 // HostKeyCallback returns the verifier for cfg: the pinned key or the
 // known_hosts file. There is no insecure fallback.
@@ -140,7 +155,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 		conn.Close()
 		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, addr, err)
 	}
-	return &SSH{cfg: cfg, client: ssh.NewClient(c, chans, reqs)}, nil
+	return &SSH{cfg: cfg, client: ssh.NewClient(c, chans, reqs), slots: make(chan struct{}, maxRun), locks: map[string]*sync.Mutex{}}, nil
 }
 
 func (s *SSH) String() string {
@@ -173,6 +188,12 @@ func (s *SSH) Run(ctx context.Context, stdin []byte, argv ...string) ([]byte, er
 			return nil, fmt.Errorf("%s: refusing an argument with a NUL or newline", s)
 		}
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %s: %w", s, strings.Join(argv, " "), ctx.Err())
+	}
+	defer func() { <-s.slots }()
 	sess, err := s.client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)
@@ -311,6 +332,38 @@ func (s *SSH) Lock(ctx context.Context, path string) (func(), error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	local := s.locks[path]
+	if local == nil {
+		local = &sync.Mutex{}
+		s.locks[path] = local
+	}
+	s.mu.Unlock()
+	if !tryLock(ctx, local) {
+		return nil, fmt.Errorf("%s: lock %s: %w", s, path, ctx.Err())
+	}
+	unlock, err := s.remoteLock(ctx, path)
+	if err != nil {
+		local.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); local.Unlock() }, nil
+}
+
+// tryLock takes m unless ctx ends first.
+func tryLock(ctx context.Context, m *sync.Mutex) bool {
+	for !m.TryLock() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// remoteLock holds flock(1) on the host.
+func (s *SSH) remoteLock(ctx context.Context, path string) (func(), error) {
 	sess, err := s.client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("%s: lock %s: %w", s, path, err)
