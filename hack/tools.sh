@@ -48,6 +48,11 @@ apt_install() {
 	command -v etcd >/dev/null || [[ -x /usr/bin/etcd ]] || missing+=(etcd-server)
 	command -v ip >/dev/null || [[ -x /usr/sbin/ip || -x /sbin/ip ]] || missing+=(iproute2)
 	command -v curl >/dev/null || missing+=(curl)
+	# The lbhost provider's tests: keepalived (VRRP VIPs), sshd (ssh transport), flock.
+	command -v keepalived >/dev/null || [[ -x /usr/sbin/keepalived ]] || missing+=(keepalived)
+	[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+	command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+	command -v flock >/dev/null || missing+=(util-linux)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -59,6 +64,9 @@ apt_install() {
 	# Debian starts packaged daemons on install; tfccm runs its own.
 	if command -v systemctl >/dev/null && systemctl is-active --quiet haproxy 2>/dev/null; then
 		systemctl stop haproxy || true
+	fi
+	if command -v systemctl >/dev/null && systemctl is-active --quiet keepalived 2>/dev/null; then
+		systemctl stop keepalived || true
 	fi
 }
 
