@@ -52,6 +52,28 @@ var docImports = map[string]string{
 	"lbhost_route":    "tofu import lbhost_route.pods_node_a 10.244.1.0/24  # <destination>",
 }
 
+// hostSetup is what a host must provide; the provider manages only its own
+// files and objects on it.
+const hostSetup = `## What the host provides
+
+One provider configuration is one host. lbhost manages only its own objects there (and HAProxy's
+server-state file, which it filters at every reload); it never rewrites the host's own configuration:
+
+- HAProxy (2.6+) in master-worker mode, loading ` + "`<config_dir>/base.cfg`" + ` (global and defaults:
+  ` + "`server-state-file <config_dir>/server-state`" + ` and ` + "`load-server-state-from-file global`" + `) and
+  the directory ` + "`<config_dir>/fragments`" + `, with its master CLI at ` + "`<config_dir>/master.sock`" + `:
+  ` + "`haproxy -W -S <config_dir>/master.sock -f <config_dir>/base.cfg -f <config_dir>/fragments`" + `.
+  ` + "`examples/local/infra`" + ` sets up exactly this in the local cloud.
+- For ` + "`lbhost_vip`" + ` with ` + "`vrrp`" + `: keepalived whose main configuration includes
+  ` + "`<config_dir>/keepalived/*.conf`" + `; on a VRRP backup HAProxy binds a VIP it does not hold, so set
+  ` + "`net.ipv4.ip_nonlocal_bind = 1`" + `.
+- ` + "`ip`" + ` (iproute2), ` + "`ss`" + `, ` + "`flock`" + `, and for the ssh transport ` + "`sh`" + `, ` + "`env`" + `, ` + "`cat`" + `, ` + "`tar`" + `
+  and OpenSSH's streamlocal forwarding (on by default) to reach the master CLI socket.
+
+Every change takes ` + "`flock <config_dir>/lock`" + `; commands are argv vectors (over ssh each argument is
+single-quoted for the remote shell, and every value is validated first).
+`
+
 // Docs renders the provider's reference page from its schemas: every
 // resource and argument, with examples and import ids. docs/lbhost.md is
 // this output; a test fails when it is stale.
@@ -65,7 +87,9 @@ func Docs() string {
 	fmt.Fprintf(&b, "Source `%s`, version %s, plugin protocol 6.\n\n%s\n\n", Address, Version, ps.Schema.Description)
 	b.WriteString("Installed by `make build` into the filesystem mirror `bin/providers`; `bin/lbhost.tfrc` is a CLI configuration " +
 		"(`TF_CLI_CONFIG_FILE`) that installs it from there:\n\n```hcl\nterraform {\n  required_providers {\n    lbhost = { source = \"tfccm/lbhost\" }\n  }\n}\n\n" +
-		"provider \"lbhost\" {\n  netns      = \"tfccm-cloud\"\n  config_dir = \"/run/tfccm\"\n}\n```\n\n## Provider arguments\n\n")
+		"provider \"lbhost\" {\n  netns      = \"tfccm-cloud\"\n  config_dir = \"/run/tfccm\"\n}\n```\n\n")
+	b.WriteString(hostSetup)
+	b.WriteString("\n## Provider arguments\n\n")
 	writeProviderAttrs(&b, ps.Schema.Attributes, "")
 	for _, f := range p.Resources(ctx) {
 		r := f()

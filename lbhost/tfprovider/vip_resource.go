@@ -90,7 +90,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"Unless `address` is set, the address is allocated at apply time by the provider under the host's lock, so concurrent " +
 			"applies never get the same address; a requested `address` is checked against the pool and its current owner at plan " +
 			"time and again under the lock. Claims are files `claims/<address>` holding the owner. Read reports a removed claim or " +
-			"address as gone, so the next apply restores it. Import with `<owner>,<pool>[,<interface>]`.",
+			"address as gone, so the next apply restores it. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -330,5 +330,17 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 	}
 	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
 		Address: types.StringValue(addr), Interface: types.StringValue(iface)}
+	// A VIP held by keepalived is adopted with its VRRP instance.
+	in, err := h.ReadVRRP(ctx, parts[0])
+	if err != nil {
+		addError(&resp.Diagnostics, "import lbhost_vip "+parts[0], err)
+		return
+	}
+	if in != nil && in.Address == addr {
+		m.VRRP = fromInstance(*in, nil)
+		if len(parts) < 3 {
+			m.Interface = types.StringValue(in.AddressInterface)
+		}
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

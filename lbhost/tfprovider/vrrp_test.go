@@ -114,6 +114,20 @@ output "vip" { value = lbhost_vip.v.address }
 		t.Fatalf("fragment not restored:\n%s", data)
 	}
 
+	// Import adopts the VIP with its VRRP instance: no changes to plan.
+	imp := newWorkspace(t, c, cfg(150, `"192.0.2.2", "192.0.2.3"`))
+	{
+		b := mustRead(t, filepath.Join(imp.dir, "main.tf"))
+		b = []byte(strings.Replace(string(b), "  config_dir = ", fmt.Sprintf("  keepalived_config   = %q\n  keepalived_pid_file = %q\n  config_dir = ", config, pidFile), 1))
+		if err := os.WriteFile(filepath.Join(imp.dir, "main.tf"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	imp.ok("import", "-input=false", "-no-color", "lbhost_vip.v", "c1_ha,"+c.pool)
+	if out, code := imp.cmd("plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("plan after importing the VRRP VIP: exit %d\n%s", code, out)
+	}
+
 	// A bad peer fails at plan and changes nothing.
 	write(150, `"192.0.2.2 }"`)
 	if out, code := w.cmd("plan", "-input=false", "-no-color"); code == 0 || !strings.Contains(out, "peers") {
