@@ -107,13 +107,19 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 // conn is the provider's configured host, connected on first use (so a
 // plan that never touches the host never dials it).
 type conn struct {
-	cfg  providerModel
-	once sync.Once
+	cfg providerModel
+	// unknown: part of the configuration is only known after apply (it
+	// comes from another resource), so plan-time checks on the host wait.
+	unknown bool
+	once    sync.Once
 	h    *host.Host
 	err  error
 }
 
 func (c *conn) host(ctx context.Context) (*host.Host, error) {
+	if c.unknown {
+		return nil, fmt.Errorf("lbhost: the provider configuration is not known yet (it depends on values known only after apply)")
+	}
 	c.once.Do(func() {
 		var t transport.Transport
 		switch {
@@ -157,7 +163,12 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud) and `ssh` (a remote host).")
 		return
 	}
-	c := &conn{cfg: cfg}
+	c := &conn{cfg: cfg, unknown: cfg.ConfigDir.IsUnknown() || cfg.Netns.IsUnknown() || cfg.HAProxy.IsUnknown() ||
+		cfg.KAConfig.IsUnknown() || cfg.KAPIDFile.IsUnknown()}
+	if s := cfg.SSH; s != nil {
+		c.unknown = c.unknown || s.Host.IsUnknown() || s.Port.IsUnknown() || s.User.IsUnknown() || s.HostKey.IsUnknown() ||
+			s.KnownHostsFile.IsUnknown() || s.AgentSocket.IsUnknown() || s.PrivateKeyFile.IsUnknown()
+	}
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }

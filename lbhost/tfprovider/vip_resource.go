@@ -164,7 +164,7 @@ func (m vipModel) vip() (host.VIP, error) {
 // ModifyPlan checks a requested address at plan time: inside the pool and
 // not owned by anyone else on the host.
 func (r *vipResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.c == nil {
+	if req.Plan.Raw.IsNull() || r.c == nil || r.c.unknown {
 		return
 	}
 	var cfg vipModel
