@@ -112,8 +112,8 @@ type conn struct {
 	// comes from another resource), so plan-time checks on the host wait.
 	unknown bool
 	once    sync.Once
-	h    *host.Host
-	err  error
+	h       *host.Host
+	err     error
 }
 
 func (c *conn) host(ctx context.Context) (*host.Host, error) {
