@@ -17,7 +17,7 @@ LBHOST_PLATFORM := $(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env G
 LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM)
 LBHOST_BIN_TF  := $(LBHOST_MIRROR)/registry.terraform.io/tfccm/lbhost/$(LBHOST_PLATFORM)
 
-.PHONY: all build tools test unit lint e2e bench demo demo-down clean
+.PHONY: all build tools test test-terraform unit lint e2e bench demo demo-down clean
 
 all: build
 
@@ -47,6 +47,15 @@ lint: tools
 ## test: everything CI runs — lint, unit, integration and e2e tests
 test: tools build lint
 	$(GO) test -count=1 -timeout 45m ./...
+
+## test-terraform: the local set (and the lbhost provider) with HashiCorp Terraform instead of
+## OpenTofu: TERRAFORM (default: terraform on PATH) runs the local-cloud and LB/routes/drift e2e tests
+TERRAFORM ?= $(shell command -v terraform)
+test-terraform: build
+	@test -n "$(TERRAFORM)" || { echo "terraform not found (set TERRAFORM=...)"; exit 1; }
+	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m ./test/localcloud/
+	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m -run 'TestLoadBalancer$$|TestDriftRepair|TestRoutes$$' ./test/e2e/
+	$(GO) test -count=1 -run TestTerraformCompat ./lbhost/tfprovider/
 
 ## bench: Go benchmarks and the ratio harness against raw tofu
 bench: tools build
