@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools standin test unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -21,14 +21,29 @@ PROVIDERS ?=
 IMAGE_DIR ?= $(CURDIR)/.work/image
 STATIC    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid="
 
+# The lbhost provider, installed into a filesystem mirror under bin/providers.
+LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/mirror/version.go)
+LBHOST_MIRROR  := $(BIN)/providers
+LBHOST_PLATFORM := $(LBHOST_VERSION)/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)/terraform-provider-lbhost_v$(LBHOST_VERSION)
+# Under OpenTofu's and Terraform's registry host, so `source = "tfccm/lbhost"` works in both.
+LBHOST_BIN     := $(LBHOST_MIRROR)/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM)
+LBHOST_BIN_TF  := $(LBHOST_MIRROR)/registry.terraform.io/tfccm/lbhost/$(LBHOST_PLATFORM)
+
+
 all: build
 
-## build: the CCM, the tfccm CLI and devcluster into bin/
+## build: the CCM, the tfccm CLI and devcluster into bin/; the lbhost provider into the
+## filesystem mirror bin/providers and a CLI config using it into bin/lbhost.tfrc
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+	@mkdir -p $(dir $(LBHOST_BIN))
+	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
+	@mkdir -p $(dir $(LBHOST_BIN_TF))
+	cp -f $(LBHOST_BIN) $(LBHOST_BIN_TF)
+	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
 
 ## image: OCI image (layout in $(IMAGE_DIR)/oci, `podman load` archive $(IMAGE_DIR)/tfccm.tar)
 image: tools
@@ -70,6 +85,15 @@ test: tools build standin lint
 soak: tools build
 	TFCCM_SOAK=$${TFCCM_SOAK:-15m} $(GO) test -count=1 -timeout 90m -run '^TestSoak$$' -v ./test/e2e/
 
+## test-terraform: the local set (and the lbhost provider) with HashiCorp Terraform instead of
+## OpenTofu: TERRAFORM (default: terraform on PATH) runs the local-cloud and LB/routes/drift e2e tests
+TERRAFORM ?= $(shell command -v terraform)
+test-terraform: build
+	@test -n "$(TERRAFORM)" || { echo "terraform not found (set TERRAFORM=...)"; exit 1; }
+	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m ./test/localcloud/
+	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m -run 'TestLoadBalancer$$|TestDriftRepair|TestRoutes$$' ./test/e2e/
+	$(GO) test -count=1 -run TestTerraformCompat ./lbhost/tfprovider/
+
 ## bench: Go benchmarks and the ratio harness against raw tofu
 bench: tools build
 	bash hack/bench.sh
@@ -82,4 +106,4 @@ demo-down:
 	bash hack/demo.sh down
 
 clean:
-	rm -rf $(addprefix $(BIN)/,$(BINARIES)) .work
+	rm -rf $(addprefix $(BIN)/,$(BINARIES)) $(LBHOST_MIRROR) $(BIN)/lbhost.tfrc .work

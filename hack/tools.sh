@@ -55,6 +55,11 @@ apt_install() {
 	# CAP_SYS_RESOURCE.) The image's CA bundle comes from ca-certificates.
 	command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || missing+=(runc)
 	[[ -f /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
+	# The lbhost provider's tests: keepalived (VRRP VIPs), sshd (ssh transport), flock.
+	command -v keepalived >/dev/null || [[ -x /usr/sbin/keepalived ]] || missing+=(keepalived)
+	[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+	command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+	command -v flock >/dev/null || missing+=(util-linux)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -66,6 +71,9 @@ apt_install() {
 	# Debian starts packaged daemons on install; tfccm runs its own.
 	if command -v systemctl >/dev/null && systemctl is-active --quiet haproxy 2>/dev/null; then
 		systemctl stop haproxy || true
+	fi
+	if command -v systemctl >/dev/null && systemctl is-active --quiet keepalived 2>/dev/null; then
+		systemctl stop keepalived || true
 	fi
 }
 

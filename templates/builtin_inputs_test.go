@@ -30,9 +30,6 @@ func TestBuiltinTemplatesUseEveryDeclaredInput(t *testing.T) {
 		}
 		for key, m := range set.modules {
 			t.Run(name+"/"+key, func(t *testing.T) {
-				if name == "local" {
-					t.Skip("t.Skip until the local set moves onto the lbhost provider")
-				}
 				var code strings.Builder
 				for _, f := range m.Files {
 					switch {

@@ -206,6 +206,8 @@ func cloudConfig(work, bin string, cloud *localcloud.Cloud) harness.CloudConfig 
 		WorkDir:     filepath.Join(work, "tfccm"),
 		TemplateSet: "local",
 		Tofu:        filepath.Join(bin, "tofu"),
+		// The local set uses the lbhost provider from bin/providers (make build).
+		Terraform: []string{fmt.Sprintf("cli_config_file = %q", filepath.Join(bin, "lbhost.tfrc"))},
 		Blocks: harness.Block("load_balancer", cloud.LBSettings()) +
 			harness.Block("routes", cloud.RoutesSettings()) +
 			fmt.Sprintf("instances {\n  source \"infra\" {\n    dir = %q\n  }\n}\n", cloud.InfraDir()),

@@ -131,13 +131,16 @@ func waitServiceDeleted(t testing.TB, client kubernetes.Interface, name string, 
 }
 
 // writeCloudConfig writes a cloud config for cluster "e2e" with work_dir
-// under dir, the pinned OpenTofu plus terraformLines in the terraform block,
+// under dir, the pinned OpenTofu and the lbhost provider's CLI config plus
+// terraformLines in the terraform block,
 // and the given extra blocks. It returns the config's path and the work dir.
 func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string) (cfg, workDir string) {
 	t.Helper()
 	workDir = filepath.Join(dir, "work")
 	cfg = filepath.Join(dir, "cloud.hcl")
-	c := harness.CloudConfig{ClusterName: "e2e", WorkDir: workDir, Tofu: repo.Tofu(t), Terraform: terraformLines, Blocks: blocks}
+	// The local set uses tfccm's lbhost provider from the repository's mirror.
+	tf := append([]string{fmt.Sprintf("cli_config_file = %q", repo.LBHost(t))}, terraformLines...)
+	c := harness.CloudConfig{ClusterName: "e2e", WorkDir: workDir, Tofu: repo.Tofu(t), Terraform: tf, Blocks: blocks}
 	if err := c.Write(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -160,6 +160,14 @@ func TestRoutes(t *testing.T) {
 		if got := routesOutput(t, workDir); len(got) != 4 {
 			t.Errorf("routes output after restart = %v", got)
 		}
+		// The kernel route exists before tofu exits and the CCM logs the
+		// apply: wait for the log line, then count.
+		eventually(t, 30*time.Second, "the restarted CCM logged its apply", func(context.Context) error {
+			if !strings.Contains(ccm2.Log(), `"Routes applied"`) {
+				return fmt.Errorf("no \"Routes applied\" yet")
+			}
+			return nil
+		})
 		if n := strings.Count(ccm2.Log(), `"Routes applied"`); n != 1 {
 			t.Errorf("restarted CCM applied routes %d times for one new node, want 1", n)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // tofu runs one OpenTofu command in the infra workspace.
@@ -25,11 +26,11 @@ func (c *Cloud) tofuOutput(ctx context.Context, args ...string) ([]byte, error) 
 // RunTofu runs tofu with args in dir and returns its stdout. The error
 // carries the command's stderr (the infra has no secrets).
 func RunTofu(ctx context.Context, tofu, dir string, args ...string) ([]byte, error) {
-	cliConfig := filepath.Join(dir, ".tofurc")
-	if _, err := os.Stat(cliConfig); err != nil {
-		if err := os.WriteFile(cliConfig, nil, 0o600); err != nil {
-			return nil, fmt.Errorf("tofu %s: %w", args[0], err)
-		}
+	// The local set's modules use tfccm's lbhost provider: install it
+	// from the repository's filesystem mirror, never from a registry.
+	cliConfig, err := repo.LBHostCLIConfig()
+	if err != nil {
+		return nil, fmt.Errorf("tofu %s: %w", args[0], err)
 	}
 	cmd := exec.CommandContext(ctx, tofu, args...)
 	cmd.Dir = dir

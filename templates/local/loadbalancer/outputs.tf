@@ -1,7 +1,7 @@
 output "ingress" {
-  description = "The Service's load balancer status: its VIP."
+  description = "The Service's load balancer status: its VIP, once the frontend serves it."
   value = [{
-    ip       = terraform_data.frontend.output.VIP
+    ip       = lbhost_frontend.lb.address
     ip_mode  = "VIP"
     hostname = null
   }]

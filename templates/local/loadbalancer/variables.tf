@@ -17,27 +17,20 @@ variable "load_balancer_name" {
 }
 
 variable "service" {
+  # Only what the template uses: tfccm renders only declared inputs, so an
+  # edit to anything else (annotations, labels) costs no plan.
   type = object({
-    uid         = string
-    namespace   = string
-    name        = string
-    annotations = map(string)
-    labels      = map(string)
     ports = list(object({
-      name         = string
-      protocol     = string
-      port         = number
-      node_port    = number
-      app_protocol = string
+      name      = string
+      protocol  = string
+      port      = number
+      node_port = number
     }))
-    load_balancer_ip        = string
-    source_ranges           = list(string)
-    external_traffic_policy = string
-    health_check_node_port  = number
-    ip_families             = list(string)
-    session_affinity        = string
-    proxy_protocol          = bool
-    internal                = bool
+    load_balancer_ip = string
+    source_ranges    = list(string)
+    ip_families      = list(string)
+    session_affinity = string
+    proxy_protocol   = bool
   })
 
   validation {
@@ -74,13 +67,8 @@ variable "service" {
 
 variable "nodes" {
   type = list(object({
-    name          = string
-    provider_id   = string
-    addresses     = list(object({ type = string, address = string }))
-    zone          = string
-    region        = string
-    instance_type = string
-    labels        = map(string)
+    name      = string
+    addresses = list(object({ type = string, address = string }))
   }))
 
   validation {

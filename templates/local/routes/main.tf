@@ -1,3 +1,10 @@
+# Kernel routes in the cloud netns through tfccm's lbhost provider: a
+# retargeted route is an in-place update, a route removed behind tfccm's
+# back is recreated by the next apply.
+provider "lbhost" {
+  netns = var.settings.cloud_netns
+}
+
 locals {
   ipv4 = "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
   ipv6 = "^[0-9a-fA-F]*:[0-9a-fA-F:.]*$"
@@ -11,43 +18,19 @@ locals {
   } }
 }
 
-# One kernel route per Kubernetes route, in the cloud netns: adding or
-# removing one route never touches another.
-resource "terraform_data" "route" {
+# One kernel route per Kubernetes route: adding or removing one route never
+# touches another.
+resource "lbhost_route" "route" {
   for_each = var.routes
 
-  triggers_replace = {
-    CLOUD_NETNS = var.settings.cloud_netns
-    CIDR        = each.value.destination_cidr
-    FAMILY      = local.routes[each.key].family
-    VIA         = coalesce(local.routes[each.key].via, "-")
-    BLACKHOLE   = each.value.blackhole ? "true" : "false"
-  }
-  input = {
-    destination_cidr = each.value.destination_cidr
-    target_node      = each.value.target_node
-    blackhole        = each.value.blackhole
-  }
+  destination = each.value.destination_cidr
+  gateway     = each.value.blackhole ? null : local.routes[each.key].via
+  blackhole   = each.value.blackhole
 
   lifecycle {
-    # A changed route is replaced in place by `ip route replace`; the old
-    # resource's destroy then deletes only its own (now absent) next hop.
-    create_before_destroy = true
-
     precondition {
       condition     = local.routes[each.key].via != null
       error_message = "Route ${each.key}: node ${each.value.target_node} has no InternalIP of the IPv${local.routes[each.key].family} family of ${each.value.destination_cidr}."
     }
-  }
-
-  provisioner "local-exec" {
-    command     = "bash \"${path.module}/route.sh\" add"
-    environment = self.triggers_replace
-  }
-
-  provisioner "local-exec" {
-    when        = destroy
-    command     = "bash \"${path.module}/route.sh\" del"
-    environment = self.triggers_replace
   }
 }

@@ -1,0 +1,88 @@
+package repo
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/tfccm/tfccm/lbhost/mirror"
+)
+
+var lbhost struct {
+	once sync.Once
+	cfg  string
+	err  error
+}
+
+// LBHostCLIConfig builds the lbhost provider from this repository into the
+// filesystem mirror bin/providers (as `make build` does; the build is
+// cached by Go) and returns bin/lbhost.tfrc, a CLI configuration that
+// installs it from there. Once per process; the binary is replaced
+// atomically so concurrent test binaries never see a partial file.
+func LBHostCLIConfig() (string, error) {
+	lbhost.once.Do(func() {
+		root, err := Root()
+		if err != nil {
+			lbhost.err = err
+			return
+		}
+		providers := filepath.Join(root, "bin", "providers")
+		for i, source := range []string{mirror.Source, mirror.TerraformSource} {
+			bin := mirror.BinaryPath(providers, source, mirror.Version)
+			if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+			tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+			if i == 0 {
+				cmd := exec.Command("go", "build", "-o", tmp, "./cmd/terraform-provider-lbhost")
+				cmd.Dir = root
+				if out, err := cmd.CombinedOutput(); err != nil {
+					os.Remove(tmp)
+					lbhost.err = fmt.Errorf("build the lbhost provider: %w\n%s", err, out)
+					return
+				}
+			} else if err := copyFile(mirror.BinaryPath(providers, mirror.Source, mirror.Version), tmp); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+			if err := os.Rename(tmp, bin); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+		}
+		cfg := filepath.Join(root, "bin", "lbhost.tfrc")
+		tmpCfg := fmt.Sprintf("%s.tmp%d", cfg, os.Getpid())
+		if err := os.WriteFile(tmpCfg, []byte(mirror.CLIConfig(providers)), 0o644); err != nil {
+			lbhost.err = fmt.Errorf("lbhost CLI config: %w", err)
+			return
+		}
+		if err := os.Rename(tmpCfg, cfg); err != nil {
+			lbhost.err = fmt.Errorf("lbhost CLI config: %w", err)
+			return
+		}
+		lbhost.cfg = cfg
+	})
+	return lbhost.cfg, lbhost.err
+}
+
+// LBHost is LBHostCLIConfig for tests: a failure fails the test.
+func LBHost(t testing.TB) string {
+	t.Helper()
+	p, err := LBHostCLIConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}

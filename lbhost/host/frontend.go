@@ -1,0 +1,200 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tfccm/tfccm/lbhost/haproxy"
+	"github.com/tfccm/tfccm/lbhost/transport"
+)
+
+// Drift is a fragment on the host that lbhost cannot read back (edited by
+// hand or truncated): the caller treats the load balancer as missing so
+// the next apply writes it again.
+type Drift struct{ Reason string }
+
+func (d *Drift) Error() string { return "fragment changed outside lbhost: " + d.Reason }
+
+func (h *Host) fragment(name string) string { return h.p("fragments", name+".cfg") }
+
+// ReadFrontend returns the load balancer as it is on the host, nil if its
+// fragment does not exist, or a *Drift error if it cannot be parsed.
+func (h *Host) ReadFrontend(ctx context.Context, name string) (*haproxy.Frontend, error) {
+	if !haproxy.ValidName(name) {
+		return nil, fmt.Errorf("name %q is not a load balancer name", name)
+	}
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
+	data, err := h.T.ReadFile(ctx, h.fragment(name))
+	if transport.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: read frontend %s: %w", h.T, name, err)
+	}
+	f, err := haproxy.Parse(data)
+	if err != nil {
+		return nil, &Drift{Reason: err.Error()}
+	}
+	if f.Name != name {
+		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg holds load balancer %s", name, f.Name)}
+	}
+	if live, err := h.live(ctx, f); err == nil && !live {
+		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg is not loaded by the running HAProxy", name)}
+	}
+	return &f, nil
+}
+
+// ApplyFrontend writes f's fragment, checks the whole configuration with
+// haproxy -c and reloads HAProxy. A rejected configuration is rolled back
+// before anything reloads, so the running load balancer never changes.
+// Health state is carried over the reload only for servers whose address,
+// port and check are unchanged.
+func (h *Host) ApplyFrontend(ctx context.Context, f haproxy.Frontend) error {
+	data, err := haproxy.Render(f)
+	if err != nil {
+		return err
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := h.checkPortsFree(ctx, f); err != nil {
+		return err
+	}
+	file := h.fragment(f.Name)
+	old, err := h.T.ReadFile(ctx, file)
+	exists := err == nil
+	if err != nil && !transport.IsNotExist(err) {
+		return fmt.Errorf("%s: read %s: %w", h.T, file, err)
+	}
+	if exists && bytes.Equal(old, data) {
+		if live, err := h.live(ctx, f); err != nil || live {
+			return err
+		}
+		// Written by an apply whose reload failed: reload now.
+	}
+	var prev *haproxy.Frontend
+	if exists {
+		if p, err := haproxy.Parse(old); err == nil {
+			prev = &p
+		}
+	}
+	if err := h.T.WriteFile(ctx, file, data); err != nil {
+		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	if err := h.check(ctx); err != nil {
+		var rerr error
+		if exists {
+			rerr = h.T.WriteFile(ctx, file, old)
+		} else {
+			rerr = h.T.Remove(ctx, file)
+		}
+		if rerr != nil {
+			return fmt.Errorf("%w; restoring the previous fragment failed too: %v", err, rerr)
+		}
+		return fmt.Errorf("%w; the previous configuration was restored and HAProxy was not reloaded", err)
+	}
+	if err := h.reload(ctx, f.Name, prev, &f); err != nil {
+		return &PartialError{Err: err}
+	}
+	return nil
+}
+
+// DeleteFrontend removes exactly f's fragment and reloads.
+func (h *Host) DeleteFrontend(ctx context.Context, name string) error {
+	if !haproxy.ValidName(name) {
+		return fmt.Errorf("name %q is not a load balancer name", name)
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	file := h.fragment(name)
+	old, err := h.T.ReadFile(ctx, file)
+	if transport.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: read %s: %w", h.T, file, err)
+	}
+	if err := h.T.Remove(ctx, file); err != nil {
+		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	if err := h.check(ctx); err != nil {
+		if rerr := h.T.WriteFile(ctx, file, old); rerr != nil {
+			return fmt.Errorf("%w; restoring the fragment failed too: %v", err, rerr)
+		}
+		return fmt.Errorf("%w; the fragment was restored and HAProxy was not reloaded", err)
+	}
+	return h.reload(ctx, name, nil, nil)
+}
+
+// checkPortsFree refuses a VIP:port another load balancer binds.
+func (h *Host) checkPortsFree(ctx context.Context, f haproxy.Frontend) error {
+	files, err := h.T.ReadFiles(ctx, h.p("fragments"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	mine := map[string]int{}
+	for i, b := range haproxy.Binds(f) {
+		mine[b] = i
+	}
+	for n, data := range files {
+		other, ok := strings.CutSuffix(n, ".cfg")
+		if !ok || other == f.Name {
+			continue
+		}
+		of, err := haproxy.Parse(data)
+		if err != nil {
+			// Not ours (the local cloud's lb.sh writes its own): look for binds.
+			for _, line := range strings.Split(string(data), "\n") {
+				if b, ok := strings.CutPrefix(strings.TrimSpace(line), "bind "); ok {
+					if i, taken := mine[strings.TrimSpace(b)]; taken {
+						return &FieldError{Field: fmt.Sprintf("ports[%d].port", i), Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", b, other, h.T)}
+					}
+				}
+			}
+			continue
+		}
+		for _, b := range haproxy.Binds(of) {
+			if i, taken := mine[b]; taken {
+				return &FieldError{Field: fmt.Sprintf("ports[%d].port", i), Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", b, other, h.T)}
+			}
+		}
+	}
+	return nil
+}
+
+// check validates the whole configuration as HAProxy will load it.
+func (h *Host) check(ctx context.Context) error {
+	_, err := h.T.Run(ctx, nil, h.HAProxy, "-c", "-q", "-f", h.p("base.cfg"), "-f", h.p("fragments"))
+	if err != nil {
+		return fmt.Errorf("HAProxy rejected the configuration: %w", err)
+	}
+	return nil
+}
+
+// live reports whether the running HAProxy worker has every backend of f.
+// An unreachable master CLI is an error.
+func (h *Host) live(ctx context.Context, f haproxy.Frontend) (bool, error) {
+	out, err := h.masterCLI(ctx, "@1 show backend")
+	if err != nil {
+		return false, err
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, p := range f.Ports {
+		if !have[haproxy.BackendName(f.Name, p.Port)] {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,133 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tfccm/tfccm/lbhost/haproxy"
+)
+
+// masterCLI sends one command to HAProxy's master CLI and returns the
+// answer (the master closes the connection after one command).
+func (h *Host) masterCLI(ctx context.Context, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := h.T.DialUnix(ctx, h.p("master.sock"))
+	if err != nil {
+		return "", fmt.Errorf("%s: HAProxy master CLI: %w", h.T, err)
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	if _, err := io.WriteString(conn, cmd+"\n"); err != nil {
+		return "", fmt.Errorf("%s: HAProxy master CLI %q: %w", h.T, cmd, err)
+	}
+	// Half-close: the CLI answers and closes once it sees the end of input.
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		return "", fmt.Errorf("%s: HAProxy master CLI %q: %w", h.T, cmd, err)
+	}
+	return string(out), nil
+}
+
+// workers returns the pids of the current (not old) workers.
+func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
+	out, err := h.masterCLI(ctx, "show proc")
+	if err != nil {
+		return nil, err
+	}
+	pids := map[string]bool{}
+	section := ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			section = line
+			continue
+		}
+		f := strings.Fields(line)
+		if section == "# workers" && len(f) >= 2 && f[1] == "worker" {
+			pids[f[0]] = true
+		}
+	}
+	return pids, nil
+}
+
+// reload saves the server state (filtered for load balancer name: prev is
+// what was running, next what will run, nil when removed), reloads the
+// master and waits until a new worker runs the new configuration.
+func (h *Host) reload(ctx context.Context, name string, prev, next *haproxy.Frontend) error {
+	old, err := h.workers(ctx)
+	if err != nil {
+		return err
+	}
+	if dump, err := h.masterCLI(ctx, "@1 show servers state"); err == nil && strings.HasPrefix(dump, "1\n") {
+		state := haproxy.FilterServerState([]byte(dump), name, prev, next)
+		if err := h.T.WriteFile(ctx, h.p("server-state"), state); err != nil {
+			return fmt.Errorf("%s: save server state: %w", h.T, err)
+		}
+	} else {
+		// No usable dump: load no stale state for this LB either.
+		if data, rerr := h.T.ReadFile(ctx, h.p("server-state")); rerr == nil {
+			_ = h.T.WriteFile(ctx, h.p("server-state"), haproxy.FilterServerState(data, name, nil, nil))
+		}
+	}
+	if _, err := h.masterCLI(ctx, "reload"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for HAProxy's reload: %w", h.T, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		now, err := h.workers(ctx)
+		if err != nil {
+			continue // the master re-executes itself during a reload
+		}
+		for pid := range now {
+			if !old[pid] {
+				return h.waitUnbound(ctx, old)
+			}
+		}
+	}
+	return fmt.Errorf("%s: HAProxy did not start a worker with the new configuration within 15s (see 'show proc' on %s)", h.T, h.p("master.sock"))
+}
+
+// waitUnbound waits until no old worker holds a listening socket, so that
+// a port removed by the new configuration no longer answers once the
+// apply returns.
+func (h *Host) waitUnbound(ctx context.Context, old map[string]bool) error {
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		out, err = h.T.Run(ctx, nil, "ss", "-Hltnp")
+		if err != nil {
+			return nil // no ss on the host: the new worker runs, that is what we can tell
+		}
+		busy := false
+		for pid := range old {
+			if strings.Contains(string(out), "pid="+pid+",") {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for the old HAProxy worker to close its listeners: %w", h.T, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: an old HAProxy worker still listens 5s after the reload", h.T)
+}

@@ -1,0 +1,316 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/tfccm/tfccm/lbhost/keepalived"
+	"github.com/tfccm/tfccm/lbhost/transport"
+)
+
+var (
+	reOwner = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,99}$`)
+	reIface = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
+)
+
+// ValidOwner reports whether s can own a VIP.
+func ValidOwner(s string) bool { return reOwner.MatchString(s) }
+
+// ValidInterface reports whether s is a Linux interface name.
+func ValidInterface(s string) bool { return reIface.MatchString(s) }
+
+// VIP is an address claimed from a pool by an owner and configured on an
+// interface.
+type VIP struct {
+	Owner     string
+	Pool      netip.Prefix
+	Address   string // "" = allocate
+	Interface string
+	// VRRP, when set, has keepalived hold the address (on Interface)
+	// instead of lbhost adding it; Owner and Address are filled in.
+	VRRP *keepalived.Instance
+}
+
+func (v VIP) validate() error {
+	if !ValidOwner(v.Owner) {
+		return &FieldError{Field: "owner", Msg: fmt.Sprintf("%q must be 1-100 lowercase letters, digits, '_', '.' or '-'", v.Owner)}
+	}
+	if !v.Pool.IsValid() || !v.Pool.Addr().Is4() || v.Pool.Masked() != v.Pool || v.Pool.Bits() > 30 {
+		return &FieldError{Field: "pool", Msg: fmt.Sprintf("%q must be an IPv4 network CIDR of /30 or larger, such as 10.252.0.0/24", v.Pool)}
+	}
+	if !ValidInterface(v.Interface) {
+		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", v.Interface)}
+	}
+	if v.Address != "" {
+		return CheckInPool(v.Pool, v.Address)
+	}
+	return nil
+}
+
+// CheckInPool is the host-independent part of checking a requested address.
+func CheckInPool(pool netip.Prefix, address string) error {
+	a, err := netip.ParseAddr(address)
+	if err != nil || !a.Is4() || a.String() != address {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%q is not an IPv4 address", address)}
+	}
+	if !pool.Contains(a) {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is outside the VIP pool %s", address, pool)}
+	}
+	if a == pool.Addr() || a == lastAddr(pool) {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is the network or broadcast address of the pool %s", address, pool)}
+	}
+	return nil
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	n := binary.BigEndian.Uint32(b[:]) | (1<<(32-p.Bits()) - 1)
+	binary.BigEndian.PutUint32(b[:], n)
+	return netip.AddrFrom4(b)
+}
+
+// claims maps every claimed address to its owner.
+func (h *Host) claims(ctx context.Context) (map[string]string, error) {
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
+	files, err := h.T.ReadFiles(ctx, h.p("claims"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.T, err)
+	}
+	out := map[string]string{}
+	for n, data := range files {
+		if a, err := netip.ParseAddr(n); err != nil || a.String() != n {
+			continue
+		}
+		out[n] = strings.TrimSpace(string(data))
+	}
+	return out, nil
+}
+
+// CheckRequest is the plan-time check of a requested address: in the pool
+// and not claimed by another owner.
+func (h *Host) CheckRequest(ctx context.Context, v VIP) error {
+	if err := v.validate(); err != nil {
+		return err
+	}
+	if v.Address == "" {
+		return nil
+	}
+	claims, err := h.claims(ctx)
+	if err != nil {
+		return err
+	}
+	if o, ok := claims[v.Address]; ok && o != v.Owner {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", v.Address, o, h.T)}
+	}
+	return nil
+}
+
+// ClaimVIP allocates (or checks the requested) address under the host
+// lock, records the claim and configures the address. Concurrent claims on
+// one host never get the same address. It returns the address.
+func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
+	if err := v.validate(); err != nil {
+		return "", err
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	claims, err := h.claims(ctx)
+	if err != nil {
+		return "", err
+	}
+	addr := v.Address
+	if addr != "" {
+		if o, ok := claims[addr]; ok && o != v.Owner {
+			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
+		}
+	} else {
+		addr = allocate(v.Pool, v.Owner, claims)
+		if addr == "" {
+			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
+		}
+	}
+	if claims[addr] != v.Owner {
+		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {
+			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
+		}
+	}
+	if v.VRRP != nil {
+		in := *v.VRRP
+		in.Owner, in.Address, in.AddressInterface = v.Owner, addr, v.Interface
+		if err := h.applyVRRP(ctx, in); err != nil {
+			return addr, fmt.Errorf("VRRP instance for %s: %w", addr, err)
+		}
+		return addr, nil
+	}
+	if _, err := h.T.Run(ctx, nil, "ip", "addr", "replace", addr+"/32", "dev", v.Interface); err != nil {
+		// The claim stays: the address is ours, the next apply adds it.
+		return addr, fmt.Errorf("add VIP %s: %w", addr, err)
+	}
+	return addr, nil
+}
+
+// allocate prefers the owner's existing claim, then probes from a hash of
+// the owner (spread, deterministic) for the first unclaimed host address.
+func allocate(pool netip.Prefix, owner string, claims map[string]string) string {
+	var mine []string
+	for a, o := range claims {
+		if o == owner {
+			if p, err := netip.ParseAddr(a); err == nil && pool.Contains(p) {
+				mine = append(mine, a)
+			}
+		}
+	}
+	if len(mine) > 0 {
+		return minAddr(mine)
+	}
+	hosts := uint32(1)<<(32-pool.Bits()) - 2
+	sum := sha256.Sum256([]byte(owner))
+	start := binary.BigEndian.Uint32(sum[:4]) % hosts
+	base := pool.Addr().As4()
+	b := binary.BigEndian.Uint32(base[:])
+	for i := uint32(0); i < hosts; i++ {
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], b+1+(start+i)%hosts)
+		s := netip.AddrFrom4(a).String()
+		if _, taken := claims[s]; !taken {
+			return s
+		}
+	}
+	return ""
+}
+
+func minAddr(as []string) string {
+	best := netip.MustParseAddr(as[0])
+	for _, s := range as[1:] {
+		if a := netip.MustParseAddr(s); a.Less(best) {
+			best = a
+		}
+	}
+	return best.String()
+}
+
+// FindVIP returns the address owner has claimed ("" if none): import by owner.
+func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
+	claims, err := h.claims(ctx)
+	if err != nil {
+		return "", err
+	}
+	var mine []string
+	for a, o := range claims {
+		if o == owner {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) == 0 {
+		return "", nil
+	}
+	return minAddr(mine), nil
+}
+
+// VIPPresent reports whether owner's claim on addr exists and the address
+// is configured on iface.
+func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string, vrrp bool) (bool, error) {
+	if !ValidInterface(iface) {
+		return false, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
+	}
+	if err := h.needDir(); err != nil {
+		return false, err
+	}
+	data, err := h.T.ReadFile(ctx, h.p("claims", addr))
+	if transport.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", h.T, err)
+	}
+	if strings.TrimSpace(string(data)) != owner {
+		return false, nil
+	}
+	if vrrp {
+		// keepalived holds the address only on the VRRP master: the
+		// instance is what must be there.
+		in, err := h.ReadVRRP(ctx, owner)
+		if err != nil {
+			return false, err
+		}
+		return in != nil && in.Address == addr && in.AddressInterface == iface, nil
+	}
+	return h.hasAddress(ctx, addr, iface)
+}
+
+func (h *Host) hasAddress(ctx context.Context, addr, iface string) (bool, error) {
+	out, err := h.T.Run(ctx, nil, "ip", "-j", "-4", "addr", "show", "dev", iface)
+	if err != nil {
+		return false, fmt.Errorf("read addresses of %s: %w", iface, err)
+	}
+	var links []struct {
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return false, fmt.Errorf("%s: parse ip -j addr: %w", h.T, err)
+	}
+	for _, l := range links {
+		for _, a := range l.AddrInfo {
+			if a.Local == addr {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// ReleaseVIP drops owner's claim on addr and the address (or its VRRP
+// instance), if no one else claims it meanwhile.
+func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp bool) error {
+	if !ValidInterface(iface) {
+		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
+	}
+	if a, err := netip.ParseAddr(addr); err != nil || a.String() != addr {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%q is not an address", addr)}
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	claim := h.p("claims", addr)
+	data, err := h.T.ReadFile(ctx, claim)
+	switch {
+	case transport.IsNotExist(err):
+	case err != nil:
+		return fmt.Errorf("%s: %w", h.T, err)
+	case strings.TrimSpace(string(data)) == owner:
+		if err := h.T.Remove(ctx, claim); err != nil {
+			return fmt.Errorf("%s: %w", h.T, err)
+		}
+	default:
+		return nil // someone else's now: leave the address alone
+	}
+	if vrrp {
+		return h.deleteVRRP(ctx, owner)
+	}
+	has, err := h.hasAddress(ctx, addr, iface)
+	if err != nil {
+		return err
+	}
+	if has {
+		if _, err := h.T.Run(ctx, nil, "ip", "addr", "del", addr+"/32", "dev", iface); err != nil {
+			return fmt.Errorf("remove VIP %s: %w", addr, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package host
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+func TestAllocate(t *testing.T) {
+	pool := netip.MustParsePrefix("10.0.0.0/29") // hosts .1-.6
+	for _, tc := range []struct {
+		name   string
+		claims map[string]string
+		owner  string
+		want   string // "" = exhausted; "*" = any free host address
+	}{
+		{"own claim wins", map[string]string{"10.0.0.5": "a", "10.0.0.2": "b"}, "a", "10.0.0.5"},
+		{"lowest of several own claims", map[string]string{"10.0.0.5": "a", "10.0.0.3": "a"}, "a", "10.0.0.3"},
+		{"own claim outside the pool ignored", map[string]string{"10.9.0.5": "a"}, "a", "*"},
+		{"free address", map[string]string{}, "a", "*"},
+		{"only one left", map[string]string{"10.0.0.1": "x", "10.0.0.2": "x", "10.0.0.3": "x", "10.0.0.4": "x", "10.0.0.6": "x"}, "a", "10.0.0.5"},
+		{"exhausted", map[string]string{"10.0.0.1": "x", "10.0.0.2": "x", "10.0.0.3": "x", "10.0.0.4": "x", "10.0.0.5": "x", "10.0.0.6": "x"}, "a", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocate(pool, tc.owner, tc.claims)
+			switch tc.want {
+			case "*":
+				a, err := netip.ParseAddr(got)
+				if err != nil || !pool.Contains(a) || a == pool.Addr() || a == lastAddr(pool) || tc.claims[got] != "" {
+					t.Fatalf("allocate = %q, want a free host address of %s", got, pool)
+				}
+			default:
+				if got != tc.want {
+					t.Fatalf("allocate = %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+	// Deterministic: the same owner probes from the same address.
+	if a, b := allocate(netip.MustParsePrefix("10.0.0.0/24"), "x_y", nil), allocate(netip.MustParsePrefix("10.0.0.0/24"), "x_y", nil); a != b {
+		t.Errorf("allocate not deterministic: %s, %s", a, b)
+	}
+}
+
+func TestCheckInPool(t *testing.T) {
+	pool := netip.MustParsePrefix("10.252.0.0/24")
+	for addr, ok := range map[string]bool{
+		"10.252.0.7": true, "10.252.1.7": false, "10.252.0.0": false, "10.252.0.255": false, "fd00::1": false, "10.252.0.07": false,
+	} {
+		err := CheckInPool(pool, addr)
+		var fe *FieldError
+		if ok != (err == nil) || (err != nil && (!errors.As(err, &fe) || fe.Field != "address")) {
+			t.Errorf("CheckInPool(%s) = %v, want ok=%v (and a field error on address)", addr, err, ok)
+		}
+	}
+}

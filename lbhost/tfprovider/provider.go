@@ -1,0 +1,193 @@
+// Package tfprovider is the Terraform provider "lbhost" built with
+// terraform-plugin-framework: the resources lbhost_frontend (an HAProxy
+// load balancer), lbhost_vip (an address claimed from a pool) and
+// lbhost_route (a kernel route) on one Linux load-balancer host, reached
+// through the netns or the ssh transport. Host-side work lives in package
+// host; this package maps Terraform's plans and state onto it.
+package tfprovider
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/transport"
+)
+
+// Address is where the provider is installed and found.
+const Address = "registry.opentofu.org/tfccm/lbhost"
+
+// New returns the provider factory for providerserver.Serve.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &lbhostProvider{version: version} }
+}
+
+type lbhostProvider struct{ version string }
+
+type providerModel struct {
+	ConfigDir types.String `tfsdk:"config_dir"`
+	HAProxy   types.String `tfsdk:"haproxy"`
+	KAConfig  types.String `tfsdk:"keepalived_config"`
+	KAPIDFile types.String `tfsdk:"keepalived_pid_file"`
+	Netns     types.String `tfsdk:"netns"`
+	SSH       *sshModel    `tfsdk:"ssh"`
+}
+
+type sshModel struct {
+	Host           types.String `tfsdk:"host"`
+	Port           types.Int64  `tfsdk:"port"`
+	User           types.String `tfsdk:"user"`
+	HostKey        types.String `tfsdk:"host_key"`
+	KnownHostsFile types.String `tfsdk:"known_hosts_file"`
+	AgentSocket    types.String `tfsdk:"agent_socket"`
+	PrivateKeyFile types.String `tfsdk:"private_key_file"`
+}
+
+func (p *lbhostProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "lbhost"
+	resp.Version = p.version
+}
+
+func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "Manages HAProxy load balancers, VIPs and kernel routes on one Linux load-balancer host, " +
+			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`). " +
+			"Exactly one of `netns` and `ssh` is set.",
+		Attributes: map[string]schema.Attribute{
+			"config_dir": schema.StringAttribute{
+				Optional: true,
+				Description: "Directory on the host holding HAProxy's `base.cfg` (global and defaults, the host's own), " +
+					"lbhost's `fragments/` and `claims/`, the `lock` file, `server-state` and the master CLI socket `master.sock`. Required for `lbhost_frontend` and `lbhost_vip`; a provider that only manages routes may leave it out.",
+				Validators: []validator.String{pathValidator{}},
+			},
+			"haproxy": schema.StringAttribute{
+				Optional:    true,
+				Description: "The haproxy binary on the host. Default `haproxy`.",
+				Validators:  []validator.String{pathOrNameValidator{}},
+			},
+			"keepalived_config": schema.StringAttribute{
+				Optional:    true,
+				Description: "keepalived's main configuration on the host, checked with `keepalived -t -f` before every reload. It must `include <config_dir>/keepalived/*.conf`. Default `/etc/keepalived/keepalived.conf`.",
+				Validators:  []validator.String{pathValidator{}},
+			},
+			"keepalived_pid_file": schema.StringAttribute{
+				Optional:    true,
+				Description: "Pid file of keepalived's parent process (reloaded with SIGHUP). Default `/run/keepalived.pid`.",
+				Validators:  []validator.String{pathValidator{}},
+			},
+			"netns": schema.StringAttribute{
+				Optional:    true,
+				Description: "netns transport: the network namespace (of the machine running OpenTofu) where HAProxy runs and VIPs and routes live.",
+			},
+			"ssh": schema.SingleNestedAttribute{
+				Optional:    true,
+				Description: "ssh transport. The host key is always verified (`host_key` or `known_hosts_file`); the private key comes from an agent or a key file and is never part of the configuration.",
+				Attributes: map[string]schema.Attribute{
+					"host":             schema.StringAttribute{Required: true, Description: "Host name or address."},
+					"port":             schema.Int64Attribute{Optional: true, Description: "SSH port. Default 22."},
+					"user":             schema.StringAttribute{Required: true, Description: "Login user."},
+					"host_key":         schema.StringAttribute{Optional: true, Description: "The host's public key in authorized_keys format, e.g. `ssh-ed25519 AAAA...`."},
+					"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
+					"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
+					"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
+				},
+			},
+		},
+	}
+}
+
+// conn is the provider's configured host, connected on first use (so a
+// plan that never touches the host never dials it).
+type conn struct {
+	cfg providerModel
+	// unknown: part of the configuration is only known after apply (it
+	// comes from another resource), so plan-time checks on the host wait.
+	unknown bool
+	once    sync.Once
+	h       *host.Host
+	err     error
+}
+
+func (c *conn) host(ctx context.Context) (*host.Host, error) {
+	if c.unknown {
+		return nil, fmt.Errorf("lbhost: the provider configuration is not known yet (it depends on values known only after apply)")
+	}
+	c.once.Do(func() {
+		var t transport.Transport
+		switch {
+		case !c.cfg.Netns.IsNull():
+			t, c.err = transport.NewNetns(c.cfg.Netns.ValueString())
+		default:
+			s := c.cfg.SSH
+			t, c.err = transport.DialSSH(ctx, transport.SSHConfig{
+				Host: s.Host.ValueString(), Port: int(s.Port.ValueInt64()), User: s.User.ValueString(),
+				HostKey: s.HostKey.ValueString(), KnownHostsFile: s.KnownHostsFile.ValueString(),
+				AgentSocket: s.AgentSocket.ValueString(), PrivateKeyFile: s.PrivateKeyFile.ValueString(),
+			})
+		}
+		if c.err != nil {
+			return
+		}
+		c.h, c.err = host.New(t, c.cfg.ConfigDir.ValueString())
+		if c.err != nil {
+			return
+		}
+		if !c.cfg.HAProxy.IsNull() {
+			c.h.HAProxy = c.cfg.HAProxy.ValueString()
+		}
+		if !c.cfg.KAConfig.IsNull() {
+			c.h.Keepalived.Config = c.cfg.KAConfig.ValueString()
+		}
+		if !c.cfg.KAPIDFile.IsNull() {
+			c.h.Keepalived.PIDFile = c.cfg.KAPIDFile.ValueString()
+		}
+	})
+	return c.h, c.err
+}
+
+func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if cfg.Netns.IsNull() == (cfg.SSH == nil) {
+		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud) and `ssh` (a remote host).")
+		return
+	}
+	c := &conn{cfg: cfg, unknown: cfg.ConfigDir.IsUnknown() || cfg.Netns.IsUnknown() || cfg.HAProxy.IsUnknown() ||
+		cfg.KAConfig.IsUnknown() || cfg.KAPIDFile.IsUnknown()}
+	if s := cfg.SSH; s != nil {
+		c.unknown = c.unknown || s.Host.IsUnknown() || s.Port.IsUnknown() || s.User.IsUnknown() || s.HostKey.IsUnknown() ||
+			s.KnownHostsFile.IsUnknown() || s.AgentSocket.IsUnknown() || s.PrivateKeyFile.IsUnknown()
+	}
+	resp.ResourceData = c
+	resp.DataSourceData = c
+}
+
+func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource}
+}
+
+func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource { return nil }
+
+// configureConn is the shared resource Configure.
+func configureConn(req resource.ConfigureRequest, resp *resource.ConfigureResponse) *conn {
+	if req.ProviderData == nil {
+		return nil
+	}
+	c, ok := req.ProviderData.(*conn)
+	if !ok {
+		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
+		return nil
+	}
+	return c
+}

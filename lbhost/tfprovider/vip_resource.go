@@ -1,0 +1,346 @@
+package tfprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/keepalived"
+)
+
+type vipResource struct{ c *conn }
+
+func newVIPResource() resource.Resource { return &vipResource{} }
+
+type vipModel struct {
+	ID        types.String `tfsdk:"id"`
+	Owner     types.String `tfsdk:"owner"`
+	Pool      types.String `tfsdk:"pool"`
+	Address   types.String `tfsdk:"address"`
+	Interface types.String `tfsdk:"interface"`
+	VRRP      *vrrpModel   `tfsdk:"vrrp"`
+}
+
+type vrrpModel struct {
+	Interface       types.String `tfsdk:"interface"`
+	VirtualRouterID types.Int64  `tfsdk:"virtual_router_id"`
+	Priority        types.Int64  `tfsdk:"priority"`
+	AdvertInt       types.Int64  `tfsdk:"advert_int"`
+	NoPreempt       types.Bool   `tfsdk:"nopreempt"`
+	SourceAddress   types.String `tfsdk:"source_address"`
+	Peers           types.List   `tfsdk:"peers"`
+}
+
+func (v *vrrpModel) instance(ctx context.Context) (*keepalived.Instance, diag.Diagnostics) {
+	if v == nil {
+		return nil, nil
+	}
+	in := &keepalived.Instance{Interface: v.Interface.ValueString(), VirtualRouterID: int(v.VirtualRouterID.ValueInt64()),
+		Priority: int(v.Priority.ValueInt64()), AdvertInt: int(v.AdvertInt.ValueInt64()), NoPreempt: v.NoPreempt.ValueBool(),
+		SourceAddress: v.SourceAddress.ValueString()}
+	var diags diag.Diagnostics
+	if !v.Peers.IsNull() {
+		diags = v.Peers.ElementsAs(ctx, &in.Peers, false)
+	}
+	return in, diags
+}
+
+func fromInstance(in keepalived.Instance, prior *vrrpModel) *vrrpModel {
+	m := &vrrpModel{Interface: types.StringValue(in.Interface), VirtualRouterID: types.Int64Value(int64(in.VirtualRouterID)),
+		Priority: types.Int64Value(int64(in.Priority)), AdvertInt: types.Int64Value(int64(in.AdvertInt)),
+		NoPreempt: types.BoolValue(in.NoPreempt), SourceAddress: types.StringNull(), Peers: types.ListNull(types.StringType)}
+	if in.SourceAddress != "" {
+		m.SourceAddress = types.StringValue(in.SourceAddress)
+	}
+	if len(in.Peers) > 0 || (prior != nil && !prior.Peers.IsNull()) {
+		peers := make([]attr.Value, len(in.Peers))
+		for i, p := range in.Peers {
+			peers[i] = types.StringValue(p)
+		}
+		m.Peers = types.ListValueMust(types.StringType, peers)
+	}
+	return m
+}
+
+func (r *vipResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vip"
+}
+
+func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		Description: "A virtual IP claimed from a pool on the host and configured as a /32 on `interface`. " +
+			"Unless `address` is set, the address is allocated at apply time by the provider under the host's lock, so concurrent " +
+			"applies never get the same address; a requested `address` is checked against the pool and its current owner at plan " +
+			"time and again under the lock. Claims are files `claims/<address>` holding the owner. Read reports a removed claim or " +
+			"address as gone, so the next apply restores it. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"owner": schema.StringAttribute{Required: true, Description: "Who holds the claim (e.g. `<cluster>_<load balancer>`).",
+				Validators: []validator.String{ownerCheck}, PlanModifiers: replace},
+			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR the address comes from.",
+				Validators: []validator.String{cidrCheck}, PlanModifiers: replace},
+			"address": schema.StringAttribute{Optional: true, Computed: true,
+				Description:   "The address: requested, or allocated at apply time (known after apply on create).",
+				Validators:    []validator.String{ipv4Check},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
+			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
+				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
+				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
+			"vrrp": schema.SingleNestedAttribute{
+				Optional: true,
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = req.StateValue.IsNull() != req.PlanValue.IsNull()
+					}, "Adding or removing vrrp replaces the VIP.", "Adding or removing vrrp replaces the VIP.")},
+				Description: "Hold the address with a keepalived VRRP instance (bare-metal LB hosts) instead of adding it directly: " +
+					"written as `keepalived/<owner>.conf` under `config_dir` (keepalived's main configuration must `include` that directory), " +
+					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place; adding or removing `vrrp` replaces the VIP.",
+				Attributes: map[string]schema.Attribute{
+					"interface": schema.StringAttribute{Required: true, Description: "Interface VRRP adverts are sent on.",
+						Validators: []validator.String{ifaceCheck}},
+					"virtual_router_id": schema.Int64Attribute{Required: true, Description: "VRRP virtual router id (1-255), the same on every host of the group.",
+						Validators: []validator.Int64{int64Range{1, 255}}},
+					"priority": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100),
+						Description: "This host's priority (1-254); the highest live host holds the VIP.", Validators: []validator.Int64{int64Range{1, 254}}},
+					"advert_int": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						Description: "Seconds between adverts; failover takes about 3 of them.", Validators: []validator.Int64{int64Range{1, 255}}},
+					"nopreempt": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						Description: "A recovered higher-priority host does not take the VIP back (no flapping)."},
+					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts.",
+						Validators: []validator.String{stringCheck{desc: "an IP address", ok: isIP}}},
+					"peers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						Validators:  []validator.List{eachString{stringCheck{desc: "an IP address", ok: isIP}}},
+						Description: "The other hosts' addresses: unicast VRRP, for networks that filter multicast."},
+				},
+			},
+		},
+	}
+}
+
+func (r *vipResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if c := configureConn(req, resp); c != nil {
+		r.c = c
+	}
+}
+
+func (m vipModel) vip() (host.VIP, error) {
+	pool, err := netip.ParsePrefix(m.Pool.ValueString())
+	if err != nil {
+		return host.VIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
+	}
+	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString()}
+	if m.VRRP != nil {
+		in, diags := m.VRRP.instance(context.Background())
+		if diags.HasError() {
+			return v, fmt.Errorf("vrrp.peers: not a list of strings")
+		}
+		v.VRRP = in
+	}
+	if !m.Address.IsNull() && !m.Address.IsUnknown() {
+		v.Address = m.Address.ValueString()
+	}
+	return v, nil
+}
+
+// ModifyPlan checks a requested address at plan time: inside the pool and
+// not owned by anyone else on the host.
+func (r *vipResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.c == nil || r.c.unknown {
+		return
+	}
+	var cfg vipModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	var plan vipModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || cfg.Address.IsNull() || cfg.Address.IsUnknown() ||
+		plan.Owner.IsUnknown() || plan.Pool.IsUnknown() || plan.Interface.IsUnknown() {
+		return
+	}
+	v, err := plan.vip()
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip", err)
+		return
+	}
+	if err := host.CheckInPool(v.Pool, v.Address); err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+v.Owner, err)
+		return
+	}
+	h, err := r.c.host(ctx)
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+v.Owner, err)
+		return
+	}
+	if err := h.CheckRequest(ctx, v); err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+v.Owner, err)
+	}
+}
+
+func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m vipModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	v, err := m.vip()
+	var h *host.Host
+	if err == nil {
+		h, err = r.c.host(ctx)
+	}
+	var addr string
+	if err == nil {
+		addr, err = h.ClaimVIP(ctx, v)
+	}
+	if addr != "" {
+		// Claimed (even if configuring the address failed): record it so
+		// the next apply keeps this address instead of claiming another.
+		m.ID, m.Address = m.Owner, types.StringValue(addr)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+	}
+}
+
+func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m vipModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.c.host(ctx)
+	var ok bool
+	if err == nil {
+		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	}
+	var drift *host.Drift
+	if errors.As(err, &drift) {
+		resp.Diagnostics.AddWarning("lbhost_vip "+m.Owner.ValueString()+" changed on the host", drift.Error()+"; the next apply writes it again")
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+		return
+	}
+	if !ok {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if m.VRRP != nil {
+		in, err := h.ReadVRRP(ctx, m.Owner.ValueString())
+		if err != nil || in == nil {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		want, _ := m.VRRP.instance(ctx)
+		want.Owner, want.Address, want.AddressInterface = in.Owner, in.Address, in.AddressInterface
+		if fmt.Sprint(*want) != fmt.Sprint(*in) {
+			m.VRRP = fromInstance(*in, m.VRRP)
+			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		}
+	}
+}
+
+// Update changes the VRRP instance in place; every other argument
+// requires replacement. Adding or removing vrrp replaces the VIP.
+func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m vipModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.VRRP != nil {
+		v, err := m.vip()
+		var h *host.Host
+		if err == nil {
+			h, err = r.c.host(ctx)
+		}
+		if err == nil {
+			in := *v.VRRP
+			in.Owner, in.Address, in.AddressInterface = v.Owner, m.Address.ValueString(), v.Interface
+			err = h.UpdateVRRP(ctx, in)
+		}
+		if err != nil {
+			addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+			if !host.IsPartial(err) {
+				return
+			}
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m vipModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.c.host(ctx)
+	if err == nil {
+		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+	}
+}
+
+// ImportState takes "<owner>,<pool>[,<interface>]".
+func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	parts := strings.Split(req.ID, ",")
+	if len(parts) < 2 || len(parts) > 3 {
+		resp.Diagnostics.AddError("import lbhost_vip", fmt.Sprintf("id %q: want <owner>,<pool>[,<interface>]", req.ID))
+		return
+	}
+	iface := "lo"
+	if len(parts) == 3 {
+		iface = parts[2]
+	}
+	h, err := r.c.host(ctx)
+	var addr string
+	if err == nil {
+		addr, err = h.FindVIP(ctx, parts[0])
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "import lbhost_vip "+parts[0], err)
+		return
+	}
+	if addr == "" {
+		resp.Diagnostics.AddError("import lbhost_vip "+parts[0], fmt.Sprintf("%s holds no claim on %s", parts[0], h.T))
+		return
+	}
+	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
+		Address: types.StringValue(addr), Interface: types.StringValue(iface)}
+	// A VIP held by keepalived is adopted with its VRRP instance.
+	in, err := h.ReadVRRP(ctx, parts[0])
+	if err != nil {
+		addError(&resp.Diagnostics, "import lbhost_vip "+parts[0], err)
+		return
+	}
+	if in != nil && in.Address == addr {
+		m.VRRP = fromInstance(*in, nil)
+		if len(parts) < 3 {
+			m.Interface = types.StringValue(in.AddressInterface)
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
