@@ -46,14 +46,19 @@ build:
 	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
 
 ## image: OCI image (layout in $(IMAGE_DIR)/oci, `podman load` archive $(IMAGE_DIR)/tfccm.tar)
+## The image's provider mirror always holds tfccm's own lbhost provider (the
+## built-in local set uses it), plus PROVIDERS when given.
 image: tools
 	@mkdir -p $(IMAGE_DIR)/bin
 	$(STATIC) -o $(IMAGE_DIR)/bin/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(STATIC) -o $(IMAGE_DIR)/bin/tfccm ./cmd/tfccm
+	rm -rf $(IMAGE_DIR)/mirror
+	$(STATIC) -o $(IMAGE_DIR)/mirror/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM) ./cmd/terraform-provider-lbhost
+	$(if $(PROVIDERS),cp -R $(abspath $(PROVIDERS))/. $(IMAGE_DIR)/mirror/)
 	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $$(git rev-parse HEAD) \
 		--created $$(git log -1 --format=%ct) \
 		--ccm $(IMAGE_DIR)/bin/terraform-cloud-controller-manager --tfccm $(IMAGE_DIR)/bin/tfccm --tofu $(BIN)/tofu \
-		$(if $(PROVIDERS),--providers $(abspath $(PROVIDERS))) \
+		--providers $(IMAGE_DIR)/mirror \
 		--layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/tfccm.tar > $(IMAGE_DIR)/digest
 	@echo "$(IMAGE) $$(cat $(IMAGE_DIR)/digest)"
 
