@@ -54,7 +54,11 @@ func TestSoak(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()), `coalesce_quiet = "1s"`)
+	// The local cloud's infrastructure is the instances source; the soak
+	// takes it away for a while (a state outage): no Node may be deleted.
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings())+
+		fmt.Sprintf("instances {\n  ttl = \"5s\"\n  source \"infra\" {\n    dir = %q\n  }\n}\n", cloud.InfraDir()), `coalesce_quiet = "1s"`)
+	infraState := filepath.Join(cloud.InfraDir(), "terraform.tfstate")
 	ports := []int{30100, 30101, 30102, 30103}
 	for _, n := range cloud.Nodes() {
 		for _, p := range ports {
@@ -146,6 +150,12 @@ func TestSoak(t *testing.T) {
 					counts["node+"]++
 				}
 			}
+		case a < 95 && counts["outage"] == 0 && time.Now().After(half): // state outage
+			hidden := infraState + ".away"
+			if os.Rename(infraState, hidden) == nil {
+				counts["outage"]++
+				time.AfterFunc(15*time.Second, func() { _ = os.Rename(hidden, infraState) })
+			}
 		case a < 93: // kill -9 and restart
 			ccm.Kill()
 			ccm = startCCM(t, cluster, cfg, "--concurrent-service-syncs=4")
@@ -154,6 +164,23 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	t.Logf("actions: %v", counts)
+	eventually(t, 30*time.Second, "the state is back", func(context.Context) error {
+		_, err := os.Stat(infraState)
+		return err
+	})
+	// No Node was deleted but by the soak itself.
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, n := range list.Items {
+		have = append(have, n.Name)
+	}
+	slices.Sort(have)
+	if want := registeredNames(registered); !slices.Equal(have, want) {
+		t.Errorf("Nodes %v, want %v (a Node was deleted during the state outage?)", have, want)
+	}
 
 	// Converge, then check the invariants. Services left on ETP=Local
 	// are health-checked on their healthCheckNodePort: serve it, as
