@@ -359,18 +359,7 @@ func TestContainerServesLoadBalancer(t *testing.T) {
 	admin := cluster.Client()
 	ctx := context.Background()
 
-	for _, n := range cloud.Nodes() {
-		stop, err := cloud.ServeHTTP(n, 30090, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		stop, err = cloud.ServeHealthz(n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
+	serveNodes(t, cloud, 30090)
 	createNode(t, admin, cloud, "node-a")
 	createNode(t, admin, cloud, "node-b")
 

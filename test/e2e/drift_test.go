@@ -33,18 +33,7 @@ func TestDriftRepair(t *testing.T) {
 	ctx := context.Background()
 	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("load_balancer {\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
 		harness.HCLObject(cloud.LBSettings()), harness.HCLObject(cloud.RoutesSettings())), `drift_interval = "3s"`)
-	for _, n := range cloud.Nodes() {
-		stop, err := cloud.ServeHTTP(n, 30080, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		stop, err = cloud.ServeHealthz(n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
+	serveNodes(t, cloud, 30080)
 	createRoutedNode(t, client, cloud, "node-a", []string{"10.244.1.0/24"})
 	startCCM(t, cluster, cfg, routeFlags...)
 

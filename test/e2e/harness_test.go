@@ -18,6 +18,7 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/localcloud"
 )
 
 // The helpers here are test/harness for a *testing.T: they fail the test
@@ -176,4 +177,25 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// serveNodes runs, on every node of the cloud, a server on each of ports
+// answering with the node's name and kube-proxy's /healthz, until the test
+// ends.
+func serveNodes(t *testing.T, cloud *localcloud.Cloud, ports ...int) {
+	t.Helper()
+	for _, n := range cloud.Nodes() {
+		for _, port := range ports {
+			stop, err := cloud.ServeHTTP(n, port, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+		}
+		stop, err := cloud.ServeHealthz(n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
 }

@@ -107,18 +107,7 @@ func TestOverrideRollout(t *testing.T) {
 	v1 := localModule(t)
 	vol.swap(t, v1)
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("override_dir = %q\n", vol.dir)+harness.Block("load_balancer", cloud.LBSettings()))
-	for _, n := range cloud.Nodes() {
-		stop, err := cloud.ServeHTTP(n, 30090, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		stop, err = cloud.ServeHealthz(n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
+	serveNodes(t, cloud, 30090)
 	createNode(t, client, cloud, "node-a")
 	startCCM(t, cluster, cfg)
 	svc := &corev1.Service{

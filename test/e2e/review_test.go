@@ -33,18 +33,7 @@ func TestReviewMode(t *testing.T) {
 	ctx := context.Background()
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()), "review = true")
 
-	for _, n := range cloud.Nodes() {
-		stop, err := cloud.ServeHTTP(n, 30080, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		stop, err = cloud.ServeHealthz(n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
+	serveNodes(t, cloud, 30080)
 	createNode(t, client, cloud, "node-a")
 	createNode(t, client, cloud, "node-b")
 	startCCM(t, cluster, cfg)
