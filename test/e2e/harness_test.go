@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,8 +140,12 @@ func writeCloudConfig(t testing.TB, dir, blocks string, terraformLines ...string
 	t.Helper()
 	workDir = filepath.Join(dir, "work")
 	cfg = filepath.Join(dir, "cloud.hcl")
-	// The local set uses tfccm's lbhost provider from the repository's mirror.
-	tf := append([]string{fmt.Sprintf("cli_config_file = %q", repo.LBHost(t))}, terraformLines...)
+	// The local set uses tfccm's lbhost provider from the repository's
+	// mirror, unless the test brings its own CLI config.
+	tf := terraformLines
+	if !slices.ContainsFunc(terraformLines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "cli_config_file") }) {
+		tf = append([]string{fmt.Sprintf("cli_config_file = %q", repo.LBHost(t))}, terraformLines...)
+	}
 	c := harness.CloudConfig{ClusterName: "e2e", WorkDir: workDir, Tofu: repo.Tofu(t), Terraform: tf, Blocks: blocks}
 	if err := c.Write(cfg); err != nil {
 		t.Fatal(err)
