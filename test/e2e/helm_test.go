@@ -2,25 +2,20 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/test/devcluster"
-	"github.com/tfccm/tfccm/test/harness"
 )
 
 // helmInstall installs the chart as release "tfccm" in kube-system of
@@ -93,49 +88,9 @@ func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name st
 // finalizer and record Events without a single forbidden call.
 func TestCCMRunsUnderChartRBAC(t *testing.T) {
 	cluster := devcluster.ForTest(t)
-	admin := cluster.Client()
-	ctx := context.Background()
 	sa := helmInstall(t, cluster, "replicas: 1\n")
 	kubeconfig, _ := serviceAccountKubeconfig(t, cluster, sa)
 	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
 
-	ccm := startCCMWithKubeconfig(t, kubeconfig, cfg)
-	eventually(t, time.Minute, "leader Lease taken by the chart's ServiceAccount", func(ctx context.Context) error {
-		if ccm.Exited() {
-			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
-		}
-		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if l.Spec.HolderIdentity == nil {
-			return fmt.Errorf("no holder")
-		}
-		return nil
-	})
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "chart-rbac", Namespace: "default"},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
-	}
-	if _, err := admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "finalizer added and Events recorded", func(ctx context.Context) error {
-		s, err := admin.CoreV1().Services("default").Get(ctx, "chart-rbac", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(s.Finalizers) == 0 {
-			return fmt.Errorf("no finalizer yet")
-		}
-		ev := harness.Events(ctx, admin, s.Namespace, s.Name)
-		if !strings.Contains(ev, "EnsuringLoadBalancer") || !strings.Contains(ev, "TerraformRenderFailed") {
-			return fmt.Errorf("events: %s", ev)
-		}
-		return nil
-	})
-	if log := ccm.Log(); strings.Contains(log, "is forbidden") {
-		i := strings.Index(log, "is forbidden")
-		t.Errorf("the CCM hit a permission the chart does not grant: ...%s", log[max(0, i-300):min(len(log), i+200)])
-	}
+	ccmUsesOnlyItsGrants(t, cluster, kubeconfig, cfg, "chart-rbac")
 }

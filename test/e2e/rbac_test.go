@@ -8,14 +8,10 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -54,40 +50,19 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 			t.Fatalf("apply %T: %v", o, err)
 		}
 	}
-	tok, err := admin.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "cloud-controller-manager",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	rc := cluster.RESTConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.TLSClientConfig.CAFile}
-	kc.AuthInfos["ccm"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "ccm"}
-	kc.CurrentContext = "c"
-	kubeconfig := filepath.Join(dir, "ccm.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := writeCloudConfig(t, dir, "")
+	kubeconfig, _ := serviceAccountKubeconfig(t, cluster, "cloud-controller-manager")
+	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
+	ccmUsesOnlyItsGrants(t, cluster, kubeconfig, cfg, "rbac")
+}
 
-	// The apiserver's RBAC authorizer learns new bindings from its informers
-	// a moment later: wait until the ServiceAccount's grants are visible, so
-	// a "forbidden" below means a missing grant, not a race.
-	saConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := kubernetes.NewForConfigOrDie(saConfig)
-	eventually(t, 30*time.Second, "ServiceAccount grants visible", func(ctx context.Context) error {
-		if _, err := sa.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
-			return err
-		}
-		_, err := sa.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
-		return err
-	})
-
+// ccmUsesOnlyItsGrants runs the CCM with kubeconfig (a ServiceAccount's
+// token): it must take the leader Lease, add the load-balancer finalizer
+// to a Service named svcName and record Events, and never be refused a
+// call ("is forbidden" in its log).
+func ccmUsesOnlyItsGrants(t *testing.T, cluster *devcluster.Cluster, kubeconfig, cfg, svcName string) {
+	t.Helper()
+	admin := cluster.Client()
+	ctx := context.Background()
 	ccm := startCCMWithKubeconfig(t, kubeconfig, cfg)
 	eventually(t, time.Minute, "leader Lease taken by the ServiceAccount", func(ctx context.Context) error {
 		if ccm.Exited() {
@@ -104,14 +79,14 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 	})
 
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: "default"},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
 	}
 	if _, err := admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "finalizer added and Events recorded", func(ctx context.Context) error {
-		s, err := admin.CoreV1().Services("default").Get(ctx, "rbac", metav1.GetOptions{})
+		s, err := admin.CoreV1().Services("default").Get(ctx, svcName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
