@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/haproxy"
@@ -260,36 +262,31 @@ func (r *frontendResource) apply(ctx context.Context, m *frontendModel) error {
 }
 
 func (r *frontendResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var m frontendModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.apply(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, "lbhost_frontend "+m.Name, err)
-		if host.IsPartial(err) {
-			// The fragment is on the host; record it so the next apply resumes.
-			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-		}
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *frontendResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
+}
+
+// applyPlan writes the planned frontend to the host (Create and Update
+// alike: the host's write is idempotent) and records it in state; after a
+// partial failure the fragment is on the host, so it is recorded too and
+// the next apply resumes.
+func (r *frontendResource) applyPlan(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
 	var m frontendModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	diags.Append(plan.Get(ctx, &m)...)
+	if diags.HasError() {
 		return
 	}
 	if err := r.apply(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, "lbhost_frontend "+m.Name, err)
+		addError(diags, "lbhost_frontend "+m.Name, err)
 		if host.IsPartial(err) {
-			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+			diags.Append(state.Set(ctx, &m)...)
 		}
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	diags.Append(state.Set(ctx, &m)...)
 }
 
 func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
