@@ -7,6 +7,8 @@
 #   state, 5,000 instances  lookups/s >= 200k, reads (5,000 cold lookups) == 1,
 #                           refresh cost, bytes/index
 #   render of one LB over 500 nodes; local LB update through HAProxy
+#   burst, 200 Services at once  ratio to raw tofu <= 1.2, failed applies == 0,
+#                           and the cost of ensure_wait (time, Warnings)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"
@@ -24,3 +26,13 @@ fi
 run ./state/ '.' 1s
 run ./templates/ 'RenderLoadBalancer500Nodes' 10x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
+
+# Burst: N LoadBalancer Services at once through the CCM vs raw tofu
+# init/plan/apply of the same rendered workspaces at the same parallelism
+# (goal ratio <= 1.2, 0 failed applies), with the default ensure_wait and
+# with ensure_wait = 0s (its cost: time vs SyncLoadBalancerFailed Warnings).
+for wait in "" 0s; do
+	echo "### burst of ${TFCCM_BENCH_BURST:-200} Services, ensure_wait=${wait:-default}"
+	TFCCM_BENCH_BURST=${TFCCM_BENCH_BURST:-200} TFCCM_BENCH_ENSURE_WAIT=$wait \
+		go test -count=1 -timeout 40m -run '^TestBurstVsRawTofu$' -v ./test/e2e/ | grep -E 'BURST|CCM:|FAIL|ok ' || true
+done

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,51 @@ resource "terraform_data" "x" {
 				t.Fatalf("fixed inputs: %v", err)
 			}
 		})
+	}
+}
+
+// TestDestroyUsesLastAppliedConfiguration: inputs that became invalid
+// after the last apply (here a variable's validation, which `tofu destroy`
+// evaluates too) never block the destroy, which runs with the applied
+// configuration; the one that failed is never applied.
+func TestDestroyUsesLastAppliedConfiguration(t *testing.T) {
+	const module = `variable "port" {
+  type = number
+  validation {
+    condition     = var.port < 10
+    error_message = "port must be below 10."
+  }
+}
+
+resource "terraform_data" "x" {
+  input = var.port
+}
+`
+	e := newTestEngine(t, Options{Backoff: Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}})
+	spec := func(port string) Spec {
+		s := Spec{Name: "later", Files: map[string][]byte{"main.tf": []byte(module), "tfccm.auto.tfvars": []byte("port = " + port + "\n")}}
+		s.Hash = s.ContentHash()
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	good, bad := spec("5"), spec("53")
+	for _, s := range []Spec{good, bad} {
+		if _, err := e.Apply(s); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = e.Wait(ctx, s.Name, s.Hash)
+	}
+	if st := e.Status("later"); st.Phase != PhaseFailed || !IsInvalidInput(st.Err) || st.AppliedHash != good.Hash {
+		t.Fatalf("after the invalid inputs: %+v, want failed as invalid input with the good spec applied", st)
+	}
+	if _, err := e.Destroy(bad); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.Wait(ctx, "later", bad.Hash); err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("destroy with inputs that became invalid: %v %+v", err, st)
+	}
+	if _, err := os.Stat(e.Dir("later")); !os.IsNotExist(err) {
+		t.Errorf("workspace directory left after the destroy: %v", err)
 	}
 }

@@ -58,6 +58,13 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 			oldClaim, hadClaim = readClaim(dir)
 		}
 	}
+	if destroy {
+		// Destroy with the configuration the state was applied with (see
+		// appliedDir), not with inputs that may have become invalid since.
+		if prev, ok := lastApplied(dir, spec); ok {
+			spec = &prev
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
@@ -184,13 +191,10 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 // apply's workspace) with spec's backend. It reports whether it ran; a
 // failure is logged and the destroy goes on with what the state holds.
 func (e *Engine) converge(ctx context.Context, spec *Spec, dir string, rec record, scrub *secret.Scrubber) (runOutcome, bool) {
-	prev, err := ReadDir(dir)
-	if err != nil {
+	prev, ok := readAs(dir, spec)
+	if !ok {
 		return runOutcome{}, false
 	}
-	prev.Name, prev.Module = spec.Name, spec.Module
-	prev.Backend, prev.StateWorkspace, prev.BackendConfig = spec.Backend, spec.StateWorkspace, spec.BackendConfig
-	prev.Hash = prev.ContentHash()
 	klog.InfoS("Destroying a workspace whose last apply was interrupted: applying it again first so that the state records what that apply created", "workspace", spec.Name)
 	conv := e.run(ctx, &prev, false, rec, scrub, nil)
 	if conv.err != nil {
@@ -237,6 +241,9 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, dir str
 	}
 	public, secrets := splitOutputs(outputs)
 	out.secrets = secrets
+	if err := saveApplied(dir, spec); err != nil {
+		return fail("apply", &Error{Op: "apply", Summary: r.scrub.Scrub(err.Error())})
+	}
 	out.rec.AppliedHash = spec.Hash
 	out.rec.AppliedAt = time.Now().UTC()
 	out.rec.Outputs = public

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// burstParallelism is the engine's parallelism in the burst benchmark and
+// the number of raw tofu pipelines it is compared with.
+const burstParallelism = 4
+
+// TestBurstVsRawTofu (make bench; TFCCM_BENCH_BURST=N Services, e.g. 200)
+// creates N LoadBalancer Services at once and times them to all having
+// ingress through the CCM (the chart's 10 service workers, the engine at
+// parallelism 4), then times raw `tofu init`, `plan -out` and `apply` of the
+// same N rendered workspaces with 4 pipelines, in the same run. It fails when
+// an apply failed (VIP allocation must be race-free), two Services share a
+// VIP, or the ratio exceeds TFCCM_BENCH_BURST_MAX (default 1.2).
+func TestBurstVsRawTofu(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("TFCCM_BENCH_BURST"))
+	if n <= 0 {
+		t.Skip("TFCCM_BENCH_BURST=N runs the burst benchmark (make bench)")
+	}
+	maxRatio := 1.2
+	if v := os.Getenv("TFCCM_BENCH_BURST_MAX"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("TFCCM_BENCH_BURST_MAX: %v", err)
+		}
+		maxRatio = f
+	}
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	serveNodes(t, cloud, 30080)
+	for _, name := range cloud.Nodes() {
+		createNode(t, client, cloud, name)
+	}
+	lb := harness.Block("load_balancer", cloud.LBSettings())
+	ensureWait := os.Getenv("TFCCM_BENCH_ENSURE_WAIT") // load_balancer.ensure_wait; default: the CCM's
+	if ensureWait != "" {
+		lb = strings.Replace(lb, "load_balancer {", fmt.Sprintf("load_balancer {\n  ensure_wait = %q", ensureWait), 1)
+	}
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), lb, fmt.Sprintf("parallelism = %d", burstParallelism))
+	ccm := startCCM(t, cluster, cfg, "--concurrent-service-syncs=10")
+
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("burst-%03d", i)
+	}
+	start := time.Now()
+	forEach(t, names, 20, func(ctx context.Context, name string) error {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+		_, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		return err
+	})
+	vips := waitAllIngress(t, client, names, 15*time.Minute)
+	ccmTime := time.Since(start)
+	seen := map[string]string{}
+	for name, vip := range vips {
+		if other, dup := seen[vip]; dup {
+			t.Errorf("Services %s and %s share VIP %s", other, name, vip)
+		}
+		seen[vip] = name
+	}
+	applies, failed := engineApplies(t, cluster, ccm)
+	warnings := syncWarnings(t, client)
+	t.Logf("CCM: %d Services to ingress in %s; %d applies, %d failed", n, ccmTime.Round(10*time.Millisecond), applies, failed)
+	if failed > 0 {
+		t.Errorf("%d applies failed under the burst", failed)
+	}
+
+	// The same workspaces, as tfccm rendered them, for raw tofu: the
+	// template, the generated inputs and backend, nothing of the engine's.
+	rawDir := t.TempDir()
+	dirs, err := filepath.Glob(filepath.Join(workDir, "lb-*"))
+	if err != nil || len(dirs) != n {
+		t.Fatalf("workspaces under %s: %d, want %d (%v)", workDir, len(dirs), n, err)
+	}
+	var raw []string
+	for _, d := range dirs {
+		dst := filepath.Join(rawDir, filepath.Base(d))
+		if err := copyRendered(d, dst); err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, dst)
+	}
+	forEach(t, names, 20, func(ctx context.Context, name string) error {
+		return client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	for _, name := range names {
+		waitServiceDeleted(t, client, name, 10*time.Minute)
+	}
+	ccm.Stop()
+
+	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
+	tofu := repo.Tofu(t)
+	start = time.Now()
+	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
+		for _, args := range [][]string{
+			{"init", "-input=false", "-no-color"},
+			{"plan", "-input=false", "-no-color", "-out=tfplan"},
+			{"apply", "-input=false", "-no-color", "tfplan"},
+		} {
+			if _, err := localcloud.RunTofu(ctx, tofu, dir, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	rawTime := time.Since(start)
+	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
+		_, err := localcloud.RunTofu(ctx, tofu, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+		return err
+	})
+	ratio := ccmTime.Seconds() / rawTime.Seconds()
+	t.Logf("BURST services=%d ensure_wait=%q ccm=%s raw_tofu=%s ratio=%.2f (goal <= %.2f) applies_per_service=%.2f apply_failures=%d sync_warnings=%d",
+		n, ensureWait, ccmTime.Round(10*time.Millisecond), rawTime.Round(10*time.Millisecond), ratio, maxRatio, float64(applies)/float64(n), failed, warnings)
+	if ratio > maxRatio {
+		t.Errorf("burst of %d Services took %.2fx raw tofu (goal <= %.2f)", n, ratio, maxRatio)
+	}
+}
+
+// forEach runs f for every item with at most par at once and fails the test
+// with the first error.
+func forEach(t *testing.T, items []string, par int, f func(ctx context.Context, item string) error) {
+	t.Helper()
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		first error
+		mu    sync.Mutex
+	)
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) {
+					return
+				}
+				if err := f(t.Context(), items[i]); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("%s: %w", items[i], err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+}
+
+// waitAllIngress waits until every named Service has an ingress IP and
+// returns them.
+func waitAllIngress(t *testing.T, client kubernetes.Interface, names []string, timeout time.Duration) map[string]string {
+	t.Helper()
+	vips := map[string]string{}
+	eventually(t, timeout, fmt.Sprintf("ingress on %d Services", len(names)), func(ctx context.Context) error {
+		list, err := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, s := range list.Items {
+			if ing := s.Status.LoadBalancer.Ingress; len(ing) > 0 && ing[0].IP != "" {
+				vips[s.Name] = ing[0].IP
+			}
+		}
+		missing := 0
+		for _, name := range names {
+			if vips[name] == "" {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d Services without ingress", missing, len(names))
+		}
+		return nil
+	})
+	return vips
+}
+
+// syncWarnings counts the service controller's SyncLoadBalancerFailed
+// Warnings (each RetryError is one) in the default namespace.
+func syncWarnings(t *testing.T, client kubernetes.Interface) int {
+	t.Helper()
+	list, err := client.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "reason=SyncLoadBalancerFailed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		n += max(1, int(e.Count))
+	}
+	return n
+}
+
+var applyMetric = regexp.MustCompile(`(?m)^tfccm_workspace_operations_total\{operation="apply",result="(\w+)"\} (\d+)$`)
+
+// engineApplies reads the CCM's applies (successful and failed) from its
+// /metrics.
+func engineApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) (ok, failed int) {
+	t.Helper()
+	cert, key := cluster.AdminCert()
+	var body string
+	eventually(t, 30*time.Second, "authorized /metrics", func(context.Context) error {
+		code, b, err := ccm.Get("/metrics", cert, key)
+		if err != nil || code != 200 {
+			return fmt.Errorf("/metrics: %d %v", code, err)
+		}
+		body = b
+		return nil
+	})
+	for _, m := range applyMetric.FindAllStringSubmatch(body, -1) {
+		v, _ := strconv.Atoi(m[2])
+		switch m[1] {
+		case "success":
+			ok += v
+		case "error":
+			failed += v
+		}
+	}
+	return ok, failed
+}
+
+// copyRendered copies what tfccm rendered into a workspace (not OpenTofu's
+// .terraform, state or the engine's own records) to dst.
+func copyRendered(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "terraform.tfstate") || strings.HasSuffix(name, ".tfplan") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

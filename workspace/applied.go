@@ -1,0 +1,39 @@
+package workspace
+
+import (
+	"path/filepath"
+)
+
+// appliedDir, inside a workspace directory, holds a copy of the files of
+// its last successful apply: the configuration its state was made with.
+// A destroy runs with them, so inputs that became invalid since (a
+// requested address outside the pool, a tfccm.io/vars value the template
+// rejects, a template that no longer validates) can never keep a
+// Service's finalizer: `tofu destroy` evaluates the configuration, and the
+// one that was applied last is the one that is known to pass.
+const appliedDir = metaDir + "/applied"
+
+// saveApplied records spec as the workspace's last applied configuration.
+func saveApplied(dir string, spec *Spec) error {
+	return spec.WriteDir(filepath.Join(dir, appliedDir))
+}
+
+// lastApplied returns the workspace's last applied configuration under
+// spec's name and backend settings; false when it has none.
+func lastApplied(dir string, spec *Spec) (Spec, bool) {
+	return readAs(filepath.Join(dir, appliedDir), spec)
+}
+
+// readAs reads the spec written into dir and gives it spec's identity and
+// backend settings (a workspace's state location never changes with its
+// files).
+func readAs(dir string, spec *Spec) (Spec, bool) {
+	prev, err := ReadDir(dir)
+	if err != nil {
+		return Spec{}, false
+	}
+	prev.Name, prev.Module = spec.Name, spec.Module
+	prev.Backend, prev.StateWorkspace, prev.BackendConfig = spec.Backend, spec.StateWorkspace, spec.BackendConfig
+	prev.Hash = prev.ContentHash()
+	return prev, true
+}
