@@ -30,8 +30,10 @@ func exoServices(calls []standin.Call) map[string]map[string]any {
 	return out
 }
 
-func TestExoscale(t *testing.T) {
-	runCloud(t, cloud{
+func TestExoscale(t *testing.T) { runCloud(t, exoscaleCloud()) }
+
+func exoscaleCloud() cloud {
+	return cloud{
 		set:      "exoscale",
 		provider: "exoscale",
 		config: `
@@ -117,5 +119,5 @@ load_balancer {
 				}
 			}
 		},
-	})
+	}
 }

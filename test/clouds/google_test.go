@@ -46,8 +46,10 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-func TestGoogle(t *testing.T) {
-	runCloud(t, cloud{
+func TestGoogle(t *testing.T) { runCloud(t, googleCloud()) }
+
+func googleCloud() cloud {
+	return cloud{
 		set:      "google",
 		provider: "google",
 		only:     []string{"google_compute_"},
@@ -232,5 +234,5 @@ routes {
 				}
 			}
 		},
-	})
+	}
 }

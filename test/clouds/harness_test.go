@@ -73,7 +73,7 @@ type routeErr struct {
 	wantErr string
 }
 
-func parseConfig(t *testing.T, body, workDir string) *config.Config {
+func parseConfig(t testing.TB, body, workDir string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf("cluster_name = %q\nwork_dir = %q\n%s", "prod", workDir, body)), "cloud.hcl")
 	if err != nil {

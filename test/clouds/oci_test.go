@@ -48,8 +48,10 @@ var ociPublicAddresses = []map[string]any{
 	{"ip_address": "2001:db8::10", "ip_version": "IPV6", "is_public": true, "reserved_ip": []any{}},
 }
 
-func TestOCI(t *testing.T) {
-	runCloud(t, cloud{
+func TestOCI(t *testing.T) { runCloud(t, ociCloud()) }
+
+func ociCloud() cloud {
+	return cloud{
 		set:      "oci",
 		provider: "oci",
 		only: []string{"oci_network_load_balancer_", "oci_core_network_security_group", "oci_core_public_ip", "oci_core_private_ips",
@@ -285,5 +287,5 @@ routes {
 				}
 			}
 		},
-	})
+	}
 }

@@ -61,9 +61,11 @@ func osMembers(t *testing.T, calls []standin.Call, pools map[string]map[string]a
 	return out
 }
 
-func TestOpenStack(t *testing.T) {
+func TestOpenStack(t *testing.T) { runCloud(t, openStackCloud()) }
+
+func openStackCloud() cloud {
 	const subnet = "8c0a2f6e-1111-4222-8333-444455556666"
-	runCloud(t, cloud{
+	return cloud{
 		set:      "openstack",
 		provider: "openstack",
 		config: `
@@ -251,5 +253,5 @@ routes {
 				}
 			}
 		},
-	})
+	}
 }
