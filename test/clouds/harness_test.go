@@ -136,6 +136,23 @@ func node(name, providerID, internalIP, externalIP string, podCIDRs ...string) *
 	return n
 }
 
+// dualStackNodes are node-a..node-c with IPv4 InternalIPs 10.0.10.2-4, IPv6
+// InternalIPs fd00:10::2-4, pod CIDRs 10.244.1-3.0/24, the providerID
+// providerID(i) and, when external is set, ExternalIPs 198.51.100.1-3.
+func dualStackNodes(providerID func(i int) string, external bool) []*corev1.Node {
+	var out []*corev1.Node
+	for i, name := range []string{"node-a", "node-b", "node-c"} {
+		ext := ""
+		if external {
+			ext = "198.51.100." + string(rune('1'+i))
+		}
+		n := node(name, providerID(i), "10.0.10."+string(rune('2'+i)), ext, "10.244."+string(rune('1'+i))+".0/24")
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00:10::" + string(rune('2'+i))})
+		out = append(out, n)
+	}
+	return out
+}
+
 // runCloud runs every test of one cloud.
 func runCloud(t *testing.T, c cloud) {
 	env := standin.Setup(t, c.provider)

@@ -13,13 +13,7 @@ import (
 )
 
 func osNodes() []*corev1.Node {
-	var out []*corev1.Node
-	for i, name := range []string{"node-a", "node-b", "node-c"} {
-		n := node(name, "openstack:///5f0c0e1a-0000-4000-8000-00000000000"+string(rune('1'+i)), "10.0.10."+string(rune('2'+i)), "", "10.244."+string(rune('1'+i))+".0/24")
-		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00:10::" + string(rune('2'+i))})
-		out = append(out, n)
-	}
-	return out
+	return dualStackNodes(func(i int) string { return "openstack:///5f0c0e1a-0000-4000-8000-00000000000" + string(rune('1'+i)) }, false)
 }
 
 // osLB returns the load balancer create call.
