@@ -7,5 +7,6 @@
 // Services, asserting on what the cloud would have been asked to do (the
 // stand-in's call log). Each set's instances.hcl is checked against an
 // infrastructure fixture of the cloud's server resources applied through
-// the stand-in.
+// the stand-in, and read again the way `tfccm state query` and the
+// controller read it (a cloud config with the fixture as state source).
 package clouds
