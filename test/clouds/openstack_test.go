@@ -184,12 +184,16 @@ routes {
 						t.Errorf("IPv6 load balancer: %d floating IPs, ingress %v; want the VIP", n, ingress)
 					}
 				}},
-			{name: "requested-floating-ip", mut: func(s *corev1.Service) { s.Spec.LoadBalancerIP = "198.51.100.10" },
-				check: func(t *testing.T, calls []standin.Call, _ []map[string]any) {
-					if f := findCall(t, calls, "openstack_networking_floatingip_v2", "pool", "public"); f.Values["address"] != "198.51.100.10" {
-						t.Errorf("floating IP %v, want the requested address", f.Values)
+			{name: "requested-floating-ip", mut: func(s *corev1.Service) { s.Spec.LoadBalancerIP = "198.51.100.77" },
+				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+					if n := len(callsOf(calls, "openstack_networking_floatingip_v2")); n != 0 {
+						t.Errorf("a requested floating IP allocated %d new ones; want the project's own associated", n)
 					}
-					if lb := osLB(t, calls); lb["vip_address"] == "198.51.100.10" {
+					a := callsOf(calls, "openstack_networking_floatingip_associate_v2")
+					if len(a) != 1 || a[0].Values["floating_ip"] != "198.51.100.77" || ingress[0]["ip"] != "198.51.100.77" {
+						t.Errorf("association %+v, ingress %v; want the requested floating IP", a, ingress)
+					}
+					if lb := osLB(t, calls); lb["vip_address"] == "198.51.100.77" {
 						t.Errorf("the requested public IP became the VIP: %v", lb)
 					}
 				}},

@@ -60,7 +60,7 @@ resource "openstack_lb_loadbalancer_v2" "this" {
       error_message = "spec.ipFamilies: an Octavia load balancer has one VIP address; dual-stack is not possible (use one Service per family)."
     }
     precondition {
-      condition     = !local.floating || var.settings.floating_network != null
+      condition     = !local.floating || var.service.load_balancer_ip != null || var.settings.floating_network != null
       error_message = "A public OpenStack load balancer gets a floating IP from an external network; set settings.floating_network (its name), or make the Service internal with tfccm.io/internal."
     }
     precondition {
@@ -141,19 +141,28 @@ resource "openstack_lb_monitor_v2" "port" {
   depends_on = [openstack_lb_members_v2.port]
 }
 
-# Public load balancers: a floating IP from settings.floating_network (the
-# requested spec.loadBalancerIP when set), associated with the VIP port.
+# Public load balancers: a floating IP associated with the VIP port. A
+# requested spec.loadBalancerIP is a floating IP the project already holds
+# (allocated beforehand, as cloud-provider-openstack expects; non-admin
+# users cannot allocate a chosen address): it is looked up and associated,
+# and stays with the project when the Service goes. Otherwise a new one is
+# allocated from settings.floating_network and released with the Service.
+data "openstack_networking_floatingip_v2" "requested" {
+  count = local.floating && var.service.load_balancer_ip != null ? 1 : 0
+
+  address = var.service.load_balancer_ip
+}
+
 resource "openstack_networking_floatingip_v2" "this" {
-  count = local.floating ? 1 : 0
+  count = local.floating && var.service.load_balancer_ip == null ? 1 : 0
 
   pool        = var.settings.floating_network
-  address     = var.service.load_balancer_ip
   description = "Kubernetes Service ${var.service.namespace}/${var.service.name} of cluster ${var.cluster_name} (tfccm)"
 }
 
 resource "openstack_networking_floatingip_associate_v2" "this" {
   count = local.floating ? 1 : 0
 
-  floating_ip = openstack_networking_floatingip_v2.this[0].address
+  floating_ip = var.service.load_balancer_ip != null ? data.openstack_networking_floatingip_v2.requested[0].address : openstack_networking_floatingip_v2.this[0].address
   port_id     = openstack_lb_loadbalancer_v2.this.vip_port_id
 }
