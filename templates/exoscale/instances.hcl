@@ -3,7 +3,7 @@
 # reports them, so Nodes registered under it keep their providerID
 # (exoscale://<instance id>).
 #
-#   instance type = the instance type (e.g. standard.medium)
+#   instance type = the instance type, <family>.<size> (e.g. standard.medium)
 #   zone, region  = the instance's zone (e.g. ch-gva-2); Exoscale zones are
 #                   its regions
 # Instances an instance pool creates are not in Terraform state (the pool
@@ -20,9 +20,15 @@ instance "compute" {
   zone          = resource.values.zone
   region        = resource.values.zone
 
+  # Like Exoscale's CCM: without a private network address the public IPv4
+  # and IPv6 addresses are also the InternalIPs.
   addresses = [
     for a in concat(
       [for n in try(resource.values.network_interface, []) : { type = "InternalIP", address = try(n.ip_address, null) }],
+      length([for n in try(resource.values.network_interface, []) : n if try(n.ip_address, "") != ""]) > 0 ? [] : [
+        { type = "InternalIP", address = try(resource.values.public_ip_address, null) },
+        { type = "InternalIP", address = try(resource.values.ipv6_address, null) },
+      ],
       [
         { type = "ExternalIP", address = try(resource.values.public_ip_address, null) },
         { type = "ExternalIP", address = try(resource.values.ipv6_address, null) },
@@ -31,5 +37,5 @@ instance "compute" {
     ) : a if a.address != null && a.address != ""
   ]
 
-  shutdown = try(resource.values.state == "stopped", false)
+  shutdown = try(contains(["stopping", "stopped"], resource.values.state), false)
 }

@@ -3,6 +3,7 @@ package clouds
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,9 +114,12 @@ load_balancer {
 					in.Zone != "ch-gva-2" || in.Region != "ch-gva-2" || in.Shutdown != (name == "node-c") {
 					t.Errorf("instance %d: %+v", i, in)
 				}
-				if len(in.Addresses) != 3 || in.Addresses[0].Type != "InternalIP" || in.Addresses[0].Address != "10.0.10."+string(rune('2'+i)) ||
-					in.Addresses[1].Type != "ExternalIP" || in.Addresses[2].Address != name {
-					t.Errorf("%s addresses %v", name, in.Addresses)
+				want := "InternalIP 10.0.10." + string(rune('2'+i)) + ",ExternalIP 203.0.113."
+				if name == "node-c" { // no private network: the public IPv4 is also the InternalIP
+					want = "InternalIP 203.0.113."
+				}
+				if got := addrs(in); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, ",Hostname "+name) || strings.Count(got, ",") != 2 {
+					t.Errorf("%s addresses %s, want %s...", name, got, want)
 				}
 			}
 		},

@@ -1,5 +1,5 @@
-# A small Exoscale cluster's infrastructure: a private network and three
-# instances attached to it, one of them stopped.
+# A small Exoscale cluster's infrastructure: a private network, two
+# instances attached to it and one (stopped) with a public address only.
 terraform {
   required_providers {
     exoscale = {
@@ -18,7 +18,7 @@ resource "exoscale_private_network" "nodes" {
 }
 
 resource "exoscale_compute_instance" "node" {
-  for_each = { "node-a" = "10.0.10.2", "node-b" = "10.0.10.3", "node-c" = "10.0.10.4" }
+  for_each = { "node-a" = "10.0.10.2", "node-b" = "10.0.10.3", "node-c" = null }
 
   zone        = "ch-gva-2"
   name        = each.key
@@ -27,8 +27,11 @@ resource "exoscale_compute_instance" "node" {
   disk_size   = 50
   state       = each.key == "node-c" ? "stopped" : "running"
 
-  network_interface {
-    network_id = exoscale_private_network.nodes.id
-    ip_address = each.value
+  dynamic "network_interface" {
+    for_each = each.value == null ? [] : [each.value]
+    content {
+      network_id = exoscale_private_network.nodes.id
+      ip_address = network_interface.value
+    }
   }
 }
