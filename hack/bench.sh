@@ -7,6 +7,9 @@
 #   state, 5,000 instances  lookups/s >= 200k, reads (5,000 cold lookups) == 1,
 #                           refresh cost, bytes/index
 #   render of one LB over 500 nodes; local LB update through HAProxy
+#   render + plan of one LB over 500 nodes per template set through the
+#   stand-in, as a ratio to the local set (x-local; sets above 2x say why
+#   in their README)
 #   burst, 200 Services at once  ratio to raw tofu <= 1.2, failed applies == 0,
 #                           and the cost of ensure_wait (time, Warnings)
 set -euo pipefail
@@ -25,6 +28,7 @@ if grep -qs '^func BenchmarkRoutes' provider/*_test.go; then
 fi
 run ./state/ '.' 1s
 run ./templates/ 'RenderLoadBalancer500Nodes' 10x
+run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 
 # Burst: N LoadBalancer Services at once through the CCM vs raw tofu

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -429,5 +431,36 @@ func TestEnsureWaitsForWorkInFlight(t *testing.T) {
 	l.ensureWait = time.Second
 	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", phaseService()); err != nil || eng.waits != 1 {
 		t.Fatalf("delete finished within the wait: err %v, %d waits", err, eng.waits)
+	}
+}
+
+// TestEnsureLoadBalancerOnInstancesOnlySet: a Service on a built-in set
+// without load balancer modules (proxmox, vsphere) is not applied; it gets
+// one Warning Event saying why and what to do.
+func TestEnsureLoadBalancerOnInstancesOnlySet(t *testing.T) {
+	for _, set := range []string{"proxmox", "vsphere"} {
+		t.Run(set, func(t *testing.T) {
+			cfg, err := config.Parse(fmt.Appendf(nil, "cluster_name = \"c\"\nwork_dir = %q\ntemplate_set = %q\n", t.TempDir(), set), "cloud.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			loader, err := templates.NewLoader(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := &fakeLBEngine{}
+			l, events := newPhaseTest(eng, templateRenderer{cfg: cfg, loader: loader})
+			_, err = l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil)
+			const want = "the template set has no load balancer module (its cloud has no load balancer product)"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v, want %q", err, want)
+			}
+			if len(eng.applied) != 0 {
+				t.Errorf("%d applies, want none", len(eng.applied))
+			}
+			if len(*events) != 1 || (*events)[0].reason != ReasonRenderFailed || !strings.Contains((*events)[0].message, want) {
+				t.Errorf("events %+v, want one %s naming the missing module", *events, ReasonRenderFailed)
+			}
+		})
 	}
 }

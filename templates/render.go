@@ -89,7 +89,7 @@ func (s *Set) renderRoutes(cfg *config.Config, routes []Route) (*rendered, error
 	}
 	m, ok := s.modules[string(KindRoutes)]
 	if !ok {
-		return nil, fmt.Errorf("render routes: the template set has no routes module")
+		return nil, fmt.Errorf("render routes: the template set has no routes module; add one with override_dir or turn the facet off with routes { enabled = false }")
 	}
 	vals := map[string]cty.Value{}
 	for _, r := range routes {
@@ -165,7 +165,11 @@ func (s *Set) loadBalancerModule(svc *corev1.Service) (*Module, error) {
 	if !ok {
 		installed := strings.Join(s.Variants(), ", ")
 		if installed == "" {
-			installed = "none"
+			// An instances-only set (proxmox, vsphere: clouds without a
+			// load balancer product).
+			return nil, fmt.Errorf("the template set has no load balancer module (its cloud has no load balancer product): " +
+				"add one with override_dir (e.g. the baremetal set's loadbalancer/ for HAProxy/keepalived hosts), " +
+				"or turn the facet off with load_balancer { enabled = false } and use another controller for Services of type LoadBalancer")
 		}
 		if !set {
 			return nil, fmt.Errorf("the template set has no default load balancer module (installed variants: %s; pick one with annotation %s)", installed, annotations.Template.Name)

@@ -216,6 +216,35 @@ load_balancer {
 	}
 }
 
+// TestRenderInstancesOnlySets: a built-in set without load balancer or
+// routes modules (proxmox, vsphere) renders no workspace; the error says
+// why and what to do, and it is what the Service's Event carries.
+func TestRenderInstancesOnlySets(t *testing.T) {
+	for _, name := range []string{"proxmox", "vsphere"} {
+		t.Run(name, func(t *testing.T) {
+			set, err := LoadBuiltin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := set.Variants(); len(v) != 0 {
+				t.Fatalf("variants %v, want none", v)
+			}
+			if _, _, err := set.InstancesMapping(); err != nil {
+				t.Fatalf("instances.hcl: %v", err)
+			}
+			cfg := testConfig(t, `cluster_name = "c"`)
+			_, err = set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+			if err == nil || !strings.Contains(err.Error(), "the template set has no load balancer module (its cloud has no load balancer product): add one with override_dir") {
+				t.Errorf("load balancer: err = %v", err)
+			}
+			_, err = set.RenderRoutes(cfg, []Route{{Name: "n/10.0.0.0/24", DestinationCIDR: "10.0.0.0/24", TargetNode: "n"}})
+			if err == nil || !strings.Contains(err.Error(), "the template set has no routes module") {
+				t.Errorf("routes: err = %v", err)
+			}
+		})
+	}
+}
+
 func TestRenderRoutesErrors(t *testing.T) {
 	set := fullSet(t)
 	cfg := testConfig(t, baseConfig)

@@ -39,8 +39,10 @@ func rules(lb map[string]any) map[string]map[string]any {
 	return out
 }
 
-func TestDigitalOcean(t *testing.T) {
-	runCloud(t, cloud{
+func TestDigitalOcean(t *testing.T) { runCloud(t, digitalOceanCloud()) }
+
+func digitalOceanCloud() cloud {
+	return cloud{
 		set:      "digitalocean",
 		provider: "digitalocean",
 		config: `
@@ -184,5 +186,5 @@ load_balancer {
 				}
 			}
 		},
-	})
+	}
 }

@@ -1,10 +1,12 @@
 // Package clouds tests the built-in real-cloud template sets (hcloud,
-// digitalocean, oci) end to end without the clouds: each set is rendered
+// digitalocean, oci, openstack, google, exoscale; proxmox and vsphere are
+// instances only) end to end without the clouds: each set is rendered
 // (golden files in testdata/golden, rewritten with -update), validated,
 // and planned, applied, updated and destroyed by the real OpenTofu through
 // the schema-backed stand-in provider (test/standin) for a matrix of
 // Services, asserting on what the cloud would have been asked to do (the
 // stand-in's call log). Each set's instances.hcl is checked against an
 // infrastructure fixture of the cloud's server resources applied through
-// the stand-in.
+// the stand-in, and read again the way `tfccm state query` and the
+// controller read it (a cloud config with the fixture as state source).
 package clouds

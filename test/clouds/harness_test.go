@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/state"
 	"github.com/tfccm/tfccm/state/mapping"
 	"github.com/tfccm/tfccm/templates"
@@ -73,7 +74,7 @@ type routeErr struct {
 	wantErr string
 }
 
-func parseConfig(t *testing.T, body, workDir string) *config.Config {
+func parseConfig(t testing.TB, body, workDir string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf("cluster_name = %q\nwork_dir = %q\n%s", "prod", workDir, body)), "cloud.hcl")
 	if err != nil {
@@ -134,6 +135,23 @@ func node(name, providerID, internalIP, externalIP string, podCIDRs ...string) *
 		n.Spec.PodCIDR = podCIDRs[0]
 	}
 	return n
+}
+
+// dualStackNodes are node-a..node-c with IPv4 InternalIPs 10.0.10.2-4, IPv6
+// InternalIPs fd00:10::2-4, pod CIDRs 10.244.1-3.0/24, the providerID
+// providerID(i) and, when external is set, ExternalIPs 198.51.100.1-3.
+func dualStackNodes(providerID func(i int) string, external bool) []*corev1.Node {
+	var out []*corev1.Node
+	for i, name := range []string{"node-a", "node-b", "node-c"} {
+		ext := ""
+		if external {
+			ext = "198.51.100." + string(rune('1'+i))
+		}
+		n := node(name, providerID(i), "10.0.10."+string(rune('2'+i)), ext, "10.244."+string(rune('1'+i))+".0/24")
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00:10::" + string(rune('2'+i))})
+		out = append(out, n)
+	}
+	return out
 }
 
 // runCloud runs every test of one cloud.
@@ -400,7 +418,69 @@ func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 	var b bytes.Buffer
 	writeJSON(&b, got)
 	golden(t, filepath.Join(c.set, "instances.txt"), b.Bytes())
+	queryInstances(t, env, c.set, dir, b.Bytes(), got)
 	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+}
+
+// queryInstances reads the same state the way `tfccm state query` and the
+// controller's Instances facet do: a cloud config naming the set and the
+// infrastructure directory as a state source, its store (tofu show through
+// the source's environment, the set's instances.hcl). It must list exactly
+// want (the JSON of the instances mapped above) and find each by
+// providerID and by name.
+func queryInstances(t *testing.T, env *standin.Env, set, infraDir string, want []byte, instances []*state.Instance) {
+	t.Helper()
+	var vars []string
+	for _, kv := range env.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TFCCM_STANDIN_") {
+			vars = append(vars, fmt.Sprintf("    %s = %q", k, v))
+		}
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `cluster_name = "prod"
+work_dir = %q
+template_set = %q
+terraform {
+  binary          = %q
+  cli_config_file = %q
+  env = {
+%s
+  }
+}
+instances {
+  source "infra" { dir = %q }
+}
+`, t.TempDir(), set, repo.Tofu(t), env.CLIConfig, strings.Join(vars, "\n"), infraDir), "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loader, err := templates.NewLoader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.StoreFromConfig(cfg, loader.Set().InstancesMapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := tofuCtx()
+	defer cancel()
+	got, err := store.Instances(ctx)
+	if err != nil {
+		t.Fatalf("state query: %v", err)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+	var b bytes.Buffer
+	writeJSON(&b, got)
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("state query through the cloud config lists\n%s\nwant\n%s", b.Bytes(), want)
+	}
+	for _, in := range instances {
+		for _, by := range [][2]string{{in.ProviderID, ""}, {"", in.Name}} {
+			if found, err := store.Lookup(ctx, by[0], by[1]); err != nil || found.Name != in.Name || found.ProviderID != in.ProviderID {
+				t.Errorf("lookup (providerID %q, name %q): %+v, %v", by[0], by[1], found, err)
+			}
+		}
+	}
 }
 
 func writeCalls(b *bytes.Buffer, calls []standin.Call) {

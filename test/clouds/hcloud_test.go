@@ -20,8 +20,10 @@ func hcloudNodes() []*corev1.Node {
 	}
 }
 
-func TestHcloud(t *testing.T) {
-	runCloud(t, cloud{
+func TestHcloud(t *testing.T) { runCloud(t, hcloudCloud()) }
+
+func hcloudCloud() cloud {
+	return cloud{
 		set:      "hcloud",
 		provider: "hcloud",
 		config: `
@@ -212,5 +214,5 @@ routes {
 				}
 			}
 		},
-	})
+	}
 }

@@ -15,13 +15,7 @@ import (
 const ociInstance = "oci://ocid1.instance.oc1.eu-frankfurt-1.node"
 
 func ociNodes() []*corev1.Node {
-	var out []*corev1.Node
-	for i, name := range []string{"node-a", "node-b", "node-c"} {
-		n := node(name, ociInstance+string(rune('a'+i)), "10.0.10."+string(rune('2'+i)), "198.51.100."+string(rune('1'+i)), "10.244."+string(rune('1'+i))+".0/24")
-		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00:10::" + string(rune('2'+i))})
-		out = append(out, n)
-	}
-	return out
+	return dualStackNodes(func(i int) string { return ociInstance + string(rune('a'+i)) }, true)
 }
 
 // ociNLB returns the network load balancer create call.
@@ -48,8 +42,10 @@ var ociPublicAddresses = []map[string]any{
 	{"ip_address": "2001:db8::10", "ip_version": "IPV6", "is_public": true, "reserved_ip": []any{}},
 }
 
-func TestOCI(t *testing.T) {
-	runCloud(t, cloud{
+func TestOCI(t *testing.T) { runCloud(t, ociCloud()) }
+
+func ociCloud() cloud {
+	return cloud{
 		set:      "oci",
 		provider: "oci",
 		only: []string{"oci_network_load_balancer_", "oci_core_network_security_group", "oci_core_public_ip", "oci_core_private_ips",
@@ -285,5 +281,5 @@ routes {
 				}
 			}
 		},
-	})
+	}
 }

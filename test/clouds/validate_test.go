@@ -10,7 +10,7 @@ import (
 )
 
 // cloudSets are the built-in real-cloud template sets this package tests.
-var cloudSets = []string{"hcloud", "digitalocean", "oci"}
+var cloudSets = []string{"hcloud", "digitalocean", "oci", "openstack", "google", "exoscale", "proxmox", "vsphere"}
 
 // TestValidateSets: `tfccm validate` (templates.ValidateDir) accepts each
 // set without warnings, and its files are `tofu fmt` clean.

@@ -32,8 +32,13 @@ type Provider struct {
 // Known lists the providers whose schemas are embedded (schemas/README.md).
 var Known = []Provider{
 	{Name: "digitalocean", Address: "registry.opentofu.org/digitalocean/digitalocean", Version: "2.99.1", File: "digitalocean.json.gz"},
+	{Name: "exoscale", Address: "registry.opentofu.org/exoscale/exoscale", Version: "0.70.0", File: "exoscale.json.gz"},
+	{Name: "google", Address: "registry.opentofu.org/hashicorp/google", Version: "7.45.0", File: "google.json.gz"},
 	{Name: "hcloud", Address: "registry.opentofu.org/hetznercloud/hcloud", Version: "1.68.0", File: "hcloud.json.gz"},
 	{Name: "oci", Address: "registry.opentofu.org/oracle/oci", Version: "8.28.0", File: "oci.json.gz"},
+	{Name: "openstack", Address: "registry.opentofu.org/terraform-provider-openstack/openstack", Version: "3.4.0", File: "openstack.json.gz"},
+	{Name: "proxmox", Address: "registry.opentofu.org/bpg/proxmox", Version: "0.111.1", File: "proxmox.json.gz"},
+	{Name: "vsphere", Address: "registry.opentofu.org/vmware/vsphere", Version: "2.16.1", File: "vsphere.json.gz"},
 }
 
 // Lookup finds a known provider by name or address.

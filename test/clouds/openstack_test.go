@@ -1,0 +1,255 @@
+package clouds
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/test/standin"
+)
+
+func osNodes() []*corev1.Node {
+	return dualStackNodes(func(i int) string { return "openstack:///5f0c0e1a-0000-4000-8000-00000000000" + string(rune('1'+i)) }, false)
+}
+
+// osLB returns the load balancer create call.
+func osLB(t *testing.T, calls []standin.Call) map[string]any {
+	t.Helper()
+	lbs := callsOf(calls, "openstack_lb_loadbalancer_v2")
+	if len(lbs) != 1 {
+		t.Fatalf("calls %+v, want one load balancer", calls)
+	}
+	return lbs[0].Values
+}
+
+// osByName maps the name attribute of typ's calls to their values.
+func osByName(calls []standin.Call, typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, c := range callsOf(calls, typ) {
+		out[c.Values["name"].(string)] = c.Values
+	}
+	return out
+}
+
+// osMembers maps the member name to its block, for the pool of one listener key.
+func osMembers(t *testing.T, calls []standin.Call, pools map[string]map[string]any, key string) map[string]map[string]any {
+	t.Helper()
+	pool := pools["prod-cc888fe439-"+key]
+	if pool == nil {
+		t.Fatalf("no pool for %s in %v", key, pools)
+	}
+	out := map[string]map[string]any{}
+	for _, c := range callsOf(calls, "openstack_lb_members_v2") {
+		if c.Values["pool_id"] != pool["id"] {
+			continue
+		}
+		for _, m := range c.Values["member"].([]any) {
+			mm := m.(map[string]any)
+			out[mm["name"].(string)] = mm
+		}
+	}
+	return out
+}
+
+func TestOpenStack(t *testing.T) { runCloud(t, openStackCloud()) }
+
+func openStackCloud() cloud {
+	const subnet = "8c0a2f6e-1111-4222-8333-444455556666"
+	return cloud{
+		set:      "openstack",
+		provider: "openstack",
+		config: `
+load_balancer {
+  settings = { subnet_id = "` + subnet + `", floating_network = "public" }
+}
+routes {
+  settings = { router_id = "2b7d3c4e-aaaa-4bbb-8ccc-dddddddddddd" }
+}
+`,
+		nodes: osNodes,
+		fixture: map[string]map[string]any{
+			"openstack_lb_loadbalancer_v2":       {"vip_address": "10.0.10.100", "vip_port_id": "7a1b2c3d-0000-4000-8000-0000000000aa"},
+			"openstack_networking_floatingip_v2": {"address": "198.51.100.10"},
+		},
+		nodeRemoved: func(t *testing.T, calls []standin.Call) {
+			if len(calls) == 0 {
+				t.Fatal("removing node-c made no calls")
+			}
+			for _, c := range calls {
+				if c.Op != "update" || c.Type != "openstack_lb_members_v2" || len(c.Values["member"].([]any)) != 2 {
+					t.Errorf("removing node-c: call %+v, want a members update to node-a and node-b", c)
+				}
+			}
+		},
+		lb: []lbCase{
+			{name: "basic", golden: true, check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+				lb := osLB(t, calls)
+				if lb["vip_subnet_id"] != subnet || lb["vip_address"] != "10.0.10.100" || lb["name"] != "prod-cc888fe439" {
+					t.Errorf("load balancer %v", lb)
+				}
+				l := osByName(calls, "openstack_lb_listener_v2")
+				if len(l) != 2 || l["prod-cc888fe439-tcp-80"]["protocol"] != "TCP" || l["prod-cc888fe439-tcp-443"]["protocol_port"] != json.Number("443") ||
+					l["prod-cc888fe439-tcp-80"]["loadbalancer_id"] != lb["id"] || l["prod-cc888fe439-tcp-80"]["allowed_cidrs"] != nil {
+					t.Errorf("listeners %v", l)
+				}
+				pools := osByName(calls, "openstack_lb_pool_v2")
+				for k, p := range pools {
+					if p["protocol"] != "TCP" || p["lb_method"] != "ROUND_ROBIN" || len(p["persistence"].([]any)) != 0 || p["listener_id"] != l[k]["id"] {
+						t.Errorf("pool %s %v", k, p)
+					}
+				}
+				m := osMembers(t, calls, pools, "tcp-443")
+				if len(m) != 3 || m["node-b"]["address"] != "10.0.10.3" || m["node-b"]["protocol_port"] != json.Number("30443") ||
+					m["node-b"]["monitor_port"] != json.Number("10256") || m["node-b"]["subnet_id"] != subnet {
+					t.Errorf("members %v", m)
+				}
+				for k, mon := range osByName(calls, "openstack_lb_monitor_v2") {
+					if mon["type"] != "HTTP" || mon["url_path"] != "/healthz" || mon["pool_id"] != pools[k]["id"] || mon["delay"] != json.Number("5") {
+						t.Errorf("monitor %s %v", k, mon)
+					}
+				}
+				fip := callsOf(calls, "openstack_networking_floatingip_v2")
+				assoc := callsOf(calls, "openstack_networking_floatingip_associate_v2")
+				if len(fip) != 1 || fip[0].Values["pool"] != "public" || len(assoc) != 1 ||
+					assoc[0].Values["port_id"] != lb["vip_port_id"] || assoc[0].Values["floating_ip"] != "198.51.100.10" {
+					t.Errorf("floating IP %+v, association %+v", fip, assoc)
+				}
+				if len(ingress) != 1 || ingress[0]["ip"] != "198.51.100.10" || ingress[0]["ip_mode"] != "VIP" {
+					t.Errorf("ingress %v, want the floating IP in VIP mode", ingress)
+				}
+			}},
+			{name: "etp-local", mut: etpLocal, check: func(t *testing.T, calls []standin.Call, _ []map[string]any) {
+				m := osMembers(t, calls, osByName(calls, "openstack_lb_pool_v2"), "tcp-80")
+				if m["node-a"]["monitor_port"] != json.Number("32000") || m["node-a"]["protocol_port"] != json.Number("30080") {
+					t.Errorf("ETP=Local members %v, want monitor port 32000", m)
+				}
+			}},
+			{name: "source-ranges-udp", golden: true, mut: func(s *corev1.Service) {
+				udp(s)
+				s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24", "198.51.100.0/24"}
+			}, check: func(t *testing.T, calls []standin.Call, _ []map[string]any) {
+				l := osByName(calls, "openstack_lb_listener_v2")
+				if len(l) != 3 || l["prod-cc888fe439-udp-53"]["protocol"] != "UDP" {
+					t.Fatalf("listeners %v", l)
+				}
+				for k, v := range l {
+					if cidrs, _ := json.Marshal(v["allowed_cidrs"]); string(cidrs) != `["192.0.2.0/24","198.51.100.0/24"]` {
+						t.Errorf("listener %s allowed_cidrs %s", k, cidrs)
+					}
+				}
+				if p := osByName(calls, "openstack_lb_pool_v2")["prod-cc888fe439-udp-53"]; p["protocol"] != "UDP" {
+					t.Errorf("UDP pool %v", p)
+				}
+			}},
+			{name: "proxy-protocol-client-ip", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/proxy-protocol"] = "true"
+				s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			}, check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+				for k, p := range osByName(calls, "openstack_lb_pool_v2") {
+					if p["protocol"] != "PROXY" || nested(p["persistence"])["type"] != "SOURCE_IP" {
+						t.Errorf("pool %s %v, want PROXY with SOURCE_IP persistence", k, p)
+					}
+				}
+				if ingress[0]["ip_mode"] != "Proxy" {
+					t.Errorf("PROXY protocol ingress %v, want Proxy mode", ingress)
+				}
+			}},
+			{name: "internal-requested-ip", golden: true, mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/internal"] = "true"
+				s.Spec.LoadBalancerIP = "10.0.10.50"
+			}, fixture: map[string]map[string]any{"openstack_lb_loadbalancer_v2": {"vip_address": "10.0.10.50"}},
+				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+					if lb := osLB(t, calls); lb["vip_address"] != "10.0.10.50" {
+						t.Errorf("internal load balancer %v", lb)
+					}
+					if n := len(callsOf(calls, "openstack_networking_floatingip_v2")); n != 0 {
+						t.Errorf("internal load balancer got %d floating IPs", n)
+					}
+					if len(ingress) != 1 || ingress[0]["ip"] != "10.0.10.50" {
+						t.Errorf("internal ingress %v", ingress)
+					}
+				}},
+			{name: "ipv6", mut: func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} },
+				fixture: map[string]map[string]any{"openstack_lb_loadbalancer_v2": {"vip_address": "2001:db8:10::100"}},
+				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+					m := osMembers(t, calls, osByName(calls, "openstack_lb_pool_v2"), "tcp-80")
+					if m["node-c"]["address"] != "fd00:10::4" {
+						t.Errorf("IPv6 members %v", m)
+					}
+					if n := len(callsOf(calls, "openstack_networking_floatingip_v2")); n != 0 || ingress[0]["ip"] != "2001:db8:10::100" {
+						t.Errorf("IPv6 load balancer: %d floating IPs, ingress %v; want the VIP", n, ingress)
+					}
+				}},
+			{name: "requested-floating-ip", mut: func(s *corev1.Service) { s.Spec.LoadBalancerIP = "198.51.100.77" },
+				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+					if n := len(callsOf(calls, "openstack_networking_floatingip_v2")); n != 0 {
+						t.Errorf("a requested floating IP allocated %d new ones; want the project's own associated", n)
+					}
+					a := callsOf(calls, "openstack_networking_floatingip_associate_v2")
+					if len(a) != 1 || a[0].Values["floating_ip"] != "198.51.100.77" || ingress[0]["ip"] != "198.51.100.77" {
+						t.Errorf("association %+v, ingress %v; want the requested floating IP", a, ingress)
+					}
+					if lb := osLB(t, calls); lb["vip_address"] == "198.51.100.77" {
+						t.Errorf("the requested public IP became the VIP: %v", lb)
+					}
+				}},
+			{name: "refuse-proxy-udp", mut: func(s *corev1.Service) { udp(s); s.Annotations["tfccm.io/proxy-protocol"] = "true" },
+				wantErr: "tfccm.io/proxy-protocol: the PROXY protocol is sent on TCP connections only; these ports are not TCP: 53/UDP."},
+			{name: "refuse-dual-stack", mut: dualStack,
+				wantErr: "spec.ipFamilies: an Octavia load balancer has one VIP address; dual-stack is not possible"},
+			{name: "refuse-node-without-address", mut: func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} },
+				nodes:   func() []*corev1.Node { return []*corev1.Node{node("node-a", "openstack:///x", "10.0.10.2", "")} },
+				wantErr: "Pool members are the nodes' IPv6 InternalIPs; these nodes have none: node-a."},
+			{name: "refuse-public-without-floating-network", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/vars"] = `{"floating_network": null}`
+			}, wantErr: "A public OpenStack load balancer gets a floating IP from an external network; set settings.floating_network"},
+		},
+		routeNodes: osNodes,
+		routeCheck: func(t *testing.T, calls []standin.Call) {
+			if len(calls) != 3 {
+				t.Fatalf("route calls %+v, want 3 router routes", calls)
+			}
+			r := findCall(t, calls, "openstack_networking_router_route_v2", "destination_cidr", "10.244.2.0/24")
+			if r.Values["next_hop"] != "10.0.10.3" || r.Values["router_id"] != "2b7d3c4e-aaaa-4bbb-8ccc-dddddddddddd" {
+				t.Errorf("route %v", r.Values)
+			}
+		},
+		routeErrs: []routeErr{
+			{name: "ipv6-without-address", nodes: func() []*corev1.Node {
+				return []*corev1.Node{node("node-a", "openstack:///x", "10.0.10.2", "", "10.244.1.0/24", "fd00:10:244:1::/64")}
+			}, wantErr: "Node node-a has no IPv6 InternalIP; the route to fd00:10:244:1::/64 needs one as its next hop."},
+		},
+		infra: "testdata/openstack/infra",
+		infraFixture: map[string]map[string]any{
+			"openstack_compute_instance_v2":        {"region": "RegionOne", "access_ip_v4": "", "network.fixed_ip_v6": ""},
+			"openstack_compute_instance_v2#node-a": {"access_ip_v4": "198.51.100.1"},
+		},
+		wantInstances: func(t *testing.T, got []*state.Instance) {
+			if len(got) != 3 {
+				t.Fatalf("%d instances, want 3: %+v", len(got), got)
+			}
+			for i, in := range got {
+				name := []string{"node-a", "node-b", "node-c"}[i]
+				if in.Name != name || !regexp.MustCompile(`^openstack:///[0-9a-z-]+$`).MatchString(in.ProviderID) || in.InstanceType != "m1.large" ||
+					in.Zone != "nova" || in.Region != "RegionOne" || in.Shutdown != (name == "node-c") {
+					t.Errorf("instance %d: %+v", i, in)
+				}
+				want := []string{"InternalIP 10.0.10." + string(rune('2'+i)), "Hostname " + name}
+				if name == "node-a" {
+					want = []string{"InternalIP 10.0.10.2", "ExternalIP 198.51.100.1", "Hostname node-a"}
+				}
+				var addrs []string
+				for _, a := range in.Addresses {
+					addrs = append(addrs, a.Type+" "+a.Address)
+				}
+				if strings.Join(addrs, ",") != strings.Join(want, ",") {
+					t.Errorf("%s addresses %v, want %v", name, addrs, want)
+				}
+			}
+		},
+	}
+}
