@@ -12,11 +12,14 @@
 #                   memory rounded), the CCM's format
 #   addresses     = the guest agent's IPv4/IPv6 addresses (loopback and
 #                   link-local left out) as InternalIP, and the name as Hostname
-# Templates (template = true) are not instances.
+# Templates (template = true) and VMs without a name are not instances.
 # The format is documented in state/mapping (package doc).
 
 instance "vm" {
-  match = resource.mode == "managed" && resource.type == "proxmox_virtual_environment_vm" && try(resource.values.template, false) != true
+  match = (
+    resource.mode == "managed" && resource.type == "proxmox_virtual_environment_vm" &&
+    try(resource.values.template, false) != true && try(resource.values.name, null) != null
+  )
 
   name = resource.values.name
   provider_id = format("proxmox://%s/%d",

@@ -7,6 +7,7 @@
 // Services, asserting on what the cloud would have been asked to do (the
 // stand-in's call log). Each set's instances.hcl is checked against an
 // infrastructure fixture of the cloud's server resources applied through
-// the stand-in, and read again the way `tfccm state query` and the
-// controller read it (a cloud config with the fixture as state source).
+// the stand-in, and read again with `tfccm state query` (the CLI built from
+// this tree; a cloud config with the fixture as state source, read the way
+// the controller's Instances facet reads it).
 package clouds

@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,12 +424,12 @@ func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 }
 
-// queryInstances reads the same state the way `tfccm state query` and the
-// controller's Instances facet do: a cloud config naming the set and the
-// infrastructure directory as a state source, its store (tofu show through
-// the source's environment, the set's instances.hcl). It must list exactly
-// want (the JSON of the instances mapped above) and find each by
-// providerID and by name.
+// queryInstances reads the same state with `tfccm state query` (the binary,
+// built from this tree): a cloud config naming the set and the
+// infrastructure directory as a state source, read through the source's
+// environment and the set's instances.hcl, as the controller's Instances
+// facet reads it. It must list exactly want (the JSON of the instances
+// mapped above) and find the first instance by providerID and by name.
 func queryInstances(t *testing.T, env *standin.Env, set, infraDir string, want []byte, instances []*state.Instance) {
 	t.Helper()
 	var vars []string
@@ -436,7 +438,8 @@ func queryInstances(t *testing.T, env *standin.Env, set, infraDir string, want [
 			vars = append(vars, fmt.Sprintf("    %s = %q", k, v))
 		}
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `cluster_name = "prod"
+	cfg := filepath.Join(t.TempDir(), "cloud.hcl")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `cluster_name = "prod"
 work_dir = %q
 template_set = %q
 terraform {
@@ -449,38 +452,80 @@ terraform {
 instances {
   source "infra" { dir = %q }
 }
-`, t.TempDir(), set, repo.Tofu(t), env.CLIConfig, strings.Join(vars, "\n"), infraDir), "cloud.hcl")
-	if err != nil {
+`, t.TempDir(), set, repo.Tofu(t), env.CLIConfig, strings.Join(vars, "\n"), infraDir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loader, err := templates.NewLoader(cfg)
-	if err != nil {
-		t.Fatal(err)
+	query := func(args ...string) []byte {
+		ctx, cancel := tofuCtx()
+		defer cancel()
+		cmd := exec.CommandContext(ctx, tfccmBinary(t), append([]string{"state", "query", "--config", cfg, "--json"}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("tfccm state query %v: %v\n%s", args, err, stderr.Bytes())
+		}
+		var got []*state.Instance
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("tfccm state query %v: %v\n%s", args, err, out)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
+		var b bytes.Buffer
+		writeJSON(&b, got)
+		return b.Bytes()
 	}
-	store, err := state.StoreFromConfig(cfg, loader.Set().InstancesMapping)
-	if err != nil {
-		t.Fatal(err)
+	if got := query(); !bytes.Equal(got, want) {
+		t.Errorf("tfccm state query lists\n%s\nwant\n%s", got, want)
 	}
-	defer store.Close()
-	ctx, cancel := tofuCtx()
-	defer cancel()
-	got, err := store.Instances(ctx)
-	if err != nil {
-		t.Fatalf("state query: %v", err)
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
-	var b bytes.Buffer
-	writeJSON(&b, got)
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("state query through the cloud config lists\n%s\nwant\n%s", b.Bytes(), want)
-	}
-	for _, in := range instances {
-		for _, by := range [][2]string{{in.ProviderID, ""}, {"", in.Name}} {
-			if found, err := store.Lookup(ctx, by[0], by[1]); err != nil || found.Name != in.Name || found.ProviderID != in.ProviderID {
-				t.Errorf("lookup (providerID %q, name %q): %+v, %v", by[0], by[1], found, err)
-			}
+	var one bytes.Buffer
+	writeJSON(&one, instances[:1])
+	for _, args := range [][]string{{"--provider-id", instances[0].ProviderID}, {"--name", instances[0].Name}} {
+		if got := query(args...); !bytes.Equal(got, one.Bytes()) {
+			t.Errorf("tfccm state query %v:\n%s\nwant\n%s", args, got, one.Bytes())
 		}
 	}
+}
+
+var (
+	tfccmOnce sync.Once
+	tfccmPath string
+	tfccmErr  error
+)
+
+// TestMain removes the tfccm binary built for the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tfccmPath != "" {
+		_ = os.RemoveAll(filepath.Dir(tfccmPath))
+	}
+	os.Exit(code)
+}
+
+// tfccmBinary builds the tfccm CLI from this tree once per test run.
+func tfccmBinary(t *testing.T) string {
+	t.Helper()
+	tfccmOnce.Do(func() {
+		root, err := repo.Root()
+		if err != nil {
+			tfccmErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "tfccm-clouds-bin")
+		if err != nil {
+			tfccmErr = err
+			return
+		}
+		tfccmPath = filepath.Join(dir, "tfccm")
+		cmd := exec.Command("go", "build", "-o", tfccmPath, "./cmd/tfccm")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tfccmErr = fmt.Errorf("build tfccm: %v\n%s", err, out)
+		}
+	})
+	if tfccmErr != nil {
+		t.Fatal(tfccmErr)
+	}
+	return tfccmPath
 }
 
 func writeCalls(b *bytes.Buffer, calls []standin.Call) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,20 +30,7 @@ func TestHcloudThroughStandIn(t *testing.T) {
 		"hcloud_load_balancer": {"network_zone": "eu-central"},
 	})
 	// The infrastructure: three servers in a network.
-	infra := t.TempDir()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "test", "clouds", "testdata", "hcloud", "infra", "main.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, infra, "main.tf", string(src))
-	env.Tofu(t, infra, "init", "-input=false", "-no-color")
-	env.Tofu(t, infra, "apply", "-auto-approve", "-input=false", "-no-color")
-	servers := map[string]string{} // node name -> server id
-	for _, c := range env.Calls(t) {
-		if c.Type == "hcloud_server" {
-			servers[c.Values["name"].(string)] = c.ID
-		}
-	}
+	infra, servers := applyStandInInfra(t, env, "hcloud", "hcloud_server") // node name -> server id
 	if len(servers) != 3 {
 		t.Fatalf("infrastructure servers %v", servers)
 	}
@@ -52,7 +38,7 @@ func TestHcloudThroughStandIn(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`template_set = "hcloud"
+	cfg, workDir := writeStandInCloudConfig(t, env, fmt.Sprintf(`template_set = "hcloud"
 load_balancer {
   settings = { location = "fsn1" }
 }
@@ -62,10 +48,7 @@ instances {
     dir = %q
   }
 }
-`, infra),
-		fmt.Sprintf("cli_config_file = %q", env.CLIConfig),
-		fmt.Sprintf("env = { HCLOUD_TOKEN = \"not-used-by-the-stand-in\", %s = %q, %s = %q, %s = %q }",
-			standin.EnvLog, env.Log, standin.EnvStore, env.Store, standin.EnvFixture, env.Fixture))
+`, infra), `HCLOUD_TOKEN = "not-used-by-the-stand-in"`)
 
 	registerNode(t, client, harness.Node{Name: "node-a", Uninitialized: true})
 	registerNode(t, client, harness.Node{Name: "node-b", Uninitialized: true})
@@ -125,25 +108,15 @@ instances {
 	}
 
 	// Targets follow the nodes.
-	waitCalls := func(what string, want func([]standin.Call) bool) {
-		var seen []standin.Call
-		eventually(t, 90*time.Second, what, func(context.Context) error {
-			seen = append(seen, env.Calls(t)...)
-			if want(seen) {
-				return nil
-			}
-			return fmt.Errorf("calls so far %+v", seen)
-		})
-	}
 	registerNode(t, client, harness.Node{Name: "node-c", Uninitialized: true})
 	waitInitialized("node-c")
-	waitCalls("node-c's server becomes a target", func(cs []standin.Call) bool {
+	waitStandInCalls(t, env, "node-c's server becomes a target", func(cs []standin.Call) bool {
 		return len(cs) == 1 && cs[0].Op == "create" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Values["server_id"]) == servers["node-c"]
 	})
 	if err := client.CoreV1().Nodes().Delete(ctx, "node-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitCalls("node-b's target goes", func(cs []standin.Call) bool {
+	waitStandInCalls(t, env, "node-b's target goes", func(cs []standin.Call) bool {
 		return len(cs) == 1 && cs[0].Op == "delete" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Prior["server_id"]) == servers["node-b"]
 	})
 

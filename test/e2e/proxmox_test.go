@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,30 +30,19 @@ func TestProxmoxInstancesOnly(t *testing.T) {
 		"proxmox_virtual_environment_vm#node-a": {"ipv4_addresses": [][]string{{"127.0.0.1"}, {"10.0.10.2"}}, "ipv6_addresses": [][]string{}},
 		"proxmox_virtual_environment_vm#node-b": {"ipv4_addresses": [][]string{{"127.0.0.1"}, {"10.0.10.3"}}, "ipv6_addresses": [][]string{}},
 	})
-	infra := t.TempDir()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "test", "clouds", "testdata", "proxmox", "infra", "main.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, infra, "main.tf", string(src))
-	env.Tofu(t, infra, "init", "-input=false", "-no-color")
-	env.Tofu(t, infra, "apply", "-auto-approve", "-input=false", "-no-color")
-	env.Calls(t)
+	infra, _ := applyStandInInfra(t, env, "proxmox", "proxmox_virtual_environment_vm")
 
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`template_set = "proxmox"
+	cfg, _ := writeStandInCloudConfig(t, env, fmt.Sprintf(`template_set = "proxmox"
 instances {
   ttl = "2s"
   source "infra" {
     dir = %q
   }
 }
-`, infra),
-		fmt.Sprintf("cli_config_file = %q", env.CLIConfig),
-		fmt.Sprintf("env = { %s = %q, %s = %q, %s = %q, %s = %q }",
-			standin.EnvLog, env.Log, standin.EnvStore, env.Store, standin.EnvFixture, env.Fixture, standin.EnvOnly, strings.Join(env.Only, ",")))
+`, infra))
 
 	registerNode(t, client, harness.Node{Name: "node-a", Uninitialized: true})
 	registerNode(t, client, harness.Node{Name: "node-b", Uninitialized: true})

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/test/standin"
+)
+
+// applyStandInInfra applies the set's infrastructure fixture
+// (test/clouds/testdata/<set>/infra) through the stand-in and returns its
+// directory (the instances state source) and the ids the cloud gave the
+// created objects of type serverType, by name.
+func applyStandInInfra(t *testing.T, env *standin.Env, set, serverType string) (dir string, ids map[string]string) {
+	t.Helper()
+	dir = t.TempDir()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "test", "clouds", "testdata", set, "infra", "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "main.tf", string(src))
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	ids = map[string]string{}
+	for _, c := range env.Calls(t) {
+		if c.Type == serverType {
+			ids[fmt.Sprint(c.Values["name"])] = c.ID
+		}
+	}
+	return dir, ids
+}
+
+// writeStandInCloudConfig is writeCloudConfig for a set whose provider the
+// stand-in plays: its CLI config and call log, store and fixture reach
+// tofu through the terraform block (extraEnv adds credentials the real
+// provider would need).
+func writeStandInCloudConfig(t *testing.T, env *standin.Env, blocks string, extraEnv ...string) (cfg, workDir string) {
+	t.Helper()
+	vars := append([]string{
+		fmt.Sprintf("%s = %q", standin.EnvLog, env.Log), fmt.Sprintf("%s = %q", standin.EnvStore, env.Store),
+		fmt.Sprintf("%s = %q", standin.EnvFixture, env.Fixture),
+	}, extraEnv...)
+	if len(env.Only) > 0 {
+		vars = append(vars, fmt.Sprintf("%s = %q", standin.EnvOnly, strings.Join(env.Only, ",")))
+	}
+	return writeCloudConfig(t, t.TempDir(), blocks,
+		fmt.Sprintf("cli_config_file = %q", env.CLIConfig),
+		"env = { "+strings.Join(vars, ", ")+" }")
+}
+
+// waitStandInCalls waits until the calls the cloud received since the last
+// look satisfy want.
+func waitStandInCalls(t *testing.T, env *standin.Env, what string, want func([]standin.Call) bool) {
+	t.Helper()
+	var seen []standin.Call
+	eventually(t, 90*time.Second, what, func(context.Context) error {
+		seen = append(seen, env.Calls(t)...)
+		if want(seen) {
+			return nil
+		}
+		return fmt.Errorf("calls so far %+v", seen)
+	})
+}
