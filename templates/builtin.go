@@ -12,7 +12,7 @@ import (
 
 // builtinFS holds the built-in template sets, one directory each.
 //
-//go:embed all:local all:hcloud all:digitalocean all:oci
+//go:embed all:local all:hcloud all:digitalocean all:oci all:baremetal
 var builtinFS embed.FS
 
 // BuiltinSets lists the names of the embedded template sets.

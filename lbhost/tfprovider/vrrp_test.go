@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // startKeepalived runs keepalived in the cloud's namespace with a main
@@ -17,7 +19,7 @@ func startKeepalived(t *testing.T, c *cloud) (config, pidFile string) {
 	if err := os.MkdirAll(filepath.Join(c.dir, "keepalived"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := fmt.Sprintf("global_defs {\n    router_id lbhost_test\n}\ninclude %s/keepalived/*.conf\n", c.dir)
+	main := lbhosts.KeepalivedMain("lbhost_test", c.dir)
 	if err := os.WriteFile(config, []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
