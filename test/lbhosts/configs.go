@@ -7,7 +7,9 @@ import "fmt"
 
 // SSHDConfig is an sshd_config for a test sshd on listen:port with its host
 // key, authorized_keys and pid file in dir (no PAM, keys only, streamlocal
-// forwarding for HAProxy's master socket).
+// forwarding for HAProxy's master socket). SHLVL=1 keeps bash from reading
+// this machine's ~/.bashrc for every command (Debian's bash does when run
+// by sshd at shell level 1; here it costs a second per command).
 func SSHDConfig(listen string, port int, dir string) string {
 	return fmt.Sprintf(`Port %[1]d
 ListenAddress %[2]s
@@ -22,6 +24,7 @@ StrictModes no
 AllowStreamLocalForwarding yes
 MaxSessions 32
 MaxStartups 64
+SetEnv SHLVL=1
 `, port, listen, dir)
 }
 

@@ -46,7 +46,9 @@ locals {
   # Per host: its VRRP priority (the first host highest unless set) and its
   # unicast peers (every other host).
   vrrp = { for i, name in local.names : name => {
-    priority = coalesce(local.active[name].priority, 100 + 10 * (length(local.names) - 1 - i))
+    # High priorities: a backup takes over a VIP released by a stopping
+    # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
+    priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
     source   = local.active[name].address
     peers    = [for other in local.names : local.active[other].address if other != name]
   } }

@@ -104,7 +104,7 @@ variable "settings" {
       ssh_port = optional(number, 22)
       user     = optional(string, "root")
       host_key = optional(string)      # authorized_keys format; or known_hosts_file
-      priority = optional(number)      # VRRP priority; default 100 + 10 x (hosts after it by name)
+      priority = optional(number)      # VRRP priority; default 250 - 10 x (hosts before it by name)
       retired  = optional(bool, false) # true: remove this host's objects (then drop the host)
       # Per-host overrides of the settings of the same name.
       config_dir          = optional(string)
