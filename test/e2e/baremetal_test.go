@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -500,5 +502,31 @@ func BenchmarkBaremetalNodeChange(b *testing.B) {
 		b.ReportMetric(per, step.name+"-applies/svc")
 		b.ReportMetric(took.Seconds(), step.name+"-converged-s")
 		b.Logf("node %s: %.2f applies per Service, every host serves the new node set after %s", step.name, per, took.Round(time.Millisecond))
+	}
+}
+
+// TestDemoBaremetal runs `make demo SET=baremetal`'s program once: the
+// Service's VIP from the LB hosts' pool, pod routes on the router host, a
+// reply through the VRRP master, and a failover to the other host.
+func TestDemoBaremetal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/demo", "--once", "--set", "baremetal", "--dir", t.TempDir(), "--prefix", fmt.Sprintf("db%d", os.Getpid()%100000000))
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^hello\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.(1[3-9]\d|2\d\d)\s+80:30080/TCP`),
+		regexp.MustCompile(`(?m)^10\.244\.1\.0/24 via 10\.250\.0\.11 `),
+		regexp.MustCompile(`(?m)^hello from node-[abc]$`),
+		regexp.MustCompile(`(?m)LB host lb-a .*: VRRP MASTER for `),
+		regexp.MustCompile(`(?m)^failover lb-a -> lb-b: VIP moved after `),
+		regexp.MustCompile(`(?m)tearing down`),
+	} {
+		if !want.Match(out) {
+			t.Errorf("demo output lacks %s:\n%s", want, out)
+		}
 	}
 }

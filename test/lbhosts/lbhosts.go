@@ -103,6 +103,8 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 			return nil, fmt.Errorf("lbhosts: %w", err)
 		}
 		hs.ownDir = true
+	} else if err := os.MkdirAll(hs.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lbhosts: %w", err)
 	}
 	defer func() {
 		if err != nil {
