@@ -156,15 +156,18 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
 		}
 	}
+	if v.VRRP != nil {
+		// Before anything is written: a refused id changes nothing.
+		if err := h.pickVRID(ctx, v); err != nil {
+			return "", err
+		}
+	}
 	if claims[addr] != v.Owner {
 		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {
 			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
 		}
 	}
 	if v.VRRP != nil {
-		if err := h.pickVRID(ctx, v); err != nil {
-			return addr, err
-		}
 		in := *v.VRRP
 		in.Owner, in.Address, in.AddressInterface = v.Owner, addr, v.Interface
 		if err := h.applyVRRP(ctx, in); err != nil {
