@@ -37,6 +37,8 @@ type baremetal struct {
 	ccm     *harness.CCM
 	cfg     string
 	workDir string
+	dir     string // holds the cloud config and work_dir
+	drift   string
 }
 
 func newBaremetal(t testing.TB, drift string) *baremetal {
@@ -45,13 +47,20 @@ func newBaremetal(t testing.TB, drift string) *baremetal {
 	b.hosts = lbhosts.ForTest(t, b.cloud)
 	b.cluster = devcluster.ForTest(t)
 	b.client = b.cluster.Client()
-	tf := []string{}
-	if drift != "" {
-		tf = append(tf, fmt.Sprintf("drift_interval = %q", drift))
-	}
-	b.cfg, b.workDir = writeCloudConfig(t, t.TempDir(), fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
-		harness.HCLObject(b.hosts.LBSettings()), harness.HCLObject(b.hosts.RoutesSettings())), tf...)
+	b.dir, b.drift = t.TempDir(), drift
+	b.writeConfig(t, b.hosts.LBSettings())
 	return b
+}
+
+// writeConfig (re)writes the cloud config with these load_balancer settings.
+func (b *baremetal) writeConfig(t testing.TB, lb map[string]any) {
+	t.Helper()
+	tf := []string{}
+	if b.drift != "" {
+		tf = append(tf, fmt.Sprintf("drift_interval = %q", b.drift))
+	}
+	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
+		harness.HCLObject(lb), harness.HCLObject(b.hosts.RoutesSettings())), tf...)
 }
 
 // serveNodes runs a server answering with the node's name on each port, and
@@ -153,7 +162,8 @@ func (b *baremetal) fragmentsServe(t testing.TB, nodes ...string) {
 // a Service's VIP answers through the VRRP master, moves when keepalived
 // stops, both hosts follow node changes, an unreachable host is reported
 // and converges when back, a wiped host is restored by the drift check, bad
-// input changes nothing, deletion leaves nothing, and the private key is
+// input (a requested IP outside the pool or another Service's, a host key
+// mismatch) changes nothing, deletion leaves nothing, and the private key is
 // nowhere in tfccm's files, logs or Events.
 func TestBaremetal(t *testing.T) {
 	b := newBaremetal(t, "3s")
@@ -162,6 +172,7 @@ func TestBaremetal(t *testing.T) {
 	createNode(t, b.client, b.cloud, "node-a")
 	createRoutedNode(t, b.client, b.cloud, "node-b", []string{"10.244.2.0/24"})
 	b.startCCM(t)
+	parent := t // owns the CCMs the subtests start, so one outlives its subtest
 
 	b.createService(t, "web", 80, 30080, "")
 	vip := waitVIP(t, b.client, "web")
@@ -326,6 +337,39 @@ func TestBaremetal(t *testing.T) {
 			waitServiceDeleted(t, b.client, tc.name, 2*time.Minute)
 		}
 		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
+	})
+
+	t.Run("host key mismatch: a clear error naming the host, nothing changes", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other")
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v %s", err, out)
+		}
+		wrong := strings.Join(strings.Fields(string(mustReadFile(t, other+".pub")))[:2], " ")
+		lb := b.hosts.LBSettings()
+		lb["hosts"].(map[string]any)["lb-b"].(map[string]any)["host_key"] = wrong
+		b.ccm.Stop()
+		b.writeConfig(t, lb)
+		b.startCCM(parent)
+		before := b.objects()
+		if err := b.client.CoreV1().Nodes().Delete(ctx, "node-c", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "an Event naming the host key mismatch", func(context.Context) error {
+			ev := harness.Events(ctx, b.client, "default", "web")
+			if !strings.Contains(ev, "host key mismatch for "+b.hosts.Host("lb-b").Address+":22") {
+				return fmt.Errorf("no Event naming lb-b's host key mismatch: %s", ev)
+			}
+			return nil
+		})
+		// The plan failed: neither host changed.
+		b.fragmentsServe(t, "node-a", "node-b", "node-c")
+		if got := b.objects(); !slices.Equal(got, before) {
+			t.Errorf("objects changed: %v, were %v", got, before)
+		}
+		b.ccm.Stop()
+		b.writeConfig(t, b.hosts.LBSettings())
+		b.startCCM(parent)
+		b.fragmentsServe(t, "node-a", "node-b")
 	})
 
 	t.Run("Service deleted: nothing of it left on either host", func(t *testing.T) {
