@@ -103,9 +103,11 @@ test-terraform: build
 bench: tools build
 	bash hack/bench.sh
 
-## demo: local control plane + local cloud + CCM + a LoadBalancer Service
+## demo: local control plane + local cloud + CCM + a LoadBalancer Service;
+## SET=baremetal: the baremetal set on two LB hosts (sshd, HAProxy, keepalived) over SSH
+SET ?= local
 demo: tools build
-	bash hack/demo.sh up
+	bash hack/demo.sh up --set $(SET)
 
 demo-down:
 	bash hack/demo.sh down

@@ -12,6 +12,13 @@ up)
 	;;
 down)
 	pkill -f "bin/terraform-cloud-controller-manager .*--cloud-config=$PWD/$work/" 2>/dev/null || true
+	# The baremetal demo's LB hosts (SET=baremetal): their sshd, HAProxy and
+	# keepalived run in netns demo-lb-*.
+	for ns in $(ip netns list | awk '$1 ~ /^demo-lb-/ {print $1}'); do
+		for pid in $(ip netns pids "$ns"); do kill "$pid" 2>/dev/null || true; done
+		sleep 1
+		ip netns del "$ns" 2>/dev/null || true
+	done
 	for p in "$work"/cluster/*.pid; do
 		[[ -f $p ]] && kill "$(cat "$p")" 2>/dev/null || true
 	done

@@ -74,6 +74,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
 	c.templates = loader
+	// A set only OpenTofu runs (baremetal: provider for_each) with
+	// HashiCorp Terraform as the binary: say so now, not at every plan.
+	if err := templates.CheckBinary(context.Background(), loader.Set(), cfg.Terraform.Binary); err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
 	engine, err := workspace.New(workspace.Options{
 		Binary:         cfg.Terraform.Binary,
 		WorkDir:        cfg.WorkDir,

@@ -12,7 +12,7 @@ import (
 
 // builtinFS holds the built-in template sets, one directory each.
 //
-//go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere
+//go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere all:baremetal
 var builtinFS embed.FS
 
 // BuiltinSets lists the names of the embedded template sets.

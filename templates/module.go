@@ -44,6 +44,9 @@ type Module struct {
 	Files     []File // sorted by Path
 	Variables map[string]*Variable
 	Outputs   map[string]hcl.Range
+	// OpenTofuOnly says why HashiCorp Terraform cannot run the module
+	// ("" = both can): a provider block with for_each (OpenTofu 1.9+).
+	OpenTofuOnly string
 }
 
 // kindOf maps a set entry name to a module kind and variant.
@@ -114,7 +117,10 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "variable", LabelNames: []string{"name"}},
 	{Type: "output", LabelNames: []string{"name"}},
 	{Type: "terraform"},
+	{Type: "provider", LabelNames: []string{"name"}},
 }}
+
+var providerSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "for_each"}}}
 
 var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}}}
 
@@ -148,6 +154,11 @@ func (m *Module) readFile(f *hcl.File) hcl.Diagnostics {
 			m.Variables[name] = v
 		case "output":
 			m.Outputs[b.Labels[0]] = b.DefRange
+		case "provider":
+			pc, _, _ := b.Body.PartialContent(providerSchema)
+			if a, ok := pc.Attributes["for_each"]; ok && m.OpenTofuOnly == "" {
+				m.OpenTofuOnly = fmt.Sprintf("provider %q uses for_each (%s)", b.Labels[0], a.NameRange)
+			}
 		case "terraform":
 			tc, _, _ := b.Body.PartialContent(terraformSchema)
 			for _, tb := range tc.Blocks {

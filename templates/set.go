@@ -58,6 +58,17 @@ func (s *Set) Variants() []string {
 	return out
 }
 
+// OpenTofuOnly says why HashiCorp Terraform cannot run the set ("" = it
+// can): the first module that needs OpenTofu and why.
+func (s *Set) OpenTofuOnly() string {
+	for _, k := range sortedKeys(s.modules) {
+		if why := s.modules[k].OpenTofuOnly; why != "" {
+			return k + ": " + why
+		}
+	}
+	return ""
+}
+
 // Hash identifies the set's content (changes when any module changes).
 func (s *Set) Hash() string { return s.hash }
 

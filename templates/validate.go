@@ -36,7 +36,10 @@ func ValidateDir(dir string, kind Kind) hcl.Diagnostics {
 			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a template set",
 				Detail: "Found no .tf files, no loadbalancer/, loadbalancer.<variant>/ or routes/ module and no instances.hcl.", Subject: &r}}
 		}
-		_, diags := parseTree(t, filepath.Clean(dir))
+		mods, diags := parseTree(t, filepath.Clean(dir))
+		if why := (&Set{modules: mods}).OpenTofuOnly(); why != "" {
+			diags = append(diags, openTofuOnly(why, r))
+		}
 		for _, name := range t.ignored {
 			if strings.HasPrefix(name, string(KindLoadBalancer)) || strings.HasPrefix(name, string(KindRoutes)) {
 				ir := hcl.Range{Filename: filepath.Join(dir, name)}
@@ -65,6 +68,17 @@ func ValidateDir(dir string, kind Kind) hcl.Diagnostics {
 	if err := readModuleFiles(os.DirFS(dir), ".", "", 0, &treeBudget{}, &files); err != nil {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unreadable module", Detail: err.Error(), Subject: &r}}
 	}
-	_, diags := parseModule(key, k, variant, filepath.Clean(dir), files)
+	m, diags := parseModule(key, k, variant, filepath.Clean(dir), files)
+	if m != nil && m.OpenTofuOnly != "" {
+		diags = append(diags, openTofuOnly(m.OpenTofuOnly, r))
+	}
 	return diags
+}
+
+// openTofuOnly is the note `tfccm validate` prints for a module or set
+// that only OpenTofu runs.
+func openTofuOnly(why string, r hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Needs OpenTofu",
+		Detail:  fmt.Sprintf("%s: OpenTofu %s or later runs this, HashiCorp Terraform cannot; the controller refuses to start with a terraform.binary that is Terraform.", why, MinOpenTofu),
+		Subject: &r}
 }

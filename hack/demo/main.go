@@ -30,6 +30,7 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -37,8 +38,13 @@ func main() {
 	once := flag.Bool("once", false, "tear everything down after printing the result")
 	work := flag.String("dir", ".work/demo", "working directory (control plane, cloud, CCM state)")
 	prefix := flag.String("prefix", "demo", "name prefix of the local cloud's network namespaces and links")
+	set := flag.String("set", "local", "template set: local (HAProxy in the cloud namespace) or baremetal (two LB hosts over SSH)")
 	flag.Parse()
-	if err := run(*work, *prefix, *once); err != nil {
+	if *set != "local" && *set != "baremetal" {
+		fmt.Fprintf(os.Stderr, "demo: --set %q: use local or baremetal\n", *set)
+		os.Exit(2)
+	}
+	if err := run(*work, *prefix, *set, *once); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -46,7 +52,7 @@ func main() {
 
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
-func run(work, prefix string, once bool) (err error) {
+func run(work, prefix, set string, once bool) (err error) {
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -102,8 +108,22 @@ func run(work, prefix string, once bool) (err error) {
 		}
 	}
 
+	cfg := cloudConfig(work, bin, cloud)
+	var hosts *lbhosts.Hosts
+	if set == "baremetal" {
+		say("starting two LB hosts (sshd, HAProxy, keepalived in network namespaces) on the cloud's node network")
+		if hosts, err = lbhosts.Start(ctx, lbhosts.Options{Cloud: cloud, Dir: filepath.Join(work, "lbhosts")}); err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() {
+			if err := hosts.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "demo: LB hosts:", err)
+			}
+		})
+		cfg = baremetalConfig(cfg, root, cloud, hosts)
+	}
 	cfgPath := filepath.Join(work, "cloud.hcl")
-	if err := cloudConfig(work, bin, cloud).Write(cfgPath); err != nil {
+	if err := cfg.Write(cfgPath); err != nil {
 		return err
 	}
 	say("starting terraform-cloud-controller-manager (log: %s)", filepath.Join(work, "ccm.log"))
@@ -164,11 +184,15 @@ func run(work, prefix string, once bool) (err error) {
 			return fmt.Errorf("kubectl: %w", err)
 		}
 	}
-	if err := waitRoutes(ctx, cloud); err != nil {
+	router := cloud.CloudNetns
+	if hosts != nil {
+		router = hosts.Hosts[0].Netns // the baremetal set's router host
+	}
+	if err := waitRoutes(ctx, router, len(cloud.Nodes())); err != nil {
 		return err
 	}
-	say("ip -n %s route   (pod CIDRs routed to the nodes by tfccm's routes workspace)", cloud.CloudNetns)
-	ipRoute := exec.Command("ip", "-n", cloud.CloudNetns, "route", "show", "root", "10.244.0.0/16")
+	say("ip -n %s route   (pod CIDRs routed to the nodes by tfccm's routes workspace)", router)
+	ipRoute := exec.Command("ip", "-n", router, "route", "show", "root", "10.244.0.0/16")
 	ipRoute.Stdout, ipRoute.Stderr = os.Stdout, os.Stderr
 	if err := ipRoute.Run(); err != nil {
 		return fmt.Errorf("ip route: %w", err)
@@ -179,6 +203,11 @@ func run(work, prefix string, once bool) (err error) {
 		return err
 	}
 	fmt.Print(reply)
+	if hosts != nil {
+		if err := showFailover(hosts, vip); err != nil {
+			return err
+		}
+	}
 	if once {
 		return nil
 	}
@@ -214,14 +243,45 @@ func cloudConfig(work, bin string, cloud *localcloud.Cloud) harness.CloudConfig 
 	}
 }
 
-// waitRoutes waits until the router has a route for every node's podCIDR.
-func waitRoutes(ctx context.Context, cloud *localcloud.Cloud) error {
+// baremetalConfig switches cfg to the baremetal set on hosts: LB hosts and
+// router over SSH; instances still from the local cloud's infra, through
+// the local set's mapping (the baremetal set has none).
+func baremetalConfig(cfg harness.CloudConfig, root string, cloud *localcloud.Cloud, hosts *lbhosts.Hosts) harness.CloudConfig {
+	cfg.TemplateSet = "baremetal"
+	cfg.Blocks = harness.Block("load_balancer", hosts.LBSettings()) +
+		harness.Block("routes", hosts.RoutesSettings()) +
+		fmt.Sprintf("instances {\n  mapping = %q\n  source \"infra\" {\n    dir = %q\n  }\n}\n",
+			filepath.Join(root, "templates", "local", "instances.hcl"), cloud.InfraDir())
+	return cfg
+}
+
+// showFailover stops keepalived on the VIP's VRRP master while requests
+// go to the VIP, prints what happened, and restarts it (as a backup).
+func showFailover(hosts *lbhosts.Hosts, vip string) error {
+	for _, h := range hosts.Hosts {
+		role := "backup"
+		if h.HasAddress(vip) {
+			role = "MASTER"
+		}
+		say("LB host %s (%s, ssh root@%s): VRRP %s for %s", h.Name, h.Netns, h.Address, role, vip)
+	}
+	say("stopping keepalived on the master while 20 requests per second go to http://%s/", vip)
+	f, err := hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
+	if err != nil {
+		return err
+	}
+	fmt.Printf("failover %s\n", f)
+	return hosts.Host(f.From).StartKeepalived()
+}
+
+// waitRoutes waits until router has a route for each of n podCIDRs.
+func waitRoutes(ctx context.Context, router string, n int) error {
 	return harness.Eventually(ctx, 2*time.Minute, "pod CIDR routes in the router", func(ctx context.Context) error {
-		out, err := exec.CommandContext(ctx, "ip", "-n", cloud.CloudNetns, "route", "show", "root", "10.244.0.0/16").Output()
+		out, err := exec.CommandContext(ctx, "ip", "-n", router, "route", "show", "root", "10.244.0.0/16").Output()
 		if err != nil {
 			return err
 		}
-		if strings.Count(string(out), "\n") < len(cloud.Nodes()) {
+		if strings.Count(string(out), "\n") < n {
 			return fmt.Errorf("routes: %q", out)
 		}
 		return nil

@@ -33,8 +33,24 @@ type VIP struct {
 	Address   string // "" = allocate
 	Interface string
 	// VRRP, when set, has keepalived hold the address (on Interface)
-	// instead of lbhost adding it; Owner and Address are filled in.
-	VRRP *keepalived.Instance
+	// instead of lbhost adding it; Owner and Address are filled in. A
+	// VirtualRouterID of 0 is allocated from VRIDRange by ClaimVIP, which
+	// fills it in.
+	VRRP      *keepalived.Instance
+	VRIDRange [2]int // first, last; zero: no allocation
+}
+
+var reVRIDRange = regexp.MustCompile(`^([1-9][0-9]{0,2})-([1-9][0-9]{0,2})$`)
+
+// ParseVRIDRange parses "<first>-<last>" (1 <= first <= last <= 255).
+func ParseVRIDRange(s string) (first, last int, ok bool) {
+	m := reVRIDRange.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, false
+	}
+	fmt.Sscan(m[1], &first)
+	fmt.Sscan(m[2], &last)
+	return first, last, first <= last && last <= 255
 }
 
 func (v VIP) validate() error {
@@ -140,6 +156,12 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
 		}
 	}
+	if v.VRRP != nil {
+		// Before anything is written: a refused id changes nothing.
+		if err := h.pickVRID(ctx, v); err != nil {
+			return "", err
+		}
+	}
 	if claims[addr] != v.Owner {
 		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {
 			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
@@ -158,6 +180,51 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		return addr, fmt.Errorf("add VIP %s: %w", addr, err)
 	}
 	return addr, nil
+}
+
+// pickVRID checks a set virtual router id against the other lbhost VRRP
+// instances on the host (same interface), or allocates one from
+// v.VRIDRange: the owner's existing id, else the lowest free one. Callers
+// hold the lock.
+func (h *Host) pickVRID(ctx context.Context, v VIP) error {
+	files, err := h.T.ReadFiles(ctx, h.p("keepalived"))
+	if err != nil && !transport.IsNotExist(err) {
+		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	used := map[int]string{}
+	own := 0
+	for _, data := range files {
+		in, err := keepalived.Parse(data)
+		if err != nil || in.Interface != v.VRRP.Interface {
+			continue
+		}
+		if in.Owner == v.Owner {
+			own = in.VirtualRouterID
+			continue
+		}
+		used[in.VirtualRouterID] = in.Owner
+	}
+	if id := v.VRRP.VirtualRouterID; id != 0 {
+		if o, taken := used[id]; taken {
+			return &FieldError{Field: "vrrp.virtual_router_id", Msg: fmt.Sprintf("%d is already used by load balancer %s on %s (interface %s)", id, o, h.T, v.VRRP.Interface)}
+		}
+		return nil
+	}
+	first, last := v.VRIDRange[0], v.VRIDRange[1]
+	if first == 0 {
+		return &FieldError{Field: "vrrp.virtual_router_id", Msg: "set virtual_router_id, or virtual_router_id_range to have one allocated"}
+	}
+	if _, taken := used[own]; own >= first && own <= last && !taken {
+		v.VRRP.VirtualRouterID = own
+		return nil
+	}
+	for id := first; id <= last; id++ {
+		if _, taken := used[id]; !taken {
+			v.VRRP.VirtualRouterID = id
+			return nil
+		}
+	}
+	return &FieldError{Field: "vrrp.virtual_router_id_range", Msg: fmt.Sprintf("every virtual router id of %d-%d is used on %s (interface %s)", first, last, h.T, v.VRRP.Interface)}
 }
 
 // allocate prefers the owner's existing claim, then probes from a hash of

@@ -72,6 +72,13 @@ server-state file, which it filters at every reload); it never rewrites the host
 
 Every change takes ` + "`flock <config_dir>/lock`" + `; commands are argv vectors (over ssh each argument is
 single-quoted for the remote shell, and every value is validated first).
+
+A host that cannot be connected to at all (ssh: no route, refused, 10 s connect timeout) does not
+fail the plan: its resources keep their last applied state with a warning naming the host, so a
+configuration spanning several hosts still updates the others, and any change to this host fails at
+apply naming it. A connection that stops answering mid-apply is closed after two missed SSH
+keepalives (5 s apart), failing what waited on it. A host that answers wrongly (host key mismatch,
+authentication) is an error.
 `
 
 // Docs renders the provider's reference page from its schemas: every

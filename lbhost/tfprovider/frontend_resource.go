@@ -296,6 +296,9 @@ func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	h, err := r.c.host(ctx)
+	if keptUnreachable(&resp.Diagnostics, "lbhost_frontend "+prior.Name, err) {
+		return
+	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_frontend "+prior.Name, err)
 		return

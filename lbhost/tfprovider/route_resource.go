@@ -111,6 +111,9 @@ func (r *routeResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	got, err := r.read(ctx, m.Destination)
+	if keptUnreachable(&resp.Diagnostics, "lbhost_route "+m.Destination, err) {
+		return
+	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_route "+m.Destination, err)
 		return

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // startSSHD runs Debian's sshd inside the cloud namespace with a host key
@@ -25,18 +27,7 @@ func startSSHD(t *testing.T, c *cloud, hostKeyOverride string) (sshBlock, client
 		t.Fatal(err)
 	}
 	const port = 2222
-	cfg := fmt.Sprintf(`Port %d
-ListenAddress %s
-HostKey %s/host_key
-AuthorizedKeysFile %s/authorized_keys
-PidFile %s/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-AllowStreamLocalForwarding yes
-`, port, c.gateway, dir, dir, dir)
+	cfg := lbhosts.SSHDConfig(c.gateway, port, dir)
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
+	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // cliConfig is the CLI configuration every test's tofu uses: the provider
@@ -132,19 +133,7 @@ func newCloud(t *testing.T) *cloud {
 			t.Fatal(err)
 		}
 	}
-	base := fmt.Sprintf(`global
-    stats socket %[1]s/haproxy.sock mode 600 level admin
-    server-state-file %[1]s/server-state
-    maxconn 1024
-
-defaults
-    mode tcp
-    timeout connect 3s
-    timeout client 60s
-    timeout server 60s
-    timeout check 2s
-    load-server-state-from-file global
-`, c.dir)
+	base := lbhosts.HAProxyBase(c.dir)
 	if err := os.WriteFile(filepath.Join(c.dir, "base.cfg"), []byte(base), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,19 @@ func (v int64Range) ValidateInt64(_ context.Context, req validator.Int64Request,
 
 var portRange = int64Range{1, 65535}
 
+// keptUnreachable: when err says the host could not be connected to at
+// all, Read keeps the resource's last applied state (with a warning naming
+// the host) instead of failing, so a plan still updates the other hosts of
+// a configuration; any change to this host then fails at apply, naming it.
+func keptUnreachable(diags *diag.Diagnostics, summary string, err error) bool {
+	if !transport.IsUnreachable(err) {
+		return false
+	}
+	diags.AddWarning(summary+": host unreachable, state not refreshed",
+		err.Error()+"; the last applied state is kept and a change to this host fails until it is reachable again")
+	return true
+}
+
 // addError turns an error from the host into a diagnostic, attached to the
 // attribute it names when it is a field error.
 func addError(diags *diag.Diagnostics, summary string, err error) {

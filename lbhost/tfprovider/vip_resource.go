@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -41,6 +42,7 @@ type vipModel struct {
 type vrrpModel struct {
 	Interface       types.String `tfsdk:"interface"`
 	VirtualRouterID types.Int64  `tfsdk:"virtual_router_id"`
+	VRIDRange       types.String `tfsdk:"virtual_router_id_range"`
 	Priority        types.Int64  `tfsdk:"priority"`
 	AdvertInt       types.Int64  `tfsdk:"advert_int"`
 	NoPreempt       types.Bool   `tfsdk:"nopreempt"`
@@ -117,8 +119,17 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 				Attributes: map[string]schema.Attribute{
 					"interface": schema.StringAttribute{Required: true, Description: "Interface VRRP adverts are sent on.",
 						Validators: []validator.String{ifaceCheck}},
-					"virtual_router_id": schema.Int64Attribute{Required: true, Description: "VRRP virtual router id (1-255), the same on every host of the group.",
-						Validators: []validator.Int64{int64Range{1, 255}}},
+					"virtual_router_id": schema.Int64Attribute{Optional: true, Computed: true,
+						Description: "VRRP virtual router id (1-255), the same on every host of the group. Unset: allocated at apply time " +
+							"(known after apply on create) from `virtual_router_id_range`, together with the address and under the same lock: " +
+							"the owner's existing id, else the lowest id no other lbhost VRRP instance on the host uses on `vrrp.interface`. " +
+							"A set id used by another owner on the host fails the apply naming this field.",
+						Validators:    []validator.Int64{int64Range{1, 255}},
+						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}},
+					"virtual_router_id_range": schema.StringAttribute{Optional: true,
+						Description: "`<first>-<last>` (e.g. `50-99`): the ids `virtual_router_id` is allocated from when unset. " +
+							"Give the other hosts of the group the allocated id (e.g. `lbhost_vip.first.vrrp.virtual_router_id`).",
+						Validators: []validator.String{stringCheck{desc: "<first>-<last>, from 1 to 255", ok: func(s string) bool { _, _, ok := host.ParseVRIDRange(s); return ok }}}},
 					"priority": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100),
 						Description: "This host's priority (1-254); the highest live host holds the VIP.", Validators: []validator.Int64{int64Range{1, 254}}},
 					"advert_int": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
@@ -154,6 +165,16 @@ func (m vipModel) vip() (host.VIP, error) {
 			return v, fmt.Errorf("vrrp.peers: not a list of strings")
 		}
 		v.VRRP = in
+		if m.VRRP.VirtualRouterID.IsUnknown() {
+			in.VirtualRouterID = 0
+		}
+		if !m.VRRP.VRIDRange.IsNull() {
+			first, last, ok := host.ParseVRIDRange(m.VRRP.VRIDRange.ValueString())
+			if !ok {
+				return v, &host.FieldError{Field: "vrrp.virtual_router_id_range", Msg: fmt.Sprintf("%q must be <first>-<last> from 1 to 255", m.VRRP.VRIDRange.ValueString())}
+			}
+			v.VRIDRange = [2]int{first, last}
+		}
 	}
 	if !m.Address.IsNull() && !m.Address.IsUnknown() {
 		v.Address = m.Address.ValueString()
@@ -185,6 +206,9 @@ func (r *vipResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		return
 	}
 	h, err := r.c.host(ctx)
+	if keptUnreachable(&resp.Diagnostics, "lbhost_vip "+v.Owner, err) {
+		return
+	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_vip "+v.Owner, err)
 		return
@@ -213,6 +237,10 @@ func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, re
 		// Claimed (even if configuring the address failed): record it so
 		// the next apply keeps this address instead of claiming another.
 		m.ID, m.Address = m.Owner, types.StringValue(addr)
+		if m.VRRP != nil {
+			// ClaimVIP filled in an allocated virtual router id.
+			m.VRRP.VirtualRouterID = types.Int64Value(int64(v.VRRP.VirtualRouterID))
+		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
 	if err != nil {
@@ -230,6 +258,9 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	var ok bool
 	if err == nil {
 		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	}
+	if keptUnreachable(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err) {
+		return
 	}
 	var drift *host.Drift
 	if errors.As(err, &drift) {

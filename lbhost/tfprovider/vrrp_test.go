@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // startKeepalived runs keepalived in the cloud's namespace with a main
@@ -17,7 +20,7 @@ func startKeepalived(t *testing.T, c *cloud) (config, pidFile string) {
 	if err := os.MkdirAll(filepath.Join(c.dir, "keepalived"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := fmt.Sprintf("global_defs {\n    router_id lbhost_test\n}\ninclude %s/keepalived/*.conf\n", c.dir)
+	main := lbhosts.KeepalivedMain("lbhost_test", c.dir)
 	if err := os.WriteFile(config, []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +158,59 @@ func mustRead(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestVRRPRouterIDAllocation: unset virtual_router_id is allocated from
+// virtual_router_id_range with the address (the lowest id no other lbhost
+// instance on the interface uses), kept across applies, and a range used
+// up or an id taken by another owner fails naming the field.
+func TestVRRPRouterIDAllocation(t *testing.T) {
+	c := newCloud(t)
+	config, pidFile := startKeepalived(t, c)
+	vip := func(owner, vrid string) string {
+		return fmt.Sprintf(`
+resource "lbhost_vip" %[1]q {
+  owner     = %[1]q
+  pool      = %[2]q
+  interface = %[3]q
+  vrrp = {
+    interface               = %[3]q
+    virtual_router_id_range = "42-43"
+    %[4]s
+  }
+}
+output %[1]q { value = lbhost_vip.%[1]s.vrrp.virtual_router_id }
+`, owner, c.pool, c.link, vrid)
+	}
+	newWS := func(body string) *workspace {
+		w := newWorkspace(t, c, body)
+		b := mustRead(t, filepath.Join(w.dir, "main.tf"))
+		b = []byte(strings.Replace(string(b), "  config_dir = ", fmt.Sprintf("  keepalived_config   = %q\n  keepalived_pid_file = %q\n  config_dir = ", config, pidFile), 1))
+		if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := newWS(vip("a", "") + vip("b", ""))
+	w.apply()
+	got := []string{w.output("a"), w.output("b")}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "42,43" {
+		t.Fatalf("allocated ids %v, want 42 and 43", got)
+	}
+	if out, code := w.cmd("plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("plan after allocating: exit %d\n%s", code, out)
+	}
+	full := newWS(vip("c", ""))
+	if out, code := full.cmd("apply", "-auto-approve", "-input=false", "-no-color"); code == 0 || !strings.Contains(out, "every virtual router id of 42-43 is used") {
+		t.Fatalf("apply with the range used up: exit %d\n%s", code, out)
+	}
+	taken := newWS(vip("d", "virtual_router_id = "+w.output("a")))
+	if out, code := taken.cmd("apply", "-auto-approve", "-input=false", "-no-color"); code == 0 || !strings.Contains(out, "vrrp.virtual_router_id") || !strings.Contains(out, "already used by load balancer a") {
+		t.Fatalf("apply with another owner's id: exit %d\n%s", code, out)
+	}
+	if claims, _ := os.ReadDir(filepath.Join(c.dir, "claims")); len(claims) != 2 {
+		t.Errorf("claims after the refused applies: %d, want 2 (nothing changed)", len(claims))
+	}
+	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
 }

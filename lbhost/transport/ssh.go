@@ -124,6 +124,10 @@ func (cfg SSHConfig) auth() ([]ssh.AuthMethod, func(), error) {
 	return methods, cleanup, nil
 }
 
+// DialTimeout bounds connecting to a host, so an unreachable host fails
+// an operation in seconds rather than after TCP's retries.
+const DialTimeout = 10 * time.Second
+
 // DialSSH connects and authenticates.
 func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 	if cfg.Port == 0 {
@@ -144,18 +148,48 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := (&net.Dialer{Timeout: DialTimeout}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		cleanup()
-		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, addr, err)
+		return nil, &UnreachableError{Host: fmt.Sprintf("ssh %s@%s", cfg.User, addr), Err: err}
 	}
+	_ = conn.SetDeadline(time.Now().Add(DialTimeout)) // the handshake too
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{User: cfg.User, Auth: methods, HostKeyCallback: hk})
 	cleanup() // the agent is only needed for the handshake
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, addr, err)
 	}
-	return &SSH{cfg: cfg, client: ssh.NewClient(c, chans, reqs), slots: make(chan struct{}, maxRun), locks: map[string]*sync.Mutex{}}, nil
+	_ = conn.SetDeadline(time.Time{})
+	s := &SSH{cfg: cfg, client: ssh.NewClient(c, chans, reqs), slots: make(chan struct{}, maxRun), locks: map[string]*sync.Mutex{}}
+	go s.keepalive(KeepaliveInterval)
+	return s, nil
+}
+
+// KeepaliveInterval is how often an idle or busy connection is probed; a
+// host that does not answer two probes in a row (it went away mid-apply)
+// has its connection closed, so every command waiting on it fails instead
+// of hanging for TCP's retransmission timeout (~15 minutes).
+const KeepaliveInterval = 5 * time.Second
+
+func (s *SSH) keepalive(every time.Duration) {
+	for {
+		time.Sleep(every)
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := s.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case err := <-reply:
+			if err != nil {
+				return // closed
+			}
+		case <-time.After(2 * every):
+			_ = s.client.Close()
+			return
+		}
+	}
 }
 
 func (s *SSH) String() string {

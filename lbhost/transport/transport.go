@@ -59,3 +59,21 @@ func CheckPath(p string) error {
 
 // IsNotExist reports whether err means a missing file.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// UnreachableError is a host that could not be connected to at all (no
+// route, refused, timed out), as opposed to one that answered wrongly
+// (host key mismatch, authentication): only what was last applied is
+// known about it.
+type UnreachableError struct {
+	Host string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string { return fmt.Sprintf("%s is unreachable: %v", e.Host, e.Err) }
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// IsUnreachable reports whether err is an *UnreachableError.
+func IsUnreachable(err error) bool {
+	var u *UnreachableError
+	return errors.As(err, &u)
+}

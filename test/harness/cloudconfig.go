@@ -50,10 +50,12 @@ func (c CloudConfig) Write(path string) error {
 	return os.WriteFile(path, []byte(c.String()), 0o644)
 }
 
-// HCLObject renders a flat map as an HCL object literal of strings, keys
-// sorted, to be the value of an attribute in a top-level block (such as
-// load_balancer.settings).
-func HCLObject(m map[string]any) string {
+// HCLObject renders a map as an HCL object literal of strings (nested
+// map[string]any values as nested objects), keys sorted, to be the value
+// of an attribute in a top-level block (such as load_balancer.settings).
+func HCLObject(m map[string]any) string { return hclObject(m, "  ") }
+
+func hclObject(m map[string]any, indent string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -62,9 +64,13 @@ func HCLObject(m map[string]any) string {
 	var b strings.Builder
 	b.WriteString("{\n")
 	for _, k := range keys {
-		fmt.Fprintf(&b, "    %s = %q\n", k, fmt.Sprint(m[k]))
+		if sub, ok := m[k].(map[string]any); ok {
+			fmt.Fprintf(&b, "%s  %q = %s\n", indent, k, hclObject(sub, indent+"  "))
+			continue
+		}
+		fmt.Fprintf(&b, "%s  %s = %q\n", indent, k, fmt.Sprint(m[k]))
 	}
-	b.WriteString("  }")
+	b.WriteString(indent + "}")
 	return b.String()
 }
 

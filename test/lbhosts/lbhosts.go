@@ -1,0 +1,483 @@
+// Package lbhosts runs bare-metal load-balancer hosts on this machine for
+// tests, benchmarks and `make demo SET=baremetal`: one network namespace per
+// host, attached to a local cloud's node bridge (test/localcloud), each
+// running Debian's OpenSSH server (host key generated here), HAProxy in
+// master-worker mode and keepalived, in the layout the lbhost provider
+// expects (docs/lbhost.md). The CCM reaches them over SSH like real hosts.
+//
+// Addressing: the local cloud's VIP pool P (a /24 the machine routes into
+// the cloud namespace) becomes a subnet of the cloud's bridge: P.1 is the
+// cloud router, host i is P.(2+i) (its SSH and VRRP address, on eth0, with
+// 10.250.0.(201+i) on the node network), and
+// VIPs come from the upper half P.128/25, held by the VRRP master on eth0.
+// The machine reaches a VIP through the cloud namespace, which ARPs for it
+// on the bridge, so `curl VIP` follows a failover.
+package lbhosts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// Options configure Start.
+type Options struct {
+	// Cloud is the local cloud whose bridge the hosts join.
+	Cloud *localcloud.Cloud
+	// Names of the hosts (1-4 of [a-z0-9-], at most 4 characters). Default lb-a, lb-b.
+	Names []string
+	// Dir holds keys, configurations and each host's config_dir. Default: a
+	// new temporary directory (removed by Stop).
+	Dir string
+}
+
+// Host is one running load-balancer host.
+type Host struct {
+	Name    string
+	Netns   string
+	Address string // SSH and VRRP unicast address
+	// NodeNetAddress is the host's address on the cloud's node network
+	// (10.250.0.0/24): HAProxy reaches the nodes from it.
+	NodeNetAddress string
+	// ConfigDir is the lbhost provider's config_dir on the host.
+	ConfigDir string
+	// HostKey is the host's public key (authorized_keys format).
+	HostKey string
+	// KeepalivedConfig and KeepalivedPIDFile are keepalived's main
+	// configuration and its parent's pid file.
+	KeepalivedConfig, KeepalivedPIDFile string
+
+	dir       string
+	gateway   string
+	mu        sync.Mutex
+	sshd      *exec.Cmd
+	haproxy   *exec.Cmd
+	keepalive *exec.Cmd
+}
+
+// Hosts is a running set of load-balancer hosts.
+type Hosts struct {
+	Hosts []*Host
+	// PrivateKey is the path of the client key every host authorizes for root.
+	PrivateKey string
+	// VIPPool is where VIPs come from (the upper half of the cloud's pool).
+	VIPPool string
+	// Interface carries VRRP and the VIPs on every host.
+	Interface string
+
+	cloud  *localcloud.Cloud
+	dir    string
+	ownDir bool
+	router string // P.1/24 on the cloud's bridge
+}
+
+// Start brings the hosts up. On failure it removes what it made.
+func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
+	if opts.Cloud == nil {
+		return nil, errors.New("lbhosts: Options.Cloud is required")
+	}
+	if len(opts.Names) == 0 {
+		opts.Names = []string{"lb-a", "lb-b"}
+	}
+	pool, err := netip.ParsePrefix(opts.Cloud.VIPPool)
+	if err != nil || pool.Bits() != 24 {
+		return nil, fmt.Errorf("lbhosts: the cloud's VIP pool %q is not a /24", opts.Cloud.VIPPool)
+	}
+	base := pool.Addr().As4()
+	at := func(i byte) string { return netip.AddrFrom4([4]byte{base[0], base[1], base[2], i}).String() }
+	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", router: at(1) + "/24"}
+	if hs.dir == "" {
+		if hs.dir, err = os.MkdirTemp("", "lbhosts-"); err != nil {
+			return nil, fmt.Errorf("lbhosts: %w", err)
+		}
+		hs.ownDir = true
+	} else if err := os.MkdirAll(hs.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lbhosts: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = hs.Stop()
+		}
+	}()
+	bridge := opts.Cloud.Prefix + "-br"
+	if err := ip("-n", opts.Cloud.CloudNetns, "addr", "add", hs.router, "dev", bridge); err != nil {
+		return nil, err
+	}
+	hs.PrivateKey = filepath.Join(hs.dir, "client_key")
+	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfccm-lbhosts", "-f", hs.PrivateKey); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
+		return nil, fmt.Errorf("lbhosts: %w", err)
+	}
+	for i, name := range opts.Names {
+		h := &Host{Name: name, Netns: opts.Cloud.Prefix + "-" + name, Address: at(byte(2 + i)), NodeNetAddress: fmt.Sprintf("10.250.0.%d", 201+i), dir: filepath.Join(hs.dir, name)}
+		hs.Hosts = append(hs.Hosts, h)
+		if err := hs.up(ctx, h, fmt.Sprintf("%s-l%d", opts.Cloud.Prefix, i), bridge); err != nil {
+			return nil, fmt.Errorf("lbhosts: host %s: %w", name, err)
+		}
+	}
+	return hs, nil
+}
+
+// up creates h's namespace and link, its keys and configurations, and
+// starts sshd, HAProxy and keepalived in it.
+func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
+	h.ConfigDir = filepath.Join(h.dir, "lbhost")
+	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
+	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
+	for _, d := range []string{"fragments", "claims", "keepalived"} {
+		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	cloud := hs.cloud.CloudNetns
+	h.gateway = strings.Split(hs.router, "/")[0]
+	for _, argv := range [][]string{
+		{"netns", "add", h.Netns},
+		{"-n", h.Netns, "link", "set", "lo", "up"},
+		{"-n", cloud, "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", h.Netns},
+		{"-n", cloud, "link", "set", link, "master", bridge, "up"},
+		{"-n", h.Netns, "addr", "add", h.Address + "/24", "dev", "eth0"},
+		// On the node network too: a router host's routes go via node addresses.
+		{"-n", h.Netns, "addr", "add", h.NodeNetAddress + "/24", "dev", "eth0"},
+		{"-n", h.Netns, "link", "set", "eth0", "up"},
+		{"-n", h.Netns, "route", "add", "default", "via", h.gateway},
+	} {
+		if err := ip(argv...); err != nil {
+			return err
+		}
+	}
+	// A backup's HAProxy binds the VIP it does not hold (docs/lbhost.md).
+	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=1"); err != nil {
+		return err
+	}
+	if err := h.writeConfigs(hs.PrivateKey + ".pub"); err != nil {
+		return err
+	}
+	if err := h.StartSSHD(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err error
+	h.haproxy, err = start(h.Netns, filepath.Join(h.dir, "haproxy.log"), "haproxy", "-W", "-S", h.ConfigDir+"/master.sock,mode,600",
+		"-f", h.ConfigDir+"/base.cfg", "-f", h.ConfigDir+"/fragments")
+	if err != nil {
+		return err
+	}
+	if err := waitFile(ctx, filepath.Join(h.ConfigDir, "master.sock")); err != nil {
+		return fmt.Errorf("haproxy: %w (log %s)", err, filepath.Join(h.dir, "haproxy.log"))
+	}
+	h.mu.Unlock()
+	err = h.StartKeepalived()
+	h.mu.Lock()
+	return err
+}
+
+func (h *Host) writeConfigs(clientPub string) error {
+	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.Name, "-f", filepath.Join(h.dir, "host_key")); err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(filepath.Join(h.dir, "host_key.pub"))
+	if err != nil {
+		return err
+	}
+	f := strings.Fields(string(pub))
+	h.HostKey = f[0] + " " + f[1]
+	auth, err := os.ReadFile(clientPub)
+	if err != nil {
+		return err
+	}
+	files := map[string]string{
+		"authorized_keys": string(auth),
+		"sshd_config":     SSHDConfig(h.Address, 22, h.dir),
+		"lbhost/base.cfg": HAProxyBase(h.ConfigDir),
+		"keepalived.conf": KeepalivedMain(h.Name, h.ConfigDir),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(h.dir, name), []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartSSHD (re)starts the host's sshd.
+func (h *Host) StartSSHD() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_ = os.Remove(filepath.Join(h.dir, "sshd.pid"))
+	var err error
+	h.sshd, err = start(h.Netns, filepath.Join(h.dir, "sshd.log"), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(h.dir, "sshd_config"))
+	if err != nil {
+		return err
+	}
+	return waitFile(context.Background(), filepath.Join(h.dir, "sshd.pid"))
+}
+
+// StartKeepalived (re)starts keepalived in the foreground of its process.
+func (h *Host) StartKeepalived() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_ = os.Remove(h.KeepalivedPIDFile)
+	var err error
+	h.keepalive, err = start(h.Netns, filepath.Join(h.dir, "keepalived.log"), "keepalived", "-n", "-l", "-D",
+		"-f", h.KeepalivedConfig, "-p", h.KeepalivedPIDFile,
+		"-r", filepath.Join(h.dir, "vrrp.pid"), "-c", filepath.Join(h.dir, "checkers.pid"))
+	if err != nil {
+		return err
+	}
+	return waitFile(context.Background(), h.KeepalivedPIDFile)
+}
+
+// StopKeepalived stops keepalived with sig (SIGTERM: a clean stop that
+// hands the VIPs over at once; SIGKILL: a crash the backups must detect)
+// and waits for its processes to end.
+func (h *Host) StopKeepalived(sig syscall.Signal) {
+	h.mu.Lock()
+	cmd := h.keepalive
+	h.keepalive = nil
+	h.mu.Unlock()
+	stop(cmd, sig)
+	// keepalived's VRRP child ends with its parent; make sure it has.
+	if b, err := os.ReadFile(filepath.Join(h.dir, "vrrp.pid")); err == nil {
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
+			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// StopSSHD stops the host's sshd (the host is unreachable over SSH; its
+// HAProxy and keepalived keep running).
+func (h *Host) StopSSHD() {
+	h.mu.Lock()
+	cmd := h.sshd
+	h.sshd = nil
+	h.mu.Unlock()
+	stop(cmd, syscall.SIGTERM)
+}
+
+// SetLink takes the host's network link down or up: down, the host is
+// unreachable and out of its VRRP groups.
+func (h *Host) SetLink(up bool) error {
+	if !up {
+		return ip("-n", h.Netns, "link", "set", "eth0", "down")
+	}
+	if err := ip("-n", h.Netns, "link", "set", "eth0", "up"); err != nil {
+		return err
+	}
+	// The kernel dropped the default route with the link.
+	return ip("-n", h.Netns, "route", "replace", "default", "via", h.gateway)
+}
+
+// HasAddress reports whether addr is configured on the host's eth0 (held
+// by the VRRP master).
+func (h *Host) HasAddress(addr string) bool {
+	out, err := exec.Command("ip", "-n", h.Netns, "-4", "-o", "addr", "show", "dev", "eth0").Output()
+	return err == nil && strings.Contains(string(out), " "+addr+"/")
+}
+
+// Objects lists lbhost's objects on the host (fragments, claims, VRRP
+// instances), as "<dir>/<file>".
+func (h *Host) Objects() []string {
+	var out []string
+	for _, d := range []string{"fragments", "claims", "keepalived"} {
+		entries, _ := os.ReadDir(filepath.Join(h.ConfigDir, d))
+		for _, e := range entries {
+			out = append(out, d+"/"+e.Name())
+		}
+	}
+	return out
+}
+
+// Wipe removes lbhost's objects from the host and restarts HAProxy and
+// keepalived with the host's own configuration only: a reinstalled host.
+func (h *Host) Wipe() error {
+	for _, d := range []string{"fragments", "claims", "keepalived"} {
+		if err := os.RemoveAll(filepath.Join(h.ConfigDir, d)); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	h.StopKeepalived(syscall.SIGTERM)
+	h.mu.Lock()
+	cmd := h.haproxy
+	h.mu.Unlock()
+	stop(cmd, syscall.SIGTERM)
+	_ = os.Remove(filepath.Join(h.ConfigDir, "server-state"))
+	var err error
+	h.mu.Lock()
+	h.haproxy, err = start(h.Netns, filepath.Join(h.dir, "haproxy.log"), "haproxy", "-W", "-S", h.ConfigDir+"/master.sock,mode,600",
+		"-f", h.ConfigDir+"/base.cfg", "-f", h.ConfigDir+"/fragments")
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return h.StartKeepalived()
+}
+
+// Host returns the host called name (nil if none).
+func (hs *Hosts) Host(name string) *Host {
+	for _, h := range hs.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// Master returns the host holding vip (nil if none does).
+func (hs *Hosts) Master(vip string) *Host {
+	for _, h := range hs.Hosts {
+		if h.HasAddress(vip) {
+			return h
+		}
+	}
+	return nil
+}
+
+// LBSettings is load_balancer.settings for the baremetal set.
+func (hs *Hosts) LBSettings() map[string]any {
+	hosts := map[string]any{}
+	for _, h := range hs.Hosts {
+		hosts[h.Name] = map[string]any{
+			"address": h.Address, "host_key": h.HostKey, "config_dir": h.ConfigDir,
+			"keepalived_config": h.KeepalivedConfig, "keepalived_pid_file": h.KeepalivedPIDFile,
+		}
+	}
+	return map[string]any{
+		"hosts": hosts, "vip_pool": hs.VIPPool, "vrrp_interface": hs.Interface,
+		"virtual_router_ids": "10-99", "ssh_private_key_file": hs.PrivateKey,
+	}
+}
+
+// RoutesSettings is routes.settings for the baremetal set: the first host
+// is the router.
+func (hs *Hosts) RoutesSettings() map[string]any {
+	h := hs.Hosts[0]
+	return map[string]any{
+		"router":               map[string]any{"address": h.Address, "host_key": h.HostKey},
+		"ssh_private_key_file": hs.PrivateKey,
+	}
+}
+
+// Stop stops every process, removes the namespaces (and so the links) and
+// the router address, and the directory when Start made it.
+func (hs *Hosts) Stop() error {
+	var errs []error
+	for _, h := range hs.Hosts {
+		h.mu.Lock()
+		cmds := []*exec.Cmd{h.keepalive, h.haproxy, h.sshd}
+		h.keepalive, h.haproxy, h.sshd = nil, nil, nil
+		h.mu.Unlock()
+		for _, c := range cmds {
+			stop(c, syscall.SIGTERM)
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", h.Netns)); err == nil {
+			if err := ip("netns", "del", h.Netns); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", hs.cloud.CloudNetns)); err == nil {
+		_ = ip("-n", hs.cloud.CloudNetns, "addr", "del", hs.router, "dev", hs.cloud.Prefix+"-br")
+	}
+	if hs.ownDir {
+		errs = append(errs, os.RemoveAll(hs.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// ForTest starts hosts on cloud and stops them when the test ends (before
+// the cloud goes: register it after localcloud.ForTest).
+func ForTest(t testing.TB, cloud *localcloud.Cloud, names ...string) *Hosts {
+	t.Helper()
+	hs, err := Start(context.Background(), Options{Cloud: cloud, Names: names, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hs.Stop(); err != nil {
+			t.Errorf("lbhosts: %v", err)
+		}
+	})
+	return hs
+}
+
+// start runs argv in netns as a child process logging to logFile.
+func start(netns, logFile string, argv ...string) (*exec.Cmd, error) {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group: a test's Ctrl-C does not reach it first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	return cmd, nil
+}
+
+// stop signals cmd and waits for it (SIGKILL after 10 s).
+func stop(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func waitFile(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not appear", path)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func ip(args ...string) error { return run("ip", args...) }
+
+func run(name string, args ...string) error {
+	var out bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
