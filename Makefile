@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
 
-.PHONY: all build tools standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools tools-nodes test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -65,6 +65,20 @@ image: tools
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:
 	bash hack/tools.sh
+
+## tools-nodes: the parts of real nodes (make tools, plus kubelet, kube-proxy, kube-controller-manager,
+## kube-scheduler, containerd, CoreDNS, CNI plugins into bin/, cached like the others) and the
+## images they run (pause, agnhost) into bin/images
+tools-nodes: tools
+	bash hack/tools.sh nodes
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./test/nodes/pause
+	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images
+
+## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM)
+test-nodes: tools-nodes build
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-nodes
+	rc=0; TFCCM_NODES=1 $(GO) test -count=1 -timeout 30m -v ./test/nodes/ || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-nodes || rc=1; exit $$rc
 
 ## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the
 ## real provider addresses into bin/standin-mirror with the CLI config bin/standin.tfrc
