@@ -1,0 +1,235 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/harness"
+)
+
+// needNodes skips unless the real-node parts are wanted (make test-nodes
+// sets TFCCM_NODES=1 after make tools-nodes built them).
+func needNodes(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TFCCM_NODES") == "" {
+		t.Skip("real nodes: run `make test-nodes` (builds their parts with make tools-nodes)")
+	}
+}
+
+// TestRealNodesWithTfccm brings up two real nodes and tfccm as their CCM
+// (local template set: instances from the cloud's state, routes as kernel
+// routes in the cloud's router) and shows: tfccm initializes the nodes
+// (providerID, zone, no uninitialized taint), a pod runs on each node, and
+// pods reach each other across nodes, unmasqueraded, through the pod-range
+// routes tfccm's routes workspace applied.
+func TestRealNodesWithTfccm(t *testing.T) {
+	needNodes(t)
+	ctx := context.Background()
+	c := ForTest(t, Options{Nodes: 2})
+	client := c.Client()
+	ccm := startTfccm(t, c)
+
+	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
+		t.Fatalf("%v\nCCM log:\n%s", err, ccm.LogTail(40))
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes registered, want 2", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		if want := "terraform://local/" + n.Name; n.Spec.ProviderID != want {
+			t.Errorf("node %s: providerID %q, want %q", n.Name, n.Spec.ProviderID, want)
+		}
+		if z := n.Labels[corev1.LabelTopologyZone]; z != "local-a" {
+			t.Errorf("node %s: zone label %q, want local-a", n.Name, z)
+		}
+		if want := c.Cloud.Node(n.Name).Address; !hasAddress(n, want) {
+			t.Errorf("node %s: addresses %v, want InternalIP %s", n.Name, n.Status.Addresses, want)
+		}
+	}
+	waitNodesReady(t, client)
+
+	// One netexec server pod per node, placed by the scheduler.
+	pods := map[string]*corev1.Pod{}
+	for _, n := range nodes.Items {
+		pods[n.Name] = runPod(t, client, "netexec-"+n.Name, n.Name)
+	}
+	a, b := pods["node-a"], pods["node-b"]
+	if a.Status.PodIP == b.Status.PodIP || a.Status.PodIP == "" {
+		t.Fatalf("pod IPs %q and %q", a.Status.PodIP, b.Status.PodIP)
+	}
+
+	// The router's pod-range routes come from tfccm's routes workspace.
+	out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "route", "show", "proto", "static").CombinedOutput()
+	if err != nil {
+		t.Fatalf("router routes: %v: %s", err, out)
+	}
+	for _, n := range nodes.Items {
+		want := fmt.Sprintf("%s via %s", n.Spec.PodCIDR, c.Cloud.Node(n.Name).Address)
+		if !strings.Contains(string(out), want) {
+			t.Errorf("router has no route %q:\n%s", want, out)
+		}
+	}
+
+	// From inside pod A to pod B (another node) and back: the reply names
+	// the pod that answered, and the client address it saw is the calling
+	// pod's own (no masquerade on the way).
+	for _, pair := range [][2]*corev1.Pod{{a, b}, {b, a}} {
+		from, to := pair[0], pair[1]
+		netns, err := c.PodNetns(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var host, clientIP string
+		err = harness.Eventually(ctx, 30*time.Second, "pod to pod across nodes", func(ctx context.Context) error {
+			var err error
+			if host, err = HTTPGetFrom(ctx, netns, "http://"+to.Status.PodIP+":8080/hostname"); err != nil {
+				return err
+			}
+			clientIP, err = HTTPGetFrom(ctx, netns, "http://"+to.Status.PodIP+":8080/clientip")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s -> %s: %v", from.Name, to.Name, err)
+		}
+		if host != to.Name {
+			t.Errorf("%s -> %s: answered by %q", from.Name, to.Name, host)
+		}
+		if ip, _, _ := strings.Cut(clientIP, ":"); ip != from.Status.PodIP {
+			t.Errorf("%s -> %s: client address seen %q, want the pod's own %s", from.Name, to.Name, clientIP, from.Status.PodIP)
+		}
+	}
+}
+
+func hasAddress(n corev1.Node, ip string) bool {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// startTfccm runs the CCM (built from this tree) with the local set against
+// the cluster: instances from the cloud's infra state, routes for the pod
+// ranges, load balancers in the cloud.
+func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "terraform-cloud-controller-manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/terraform-cloud-controller-manager")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build CCM: %v\n%s", err, out)
+	}
+	cfg := harness.CloudConfig{
+		ClusterName: "nodes",
+		WorkDir:     filepath.Join(dir, "work"),
+		TemplateSet: "local",
+		Tofu:        repo.Tofu(t),
+		Terraform:   []string{fmt.Sprintf("cli_config_file = %q", repo.LBHost(t))},
+		Blocks: harness.Block("load_balancer", c.Cloud.LBSettings()) +
+			"routes {\n  batch_window = \"1s\"\n  settings = " + harness.HCLObject(c.Cloud.RoutesSettings()) + "\n}\n" +
+			fmt.Sprintf("instances {\n  ttl = \"5s\"\n  source \"infra\" {\n    dir = %q\n  }\n}\n", c.Cloud.InfraDir()),
+	}
+	path := filepath.Join(dir, "cloud.hcl")
+	if err := cfg.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	ccm, err := harness.StartCCM(harness.CCMOptions{
+		Binary: bin, Kubeconfig: c.Kubeconfig(), CloudConfig: path, Dir: dir,
+		Flags: []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes=true",
+			"--route-reconciliation-period=5s", "--concurrent-service-syncs=4"},
+		Env: []string{"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ccm.Stop()
+		if t.Failed() {
+			t.Logf("CCM log, last 40 lines:\n%s", ccm.LogTail(40))
+		}
+	})
+	return ccm
+}
+
+func waitNodesReady(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	err := harness.Eventually(context.Background(), 2*time.Minute, "nodes Ready", func(ctx context.Context) error {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+					return fmt.Errorf("node %s not Ready: %s", n.Name, cond.Message)
+				}
+				if cond.Type == corev1.NodeNetworkUnavailable && cond.Status != corev1.ConditionFalse {
+					return fmt.Errorf("node %s: network unavailable: %s", n.Name, cond.Message)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runPod runs agnhost netexec (HTTP on 8080) on node and waits until it runs.
+func runPod(t *testing.T, client kubernetes.Interface, name, node string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "netexec"}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers: []corev1.Container{{
+				Name: "netexec", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+			}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *corev1.Pod
+	err := harness.Eventually(ctx, 2*time.Minute, "pod "+name+" running", func(ctx context.Context) error {
+		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			return fmt.Errorf("phase %s, conditions %v, containers %v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+		}
+		got = p
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.NodeName != node {
+		t.Fatalf("pod %s scheduled on %s, want %s", name, got.Spec.NodeName, node)
+	}
+	return got
+}
