@@ -193,11 +193,9 @@ func (n *Node) writeCNIConfig(ctx context.Context, client kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(n.Dir, "cni", "10-tfccm.conflist.tmp")
-	if err := os.WriteFile(tmp, []byte(conf), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(n.Dir, "cni", "net.d", "10-tfccm.conflist"))
+	// Written in place, not renamed into the directory: containerd reloads
+	// its CNI config on a write event and ignores file creation.
+	return os.WriteFile(filepath.Join(n.Dir, "cni", "net.d", "10-tfccm.conflist"), []byte(conf), 0o644)
 }
 
 // Stop stops kube-proxy and kubelet, kills the pods' processes, stops

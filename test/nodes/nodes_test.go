@@ -74,7 +74,7 @@ func TestRealNodesWithTfccm(t *testing.T) {
 	}
 
 	// The router's pod-range routes come from tfccm's routes workspace.
-	out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "route", "show", "proto", "static").CombinedOutput()
+	out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "-4", "route", "show").CombinedOutput()
 	if err != nil {
 		t.Fatalf("router routes: %v: %s", err, out)
 	}
