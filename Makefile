@@ -7,7 +7,7 @@ GO       ?= go
 GOFLAGS  ?=
 export PATH := $(BIN):$(PATH)
 
-BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
+BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
 .PHONY: all build tools tools-nodes test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
@@ -39,6 +39,7 @@ build:
 	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+	$(GO) build -o $(BIN)/lbhost-router ./cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
 	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
 	@mkdir -p $(dir $(LBHOST_BIN_TF))

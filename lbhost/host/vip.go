@@ -125,25 +125,9 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	claims, err := h.claims(ctx)
+	addr, err := h.claim(ctx, v.Owner, v.Pool, v.Address)
 	if err != nil {
 		return "", err
-	}
-	addr := v.Address
-	if addr != "" {
-		if o, ok := claims[addr]; ok && o != v.Owner {
-			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
-		}
-	} else {
-		addr = allocate(v.Pool, v.Owner, claims)
-		if addr == "" {
-			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
-		}
-	}
-	if claims[addr] != v.Owner {
-		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {
-			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
-		}
 	}
 	if v.VRRP != nil {
 		in := *v.VRRP
@@ -156,6 +140,31 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 	if _, err := h.T.Run(ctx, nil, "ip", "addr", "replace", addr+"/32", "dev", v.Interface); err != nil {
 		// The claim stays: the address is ours, the next apply adds it.
 		return addr, fmt.Errorf("add VIP %s: %w", addr, err)
+	}
+	return addr, nil
+}
+
+// claim allocates (or checks the requested) address and records owner's
+// claim on it. The caller holds the host lock.
+func (h *Host) claim(ctx context.Context, owner string, pool netip.Prefix, addr string) (string, error) {
+	claims, err := h.claims(ctx)
+	if err != nil {
+		return "", err
+	}
+	if addr != "" {
+		if o, ok := claims[addr]; ok && o != owner {
+			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
+		}
+	} else {
+		addr = allocate(pool, owner, claims)
+		if addr == "" {
+			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", pool, h.T)}
+		}
+	}
+	if claims[addr] != owner {
+		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(owner+"\n")); err != nil {
+			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
+		}
 	}
 	return addr, nil
 }
@@ -287,18 +296,8 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 		return err
 	}
 	defer unlock()
-	claim := h.p("claims", addr)
-	data, err := h.T.ReadFile(ctx, claim)
-	switch {
-	case transport.IsNotExist(err):
-	case err != nil:
-		return fmt.Errorf("%s: %w", h.T, err)
-	case strings.TrimSpace(string(data)) == owner:
-		if err := h.T.Remove(ctx, claim); err != nil {
-			return fmt.Errorf("%s: %w", h.T, err)
-		}
-	default:
-		return nil // someone else's now: leave the address alone
+	if mine, err := h.unclaim(ctx, owner, addr); err != nil || !mine {
+		return err // someone else's now: leave the address alone
 	}
 	if vrrp {
 		return h.deleteVRRP(ctx, owner)
@@ -313,4 +312,24 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 		}
 	}
 	return nil
+}
+
+// unclaim removes owner's claim on addr; it reports false when someone else
+// claims addr now. The caller holds the host lock.
+func (h *Host) unclaim(ctx context.Context, owner, addr string) (bool, error) {
+	claim := h.p("claims", addr)
+	data, err := h.T.ReadFile(ctx, claim)
+	switch {
+	case transport.IsNotExist(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", h.T, err)
+	case strings.TrimSpace(string(data)) == owner:
+		if err := h.T.Remove(ctx, claim); err != nil {
+			return false, fmt.Errorf("%s: %w", h.T, err)
+		}
+		return true, nil
+	default:
+		return false, nil
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
@@ -134,12 +135,7 @@ func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "terraform-cloud-controller-manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/terraform-cloud-controller-manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build CCM: %v\n%s", err, out)
-	}
+	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
 	cfg := harness.CloudConfig{
 		ClusterName: "nodes",
 		WorkDir:     filepath.Join(dir, "work"),
@@ -232,4 +228,98 @@ func runPod(t *testing.T, client kubernetes.Interface, name, node string) *corev
 		t.Fatalf("pod %s scheduled on %s, want %s", name, got.Spec.NodeName, node)
 	}
 	return got
+}
+
+// TestRoutedLoadBalancerOnRealNodes: a LoadBalancer Service of the local
+// set's `routed` variant with externalTrafficPolicy: Local and no node
+// ports, served by one pod. tfccm claims a VIP, the cloud's router routes
+// it only to the node whose kube-proxy reports a local endpoint (the
+// Service's healthCheckNodePort), kube-proxy on that node serves it, and
+// the pod sees the caller's own address.
+func TestRoutedLoadBalancerOnRealNodes(t *testing.T) {
+	needNodes(t)
+	ctx := context.Background()
+	c := ForTest(t, Options{Nodes: 2})
+	client := c.Client()
+	startTfccm(t, c)
+	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitNodesReady(t, client)
+	pod := runPod(t, client, "web", "node-b")
+
+	noNodePorts := false
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{"tfccm.io/template": "routed"}},
+		Spec: corev1.ServiceSpec{
+			Type:                          corev1.ServiceTypeLoadBalancer,
+			Selector:                      map[string]string{"app": "netexec"},
+			ExternalTrafficPolicy:         corev1.ServiceExternalTrafficPolicyLocal,
+			AllocateLoadBalancerNodePorts: &noNodePorts,
+			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vip, err := harness.WaitForIngress(ctx, client, "default", "web", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got.Status.LoadBalancer.Ingress[0].IPMode; m == nil || *m != corev1.LoadBalancerIPModeVIP {
+		t.Errorf("ingress ipMode %v, want VIP", m)
+	}
+	if got.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("node port %d allocated", got.Spec.Ports[0].NodePort)
+	}
+	var host, clientIP string
+	err = harness.Eventually(ctx, time.Minute, "GET the VIP from the host", func(ctx context.Context) error {
+		var err error
+		if host, err = httpGet(ctx, "http://"+vip+"/hostname"); err != nil {
+			return err
+		}
+		clientIP, err = httpGet(ctx, "http://"+vip+"/clientip")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != pod.Name {
+		t.Errorf("answered by %q, want %s", host, pod.Name)
+	}
+	if ip, _, _ := strings.Cut(clientIP, ":"); ip != c.Cloud.HostAddress {
+		t.Errorf("the pod saw client %q, want the host's own address %s", clientIP, c.Cloud.HostAddress)
+	}
+	out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "-4", "route", "show", vip+"/32").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "via " + c.Cloud.Node("node-b").Address; !strings.Contains(string(out), want) || strings.Contains(string(out), c.Cloud.Node("node-a").Address) {
+		t.Errorf("route to the VIP %q, want only %s (node-a has no endpoint)", strings.TrimSpace(string(out)), want)
+	}
+
+	if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitServiceDeleted(ctx, client, "default", "web", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Eventually(ctx, 10*time.Second, "VIP route removed", func(context.Context) error {
+		out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "-4", "route", "show", vip+"/32").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			return fmt.Errorf("route %q (%v)", out, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+// httpGet fetches url from the host.
+func httpGet(ctx context.Context, url string) (string, error) {
+	return HTTPGetFrom(ctx, "/proc/self/ns/net", url)
 }
