@@ -118,9 +118,11 @@ test-terraform: build
 bench: tools build
 	bash hack/bench.sh
 
-## demo: local control plane + local cloud + CCM + a LoadBalancer Service
-demo: tools build
-	bash hack/demo.sh up
+## demo: local control plane + local cloud + CCM + a LoadBalancer Service;
+## NODES=n runs it on n real nodes (a Deployment behind two LoadBalancer Services)
+NODES ?=
+demo: tools build $(if $(NODES),tools-nodes)
+	bash hack/demo.sh up $(if $(NODES),--nodes $(NODES))
 
 demo-down:
 	bash hack/demo.sh down

@@ -12,6 +12,9 @@ up)
 	;;
 down)
 	pkill -f "bin/terraform-cloud-controller-manager .*--cloud-config=$PWD/$work/" 2>/dev/null || true
+	if [[ -f $work/cluster/nodes.json ]]; then # make demo NODES=n
+		go run ./hack/devcluster down --dir "$work/cluster" || true
+	fi
 	for p in "$work"/cluster/*.pid; do
 		[[ -f $p ]] && kill "$(cat "$p")" 2>/dev/null || true
 	done

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +323,45 @@ func TestRoutedLoadBalancerOnRealNodes(t *testing.T) {
 // httpGet fetches url from the host.
 func httpGet(ctx context.Context, url string) (string, error) {
 	return HTTPGetFrom(ctx, "/proc/self/ns/net", url)
+}
+
+// TestDemoOnRealNodes runs `make demo NODES=2`'s program once and checks
+// what a user sees: Ready nodes, a pod on each, both load balancers with
+// an EXTERNAL-IP, the routed VIP routed to both nodes, replies from the
+// pods through both VIPs, the routed one seeing the host's own address.
+func TestDemoOnRealNodes(t *testing.T) {
+	needNodes(t)
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	testSeq++
+	prefix := fmt.Sprintf("t%05x%x", os.Getpid()&0xfffff, 8+testSeq%8)
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/demo", "--nodes", "2", "--once", "--dir", t.TempDir(), "--prefix", prefix)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^node-a\s+Ready\s`),
+		regexp.MustCompile(`(?m)^node-b\s+Ready\s`),
+		regexp.MustCompile(`(?m)^hello-\S+\s+1/1\s+Running\s.*\snode-a\s`),
+		regexp.MustCompile(`(?m)^hello-\S+\s+1/1\s+Running\s.*\snode-b\s`),
+		regexp.MustCompile(`(?m)^hello\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.\d+\s`),
+		regexp.MustCompile(`(?m)^hello-routed\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.\d+\s`),
+		regexp.MustCompile(`(?m)^10\.252\.\d+\.\d+ proto 77 \n\s+nexthop via 10\.250\.0\.11 .*\n\s+nexthop via 10\.250\.0\.12 `),
+		regexp.MustCompile(`\(hello\)\n(hello-\S+)\n`),
+		regexp.MustCompile(`\(hello-routed\)\n10\.251\.\d+\.1:\d+\n`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("demo output lacks %s:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(text, "tearing down") {
+		t.Errorf("demo did not tear down:\n%s", text)
+	}
 }
