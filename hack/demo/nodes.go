@@ -35,7 +35,7 @@ func runNodes(ctx context.Context, work, bin, prefix string, n int, once bool) (
 	}()
 	say("starting the control plane, CoreDNS and %d real nodes (containerd, kubelet, kube-proxy) in the local cloud", n)
 	dir := filepath.Join(work, "cluster")
-	cluster, err := nodes.Up(ctx, nodes.Options{Dir: dir, Nodes: n, Prefix: prefix})
+	cluster, err := nodes.Up(ctx, nodes.Options{Dir: dir, Nodes: n, Prefix: prefix, HostRoute: true})
 	if err != nil {
 		return err
 	}

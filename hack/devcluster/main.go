@@ -54,7 +54,7 @@ func run(args []string) error {
 		}
 		_ = os.RemoveAll(abs)
 		if *n > 0 {
-			c, err := nodes.Up(ctx, nodes.Options{Dir: abs, Nodes: *n, Detach: true})
+			c, err := nodes.Up(ctx, nodes.Options{Dir: abs, Nodes: *n, Detach: true, HostRoute: true})
 			if err != nil {
 				return err
 			}

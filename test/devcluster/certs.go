@@ -21,7 +21,10 @@ type pki struct {
 	CACert, CAKey           string
 	ServingCert, ServingKey string
 	AdminCert, AdminKey     string
-	SAKey, SAPub            string
+	// KubeletClientCert and KubeletClientKey are the apiserver's client
+	// certificate towards kubelets (logs, exec, port-forward).
+	KubeletClientCert, KubeletClientKey string
+	SAKey, SAPub                        string
 
 	caCert *x509.Certificate
 	caKey  *ecdsa.PrivateKey
@@ -35,6 +38,7 @@ func generatePKI(dir string, extraIPs ...net.IP) (*pki, error) {
 		CACert: filepath.Join(dir, "ca.crt"), CAKey: filepath.Join(dir, "ca.key"),
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
+		KubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"), KubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
 	}
 	now := time.Now()
@@ -76,6 +80,9 @@ func generatePKI(dir string, extraIPs ...net.IP) (*pki, error) {
 		return nil, err
 	}
 	if err := leaf(3, "tfccm-admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil, nil, p.AdminCert, p.AdminKey); err != nil {
+		return nil, err
+	}
+	if err := leaf(4, "kube-apiserver-kubelet-client", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil, nil, p.KubeletClientCert, p.KubeletClientKey); err != nil {
 		return nil, err
 	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

@@ -35,6 +35,11 @@ type Options struct {
 	// Detach starts every process in its own session, to outlive the caller
 	// (`devcluster up --nodes`); Down(dir) stops them.
 	Detach bool
+	// HostRoute routes the cloud's node network from the host (through the
+	// cloud's router), so the apiserver reaches kubelets (kubectl logs,
+	// exec). One cluster at a time can have it: Up fails if the host
+	// already routes the node network.
+	HostRoute bool
 	// ReadyTimeout bounds the wait for every node to register with a pod
 	// CIDR. Default 3m.
 	ReadyTimeout time.Duration
@@ -61,6 +66,9 @@ type nodeState struct {
 }
 
 const stateFile = "nodes.json"
+
+// NodeNetwork is the local cloud's node network (examples/local/infra).
+const NodeNetwork = "10.250.0.0/24"
 
 // IsNodesDir reports whether dir holds a cluster Up made (with nodes).
 func IsNodesDir(dir string) bool {
@@ -140,6 +148,12 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if err := natToHost(cloud); err != nil {
 		return c, err
+	}
+	if opts.HostRoute {
+		// The route goes with the host's link to the cloud when the cloud is destroyed.
+		if out, err := exec.Command("ip", "route", "add", NodeNetwork, "via", cloud.CloudAddress, "dev", cloud.Prefix+"-h").CombinedOutput(); err != nil {
+			return c, fmt.Errorf("nodes: route %s from the host (another cluster with HostRoute running?): %v: %s", NodeNetwork, err, out)
+		}
 	}
 	c.Cluster, err = devcluster.Start(ctx, devcluster.Options{Dir: dir, Detach: opts.Detach, Address: cloud.HostAddress, ClusterCIDR: opts.ClusterCIDR})
 	if err != nil {

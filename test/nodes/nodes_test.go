@@ -38,7 +38,7 @@ func needNodes(t *testing.T) {
 func TestRealNodesWithTfccm(t *testing.T) {
 	needNodes(t)
 	ctx := context.Background()
-	c := ForTest(t, Options{Nodes: 2})
+	c := ForTest(t, Options{Nodes: 2, HostRoute: true})
 	client := c.Client()
 	ccm := startTfccm(t, c)
 
@@ -73,6 +73,15 @@ func TestRealNodesWithTfccm(t *testing.T) {
 	a, b := pods["node-a"], pods["node-b"]
 	if a.Status.PodIP == b.Status.PodIP || a.Status.PodIP == "" {
 		t.Fatalf("pod IPs %q and %q", a.Status.PodIP, b.Status.PodIP)
+	}
+
+	// The apiserver reaches the kubelets (kubectl logs) through the host's
+	// route to the node network.
+	for _, p := range []*corev1.Pod{a, b} {
+		logs, err := client.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(logs), "8080") {
+			t.Errorf("logs of %s (on %s): %q, %v", p.Name, p.Spec.NodeName, logs, err)
+		}
 	}
 
 	// The router's pod-range routes come from tfccm's routes workspace.
