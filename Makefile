@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools tools-nodes test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools tools-nodes tools-e2e test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -74,6 +74,11 @@ tools-nodes: tools
 	bash hack/tools.sh nodes
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./test/nodes/pause
 	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images
+
+## tools-e2e: the upstream Kubernetes e2e suite as bin/e2e.test (cached; ~20 min cold), for the
+## LoadBalancer conformance specs on real nodes
+tools-e2e: tools
+	bash hack/tools.sh e2e
 
 ## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM)
 test-nodes: tools-nodes build

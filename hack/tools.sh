@@ -34,7 +34,7 @@ key() {
 	} | sha256sum | cut -c1-16
 }
 
-# build NAME VERSION MODDIR PKG LDFLAGS [TAGS]
+# build NAME VERSION MODDIR PKG LDFLAGS [TAGS]   (PKG test:IMPORTPATH: a go test -c binary)
 build() {
 	local name=$1 version=$2 moddir=$3 pkg=$4 ldflags=$5 tags=${6-}
 	local k dest
@@ -47,7 +47,10 @@ build() {
 	if [[ ! -x "$dest/$name" ]]; then
 		log "building $name $version from the module proxy (cold: several minutes)"
 		mkdir -p "$dest.tmp/$(dirname "$name")"
-		(cd "$moddir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest.tmp/$name" "$pkg")
+		local gocmd=(build)
+		# test:PKG is a test binary (go test -c), e.g. the upstream e2e suite.
+		if [[ $pkg == test:* ]]; then gocmd=(test -c) pkg=${pkg#test:}; fi
+		(cd "$moddir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go "${gocmd[@]}" -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest.tmp/$name" "$pkg")
 		rm -rf "$dest" && mv "$dest.tmp" "$dest"
 	fi
 	mkdir -p "$(dirname "$bin/$name")" "$(dirname "$bin/.$name.key")"
@@ -137,4 +140,11 @@ env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/helm" version --short >&2
 if [[ ${1-} == nodes ]]; then
 	nodes
+fi
+# `tools.sh e2e` (make tools-e2e): the upstream e2e suite as bin/e2e.test
+# (go test -c k8s.io/kubernetes/test/e2e through hack/tools/kube-e2e), for
+# running `[sig-network] LoadBalancers` against tfccm on real nodes.
+if [[ ${1-} == e2e ]]; then
+	build e2e.test "$KUBE_VERSION" "$root/hack/tools/kube-e2e" test:k8s.io/kubernetes/test/e2e \
+		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 fi
