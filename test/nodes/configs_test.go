@@ -25,7 +25,7 @@ func TestKubeletAndProxyConfig(t *testing.T) {
 		{"kubelet", testNode.kubeletConfig(), map[string]any{
 			"kind": "KubeletConfiguration", "failCgroupV1": false, "cgroupDriver": "cgroupfs", "cgroupRoot": "/tfccm-t1-n-node-a",
 			"failSwapOn": false, "oomScoreAdj": float64(0), "address": "10.250.0.11",
-			"containerRuntimeEndpoint": "unix:///tmp/x/nodes/node-a/containerd/containerd.sock",
+			"containerRuntimeEndpoint":    "unix:///tmp/x/nodes/node-a/containerd/containerd.sock",
 			"imageGCHighThresholdPercent": float64(100), "clusterDomain": "cluster.local",
 		}},
 		{"kube-proxy", testNode.proxyConfig(), map[string]any{

@@ -78,9 +78,16 @@ func TestRealNodesWithTfccm(t *testing.T) {
 	// The apiserver reaches the kubelets (kubectl logs) through the host's
 	// route to the node network.
 	for _, p := range []*corev1.Pod{a, b} {
-		logs, err := client.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil || !strings.Contains(string(logs), "8080") {
-			t.Errorf("logs of %s (on %s): %q, %v", p.Name, p.Spec.NodeName, logs, err)
+		// A just-started container's first line can take a moment to reach its log.
+		err := harness.Eventually(ctx, 20*time.Second, "logs of "+p.Name+" through its kubelet", func(ctx context.Context) error {
+			logs, err := client.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil || !strings.Contains(string(logs), "8080") {
+				return fmt.Errorf("logs %q, %v", logs, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("on %s: %v", p.Spec.NodeName, err)
 		}
 	}
 
