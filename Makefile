@@ -7,9 +7,9 @@ GO       ?= go
 GOFLAGS  ?=
 export PATH := $(BIN):$(PATH)
 
-BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo
+BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools tools-nodes tools-e2e test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -39,6 +39,7 @@ build:
 	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
+	$(GO) build -o $(BIN)/lbhost-router ./cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
 	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
 	@mkdir -p $(dir $(LBHOST_BIN_TF))
@@ -65,6 +66,25 @@ image: tools
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:
 	bash hack/tools.sh
+
+## tools-nodes: the parts of real nodes (make tools, plus kubelet, kube-proxy, kube-controller-manager,
+## kube-scheduler, containerd, CoreDNS, CNI plugins into bin/, cached like the others) and the
+## images they run (pause, agnhost) into bin/images
+tools-nodes: tools
+	bash hack/tools.sh nodes
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./test/nodes/pause
+	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images
+
+## tools-e2e: the upstream Kubernetes e2e suite as bin/e2e.test (cached; ~20 min cold), for the
+## LoadBalancer conformance specs on real nodes
+tools-e2e: tools
+	bash hack/tools.sh e2e
+
+## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM)
+test-nodes: tools-nodes build
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-nodes
+	rc=0; TFCCM_NODES=1 $(GO) test -count=1 -timeout 30m -v ./test/nodes/ || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-nodes || rc=1; exit $$rc
 
 ## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the
 ## real provider addresses into bin/standin-mirror with the CLI config bin/standin.tfrc
@@ -104,10 +124,12 @@ bench: tools build
 	bash hack/bench.sh
 
 ## demo: local control plane + local cloud + CCM + a LoadBalancer Service;
-## SET=baremetal: the baremetal set on two LB hosts (sshd, HAProxy, keepalived) over SSH
+## SET=baremetal: the baremetal set on two LB hosts (sshd, HAProxy, keepalived) over SSH;
+## NODES=n runs it on n real nodes (a Deployment behind two LoadBalancer Services; local set)
 SET ?= local
-demo: tools build
-	bash hack/demo.sh up --set $(SET)
+NODES ?=
+demo: tools build $(if $(NODES),tools-nodes)
+	bash hack/demo.sh up --set $(SET) $(if $(NODES),--nodes $(NODES))
 
 demo-down:
 	bash hack/demo.sh down

@@ -12,6 +12,9 @@ up)
 	;;
 down)
 	pkill -f "bin/terraform-cloud-controller-manager .*--cloud-config=$PWD/$work/" 2>/dev/null || true
+	if [[ -f $work/cluster/nodes.json ]]; then # make demo NODES=n
+		go run ./hack/devcluster down --dir "$work/cluster" || true
+	fi
 	# The baremetal demo's LB hosts (SET=baremetal): their sshd, HAProxy and
 	# keepalived run in netns demo-lb-*.
 	for ns in $(ip netns list | awk '$1 ~ /^demo-lb-/ {print $1}'); do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What tests leave behind: network namespaces, processes and veth links of
-# local clouds, control planes and CCMs. `snapshot FILE` records what is
+# local clouds, control planes and CCMs, cgroups of real nodes (the nodes'
+# mounts live in their own mount namespaces and go with their processes). `snapshot FILE` records what is
 # there now; `check FILE` fails listing everything that appeared since and
 # is still there (make test runs it after the tests, so a test that does not
 # clean up on success, failure or timeout fails the run).
@@ -30,21 +31,30 @@ list() {
 	for name in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^(t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)'); do
 		owner_alive "$name" || echo "link $name"
 	done
+	# Cgroup roots of real nodes (test/nodes: tfccm-<cloud prefix>-n-<node>,
+	# in every hierarchy) whose test process is gone: their pods' processes
+	# were killed and the directories removed, or they are left over.
+	local d base
+	for d in /sys/fs/cgroup/*/tfccm-*; do
+		[[ -d $d ]] || continue
+		base=${d##*/tfccm-}
+		owner_alive "${base%%-*}" || echo "cgroup $d"
+	done
 	# Orphaned processes started from test directories or the e2e binary
 	# dir (etcd, kube-apiserver, the CCM, tofu): their test is gone, so
 	# init adopted them.
 	ps -eo pid=,ppid=,args= | awk '$2 == 1' | grep -E '/tmp/(Test|tfccm-e2e-bin|go-build)|tfccm-local' |
 		grep -vE 'grep -E|leftovers.sh' |
 		awk '{$1=""; $2=""; sub(/^ +/, ""); print "process " $0}' || true
-	# HAProxy of a local cloud whose namespace is gone (it would keep a VIP's
-	# frontend alive where nothing can reach or stop it).
+	# HAProxy or the routed-VIP service of a local cloud whose namespace is
+	# gone (it would keep a VIP alive where nothing can reach or stop it).
 	local hostns named pid ns
 	hostns=$(readlink /proc/1/ns/net 2>/dev/null || true)
 	named=$(for n in $(ip netns list 2>/dev/null | awk '{print $1}'); do stat -Lc 'net:[%i]' "/run/netns/$n" 2>/dev/null; done)
-	for pid in $(pgrep -x haproxy 2>/dev/null); do
+	for pid in $(pgrep -x haproxy 2>/dev/null) $(pgrep -x lbhost-router 2>/dev/null); do
 		ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
 		if [[ $ns != "$hostns" ]] && ! grep -qxF "$ns" <<<"$named"; then
-			echo "process haproxy in a deleted network namespace ($ns)"
+			echo "process $(cat "/proc/$pid/comm" 2>/dev/null) in a deleted network namespace ($ns)"
 		fi
 	done
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl, helm) into bin/ from the Go module proxy and installs
-# the Debian packages the tests need. Reuses a keyed cache
+# the Debian packages the tests need. `tools.sh nodes` (make tools-nodes) also builds the parts of real
+# nodes: kubelet, kube-proxy, kube-controller-manager, kube-scheduler, containerd, CoreDNS, the CNI
+# plugins and agnhost. Reuses a keyed cache
 # (${TFCCM_CACHE:-~/.cache/tfccm}) so a second run, or a fresh clone on the
 # same machine, builds nothing.
 set -euo pipefail
@@ -13,20 +15,30 @@ mkdir -p "$bin" "$cache"
 TOFU_VERSION=v1.12.6
 KUBE_VERSION=v1.36.3
 HELM_VERSION=v3.22.0
+CONTAINERD_VERSION=v2.2.9
+COREDNS_VERSION=v1.14.7
+CNI_PLUGINS_VERSION=v1.9.1
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
-# key NAME VERSION MODDIR: a cache key over the version, the wrapper module
-# and the Go toolchain, so any change to how it is built rebuilds it.
+# key NAME VERSION MODDIR [TAGS]: a cache key over the version, the wrapper module
+# (a main.go of its own too), the build tags and the Go toolchain, so any change to how
+# it is built rebuilds it.
 key() {
-	{ echo "$2"; cat "$3/go.mod" "$3/go.sum"; go env GOVERSION GOARCH; } | sha256sum | cut -c1-16
+	{
+		echo "$2"
+		cat "$3/go.mod" "$3/go.sum"
+		if [[ -f $3/main.go ]]; then cat "$3/main.go"; fi
+		if [[ -n ${4-} ]]; then echo "tags $4"; fi
+		go env GOVERSION GOARCH
+	} | sha256sum | cut -c1-16
 }
 
-# build NAME VERSION MODDIR PKG LDFLAGS
+# build NAME VERSION MODDIR PKG LDFLAGS [TAGS]   (PKG test:IMPORTPATH: a go test -c binary)
 build() {
-	local name=$1 version=$2 moddir=$3 pkg=$4 ldflags=$5
+	local name=$1 version=$2 moddir=$3 pkg=$4 ldflags=$5 tags=${6-}
 	local k dest
-	k=$(key "$name" "$version" "$moddir")
+	k=$(key "$name" "$version" "$moddir" "$tags")
 	dest="$cache/$name-$version-$k"
 	if [[ -x "$bin/$name" && "$(cat "$bin/.$name.key" 2>/dev/null)" == "$k" ]]; then
 		log "$name $version up to date"
@@ -34,10 +46,14 @@ build() {
 	fi
 	if [[ ! -x "$dest/$name" ]]; then
 		log "building $name $version from the module proxy (cold: several minutes)"
-		mkdir -p "$dest.tmp"
-		(cd "$moddir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$dest.tmp/$name" "$pkg")
+		mkdir -p "$dest.tmp/$(dirname "$name")"
+		local gocmd=(build)
+		# test:PKG is a test binary (go test -c), e.g. the upstream e2e suite.
+		if [[ $pkg == test:* ]]; then gocmd=(test -c) pkg=${pkg#test:}; fi
+		(cd "$moddir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go "${gocmd[@]}" -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest.tmp/$name" "$pkg")
 		rm -rf "$dest" && mv "$dest.tmp" "$dest"
 	fi
+	mkdir -p "$(dirname "$bin/$name")" "$(dirname "$bin/.$name.key")"
 	cp "$dest/$name" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
 	echo "$k" > "$bin/.$name.key"
 	log "$name $version installed from cache $dest"
@@ -77,6 +93,39 @@ apt_install() {
 	fi
 }
 
+# The parts of real nodes (make tools-nodes): kubelet, kube-proxy and the controllers from
+# the same Kubernetes release as kube-apiserver, containerd and its runc shim, CoreDNS, the
+# CNI plugins (in bin/cni: `bridge` would shadow iproute2's), agnhost for test images.
+nodes() {
+	local missing=()
+	# kube-proxy (iptables mode) and the local cloud's NAT for node->host traffic.
+	command -v iptables-restore >/dev/null || [[ -x /usr/sbin/iptables-restore ]] || missing+=(iptables)
+	command -v conntrack >/dev/null || [[ -x /usr/sbin/conntrack ]] || missing+=(conntrack)
+	if ((${#missing[@]})); then
+		log "installing Debian packages: ${missing[*]}"
+		local sudo=""
+		[[ $(id -u) == 0 ]] || sudo=sudo
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+			{ $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+	fi
+	local kube="$root/hack/tools/kube-node" kldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+	for c in kubelet kube-proxy kube-controller-manager kube-scheduler; do
+		build "$c" "$KUBE_VERSION" "$kube" "k8s.io/kubernetes/cmd/$c" "$kldflags"
+	done
+	build agnhost "$KUBE_VERSION" "$kube" k8s.io/kubernetes/test/images/agnhost "-s -w"
+	local ctrd="$root/hack/tools/containerd" ctags="no_btrfs no_devmapper no_zfs"
+	for c in containerd containerd-shim-runc-v2 ctr; do
+		build "$c" "$CONTAINERD_VERSION" "$ctrd" "github.com/containerd/containerd/v2/cmd/$c" \
+			"-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" "$ctags"
+	done
+	build coredns "$COREDNS_VERSION" "$root/hack/tools/coredns" . "-s -w"
+	for p in main/bridge main/loopback ipam/host-local meta/portmap; do
+		build "cni/${p#*/}" "$CNI_PLUGINS_VERSION" "$root/hack/tools/cni" "github.com/containernetworking/plugins/plugins/$p" "-s -w"
+	done
+	"$bin/kubelet" --version >&2
+	"$bin/containerd" --version >&2
+}
+
 apt_install
 build tofu "$TOFU_VERSION" "$root/hack/tools/tofu" github.com/opentofu/opentofu/cmd/tofu \
 	"-s -w -X github.com/opentofu/opentofu/version.dev=no"
@@ -89,3 +138,13 @@ build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
 "$bin/helm" version --short >&2
+if [[ ${1-} == nodes ]]; then
+	nodes
+fi
+# `tools.sh e2e` (make tools-e2e): the upstream e2e suite as bin/e2e.test
+# (go test -c k8s.io/kubernetes/test/e2e through hack/tools/kube-e2e), for
+# running `[sig-network] LoadBalancers` against tfccm on real nodes.
+if [[ ${1-} == e2e ]]; then
+	build e2e.test "$KUBE_VERSION" "$root/hack/tools/kube-e2e" test:k8s.io/kubernetes/test/e2e \
+		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+fi

@@ -138,29 +138,33 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	arch := s.Arch
+	return assemble(v1.Config{
+		User:       fmt.Sprintf("%d:%d", UID, GID),
+		Entrypoint: []string{CCM},
+		WorkingDir: WorkDir,
+		Env: []string{
+			"PATH=/usr/local/sbin:" + BinDir + ":/usr/sbin:/usr/bin:/sbin:/bin",
+			"HOME=" + WorkDir,
+			"TF_CLI_CONFIG_FILE=" + CLIConfig,
+			"SSL_CERT_FILE=" + CABundle,
+		},
+		Labels: s.Labels,
+	}, s.Arch, s.Created, layers)
+}
+
+// assemble stacks layers under config into an OCI image stamped created.
+func assemble(config v1.Config, arch string, createdAt time.Time, layers []Layer) (v1.Image, error) {
 	if arch == "" {
 		arch = "amd64"
 	}
-	created := v1.Time{Time: s.Created.UTC().Truncate(time.Second)}
+	created := v1.Time{Time: createdAt.UTC().Truncate(time.Second)}
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	img, err := mutate.ConfigFile(base, &v1.ConfigFile{
 		Architecture: arch,
 		OS:           "linux",
 		Created:      created,
-		Config: v1.Config{
-			User:       fmt.Sprintf("%d:%d", UID, GID),
-			Entrypoint: []string{CCM},
-			WorkingDir: WorkDir,
-			Env: []string{
-				"PATH=/usr/local/sbin:" + BinDir + ":/usr/sbin:/usr/bin:/sbin:/bin",
-				"HOME=" + WorkDir,
-				"TF_CLI_CONFIG_FILE=" + CLIConfig,
-				"SSL_CERT_FILE=" + CABundle,
-			},
-			Labels: s.Labels,
-		},
+		Config:       config,
 	})
 	if err != nil {
 		return nil, err
@@ -252,19 +256,28 @@ func Layers(s Spec) ([]Layer, error) {
 	}
 	var out []Layer
 	for _, sp := range specs {
-		b, err := tarGz(sp.entries, s.Created)
+		l, err := layer(sp.entries, s.Created, sp.by)
 		if err != nil {
 			return nil, err
 		}
-		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(b)), nil
-		}, tarball.WithMediaType(types.OCILayer))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Layer{Layer: l, CreatedBy: sp.by})
+		out = append(out, l)
 	}
 	return out, nil
+}
+
+// layer is one OCI layer of entries.
+func layer(entries []entry, created time.Time, by string) (Layer, error) {
+	b, err := tarGz(entries, created)
+	if err != nil {
+		return Layer{}, err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return Layer{}, err
+	}
+	return Layer{Layer: l, CreatedBy: by}, nil
 }
 
 type owner struct{ uid, gid int }

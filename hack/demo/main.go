@@ -2,6 +2,8 @@
 // `make demo`: a local control plane, the local cloud (network namespaces,
 // HAProxy), the CCM binary, the nodes of the local cloud registered as
 // Nodes, a server on each node's NodePort, and examples/local/service.yaml.
+// With --nodes N (make demo NODES=N) it runs on real nodes instead (see
+// runNodes).
 // It prints `kubectl get svc` and the reply of a request through the load
 // balancer, then keeps everything running until Ctrl-C (or, with --once,
 // tears it down at once), deleting the Service first so the load balancer
@@ -39,12 +41,17 @@ func main() {
 	work := flag.String("dir", ".work/demo", "working directory (control plane, cloud, CCM state)")
 	prefix := flag.String("prefix", "demo", "name prefix of the local cloud's network namespaces and links")
 	set := flag.String("set", "local", "template set: local (HAProxy in the cloud namespace) or baremetal (two LB hosts over SSH)")
+	n := flag.Int("nodes", 0, "run on this many real nodes (make tools-nodes builds their parts) instead of API-only ones")
 	flag.Parse()
 	if *set != "local" && *set != "baremetal" {
 		fmt.Fprintf(os.Stderr, "demo: --set %q: use local or baremetal\n", *set)
 		os.Exit(2)
 	}
-	if err := run(*work, *prefix, *set, *once); err != nil {
+	if *n > 0 && *set != "local" {
+		fmt.Fprintf(os.Stderr, "demo: --nodes runs the local set only (got --set %s)\n", *set)
+		os.Exit(2)
+	}
+	if err := run(*work, *prefix, *set, *n, *once); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -52,7 +59,7 @@ func main() {
 
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
-func run(work, prefix, set string, once bool) (err error) {
+func run(work, prefix, set string, n int, once bool) (err error) {
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -68,6 +75,9 @@ func run(work, prefix, set string, once bool) (err error) {
 	bin := filepath.Join(root, "bin")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if n > 0 {
+		return runNodes(ctx, work, bin, prefix, n, once)
+	}
 
 	var cleanups []func()
 	defer func() {

@@ -1,8 +1,15 @@
 // Command devcluster starts and stops tfccm's local control plane (etcd +
-// kube-apiserver on loopback) for `make demo` and manual work:
+// kube-apiserver on loopback) for `make demo` and manual work, optionally
+// with real nodes in a local cloud:
 //
-//	devcluster up   [--dir DIR]   start detached, print the kubeconfig path
-//	devcluster down [--dir DIR]   stop it and remove DIR
+//	devcluster up   [--dir DIR] [--nodes N]  start detached, print the kubeconfig path
+//	devcluster down [--dir DIR]              stop it and remove DIR
+//
+// With --nodes, the cluster also runs kube-controller-manager,
+// kube-scheduler and CoreDNS, and N nodes (containerd, kubelet with
+// --cloud-provider=external, kube-proxy) in a local cloud; they wait, tainted
+// uninitialized, for a cloud-controller-manager (tfccm). `make tools-nodes`
+// builds their parts.
 package main
 
 import (
@@ -12,11 +19,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/nodes"
 )
 
 func main() {
@@ -28,10 +33,11 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: devcluster up|down [--dir DIR]")
+		return errors.New("usage: devcluster up|down [--dir DIR] [--nodes N]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".work/devcluster", "directory for certificates, data, logs and the kubeconfig")
+	n := fs.Int("nodes", 0, "real nodes to start (up only; 0: control plane alone)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -39,6 +45,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	switch args[0] {
 	case "up":
 		if running(abs) {
@@ -46,20 +53,25 @@ func run(args []string) error {
 			return nil
 		}
 		_ = os.RemoveAll(abs)
-		c, err := devcluster.Start(context.Background(), devcluster.Options{Dir: abs, Detach: true})
+		if *n > 0 {
+			c, err := nodes.Up(ctx, nodes.Options{Dir: abs, Nodes: *n, Detach: true, HostRoute: true})
+			if err != nil {
+				return err
+			}
+			fmt.Println(c.Kubeconfig())
+			return nil
+		}
+		c, err := devcluster.Start(ctx, devcluster.Options{Dir: abs, Detach: true})
 		if err != nil {
 			return err
 		}
 		fmt.Println(c.Kubeconfig())
 		return nil
 	case "down":
-		var errs []error
-		for _, name := range []string{"kube-apiserver", "etcd"} {
-			if pid, ok := readPID(abs, name); ok {
-				errs = append(errs, devcluster.StopPID(pid, 20*time.Second))
-			}
+		if nodes.IsNodesDir(abs) {
+			return nodes.Down(ctx, abs)
 		}
-		if err := errors.Join(errs...); err != nil {
+		if err := devcluster.StopDir(abs); err != nil {
 			return err
 		}
 		return os.RemoveAll(abs)
@@ -68,22 +80,11 @@ func run(args []string) error {
 	}
 }
 
-func readPID(dir, name string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid, err == nil
-}
-
+// running reports whether a control plane from an earlier up still runs in dir.
 func running(dir string) bool {
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		pid, ok := readPID(dir, name)
-		if !ok {
-			return false
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		pid, ok := devcluster.ReadPID(dir, name)
+		if !ok || !devcluster.Alive(pid) {
 			return false
 		}
 	}

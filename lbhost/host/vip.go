@@ -141,31 +141,15 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	claims, err := h.claims(ctx)
+	addr, err := h.claim(ctx, v.Owner, v.Pool, v.Address, func() error {
+		if v.VRRP == nil {
+			return nil
+		}
+		// Before anything is written: a refused id changes nothing.
+		return h.pickVRID(ctx, v)
+	})
 	if err != nil {
 		return "", err
-	}
-	addr := v.Address
-	if addr != "" {
-		if o, ok := claims[addr]; ok && o != v.Owner {
-			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
-		}
-	} else {
-		addr = allocate(v.Pool, v.Owner, claims)
-		if addr == "" {
-			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", v.Pool, h.T)}
-		}
-	}
-	if v.VRRP != nil {
-		// Before anything is written: a refused id changes nothing.
-		if err := h.pickVRID(ctx, v); err != nil {
-			return "", err
-		}
-	}
-	if claims[addr] != v.Owner {
-		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(v.Owner+"\n")); err != nil {
-			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
-		}
 	}
 	if v.VRRP != nil {
 		in := *v.VRRP
@@ -225,6 +209,38 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 		}
 	}
 	return &FieldError{Field: "vrrp.virtual_router_id_range", Msg: fmt.Sprintf("every virtual router id of %d-%d is used on %s (interface %s)", first, last, h.T, v.VRRP.Interface)}
+}
+
+// claim allocates (or checks the requested) address and records owner's
+// claim on it. check, when set, runs once the address is chosen and before
+// anything is written: its error changes nothing. The caller holds the
+// host lock.
+func (h *Host) claim(ctx context.Context, owner string, pool netip.Prefix, addr string, check func() error) (string, error) {
+	claims, err := h.claims(ctx)
+	if err != nil {
+		return "", err
+	}
+	if addr != "" {
+		if o, ok := claims[addr]; ok && o != owner {
+			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
+		}
+	} else {
+		addr = allocate(pool, owner, claims)
+		if addr == "" {
+			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", pool, h.T)}
+		}
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", err
+		}
+	}
+	if claims[addr] != owner {
+		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(owner+"\n")); err != nil {
+			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
+		}
+	}
+	return addr, nil
 }
 
 // allocate prefers the owner's existing claim, then probes from a hash of
@@ -354,18 +370,8 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 		return err
 	}
 	defer unlock()
-	claim := h.p("claims", addr)
-	data, err := h.T.ReadFile(ctx, claim)
-	switch {
-	case transport.IsNotExist(err):
-	case err != nil:
-		return fmt.Errorf("%s: %w", h.T, err)
-	case strings.TrimSpace(string(data)) == owner:
-		if err := h.T.Remove(ctx, claim); err != nil {
-			return fmt.Errorf("%s: %w", h.T, err)
-		}
-	default:
-		return nil // someone else's now: leave the address alone
+	if mine, err := h.unclaim(ctx, owner, addr); err != nil || !mine {
+		return err // someone else's now: leave the address alone
 	}
 	if vrrp {
 		return h.deleteVRRP(ctx, owner)
@@ -380,4 +386,24 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 		}
 	}
 	return nil
+}
+
+// unclaim removes owner's claim on addr; it reports false when someone else
+// claims addr now. The caller holds the host lock.
+func (h *Host) unclaim(ctx context.Context, owner, addr string) (bool, error) {
+	claim := h.p("claims", addr)
+	data, err := h.T.ReadFile(ctx, claim)
+	switch {
+	case transport.IsNotExist(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", h.T, err)
+	case strings.TrimSpace(string(data)) == owner:
+		if err := h.T.Remove(ctx, claim); err != nil {
+			return false, fmt.Errorf("%s: %w", h.T, err)
+		}
+		return true, nil
+	default:
+		return false, nil
+	}
 }

@@ -34,6 +34,13 @@ type Options struct {
 	Detach bool
 	// ReadyTimeout bounds the wait for /readyz; default 90s.
 	ReadyTimeout time.Duration
+	// Address, when set, is an address of this host that real nodes reach
+	// the apiserver at: it listens on every address, advertises this one
+	// (the `kubernetes` Service's endpoint) and has it in its certificate.
+	Address string
+	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
+	// CIDRs allocated from it, /24 each) and kube-scheduler, for real nodes.
+	ClusterCIDR string
 }
 
 // Cluster is a running control plane.
@@ -44,7 +51,11 @@ type Cluster struct {
 	pki        *pki
 	etcd       *exec.Cmd
 	apiserver  *exec.Cmd
-	rest       *rest.Config
+	// controllers are kube-controller-manager and kube-scheduler, when started.
+	controllers  []*exec.Cmd
+	rest         *rest.Config
+	port         int
+	binAPIServer string
 }
 
 // Start launches etcd and kube-apiserver and waits until the apiserver is
@@ -67,7 +78,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
-	p, err := generatePKI(dir)
+	var extraIPs []net.IP
+	bind, advertise := "127.0.0.1", "127.0.0.1"
+	if opts.Address != "" {
+		ip := net.ParseIP(opts.Address)
+		if ip == nil {
+			return nil, fmt.Errorf("devcluster: Options.Address %q is not an IP address", opts.Address)
+		}
+		extraIPs = append(extraIPs, ip)
+		bind, advertise = "0.0.0.0", opts.Address
+	}
+	p, err := generatePKI(dir, extraIPs...)
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
@@ -77,14 +98,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	etcdClient := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	etcdPeer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	c = &Cluster{dir: dir, pki: p, server: fmt.Sprintf("https://127.0.0.1:%d", ports[2])}
+	c = &Cluster{dir: dir, pki: p, server: fmt.Sprintf("https://127.0.0.1:%d", ports[2]), port: ports[2], binAPIServer: apiserverBin}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
 		}
 	}()
 
-	c.etcd, err = startProcess(dir, "etcd", opts.Detach, etcdBin,
+	c.etcd, err = StartProcess(dir, "etcd", opts.Detach, etcdBin,
 		"--name=devcluster",
 		"--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdClient,
@@ -99,20 +120,23 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.apiserver, err = startProcess(dir, "kube-apiserver", opts.Detach, apiserverBin,
+	c.apiserver, err = StartProcess(dir, "kube-apiserver", opts.Detach, apiserverBin,
 		"--etcd-servers="+etcdClient,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address="+bind,
+		"--advertise-address="+advertise,
 		"--secure-port="+strconv.Itoa(ports[2]),
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
 		"--tls-cert-file="+p.ServingCert,
 		"--tls-private-key-file="+p.ServingKey,
 		"--client-ca-file="+p.CACert,
+		"--kubelet-client-certificate="+p.KubeletClientCert,
+		"--kubelet-client-key="+p.KubeletClientKey,
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+p.SAPub,
 		"--service-account-signing-key-file="+p.SAKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
+		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
@@ -134,6 +158,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if err := c.waitReady(ctx, opts.ReadyTimeout); err != nil {
 		return nil, err
+	}
+	if opts.ClusterCIDR != "" {
+		if err := c.startControllers(opts); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -163,7 +192,7 @@ func (c *Cluster) Client() kubernetes.Interface {
 // grace period) and waits for both to exit.
 func (c *Cluster) Stop() error {
 	var errs []error
-	for _, p := range []*exec.Cmd{c.apiserver, c.etcd} {
+	for _, p := range append(c.controllers, c.apiserver, c.etcd) {
 		if p == nil || p.Process == nil {
 			continue
 		}
@@ -171,21 +200,68 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, err)
 		}
 	}
-	c.apiserver, c.etcd = nil, nil
+	c.apiserver, c.etcd, c.controllers = nil, nil, nil
 	return errors.Join(errs...)
 }
 
+// StopDir stops the processes of a control plane started in dir (by their
+// pid files), e.g. a detached one from an earlier `devcluster up`.
+func StopDir(dir string) error {
+	var errs []error
+	for _, name := range Processes {
+		if pid, ok := ReadPID(dir, name); ok {
+			errs = append(errs, StopPID(pid, 20*time.Second))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReadPID reads <dir>/<name>.pid as StartProcess wrote it.
+func ReadPID(dir, name string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
+}
+
+// Processes are the names of the processes Start runs, in stop order (their
+// pid files are <Dir>/<name>.pid).
+var Processes = []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+
 func (c *Cluster) writeKubeconfig() error {
+	return writeKubeconfig(c.kubeconfig, c.server, c.pki.CACert, c.pki.AdminCert, c.pki.AdminKey)
+}
+
+func writeKubeconfig(path, server, ca, cert, key string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["devcluster"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthority: c.pki.CACert}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: c.pki.AdminCert, ClientKey: c.pki.AdminKey}
-	cfg.Contexts["devcluster"] = &clientcmdapi.Context{Cluster: "devcluster", AuthInfo: "admin"}
+	cfg.Clusters["devcluster"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: ca}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
+	cfg.Contexts["devcluster"] = &clientcmdapi.Context{Cluster: "devcluster", AuthInfo: "user"}
 	cfg.CurrentContext = "devcluster"
-	if err := clientcmd.WriteToFile(*cfg, c.kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("devcluster: write kubeconfig: %w", err)
 	}
 	return nil
 }
+
+// UserKubeconfig writes <Dir>/<name>.kubeconfig for user in groups, with a
+// client certificate from the cluster's CA, reaching the apiserver at
+// address (an address it listens on: 127.0.0.1 or Options.Address), and
+// returns its path.
+func (c *Cluster) UserKubeconfig(name, address, user string, groups ...string) (string, error) {
+	cert, key := filepath.Join(c.dir, name+".crt"), filepath.Join(c.dir, name+".key")
+	if err := c.pki.clientCert(user, groups, cert, key); err != nil {
+		return "", fmt.Errorf("devcluster: %w", err)
+	}
+	path := filepath.Join(c.dir, name+".kubeconfig")
+	server := "https://" + net.JoinHostPort(address, strconv.Itoa(c.port))
+	return path, writeKubeconfig(path, server, c.pki.CACert, cert, key)
+}
+
+// CACert is the cluster CA's certificate file.
+func (c *Cluster) CACert() string { return c.pki.CACert }
 
 func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
@@ -220,7 +296,10 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-func startProcess(dir, name string, detach bool, bin string, args ...string) (*exec.Cmd, error) {
+// StartProcess runs bin with args, logging to <dir>/<name>.log and writing
+// its pid to <dir>/<name>.pid. With detach it gets its own session and
+// outlives the caller; otherwise it is killed when the caller dies.
+func StartProcess(dir, name string, detach bool, bin string, args ...string) (*exec.Cmd, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
@@ -271,23 +350,23 @@ func StopPID(pid int, grace time.Duration) error {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if !alive(pid) {
+		if !Alive(pid) {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = p.Signal(syscall.SIGKILL)
-	for i := 0; i < 100 && alive(pid); i++ {
+	for i := 0; i < 100 && Alive(pid); i++ {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if alive(pid) {
+	if Alive(pid) {
 		return fmt.Errorf("devcluster: process %d did not exit", pid)
 	}
 	return nil
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false

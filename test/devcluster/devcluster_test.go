@@ -37,7 +37,7 @@ func TestStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range []int{etcdPID, apiPID} {
-		if alive(pid) {
+		if Alive(pid) {
 			t.Errorf("process %d still running after Stop", pid)
 		}
 	}

@@ -78,6 +78,10 @@ type Cloud struct {
 	// CloudAddress is the cloud netns end (the host's next hop to the VIPs).
 	CloudAddress string
 	TransitCIDR  string
+	// RoutedVIPs tells whether the cloud runs the routed-VIP service
+	// (bin/lbhost-router, built by make build) for the local set's
+	// `routed` load balancers.
+	RoutedVIPs bool
 	// WorkDir holds the infra workspace (WorkDir/infra) and its state.
 	WorkDir string
 	// Tofu is the OpenTofu binary used.
@@ -252,6 +256,12 @@ func (c *Cloud) apply(ctx context.Context) error {
 		"prefix": c.Prefix, "nodes": nodes, "vip_pool": c.VIPPool,
 		"transit_cidr": c.TransitCIDR, "state_dir": c.StateDir,
 	}
+	// The routed-VIP service, when make build has built it.
+	if c.RepoRoot != "" {
+		if router := filepath.Join(c.RepoRoot, "bin", "lbhost-router"); fileExists(router) {
+			vars["router_binary"] = router
+		}
+	}
 	b, err := json.MarshalIndent(vars, "", "  ")
 	if err != nil {
 		return fmt.Errorf("local cloud: encode variables: %w", err)
@@ -294,6 +304,7 @@ func (c *Cloud) readOutputs(ctx context.Context) error {
 	c.StatsSocket = str("haproxy_stats_socket")
 	c.VIPPool = str("vip_pool")
 	c.HostAddress = str("host_address")
+	_ = json.Unmarshal(raw["routed_vips"].Value, &c.RoutedVIPs)
 	c.CloudAddress = str("cloud_address")
 	return nil
 }
@@ -441,4 +452,9 @@ func (c *Cloud) LBObjects() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }

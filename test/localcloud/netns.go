@@ -18,6 +18,13 @@ import (
 // namespace. Sockets fn creates stay in that namespace after it returns,
 // so a listener made here can be served from any goroutine.
 func InNetns(netns string, fn func() error) error {
+	return InNetnsPath(filepath.Join("/run/netns", netns), fn)
+}
+
+// InNetnsPath is InNetns for a namespace file anywhere, e.g. a pod's
+// /proc/PID/ns/net.
+func InNetnsPath(path string, fn func() error) error {
+	netns := path
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -29,7 +36,7 @@ func InNetns(netns string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := os.Open(filepath.Join("/run/netns", netns))
+		target, err := os.Open(path)
 		if err != nil {
 			errc <- fmt.Errorf("netns %s: %w", netns, err)
 			return

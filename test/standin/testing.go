@@ -31,17 +31,8 @@ type Env struct {
 // (all when none are named) in a fresh directory and returns its Env.
 func Setup(t testing.TB, names ...string) *Env {
 	t.Helper()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "terraform-provider-standin")
-	build := exec.Command("go", "build", "-o", bin, "./test/standin/cmd/terraform-provider-standin")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build stand-in: %v\n%s", err, out)
-	}
+	bin := repo.Build(t, "./test/standin/cmd/terraform-provider-standin")
 	providers := Known
 	if len(names) > 0 {
 		providers = nil

@@ -10,14 +10,7 @@ need STATE_DIR "$RE_PATH" "an absolute path"
 
 PIDFILE=$STATE_DIR/haproxy.pid
 
-master_pid() { # prints the master's pid if it is running
-	local pid
-	[[ -f $PIDFILE ]] || return 1
-	pid=$(head -n1 "$PIDFILE")
-	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == haproxy ]] || return 1
-	echo "$pid"
-}
+master_pid() { running_pid "$PIDFILE" haproxy; } # the pid if it is running
 
 write_base() {
 	local tmp=$STATE_DIR/tmp/base.cfg.$$

@@ -21,3 +21,12 @@ RE_CIDR6='^[0-9a-fA-F:]+/([0-9]|[1-9][0-9]|1[01][0-9]|12[0-8])$'
 RE_PATH='^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$'
 
 netns_exists() { [[ -e /run/netns/$1 ]]; }
+
+running_pid() { # running_pid PIDFILE COMM: prints the pid in PIDFILE if that process runs COMM
+	local pid
+	[[ -f $1 ]] || return 1
+	pid=$(head -n1 "$1")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$2" ]] || return 1
+	echo "$pid"
+}

@@ -93,3 +93,26 @@ resource "terraform_data" "node" {
     environment = self.triggers_replace
   }
 }
+
+# The routed-VIP service (lbhost-router) that lbhost_routed_vip load
+# balancers rely on; only when var.router_binary is set.
+resource "terraform_data" "router" {
+  count            = var.router_binary == null ? 0 : 1
+  triggers_replace = [terraform_data.cloud.output, var.router_binary]
+  input = {
+    CLOUD_NETNS   = terraform_data.cloud.output.CLOUD_NETNS
+    STATE_DIR     = terraform_data.cloud.output.STATE_DIR
+    ROUTER_BINARY = var.router_binary
+  }
+
+  provisioner "local-exec" {
+    command     = "bash \"${path.module}/router.sh\" start"
+    environment = self.input
+  }
+
+  provisioner "local-exec" {
+    when        = destroy
+    command     = "bash \"${path.module}/router.sh\" stop"
+    environment = self.input
+  }
+}

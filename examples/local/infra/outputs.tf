@@ -37,3 +37,8 @@ output "cloud_address" {
   description = "The cloud netns address on the host<->cloud link (the host's next hop to the VIP pool)."
   value       = terraform_data.cloud.output.CLOUD_ADDR
 }
+
+output "routed_vips" {
+  description = "Whether the cloud runs the routed-VIP service (lbhost-router) that the local set's `routed` variant needs."
+  value       = length(terraform_data.router) > 0
+}

@@ -76,3 +76,14 @@ variable "state_dir" {
     error_message = "The state_dir must be an absolute path of at least two components, of letters, digits, '.', '_' and '-' (it is removed on destroy)."
   }
 }
+
+variable "router_binary" {
+  description = "The lbhost-router binary (make build: bin/lbhost-router). When set, the cloud runs it in its netns: the service behind routed-VIP load balancers (the local set's `routed` variant). Default: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.router_binary == null || can(regex("^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$", var.router_binary))
+    error_message = "The router_binary must be an absolute path of letters, digits, '.', '_' and '-'."
+  }
+}

@@ -1,0 +1,118 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/tfccm/tfccm/lbhost/router"
+	"github.com/tfccm/tfccm/lbhost/transport"
+)
+
+// RoutedVIP is an address claimed from a pool and routed (ECMP) to the
+// next hops that pass its health check by the host's router service
+// (lbhost-router, reading <config_dir>/routed/). The address is not
+// configured on the host: the next hops serve it.
+type RoutedVIP struct {
+	Owner    string
+	Pool     netip.Prefix
+	Address  string // "" = allocate
+	Nexthops []string
+	Check    router.Check
+}
+
+func (r RoutedVIP) validate() error {
+	// The pool and owner rules are the VIP's; the interface is not used.
+	if err := (VIP{Owner: r.Owner, Pool: r.Pool, Address: r.Address, Interface: "lo"}).validate(); err != nil {
+		return err
+	}
+	if err := r.config("0.0.0.0").Validate(); err != nil {
+		return &FieldError{Field: "nexthops/health_check", Msg: err.Error()}
+	}
+	return nil
+}
+
+func (r RoutedVIP) config(addr string) router.Config {
+	return router.Config{Owner: r.Owner, Address: addr, Nexthops: r.Nexthops, Check: r.Check}
+}
+
+func (h *Host) routedFile(owner string) string { return h.p("routed", owner+".json") }
+
+// ApplyRoutedVIP claims the address (allocating it under the host lock,
+// like ClaimVIP) and writes the router's config for it. It returns the
+// address; the claim stays if writing the config fails.
+func (h *Host) ApplyRoutedVIP(ctx context.Context, r RoutedVIP) (string, error) {
+	if err := r.validate(); err != nil {
+		return "", err
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	addr, err := h.claim(ctx, r.Owner, r.Pool, r.Address, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r.config(addr), "", "  ")
+	if err != nil {
+		return addr, err
+	}
+	if err := h.T.WriteFile(ctx, h.routedFile(r.Owner), append(b, '\n')); err != nil {
+		return addr, fmt.Errorf("%s: routed VIP %s: %w", h.T, addr, err)
+	}
+	return addr, nil
+}
+
+// ReadRoutedVIP returns owner's routed VIP as the router sees it, or nil
+// when its config or its claim is gone.
+func (h *Host) ReadRoutedVIP(ctx context.Context, owner string) (*router.Config, error) {
+	if !ValidOwner(owner) {
+		return nil, &FieldError{Field: "owner", Msg: fmt.Sprintf("%q is not a valid owner", owner)}
+	}
+	if err := h.needDir(); err != nil {
+		return nil, err
+	}
+	b, err := h.T.ReadFile(ctx, h.routedFile(owner))
+	if transport.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.T, err)
+	}
+	c, err := router.Parse(b)
+	if err != nil || c.Owner != owner {
+		return nil, nil // unreadable or not ours: recreate
+	}
+	claim, err := h.T.ReadFile(ctx, h.p("claims", c.Address))
+	if transport.IsNotExist(err) || err == nil && strings.TrimSpace(string(claim)) != owner {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.T, err)
+	}
+	return &c, nil
+}
+
+// DeleteRoutedVIP removes owner's router config (the router then removes
+// the route) and its claim on addr, if still owner's.
+func (h *Host) DeleteRoutedVIP(ctx context.Context, owner, addr string) error {
+	if !ValidOwner(owner) {
+		return &FieldError{Field: "owner", Msg: fmt.Sprintf("%q is not a valid owner", owner)}
+	}
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := h.T.Remove(ctx, h.routedFile(owner)); err != nil {
+		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	if addr == "" {
+		return nil
+	}
+	_, err = h.unclaim(ctx, owner, addr)
+	return err
+}

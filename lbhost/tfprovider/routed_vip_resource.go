@@ -1,0 +1,224 @@
+package tfprovider
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/router"
+)
+
+type routedVIPResource struct{ c *conn }
+
+func newRoutedVIPResource() resource.Resource { return &routedVIPResource{} }
+
+type routedVIPModel struct {
+	ID          types.String      `tfsdk:"id"`
+	Owner       types.String      `tfsdk:"owner"`
+	Pool        types.String      `tfsdk:"pool"`
+	Address     types.String      `tfsdk:"address"`
+	Nexthops    []string          `tfsdk:"nexthops"`
+	HealthCheck *routedCheckModel `tfsdk:"health_check"`
+}
+
+type routedCheckModel struct {
+	Protocol   string       `tfsdk:"protocol"`
+	Port       int64        `tfsdk:"port"`
+	Path       types.String `tfsdk:"path"`
+	IntervalMS types.Int64  `tfsdk:"interval_ms"`
+	Rise       types.Int64  `tfsdk:"rise"`
+	Fall       types.Int64  `tfsdk:"fall"`
+}
+
+func (r *routedVIPResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_routed_vip"
+}
+
+func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		Description: "A virtual IP claimed from a pool on the host (like `lbhost_vip`, allocated at apply time under the host's lock " +
+			"unless `address` is set) that the host routes, instead of holding it: the host's router service (`lbhost-router`, " +
+			"reading `config_dir/routed/`) health-checks every next hop and keeps one kernel route to the VIP, ECMP over the next hops " +
+			"that pass, none when none does. The next hops serve the VIP themselves (kube-proxy does for a load balancer IP of " +
+			"`ip_mode = \"VIP\"`), so client addresses are preserved and every protocol passes. Next hops and the check change in " +
+			"place. Read reports a removed config or claim. Import with the owner.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"owner": schema.StringAttribute{Required: true, Description: "Who holds the claim (e.g. `<cluster>_<load balancer>`).",
+				PlanModifiers: replace},
+			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR the address comes from.", PlanModifiers: replace},
+			"address": schema.StringAttribute{Optional: true, Computed: true,
+				Description:   "The VIP. Set it to request an address; otherwise one is allocated at apply time.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
+			"nexthops": schema.ListAttribute{Required: true, ElementType: types.StringType,
+				Description: "IPv4 addresses the VIP is routed to while they pass the health check."},
+			"health_check": schema.SingleNestedAttribute{Required: true,
+				Description: "How every next hop is checked.",
+				Attributes: map[string]schema.Attribute{
+					"protocol": schema.StringAttribute{Required: true, Description: "`HTTP`, `HTTPS` (GET expecting 200) or `TCP` (connect)."},
+					"port":     schema.Int64Attribute{Required: true, Description: "Port checked on every next hop."},
+					"path":     schema.StringAttribute{Optional: true, Description: "URL path for HTTP(S)."},
+					"interval_ms": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1000),
+						Description: "Milliseconds between checks of a next hop."},
+					"rise": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(2),
+						Description: "Successes before a down next hop is routed to again (a new one is routed to after its first)."},
+					"fall": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(2),
+						Description: "Failures before a next hop is no longer routed to."},
+				},
+			},
+		},
+	}
+}
+
+func (r *routedVIPResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if c := configureConn(req, resp); c != nil {
+		r.c = c
+	}
+}
+
+func (m routedVIPModel) routed() (host.RoutedVIP, error) {
+	pool, err := netip.ParsePrefix(m.Pool.ValueString())
+	if err != nil {
+		return host.RoutedVIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
+	}
+	hc := m.HealthCheck
+	if hc == nil {
+		return host.RoutedVIP{}, &host.FieldError{Field: "health_check", Msg: "is required"}
+	}
+	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Check: router.Check{
+		Protocol: hc.Protocol, Port: int(hc.Port), Path: hc.Path.ValueString(),
+		IntervalMS: int(hc.IntervalMS.ValueInt64()), Rise: int(hc.Rise.ValueInt64()), Fall: int(hc.Fall.ValueInt64()),
+	}}
+	if !m.Address.IsNull() && !m.Address.IsUnknown() {
+		v.Address = m.Address.ValueString()
+	}
+	return v, nil
+}
+
+// write claims the address and writes the router's config.
+func (r *routedVIPResource) write(ctx context.Context, m *routedVIPModel) (string, error) {
+	v, err := m.routed()
+	if err != nil {
+		return "", err
+	}
+	h, err := r.c.host(ctx)
+	if err != nil {
+		return "", err
+	}
+	return h.ApplyRoutedVIP(ctx, v)
+}
+
+func (r *routedVIPResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m routedVIPModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	addr, err := r.write(ctx, &m)
+	if addr != "" {
+		m.ID, m.Address = m.Owner, types.StringValue(addr)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
+	}
+}
+
+func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m routedVIPModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.c.host(ctx)
+	var c *router.Config
+	if err == nil {
+		c, err = h.ReadRoutedVIP(ctx, m.Owner.ValueString())
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
+		return
+	}
+	if c == nil || c.Address != m.Address.ValueString() {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.Nexthops = c.Nexthops
+	if m.HealthCheck == nil {
+		m.HealthCheck = &routedCheckModel{Path: types.StringNull()}
+	}
+	m.HealthCheck.Protocol, m.HealthCheck.Port = c.Check.Protocol, int64(c.Check.Port)
+	if c.Check.Path != "" || !m.HealthCheck.Path.IsNull() {
+		m.HealthCheck.Path = types.StringValue(c.Check.Path)
+	}
+	m.HealthCheck.IntervalMS = types.Int64Value(int64(c.Check.IntervalMS))
+	m.HealthCheck.Rise, m.HealthCheck.Fall = types.Int64Value(int64(c.Check.Rise)), types.Int64Value(int64(c.Check.Fall))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Update rewrites the router's config in place (next hops, check).
+func (r *routedVIPResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m routedVIPModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if _, err := r.write(ctx, &m); err != nil {
+		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *routedVIPResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m routedVIPModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.c.host(ctx)
+	if err == nil {
+		err = h.DeleteRoutedVIP(ctx, m.Owner.ValueString(), m.Address.ValueString())
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
+	}
+}
+
+// ImportState takes "<owner>,<pool>"; Read fills in the rest from the host.
+func (r *routedVIPResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	owner, pool, ok := strings.Cut(req.ID, ",")
+	if !ok || owner == "" || pool == "" {
+		resp.Diagnostics.AddError("import lbhost_routed_vip", fmt.Sprintf("id %q: want <owner>,<pool>", req.ID))
+		return
+	}
+	h, err := r.c.host(ctx)
+	var c *router.Config
+	if err == nil {
+		c, err = h.ReadRoutedVIP(ctx, owner)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "import lbhost_routed_vip "+owner, err)
+		return
+	}
+	if c == nil {
+		resp.Diagnostics.AddError("import lbhost_routed_vip "+owner, fmt.Sprintf("%s has no routed VIP on %s", owner, h.T))
+		return
+	}
+	for attr, v := range map[string]string{"id": owner, "owner": owner, "pool": pool, "address": c.Address} {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+	}
+}

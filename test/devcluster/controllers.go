@@ -1,0 +1,58 @@
+package devcluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// startControllers runs kube-controller-manager (node pod CIDRs from
+// opts.ClusterCIDR) and kube-scheduler, each as its own bootstrap RBAC
+// user, without serving ports or leader election.
+func (c *Cluster) startControllers(opts Options) error {
+	bin := filepath.Dir(c.binAPIServer)
+	kcm, err := c.UserKubeconfig("kube-controller-manager", "127.0.0.1", "system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	sched, err := c.UserKubeconfig("kube-scheduler", "127.0.0.1", "system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	mask := "24"
+	if strings.Contains(opts.ClusterCIDR, ":") {
+		mask = "64"
+	}
+	cmd, err := StartProcess(c.dir, "kube-controller-manager", opts.Detach, filepath.Join(bin, "kube-controller-manager"),
+		"--kubeconfig="+kcm,
+		"--authentication-kubeconfig="+kcm,
+		"--authorization-kubeconfig="+kcm,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+c.pki.SAKey,
+		"--root-ca-file="+c.pki.CACert,
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr="+opts.ClusterCIDR,
+		"--node-cidr-mask-size="+mask,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	c.controllers = append(c.controllers, cmd)
+	cmd, err = StartProcess(c.dir, "kube-scheduler", opts.Detach, filepath.Join(bin, "kube-scheduler"),
+		"--kubeconfig="+sched,
+		"--authentication-kubeconfig="+sched,
+		"--authorization-kubeconfig="+sched,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--v=1",
+	)
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	c.controllers = append(c.controllers, cmd)
+	return nil
+}

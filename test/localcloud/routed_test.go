@@ -1,0 +1,144 @@
+package localcloud
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveVIP plays kube-proxy on an API-only node: the VIP on the node's lo
+// and an HTTP server on VIP:port answering "<node> saw <client address>".
+func serveVIP(t *testing.T, nodeName, vip string, port int) {
+	t.Helper()
+	n := shared.Node(nodeName)
+	if out, err := exec.Command("ip", "-n", n.Netns, "addr", "replace", vip+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("VIP on %s: %v: %s", nodeName, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", n.Netns, "addr", "del", vip+"/32", "dev", "lo").Run() })
+	l, err := shared.Listen(nodeName, "tcp", fmt.Sprintf("%s:%d", vip, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprintf(w, "%s saw %s", nodeName, host)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+}
+
+// routedRoute is the router's kernel route to vip in the cloud netns ("" if none).
+func routedRoute(vip string) string {
+	out, _ := exec.Command("ip", "-n", shared.CloudNetns, "-4", "route", "show", vip+"/32").Output()
+	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+// TestRoutedVIP drives the local set's routed variant with API-only nodes:
+// the router routes the VIP (ECMP) to the nodes that pass the health check,
+// the nodes serve it (as kube-proxy would) and see the client's own
+// address; a node failing its check stops getting traffic; destroy removes
+// the route, the claim and the router's config.
+func TestRoutedVIP(t *testing.T) {
+	if !shared.RoutedVIPs {
+		t.Fatal("the local cloud runs no routed-VIP service: bin/lbhost-router is missing (make build)")
+	}
+	w := newWorkspace(t, "loadbalancer.routed")
+	w.destroyOnCleanup()
+	// node-a and node-b are healthy, node-c is not.
+	stopA, err := shared.ServeHealthz("node-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopA()
+	stopB, err := shared.ServeHealthz("node-b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mustApply(lbVars("routed1", []port{{"TCP", 80, 30080}, {"UDP", 53, 30053}}, nil))
+	vip := vipOf(w)
+	for _, n := range []string{"node-a", "node-b", "node-c"} {
+		serveVIP(t, n, vip, 80)
+	}
+	a, b, c := shared.Node("node-a").Address, shared.Node("node-b").Address, shared.Node("node-c").Address
+	eventually(t, 10*time.Second, "ECMP route to node-a and node-b", func() (bool, string) {
+		r := routedRoute(vip)
+		return strings.Contains(r, "proto 77") && strings.Contains(r, "via "+a+" ") && strings.Contains(r, "via "+b+" ") && !strings.Contains(r, c), r
+	})
+	// Flows are spread over the healthy nodes; each sees the host's address.
+	seen := map[string]bool{}
+	for range 40 {
+		body, err := get("http://" + vip + "/")
+		if err != nil {
+			t.Fatalf("GET VIP: %v", err)
+		}
+		node, client, _ := strings.Cut(body, " saw ")
+		if client != shared.HostAddress {
+			t.Errorf("%s saw client %q, want the host's own %s (no proxy, no NAT)", node, client, shared.HostAddress)
+		}
+		seen[node] = true
+	}
+	if !seen["node-a"] || !seen["node-b"] || seen["node-c"] {
+		t.Errorf("answered by %v, want node-a and node-b (node-c fails its health check)", seen)
+	}
+
+	// node-b fails: only node-a gets traffic.
+	stopB()
+	eventually(t, 10*time.Second, "route to node-a only", func() (bool, string) {
+		r := routedRoute(vip)
+		return strings.HasPrefix(r, vip+" via "+a+" "), r
+	})
+	for range 10 {
+		if body, err := get("http://" + vip + "/"); err != nil || !strings.HasPrefix(body, "node-a ") {
+			t.Fatalf("after node-b failed: %q, %v", body, err)
+		}
+	}
+	// A node leaving the Service's node set is an in-place update.
+	vars := lbVars("routed1", []port{{"TCP", 80, 30080}}, nil)
+	vars["nodes"] = vars["nodes"].([]map[string]any)[1:]
+	w.mustApply(vars)
+	eventually(t, 10*time.Second, "no route once no node is healthy", func() (bool, string) {
+		r := routedRoute(vip)
+		return r == "", r
+	})
+	if vipOf(w) != vip {
+		t.Errorf("the VIP changed on an update")
+	}
+
+	if err := w.destroy(); err != nil {
+		t.Fatal(err)
+	}
+	claims, _ := filepath.Glob(filepath.Join(shared.StateDir, "claims", "*"))
+	if slices.Contains(claims, filepath.Join(shared.StateDir, "claims", vip)) {
+		t.Errorf("claim on %s left after destroy", vip)
+	}
+	if _, err := os.Stat(filepath.Join(shared.StateDir, "routed", cluster+"_routed1.json")); err == nil {
+		t.Errorf("router config left after destroy")
+	}
+	if r := routedRoute(vip); r != "" {
+		t.Errorf("route left after destroy: %s", r)
+	}
+}
+
+// TestRoutedVIPBadInput: what a routed VIP cannot do fails at plan, before
+// anything is created.
+func TestRoutedVIPBadInput(t *testing.T) {
+	w := newWorkspace(t, "loadbalancer.routed")
+	err := w.apply(lbVars("routed2", []port{{"TCP", 80, 30080}}, func(svc map[string]any) { svc["proxy_protocol"] = true }))
+	if err == nil || !strings.Contains(err.Error(), "PROXY protocol") {
+		t.Errorf("proxy_protocol: %v", err)
+	}
+	err = w.apply(lbVars("routed2", []port{{"TCP", 80, 30080}}, func(svc map[string]any) { svc["load_balancer_ip"] = "192.0.2.7" }))
+	if err == nil || !strings.Contains(err.Error(), "outside the local cloud's VIP") {
+		t.Errorf("load_balancer_ip outside the pool: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(shared.StateDir, "routed", cluster+"_routed2.json")); len(files) > 0 {
+		t.Errorf("a rejected routed VIP wrote its config: %v", files)
+	}
+}

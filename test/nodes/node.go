@@ -1,0 +1,290 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// privateMounts are host paths the node components write to that their
+// configuration cannot move: each node mounts its own tmpfs over them in
+// its mount namespace (containerd's shim sockets, kubelet's container log
+// links, libcni's result cache).
+var privateMounts = []string{"/run/containerd", "/var/log/containers", "/var/lib/cni"}
+
+// Node is one running node: its mount namespace holder and the containerd,
+// kubelet and kube-proxy processes in it.
+type Node struct {
+	Name    string
+	Netns   string
+	Address string
+	Dir     string
+	cfg     nodeConfig
+	detach  bool
+	holder  *exec.Cmd
+	procs   []*exec.Cmd // containerd, kubelet, kube-proxy in start order
+}
+
+// component is a node process's name (its log is <Dir>/<name>.log).
+var components = []string{"containerd", "kubelet", "kube-proxy"}
+
+// startNode starts the node described by cfg in network namespace netns and
+// waits until its containerd serves and the images are imported; kubelet
+// and kube-proxy are started, not awaited.
+func startNode(ctx context.Context, cfg nodeConfig, netns string, images []string, detach bool) (n *Node, err error) {
+	n = &Node{Name: cfg.Name, Netns: netns, Address: cfg.Address, Dir: cfg.Dir, cfg: cfg, detach: detach}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Stop())
+		}
+	}()
+	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
+			return n, fmt.Errorf("node %s: %w", cfg.Name, err)
+		}
+	}
+	files := map[string]string{
+		"containerd/config.toml": cfg.containerdConfig(),
+		"kubelet.yaml":           cfg.kubeletConfig(),
+		"kube-proxy.yaml":        cfg.proxyConfig(),
+		// Pods take their search path from here and their nameserver
+		// from clusterDNS.
+		"resolv.conf": "",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(cfg.Dir, name), []byte(body), 0o644); err != nil {
+			return n, fmt.Errorf("node %s: %w", cfg.Name, err)
+		}
+	}
+	if err := nodeSysctls(netns); err != nil {
+		return n, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	if err := makeCgroupRoot(cfg.CgroupRoot); err != nil {
+		return n, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	if err := n.startHolder(); err != nil {
+		return n, err
+	}
+	ctrd, err := n.start("containerd", filepath.Join(cfg.Bin, "containerd"), "--config", filepath.Join(cfg.Dir, "containerd/config.toml"))
+	if err != nil {
+		return n, err
+	}
+	if err := waitFor(ctx, 60*time.Second, func() error {
+		if ctrd.ProcessState != nil || !devcluster.Alive(ctrd.Process.Pid) {
+			return errExited
+		}
+		_, err := os.Stat(cfg.socket())
+		return err
+	}); err != nil {
+		return n, fmt.Errorf("node %s: containerd not serving (%v); see %s", cfg.Name, err, filepath.Join(cfg.Dir, "containerd.log"))
+	}
+	for _, img := range images {
+		out, err := exec.CommandContext(ctx, filepath.Join(cfg.Bin, "ctr"), "--address", cfg.socket(), "--namespace", "k8s.io",
+			"images", "import", "--local", img).CombinedOutput()
+		if err != nil {
+			return n, fmt.Errorf("node %s: import %s: %v: %s", cfg.Name, filepath.Base(img), err, out)
+		}
+	}
+	if _, err := n.start("kubelet", filepath.Join(cfg.Bin, "kubelet"),
+		"--config="+filepath.Join(cfg.Dir, "kubelet.yaml"),
+		"--kubeconfig="+cfg.Kubelet,
+		"--root-dir="+filepath.Join(cfg.Dir, "kubelet"),
+		"--hostname-override="+cfg.Name,
+		"--node-ip="+cfg.Address,
+		"--cloud-provider=external",
+		"--v=1",
+	); err != nil {
+		return n, err
+	}
+	if _, err := n.start("kube-proxy", filepath.Join(cfg.Bin, "kube-proxy"),
+		"--config="+filepath.Join(cfg.Dir, "kube-proxy.yaml"), "--v=1"); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+var errExited = errors.New("process exited")
+
+// startHolder starts the process that holds the node's mount namespace:
+// unshare(1) with slave propagation (host mounts still show up, the node's
+// never leave), tmpfs over privateMounts, then sleep.
+func (n *Node) startHolder() error {
+	script := "set -e\n"
+	for _, m := range privateMounts {
+		script += fmt.Sprintf("mkdir -p %[1]s && mount -t tmpfs -o mode=0755 tmpfs %[1]s\n", m)
+	}
+	script += "exec sleep infinity\n"
+	cmd, err := devcluster.StartProcess(n.Dir, "mountns", n.detach, "unshare", "--mount", "--propagation", "slave", "--", "sh", "-c", script)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	n.holder = cmd
+	// Ready once sleep runs (its mounts are made by then).
+	return waitFor(context.Background(), 10*time.Second, func() error {
+		if !devcluster.Alive(cmd.Process.Pid) {
+			return fmt.Errorf("node %s: mount namespace holder exited; see %s", n.Name, filepath.Join(n.Dir, "mountns.log"))
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		if err != nil || strings.TrimSpace(string(b)) != "sleep" {
+			return errors.New("holder not ready")
+		}
+		return nil
+	})
+}
+
+// start runs bin in the node's mount and network namespaces.
+func (n *Node) start(name, bin string, args ...string) (*exec.Cmd, error) {
+	cmd, err := devcluster.StartProcess(n.Dir, name, n.detach, "nsenter",
+		append([]string{"--target", strconv.Itoa(n.holder.Process.Pid), "--mount", "--net=" + filepath.Join("/run/netns", n.Netns), "--", bin}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	n.procs = append(n.procs, cmd)
+	return cmd, nil
+}
+
+// nodeSysctls: bridged pod traffic goes through iptables (kube-proxy's
+// Service rules for pods on the same bridge), and the node forwards.
+func nodeSysctls(netns string) error {
+	return localcloud.InNetns(netns, func() error {
+		for k, v := range map[string]string{
+			"net/ipv4/ip_forward":                 "1",
+			"net/bridge/bridge-nf-call-iptables":  "1",
+			"net/bridge/bridge-nf-call-ip6tables": "1",
+		} {
+			if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+				return fmt.Errorf("sysctl %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeCNIConfig waits until the node has a pod CIDR and writes its CNI
+// network; containerd picks it up and kubelet reports the node Ready.
+func (n *Node) writeCNIConfig(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
+	var cidr string
+	if err := waitFor(ctx, timeout, func() error {
+		node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if node.Spec.PodCIDR == "" {
+			return errors.New("no pod CIDR yet")
+		}
+		cidr = node.Spec.PodCIDR
+		return nil
+	}); err != nil {
+		return fmt.Errorf("node %s: registered with a pod CIDR: %w; see %s", n.Name, err, filepath.Join(n.Dir, "kubelet.log"))
+	}
+	conf, err := n.cfg.cniConfig(cidr)
+	if err != nil {
+		return err
+	}
+	// Written in place, not renamed into the directory: containerd reloads
+	// its CNI config on a write event and ignores file creation.
+	return os.WriteFile(filepath.Join(n.Dir, "cni", "net.d", "10-tfccm.conflist"), []byte(conf), 0o644)
+}
+
+// Stop stops kube-proxy and kubelet, kills the pods' processes, stops
+// containerd, kills the shims (every process left in the node's mount
+// namespace) and the holder, and removes the node's cgroups. Its mounts go
+// with the namespace.
+func (n *Node) Stop() error {
+	var errs []error
+	for i := len(n.procs) - 1; i >= 0; i-- {
+		if p := n.procs[i]; p.Process != nil {
+			errs = append(errs, devcluster.StopPID(p.Process.Pid, 10*time.Second))
+		}
+	}
+	n.procs = nil
+	errs = append(errs, stopNodeRest(n.cfg.CgroupRoot, holderPID(n.holder)))
+	n.holder = nil
+	return errors.Join(errs...)
+}
+
+func holderPID(cmd *exec.Cmd) int {
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	return cmd.Process.Pid
+}
+
+// stopNodeRest kills what a node leaves after its components stopped: the
+// processes in its cgroups, then those in its mount namespace (containerd
+// shims), then the holder; then removes its cgroups.
+func stopNodeRest(cgroupRoot string, holder int) error {
+	var errs []error
+	if err := removeCgroupRoot(cgroupRoot); err != nil {
+		errs = append(errs, err)
+	}
+	if holder > 0 && devcluster.Alive(holder) {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", holder)); err == nil {
+			for _, pid := range pidsInMountNS(ns) {
+				if pid != holder {
+					errs = append(errs, devcluster.StopPID(pid, 5*time.Second))
+				}
+			}
+		}
+		errs = append(errs, devcluster.StopPID(holder, 5*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// pidsInMountNS lists the processes whose mount namespace is ns.
+func pidsInMountNS(ns string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && l == ns {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every 200 ms until it returns nil or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := cond()
+		if err == nil || errors.Is(err, errExited) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after %s: %w", timeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// logTail returns the last n lines of a log file.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,94 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// PodNetns returns the network namespace file of a running pod
+// (/proc/PID/ns/net of a process in the pod's cgroup on its node), so a
+// test can connect from inside the pod as its containers do.
+func (c *Cluster) PodNetns(pod *corev1.Pod) (string, error) {
+	var node *Node
+	for _, n := range c.Nodes {
+		if n.Name == pod.Spec.NodeName {
+			node = n
+		}
+	}
+	if node == nil {
+		return "", fmt.Errorf("pod %s/%s is on %q, not one of this cluster's nodes", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	hs, err := hierarchies()
+	if err != nil {
+		return "", err
+	}
+	uid := "pod" + string(pod.UID)
+	for _, h := range hs {
+		var found string
+		_ = filepath.WalkDir(filepath.Join(h, node.cfg.CgroupRoot), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && filepath.Base(p) == uid {
+				found = p
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if found == "" {
+			continue
+		}
+		pids, err := cgroupPIDs(strings.TrimPrefix(found, h))
+		if err != nil || len(pids) == 0 {
+			continue
+		}
+		return fmt.Sprintf("/proc/%d/ns/net", pids[0]), nil
+	}
+	return "", fmt.Errorf("pod %s/%s: no process found in its cgroups on %s", pod.Namespace, pod.Name, node.Name)
+}
+
+// HTTPGetFrom fetches url with a connection made inside the network
+// namespace file netns (see PodNetns) and returns the body.
+func HTTPGetFrom(ctx context.Context, netns, url string) (string, error) {
+	client := &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var conn net.Conn
+				err := localcloud.InNetnsPath(netns, func() error {
+					var err error
+					conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+					return err
+				})
+				return conn, err
+			},
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return string(b), errors.New(resp.Status)
+	}
+	return string(b), nil
+}
