@@ -22,8 +22,12 @@ type Error struct {
 	// validation or a precondition failed at plan time): the same inputs
 	// can never succeed, so the engine does not retry them.
 	Invalid bool
-	cause   error
-	lock    lockInfo // the held lock, when LockHolder is set
+	// Reinit is set when tofu says the working directory's installed
+	// providers or modules no longer match (a provider rebuilt or upgraded
+	// in the mirror, a new module source): init must run again.
+	Reinit bool
+	cause  error
+	lock   lockInfo // the held lock, when LockHolder is set
 }
 
 // invalidInputDiagnostics are the summaries of tofu/terraform errors that
@@ -33,6 +37,29 @@ var invalidInputDiagnostics = []string{
 	"Error: Invalid value for input variable",
 	"Error: Resource precondition failed",
 	"Error: Module output value precondition failed",
+}
+
+// reinitDiagnostics are tofu/terraform errors that `init` repairs.
+var reinitDiagnostics = []string{
+	"does not match any of the checksums recorded in the dependency lock file",
+	"checksums previously recorded in the dependency lock file",
+	"Inconsistent dependency lock file",
+	"Required plugins are not installed",
+	"Module not installed",
+	"Backend initialization required",
+}
+
+// needsReinit reports whether a failed step's stderr says the working
+// directory must be initialized again.
+func needsReinit(stderr string) bool {
+	// tofu wraps long diagnostics: compare with the line breaks taken out.
+	flat := strings.Join(strings.Fields(stderr), " ")
+	for _, d := range reinitDiagnostics {
+		if strings.Contains(flat, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // invalidInput reports whether a failed plan's stderr says the template

@@ -81,7 +81,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	}
 
 	backendEnv, _ := splitBackendSecrets(spec)
-	r := &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim}
+	r := &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim, spec: spec}
 	if err := writeClaim(dir, selfClaim(e.opts.Identity, out.op)); err != nil {
 		return fail("write", &Error{Op: "write", Summary: err.Error()})
 	}
@@ -295,6 +295,30 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	})
 }
 
+// reinit is init again after a step said the installed providers or
+// modules no longer match (see Error.Reinit), with the dependency lock
+// file removed first: in a generated workspace it is only tofu's record of
+// what it installed (templates cannot ship one), and the mirror now holds
+// another build, which may even carry the same version (a new image). It
+// runs at most once per run, and only when the failed step asked for it.
+func (r *runner) reinit(ctx context.Context, spec *Spec, err error) bool {
+	var e *Error
+	if r.reinited || !errors.As(err, &e) || !e.Reinit {
+		return false
+	}
+	r.reinited = true
+	klog.InfoS("Installed providers or modules no longer match; running init again", "workspace", spec.Name, "err", err)
+	if rerr := os.Remove(filepath.Join(r.dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		klog.InfoS("Remove the dependency lock file before init", "workspace", spec.Name, "err", rerr)
+		return false
+	}
+	if ierr := r.init(ctx, spec, false); ierr != nil {
+		klog.InfoS("Init after a provider or module change failed", "workspace", spec.Name, "err", ierr)
+		return false
+	}
+	return true
+}
+
 // stateEmpty reports whether the workspace's state holds no resources:
 // read from the file for the local backend, else with `tofu state pull`.
 func (r *runner) stateEmpty(ctx context.Context, spec *Spec) (bool, error) {
@@ -361,6 +385,8 @@ type runner struct {
 	oldClaim claim
 	hadClaim bool
 	unlocked bool
+	spec     *Spec // for init again (reinit)
+	reinited bool
 }
 
 // newTF is one tfexec.Terraform for one command, with the engine's
@@ -430,7 +456,14 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
-		return &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text)}
+		e := &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text), Reinit: needsReinit(text)}
+		if r.spec != nil && r.reinit(ctx, r.spec, e) {
+			if op == "init" {
+				return nil // reinit has just run init
+			}
+			continue
+		}
+		return e
 	}
 }
 

@@ -140,6 +140,9 @@ func newCloud(t *testing.T) *cloud {
 	run(t, "ip", "netns", "exec", c.netns, "haproxy", "-W", "-D", "-S", c.dir+"/master.sock,mode,600",
 		"-p", c.dir+"/haproxy.pid", "-f", c.dir+"/base.cfg", "-f", c.dir+"/fragments")
 	t.Cleanup(func() { killPIDFile(filepath.Join(c.dir, "haproxy.pid")) })
+	if err := lbhosts.WaitHAProxy(filepath.Join(c.dir, "master.sock"), 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
