@@ -63,26 +63,6 @@ func (b *baremetal) writeConfig(t testing.TB, lb map[string]any) {
 		harness.HCLObject(lb), harness.HCLObject(b.hosts.RoutesSettings())), tf...)
 }
 
-// serveNodes runs a server answering with the node's name on each port, and
-// kube-proxy's /healthz, on every node of the cloud.
-func (b *baremetal) serveNodes(t testing.TB, ports ...int) {
-	t.Helper()
-	for _, n := range b.cloud.Nodes() {
-		for _, port := range ports {
-			stop, err := b.cloud.ServeHTTP(n, port, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-		}
-		stop, err := b.cloud.ServeHealthz(n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
-}
-
 func (b *baremetal) startCCM(t testing.TB) {
 	t.Helper()
 	c, err := harness.StartCCM(harness.CCMOptions{
@@ -168,7 +148,7 @@ func (b *baremetal) fragmentsServe(t testing.TB, nodes ...string) {
 func TestBaremetal(t *testing.T) {
 	b := newBaremetal(t, "3s")
 	ctx := context.Background()
-	b.serveNodes(t, 30080)
+	serveNodes(t, b.cloud, 30080)
 	createNode(t, b.client, b.cloud, "node-a")
 	createRoutedNode(t, b.client, b.cloud, "node-b", []string{"10.244.2.0/24"})
 	b.startCCM(t)
@@ -455,7 +435,7 @@ func mustReadFile(t testing.TB, path string) []byte {
 // requests lost).
 func BenchmarkBaremetalFailover(b *testing.B) {
 	env := newBaremetal(b, "")
-	env.serveNodes(b, 30080)
+	serveNodes(b, env.cloud, 30080)
 	for _, n := range []string{"node-a", "node-b"} {
 		registerNode(b, env.client, harness.Node{Name: n, InternalIPs: []string{env.cloud.Node(n).Address}})
 	}

@@ -187,7 +187,7 @@ func freePort(t *testing.T) int {
 // serveNodes runs, on every node of the cloud, a server on each of ports
 // answering with the node's name and kube-proxy's /healthz, until the test
 // ends.
-func serveNodes(t *testing.T, cloud *localcloud.Cloud, ports ...int) {
+func serveNodes(t testing.TB, cloud *localcloud.Cloud, ports ...int) {
 	t.Helper()
 	for _, n := range cloud.Nodes() {
 		for _, port := range ports {
