@@ -12,12 +12,15 @@ set -euo pipefail
 # lc prefixes carry the PID in 5 hex digits, dm ones in decimal.
 owner_alive() {
 	local p=$1 pid
-	case $p in
-	t*) pid=$((16#${p:1:5})) ;;
-	lc*) pid=$((16#${p:2:5})) ;;
-	dm*) pid=${p:2} ;;
-	*) return 1 ;;
-	esac
+	if [[ $p =~ ^t[0-9a-f]{5}$ ]]; then
+		pid=$((16#${p:1:5}))
+	elif [[ $p =~ ^lc[0-9a-f]{5}$ ]]; then
+		pid=$((16#${p:2:5}))
+	elif [[ $p =~ ^dm[0-9]+$ ]]; then
+		pid=${p:2}
+	else
+		return 1
+	fi
 	[[ -d /proc/$pid ]]
 }
 
@@ -38,6 +41,9 @@ list() {
 	for d in /sys/fs/cgroup/*/tfccm-*; do
 		[[ -d $d ]] || continue
 		base=${d##*/tfccm-}
+		# Only test clouds' nodes: `devcluster up --nodes` (tfccmdc) is
+		# started and stopped by hand.
+		[[ ${base%%-*} =~ ^(t[0-9a-f]{5}|lc[0-9a-f]{5}|dm[0-9]+)$ ]] || continue
 		owner_alive "${base%%-*}" || echo "cgroup $d"
 	done
 	# Orphaned processes started from test directories or the e2e binary

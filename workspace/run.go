@@ -62,6 +62,9 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 		// Destroy with the configuration the state was applied with (see
 		// appliedDir), not with inputs that may have become invalid since.
 		if prev, ok := lastApplied(dir, spec); ok {
+			// Still the destroy that was asked for: its hash names it (a
+			// published destroy plan is matched with the request by it).
+			prev.Hash = spec.Hash
 			spec = &prev
 		}
 	}
