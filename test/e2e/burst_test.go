@@ -240,16 +240,7 @@ var applyMetric = regexp.MustCompile(`(?m)^tfccm_workspace_operations_total\{ope
 // busy is the summed wall time of its init, plan and apply runs.
 func engineApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) (ok, failed int, busy time.Duration) {
 	t.Helper()
-	cert, key := cluster.AdminCert()
-	var body string
-	eventually(t, 30*time.Second, "authorized /metrics", func(context.Context) error {
-		code, b, err := ccm.Get("/metrics", cert, key)
-		if err != nil || code != 200 {
-			return fmt.Errorf("/metrics: %d %v", code, err)
-		}
-		body = b
-		return nil
-	})
+	body := ccmMetrics(t, cluster, ccm)
 	for _, m := range applyMetric.FindAllStringSubmatch(body, -1) {
 		v, _ := strconv.Atoi(m[2])
 		switch m[1] {

@@ -204,3 +204,20 @@ func serveNodes(t testing.TB, cloud *localcloud.Cloud, ports ...int) {
 		t.Cleanup(stop)
 	}
 }
+
+// ccmMetrics is the CCM's /metrics, read with the cluster admin's client
+// certificate (the CCM authorizes it through the apiserver).
+func ccmMetrics(t testing.TB, cluster *devcluster.Cluster, ccm *harness.CCM) string {
+	t.Helper()
+	cert, key := cluster.AdminCert()
+	var body string
+	eventually(t, 30*time.Second, "authorized /metrics", func(context.Context) error {
+		code, b, err := ccm.Get("/metrics", cert, key)
+		if err != nil || code != 200 {
+			return fmt.Errorf("/metrics: %d %v", code, err)
+		}
+		body = b
+		return nil
+	})
+	return body
+}

@@ -79,16 +79,7 @@ func TestLoadBalancer(t *testing.T) {
 	}
 
 	t.Run("engine metrics on the CCM's /metrics", func(t *testing.T) {
-		cert, key := cluster.AdminCert()
-		var body string
-		eventually(t, 30*time.Second, "authorized /metrics", func(context.Context) error {
-			code, b, err := ccm.Get("/metrics", cert, key)
-			if err != nil || code != 200 {
-				return fmt.Errorf("/metrics: %d %v", code, err)
-			}
-			body = b
-			return nil
-		})
+		body := ccmMetrics(t, cluster, ccm)
 		for _, want := range []string{
 			`tfccm_workspace_operations_total{operation="apply",result="success"}`,
 			`tfccm_workspace_operation_duration_seconds_count{operation="plan"}`,
