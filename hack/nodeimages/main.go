@@ -76,7 +76,7 @@ func run(args []string) error {
 }
 
 // onRootfs returns img with the root filesystem tar under its layers (its
-// config and creation time kept).
+// platform, config and creation time kept).
 func onRootfs(img v1.Image, rootfs string) (v1.Image, error) {
 	base, err := tarball.LayerFromFile(rootfs, tarball.WithCompressedCaching)
 	if err != nil {
@@ -94,8 +94,13 @@ func onRootfs(img v1.Image, rootfs string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out, err = mutate.Config(out, cfg.Config); err != nil {
+	// The layers' diff IDs and history come from out; the platform (ctr
+	// import filters by it), the config and the time from img.
+	oc, err := out.ConfigFile()
+	if err != nil {
 		return nil, err
 	}
-	return mutate.CreatedAt(out, cfg.Created)
+	oc = oc.DeepCopy()
+	oc.Architecture, oc.OS, oc.Config, oc.Created = cfg.Architecture, cfg.OS, cfg.Config, cfg.Created
+	return mutate.ConfigFile(out, oc)
 }
