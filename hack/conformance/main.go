@@ -225,6 +225,7 @@ func runSpecs(e2e, bin, kubeconfig, dir string, specs []spec, o options) []Resul
 	return results
 }
 
+// runSpec runs one spec; its log and JUnit report are reports/spec-NN.*.
 func runSpec(e2e, bin, kubeconfig, reports string, i int, s spec, timeout time.Duration) Result {
 	base := filepath.Join(reports, fmt.Sprintf("spec-%02d", i))
 	junit := base + ".xml"
@@ -241,7 +242,6 @@ func runSpec(e2e, bin, kubeconfig, reports string, i int, s spec, timeout time.D
 		"--provider=local",
 		"--node-os-distro=debian",
 		"--disable-log-dump", "--dump-logs-on-failure=false",
-		"--report-dir="+reports,
 	)
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	logf, err := os.Create(base + ".log")
