@@ -35,12 +35,12 @@ import (
 const Focus = `\[sig-network\] LoadBalancers`
 
 type options struct {
-	nodes, parallel   int
-	focus, skip       string
-	dir, out          string
-	specTimeout       time.Duration
-	keep              bool
-	prefix, overrides string
+	nodes, parallel  int
+	focus, skip      string
+	dir, out         string
+	specTimeout      time.Duration
+	keep             bool
+	prefix, ecmpHash string
 }
 
 func main() {
@@ -54,6 +54,7 @@ func main() {
 	flag.DurationVar(&o.specTimeout, "spec-timeout", 25*time.Minute, "limit of one spec's e2e.test process")
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster up afterwards (bin/devcluster down --dir DIR/cluster)")
 	flag.StringVar(&o.prefix, "prefix", "tfccmcf", "local cloud name prefix")
+	flag.StringVar(&o.ecmpHash, "ecmp-hash", "client", "the local cloud's ECMP hashing of routed VIPs: client (session affinity holds) or flow")
 	flag.Parse()
 	start := time.Now()
 	err := run(o)
@@ -98,7 +99,7 @@ func run(o options) (err error) {
 	ctx := context.Background()
 	clusterDir := filepath.Join(dir, "cluster")
 	say("starting the control plane, CoreDNS and %d real nodes", o.nodes)
-	c, err := nodes.Up(ctx, nodes.Options{Dir: clusterDir, Nodes: o.nodes, Prefix: o.prefix, HostRoute: true})
+	c, err := nodes.Up(ctx, nodes.Options{Dir: clusterDir, Nodes: o.nodes, Prefix: o.prefix, HostRoute: true, ECMPHash: o.ecmpHash})
 	if err != nil {
 		return err
 	}
