@@ -6,7 +6,8 @@
 //
 // It brings up the control plane with N real nodes in the local cloud
 // (test/nodes), starts tfccm as their CCM with the local set's `routed`
-// module as the cluster's default LoadBalancer module (an override_dir), lists
+// module as the cluster's default LoadBalancer module (an override_dir; the
+// local cloud hashing routed VIPs by client, --ecmp-hash), lists
 // the specs the focus selects, runs each in its own e2e.test process (up to
 // --parallel at once, each in its own namespaces, with its own JUnit report),
 // tears everything down and writes the per-spec result table (Markdown) to
