@@ -9,7 +9,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools tools-nodes tools-e2e test-nodes standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -73,7 +73,7 @@ tools:
 tools-nodes: tools
 	bash hack/tools.sh nodes
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./test/nodes/pause
-	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images
+	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images --rootfs "$$(bash hack/agnhost-rootfs.sh)"
 
 ## tools-e2e: the upstream Kubernetes e2e suite as bin/e2e.test (cached; ~20 min cold), for the
 ## LoadBalancer conformance specs on real nodes
@@ -98,6 +98,21 @@ lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	env -u TF_CLI_CONFIG_FILE $(BIN)/tofu fmt -check -diff $$(git ls-files '*.tf' | grep -v '/testdata/invalid/')
+
+## conformance: the upstream `[sig-network] LoadBalancers` specs (bin/e2e.test) against tfccm on 3 real
+## nodes, tfccm's routed VIP as the default LB; per-spec table in .work/conformance/results.md
+CONFORMANCE_FLAGS ?=
+conformance: tools-nodes tools-e2e build
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-conformance
+	rc=0; $(GO) run ./hack/conformance --nodes 3 --dir .work/conformance $(CONFORMANCE_FLAGS) || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-conformance || rc=1; exit $$rc
+
+## conformance-fast: one upstream spec (ExternalTrafficPolicy: Local, type=LoadBalancer) on 2 real nodes
+conformance-fast: tools-nodes tools-e2e build
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-conformance-fast
+	rc=0; $(GO) run ./hack/conformance --nodes 2 --dir .work/conformance-fast \
+		--focus 'LoadBalancers ExternalTrafficPolicy: Local .*should work for type=LoadBalancer' || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-conformance-fast || rc=1; exit $$rc
 
 ## test: everything CI runs — lint, unit, integration and e2e tests, then a
 ## check that the tests left no namespace, process or link of their own behind

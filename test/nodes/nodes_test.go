@@ -153,25 +153,15 @@ func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
 	}
 	dir := t.TempDir()
 	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
-	cfg := harness.CloudConfig{
-		ClusterName: "nodes",
-		WorkDir:     filepath.Join(dir, "work"),
-		TemplateSet: "local",
-		Tofu:        repo.Tofu(t),
-		Terraform:   []string{fmt.Sprintf("cli_config_file = %q", repo.LBHost(t))},
-		Blocks: harness.Block("load_balancer", c.Cloud.LBSettings()) +
-			"routes {\n  batch_window = \"1s\"\n  settings = " + harness.HCLObject(c.Cloud.RoutesSettings()) + "\n}\n" +
-			fmt.Sprintf("instances {\n  ttl = \"5s\"\n  source \"infra\" {\n    dir = %q\n  }\n}\n", c.Cloud.InfraDir()),
-	}
+	cfg := CCMConfig(c, "nodes", filepath.Join(dir, "work"), repo.Tofu(t), repo.LBHost(t), "")
 	path := filepath.Join(dir, "cloud.hcl")
 	if err := cfg.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	ccm, err := harness.StartCCM(harness.CCMOptions{
 		Binary: bin, Kubeconfig: c.Kubeconfig(), CloudConfig: path, Dir: dir,
-		Flags: []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes=true",
-			"--route-reconciliation-period=5s", "--concurrent-service-syncs=4"},
-		Env: []string{"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH")},
+		Flags: CCMFlags,
+		Env:   []string{"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH")},
 	})
 	if err != nil {
 		t.Fatal(err)
