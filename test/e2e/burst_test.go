@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -156,34 +157,18 @@ func TestBurstVsRawTofu(t *testing.T) {
 // with the first error.
 func forEach(t *testing.T, items []string, par int, f func(ctx context.Context, item string) error) {
 	t.Helper()
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		first error
-		mu    sync.Mutex
-	)
-	for range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(items) {
-					return
-				}
-				if err := f(t.Context(), items[i]); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("%s: %w", items[i], err)
-					}
-					mu.Unlock()
-				}
+	g, ctx := errgroup.WithContext(t.Context())
+	g.SetLimit(par)
+	for _, item := range items {
+		g.Go(func() error {
+			if err := f(ctx, item); err != nil {
+				return fmt.Errorf("%s: %w", item, err)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if first != nil {
-		t.Fatal(first)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 
