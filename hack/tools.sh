@@ -76,6 +76,8 @@ apt_install() {
 	[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 	command -v ssh-keygen >/dev/null || missing+=(openssh-client)
 	command -v flock >/dev/null || missing+=(util-linux)
+	# lbhost-router hashes client-affinity routed VIPs by client with nftables.
+	command -v nft >/dev/null || [[ -x /usr/sbin/nft ]] || missing+=(nftables)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""

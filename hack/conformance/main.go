@@ -6,8 +6,7 @@
 //
 // It brings up the control plane with N real nodes in the local cloud
 // (test/nodes), starts tfccm as their CCM with the local set's `routed`
-// module as the cluster's default LoadBalancer module (an override_dir; the
-// local cloud hashing routed VIPs by client, --ecmp-hash), lists
+// module as the cluster's default LoadBalancer module (an override_dir), lists
 // the specs the focus selects, runs each in its own e2e.test process (up to
 // --parallel at once, each in its own namespaces, with its own JUnit report),
 // tears everything down and writes the per-spec result table (Markdown) to
@@ -36,12 +35,12 @@ import (
 const Focus = `\[sig-network\] LoadBalancers`
 
 type options struct {
-	nodes, parallel  int
-	focus, skip      string
-	dir, out         string
-	specTimeout      time.Duration
-	keep             bool
-	prefix, ecmpHash string
+	nodes, parallel int
+	focus, skip     string
+	dir, out        string
+	specTimeout     time.Duration
+	keep            bool
+	prefix          string
 }
 
 func main() {
@@ -55,7 +54,6 @@ func main() {
 	flag.DurationVar(&o.specTimeout, "spec-timeout", 25*time.Minute, "limit of one spec's e2e.test process")
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster up afterwards (bin/devcluster down --dir DIR/cluster)")
 	flag.StringVar(&o.prefix, "prefix", "tfccmcf", "local cloud name prefix")
-	flag.StringVar(&o.ecmpHash, "ecmp-hash", "client", "the local cloud's ECMP hashing of routed VIPs: client (session affinity holds) or flow")
 	flag.Parse()
 	start := time.Now()
 	err := run(o)
@@ -100,7 +98,7 @@ func run(o options) (err error) {
 	ctx := context.Background()
 	clusterDir := filepath.Join(dir, "cluster")
 	say("starting the control plane, CoreDNS and %d real nodes", o.nodes)
-	c, err := nodes.Up(ctx, nodes.Options{Dir: clusterDir, Nodes: o.nodes, Prefix: o.prefix, HostRoute: true, ECMPHash: o.ecmpHash})
+	c, err := nodes.Up(ctx, nodes.Options{Dir: clusterDir, Nodes: o.nodes, Prefix: o.prefix, HostRoute: true})
 	if err != nil {
 		return err
 	}

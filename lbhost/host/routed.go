@@ -21,6 +21,7 @@ type RoutedVIP struct {
 	Address  string // "" = allocate
 	Nexthops []string
 	Check    router.Check
+	Hash     string // router.HashFlow ("" too) or router.HashClient
 }
 
 func (r RoutedVIP) validate() error {
@@ -35,7 +36,7 @@ func (r RoutedVIP) validate() error {
 }
 
 func (r RoutedVIP) config(addr string) router.Config {
-	return router.Config{Owner: r.Owner, Address: addr, Nexthops: r.Nexthops, Check: r.Check}
+	return router.Config{Owner: r.Owner, Address: addr, Nexthops: r.Nexthops, Check: r.Check, Hash: r.Hash}
 }
 
 func (h *Host) routedFile(owner string) string { return h.p("routed", owner+".json") }

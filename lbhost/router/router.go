@@ -2,7 +2,10 @@
 // routed VIP (a JSON file per VIP in a directory, written by the provider's
 // lbhost_routed_vip resource) it health-checks the VIP's next hops and keeps
 // one kernel route to the VIP: ECMP over the next hops that pass the check,
-// none when none does. The VIP itself lives on the next hops (kube-proxy
+// none when none does. The kernel hashes flows (addresses and ports) over
+// the next hops; a VIP whose Hash is "client" (a Service with client-IP
+// session affinity) is hashed by client address instead, so all of a
+// client's connections reach one next hop (see clienthash.go). The VIP itself lives on the next hops (kube-proxy
 // serves a load balancer IP of `ip_mode = "VIP"`), so the host only routes:
 // client addresses are preserved and any protocol passes.
 //
@@ -29,7 +32,17 @@ type Config struct {
 	Address  string   `json:"address"`
 	Nexthops []string `json:"nexthops"`
 	Check    Check    `json:"health_check"`
+	// Hash is how connections are spread over the next hops: "flow"
+	// (addresses and ports; "" means flow) or "client" (client address
+	// only: a client's connections all reach one next hop).
+	Hash string `json:"hash,omitempty"`
 }
+
+// Hash values.
+const (
+	HashFlow   = "flow"
+	HashClient = "client"
+)
 
 // Check is the health check of every next hop.
 type Check struct {
@@ -57,6 +70,14 @@ func (c Config) Validate() error {
 		if err != nil || !h.Is4() || h.String() != n {
 			return fmt.Errorf("next hop %q is not an IPv4 address", n)
 		}
+		if _, err := hopID(n); err != nil && c.Hash == HashClient {
+			return err
+		}
+	}
+	switch c.Hash {
+	case "", HashFlow, HashClient:
+	default:
+		return fmt.Errorf("hash %q must be flow or client", c.Hash)
 	}
 	switch c.Check.Protocol {
 	case "HTTP", "HTTPS":

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,12 +28,20 @@ type Service struct {
 	Tick time.Duration
 	// Run runs an `ip` command; default exec.
 	Run func(ctx context.Context, argv ...string) ([]byte, error)
+	// Nft loads an nftables script (client-hashed VIPs); default
+	// `nft -f -`.
+	Nft func(ctx context.Context, script string) error
 	// Probe checks one next hop; default HTTP(S) GET or TCP connect.
 	Probe func(ctx context.Context, hop string, c Check) bool
 	Log   *log.Logger
 
 	health  map[string]map[string]*health // address -> hop -> state
 	applied map[string]string             // address -> key of the hops routed to
+	// hopRules: next hops with a policy rule and table (client hashing);
+	// nftLoaded: the script last loaded ("" = none yet, load even if empty).
+	hopRules  map[string]bool
+	nftLoaded string
+	nftErr    string // the last nft error logged, so it is logged once
 }
 
 func (s *Service) defaults() {
@@ -47,6 +57,16 @@ func (s *Service) defaults() {
 			return out, nil
 		}
 	}
+	if s.Nft == nil {
+		s.Nft = func(ctx context.Context, script string) error {
+			cmd := exec.CommandContext(ctx, "nft", "-f", "-")
+			cmd.Stdin = strings.NewReader(script)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("nft -f: %w: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+	}
 	if s.Probe == nil {
 		s.Probe = probe
 	}
@@ -55,6 +75,7 @@ func (s *Service) defaults() {
 	}
 	s.health = map[string]map[string]*health{}
 	s.applied = map[string]string{}
+	s.hopRules = map[string]bool{}
 }
 
 // Serve runs until ctx ends. It first removes routes it owns that no
@@ -102,6 +123,21 @@ func (s *Service) adoptRoutes(ctx context.Context) error {
 			hops = append(hops, n.Gateway)
 		}
 		s.applied[strings.TrimSuffix(r.Dst, "/32")] = key(hops)
+	}
+	out, err = s.Run(ctx, "ip", "-j", "-4", "rule", "show", "pref", RulePref)
+	if err != nil {
+		return err
+	}
+	var rules []struct {
+		Table string `json:"table"`
+	}
+	if err := json.Unmarshal(out, &rules); err != nil {
+		return fmt.Errorf("parse ip -j rule: %w", err)
+	}
+	for _, r := range rules {
+		if id, err := strconv.ParseUint(r.Table, 10, 32); err == nil {
+			s.hopRules[hopOfTable(uint32(id))] = true
+		}
 	}
 	return nil
 }
@@ -183,6 +219,81 @@ func (s *Service) Sync(ctx context.Context) {
 		} else {
 			s.applied[addr] = key(up)
 		}
+	}
+	s.syncClientHash(ctx, configs)
+}
+
+// syncClientHash keeps the policy rules, hop tables and nftables rules of
+// the client-hashed VIPs. New hops' rules come first and stale ones go
+// last, so a marked packet always finds its table.
+func (s *Service) syncClientHash(ctx context.Context, configs map[string]Config) {
+	vips := map[string][]string{}
+	want := map[string]bool{}
+	for addr, c := range configs {
+		if c.Hash != HashClient {
+			continue
+		}
+		var up []string
+		for _, hop := range c.Nexthops {
+			if h := s.health[addr][hop]; h != nil && h.up {
+				up = append(up, hop)
+			}
+		}
+		if len(up) < 2 {
+			continue // the main table's route is the whole story
+		}
+		vips[addr] = up
+		for _, hop := range up {
+			want[hop] = true
+		}
+	}
+	for _, hop := range slices.Sorted(maps.Keys(want)) {
+		if s.hopRules[hop] {
+			continue
+		}
+		if _, err := s.Run(ctx, HopRouteArgs(hop)...); err != nil {
+			s.Log.Printf("client hashing: table of %s: %v", hop, err)
+			return // retried at the next Sync
+		}
+		if _, err := s.Run(ctx, HopRuleArgs("add", hop)...); err != nil && !strings.Contains(err.Error(), "File exists") {
+			s.Log.Printf("client hashing: rule of %s: %v", hop, err)
+			return
+		}
+		s.hopRules[hop] = true
+	}
+	script := Ruleset(vips)
+	if script != s.nftLoaded {
+		err := s.Nft(ctx, script)
+		if err != nil && len(vips) == 0 && s.nftLoaded == "" {
+			// Nothing to hash by client and nothing loaded by this run:
+			// without nftables there is nothing to clean up either.
+			s.nftLoaded, err = script, nil
+		}
+		if err != nil {
+			if err.Error() != s.nftErr {
+				s.Log.Printf("client hashing (%d VIPs) needs nftables; their connections are hashed by flow until it works: %v", len(vips), err)
+			}
+			s.nftErr = err.Error()
+			return
+		}
+		if len(vips) > 0 || strings.Contains(s.nftLoaded, "chain") {
+			s.Log.Printf("client hashing: %d VIPs", len(vips))
+		}
+		s.nftLoaded, s.nftErr = script, ""
+	}
+	for _, hop := range slices.Sorted(maps.Keys(s.hopRules)) {
+		if want[hop] {
+			continue
+		}
+		if _, err := s.Run(ctx, HopRuleArgs("del", hop)...); err != nil && !strings.Contains(err.Error(), "No such file") {
+			s.Log.Printf("client hashing: remove rule of %s: %v", hop, err)
+			continue
+		}
+		if _, err := s.Run(ctx, HopFlushArgs(hop)...); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			s.Log.Printf("client hashing: remove table of %s: %v", hop, err)
+			continue
+		}
+		delete(s.hopRules, hop)
 	}
 }
 

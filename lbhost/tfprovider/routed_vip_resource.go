@@ -1,6 +1,7 @@
 package tfprovider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -12,7 +13,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
@@ -30,6 +33,7 @@ type routedVIPModel struct {
 	Address     types.String      `tfsdk:"address"`
 	Nexthops    []string          `tfsdk:"nexthops"`
 	HealthCheck *routedCheckModel `tfsdk:"health_check"`
+	Hash        types.String      `tfsdk:"hash"`
 }
 
 type routedCheckModel struct {
@@ -65,6 +69,11 @@ func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
 			"nexthops": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Description: "IPv4 addresses the VIP is routed to while they pass the health check."},
+			"hash": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(router.HashFlow),
+				Validators: []validator.String{oneOf(router.HashFlow, router.HashClient)},
+				Description: "How connections are spread over the healthy next hops: `flow` (by addresses and ports) or `client` " +
+					"(by client address only: all connections of a client reach the same next hop, as client-IP session affinity " +
+					"needs; the router marks them with nftables, so the host needs `nft`). Changes in place."},
 			"health_check": schema.SingleNestedAttribute{Required: true,
 				Description: "How every next hop is checked.",
 				Attributes: map[string]schema.Attribute{
@@ -98,7 +107,7 @@ func (m routedVIPModel) routed() (host.RoutedVIP, error) {
 	if hc == nil {
 		return host.RoutedVIP{}, &host.FieldError{Field: "health_check", Msg: "is required"}
 	}
-	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Check: router.Check{
+	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Hash: m.Hash.ValueString(), Check: router.Check{
 		Protocol: hc.Protocol, Port: int(hc.Port), Path: hc.Path.ValueString(),
 		IntervalMS: int(hc.IntervalMS.ValueInt64()), Rise: int(hc.Rise.ValueInt64()), Fall: int(hc.Fall.ValueInt64()),
 	}}
@@ -157,6 +166,7 @@ func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	m.Nexthops = c.Nexthops
+	m.Hash = types.StringValue(cmp.Or(c.Hash, router.HashFlow))
 	if m.HealthCheck == nil {
 		m.HealthCheck = &routedCheckModel{Path: types.StringNull()}
 	}
@@ -218,7 +228,7 @@ func (r *routedVIPResource) ImportState(ctx context.Context, req resource.Import
 		resp.Diagnostics.AddError("import lbhost_routed_vip "+owner, fmt.Sprintf("%s has no routed VIP on %s", owner, h.T))
 		return
 	}
-	for attr, v := range map[string]string{"id": owner, "owner": owner, "pool": pool, "address": c.Address} {
+	for attr, v := range map[string]string{"id": owner, "owner": owner, "pool": pool, "address": c.Address, "hash": cmp.Or(c.Hash, router.HashFlow)} {
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
 	}
 }

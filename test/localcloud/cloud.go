@@ -49,11 +49,6 @@ type Options struct {
 	// TransitCIDR (a /30) and VIPPool override the automatic choice.
 	TransitCIDR string
 	VIPPool     string
-	// ECMPHash is how the router spreads a routed VIP's traffic over its
-	// next hops (the infra's ecmp_hash): "flow" (addresses and ports, the
-	// default) or "client" (address pair: a client's connections all reach
-	// one node, as LBs with client-IP session affinity do).
-	ECMPHash string
 }
 
 // NodeInfo is a node as the infra's state records it.
@@ -83,8 +78,6 @@ type Cloud struct {
 	// CloudAddress is the cloud netns end (the host's next hop to the VIPs).
 	CloudAddress string
 	TransitCIDR  string
-	// ECMPHash is Options.ECMPHash ("" = the infra's default).
-	ECMPHash string
 	// RoutedVIPs tells whether the cloud runs the routed-VIP service
 	// (bin/lbhost-router, built by make build) for the local set's
 	// `routed` load balancers.
@@ -179,7 +172,6 @@ func newCloud(opts Options) (*Cloud, error) {
 		WorkDir:     opts.WorkDir,
 		TransitCIDR: opts.TransitCIDR,
 		VIPPool:     opts.VIPPool,
-		ECMPHash:    opts.ECMPHash,
 		nodes:       map[string]NodeSpec{},
 		indexes:     map[string]int{},
 		info:        map[string]NodeInfo{},
@@ -269,9 +261,6 @@ func (c *Cloud) apply(ctx context.Context) error {
 		if router := filepath.Join(c.RepoRoot, "bin", "lbhost-router"); fileExists(router) {
 			vars["router_binary"] = router
 		}
-	}
-	if c.ECMPHash != "" {
-		vars["ecmp_hash"] = c.ECMPHash
 	}
 	b, err := json.MarshalIndent(vars, "", "  ")
 	if err != nil {

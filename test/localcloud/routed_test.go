@@ -34,6 +34,21 @@ func serveVIP(t *testing.T, nodeName, vip string, port int) {
 	t.Cleanup(func() { srv.Close() })
 }
 
+// answeredBy makes n connections to vip:80 and counts the nodes answering.
+func answeredBy(t *testing.T, vip string, n int) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for range n {
+		body, err := get("http://" + vip + "/")
+		if err != nil {
+			t.Fatalf("GET VIP: %v", err)
+		}
+		node, _, _ := strings.Cut(body, " saw ")
+		seen[node] = true
+	}
+	return seen
+}
+
 // routedRoute is the router's kernel route to vip in the cloud netns ("" if none).
 func routedRoute(vip string) string {
 	out, _ := exec.Command("ip", "-n", shared.CloudNetns, "-4", "route", "show", vip+"/32").Output()
@@ -86,6 +101,34 @@ func TestRoutedVIP(t *testing.T) {
 	}
 	if !seen["node-a"] || !seen["node-b"] || seen["node-c"] {
 		t.Errorf("answered by %v, want node-a and node-b (node-c fails its health check)", seen)
+	}
+
+	// ClientIP affinity (an in-place update): every connection of this
+	// client reaches one node; switching it off spreads them again.
+	affinity := func(a string) map[string]any {
+		return lbVars("routed1", []port{{"TCP", 80, 30080}, {"UDP", 53, 30053}}, func(svc map[string]any) { svc["session_affinity"] = a })
+	}
+	w.mustApply(affinity("ClientIP"))
+	eventually(t, 10*time.Second, "client hashing: every connection reaches one node", func() (bool, string) {
+		seen := answeredBy(t, vip, 30)
+		return len(seen) == 1, fmt.Sprint(seen)
+	})
+	if out, err := exec.Command("ip", "-n", shared.CloudNetns, "-4", "rule", "show", "pref", "7700").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "lookup") {
+		t.Errorf("no policy rules of the router for client hashing: %v: %s", err, out)
+	}
+	for range 3 { // and it stays that node
+		if seen := answeredBy(t, vip, 30); len(seen) != 1 {
+			t.Fatalf("ClientIP affinity: one client answered by %v", seen)
+		}
+	}
+	w.mustApply(affinity("None"))
+	eventually(t, 10*time.Second, "flow hashing again: connections reach both nodes", func() (bool, string) {
+		seen := answeredBy(t, vip, 30)
+		return seen["node-a"] && seen["node-b"], fmt.Sprint(seen)
+	})
+	if out, _ := exec.Command("ip", "-n", shared.CloudNetns, "-4", "rule", "show", "pref", "7700").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("client hashing off, policy rules left: %s", out)
 	}
 
 	// node-b fails: only node-a gets traffic.

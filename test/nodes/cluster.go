@@ -40,9 +40,6 @@ type Options struct {
 	// exec). One cluster at a time can have it: Up fails if the host
 	// already routes the node network.
 	HostRoute bool
-	// ECMPHash is the local cloud's ECMP hashing of routed VIPs
-	// (localcloud.Options.ECMPHash); "" = its default, by flow.
-	ECMPHash string
 	// ReadyTimeout bounds the wait for every node to register with a pod
 	// CIDR. Default 3m.
 	ReadyTimeout time.Duration
@@ -135,7 +132,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		specs = append(specs, localcloud.NodeSpec{Name: "node-" + string(rune('a'+i)), Zone: "local-a", Region: "local", InstanceType: "local.small"})
 	}
 	st := state{CloudDir: filepath.Join(dir, "cloud")}
-	cloud, err := localcloud.Up(ctx, localcloud.Options{Prefix: opts.Prefix, Nodes: specs, WorkDir: st.CloudDir, ECMPHash: opts.ECMPHash})
+	cloud, err := localcloud.Up(ctx, localcloud.Options{Prefix: opts.Prefix, Nodes: specs, WorkDir: st.CloudDir})
 	if err != nil {
 		return nil, err
 	}

@@ -98,12 +98,11 @@ resource "terraform_data" "node" {
 # balancers rely on; only when var.router_binary is set.
 resource "terraform_data" "router" {
   count            = var.router_binary == null ? 0 : 1
-  triggers_replace = [terraform_data.cloud.output, var.router_binary, var.ecmp_hash]
+  triggers_replace = [terraform_data.cloud.output, var.router_binary]
   input = {
     CLOUD_NETNS   = terraform_data.cloud.output.CLOUD_NETNS
     STATE_DIR     = terraform_data.cloud.output.STATE_DIR
     ROUTER_BINARY = var.router_binary
-    ECMP_HASH     = var.ecmp_hash
   }
 
   provisioner "local-exec" {

@@ -18,15 +18,9 @@ start() {
 	[[ -x $ROUTER_BINARY ]] || die "router binary $ROUTER_BINARY is not executable (make build builds bin/lbhost-router)"
 	netns_exists "$CLOUD_NETNS" || die "cloud netns $CLOUD_NETNS does not exist"
 	mkdir -p "$STATE_DIR/routed" "$STATE_DIR/tmp"
-	# ECMP by flow (addresses and ports), or by client (address pair only:
-	# a client's connections stay on one node, for client-IP affinity).
-	local policy
-	case ${ECMP_HASH:-flow} in
-	flow) policy=1 ;;
-	client) policy=0 ;;
-	*) die "ECMP_HASH must be flow or client" ;;
-	esac
-	ip netns exec "$CLOUD_NETNS" sysctl -qw net.ipv4.fib_multipath_hash_policy=$policy
+	# ECMP by flow (addresses and ports); the router hashes client-affinity
+	# VIPs by client address itself (nftables marks + policy rules).
+	ip netns exec "$CLOUD_NETNS" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
 	router_pid >/dev/null && return 0
 	ip netns exec "$CLOUD_NETNS" setsid "$ROUTER_BINARY" -dir "$STATE_DIR/routed" \
 		</dev/null >>"$STATE_DIR/tmp/router.log" 2>&1 &

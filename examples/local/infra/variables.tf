@@ -77,17 +77,6 @@ variable "state_dir" {
   }
 }
 
-variable "ecmp_hash" {
-  description = "How the router spreads a routed VIP's traffic over its next hops: `flow` (addresses and ports) or `client` (address pair: all connections of a client reach the same node, as load balancers with client-IP session affinity do). Default: flow."
-  type        = string
-  default     = "flow"
-
-  validation {
-    condition     = contains(["flow", "client"], var.ecmp_hash)
-    error_message = "The ecmp_hash must be flow or client."
-  }
-}
-
 variable "router_binary" {
   description = "The lbhost-router binary (make build: bin/lbhost-router). When set, the cloud runs it in its netns: the service behind routed-VIP load balancers (the local set's `routed` variant). Default: none."
   type        = string

@@ -26,6 +26,10 @@ resource "lbhost_routed_vip" "vip" {
   pool     = var.settings.vip_pool
   address  = local.requested
   nexthops = local.nexthops
+  # ClientIP affinity: the router hashes the VIP's connections by client
+  # address, so a client stays on one node (kube-proxy keeps it on one
+  # endpoint there); otherwise by flow, spreading a client's connections.
+  hash = var.service.session_affinity == "ClientIP" ? "client" : "flow"
 
   # kube-proxy's health endpoint (or, for externalTrafficPolicy: Local, the
   # Service's healthCheckNodePort, which fails on nodes without a ready

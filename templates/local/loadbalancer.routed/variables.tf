@@ -20,6 +20,7 @@ variable "service" {
   type = object({
     load_balancer_ip = string
     ip_families      = list(string)
+    session_affinity = string
     proxy_protocol   = bool
   })
 
