@@ -22,13 +22,14 @@ CNI_PLUGINS_VERSION=v1.9.1
 log() { printf '[tools] %s\n' "$*" >&2; }
 
 # key NAME VERSION MODDIR [TAGS]: a cache key over the version, the wrapper module
-# (a main.go of its own too), the build tags and the Go toolchain, so any change to how
+# (its own Go sources too), the build tags and the Go toolchain, so any change to how
 # it is built rebuilds it.
 key() {
 	{
 		echo "$2"
 		cat "$3/go.mod" "$3/go.sum"
-		if [[ -f $3/main.go ]]; then cat "$3/main.go"; fi
+		# The wrapper's own Go sources (main.go, a test suite), tools.go aside.
+		find "$3" -name '*.go' ! -name tools.go -print0 | sort -z | xargs -0 -r cat
 		if [[ -n ${4-} ]]; then echo "tags $4"; fi
 		go env GOVERSION GOARCH
 	} | sha256sum | cut -c1-16
@@ -143,10 +144,10 @@ env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 if [[ ${1-} == nodes ]]; then
 	nodes
 fi
-# `tools.sh e2e` (make tools-e2e): the upstream e2e suite as bin/e2e.test
-# (go test -c k8s.io/kubernetes/test/e2e through hack/tools/kube-e2e), for
-# running `[sig-network] LoadBalancers` against tfccm on real nodes.
+# `tools.sh e2e` (make tools-e2e): the upstream e2e framework with its
+# sig-network specs as bin/e2e.test (hack/tools/kube-e2e/lbsuite, go test -c),
+# for running `[sig-network] LoadBalancers` against tfccm on real nodes.
 if [[ ${1-} == e2e ]]; then
-	build e2e.test "$KUBE_VERSION" "$root/hack/tools/kube-e2e" test:k8s.io/kubernetes/test/e2e \
+	build e2e.test "$KUBE_VERSION" "$root/hack/tools/kube-e2e" test:github.com/tfccm/tfccm/hack/tools/kube-e2e/lbsuite \
 		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 fi

@@ -1,45 +1,16 @@
 //go:build tools
 
-// Package tools pins what the upstream e2e suite (k8s.io/kubernetes/test/e2e,
-// built with `go test -c`) needs, so `make conformance` builds e2e.test from this module.
+// Package tools pins what lbsuite (the upstream e2e framework with the
+// sig-network specs, built with `go test -c`) needs, so `make tools-e2e`
+// builds bin/e2e.test from this module.
 package tools
 
 import (
 	_ "github.com/onsi/ginkgo/v2"
-	_ "go.yaml.in/yaml/v2"
-	_ "k8s.io/component-base/version"
-	_ "k8s.io/klog/v2"
-	_ "k8s.io/kubernetes/test/conformance/testdata"
-	_ "k8s.io/kubernetes/test/e2e"
-	_ "k8s.io/kubernetes/test/e2e/apimachinery"
-	_ "k8s.io/kubernetes/test/e2e/apps"
-	_ "k8s.io/kubernetes/test/e2e/architecture"
-	_ "k8s.io/kubernetes/test/e2e/auth"
-	_ "k8s.io/kubernetes/test/e2e/autoscaling"
-	_ "k8s.io/kubernetes/test/e2e/cloud"
-	_ "k8s.io/kubernetes/test/e2e/common"
-	_ "k8s.io/kubernetes/test/e2e/dra"
-	_ "k8s.io/kubernetes/test/e2e/feature"
+	_ "github.com/onsi/gomega"
 	_ "k8s.io/kubernetes/test/e2e/framework"
-	_ "k8s.io/kubernetes/test/e2e/framework/config"
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
-	_ "k8s.io/kubernetes/test/e2e/framework/metrics/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
-	_ "k8s.io/kubernetes/test/e2e/framework/testfiles"
-	_ "k8s.io/kubernetes/test/e2e/instrumentation"
-	_ "k8s.io/kubernetes/test/e2e/invariants"
-	_ "k8s.io/kubernetes/test/e2e/invariants/logcheck"
-	_ "k8s.io/kubernetes/test/e2e/kubectl"
-	_ "k8s.io/kubernetes/test/e2e/lifecycle"
-	_ "k8s.io/kubernetes/test/e2e/lifecycle/bootstrap"
 	_ "k8s.io/kubernetes/test/e2e/network"
-	_ "k8s.io/kubernetes/test/e2e/node"
-	_ "k8s.io/kubernetes/test/e2e/scheduling"
-	_ "k8s.io/kubernetes/test/e2e/storage"
-	_ "k8s.io/kubernetes/test/e2e/storage/csimock"
-	_ "k8s.io/kubernetes/test/e2e/storage/external"
-	_ "k8s.io/kubernetes/test/e2e/testing-manifests"
-	_ "k8s.io/kubernetes/test/e2e/windows"
-	_ "k8s.io/kubernetes/test/fixtures"
-	_ "k8s.io/kubernetes/test/utils/format"
+	_ "k8s.io/utils/net"
 )
