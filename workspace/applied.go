@@ -14,7 +14,14 @@ import (
 const appliedDir = metaDir + "/applied"
 
 // saveApplied records spec as the workspace's last applied configuration.
-func saveApplied(dir string, spec *Spec) error {
+// When the previous apply was of the same content (prevHash: a drift
+// check, a repair) and its copy is there, nothing is written.
+func saveApplied(dir string, spec *Spec, prevHash string) error {
+	if prevHash == spec.Hash {
+		if prev, ok := lastApplied(dir, spec); ok && prev.Hash == spec.Hash {
+			return nil
+		}
+	}
 	return spec.WriteDir(filepath.Join(dir, appliedDir))
 }
 

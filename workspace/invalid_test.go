@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,57 @@ resource "terraform_data" "x" {
 	}
 	if _, err := os.Stat(e.Dir("later")); !os.IsNotExist(err) {
 		t.Errorf("workspace directory left after the destroy: %v", err)
+	}
+}
+
+// TestSaveAppliedOnlyOnChange: the copy of the applied files is written
+// when the applied content changes, not on every successful run (a drift
+// check re-applies the same content).
+func TestSaveAppliedOnlyOnChange(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(v string) Spec {
+		s := Spec{Name: "w", Files: map[string][]byte{"main.tf": []byte("# " + v + "\n")}}
+		s.Hash = s.ContentHash()
+		return s
+	}
+	a, b := spec("a"), spec("b")
+	copyOf := filepath.Join(dir, appliedDir, "main.tf")
+	for _, tc := range []struct {
+		name     string
+		spec     Spec
+		prevHash string
+		rewrite  bool
+		want     string
+	}{
+		{"first apply", a, "", true, "# a\n"},
+		{"same content again", a, a.Hash, false, "# a\n"},
+		{"new content", b, a.Hash, true, "# b\n"},
+	} {
+		old := time.Now().Add(-time.Hour).Truncate(time.Second)
+		_ = os.Chtimes(copyOf, old, old)
+		if err := saveApplied(dir, &tc.spec, tc.prevHash); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, err := os.ReadFile(copyOf)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: copy %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+		st, err := os.Stat(copyOf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rewritten := !st.ModTime().Equal(old); rewritten != tc.rewrite {
+			t.Errorf("%s: rewritten %v, want %v", tc.name, rewritten, tc.rewrite)
+		}
+	}
+	// A missing copy is written even when the content did not change.
+	if err := os.RemoveAll(filepath.Join(dir, appliedDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveApplied(dir, &b, b.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := lastApplied(dir, &b); !ok {
+		t.Error("a missing copy was not written again")
 	}
 }

@@ -244,7 +244,7 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, dir str
 	}
 	public, secrets := splitOutputs(outputs)
 	out.secrets = secrets
-	if err := saveApplied(dir, spec); err != nil {
+	if err := saveApplied(dir, spec, out.rec.AppliedHash); err != nil {
 		return fail("apply", &Error{Op: "apply", Summary: r.scrub.Scrub(err.Error())})
 	}
 	out.rec.AppliedHash = spec.Hash
@@ -304,9 +304,10 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 // what it installed (templates cannot ship one), and the mirror now holds
 // another build, which may even carry the same version (a new image). It
 // runs at most once per run, and only when the failed step asked for it.
-func (r *runner) reinit(ctx context.Context, spec *Spec, err error) bool {
+func (r *runner) reinit(ctx context.Context, err error) bool {
+	spec := r.spec
 	var e *Error
-	if r.reinited || !errors.As(err, &e) || !e.Reinit {
+	if spec == nil || r.reinited || !errors.As(err, &e) || !e.Reinit {
 		return false
 	}
 	r.reinited = true
@@ -460,7 +461,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
 		e := &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text), Reinit: needsReinit(text)}
-		if r.spec != nil && r.reinit(ctx, r.spec, e) {
+		if r.reinit(ctx, e) {
 			if op == "init" {
 				return nil // reinit has just run init
 			}
