@@ -211,6 +211,13 @@ func TestHelmChartSettings(t *testing.T) {
 		t.Error("no PodDisruptionBudget for the default two replicas")
 	}
 
+	if spec.HostNetwork {
+		t.Error("the default Deployment runs on the host network")
+	}
+	if _, hn := podSpec(t, objects(t, "default", "hostNetwork=true")); !hn.HostNetwork || hn.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork=true: hostNetwork %v, dnsPolicy %q", hn.HostNetwork, hn.DNSPolicy)
+	}
+
 	_, ds := podSpec(t, objects(t, "daemonset"))
 	if !ds.HostNetwork || ds.NodeSelector["node-role.kubernetes.io/control-plane"] != "" || len(ds.NodeSelector) != 1 {
 		t.Errorf("daemonset: hostNetwork %v, nodeSelector %v", ds.HostNetwork, ds.NodeSelector)
