@@ -215,7 +215,11 @@ func TestCCMInClusterOnRealNodes(t *testing.T) {
 	for _, e := range evs.Items {
 		places = append(places, hasKey(key, "Event "+e.Namespace+"/"+e.Name, []byte(e.Message))...)
 	}
-	places = append(places, hasKey(key, "CCM pod log", []byte(ccmPodLogs(client, 0)))...)
+	podLog := ccmPodLogs(client, 0)
+	places = append(places, hasKey(key, "CCM pod log", []byte(podLog))...)
+	if !strings.Contains(podLog, "Using the inClusterConfig") {
+		t.Error("the CCM pod's log does not say it uses the in-cluster config (its ServiceAccount token)")
+	}
 	for i, s := range states {
 		places = append(places, hasKey(key, fmt.Sprintf("state Secret %d", i), []byte(s))...)
 	}
