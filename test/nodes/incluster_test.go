@@ -56,17 +56,32 @@ const (
 
 // TestCCMInClusterOnRealNodes runs tfccm as a user of the Helm chart would
 // on bare metal: the image from `make image` imported into the nodes'
-// containerd, `helm install` of the chart (daemonset mode: host network,
-// since tfccm initializes the nodes and routes the pod network it would
-// otherwise depend on) with the baremetal set over SSH — two LB hosts
-// (sshd, HAProxy, keepalived) for load balancers, the local cloud's router
-// for the pod-range routes — the SSH key from a Secret, host keys pinned,
-// the cloud's infra state as the instance inventory, state in Secrets. The
-// pod has nothing of the host's: no kubeconfig (its ServiceAccount token
-// and the kubernetes Service), no capabilities, no host tools.
+// containerd, `helm install` of the chart with the baremetal set over SSH —
+// two LB hosts (sshd, HAProxy, keepalived) for load balancers, the local
+// cloud's router for the pod-range routes — the SSH key from a Secret, host
+// keys pinned, the cloud's infra state as the instance inventory, state in
+// Secrets. The pod has nothing of the host's: no kubeconfig (its
+// ServiceAccount token and the kubernetes Service), no capabilities, no
+// host tools. Both of the chart's layouts that can serve such a cluster
+// run, on node-a (these nodes have no control-plane role): daemonset mode,
+// and a Deployment with hostNetwork (tfccm routes the pod network, so it
+// cannot run on it).
 func TestCCMInClusterOnRealNodes(t *testing.T) {
 	needNodes(t)
 	archive := imageArchive(t)
+	// Short subtest names: the nodes' containerd sockets live under the
+	// test's temporary directory, and socket paths have at most 107 bytes.
+	for _, layout := range []struct{ name, values string }{
+		{"daemonset", "mode: daemonset\nnodeSelector:\n  kubernetes.io/hostname: node-a\n"},
+		{"deployment", "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\n"},
+	} {
+		t.Run(layout.name, func(t *testing.T) { testCCMInCluster(t, archive, layout.values) })
+	}
+}
+
+// testCCMInCluster is TestCCMInClusterOnRealNodes with the chart's layout
+// values.
+func testCCMInCluster(t *testing.T, archive, layout string) {
 	ctx := context.Background()
 	start := time.Now()
 	c := ForTest(t, Options{Nodes: 2, HostRoute: true})
@@ -95,7 +110,7 @@ func TestCCMInClusterOnRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	values, err := inClusterValues(c, hosts, ref)
+	values, err := inClusterValues(c, hosts, ref, layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +316,10 @@ func TestCCMInClusterOnRealNodes(t *testing.T) {
 const ccmSelector = "app.kubernetes.io/name=tfccm,app.kubernetes.io/instance=tfccm"
 
 // inClusterValues are the chart's values for the test: the imported image,
-// daemonset mode on node-a, the CCM flags of real nodes, the baremetal set's
+// the layout (mode, node selector), the CCM flags of real nodes, the baremetal set's
 // cloud config with the pod's paths, the local set's instance mapping for
 // the inventory, and the Secret and hostPath volumes.
-func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref string) (string, error) {
+func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (string, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return "", err
@@ -348,10 +363,7 @@ instances {
   repository: %q
   tag: %q
   pullPolicy: IfNotPresent
-mode: daemonset
-nodeSelector:
-  kubernetes.io/hostname: node-a
-extraArgs: [%s]
+%sextraArgs: [%s]
 cloudConfig:
   inline: |
 %s
@@ -371,7 +383,7 @@ extraVolumes:
 extraVolumeMounts:
   - {name: ssh-key, mountPath: %q, readOnly: true}
   - {name: inventory, mountPath: %q, readOnly: true}
-`, repository, tag, strings.Join(args, ", "), indent(cloudConfig, "    "), indent(string(mapping), "      "),
+`, repository, tag, layout, strings.Join(args, ", "), indent(cloudConfig, "    "), indent(string(mapping), "      "),
 		c.Cloud.InfraDir(), podKeyDir, podInventory), nil
 }
 
