@@ -80,10 +80,11 @@ tools-nodes: tools
 tools-e2e: tools
 	bash hack/tools.sh e2e
 
-## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM)
-test-nodes: tools-nodes build
+## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM,
+## also in-cluster from the image and the Helm chart)
+test-nodes: tools-nodes build image
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-nodes
-	rc=0; TFCCM_NODES=1 $(GO) test -count=1 -timeout 30m -v ./test/nodes/ || rc=$$?; \
+	rc=0; TFCCM_NODES=1 IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 30m -v ./test/nodes/ || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before-nodes || rc=1; exit $$rc
 
 ## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the

@@ -211,6 +211,28 @@ func TestHelmChartSettings(t *testing.T) {
 		t.Error("no PodDisruptionBudget for the default two replicas")
 	}
 
+	if spec.HostNetwork {
+		t.Error("the default Deployment runs on the host network")
+	}
+	_, hn := podSpec(t, objects(t, "default", "hostNetwork=true"))
+	if !hn.HostNetwork || hn.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork=true: hostNetwork %v, dnsPolicy %q", hn.HostNetwork, hn.DNSPolicy)
+	}
+	// The default tolerations, plus network-unavailable (which only tfccm's
+	// routes lift), as the DaemonSet controller gives host-network pods.
+	hnTol := map[string]bool{}
+	for _, x := range hn.Tolerations {
+		hnTol[x.Key] = true
+	}
+	if len(hn.Tolerations) != len(spec.Tolerations)+1 || !hnTol["node.kubernetes.io/network-unavailable"] || !hnTol["node.cloudprovider.kubernetes.io/uninitialized"] {
+		t.Errorf("hostNetwork=true: tolerations %v", hn.Tolerations)
+	}
+	for _, x := range spec.Tolerations {
+		if x.Key == "node.kubernetes.io/network-unavailable" {
+			t.Error("the default Deployment tolerates network-unavailable")
+		}
+	}
+
 	_, ds := podSpec(t, objects(t, "daemonset"))
 	if !ds.HostNetwork || ds.NodeSelector["node-role.kubernetes.io/control-plane"] != "" || len(ds.NodeSelector) != 1 {
 		t.Errorf("daemonset: hostNetwork %v, nodeSelector %v", ds.HostNetwork, ds.NodeSelector)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -65,24 +64,8 @@ func runNodes(ctx context.Context, work, bin, prefix string, n int, once bool) (
 	}
 
 	say("deploying hello (%s, netexec) and two LoadBalancer Services", nodes.AgnhostImage)
-	replicas := int32(n)
 	labels := map[string]string{"app": "hello"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
-						WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
-					Containers: []corev1.Container{{Name: "hello", Image: nodes.AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
-						Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
-				},
-			},
-		},
-	}
+	deploy := nodes.NetexecDeployment("hello", int32(n), corev1.ScheduleAnyway)
 	if _, err := client.AppsV1().Deployments("default").Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
 		return err
 	}

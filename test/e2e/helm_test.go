@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 )
 
 // helmInstall installs the chart as release "tfccm" in kube-system of
@@ -23,24 +21,13 @@ import (
 // ends. It returns the name of the chart's ServiceAccount.
 func helmInstall(t *testing.T, cluster *devcluster.Cluster, values string) string {
 	t.Helper()
-	root := repoRoot(t)
-	helm := filepath.Join(root, "bin", "helm")
-	if _, err := os.Stat(helm); err != nil {
-		t.Fatalf("helm not found at %s: run `make tools`", helm)
-	}
-	dir := t.TempDir()
-	vf := writeFile(t, dir, "values.yaml", values)
-	run := func(args ...string) ([]byte, error) {
-		cmd := exec.Command(helm, append(args, "--kubeconfig", cluster.Kubeconfig(), "--namespace", "kube-system")...)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"), "HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
-		return cmd.CombinedOutput()
-	}
-	if out, err := run("install", "tfccm", filepath.Join(root, deploy.Chart), "--values", vf); err != nil {
-		t.Fatalf("helm install: %v\n%s", err, out)
+	rel, err := harness.InstallChart(cluster.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if out, err := run("uninstall", "tfccm", "--wait", "--timeout", "60s"); err != nil {
-			t.Errorf("helm uninstall: %v\n%s", err, out)
+		if err := rel.Uninstall(60 * time.Second); err != nil {
+			t.Error(err)
 		}
 	})
 	return "tfccm"

@@ -3,8 +3,8 @@
 // the terraform-cloud-controller-manager process with the standard flags
 // (ccm.go), registering Nodes the way a kubelet with
 // --cloud-provider=external does (nodes.go), waiting for conditions
-// (wait.go), dumping an object's Events (events.go) and writing a cloud
-// config (cloudconfig.go).
+// (wait.go), dumping an object's Events (events.go), writing a cloud
+// config (cloudconfig.go) and installing the Helm chart (helm.go).
 //
 // Everything here returns plain errors, so a command can use it; the
 // tests wrap it in thin helpers that fail the test instead.

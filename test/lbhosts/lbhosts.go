@@ -81,7 +81,16 @@ type Hosts struct {
 	dir    string
 	ownDir bool
 	router string // P.1/24 on the cloud's bridge
+
+	mu         sync.Mutex
+	routerSSHD *exec.Cmd
+	// routerHostKey is the cloud router's sshd's host key, once StartRouter ran.
+	routerHostKey string
 }
+
+// NodeGateway is the local cloud router's address on the node network
+// (examples/local/infra): the nodes' default gateway.
+const NodeGateway = "10.250.0.1"
 
 // Start brings the hosts up. On failure it removes what it made.
 func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
@@ -188,22 +197,11 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 }
 
 func (h *Host) writeConfigs(clientPub string) error {
-	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.Name, "-f", filepath.Join(h.dir, "host_key")); err != nil {
-		return err
-	}
-	pub, err := os.ReadFile(filepath.Join(h.dir, "host_key.pub"))
-	if err != nil {
-		return err
-	}
-	f := strings.Fields(string(pub))
-	h.HostKey = f[0] + " " + f[1]
-	auth, err := os.ReadFile(clientPub)
-	if err != nil {
+	var err error
+	if h.HostKey, err = writeSSHD(h.dir, h.Address, clientPub); err != nil {
 		return err
 	}
 	files := map[string]string{
-		"authorized_keys": string(auth),
-		"sshd_config":     SSHDConfig(h.Address, 22, h.dir),
 		"lbhost/base.cfg": HAProxyBase(h.ConfigDir),
 		"keepalived.conf": KeepalivedMain(h.Name, h.ConfigDir),
 	}
@@ -215,17 +213,49 @@ func (h *Host) writeConfigs(clientPub string) error {
 	return nil
 }
 
+// writeSSHD writes an sshd's files into dir: a new host key (returned in
+// authorized_keys format), authorized_keys with the client key clientPub
+// and an sshd_config listening on listen:22.
+func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
+	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", filepath.Base(dir), "-f", filepath.Join(dir, "host_key")); err != nil {
+		return "", err
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "host_key.pub"))
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(pub))
+	auth, err := os.ReadFile(clientPub)
+	if err != nil {
+		return "", err
+	}
+	files := map[string]string{"authorized_keys": string(auth), "sshd_config": SSHDConfig(listen, 22, dir)}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return f[0] + " " + f[1], nil
+}
+
+// startSSHD starts the sshd whose files writeSSHD wrote into dir, in netns,
+// and waits until it serves (its pid file appears).
+func startSSHD(netns, dir string) (*exec.Cmd, error) {
+	_ = os.Remove(filepath.Join(dir, "sshd.pid"))
+	cmd, err := start(netns, filepath.Join(dir, "sshd.log"), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	if err != nil {
+		return nil, err
+	}
+	return cmd, waitFile(context.Background(), filepath.Join(dir, "sshd.pid"))
+}
+
 // StartSSHD (re)starts the host's sshd.
 func (h *Host) StartSSHD() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_ = os.Remove(filepath.Join(h.dir, "sshd.pid"))
 	var err error
-	h.sshd, err = start(h.Netns, filepath.Join(h.dir, "sshd.log"), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(h.dir, "sshd_config"))
-	if err != nil {
-		return err
-	}
-	return waitFile(context.Background(), filepath.Join(h.dir, "sshd.pid"))
+	h.sshd, err = startSSHD(h.Netns, h.dir)
+	return err
 }
 
 // StartKeepalived (re)starts keepalived in the foreground of its process.
@@ -369,20 +399,50 @@ func (hs *Hosts) LBSettings() map[string]any {
 	}
 }
 
-// RoutesSettings is routes.settings for the baremetal set: the first host
-// is the router.
-func (hs *Hosts) RoutesSettings() map[string]any {
-	h := hs.Hosts[0]
-	return map[string]any{
-		"router":               map[string]any{"address": h.Address, "host_key": h.HostKey},
-		"ssh_private_key_file": hs.PrivateKey,
+// StartRouter starts an sshd in the local cloud's router namespace on
+// NodeGateway, authorizing the hosts' client key: the router the nodes'
+// traffic really goes through, where the baremetal set's routes/ module
+// then keeps the pod-range routes (RoutesSettings). Stop stops it.
+func (hs *Hosts) StartRouter() error {
+	dir := filepath.Join(hs.dir, "router")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("lbhosts: router: %w", err)
 	}
+	key, err := writeSSHD(dir, NodeGateway, hs.PrivateKey+".pub")
+	if err != nil {
+		return fmt.Errorf("lbhosts: router: %w", err)
+	}
+	cmd, err := startSSHD(hs.cloud.CloudNetns, dir)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.routerSSHD = cmd
+	if err != nil {
+		return fmt.Errorf("lbhosts: router: %w", err)
+	}
+	hs.routerHostKey = key
+	return nil
 }
 
-// Stop stops every process, removes the namespaces (and so the links) and
-// the router address, and the directory when Start made it.
+// RoutesSettings is routes.settings for the baremetal set: the cloud's
+// router once StartRouter ran, else the first host.
+func (hs *Hosts) RoutesSettings() map[string]any {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	router := map[string]any{"address": hs.Hosts[0].Address, "host_key": hs.Hosts[0].HostKey}
+	if hs.routerHostKey != "" {
+		router = map[string]any{"address": NodeGateway, "host_key": hs.routerHostKey}
+	}
+	return map[string]any{"router": router, "ssh_private_key_file": hs.PrivateKey}
+}
+
+// Stop stops every process (the router's sshd too), removes the namespaces
+// (and so the links) and the router address, and the directory when Start made it.
 func (hs *Hosts) Stop() error {
 	var errs []error
+	hs.mu.Lock()
+	stop(hs.routerSSHD, syscall.SIGTERM)
+	hs.routerSSHD, hs.routerHostKey = nil, ""
+	hs.mu.Unlock()
 	for _, h := range hs.Hosts {
 		h.mu.Lock()
 		cmds := []*exec.Cmd{h.keepalive, h.haproxy, h.sshd}

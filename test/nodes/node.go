@@ -91,10 +91,8 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 		return n, fmt.Errorf("node %s: containerd not serving (%v); see %s", cfg.Name, err, filepath.Join(cfg.Dir, "containerd.log"))
 	}
 	for _, img := range images {
-		out, err := exec.CommandContext(ctx, filepath.Join(cfg.Bin, "ctr"), "--address", cfg.socket(), "--namespace", "k8s.io",
-			"images", "import", "--local", img).CombinedOutput()
-		if err != nil {
-			return n, fmt.Errorf("node %s: import %s: %v: %s", cfg.Name, filepath.Base(img), err, out)
+		if err := n.importImage(ctx, img); err != nil {
+			return n, err
 		}
 	}
 	if _, err := n.start("kubelet", filepath.Join(cfg.Bin, "kubelet"),
@@ -116,6 +114,25 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 }
 
 var errExited = errors.New("process exited")
+
+// importImage imports an image archive (docker-archive or OCI tar) into
+// the node's containerd, in the namespace kubelet's CRI uses.
+func (n *Node) importImage(ctx context.Context, archive string) error {
+	if _, err := n.ctr(ctx, "images", "import", "--local", archive); err != nil {
+		return fmt.Errorf("node %s: import %s: %w", n.Name, filepath.Base(archive), err)
+	}
+	return nil
+}
+
+// ctr runs containerd's ctr against the node's containerd in the k8s.io
+// namespace and returns its output.
+func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(n.cfg.Bin, "ctr"), append([]string{"--address", n.cfg.socket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("ctr %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
 
 // startHolder starts the process that holds the node's mount namespace:
 // unshare(1) with slave propagation (host mounts still show up, the node's

@@ -42,32 +42,12 @@ func TestRealNodesWithTfccm(t *testing.T) {
 	client := c.Client()
 	ccm := startTfccm(t, c)
 
-	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
-		t.Fatalf("%v\nCCM log:\n%s", err, ccm.LogTail(40))
-	}
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(nodes.Items) != 2 {
-		t.Fatalf("%d nodes registered, want 2", len(nodes.Items))
-	}
-	for _, n := range nodes.Items {
-		if want := "terraform://local/" + n.Name; n.Spec.ProviderID != want {
-			t.Errorf("node %s: providerID %q, want %q", n.Name, n.Spec.ProviderID, want)
-		}
-		if z := n.Labels[corev1.LabelTopologyZone]; z != "local-a" {
-			t.Errorf("node %s: zone label %q, want local-a", n.Name, z)
-		}
-		if want := c.Cloud.Node(n.Name).Address; !hasAddress(n, want) {
-			t.Errorf("node %s: addresses %v, want InternalIP %s", n.Name, n.Status.Addresses, want)
-		}
-	}
+	nodes := checkNodesInitialized(t, c, func() string { return ccm.LogTail(40) })
 	waitNodesReady(t, client)
 
 	// One netexec server pod per node, placed by the scheduler.
 	pods := map[string]*corev1.Pod{}
-	for _, n := range nodes.Items {
+	for _, n := range nodes {
 		pods[n.Name] = runPod(t, client, "netexec-"+n.Name, n.Name)
 	}
 	a, b := pods["node-a"], pods["node-b"]
@@ -92,16 +72,7 @@ func TestRealNodesWithTfccm(t *testing.T) {
 	}
 
 	// The router's pod-range routes come from tfccm's routes workspace.
-	out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "-4", "route", "show").CombinedOutput()
-	if err != nil {
-		t.Fatalf("router routes: %v: %s", err, out)
-	}
-	for _, n := range nodes.Items {
-		want := fmt.Sprintf("%s via %s", n.Spec.PodCIDR, c.Cloud.Node(n.Name).Address)
-		if !strings.Contains(string(out), want) {
-			t.Errorf("router has no route %q:\n%s", want, out)
-		}
-	}
+	waitPodRoutes(t, c, nodes)
 
 	// From inside pod A to pod B (another node) and back: the reply names
 	// the pod that answered, and the client address it saw is the calling
@@ -130,6 +101,59 @@ func TestRealNodesWithTfccm(t *testing.T) {
 		if ip, _, _ := strings.Cut(clientIP, ":"); ip != from.Status.PodIP {
 			t.Errorf("%s -> %s: client address seen %q, want the pod's own %s", from.Name, to.Name, clientIP, from.Status.PodIP)
 		}
+	}
+}
+
+// checkNodesInitialized waits until the CCM has initialized both nodes and
+// checks what it set from the cloud's infra state: providerID, zone label,
+// InternalIP. ccmLog gives the CCM's log for a failure message.
+func checkNodesInitialized(t *testing.T, c *Cluster, ccmLog func() string) []corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	client := c.Client()
+	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
+		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes registered, want 2", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		if want := "terraform://local/" + n.Name; n.Spec.ProviderID != want {
+			t.Errorf("node %s: providerID %q, want %q", n.Name, n.Spec.ProviderID, want)
+		}
+		if z := n.Labels[corev1.LabelTopologyZone]; z != "local-a" {
+			t.Errorf("node %s: zone label %q, want local-a", n.Name, z)
+		}
+		if want := c.Cloud.Node(n.Name).Address; !hasAddress(n, want) {
+			t.Errorf("node %s: addresses %v, want InternalIP %s", n.Name, n.Status.Addresses, want)
+		}
+	}
+	return nodes.Items
+}
+
+// waitPodRoutes waits until the cloud's router (the nodes' gateway) routes
+// every node's pod CIDR to that node.
+func waitPodRoutes(t *testing.T, c *Cluster, nodes []corev1.Node) {
+	t.Helper()
+	err := harness.Eventually(context.Background(), time.Minute, "pod-range routes in the cloud's router", func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, "ip", "-n", c.Cloud.CloudNetns, "-4", "route", "show").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("router routes: %v: %s", err, out)
+		}
+		for _, n := range nodes {
+			want := fmt.Sprintf("%s via %s", n.Spec.PodCIDR, c.Cloud.Node(n.Name).Address)
+			if n.Spec.PodCIDR == "" || !strings.Contains(string(out), want) {
+				return fmt.Errorf("no route %q:\n%s", want, out)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

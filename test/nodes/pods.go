@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/test/localcloud"
 )
@@ -91,4 +93,27 @@ func HTTPGetFrom(ctx context.Context, netns, url string) (string, error) {
 		return string(b), errors.New(resp.Status)
 	}
 	return string(b), nil
+}
+
+// NetexecDeployment is a Deployment called name (pods labelled app=name)
+// of replicas agnhost netexec pods serving HTTP on 8080, spread over the
+// nodes by hostname (when: DoNotSchedule for exactly one per node).
+func NetexecDeployment(name string, replicas int32, when corev1.UnsatisfiableConstraintAction) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+						WhenUnsatisfiable: when, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+					Containers: []corev1.Container{{Name: "netexec", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
+						Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
+				},
+			},
+		},
+	}
 }
