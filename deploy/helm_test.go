@@ -246,6 +246,11 @@ func TestHelmChartSettings(t *testing.T) {
 			t.Errorf("daemonset does not tolerate %s", k)
 		}
 	}
+	// The tolerations value applies to the daemonset too.
+	_, dsTol := podSpec(t, objects(t, "daemonset", "tolerations[0].key=example.com/dedicated", "tolerations[0].operator=Exists"))
+	if len(dsTol.Tolerations) != 1 || dsTol.Tolerations[0].Key != "example.com/dedicated" {
+		t.Errorf("daemonset with tolerations set: %v", dsTol.Tolerations)
+	}
 
 	full := objects(t, "full")
 	_, fs := podSpec(t, full)

@@ -52,7 +52,7 @@ func runNodes(ctx context.Context, work, bin, prefix string, n int, once bool) (
 	ccm, err := harness.StartCCM(harness.CCMOptions{
 		Binary: filepath.Join(bin, "terraform-cloud-controller-manager"), Kubeconfig: cluster.Kubeconfig(),
 		CloudConfig: cfgPath, Dir: work, StopGrace: 30 * time.Second,
-		Flags: []string{"--allocate-node-cidrs=true", "--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16",
+		Flags: []string{"--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16",
 			"--route-reconciliation-period=10s", "--concurrent-service-syncs=4"},
 	})
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 // routeFlags start the CCM's route controller. Nodes get their pod CIDRs
 // from the test (kube-controller-manager's nodeipam is not running here).
 var routeFlags = []string{
-	"--allocate-node-cidrs=true",
 	"--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
 	"--configure-cloud-routes=true",
 	"--route-reconciliation-period=5s",

@@ -9,9 +9,9 @@ import (
 // CCMFlags are tfccm's flags as the CCM of real nodes: it routes the
 // nodes' pod ranges in the cloud. kube-controller-manager allocates them:
 // k8s.io/cloud-provider v0.36 has no IPAM controller, so tfccm's
-// --allocate-node-cidrs changes nothing (only --configure-cloud-routes and
-// --cluster-cidr matter to its route controller).
-var CCMFlags = []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes=true",
+// --allocate-node-cidrs would change nothing (only --configure-cloud-routes
+// and --cluster-cidr matter to its route controller).
+var CCMFlags = []string{"--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes=true",
 	"--route-reconciliation-period=5s", "--concurrent-service-syncs=4"}
 
 // CCMConfig is tfccm's --cloud-config for the cluster c: the built-in local
