@@ -18,7 +18,11 @@ import (
 // hop sends packets with that hop's mark to a table holding only a default
 // route via the hop. A hop's mark and table number are its IPv4 address as
 // a 32-bit number, so they need no allocation and survive restarts. The
-// main table's ECMP route stays: it serves the VIP if nftables is missing.
+// mark of a connection's first packet is kept in its conntrack entry: its
+// later packets keep their next hop while it stays healthy, also when
+// other hops come and go. The main table's ECMP route stays: it serves the
+// VIP if nftables is missing. Switching a VIP between client and flow
+// hashing moves connections that span the switch (they may be reset).
 
 // NftTable is the nftables table (family ip) the router owns.
 const NftTable = "lbhost_router"
@@ -85,8 +89,14 @@ func Ruleset(vips map[string][]string) string {
 			id, _ := hopID(h)
 			entries[i] = fmt.Sprintf("%d : 0x%x", i, id)
 		}
-		rules = append(rules, fmt.Sprintf("\t\tip daddr %s meta mark set jhash ip saddr mod %d seed 0x0 map { %s }",
-			addr, len(hops), strings.Join(entries, ", ")))
+		// A new connection's mark is kept in its conntrack entry, so its
+		// later packets stay on its next hop when the healthy set changes;
+		// connections older than the rule (mark 0) keep the main table's
+		// ECMP path they started on.
+		rules = append(rules,
+			fmt.Sprintf("\t\tip daddr %s ct state new meta mark set jhash ip saddr mod %d seed 0x0 map { %s } ct mark set meta mark",
+				addr, len(hops), strings.Join(entries, ", ")),
+			fmt.Sprintf("\t\tip daddr %s ct state != new meta mark set ct mark", addr))
 	}
 	if len(rules) == 0 {
 		return b.String()

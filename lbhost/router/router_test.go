@@ -146,8 +146,10 @@ func TestRuleset(t *testing.T) {
 			"10.252.0.9": {"10.250.0.12", "10.250.0.11"},
 			"10.252.0.7": {"10.250.0.11", "10.250.0.12", "10.250.0.13"},
 		}, clear + "table ip lbhost_router {\n\tchain prerouting {\n\t\ttype filter hook prerouting priority mangle; policy accept;\n" +
-			"\t\tip daddr 10.252.0.7 meta mark set jhash ip saddr mod 3 seed 0x0 map { 0 : 0xafa000b, 1 : 0xafa000c, 2 : 0xafa000d }\n" +
-			"\t\tip daddr 10.252.0.9 meta mark set jhash ip saddr mod 2 seed 0x0 map { 0 : 0xafa000b, 1 : 0xafa000c }\n\t}\n}\n"},
+			"\t\tip daddr 10.252.0.7 ct state new meta mark set jhash ip saddr mod 3 seed 0x0 map { 0 : 0xafa000b, 1 : 0xafa000c, 2 : 0xafa000d } ct mark set meta mark\n" +
+			"\t\tip daddr 10.252.0.7 ct state != new meta mark set ct mark\n" +
+			"\t\tip daddr 10.252.0.9 ct state new meta mark set jhash ip saddr mod 2 seed 0x0 map { 0 : 0xafa000b, 1 : 0xafa000c } ct mark set meta mark\n" +
+			"\t\tip daddr 10.252.0.9 ct state != new meta mark set ct mark\n\t}\n}\n"},
 	} {
 		if got := Ruleset(tc.vips); got != tc.want {
 			t.Errorf("%s: Ruleset =\n%s\nwant\n%s", tc.name, got, tc.want)
@@ -211,7 +213,7 @@ func TestSyncClientHash(t *testing.T) {
 		"ip -4 route replace default via 10.250.0.12 table 184156172 proto 77",
 		"ip -4 rule add pref 7700 fwmark 0xafa000c table 184156172",
 		"nft")
-	if last := f.scripts[len(f.scripts)-1]; !strings.Contains(last, "ip daddr 10.252.0.7 meta mark set jhash ip saddr mod 2") {
+	if last := f.scripts[len(f.scripts)-1]; !strings.Contains(last, "ip daddr 10.252.0.7 ct state new meta mark set jhash ip saddr mod 2") {
 		t.Errorf("script:\n%s", last)
 	}
 	step() // nothing changed

@@ -542,7 +542,7 @@ func TestDemoBaremetal(t *testing.T) {
 		t.Fatalf("demo failed: %v\n%s", err, out)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^hello\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.(1[3-9]\d|2\d\d)\s+80:30080/TCP`),
+		regexp.MustCompile(`(?m)^hello\s+LoadBalancer\s+\S+\s+10\.252\.\d+\.(12[89]|1[3-9]\d|2\d\d)\s+80:30080/TCP`),
 		regexp.MustCompile(`(?m)^10\.244\.1\.0/24 via 10\.250\.0\.11 `),
 		regexp.MustCompile(`(?m)^hello from node-[abc]$`),
 		regexp.MustCompile(`(?m)LB host lb-a .*: VRRP MASTER for `),
