@@ -4,7 +4,12 @@ SHELL := /usr/bin/env bash
 
 BIN      := $(CURDIR)/bin
 GO       ?= go
-GOFLAGS  ?=
+# One build configuration for everything make builds and tests: static
+# (no cgo) and -trimpath, as the image needs (reproducible, no libc). The
+# tests, `make build` and the image builds the tests run then share one set
+# of compiled packages: a cold `make test` compiles the module once, not twice.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(GOFLAGS) $(shell go env GOFLAGS) -trimpath)
 export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
