@@ -199,12 +199,7 @@ func (s *Service) Sync(ctx context.Context) {
 	}
 	wg.Wait()
 	for addr, c := range configs {
-		var up []string
-		for _, hop := range c.Nexthops {
-			if h := s.health[addr][hop]; h != nil && h.up {
-				up = append(up, hop)
-			}
-		}
+		up := s.upHops(addr, c)
 		cur, have := s.applied[addr]
 		if have && cur == key(up) || !have && len(up) == 0 {
 			continue
@@ -223,6 +218,17 @@ func (s *Service) Sync(ctx context.Context) {
 	s.syncClientHash(ctx, configs)
 }
 
+// upHops is addr's next hops that pass their check, in config order.
+func (s *Service) upHops(addr string, c Config) []string {
+	var up []string
+	for _, hop := range c.Nexthops {
+		if h := s.health[addr][hop]; h != nil && h.up {
+			up = append(up, hop)
+		}
+	}
+	return up
+}
+
 // syncClientHash keeps the policy rules, hop tables and nftables rules of
 // the client-hashed VIPs. New hops' rules come first and stale ones go
 // last, so a marked packet always finds its table.
@@ -233,12 +239,7 @@ func (s *Service) syncClientHash(ctx context.Context, configs map[string]Config)
 		if c.Hash != HashClient {
 			continue
 		}
-		var up []string
-		for _, hop := range c.Nexthops {
-			if h := s.health[addr][hop]; h != nil && h.up {
-				up = append(up, hop)
-			}
-		}
+		up := s.upHops(addr, c)
 		if len(up) < 2 {
 			continue // the main table's route is the whole story
 		}
