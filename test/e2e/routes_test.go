@@ -129,6 +129,15 @@ func TestRoutes(t *testing.T) {
 			}
 			return nil
 		})
+		// The state is written before tofu exits; the CCM records the
+		// apply (its outputs) after that and then logs it. Stopping it in
+		// between would leave a record a restart has to apply again.
+		eventually(t, 30*time.Second, "the CCM logged the deletion's apply", func(context.Context) error {
+			if n := strings.Count(ccm.Log(), `"Routes applied"`); n < 2 {
+				return fmt.Errorf("%d \"Routes applied\" lines, want 2", n)
+			}
+			return nil
+		})
 	})
 
 	t.Run("restart applies nothing and keeps the routes", func(t *testing.T) {
