@@ -41,6 +41,15 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
+// TestMain removes the CCM binary built for this run when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ccmPath != "" {
+		os.RemoveAll(filepath.Dir(ccmPath))
+	}
+	os.Exit(code)
+}
+
 // ccmBinary builds the CCM binary once per test run into a temp dir, so the
 // tests always exercise the code under test rather than a stale bin/.
 func ccmBinary(t testing.TB) string {
