@@ -80,7 +80,7 @@ tools-nodes: tools
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/pause ./test/nodes/pause
 	$(GO) run ./hack/nodeimages --bin $(BIN) --out $(BIN)/images --rootfs "$$(bash hack/agnhost-rootfs.sh)"
 
-## tools-e2e: the upstream Kubernetes e2e suite as bin/e2e.test (cached; ~20 min cold), for the
+## tools-e2e: the upstream Kubernetes e2e suite as bin/e2e.test (cached; ~4 min cold), for the
 ## LoadBalancer conformance specs on real nodes
 tools-e2e: tools
 	bash hack/tools.sh e2e
