@@ -6,12 +6,19 @@ package keepalived
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
 )
+
+// ErrSourceWithoutPeers: keepalived's configuration check rejects
+// unicast_src_ip in an instance without unicast peers (it would fall back to
+// multicast), so a host without peers (the only one of its group) must not
+// set a source address.
+var ErrSourceWithoutPeers = errors.New("set without vrrp.peers: a unicast source needs at least one unicast peer (keepalived rejects it alone); leave it unset on a host with no peers")
 
 // Instance is one VRRP instance holding one VIP.
 type Instance struct {
@@ -63,6 +70,8 @@ func (in Instance) Validate() error {
 		return fmt.Errorf("vrrp.advert_int: %d must be from 1 to 255 seconds", in.AdvertInt)
 	case in.SourceAddress != "" && !ip(in.SourceAddress):
 		return fmt.Errorf("vrrp.source_address: %q is not an IP address", in.SourceAddress)
+	case in.SourceAddress != "" && len(in.Peers) == 0:
+		return fmt.Errorf("vrrp.source_address: %s", ErrSourceWithoutPeers)
 	}
 	for i, p := range in.Peers {
 		if !ip(p) {

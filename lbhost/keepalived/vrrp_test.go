@@ -42,6 +42,7 @@ func TestValidateNamesField(t *testing.T) {
 		"vrrp.priority":          func(i *Instance) { i.Priority = 255 },
 		"vrrp.peers[0]":          func(i *Instance) { i.Peers = []string{"10.0.0.2 }\nvrrp_script x {"} },
 		"vrrp.interface":         func(i *Instance) { i.Interface = "eth0; reboot" },
+		"vrrp.source_address":    func(i *Instance) { i.SourceAddress = "10.0.0.1" }, // without peers
 	} {
 		in := ok
 		edit(&in)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
@@ -29,6 +30,13 @@ import (
 type vipResource struct{ c *conn }
 
 func newVIPResource() resource.Resource { return &vipResource{} }
+
+var (
+	_ resource.ResourceWithConfigure      = (*vipResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*vipResource)(nil)
+	_ resource.ResourceWithImportState    = (*vipResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*vipResource)(nil)
+)
 
 type vipModel struct {
 	ID        types.String `tfsdk:"id"`
@@ -136,7 +144,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 						Description: "Seconds between adverts; failover takes about 3 of them.", Validators: []validator.Int64{int64Range{1, 255}}},
 					"nopreempt": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 						Description: "A recovered higher-priority host does not take the VIP back (no flapping)."},
-					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts.",
+					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts; only together with `peers` (a host without peers leaves it unset).",
 						Validators: []validator.String{stringCheck{desc: "an IP address", ok: isIP}}},
 					"peers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 						Validators:  []validator.List{eachString{stringCheck{desc: "an IP address", ok: isIP}}},
@@ -180,6 +188,22 @@ func (m vipModel) vip() (host.VIP, error) {
 		v.Address = m.Address.ValueString()
 	}
 	return v, nil
+}
+
+// ValidateConfig rejects, at plan time, a VRRP source address without
+// peers (keepalived's configuration check would reject it at apply).
+func (r *vipResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var source types.String
+	var peers types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("vrrp").AtName("source_address"), &source)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("vrrp").AtName("peers"), &peers)...)
+	if resp.Diagnostics.HasError() || source.IsNull() || source.IsUnknown() || peers.IsUnknown() {
+		return
+	}
+	if peers.IsNull() || len(peers.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("vrrp").AtName("source_address"), "lbhost_vip: vrrp.source_address without peers",
+			"vrrp.source_address: "+keepalived.ErrSourceWithoutPeers.Error()+".")
+	}
 }
 
 // ModifyPlan checks a requested address at plan time: inside the pool and

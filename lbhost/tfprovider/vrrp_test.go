@@ -40,7 +40,7 @@ func startKeepalived(t *testing.T, c *cloud) (config, pidFile string) {
 func TestVRRPVIP(t *testing.T) {
 	c := newCloud(t)
 	config, pidFile := startKeepalived(t, c)
-	cfg := func(priority int, peers string) string {
+	cfg := func(priority int, peers string, extra ...string) string {
 		return fmt.Sprintf(`
 resource "lbhost_vip" "v" {
   owner     = "c1_ha"
@@ -51,15 +51,16 @@ resource "lbhost_vip" "v" {
     virtual_router_id = 42
     priority          = %d
     peers             = [%s]
+    %s
   }
 }
 output "vip" { value = lbhost_vip.v.address }
-`, c.pool, c.link, c.link, priority, peers)
+`, c.pool, c.link, c.link, priority, peers, strings.Join(extra, "\n    "))
 	}
 	w := newWorkspace(t, c, cfg(100, `"192.0.2.2"`))
 	// write adds keepalived's paths to the workspace's provider block.
-	write := func(priority int, peers string) {
-		w.write(c, cfg(priority, peers))
+	write := func(priority int, peers string, extra ...string) {
+		w.write(c, cfg(priority, peers, extra...))
 		b := mustRead(t, filepath.Join(w.dir, "main.tf"))
 		b = []byte(strings.Replace(string(b), "  config_dir = ", fmt.Sprintf("  keepalived_config   = %q\n  keepalived_pid_file = %q\n  config_dir = ", config, pidFile), 1))
 		if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), b, 0o644); err != nil {
@@ -129,6 +130,13 @@ output "vip" { value = lbhost_vip.v.address }
 	imp.ok("import", "-input=false", "-no-color", "lbhost_vip.v", "c1_ha,"+c.pool)
 	if out, code := imp.cmd("plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
 		t.Fatalf("plan after importing the VRRP VIP: exit %d\n%s", code, out)
+	}
+
+	// A unicast source needs peers: without them keepalived's check would
+	// reject the instance at apply, so the plan fails naming the field.
+	write(150, ``, `source_address = "192.0.2.1"`)
+	if out, code := w.cmd("plan", "-input=false", "-no-color"); code == 0 || !strings.Contains(out, "vrrp.source_address") || !strings.Contains(out, "peers") {
+		t.Fatalf("plan with a source address and no peers: exit %d\n%s", code, out)
 	}
 
 	// A bad peer fails at plan and changes nothing.

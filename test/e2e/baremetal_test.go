@@ -143,7 +143,8 @@ func (b *baremetal) fragmentsServe(t testing.TB, nodes ...string) {
 // stops, both hosts follow node changes, an unreachable host is reported
 // and converges when back, a wiped host is restored by the drift check, bad
 // input (a requested IP outside the pool or another Service's, a host key
-// mismatch) changes nothing, deletion leaves nothing, and the private key is
+// mismatch) changes nothing, a host retired and then removed leaves the
+// other serving alone, deletion leaves nothing, and the private key is
 // nowhere in tfccm's files, logs or Events.
 func TestBaremetal(t *testing.T) {
 	b := newBaremetal(t, "3s")
@@ -352,6 +353,111 @@ func TestBaremetal(t *testing.T) {
 		b.fragmentsServe(t, "node-a", "node-b")
 	})
 
+	t.Run("host retired, then removed: its objects go, the VIP stays on the other host", func(t *testing.T) {
+		retiring, staying := b.hosts.Host("lb-b"), b.hosts.Host("lb-a")
+		lb := b.hosts.LBSettings()
+		lb["hosts"].(map[string]any)["lb-b"].(map[string]any)["retired"] = true
+		retire := func() {
+			b.ccm.Stop()
+			b.writeConfig(t, lb)
+			b.startCCM(parent)
+			eventually(t, 2*time.Minute, "lb-b's objects removed", func(context.Context) error {
+				for _, o := range b.objects() {
+					if strings.HasPrefix(o, "lb-b:") {
+						return fmt.Errorf("still on lb-b: %v", b.objects())
+					}
+				}
+				return nil
+			})
+		}
+		retiredAt := time.Now().Add(-time.Second)
+		// Retiring the VRRP master hands its VIPs over: measure it if lb-b
+		// holds the VIP (the reinstall step above made it the master).
+		if m := b.hosts.Master(vip); m == retiring {
+			f, err := b.hosts.MeasureFailover(vip, 80, func(*lbhosts.Host) { retire() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("retiring the master: %s", f)
+			if f.To != staying.Name {
+				t.Errorf("the VIP went to %s, want %s", f.To, staying.Name)
+			}
+			if f.Lost > f.Requests/10 {
+				t.Errorf("%d of %d requests lost while the master was retired", f.Lost, f.Requests)
+			}
+		} else {
+			retire()
+		}
+		wantA := []string{"lb-a:claims/" + vip, "lb-a:fragments/" + owner + ".cfg", "lb-a:keepalived/" + owner + ".conf"}
+		if got := b.objects(); !slices.Equal(got, wantA) {
+			t.Errorf("objects after retiring lb-b: %v, want %v", got, wantA)
+		}
+		if w := warningsSince(ctx, t, b.client, "web", retiredAt); len(w) > 0 {
+			t.Errorf("warnings while lb-b was retired: %v", w)
+		}
+		if m := b.hosts.Master(vip); m != staying {
+			t.Errorf("VRRP master of %s: %v, want lb-a", vip, m)
+		}
+		backendsAre(t, vip, 80, "node-a", "node-b")
+
+		// Then the host leaves the settings: lb-a, alone, stops peering
+		// (multicast, no unicast source: keepalived rejects one alone).
+		// keepalived keeps a master through a reload that changes its
+		// peers, but not through one from unicast to multicast: the VIP is
+		// gone for about 3 adverts (measured ~3 s: 60 of 610 requests).
+		delete(lb["hosts"].(map[string]any), "lb-b")
+		since := time.Now().Add(-time.Second)
+		conf := filepath.Join(staying.ConfigDir, "keepalived", owner+".conf")
+		a := b.hosts.MeasureDuring(vip, 80, func() {
+			b.ccm.Stop()
+			b.writeConfig(t, lb)
+			b.startCCM(parent)
+			eventually(t, 2*time.Minute, "lb-a no longer peers with lb-b", func(context.Context) error {
+				if data := string(mustReadFile(t, conf)); strings.Contains(data, "unicast") {
+					return fmt.Errorf("lb-a's VRRP instance is still unicast:\n%s", data)
+				}
+				return nil
+			})
+			// The file is written before keepalived is reloaded: wait for
+			// the apply to end, then for lb-a to hold the VIP for longer
+			// than a re-election takes.
+			eventually(t, time.Minute, "no apply in flight", func(context.Context) error {
+				return tofuApplying(b.workDir)
+			})
+			var held time.Time
+			eventually(t, 30*time.Second, "lb-a holds the VIP for 4 s", func(context.Context) error {
+				switch m := b.hosts.Master(vip); {
+				case m != staying:
+					held = time.Time{}
+					return fmt.Errorf("VRRP master of %s: %v", vip, m)
+				case held.IsZero():
+					held = time.Now()
+				}
+				if d := time.Since(held); d < 4*time.Second {
+					return fmt.Errorf("held for %s", d.Round(time.Millisecond))
+				}
+				return nil
+			})
+		})
+		t.Logf("lb-b removed from the settings, lb-a alone: %s", a)
+		if a.Lost > 100 { // 5 s at 20 req/s
+			t.Errorf("%s while lb-a's VRRP instance went from unicast to multicast, want at most ~3 adverts' worth", a)
+		}
+		eventually(t, time.Minute, "no apply in flight", func(context.Context) error {
+			return tofuApplying(b.workDir)
+		})
+		if w := warningsSince(ctx, t, b.client, "web", since); len(w) > 0 {
+			t.Errorf("warnings after lb-b left the settings: %v", w)
+		}
+		if got := b.objects(); !slices.Equal(got, wantA) {
+			t.Errorf("objects after removing lb-b: %v, want %v", got, wantA)
+		}
+		if m := b.hosts.Master(vip); m != staying {
+			t.Errorf("VRRP master of %s: %v, want lb-a", vip, m)
+		}
+		backendsAre(t, vip, 80, "node-a", "node-b")
+	})
+
 	t.Run("Service deleted: nothing of it left on either host", func(t *testing.T) {
 		if err := b.client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -399,6 +505,23 @@ func TestBaremetal(t *testing.T) {
 			}
 		}
 	})
+}
+
+// warningsSince lists the Warning Events of Service default/name last seen
+// after since.
+func warningsSince(ctx context.Context, t testing.TB, client kubernetes.Interface, name string, since time.Time) []string {
+	t.Helper()
+	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Type == corev1.EventTypeWarning && !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
 }
 
 // tofuApplying is an error while a tofu apply runs in a directory under dir.

@@ -25,6 +25,81 @@ func (f Failover) String() string {
 		f.From, f.To, f.Moved.Round(time.Millisecond), f.Lost, f.Requests)
 }
 
+// Availability is what a client saw while something was done to a VIP.
+type Availability struct {
+	// Requests were sent at 20 per second from this machine; Lost of them
+	// failed.
+	Requests, Lost int
+}
+
+func (a Availability) String() string {
+	return fmt.Sprintf("%d of %d requests lost (20 req/s)", a.Lost, a.Requests)
+}
+
+// probe sends GET http://vip:port/ at 20 requests per second (a new
+// connection each, 1 s timeout) until stopped, counting failures.
+type probe struct {
+	mu             sync.Mutex
+	sent, lost     int
+	inflight       sync.WaitGroup
+	done, loopDone chan struct{}
+}
+
+func startProbe(vip string, port int) *probe {
+	p := &probe{done: make(chan struct{}), loopDone: make(chan struct{})}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(port)) + "/"
+	go func() {
+		defer close(p.loopDone)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			p.inflight.Add(1)
+			p.mu.Lock()
+			p.sent++
+			p.mu.Unlock()
+			go func() {
+				defer p.inflight.Done()
+				resp, err := client.Get(url)
+				if err == nil {
+					resp.Body.Close()
+				}
+				if err != nil || resp.StatusCode != http.StatusOK {
+					p.mu.Lock()
+					p.lost++
+					p.mu.Unlock()
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// stop ends the probe once its requests in flight are answered or failed.
+func (p *probe) stop() Availability {
+	close(p.done)
+	<-p.loopDone
+	p.inflight.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Availability{Requests: p.sent, Lost: p.lost}
+}
+
+// MeasureDuring probes vip:port (20 requests per second, a new connection
+// each) from one second before action until two seconds after it returned.
+func (hs *Hosts) MeasureDuring(vip string, port int, action func()) Availability {
+	p := startProbe(vip, port)
+	time.Sleep(time.Second)
+	action()
+	time.Sleep(2 * time.Second)
+	return p.stop()
+}
+
 // MeasureFailover sends GET http://vip:port/ at 20 requests per second
 // (a new connection each, 1 s timeout), stops vip's master with stop after
 // one second, and keeps sending until the VIP has moved and 2 s more
@@ -34,56 +109,14 @@ func (hs *Hosts) MeasureFailover(vip string, port int, stop func(master *Host)) 
 	if from == nil {
 		return Failover{}, fmt.Errorf("no host holds %s", vip)
 	}
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(port)) + "/"
-	var (
-		mu       sync.Mutex
-		sent     int
-		lost     int
-		inflight sync.WaitGroup
-	)
-	done := make(chan struct{})
-	loop := make(chan struct{})
-	go func() {
-		defer close(loop)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			inflight.Add(1)
-			mu.Lock()
-			sent++
-			mu.Unlock()
-			go func() {
-				defer inflight.Done()
-				resp, err := client.Get(url)
-				if err == nil {
-					resp.Body.Close()
-				}
-				if err != nil || resp.StatusCode != http.StatusOK {
-					mu.Lock()
-					lost++
-					mu.Unlock()
-				}
-			}()
-		}
-	}()
-	finish := func() {
-		close(done)
-		<-loop
-		inflight.Wait()
-	}
+	p := startProbe(vip, port)
 	time.Sleep(time.Second)
 	start := time.Now()
 	stop(from)
 	var to *Host
 	for to == nil || to == from {
 		if time.Since(start) > 30*time.Second {
-			finish()
+			p.stop()
 			return Failover{}, fmt.Errorf("%s did not move from %s within 30 s", vip, from.Name)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -91,6 +124,6 @@ func (hs *Hosts) MeasureFailover(vip string, port int, stop func(master *Host)) 
 	}
 	moved := time.Since(start)
 	time.Sleep(2 * time.Second)
-	finish()
-	return Failover{From: from.Name, To: to.Name, Moved: moved, Requests: sent, Lost: lost}, nil
+	a := p.stop()
+	return Failover{From: from.Name, To: to.Name, Moved: moved, Requests: a.Requests, Lost: a.Lost}, nil
 }

@@ -43,14 +43,21 @@ locals {
   first  = local.names[0]
   others = { for name, h in local.active : name => h if name != local.first }
 
-  # Per host: its VRRP priority (the first host highest unless set) and its
-  # unicast peers (every other host).
+  # Per host: its unicast VRRP peers, every other host in the settings. A
+  # retired host stays a peer until it leaves the settings: the VIPs it
+  # holds are released with a priority-0 advert its peers still hear, and
+  # they take over at once. A host without peers (alone) runs multicast
+  # VRRP: keepalived rejects a unicast source without peers.
+  peers = { for name in local.names : name => [
+    for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address if other != name
+  ] }
+  # Per host: its VRRP priority (the first host highest unless set).
   vrrp = { for i, name in local.names : name => {
     # High priorities: a backup takes over a VIP released by a stopping
     # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
     priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
-    source   = local.active[name].address
-    peers    = [for other in local.names : local.active[other].address if other != name]
+    source   = length(local.peers[name]) > 0 ? local.active[name].address : null
+    peers    = local.peers[name]
   } }
 
   # Every node with an IPv4 InternalIP, at its first one.
