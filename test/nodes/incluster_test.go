@@ -10,14 +10,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
@@ -79,55 +77,75 @@ func TestCCMInClusterOnRealNodes(t *testing.T) {
 	}
 }
 
-// testCCMInCluster is TestCCMInClusterOnRealNodes with the chart's layout
-// values.
-func testCCMInCluster(t *testing.T, archive, layout string) {
+// inCluster is a real-node cluster with tfccm installed by its chart: two
+// nodes, the image imported, two LB hosts and the router's sshd for the
+// baremetal set, the SSH key in a Secret.
+type inCluster struct {
+	c       *Cluster
+	client  kubernetes.Interface
+	hosts   *lbhosts.Hosts
+	ref     string // the image reference the pods run
+	imageID string
+	key     []byte // the SSH private key
+	rel     *harness.Release
+}
+
+// installInCluster starts the cluster and helm-installs the chart with the
+// layout values (mode, replicas, node selector, ...).
+func installInCluster(t *testing.T, archive, layout string) *inCluster {
+	t.Helper()
 	ctx := context.Background()
-	start := time.Now()
-	c := ForTest(t, Options{Nodes: 2, HostRoute: true})
-	client := c.Client()
-	ref, imageID, err := c.ImportImage(ctx, archive)
-	if err != nil {
+	ic := &inCluster{c: ForTest(t, Options{Nodes: 2, HostRoute: true})}
+	ic.client = ic.c.Client()
+	var err error
+	if ic.ref, ic.imageID, err = ic.c.ImportImage(ctx, archive); err != nil {
 		t.Fatal(err)
 	}
-	hosts := lbhosts.ForTest(t, c.Cloud)
-	if err := hosts.StartRouter(); err != nil {
+	ic.hosts = lbhosts.ForTest(t, ic.c.Cloud)
+	if err := ic.hosts.StartRouter(); err != nil {
 		t.Fatal(err)
 	}
-	key, err := os.ReadFile(hosts.PrivateKey)
-	if err != nil {
+	if ic.key, err = os.ReadFile(ic.hosts.PrivateKey); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
+	if _, err := ic.client.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
-		Data:       map[string][]byte{"id_ed25519": key},
+		Data:       map[string][]byte{"id_ed25519": ic.key},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The pod's user (65532) reads the inventory through a read-only
 	// hostPath: let it.
-	if err := worldReadable(c.Cloud.InfraDir()); err != nil {
+	if err := worldReadable(ic.c.Cloud.InfraDir()); err != nil {
 		t.Fatal(err)
 	}
-
-	values, err := inClusterValues(c, hosts, ref, layout)
+	values, err := inClusterValues(ic.c, ic.hosts, ic.ref, layout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := harness.InstallChart(c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
-	if err != nil {
+	if ic.rel, err = harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := rel.Uninstall(2 * time.Minute); err != nil {
+		if err := ic.rel.Uninstall(2 * time.Minute); err != nil {
 			t.Error(err)
 		}
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("CCM pod log, last 80 lines:\n%s", ccmPodLogs(client, 80))
+			t.Logf("CCM pod log, last 80 lines:\n%s", ccmPodLogs(ic.client, 80))
 		}
 	})
+	return ic
+}
+
+// testCCMInCluster is TestCCMInClusterOnRealNodes with the chart's layout
+// values.
+func testCCMInCluster(t *testing.T, archive, layout string) {
+	ctx := context.Background()
+	start := time.Now()
+	ic := installInCluster(t, archive, layout)
+	c, client, hosts, ref, imageID, key, rel := ic.c, ic.client, ic.hosts, ic.ref, ic.imageID, ic.key, ic.rel
 	ccmLog := func() string { return ccmPodLogs(client, 40) }
 
 	// The CCM pod runs on node-a from the imported image, as the chart's
@@ -150,46 +168,15 @@ func testCCMInCluster(t *testing.T, archive, layout string) {
 	waitPodRoutes(t, c, nodes)
 	t.Logf("nodes initialized and pod ranges routed %s after the start", time.Since(start).Round(time.Second))
 
-	// A Deployment of netexec, one pod per node, behind a LoadBalancer Service.
+	// A Deployment of netexec, one pod per node, behind a LoadBalancer
+	// Service; HTTP from the host through the VIP (VRRP master's HAProxy,
+	// node ports, kube-proxy) reaches both pods.
 	podNames := runNetexecDeployment(t, client, 2)
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": "web"},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vip, err := harness.WaitForIngress(ctx, client, "default", "web", 3*time.Minute)
-	if err != nil {
-		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
-	}
+	vip := createLBService(t, client, "web", ccmLog)
 	if !netip.MustParsePrefix(hosts.VIPPool).Contains(netip.MustParseAddr(vip)) {
 		t.Errorf("VIP %s is not from the baremetal pool %s", vip, hosts.VIPPool)
 	}
-	// HTTP from the host through the VIP (VRRP master's HAProxy, node
-	// ports, kube-proxy) reaches both pods.
-	seen := map[string]bool{}
-	err = harness.Eventually(ctx, time.Minute, "GET the VIP from the host reaches both pods", func(ctx context.Context) error {
-		host, err := httpGet(ctx, "http://"+vip+"/hostname")
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(podNames, host) {
-			return fmt.Errorf("answered by %q, not one of %v", host, podNames)
-		}
-		seen[host] = true
-		if len(seen) < len(podNames) {
-			return fmt.Errorf("only %v answered so far", seen)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Error(err)
-	}
+	waitServes(t, vip, podNames)
 	if m := hosts.Master(vip); m == nil {
 		t.Errorf("no LB host holds the VIP %s", vip)
 	}
@@ -419,27 +406,7 @@ func worldReadable(dir string) error {
 // waitCCMPod waits until the chart's one pod runs and returns it.
 func waitCCMPod(t *testing.T, client kubernetes.Interface) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	err := harness.Eventually(context.Background(), 2*time.Minute, "the CCM pod runs", func(ctx context.Context) error {
-		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmSelector})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != 1 {
-			return fmt.Errorf("%d CCM pods", len(pods.Items))
-		}
-		p := &pods.Items[0]
-		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 || !p.Status.ContainerStatuses[0].Ready {
-			return fmt.Errorf("pod %s on %q: phase %s, conditions %v, containers %v; events: %s", p.Name, p.Spec.NodeName, p.Status.Phase,
-				p.Status.Conditions, p.Status.ContainerStatuses, harness.Events(ctx, client, "kube-system", p.Name))
-		}
-		pod = p
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
+	return &waitCCMPods(t, client, 1)[0]
 }
 
 // ccmPodLogs returns the chart's pods' logs (the last tail lines each; 0:
