@@ -4,7 +4,8 @@
 // (ccm.go), registering Nodes the way a kubelet with
 // --cloud-provider=external does (nodes.go), waiting for conditions
 // (wait.go), dumping an object's Events (events.go), writing a cloud
-// config (cloudconfig.go) and installing the Helm chart (helm.go).
+// config (cloudconfig.go), installing the Helm chart (helm.go) and finding
+// this machine's processes by command line (procs.go).
 //
 // Everything here returns plain errors, so a command can use it; the
 // tests wrap it in thin helpers that fail the test instead.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -195,19 +194,12 @@ func leaseHolder(t *testing.T, client kubernetes.Interface) string {
 // running the CCM binary in a cgroup of the pod.
 func ccmProcess(t *testing.T, pod corev1.Pod) int {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var found []int
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !strings.HasSuffix(strings.Split(string(cmdline), "\x00")[0], "terraform-cloud-controller-manager") {
-			continue
-		}
-		cgroup, err := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
-		if err != nil || !strings.Contains(string(cgroup), "pod"+string(pod.UID)) {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err == nil {
+	for _, pid := range harness.Processes(func(args []string) bool {
+		return strings.HasSuffix(args[0], "terraform-cloud-controller-manager")
+	}) {
+		cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err == nil && strings.Contains(string(cgroup), "pod"+string(pod.UID)) {
 			found = append(found, pid)
 		}
 	}
