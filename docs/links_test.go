@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,29 +119,49 @@ type link struct {
 	line   int
 }
 
+// prose returns the lines of a Markdown document outside fenced code
+// blocks, with their 1-based numbers.
+func prose(src string) map[int]string {
+	out := map[int]string{}
+	inFence := ""
+	for i, line := range strings.Split(src, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case inFence != "":
+			if strings.HasPrefix(trimmed, inFence) {
+				inFence = ""
+			}
+		case fenceOf(trimmed) != "":
+			inFence = fenceOf(trimmed)
+		default:
+			out[i+1] = line
+		}
+	}
+	return out
+}
+
+// sortedLines returns prose's line numbers in order.
+func sortedLines(lines map[int]string) []int {
+	var out []int
+	for n := range lines {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
 // links returns the relative links of a Markdown document, outside code
 // blocks and code spans.
 func links(src string) []link {
 	var out []link
-	inFence := ""
-	for i, line := range strings.Split(src, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if inFence != "" {
-			if strings.HasPrefix(trimmed, inFence) {
-				inFence = ""
-			}
-			continue
-		}
-		if f := fenceOf(trimmed); f != "" {
-			inFence = f
-			continue
-		}
-		for _, m := range linkRE.FindAllStringSubmatch(codeRE.ReplaceAllString(line, ""), -1) {
+	lines := prose(src)
+	for _, n := range sortedLines(lines) {
+		for _, m := range linkRE.FindAllStringSubmatch(codeRE.ReplaceAllString(lines[n], ""), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			out = append(out, link{target: target, line: i + 1})
+			out = append(out, link{target: target, line: n})
 		}
 	}
 	return out
@@ -152,19 +173,9 @@ func links(src string) []link {
 func anchors(src string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	inFence := ""
-	for _, line := range strings.Split(src, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if inFence != "" {
-			if strings.HasPrefix(trimmed, inFence) {
-				inFence = ""
-			}
-			continue
-		}
-		if f := fenceOf(trimmed); f != "" {
-			inFence = f
-			continue
-		}
+	lines := prose(src)
+	for _, n := range sortedLines(lines) {
+		line := lines[n]
 		if !strings.HasPrefix(line, "#") {
 			continue
 		}
