@@ -11,9 +11,10 @@ import (
 	"unicode"
 )
 
-// landingElsewhere are pages other branches of this wave add (owner in the
-// value); a link to one of them is reported in the log, not failed, until it
-// exists. Delete entries once their pages are on main.
+// landingElsewhere are pages other branches of this wave add (what they hold
+// in the value): a link to one of them is reported in the log, not failed,
+// until it exists, and so is a shell block of theirs not marked run or skip.
+// Delete entries once their pages are on main and marked.
 var landingElsewhere = map[string]string{
 	"docs/configuration.md":      "generated from the config declarations",
 	"docs/events.md":             "generated from the Event reasons",
