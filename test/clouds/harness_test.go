@@ -227,9 +227,9 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 		}
 		return
 	}
-	env.Tofu(t, dir, "validate", "-no-color")
-	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan")
-	env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan")
+	noWarnings(t, "validate", env.Tofu(t, dir, "validate", "-no-color"))
+	noWarnings(t, "plan", env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan"))
+	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan"))
 	calls := env.Calls(t)
 	for _, call := range calls {
 		if call.Op != "create" {
@@ -293,6 +293,15 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	assertStoreEmpty(t, env)
 }
 
+// noWarnings fails the test when OpenTofu warned (a deprecated attribute,
+// a value derived from one, ...): what a user would see on every plan.
+func noWarnings(t *testing.T, what string, out []byte) {
+	t.Helper()
+	if bytes.Contains(out, []byte("Warning: ")) {
+		t.Errorf("tofu %s warned:\n%s", what, out)
+	}
+}
+
 // cleanup destroys what a failed test left behind, so the next test
 // starts with an empty cloud and an empty call log.
 func cleanup(t *testing.T, env *standin.Env, dir string) {
@@ -334,8 +343,8 @@ func runRoutes(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 		t.Fatal(err)
 	}
 	env.Tofu(t, dir, "init", "-input=false", "-no-color")
-	env.Tofu(t, dir, "validate", "-no-color")
-	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	noWarnings(t, "validate", env.Tofu(t, dir, "validate", "-no-color"))
+	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"))
 	calls := env.Calls(t)
 	c.routeCheck(t, calls)
 	var routes map[string]map[string]any
