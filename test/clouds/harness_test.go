@@ -222,6 +222,7 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 		if got := strings.Join(strings.Fields(te.Stderr), " "); !strings.Contains(got, tc.wantErr) {
 			t.Fatalf("plan error lacks %q:\n%s", tc.wantErr, te.Stderr)
 		}
+		onlySetErrors(t, te.Stderr)
 		if calls := env.Calls(t); len(calls) != 0 {
 			t.Fatalf("refused Service still called the cloud: %+v", calls)
 		}
@@ -291,6 +292,23 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 		}
 	}
 	assertStoreEmpty(t, env)
+}
+
+// setErrors are the error summaries of a set's own checks (variable
+// validations, preconditions): the errors that name a Service setting.
+var setErrors = map[string]bool{"Invalid value for variable": true, "Resource precondition failed": true}
+
+// onlySetErrors fails the test when a refused Service also got another
+// error (a provider's, an API's, an invalid index): the user must see the
+// set's message alone, not after or beside one that does not name the
+// Service setting.
+func onlySetErrors(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if summary, ok := strings.CutPrefix(strings.TrimSpace(line), "Error: "); ok && !setErrors[summary] {
+			t.Errorf("a refused Service got %q besides the set's message:\n%s", summary, stderr)
+		}
+	}
 }
 
 // noWarnings fails the test when OpenTofu warned (a deprecated attribute,
