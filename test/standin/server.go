@@ -59,6 +59,8 @@ type Server struct {
 	store   string
 	fixture map[string]map[string]json.RawMessage
 	mu      sync.Mutex
+	// cloud serializes cloudRules checks with the store writes they see.
+	cloud sync.Mutex
 }
 
 var _ tfprotov6.ProviderServer = (*Server)(nil)
@@ -298,12 +300,25 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 		resp.Diagnostics = errDiag("Cannot encode new state", err)
 		return resp, nil
 	}
-	resp.NewState = &dv
 	id := stringAttr(applied, "id")
-	if err := s.save(req.TypeName, id, dv); err != nil {
+	// What the cloud refuses at apply (cloudrules.go): checked and stored
+	// under one lock, as OpenTofu applies independent objects in parallel.
+	s.cloud.Lock()
+	if rule := cloudRules[req.TypeName]; rule != nil {
+		if err := rule(s, id, applied); err != nil {
+			s.cloud.Unlock()
+			resp.Diagnostics = errDiag("Error creating "+req.TypeName, err)
+			resp.NewState = req.PriorState
+			return resp, nil
+		}
+	}
+	err = s.save(req.TypeName, id, dv)
+	s.cloud.Unlock()
+	if err != nil {
 		resp.Diagnostics = errDiag("Cannot update the stand-in store", err)
 		return resp, nil
 	}
+	resp.NewState = &dv
 	call := Call{Op: "create", Type: req.TypeName, ID: id, Values: objectJSON(applied)}
 	if !prior.IsNull() {
 		call.Op = "update"
