@@ -162,6 +162,37 @@ routes {
 					t.Errorf("internal ingress %v", ingress)
 				}
 			}},
+			// TCP and UDP rules on one requested internal IP: Google takes a
+			// literal internal address on one forwarding rule only; rules share
+			// it when it is a reserved address with purpose
+			// SHARED_LOADBALANCER_VIP, which the set reserves.
+			{name: "internal-requested-ip-tcp-udp", golden: true, mut: func(s *corev1.Service) {
+				udp(s)
+				s.Annotations["tfccm.io/internal"] = "true"
+				s.Spec.LoadBalancerIP = "10.132.0.51"
+			}, fixture: map[string]map[string]any{"google_compute_address": {"address": "10.132.0.51"}},
+				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+					addr := callsOf(calls, "google_compute_address")
+					if len(addr) != 1 {
+						t.Fatalf("addresses %+v, want the requested IP reserved once", addr)
+					}
+					a := addr[0].Values
+					if a["address"] != "10.132.0.51" || a["address_type"] != "INTERNAL" || a["purpose"] != "SHARED_LOADBALANCER_VIP" || a["subnetwork"] != "nodes" {
+						t.Errorf("shared internal address %v", a)
+					}
+					rules := callsOf(calls, "google_compute_forwarding_rule")
+					if len(rules) != 2 {
+						t.Fatalf("forwarding rules %+v, want TCP and UDP", rules)
+					}
+					for _, r := range rules {
+						if r.Values["ip_address"] != "10.132.0.51" || r.Values["load_balancing_scheme"] != "INTERNAL" {
+							t.Errorf("forwarding rule %v", r.Values)
+						}
+					}
+					if len(ingress) != 1 || ingress[0]["ip"] != "10.132.0.51" {
+						t.Errorf("ingress %v", ingress)
+					}
+				}},
 			{name: "internal", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/internal"] = "true" },
 				fixture: map[string]map[string]any{"google_compute_address": {"address": "10.132.0.60"}},
 				check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {

@@ -222,14 +222,15 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 		if got := strings.Join(strings.Fields(te.Stderr), " "); !strings.Contains(got, tc.wantErr) {
 			t.Fatalf("plan error lacks %q:\n%s", tc.wantErr, te.Stderr)
 		}
+		onlySetErrors(t, te.Stderr)
 		if calls := env.Calls(t); len(calls) != 0 {
 			t.Fatalf("refused Service still called the cloud: %+v", calls)
 		}
 		return
 	}
-	env.Tofu(t, dir, "validate", "-no-color")
-	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan")
-	env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan")
+	noWarnings(t, "validate", env.Tofu(t, dir, "validate", "-no-color"))
+	noWarnings(t, "plan", env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan"))
+	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan"))
 	calls := env.Calls(t)
 	for _, call := range calls {
 		if call.Op != "create" {
@@ -293,6 +294,32 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	assertStoreEmpty(t, env)
 }
 
+// setErrors are the error summaries of a set's own checks (variable
+// validations, preconditions): the errors that name a Service setting.
+var setErrors = map[string]bool{"Invalid value for variable": true, "Resource precondition failed": true}
+
+// onlySetErrors fails the test when a refused Service also got another
+// error (a provider's, an API's, an invalid index): the user must see the
+// set's message alone, not after or beside one that does not name the
+// Service setting.
+func onlySetErrors(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if summary, ok := strings.CutPrefix(strings.TrimSpace(line), "Error: "); ok && !setErrors[summary] {
+			t.Errorf("a refused Service got %q besides the set's message:\n%s", summary, stderr)
+		}
+	}
+}
+
+// noWarnings fails the test when OpenTofu warned (a deprecated attribute,
+// a value derived from one, ...): what a user would see on every plan.
+func noWarnings(t *testing.T, what string, out []byte) {
+	t.Helper()
+	if bytes.Contains(out, []byte("Warning: ")) {
+		t.Errorf("tofu %s warned:\n%s", what, out)
+	}
+}
+
 // cleanup destroys what a failed test left behind, so the next test
 // starts with an empty cloud and an empty call log.
 func cleanup(t *testing.T, env *standin.Env, dir string) {
@@ -334,8 +361,8 @@ func runRoutes(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 		t.Fatal(err)
 	}
 	env.Tofu(t, dir, "init", "-input=false", "-no-color")
-	env.Tofu(t, dir, "validate", "-no-color")
-	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	noWarnings(t, "validate", env.Tofu(t, dir, "validate", "-no-color"))
+	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"))
 	calls := env.Calls(t)
 	c.routeCheck(t, calls)
 	var routes map[string]map[string]any

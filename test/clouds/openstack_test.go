@@ -197,6 +197,76 @@ routes {
 						t.Errorf("the requested public IP became the VIP: %v", lb)
 					}
 				}},
+			// The OVN provider driver refuses members with monitor options and
+			// HTTP monitors: TCP (UDP-CONNECT) monitors on the node port, as
+			// cloud-provider-openstack builds them for ovn, and its one
+			// lb_method.
+			{name: "ovn", golden: true, mut: func(s *corev1.Service) {
+				etpLocal(s)
+				udp(s)
+				s.Annotations["tfccm.io/vars"] = `{"loadbalancer_provider": "ovn"}`
+			}, check: func(t *testing.T, calls []standin.Call, _ []map[string]any) {
+				if lb := osLB(t, calls); lb["loadbalancer_provider"] != "ovn" {
+					t.Errorf("load balancer %v", lb)
+				}
+				pools := osByName(calls, "openstack_lb_pool_v2")
+				for _, key := range []string{"tcp-80", "tcp-443", "udp-53"} {
+					for name, m := range osMembers(t, calls, pools, key) {
+						if m["monitor_port"] != nil || m["monitor_address"] != nil {
+							t.Errorf("ovn member %s of %s has monitor options: %v", name, key, m)
+						}
+					}
+				}
+				for k, p := range pools {
+					if p["lb_method"] != "SOURCE_IP_PORT" {
+						t.Errorf("ovn pool %s lb_method %v", k, p["lb_method"])
+					}
+				}
+				want := map[string]string{"prod-cc888fe439-tcp-80": "TCP", "prod-cc888fe439-tcp-443": "TCP", "prod-cc888fe439-udp-53": "UDP-CONNECT"}
+				mons := osByName(calls, "openstack_lb_monitor_v2")
+				if len(mons) != len(want) {
+					t.Errorf("monitors %v", mons)
+				}
+				for k, mon := range mons {
+					// url_path and the like are computed: the stand-in invents them
+					// when the set leaves them unset.
+					if mon["type"] != want[k] || mon["url_path"] == "/healthz" || mon["http_method"] == "GET" || mon["expected_codes"] == "200" {
+						t.Errorf("ovn monitor %s %v, want %s on the node port", k, mon, want[k])
+					}
+				}
+			}},
+			// HTTP monitors on UDP pools need Octavia API 2.16; an older API
+			// gets UDP-CONNECT monitors on the node port for UDP pools.
+			{name: "udp-octavia-2.15", mut: func(s *corev1.Service) {
+				udp(s)
+				s.Annotations["tfccm.io/vars"] = `{"octavia_api_version": "2.15"}`
+			}, check: func(t *testing.T, calls []standin.Call, _ []map[string]any) {
+				mons := osByName(calls, "openstack_lb_monitor_v2")
+				if m := mons["prod-cc888fe439-udp-53"]; m["type"] != "UDP-CONNECT" || m["url_path"] == "/healthz" {
+					t.Errorf("UDP monitor on Octavia 2.15 %v, want UDP-CONNECT", m)
+				}
+				if m := mons["prod-cc888fe439-tcp-80"]; m["type"] != "HTTP" {
+					t.Errorf("TCP monitor %v, want HTTP", m)
+				}
+				pools := osByName(calls, "openstack_lb_pool_v2")
+				if m := osMembers(t, calls, pools, "udp-53")["node-a"]; m["monitor_port"] != nil {
+					t.Errorf("UDP member %v has a monitor port its UDP-CONNECT monitor does not use", m)
+				}
+				if m := osMembers(t, calls, pools, "tcp-80")["node-a"]; m["monitor_port"] != json.Number("10256") {
+					t.Errorf("TCP member %v, want monitor port 10256", m)
+				}
+			}},
+			{name: "refuse-ovn-source-ranges", mut: func(s *corev1.Service) {
+				s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+				s.Annotations["tfccm.io/vars"] = `{"loadbalancer_provider": "ovn"}`
+			}, wantErr: "spec.loadBalancerSourceRanges: the ovn provider does not enforce listener allowed_cidrs"},
+			{name: "refuse-ovn-proxy-protocol", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/proxy-protocol"] = "true"
+				s.Annotations["tfccm.io/vars"] = `{"loadbalancer_provider": "ovn"}`
+			}, wantErr: "tfccm.io/proxy-protocol: the ovn provider balances packets (L4) and cannot send the PROXY protocol"},
+			{name: "refuse-ovn-lb-method", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/vars"] = `{"loadbalancer_provider": "ovn", "lb_method": "ROUND_ROBIN"}`
+			}, wantErr: "settings.lb_method: the ovn provider balances by SOURCE_IP_PORT only"},
 			{name: "refuse-proxy-udp", mut: func(s *corev1.Service) { udp(s); s.Annotations["tfccm.io/proxy-protocol"] = "true" },
 				wantErr: "tfccm.io/proxy-protocol: the PROXY protocol is sent on TCP connections only; these ports are not TCP: 53/UDP."},
 			{name: "refuse-dual-stack", mut: dualStack,

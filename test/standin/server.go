@@ -59,6 +59,8 @@ type Server struct {
 	store   string
 	fixture map[string]map[string]json.RawMessage
 	mu      sync.Mutex
+	// cloud serializes cloudRules checks with the store writes they see.
+	cloud sync.Mutex
 }
 
 var _ tfprotov6.ProviderServer = (*Server)(nil)
@@ -69,6 +71,7 @@ func NewServer(schema *ProviderSchema) (*Server, error) {
 	if only := os.Getenv(EnvOnly); only != "" {
 		schema = schema.Only(strings.Split(only, ","))
 	}
+	markDeprecated(schema)
 	s := &Server{schema: schema, logPath: os.Getenv(EnvLog), store: os.Getenv(EnvStore)}
 	if p := os.Getenv(EnvFixture); p != "" {
 		data, err := os.ReadFile(p)
@@ -138,9 +141,19 @@ func (s *Server) StopProvider(context.Context, *tfprotov6.StopProviderRequest) (
 	return &tfprotov6.StopProviderResponse{}, nil
 }
 
-// ValidateResourceConfig accepts what OpenTofu's schema checks accepted.
-func (s *Server) ValidateResourceConfig(context.Context, *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
-	return &tfprotov6.ValidateResourceConfigResponse{}, nil
+// ValidateResourceConfig checks what the real provider checks and
+// OpenTofu does not (rules.go): required arguments with null values and the
+// documented rules of resourceRules.
+func (s *Server) ValidateResourceConfig(_ context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
+	r, err := s.resource(req.TypeName)
+	if err != nil {
+		return &tfprotov6.ValidateResourceConfigResponse{Diagnostics: errDiag("Unknown resource type", err)}, nil
+	}
+	cfg, err := req.Config.Unmarshal(r.ValueType())
+	if err != nil {
+		return &tfprotov6.ValidateResourceConfigResponse{Diagnostics: errDiag("Cannot decode config", err)}, nil
+	}
+	return &tfprotov6.ValidateResourceConfigResponse{Diagnostics: validateConfig(r.Block, resourceRules[req.TypeName], cfg)}, nil
 }
 
 // UpgradeResourceState decodes stored JSON state with the current schema.
@@ -287,12 +300,25 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 		resp.Diagnostics = errDiag("Cannot encode new state", err)
 		return resp, nil
 	}
-	resp.NewState = &dv
 	id := stringAttr(applied, "id")
-	if err := s.save(req.TypeName, id, dv); err != nil {
+	// What the cloud refuses at apply (cloudrules.go): checked and stored
+	// under one lock, as OpenTofu applies independent objects in parallel.
+	s.cloud.Lock()
+	if rule := cloudRules[req.TypeName]; rule != nil {
+		if err := rule(s, id, applied); err != nil {
+			s.cloud.Unlock()
+			resp.Diagnostics = errDiag("Error creating "+req.TypeName, err)
+			resp.NewState = req.PriorState
+			return resp, nil
+		}
+	}
+	err = s.save(req.TypeName, id, dv)
+	s.cloud.Unlock()
+	if err != nil {
 		resp.Diagnostics = errDiag("Cannot update the stand-in store", err)
 		return resp, nil
 	}
+	resp.NewState = &dv
 	call := Call{Op: "create", Type: req.TypeName, ID: id, Values: objectJSON(applied)}
 	if !prior.IsNull() {
 		call.Op = "update"
@@ -397,9 +423,18 @@ func (s *Server) MoveResourceState(context.Context, *tfprotov6.MoveResourceState
 	return &tfprotov6.MoveResourceStateResponse{Diagnostics: errDiag("Not supported", errors.New("the stand-in cannot move resource state"))}, nil
 }
 
-// ValidateDataResourceConfig accepts what OpenTofu's schema checks accepted.
-func (s *Server) ValidateDataResourceConfig(context.Context, *tfprotov6.ValidateDataResourceConfigRequest) (*tfprotov6.ValidateDataResourceConfigResponse, error) {
-	return &tfprotov6.ValidateDataResourceConfigResponse{}, nil
+// ValidateDataResourceConfig checks required arguments with null values,
+// as the real provider does.
+func (s *Server) ValidateDataResourceConfig(_ context.Context, req *tfprotov6.ValidateDataResourceConfigRequest) (*tfprotov6.ValidateDataResourceConfigResponse, error) {
+	d, ok := s.schema.DataSources[req.TypeName]
+	if !ok {
+		return &tfprotov6.ValidateDataResourceConfigResponse{Diagnostics: errDiag("Unknown data source", fmt.Errorf("stand-in for %s has no data source %q", s.schema.Address, req.TypeName))}, nil
+	}
+	cfg, err := req.Config.Unmarshal(d.ValueType())
+	if err != nil {
+		return &tfprotov6.ValidateDataResourceConfigResponse{Diagnostics: errDiag("Cannot decode config", err)}, nil
+	}
+	return &tfprotov6.ValidateDataResourceConfigResponse{Diagnostics: validateConfig(d.Block, nil, cfg)}, nil
 }
 
 // ReadDataSource returns the configuration with invented computed values;
@@ -416,6 +451,16 @@ func (s *Server) ReadDataSource(_ context.Context, req *tfprotov6.ReadDataSource
 	if err != nil {
 		resp.Diagnostics = errDiag("Cannot decode data source config", err)
 		return resp, nil
+	}
+	// What the cloud's API refuses for this lookup (rules.go).
+	for _, r := range lookupRules[req.TypeName] {
+		if diags := r.check(d.Block, cfg); len(diags) > 0 {
+			for _, dg := range diags {
+				dg.Summary = "Error reading " + req.TypeName
+			}
+			resp.Diagnostics = diags
+			return resp, nil
+		}
 	}
 	v, err := markComputedUnknown(d.Block, cfg)
 	if err == nil {

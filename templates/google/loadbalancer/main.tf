@@ -41,7 +41,14 @@ locals {
   # service-based external passthrough load balancers.
   health_check_ranges = var.service.internal ? ["35.191.0.0/16", "130.211.0.0/22"] : ["35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"]
 
-  address = var.service.load_balancer_ip != null ? var.service.load_balancer_ip : google_compute_address.this[0].address
+  # Google takes a literal internal address on one forwarding rule only;
+  # internal rules share an address when it is a reserved address with
+  # purpose SHARED_LOADBALANCER_VIP. So a requested internal IP used by the
+  # TCP and the UDP rule is reserved here; one used by a single rule is
+  # used as is.
+  shared_internal_ip = var.service.internal && var.service.load_balancer_ip != null && length(local.protocols) > 1
+  reserve            = var.service.load_balancer_ip == null || local.shared_internal_ip
+  address            = local.reserve ? google_compute_address.this[0].address : var.service.load_balancer_ip
   labels = merge(var.settings.labels, {
     "tfccm-cluster" = var.cluster_name
   })
@@ -50,20 +57,22 @@ locals {
 
 # The load balancer's address, shared by the per-protocol forwarding rules.
 # A requested spec.loadBalancerIP is used as is: for an external load
-# balancer it must be a static address already reserved in the region.
+# balancer it must be a static address already reserved in the region; an
+# internal one shared by TCP and UDP rules is reserved here (so it must not
+# be reserved already).
 resource "google_compute_address" "this" {
-  count = var.service.load_balancer_ip == null ? 1 : 0
+  count = local.reserve ? 1 : 0
 
   project      = var.settings.project
   region       = var.settings.region
   name         = var.load_balancer_name
   description  = local.description
+  address      = var.service.load_balancer_ip
   address_type = local.scheme
   subnetwork   = var.service.internal ? var.settings.subnetwork : null
   purpose      = var.service.internal ? "SHARED_LOADBALANCER_VIP" : null
   network_tier = var.service.internal ? null : var.settings.network_tier
   labels       = local.labels
-
 }
 
 resource "google_compute_network_endpoint_group" "zone" {

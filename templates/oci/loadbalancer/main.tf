@@ -49,6 +49,16 @@ locals {
     }
   ]...)
 
+  # loadBalancerSourceRanges are enforced by an NSG in settings.vcn_id;
+  # without one the load balancer's precondition refuses the Service (the
+  # NSG is not planned, so the provider's "Missing required argument" for
+  # vcn_id does not come first).
+  source_ranges = length(var.service.source_ranges) > 0 && var.settings.vcn_id != null
+  # A requested IPv6 address is refused by the load balancer's
+  # precondition; the reserved-public-IP lookup (IPv4 objects only) never
+  # sees it.
+  requested_ipv4 = var.service.load_balancer_ip != null && !strcontains(coalesce(var.service.load_balancer_ip, "-"), ":")
+
   http_check = contains(["HTTP", "HTTPS"], var.health_check.protocol)
   # Passthrough: clients reach the nodes directly unless the PROXY header
   # must be added by the load balancer.
@@ -57,7 +67,7 @@ locals {
 
 # A requested public IP must be a reserved public IP of the tenancy.
 data "oci_core_public_ip" "requested" {
-  count      = var.service.load_balancer_ip != null && !local.internal ? 1 : 0
+  count      = local.requested_ipv4 && !local.internal ? 1 : 0
   ip_address = var.service.load_balancer_ip
 }
 
@@ -113,7 +123,7 @@ resource "oci_network_load_balancer_network_load_balancer" "this" {
 # loadBalancerSourceRanges: ingress allowed only from the ranges, on the
 # Service's ports; egress to the backends (node ports and health checks).
 resource "oci_core_network_security_group" "source_ranges" {
-  count = length(var.service.source_ranges) > 0 ? 1 : 0
+  count = local.source_ranges ? 1 : 0
 
   compartment_id = var.settings.compartment_id
   vcn_id         = var.settings.vcn_id
@@ -121,7 +131,7 @@ resource "oci_core_network_security_group" "source_ranges" {
 }
 
 resource "oci_core_network_security_group_security_rule" "ingress" {
-  for_each = length(var.service.source_ranges) == 0 ? {} : {
+  for_each = !local.source_ranges ? {} : {
     for pair in setproduct(var.service.source_ranges, var.service.ports) :
     "${pair[0]} ${pair[1].protocol}/${pair[1].port}" => { cidr = pair[0], port = pair[1].port, protocol = pair[1].protocol }
   }
@@ -154,7 +164,7 @@ resource "oci_core_network_security_group_security_rule" "ingress" {
 }
 
 resource "oci_core_network_security_group_security_rule" "egress" {
-  for_each = length(var.service.source_ranges) == 0 ? toset([]) : toset(local.ipv6 ? ["0.0.0.0/0", "::/0"] : ["0.0.0.0/0"])
+  for_each = !local.source_ranges ? toset([]) : toset(local.ipv6 ? ["0.0.0.0/0", "::/0"] : ["0.0.0.0/0"])
 
   network_security_group_id = oci_core_network_security_group.source_ranges[0].id
   direction                 = "EGRESS"

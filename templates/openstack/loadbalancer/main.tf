@@ -30,7 +30,26 @@ locals {
   unsupported_ports = [for p in var.service.ports : "${p.port}/${p.protocol}" if !contains(["TCP", "UDP", "SCTP"], p.protocol)]
   proxy_non_tcp     = [for p in var.service.ports : "${p.port}/${p.protocol}" if var.service.proxy_protocol && p.protocol != "TCP"]
 
-  http_check = var.health_check.protocol != "TCP"
+  # The ovn provider driver (loadbalancer_provider = "ovn") balances packets
+  # in OVN: no HTTP monitors and no member monitor options (it refuses
+  # both), TCP and UDP-CONNECT monitors on the member's own port (the node
+  # port), SOURCE_IP_PORT only, no allowed_cidrs, no PROXY pools. Monitors
+  # are built the way cloud-provider-openstack builds them for ovn.
+  ovn       = var.settings.loadbalancer_provider == "ovn"
+  lb_method = coalesce(var.settings.lb_method, local.ovn ? "SOURCE_IP_PORT" : "ROUND_ROBIN")
+  # HTTP monitors on UDP pools need Octavia API 2.16; an older API gets
+  # UDP-CONNECT monitors on the node port for UDP pools.
+  http_on_udp = tonumber(split(".", var.settings.octavia_api_version)[1]) >= 16
+
+  # Per listener: the monitor type and whether it probes the health check
+  # port (the members' monitor_port) or the member's own port.
+  monitor = {
+    for k, p in local.ports : k => (
+      local.ovn ? { type = p.protocol == "UDP" ? "UDP-CONNECT" : p.protocol, health_port = false } :
+      p.protocol == "UDP" && var.health_check.protocol != "TCP" && !local.http_on_udp ? { type = "UDP-CONNECT", health_port = false } :
+      { type = var.health_check.protocol, health_port = true }
+    )
+  }
 }
 
 resource "openstack_lb_loadbalancer_v2" "this" {
@@ -64,6 +83,18 @@ resource "openstack_lb_loadbalancer_v2" "this" {
       error_message = "A public OpenStack load balancer gets a floating IP from an external network; set settings.floating_network (its name), or make the Service internal with tfccm.io/internal."
     }
     precondition {
+      condition     = !local.ovn || length(var.service.source_ranges) == 0
+      error_message = "spec.loadBalancerSourceRanges: the ovn provider does not enforce listener allowed_cidrs (Octavia VIP ACLs); remove the ranges, filter on the nodes (security groups), or use the amphora provider."
+    }
+    precondition {
+      condition     = !local.ovn || !var.service.proxy_protocol
+      error_message = "tfccm.io/proxy-protocol: the ovn provider balances packets (L4) and cannot send the PROXY protocol (clients' addresses reach the nodes unchanged)."
+    }
+    precondition {
+      condition     = !local.ovn || local.lb_method == "SOURCE_IP_PORT"
+      error_message = "settings.lb_method: the ovn provider balances by SOURCE_IP_PORT only; unset lb_method or set SOURCE_IP_PORT."
+    }
+    precondition {
       condition     = length(local.missing_nodes) == 0
       error_message = "Pool members are the nodes' ${local.ipv6 ? "IPv6" : "IPv4"} InternalIPs; these nodes have none: ${join(", ", local.missing_nodes)}."
     }
@@ -91,7 +122,7 @@ resource "openstack_lb_pool_v2" "port" {
   name        = "${var.load_balancer_name}-${each.key}"
   listener_id = openstack_lb_listener_v2.port[each.key].id
   protocol    = local.pool_protocol[each.key]
-  lb_method   = var.settings.lb_method
+  lb_method   = local.lb_method
 
   dynamic "persistence" {
     for_each = var.service.session_affinity == "ClientIP" ? [1] : []
@@ -118,8 +149,10 @@ resource "openstack_lb_members_v2" "port" {
       subnet_id     = var.settings.member_subnet_id != null ? var.settings.member_subnet_id : var.settings.subnet_id
       # Nodes are health-checked on kube-proxy's /healthz, or for
       # externalTrafficPolicy: Local on the Service's healthCheckNodePort,
-      # which fails on nodes without a ready endpoint.
-      monitor_port = var.health_check.port
+      # which fails on nodes without a ready endpoint. Monitors that probe
+      # the node port (ovn, UDP-CONNECT) take no monitor_port: the provider
+      # sends it whenever it is set, and ovn refuses it.
+      monitor_port = local.monitor[each.key].health_port ? var.health_check.port : null
     }
   }
 }
@@ -129,14 +162,14 @@ resource "openstack_lb_monitor_v2" "port" {
 
   name             = "${var.load_balancer_name}-${each.key}"
   pool_id          = openstack_lb_pool_v2.port[each.key].id
-  type             = var.health_check.protocol
+  type             = local.monitor[each.key].type
   delay            = var.settings.monitor_delay
   timeout          = var.settings.monitor_timeout
   max_retries      = var.settings.monitor_max_retries
   max_retries_down = var.settings.monitor_retries_down
-  url_path         = !local.http_check ? null : var.health_check.path
-  http_method      = !local.http_check ? null : "GET"
-  expected_codes   = !local.http_check ? null : "200"
+  url_path         = contains(["HTTP", "HTTPS"], local.monitor[each.key].type) ? var.health_check.path : null
+  http_method      = contains(["HTTP", "HTTPS"], local.monitor[each.key].type) ? "GET" : null
+  expected_codes   = contains(["HTTP", "HTTPS"], local.monitor[each.key].type) ? "200" : null
 
   depends_on = [openstack_lb_members_v2.port]
 }
@@ -153,8 +186,10 @@ data "openstack_networking_floatingip_v2" "requested" {
   address = var.service.load_balancer_ip
 }
 
+# Without settings.floating_network the load balancer's precondition refuses
+# the Service; the floating IP is then not planned (its pool is required).
 resource "openstack_networking_floatingip_v2" "this" {
-  count = local.floating && var.service.load_balancer_ip == null ? 1 : 0
+  count = local.floating && var.service.load_balancer_ip == null && var.settings.floating_network != null ? 1 : 0
 
   pool        = var.settings.floating_network
   description = "Kubernetes Service ${var.service.namespace}/${var.service.name} of cluster ${var.cluster_name} (tfccm)"

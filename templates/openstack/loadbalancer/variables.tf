@@ -63,7 +63,8 @@ variable "settings" {
     flavor_id             = optional(string)
     availability_zone     = optional(string)
     loadbalancer_provider = optional(string)
-    lb_method             = optional(string, "ROUND_ROBIN")
+    lb_method             = optional(string)
+    octavia_api_version   = optional(string, "2.16")
     tags                  = optional(list(string), [])
     monitor_delay         = optional(number, 5)
     monitor_timeout       = optional(number, 3)
@@ -76,8 +77,12 @@ variable "settings" {
     error_message = "Set settings.subnet_id (or settings.network_id): the subnet the load balancer's VIP port is created in."
   }
   validation {
-    condition     = contains(["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"], var.settings.lb_method)
+    condition     = var.settings.lb_method == null || contains(["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"], coalesce(var.settings.lb_method, "-"))
     error_message = "settings.lb_method must be ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT (the ovn provider supports SOURCE_IP_PORT only)."
+  }
+  validation {
+    condition     = can(regex("^2\\.[0-9]+$", var.settings.octavia_api_version))
+    error_message = "settings.octavia_api_version must be the cloud's Octavia API version, 2.<minor> (`openstack versions show --service load-balancer`)."
   }
   validation {
     condition     = var.settings.monitor_timeout <= var.settings.monitor_delay
