@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -28,7 +29,8 @@ type Engine struct {
 	opts  Options
 	env   map[string]string
 	scrub *secret.Scrubber
-	self  claim // this process, for claim files
+	self  claim         // this process, for claim files
+	runs  atomic.Uint64 // tofu commands started (procs.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -102,7 +104,9 @@ func New(opts Options) (*Engine, error) {
 // work and scheduled retries are dropped (the desired state is recorded
 // again by the next Apply of a restarted controller), and running tofu
 // processes get SIGINT (they then write their state and release their
-// locks). Done is closed when every worker and loop has returned.
+// locks; what they leave running is killed, see procs.go). Done is closed
+// when every worker and loop has returned. Before its workers start, Start
+// ends what an earlier incarnation left running under the work dir.
 func (e *Engine) Start(ctx context.Context) {
 	e.mu.Lock()
 	if e.started {
@@ -112,6 +116,7 @@ func (e *Engine) Start(ctx context.Context) {
 	e.started = true
 	e.mu.Unlock()
 	e.pruneTombstones()
+	endLeftovers(e.opts.WorkDir)
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })

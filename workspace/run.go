@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -393,20 +395,18 @@ type runner struct {
 	reinited bool
 }
 
-// newTF is one tfexec.Terraform for one command, with the engine's
-// explicit environment and graceful (SIGINT) cancellation.
-func (r *runner) newTF() (*tfexec.Terraform, error) {
+// newTF is one tfexec.Terraform for one command (run id, see procs.go),
+// with the engine's explicit environment and graceful (SIGINT)
+// cancellation.
+func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
 	tf, err := tfexec.NewTerraform(r.dir, r.e.opts.Binary)
 	if err != nil {
 		return nil, err
 	}
-	env := make(map[string]string, len(r.e.env))
-	for k, v := range r.e.env {
-		env[k] = v
-	}
-	for k, v := range r.env {
-		env[k] = v
-	}
+	env := make(map[string]string, len(r.e.env)+len(r.env)+2)
+	maps.Copy(env, r.e.env)
+	maps.Copy(env, r.env)
+	maps.Copy(env, runEnv(id, r.dir))
 	if err := tf.SetEnv(env); err != nil {
 		return nil, err
 	}
@@ -416,20 +416,42 @@ func (r *runner) newTF() (*tfexec.Terraform, error) {
 	return tf, nil
 }
 
+// errNewTF marks a failure to set up a command (no process started).
+var errNewTF = errors.New("set up tofu command")
+
+// command runs one tofu command as run of its own (procs.go): its OS
+// thread is locked while tofu runs, so that tofu's parent-death signal
+// fires when this process dies and not when the thread is retired, and
+// whatever a command that failed or was interrupted left running (its
+// providers) is killed with its process group.
+func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
+	id := r.e.runID()
+	tf, err := r.newTF(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNewTF, err)
+	}
+	runtime.LockOSThread()
+	err = fn(ctx, tf)
+	runtime.UnlockOSThread()
+	if err != nil {
+		endRun(id, filepath.Base(r.dir))
+	}
+	return err
+}
+
 // step runs one tofu command with the operation timeout, records metrics,
 // releases a stale lock of ours once and turns failures into *Error.
 func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
 	for {
-		tf, err := r.newTF()
-		if err != nil {
-			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
-		}
 		opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
 		start := time.Now()
-		err = fn(opCtx, tf)
+		err := r.command(opCtx, fn)
 		operationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 		ctxErr := opCtx.Err()
 		cancel()
+		if errors.Is(err, errNewTF) {
+			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
+		}
 		if err == nil {
 			operationsTotal.WithLabelValues(op, resultSuccess).Inc()
 			return nil
@@ -474,14 +496,12 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 // forceUnlock releases a lock an earlier incarnation of this controller
 // left behind.
 func (r *runner) forceUnlock(ctx context.Context, id string) error {
-	tf, err := r.newTF()
-	if err != nil {
-		return &Error{Op: "force-unlock", Summary: err.Error()}
-	}
 	opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	err = tf.ForceUnlock(opCtx, id)
+	err := r.command(opCtx, func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.ForceUnlock(ctx, id)
+	})
 	if err != nil && r.backend.Type == "kubernetes" {
 		if _, held := parseLockError(err.Error()); held {
 			err = unlockKubernetesLease(opCtx, r.backend, id)
