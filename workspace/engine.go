@@ -67,6 +67,7 @@ type entry struct {
 
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
+	replaced     string       // hash of a pending plan new work replaced
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 }
@@ -185,8 +186,12 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	sameWork := en.desired != nil && en.destroy == destroy && st.Hash == spec.Hash
 
 	switch {
-	case sameWork && st.Phase == PhaseAwaitingApproval:
-		// Review mode: the saved plan for this work waits for Approve.
+	case sameWork && en.pending != nil && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy &&
+		(st.Phase == PhaseAwaitingApproval || en.approved == en.pending.Hash):
+		// Review mode: the saved plan for this work waits for Approve, or
+		// was approved and waits for a worker. A drift repair is such a
+		// plan too: its inputs are the applied ones, and re-rendering
+		// them (the approval itself re-renders) must not drop it.
 		en.desired = &spec
 		return en.status, nil
 	case !destroy && !running && en.rec.AppliedHash == spec.Hash:
@@ -219,7 +224,11 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 		// scheduled for the old work finds nothing to do (process).
 		e.retries.Forget(spec.Name)
 		// A new desired state replaces a pending plan: it is planned
-		// afresh and needs its own approval.
+		// afresh and needs its own approval (its plan names the one it
+		// replaces).
+		if en.pending != nil {
+			en.replaced = en.pending.Hash
+		}
 		en.pending, en.approved = nil, ""
 		e.setStatus(en, func(s *Status) {
 			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
@@ -490,6 +499,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
 		e.retries.Forget(name)
 		en.pending = out.pending
+		en.pending.Replaces, en.replaced = en.replaced, ""
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
 			s.Plan = out.pending
@@ -499,6 +509,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
 	case out.err == nil:
 		e.retries.Forget(name)
+		en.replaced = ""
 		e.setStatus(en, func(s *Status) {
 			s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
 			if destroy {

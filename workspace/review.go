@@ -55,6 +55,9 @@ type PendingPlan struct {
 	// Drift is true for a drift repair: the applied content re-planned
 	// because the infrastructure drifted from it.
 	Drift bool
+	// Replaces is the hash of the plan that awaited approval before new
+	// inputs replaced it (that plan can no longer be approved), or "".
+	Replaces string
 	// Add, Change and Destroy count resource actions (a replacement counts
 	// as one add and one destroy).
 	Add, Change, Remove int
