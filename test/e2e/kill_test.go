@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// TestKill9DuringApplies: the CCM with the local set is killed -9 at
+// random points of 10 applies; each time, nothing of it is left running
+// (tofu dies with it, the lbhost provider exits when tofu is gone) and the
+// next incarnation serves the last change.
+func TestKill9DuringApplies(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()))
+	serveNodes(t, cloud, 30080)
+	createNode(t, cluster.Client(), cloud, "node-a")
+	killDuringApplies(t, cluster.Client(), workDir, func() *harness.CCM { return startCCM(t, cluster, cfg) })
+}
+
+// TestKill9DuringAppliesBaremetal is the same with the baremetal set: the
+// lbhost provider holds SSH sessions to two LB hosts when it is orphaned.
+func TestKill9DuringAppliesBaremetal(t *testing.T) {
+	b := newBaremetal(t, "")
+	serveNodes(t, b.cloud, 30080)
+	createNode(t, b.client, b.cloud, "node-a")
+	killDuringApplies(t, b.client, b.workDir, func() *harness.CCM {
+		b.startCCM(t)
+		return b.ccm
+	})
+}
+
+// killDuringApplies changes a Service's port 10 times and kills the CCM
+// (start starts one) -9 at a random point of each apply, checking that
+// nothing of the killed incarnation is left running under workDir.
+func killDuringApplies(t *testing.T, client kubernetes.Interface, workDir string, start func() *harness.CCM) {
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("TFCCM_KILL_SEED"); v != "" {
+		seed, _ = strconv.ParseInt(v, 10, 64)
+	}
+	t.Logf("seed %d (TFCCM_KILL_SEED to replay)", seed)
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	ccm := start()
+	if _, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8000, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vip := waitVIP(t, client, "web")
+	backendsAre(t, vip, 8000, "node-a")
+
+	providerKills := 0
+	for i := 1; i <= 10; i++ {
+		port := int32(8000 + i)
+		eventually(t, 30*time.Second, "Service port changed", func(ctx context.Context) error {
+			s, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			s.Spec.Ports[0].Port = port
+			_, err = client.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+		// A random point of the apply: any point once tofu runs, or (every
+		// other time) a point while a provider runs.
+		running := func(what string) bool {
+			for _, p := range tofuOrProviders(workDir) {
+				if strings.HasPrefix(filepath.Base(p.Args[0]), what) {
+					return true
+				}
+			}
+			return false
+		}
+		waitFor(30*time.Second, func() bool { return running("tofu") })
+		delay := time.Duration(rng.Intn(1500)) * time.Millisecond
+		if i%2 == 0 {
+			waitFor(10*time.Second, func() bool { return running("terraform-provider-") })
+			delay = time.Duration(rng.Intn(300)) * time.Millisecond
+		}
+		time.Sleep(delay)
+		before := harness.ProcessesUnder(workDir)
+		if running("terraform-provider-") {
+			providerKills++
+		}
+		ccm.Kill()
+		eventually(t, 10*time.Second, fmt.Sprintf("kill %d (after %s; running then: %v): nothing of the killed CCM left", i, delay, before), func(context.Context) error {
+			if left := harness.ProcessesUnder(workDir); len(left) > 0 {
+				return fmt.Errorf("still running: %v", left)
+			}
+			if !ccm.Exited() || syscall.Kill(ccm.PID(), 0) == nil {
+				return fmt.Errorf("the CCM (pid %d) still runs", ccm.PID())
+			}
+			return nil
+		})
+		ccm = start()
+	}
+	t.Logf("%d of 10 kills landed while a provider ran", providerKills)
+	if providerKills == 0 {
+		t.Error("no kill landed while a provider ran; the test proves little")
+	}
+	backendsAre(t, vip, 8010, "node-a")
+	ccm.Stop()
+	if left := harness.ProcessesUnder(workDir); len(left) > 0 {
+		t.Errorf("left running after the CCM stopped: %v", left)
+	}
+}
+
+// waitFor polls cond every 20 ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
