@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -57,15 +55,8 @@ func killDuringApplies(t *testing.T, client kubernetes.Interface, workDir string
 	}
 	t.Logf("seed %d (TFCCM_KILL_SEED to replay)", seed)
 	rng := rand.New(rand.NewSource(seed))
-	ctx := context.Background()
 	ccm := start()
-	if _, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 8000, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createHTTPService(t, client, "web", 8000)
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 8000, "node-a")
 

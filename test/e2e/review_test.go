@@ -39,16 +39,7 @@ func TestReviewMode(t *testing.T) {
 	createNode(t, client, cloud, "node-b")
 	startCCM(t, cluster, cfg)
 
-	svc, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := createHTTPService(t, client, "web", 80)
 
 	// The plan is published, not applied.
 	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
@@ -201,16 +192,7 @@ func TestReviewDriftRepair(t *testing.T) {
 	serveNodes(t, cloud, 30080)
 	createNode(t, client, cloud, "node-a")
 	startCCM(t, cluster, cfg)
-	svc, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := createHTTPService(t, client, "web", 80)
 	approvePlan(t, client, waitPendingPlan(t, client, svc, "apply plan", "to add"))
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 80, "node-a")
@@ -261,4 +243,21 @@ func TestReviewDriftRepair(t *testing.T) {
 	if n := strings.Count(harness.Events(ctx, client, svc.Namespace, svc.Name), "drift repair plan "); n != 1 {
 		t.Errorf("%d drift repair plans published, want 1", n)
 	}
+}
+
+// createHTTPService creates a LoadBalancer Service with one TCP port
+// served by the nodes' NodePort 30080 (serveNodes).
+func createHTTPService(t *testing.T, client kubernetes.Interface, name string, port int32) *corev1.Service {
+	t.Helper()
+	svc, err := client.CoreV1().Services("default").Create(context.Background(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: port, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
