@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -371,12 +370,7 @@ func TestReviewDriftRepairApproval(t *testing.T) {
 	waitApplied(t, e, s1)
 	drift := func() *PendingPlan {
 		t.Helper()
-		rm := exec.Command(repo.Tofu(t), "state", "rm", "terraform_data.a")
-		rm.Dir = e.Dir("rv")
-		rm.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
-		if out, err := rm.CombinedOutput(); err != nil {
-			t.Fatalf("state rm: %v\n%s", err, out)
-		}
+		stateRm(t, e.Dir("rv"), "terraform_data.a")
 		e.Reconcile("rv")
 		st := awaitStatus(t, e, "rv", "drift repair awaiting approval", func(s Status) bool {
 			return s.Phase == PhaseAwaitingApproval && s.Plan != nil

@@ -30,7 +30,7 @@ func TestKill9DuringApplies(t *testing.T) {
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()))
 	serveNodes(t, cloud, 30080)
 	createNode(t, cluster.Client(), cloud, "node-a")
-	killDuringApplies(t, cluster.Client(), workDir, func() *harness.CCM { return startCCM(t, cluster, cfg) })
+	killDuringApplies(t, cluster.Client(), workDir, func() *harness.CCM { return startCCM(t, cluster, cfg, "--leader-elect=false") })
 }
 
 // TestKill9DuringAppliesBaremetal is the same with the baremetal set: the
@@ -40,14 +40,14 @@ func TestKill9DuringAppliesBaremetal(t *testing.T) {
 	serveNodes(t, b.cloud, 30080)
 	createNode(t, b.client, b.cloud, "node-a")
 	killDuringApplies(t, b.client, b.workDir, func() *harness.CCM {
-		b.startCCM(t)
-		return b.ccm
+		return startCCM(t, b.cluster, b.cfg, append([]string{"--leader-elect=false"}, routeFlags...)...)
 	})
 }
 
 // killDuringApplies changes a Service's port 10 times and kills the CCM
-// (start starts one) -9 at a random point of each apply, checking that
-// nothing of the killed incarnation is left running under workDir.
+// (start starts one; without leader election, so that the next starts at
+// once) -9 at a random point of each apply, checking that nothing of the
+// killed incarnation is left running under workDir.
 func killDuringApplies(t *testing.T, client kubernetes.Interface, workDir string, start func() *harness.CCM) {
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("TFCCM_KILL_SEED"); v != "" {
