@@ -94,15 +94,10 @@ func killDuringApplies(t *testing.T, client kubernetes.Interface, workDir string
 			providerKills++
 		}
 		ccm.Kill()
-		eventually(t, 10*time.Second, fmt.Sprintf("kill %d (after %s; running then: %v): nothing of the killed CCM left", i, delay, before), func(context.Context) error {
-			if left := harness.ProcessesUnder(workDir); len(left) > 0 {
-				return fmt.Errorf("still running: %v", left)
-			}
-			if !ccm.Exited() || syscall.Kill(ccm.PID(), 0) == nil {
-				return fmt.Errorf("the CCM (pid %d) still runs", ccm.PID())
-			}
-			return nil
-		})
+		if !ccm.Exited() || syscall.Kill(ccm.PID(), 0) == nil {
+			t.Fatalf("the CCM (pid %d) still runs", ccm.PID())
+		}
+		noneLeft(t, workDir, fmt.Sprintf("after kill %d (%s into the apply; running then: %v)", i, delay, before))
 		ccm = start()
 	}
 	t.Logf("%d of 10 kills landed while a provider ran", providerKills)
@@ -111,9 +106,7 @@ func killDuringApplies(t *testing.T, client kubernetes.Interface, workDir string
 	}
 	backendsAre(t, vip, 8010, "node-a")
 	ccm.Stop()
-	if left := harness.ProcessesUnder(workDir); len(left) > 0 {
-		t.Errorf("left running after the CCM stopped: %v", left)
-	}
+	noneLeft(t, workDir, "after the CCM stopped")
 }
 
 // waitFor polls cond every 20 ms until it holds or timeout passes.
