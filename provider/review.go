@@ -211,8 +211,12 @@ func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string
 	case p.Drift:
 		verb = "drift repair"
 	}
-	return fmt.Sprintf("%s plan %s awaiting approval: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
-		verb, p.Hash, p.Summary(), namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
+	replaces := ""
+	if p.Replaces != "" {
+		replaces = fmt.Sprintf(" (replaces plan %s: the inputs changed; that plan can no longer be approved)", p.Replaces)
+	}
+	return fmt.Sprintf("%s plan %s awaiting approval%s: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
+		verb, p.Hash, replaces, p.Summary(), namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
 }
 
 // approveService approves the Service's pending plan if the Service

@@ -64,6 +64,16 @@ func TestPendingMessage(t *testing.T) {
 	}
 }
 
+// TestReplacedPlanIsNamed: a plan made for new inputs names the plan it
+// replaced, which can no longer be approved.
+func TestReplacedPlanIsNamed(t *testing.T) {
+	old := strings.Repeat("a", 64)
+	p := &workspace.PendingPlan{Hash: strings.Repeat("b", 64), Replaces: old, Add: 1}
+	if msg := pendingMessage("ns", "lb-x", p, "the Service"); !strings.HasPrefix(msg, "apply plan "+p.Hash+" awaiting approval (replaces plan "+old) {
+		t.Errorf("message %q does not name the replaced plan", msg)
+	}
+}
+
 // TestDriftRepairIsNamed: a drift repair awaiting approval says so in the
 // Event and in the summary the plan ConfigMap publishes.
 func TestDriftRepairIsNamed(t *testing.T) {

@@ -4,14 +4,13 @@ import (
 	"path/filepath"
 )
 
-// appliedDir, inside a workspace directory, holds a copy of the files of
+// appliedDir (paths.go), inside a workspace directory, holds a copy of the files of
 // its last successful apply: the configuration its state was made with.
 // A destroy runs with them, so inputs that became invalid since (a
 // requested address outside the pool, a tfccm.io/vars value the template
 // rejects, a template that no longer validates) can never keep a
 // Service's finalizer: `tofu destroy` evaluates the configuration, and the
 // one that was applied last is the one that is known to pass.
-const appliedDir = metaDir + "/applied"
 
 // saveApplied records spec as the workspace's last applied configuration.
 // When the previous apply was of the same content (prevHash: a drift

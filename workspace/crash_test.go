@@ -56,8 +56,24 @@ func crashSpec(kubeconfig string) Spec {
 }
 
 // killMidApply runs a controller process on the crash workspace, waits
-// until its apply is inside the local-exec provisioner and SIGKILLs it.
+// until its apply is inside the local-exec provisioner and SIGKILLs it,
+// then ends the provisioner's shell (it outlives tofu) and lets the next
+// run go through.
 func killMidApply(t *testing.T, work, kubeconfig string, env ...string) {
+	t.Helper()
+	killHelperMidApply(t, work, kubeconfig, env...)
+	killStrays(t, work) // the provisioner's shell outlives tofu
+	if err := os.Remove(filepath.Join(work, "hold")); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(filepath.Join(work, "crash", ".tfccm", "claim.json")) {
+		t.Fatal("the killed controller left no claim")
+	}
+}
+
+// killHelperMidApply is killMidApply's kill alone: what the killed
+// controller left running stays, and work/hold holds it.
+func killHelperMidApply(t *testing.T, work, kubeconfig string, env ...string) {
 	t.Helper()
 	hold := filepath.Join(work, "hold")
 	if err := os.WriteFile(hold, nil, 0o644); err != nil {
@@ -86,13 +102,6 @@ func killMidApply(t *testing.T, work, kubeconfig string, env ...string) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	killStrays(t, work) // the provisioner's shell outlives tofu
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
-	if !exists(filepath.Join(work, "crash", ".tfccm", "claim.json")) {
-		t.Fatal("the killed controller left no claim")
-	}
 }
 
 func TestKill9MidApplyRecovers(t *testing.T) {

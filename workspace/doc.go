@@ -1,5 +1,8 @@
-// Package workspace is tfccm's Terraform engine, the only place in tfccm that
-// runs tofu/terraform.
+// Package workspace is tfccm's Terraform engine: the only place in tfccm
+// that changes infrastructure with tofu/terraform (init, plan, apply,
+// destroy, state push, force-unlock). tofu is also run read-only
+// elsewhere: package state reads state with `tofu show -json`, and
+// package templates runs `tofu version` to check a template set's needs.
 //
 // A workspace is a directory under the engine's work dir holding a rendered
 // root module (template files, generated inputs, generated backend block).
@@ -14,8 +17,9 @@
 // while it is processed again afterwards, so each workspace runs one
 // operation at a time, and the worker applies the entry's newest desired
 // spec (coalescing). A content hash recorded in the workspace directory
-// (.tfccm/applied.json) makes an unchanged request a no-op that starts no
-// process, across restarts too.
+// (paths.go names every file the engine keeps there) makes an unchanged
+// request a no-op that starts no process, across restarts too. The phases
+// of a workspace and every transition between them are in lifecycle.go.
 //
 // Failures are retried with jittered exponential backoff (the queue's rate
 // limiter, one backoff per workspace; the name is added again after the
@@ -23,8 +27,17 @@
 // summary, scrubbed of every credential and sensitive output value. With a
 // drift interval, a loop (wait.JitterUntil) re-plans every applied
 // workspace once per interval, the workspaces' checks spread over the
-// interval rather than all at once. A state lock left by an earlier incarnation of this
-// controller (recognised from the claim file written before every run) is
-// released with force-unlock; a lock held by anyone else is reported and
-// never stolen.
+// interval rather than all at once. A state lock left by an earlier
+// incarnation of this controller (recognised from the claim file written
+// before every run) is released with force-unlock; a lock held by anyone
+// else is reported and never stolen. Every tofu process, and whatever it
+// starts, ends with its command, with the engine's process, or at the
+// next incarnation's start (procs.go).
+//
+// Files: engine.go (Engine, its API), lifecycle.go (phases and
+// transitions), run.go (one pass: apply, destroy, approved plan),
+// tofu.go (tofu commands), backend.go (state and backend settings),
+// publish.go and review.go (review mode), procs.go (processes), paths.go
+// (the files under .tfccm), queue.go, lock.go, record.go, applied.go,
+// tombstone.go.
 package workspace

@@ -12,6 +12,18 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 )
 
+// stateRm removes addr from the state of the workspace in dir, as a
+// resource deleted behind tofu's back looks after a refresh.
+func stateRm(t *testing.T, dir, addr string) {
+	t.Helper()
+	rm := exec.Command(repo.Tofu(t), "state", "rm", addr)
+	rm.Dir = dir
+	rm.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Fatalf("state rm: %v\n%s", err, out)
+	}
+}
+
 // TestReconcileRepairsDrift: a resource removed behind tofu's back (here
 // from the state, as `tofu state rm` or a console deletion seen by refresh
 // would) is recreated by Reconcile, and an undrifted workspace re-plans
@@ -65,12 +77,7 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	mu.Lock()
 	results = nil
 	mu.Unlock()
-	rm := exec.Command(repo.Tofu(t), "state", "rm", "terraform_data.b")
-	rm.Dir = e.Dir("drift")
-	rm.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
-	if out, err := rm.CombinedOutput(); err != nil {
-		t.Fatalf("state rm: %v\n%s", err, out)
-	}
+	stateRm(t, e.Dir("drift"), "terraform_data.b")
 	e.Reconcile("drift")
 	if r := last(); !r.Changed || r.Err != nil {
 		t.Fatalf("drift not repaired: %+v", r)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -28,7 +29,8 @@ type Engine struct {
 	opts  Options
 	env   map[string]string
 	scrub *secret.Scrubber
-	self  claim // this process, for claim files
+	self  claim         // this process, for claim files
+	runs  atomic.Uint64 // tofu commands started (procs.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -65,6 +67,7 @@ type entry struct {
 
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
+	replaced     string       // hash of a pending plan new work replaced
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 }
@@ -102,7 +105,9 @@ func New(opts Options) (*Engine, error) {
 // work and scheduled retries are dropped (the desired state is recorded
 // again by the next Apply of a restarted controller), and running tofu
 // processes get SIGINT (they then write their state and release their
-// locks). Done is closed when every worker and loop has returned.
+// locks; what they leave running is killed, see procs.go). Done is closed
+// when every worker and loop has returned. Before its workers start, Start
+// ends what an earlier incarnation left running under the work dir.
 func (e *Engine) Start(ctx context.Context) {
 	e.mu.Lock()
 	if e.started {
@@ -112,6 +117,7 @@ func (e *Engine) Start(ctx context.Context) {
 	e.started = true
 	e.mu.Unlock()
 	e.pruneTombstones()
+	endLeftovers(e.opts.WorkDir)
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })
@@ -153,83 +159,6 @@ func (e *Engine) Apply(spec Spec) (Status, error) {
 // a restart.
 func (e *Engine) Destroy(spec Spec) (Status, error) {
 	return e.submit(spec, true)
-}
-
-func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
-	if err := spec.Validate(); err != nil {
-		return Status{}, err
-	}
-	spec = cloneSpec(spec)
-	if spec.Hash == "" {
-		spec.Hash = spec.ContentHash()
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	en := e.entry(spec.Name)
-	if !destroy && e.tombstoned(en) {
-		operationsTotal.WithLabelValues("apply", resultRefused).Inc()
-		return en.status, fmt.Errorf("apply %s: %w", spec.Name, ErrDestroyed)
-	}
-	if destroy && !en.tombstone {
-		if err := e.setTombstone(en); err != nil {
-			return en.status, err
-		}
-	}
-	st := &en.status
-	running := st.Phase == PhaseRunning
-	sameWork := en.desired != nil && en.destroy == destroy && st.Hash == spec.Hash
-
-	switch {
-	case sameWork && st.Phase == PhaseAwaitingApproval:
-		// Review mode: the saved plan for this work waits for Approve.
-		en.desired = &spec
-		return en.status, nil
-	case !destroy && !running && en.rec.AppliedHash == spec.Hash:
-		// No-op: applied already (possibly by an earlier incarnation).
-		en.desired, en.destroy = &spec, false
-		en.burst, en.due = time.Time{}, time.Time{}
-		en.pending, en.approved = nil, ""
-		e.retries.Forget(spec.Name)
-		e.setStatus(en, func(s *Status) {
-			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
-		})
-		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
-		return en.status, nil
-	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || e.nothingToDestroy(en, &spec)):
-		en.desired, en.destroy = &spec, true
-		en.pending, en.approved = nil, ""
-		e.setStatus(en, func(s *Status) {
-			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
-		})
-		operationsTotal.WithLabelValues("destroy", resultNoop).Inc()
-		return en.status, nil
-	case sameWork && st.Phase == PhaseFailed:
-		// Same failing work: keep its retry schedule.
-		en.desired = &spec
-		return en.status, nil
-	}
-	en.desired, en.destroy = &spec, destroy
-	if !sameWork {
-		// The new work starts now with a fresh backoff; a retry still
-		// scheduled for the old work finds nothing to do (process).
-		e.retries.Forget(spec.Name)
-		// A new desired state replaces a pending plan: it is planned
-		// afresh and needs its own approval.
-		en.pending, en.approved = nil, ""
-		e.setStatus(en, func(s *Status) {
-			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
-			if !running {
-				s.Phase = PhasePending
-			}
-		})
-	}
-	if d := e.coalesceDelay(en, &spec, destroy); d > 0 {
-		e.queue.AddAfter(spec.Name, d)
-		return en.status, nil
-	}
-	en.burst, en.due = time.Time{}, time.Time{}
-	e.enqueue(spec.Name)
-	return en.status, nil
 }
 
 // coalesceDelay is how long new work for en waits for more updates of
@@ -396,152 +325,6 @@ func (e *Engine) setStatus(en *entry, f func(*Status)) {
 	}
 	close(en.changed)
 	en.changed = make(chan struct{})
-}
-
-// process brings one workspace to its newest desired state.
-func (e *Engine) process(ctx context.Context, name string) {
-	e.mu.Lock()
-	en := e.entry(name)
-	spec, destroy := en.desired, en.destroy
-	st := en.status
-	drift := en.drift && spec != nil && !destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied
-	en.drift = false
-	// Review mode: an approval counts only for the pending plan of the
-	// current desired state.
-	var approved *PendingPlan
-	if p := en.pending; en.approved != "" && p != nil && spec != nil && p.Hash == en.approved && p.SpecHash == spec.Hash && p.Destroy == destroy {
-		approved = p
-		drift = p.SpecHash == en.rec.AppliedHash && !destroy
-	}
-	en.approved = ""
-	switch {
-	case approved != nil:
-		// Apply exactly the approved saved plan.
-	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy:
-		e.mu.Unlock()
-		return
-	case spec != nil && !destroy && time.Now().Before(en.due):
-		// A coalesced update woken early (the queue keeps the earliest of
-		// its delays): wait for the burst's due time.
-		e.queue.AddAfter(name, time.Until(en.due))
-		e.mu.Unlock()
-		return
-	case drift:
-		// Re-plan what is applied: repairs changes made outside tofu.
-	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && IsInvalidInput(st.Err) && !destroy:
-		// The template rejected these inputs: nothing to retry until
-		// the spec changes.
-		e.mu.Unlock()
-		return
-	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && time.Now().Before(st.NextRetry):
-		// Woken before the retry is due (a delayed add left from
-		// earlier work, which the queue merged with this retry's one
-		// keeping the earlier time): ask again for the due time.
-		e.queue.AddAfter(name, time.Until(st.NextRetry))
-		e.mu.Unlock()
-		return
-	case spec == nil,
-		!destroy && en.rec.AppliedHash == spec.Hash && st.Phase == PhaseApplied,
-		destroy && st.Phase == PhaseDestroyed && st.Hash == spec.Hash:
-		e.mu.Unlock()
-		return
-	case !destroy && en.rec.AppliedHash == spec.Hash:
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, nil })
-		e.mu.Unlock()
-		return
-	}
-	rec := en.rec
-	en.burst, en.due = time.Time{}, time.Time{} // this run takes the burst
-	scrub := e.scrub.With(en.secrets).With(mapValues(spec.BackendConfig))
-	attempt := st.Attempts + 1
-	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })
-	e.mu.Unlock()
-
-	inFlight.Inc()
-	start := time.Now()
-	out := e.run(ctx, spec, destroy, rec, scrub, approved)
-	inFlight.Dec()
-	if out.pending != nil {
-		out.pending.Drift = drift
-	}
-	res := Result{Op: out.op, Tool: e.Tool(), Hash: spec.Hash, Changed: out.changed, Err: out.err, Duration: time.Since(start), Attempt: attempt, Drift: drift}
-	if out.err == nil && out.pending != nil {
-		res.AwaitingApproval, res.Plan = true, out.pending
-	}
-	var le *Error
-	if errors.As(out.err, &le) {
-		res.LockHolder = le.LockHolder
-	}
-
-	e.mu.Lock()
-	en.rec = out.rec
-	en.secrets = append(en.secrets[:0], out.secrets...)
-	current := en.desired == spec || (en.desired != nil && en.desired.Hash == spec.Hash && en.destroy == destroy)
-	if approved != nil {
-		en.pending = nil
-		en.lastApproved = approved.Hash
-	}
-	switch {
-	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
-		e.retries.Forget(name)
-		en.pending = out.pending
-		e.setStatus(en, func(s *Status) {
-			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
-			s.Plan = out.pending
-		})
-	case out.err == nil && out.pending != nil:
-		// Superseded (or shutting down) while planning: plan again.
-		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
-	case out.err == nil:
-		e.retries.Forget(name)
-		e.setStatus(en, func(s *Status) {
-			s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
-			if destroy {
-				s.AppliedHash, s.Outputs = "", nil
-				s.Phase = PhaseDestroyed
-			} else {
-				s.AppliedHash, s.Outputs = spec.Hash, out.rec.Outputs
-				s.Phase = PhaseApplied
-			}
-			if !current {
-				s.Phase = PhasePending
-			}
-		})
-		if destroy {
-			// The directory is gone; forget the record.
-			en.rec = record{}
-		}
-	case ctx.Err() != nil:
-		// Shutting down: not a failure of the workspace.
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
-	case !current:
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
-	case drift:
-		// What was applied stays applied; the failed repair is reported
-		// (OnResult) and tried again at the next reconcile.
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
-	case IsInvalidInput(out.err) && !destroy:
-		// Invalid inputs are not retried (NextRetry stays zero): a new
-		// spec (the Service or the templates changed) runs at once.
-		e.retries.Forget(name)
-		e.setStatus(en, func(s *Status) {
-			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Time{}
-		})
-	default:
-		// The queue's rate limiter is the workspace's backoff; its delay
-		// is asked for here (AddRateLimited would hide it) so that
-		// NextRetry reports exactly when the retry comes.
-		d := e.retries.When(name)
-		e.setStatus(en, func(s *Status) {
-			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Now().Add(d)
-		})
-		e.queue.AddAfter(name, d)
-	}
-	e.mu.Unlock()
-
-	if e.opts.OnResult != nil {
-		e.opts.OnResult(name, res)
-	}
 }
 
 func cloneSpec(s Spec) Spec {

@@ -84,7 +84,7 @@ type claim struct {
 	Started  time.Time `json:"started"`
 }
 
-func claimPath(dir string) string { return filepath.Join(dir, metaDir, "claim.json") }
+func claimPath(dir string) string { return filepath.Join(dir, claimFile) }
 
 // selfClaim describes this process.
 func selfClaim(identity, op string) claim {

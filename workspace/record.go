@@ -28,7 +28,7 @@ type record struct {
 	InitHash string `json:"init_hash,omitempty"`
 }
 
-func recordPath(dir string) string { return filepath.Join(dir, metaDir, "applied.json") }
+func recordPath(dir string) string { return filepath.Join(dir, recordFile) }
 
 func readRecord(dir string) (record, error) {
 	var r record

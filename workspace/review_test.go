@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/secret"
 )
 
@@ -311,5 +313,133 @@ func TestReviewTamperedPlanIsNotApplied(t *testing.T) {
 	}
 	if n := count(calls(), "apply"); n != 0 || applyLog(t, work) != "" {
 		t.Fatalf("a tampered plan was applied (%d applies)", n)
+	}
+}
+
+// blockingBinary is countingBinary whose commands in workspace dir
+// "blocker" wait while work/block exists: with one worker, it holds the
+// queue so that a test can act between an approval and its run.
+func blockingBinary(t *testing.T, work string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tofu-blocking")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$(basename \"$PWD\")\" = blocker ]; then while [ -e '%s/block' ]; do sleep 0.05; done; fi\nexec '%s' \"$@\"\n", work, repo.Tofu(t))
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// awaitStatus polls the workspace's status until cond holds.
+func awaitStatus(t *testing.T, e *Engine, name, what string, cond func(Status) bool) Status {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st := e.Status(name)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: status %+v", what, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestReviewDriftRepairApproval: a drift repair in review mode waits for
+// approval; re-rendering the applied inputs (which the approval itself
+// does) keeps it, before and after the approval, and the approved repair
+// runs exactly that plan. New inputs replace a pending repair with a new
+// plan that names the one it replaced.
+func TestReviewDriftRepairApproval(t *testing.T) {
+	work := t.TempDir()
+	var mu sync.Mutex
+	var results []Result
+	e := newTestEngine(t, Options{Binary: blockingBinary(t, work), WorkDir: work, Review: true, Parallelism: 1,
+		OnResult: func(_ string, r Result) {
+			mu.Lock()
+			results = append(results, r)
+			mu.Unlock()
+		}})
+	s1 := reviewSpec(1)
+	if _, err := e.Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Approve("rv", awaitPlan(t, e, s1).Hash); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, s1)
+	drift := func() *PendingPlan {
+		t.Helper()
+		stateRm(t, e.Dir("rv"), "terraform_data.a")
+		e.Reconcile("rv")
+		st := awaitStatus(t, e, "rv", "drift repair awaiting approval", func(s Status) bool {
+			return s.Phase == PhaseAwaitingApproval && s.Plan != nil
+		})
+		if !st.Plan.Drift || st.Plan.SpecHash != s1.Hash || st.AppliedHash != s1.Hash {
+			t.Fatalf("pending plan %+v (status %+v): want a drift repair of the applied inputs", st.Plan, st)
+		}
+		return st.Plan
+	}
+	repair := drift()
+
+	// Re-renders of the applied inputs keep the pending repair, also
+	// once it is approved and waits for the (busy) worker.
+	if _, err := e.Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Status("rv"); st.Phase != PhaseAwaitingApproval || st.Plan == nil || st.Plan.Hash != repair.Hash {
+		t.Fatalf("a re-render replaced the pending drift repair: %+v", st)
+	}
+	if err := os.WriteFile(filepath.Join(work, "block"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocker := Spec{Name: "blocker", Files: map[string][]byte{"main.tf": []byte(`resource "terraform_data" "x" {}`)}}
+	if _, err := e.Apply(blocker); err != nil {
+		t.Fatal(err)
+	}
+	awaitStatus(t, e, "blocker", "the blocker runs", func(s Status) bool { return s.Phase == PhaseRunning })
+	if err := e.Approve("rv", repair.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Apply(s1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(work, "block")); err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	awaitStatus(t, e, "rv", "drift repaired", func(s Status) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, res := range results {
+			if res.Drift && !res.AwaitingApproval {
+				r = res
+				return true
+			}
+		}
+		return false
+	})
+	if !r.Changed || r.Err != nil || r.AwaitingApproval {
+		t.Fatalf("approved drift repair: %+v", r)
+	}
+	if got := applyLog(t, work); got != "1\n1\n" {
+		t.Fatalf("apply log %q: want the first apply and exactly one repair", got)
+	}
+	if st := e.Status("rv"); st.Phase != PhaseApplied || st.AppliedHash != s1.Hash {
+		t.Fatalf("status after the repair: %+v", st)
+	}
+
+	// New inputs replace a pending repair with a plan of their own.
+	repair = drift()
+	s2 := reviewSpec(2)
+	if _, err := e.Apply(s2); err != nil {
+		t.Fatal(err)
+	}
+	p2 := awaitPlan(t, e, s2)
+	if p2.Hash == repair.Hash || p2.Drift || p2.Replaces != repair.Hash {
+		t.Fatalf("plan for new inputs %+v: want a new apply plan replacing %s", p2, repair.Hash)
+	}
+	if err := e.Approve("rv", repair.Hash); !errors.Is(err, ErrPlanMismatch) {
+		t.Fatalf("approving the replaced repair: %v, want ErrPlanMismatch", err)
 	}
 }

@@ -71,9 +71,6 @@ type BackendInfo struct {
 	Attributes map[string]cty.Value
 }
 
-// metaDir holds the engine's own files inside a workspace directory.
-const metaDir = ".tfccm"
-
 // ManifestFile lists, one per line, the files WriteDir wrote into a
 // workspace directory, so that the next WriteDir removes the ones a newer
 // spec no longer has.

@@ -26,6 +26,9 @@ func main() {
 		fmt.Print(mirror.CLIConfig(*cliConfig))
 		return
 	}
+	if !*debug {
+		watchParent()
+	}
 	err := providerserver.Serve(context.Background(), tfprovider.New(version), providerserver.ServeOpts{
 		Address:         tfprovider.Address,
 		Debug:           *debug,

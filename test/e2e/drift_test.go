@@ -12,10 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -37,16 +33,7 @@ func TestDriftRepair(t *testing.T) {
 	createRoutedNode(t, client, cloud, "node-a", []string{"10.244.1.0/24"})
 	startCCM(t, cluster, cfg, routeFlags...)
 
-	svc, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "drift", Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := createHTTPService(t, client, "drift", 80)
 	vip := waitVIP(t, client, "drift")
 	backendsAre(t, vip, 80, "node-a")
 	repaired := func() int {

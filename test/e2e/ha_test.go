@@ -53,7 +53,7 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 	}
 	blocks := fmt.Sprintf("override_dir = %q\n", override) +
 		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
-	cfgA, _ := writeCloudConfig(t, t.TempDir(), blocks)
+	cfgA, workA := writeCloudConfig(t, t.TempDir(), blocks)
 	cfgB, _ := writeCloudConfig(t, t.TempDir(), blocks)
 	const lease, renew, retry = 6 * time.Second, 4 * time.Second, time.Second
 	leFlags := []string{"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=" + renew.String(), "--leader-elect-retry-period=" + retry.String()}
@@ -102,6 +102,14 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 	})
 	killed := time.Now()
 	a.Kill()
+	// Its tofu dies with it, and so do the providers tofu started (the
+	// provisioner's `sleep` may finish on its own).
+	eventually(t, 3*time.Second, "no tofu or provider of the killed leader left", func(context.Context) error {
+		if left := tofuOrProviders(workA); len(left) > 0 {
+			return fmt.Errorf("still running: %v", left)
+		}
+		return nil
+	})
 	eventually(t, time.Minute, "replica b takes the leader Lease", func(ctx context.Context) error {
 		if !strings.HasPrefix(leader(ctx), "tfccm-b_") {
 			return fmt.Errorf("leader %q", leader(ctx))
@@ -129,4 +137,15 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 	if !strings.Contains(b.Log(), "Recorded this incarnation") {
 		t.Errorf("replica b did not record itself")
 	}
+}
+
+// tofuOrProviders lists the tofu and provider processes under workDir.
+func tofuOrProviders(workDir string) []harness.Process {
+	var out []harness.Process
+	for _, p := range harness.ProcessesUnder(workDir) {
+		if b := filepath.Base(p.Args[0]); b == "tofu" || strings.HasPrefix(b, "terraform-provider-") {
+			out = append(out, p)
+		}
+	}
+	return out
 }

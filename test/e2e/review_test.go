@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,16 +39,7 @@ func TestReviewMode(t *testing.T) {
 	createNode(t, client, cloud, "node-b")
 	startCCM(t, cluster, cfg)
 
-	svc, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := createHTTPService(t, client, "web", 80)
 
 	// The plan is published, not applied.
 	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
@@ -182,4 +174,90 @@ func approvePlan(t *testing.T, client kubernetes.Interface, hash string) {
 	if _, err := client.CoreV1().Services("default").Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestReviewDriftRepair: in review mode with a drift interval, drift made
+// behind tfccm's back (the Service's HAProxy fragment removed) is planned
+// and published as a drift repair awaiting approval; it stays the same plan
+// across drift intervals and the re-renders its approval causes, and the
+// approved plan is applied: traffic comes back, with one
+// TerraformDriftRepaired Event.
+func TestReviewDriftRepair(t *testing.T) {
+	const interval = 3 * time.Second
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	cfg, _ := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()), "review = true", fmt.Sprintf("drift_interval = %q", interval))
+	serveNodes(t, cloud, 30080)
+	createNode(t, client, cloud, "node-a")
+	startCCM(t, cluster, cfg)
+	svc := createHTTPService(t, client, "web", 80)
+	approvePlan(t, client, waitPendingPlan(t, client, svc, "apply plan", "to add"))
+	vip := waitVIP(t, client, "web")
+	backendsAre(t, vip, 80, "node-a")
+
+	frags, _ := filepath.Glob(filepath.Join(cloud.StateDir, "fragments", "*.cfg"))
+	if len(frags) != 1 {
+		t.Fatalf("fragments: %v", frags)
+	}
+	if err := os.Remove(frags[0]); err != nil {
+		t.Fatal(err)
+	}
+	reloadHAProxy(t, cloud)
+	repair := waitPendingPlan(t, client, svc, "drift repair plan", "to destroy")
+	if _, err := get(vip, 80); err == nil {
+		t.Fatal("the load balancer still answers without its fragment; the test proves nothing")
+	}
+
+	// Two drift intervals later the same repair waits: not re-planned, not
+	// dropped, not applied.
+	time.Sleep(2*interval + time.Second)
+	cm, err := planConfigMap(ctx, client, svc)
+	if err != nil || cm.Annotations[annotations.PlanHash] != repair {
+		t.Fatalf("after two drift intervals the published plan is %v (%v), want the repair %s", cm, err, repair)
+	}
+	ev := harness.Events(ctx, client, svc.Namespace, svc.Name)
+	if n := strings.Count(ev, "drift repair plan "); n != 1 {
+		t.Fatalf("%d drift repair plans published, want 1: %s", n, ev)
+	}
+	if _, err := get(vip, 80); err == nil {
+		t.Fatal("the drift was repaired before its approval")
+	}
+
+	approvePlan(t, client, repair)
+	backendsAre(t, vip, 80, "node-a")
+	repaired := func() int {
+		return strings.Count(harness.Events(ctx, client, svc.Namespace, svc.Name), provider.ReasonDriftRepaired)
+	}
+	eventually(t, time.Minute, "TerraformDriftRepaired Event", func(context.Context) error {
+		if repaired() == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	time.Sleep(2*interval + time.Second) // later drift checks find nothing to repair
+	if n := repaired(); n != 1 {
+		t.Errorf("%d TerraformDriftRepaired Events, want 1: %s", n, harness.Events(ctx, client, svc.Namespace, svc.Name))
+	}
+	if n := strings.Count(harness.Events(ctx, client, svc.Namespace, svc.Name), "drift repair plan "); n != 1 {
+		t.Errorf("%d drift repair plans published, want 1", n)
+	}
+}
+
+// createHTTPService creates a LoadBalancer Service with one TCP port
+// served by the nodes' NodePort 30080 (serveNodes).
+func createHTTPService(t *testing.T, client kubernetes.Interface, name string, port int32) *corev1.Service {
+	t.Helper()
+	svc, err := client.CoreV1().Services("default").Create(context.Background(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: port, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

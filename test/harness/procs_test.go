@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
@@ -26,5 +27,28 @@ func TestProcesses(t *testing.T) {
 				t.Errorf("sleep's pid %d found: %v, want %v", cmd.Process.Pid, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestProcessesUnder(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	start := func(cwd string, env ...string) int {
+		cmd := exec.Command("sleep", "30")
+		cmd.Dir, cmd.Env = cwd, append(os.Environ(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	in := start(dir)
+	named := start(elsewhere, "TFCCM_WORKSPACE="+dir+"/lb-x")
+	out := start(elsewhere)
+	var pids []int
+	for _, p := range ProcessesUnder(dir) {
+		pids = append(pids, p.PID)
+	}
+	if !slices.Contains(pids, in) || !slices.Contains(pids, named) || slices.Contains(pids, out) {
+		t.Errorf("ProcessesUnder = %v; want %d and %d, not %d", pids, in, named, out)
 	}
 }

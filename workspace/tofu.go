@@ -1,0 +1,282 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"github.com/tfccm/tfccm/internal/secret"
+	"k8s.io/klog/v2"
+)
+
+// tofu commands: the runner runs one command at a time in a workspace
+// directory (environment, timeout, metrics, stale-lock release, errors) and
+// holds the commands the passes use (init, force-unlock, state push,
+// outputs).
+
+// runner runs tofu commands in one workspace directory.
+type runner struct {
+	e        *Engine
+	dir      string
+	env      map[string]string // the workspace's own variables (secret backend settings)
+	backend  BackendInfo
+	scrub    *secret.Scrubber
+	oldClaim claim
+	hadClaim bool
+	unlocked bool
+	spec     *Spec // for init again (reinit)
+	reinited bool
+}
+
+// init runs tofu init, with the spec's secret backend settings in a
+// -backend-config file outside the workspace that is removed right after,
+// then selects (creating if needed) the spec's Terraform workspace.
+func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
+	opts := []tfexec.InitOption{tfexec.Upgrade(false), tfexec.ForceCopy(migrate)}
+	if _, file := splitBackendSecrets(spec); len(file) > 0 {
+		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec.Name, file)
+		if err != nil {
+			return &Error{Op: "init", Summary: r.scrub.Scrub(err.Error())}
+		}
+		defer cleanup()
+		opts = append(opts, tfexec.BackendConfig(path))
+	}
+	if err := r.step(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.Init(ctx, opts...)
+	}); err != nil {
+		return err
+	}
+	if !spec.namedWorkspace() {
+		return nil
+	}
+	var current string
+	if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		_, current, err = tf.WorkspaceList(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if current == spec.StateWorkspace {
+		return nil
+	}
+	if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.WorkspaceSelect(ctx, spec.StateWorkspace)
+	}); err == nil {
+		return nil
+	}
+	return r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.WorkspaceNew(ctx, spec.StateWorkspace)
+	})
+}
+
+// reinit is init again after a step said the installed providers or
+// modules no longer match (see Error.Reinit), with the dependency lock
+// file removed first: in a generated workspace it is only tofu's record of
+// what it installed (templates cannot ship one), and the mirror now holds
+// another build, which may even carry the same version (a new image). It
+// runs at most once per run, and only when the failed step asked for it.
+func (r *runner) reinit(ctx context.Context, err error) bool {
+	spec := r.spec
+	var e *Error
+	if spec == nil || r.reinited || !errors.As(err, &e) || !e.Reinit {
+		return false
+	}
+	r.reinited = true
+	klog.InfoS("Installed providers or modules no longer match; running init again", "workspace", spec.Name, "err", err)
+	if rerr := os.Remove(filepath.Join(r.dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		klog.InfoS("Remove the dependency lock file before init", "workspace", spec.Name, "err", rerr)
+		return false
+	}
+	if ierr := r.init(ctx, spec, false); ierr != nil {
+		klog.InfoS("Init after a provider or module change failed", "workspace", spec.Name, "err", ierr)
+		return false
+	}
+	return true
+}
+
+// newTF is one tfexec.Terraform for one command (run id, see procs.go),
+// with the engine's explicit environment and graceful (SIGINT)
+// cancellation.
+func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(r.dir, r.e.opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(r.e.env)+len(r.env)+2)
+	maps.Copy(env, r.e.env)
+	maps.Copy(env, r.env)
+	maps.Copy(env, runEnv(id, r.dir))
+	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	if err := tf.SetWaitDelay(r.e.opts.GracePeriod); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// stepResult is step for a command whose result is a value.
+func stepResult[T any](ctx context.Context, r *runner, op string, fn func(context.Context, *tfexec.Terraform) (T, error)) (T, error) {
+	var v T
+	err := r.step(ctx, op, func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		v, err = fn(ctx, tf)
+		return err
+	})
+	return v, err
+}
+
+// errNewTF marks a failure to set up a command (no process started).
+var errNewTF = errors.New("set up tofu command")
+
+// command runs one tofu command as run of its own (procs.go): its OS
+// thread is locked while tofu runs, so that tofu's parent-death signal
+// fires when this process dies and not when the thread is retired, and
+// whatever a command that failed or was interrupted left running (its
+// providers) is killed with its process group.
+func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
+	id := r.e.runID()
+	tf, err := r.newTF(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNewTF, err)
+	}
+	runtime.LockOSThread()
+	err = fn(ctx, tf)
+	runtime.UnlockOSThread()
+	if err != nil {
+		endRun(id, filepath.Base(r.dir))
+	}
+	return err
+}
+
+// step runs one tofu command with the operation timeout, records metrics,
+// releases a stale lock of ours once and turns failures into *Error.
+func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
+	for {
+		opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
+		start := time.Now()
+		err := r.command(opCtx, fn)
+		operationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+		ctxErr := opCtx.Err()
+		cancel()
+		if errors.Is(err, errNewTF) {
+			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
+		}
+		if err == nil {
+			operationsTotal.WithLabelValues(op, resultSuccess).Inc()
+			return nil
+		}
+		text := err.Error()
+		if ctxErr != nil || ctx.Err() != nil {
+			operationsTotal.WithLabelValues(op, resultCanceled).Inc()
+			cause := ctx.Err()
+			why := "canceled"
+			if cause == nil {
+				cause = ctxErr
+			}
+			if errors.Is(cause, context.DeadlineExceeded) {
+				why = fmt.Sprintf("timed out after %s", r.e.opts.Timeout)
+			}
+			return &Error{Op: op, Summary: why + " (" + r.e.Tool() + " was interrupted and asked to save its state)", cause: cause}
+		}
+		if li, ok := parseLockError(text); ok {
+			operationsTotal.WithLabelValues(op, resultLocked).Inc()
+			if !r.unlocked && (r.hadClaim && staleOwnLock(li, r.oldClaim, r.e.self) || r.e.goneHolder(li)) {
+				if uerr := r.forceUnlock(ctx, li.ID); uerr != nil {
+					return uerr
+				}
+				r.unlocked = true
+				continue
+			}
+			holder := r.scrub.Scrub(li.holder())
+			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
+		}
+		operationsTotal.WithLabelValues(op, resultError).Inc()
+		e := &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text), Reinit: needsReinit(text)}
+		if r.reinit(ctx, e) {
+			if op == "init" {
+				return nil // reinit has just run init
+			}
+			continue
+		}
+		return e
+	}
+}
+
+// forceUnlock releases a lock an earlier incarnation of this controller
+// left behind.
+func (r *runner) forceUnlock(ctx context.Context, id string) error {
+	opCtx, cancel := context.WithTimeout(ctx, r.e.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := r.command(opCtx, func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.ForceUnlock(ctx, id)
+	})
+	if err != nil && r.backend.Type == "kubernetes" {
+		if _, held := parseLockError(err.Error()); held {
+			err = unlockKubernetesLease(opCtx, r.backend, id)
+		}
+	}
+	operationDuration.WithLabelValues("force_unlock").Observe(time.Since(start).Seconds())
+	if err != nil {
+		operationsTotal.WithLabelValues("force_unlock", resultError).Inc()
+		return &Error{Op: "force-unlock", Summary: r.scrub.Scrub(summarize(err.Error()))}
+	}
+	operationsTotal.WithLabelValues("force_unlock", resultSuccess).Inc()
+	return nil
+}
+
+// pushErrored handles errored.tfstate, which tofu writes when it could
+// not save state to the backend: push it (tofu refuses an older or
+// foreign state), then keep it aside under .tfccm.
+func (r *runner) pushErrored(ctx context.Context) error {
+	p := filepath.Join(r.dir, "errored.tfstate")
+	if !exists(p) {
+		return nil
+	}
+	if err := r.step(ctx, "state_push", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.StatePush(ctx, "errored.tfstate", tfexec.Lock(true), tfexec.LockTimeout("0s"))
+	}); err != nil {
+		return err
+	}
+	dst := erroredPath(r.dir, time.Now())
+	if err := os.Rename(p, dst); err != nil {
+		return &Error{Op: "state push", Summary: err.Error()}
+	}
+	return nil
+}
+
+// outputs reads root outputs: from the state file for the local backend
+// (no process), else with `tofu output -json`.
+func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta, error) {
+	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
+		p := localStatePath(r.dir, spec.Backend)
+		if !exists(p) {
+			return map[string]outputMeta{}, nil
+		}
+		o, err := localStateOutputs(p)
+		if err != nil {
+			return nil, &Error{Op: "output", Summary: err.Error()}
+		}
+		return o, nil
+	}
+	got, err := stepResult(ctx, r, "output", func(ctx context.Context, tf *tfexec.Terraform) (map[string]tfexec.OutputMeta, error) {
+		return tf.Output(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]outputMeta, len(got))
+	for k, v := range got {
+		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
+	}
+	return out, nil
+}
