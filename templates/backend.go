@@ -11,6 +11,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -97,9 +98,9 @@ func Backend(cfg *config.Config, name string) (*workspace.Spec, error) {
 func addBackend(w *workspace.Spec, cfg *config.Config) error {
 	b := cfg.Backend
 	if b == nil {
-		b = &config.Backend{Type: "local", Attributes: map[string]cty.Value{}}
+		b = &config.Backend{Type: config.DefaultBackendType, Attributes: map[string]cty.Value{}}
 	}
-	if !hclsyntax.ValidIdentifier(b.Type) {
+	if !tfenv.ValidBackendType(b.Type) {
 		return fmt.Errorf("backend type %q is not a valid name", b.Type)
 	}
 	attrs := map[string]cty.Value{}
