@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // The settings below are documented by their `doc` tags, which
@@ -183,4 +185,14 @@ func (b *Backend) AttributeNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Identity names this controller deployment in the claim file written
+// before each tofu run and in lock checks: "tfccm/<cluster_name>".
+func (c *Config) Identity() string { return "tfccm/" + c.ClusterName }
+
+// EnvSettings are the terraform settings that shape tofu's environment
+// (tfenv.Build), with home as HOME when the process has none.
+func (t *Terraform) EnvSettings(home string) tfenv.Settings {
+	return tfenv.Settings{Env: t.Env, PassEnv: t.PassEnv, CLIConfigFile: t.CLIConfigFile, PluginCacheDir: t.PluginCacheDir, Home: home}
 }

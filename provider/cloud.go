@@ -93,7 +93,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		// One identity per cluster: the leader-elected replica that runs
 		// after a crash recognises the previous one's stale state locks
 		// (given a persistent work_dir, where the claims live).
-		Identity:       "tfccm/" + cfg.ClusterName,
+		Identity:       cfg.Identity(),
 		GoneLockHolder: c.incarnations.gone,
 		OnResult:       c.onResult,
 		Review:         cfg.Terraform.Review,

@@ -298,11 +298,9 @@ func (l *loadBalancers) written(name string) (workspace.Spec, error) {
 	if err != nil {
 		return workspace.Spec{}, err
 	}
-	b, err := l.render.Backend(name)
-	if err != nil {
-		return workspace.Spec{}, fmt.Errorf("workspace %s: %w", name, err)
+	if spec, err = l.render.WithBackend(spec); err != nil {
+		return workspace.Spec{}, err
 	}
-	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
 	spec.Hash = spec.ContentHash()
 	return spec, nil
 }

@@ -99,11 +99,7 @@ func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) 
 // Env is the explicit environment tofu runs with (see internal/tfenv);
 // the second result lists the secret values to redact.
 func Env(tf *config.Terraform) (map[string]string, []string, error) {
-	return tfenv.Build(tfenv.Settings{
-		Env: tf.Env, PassEnv: tf.PassEnv,
-		CLIConfigFile: tf.CLIConfigFile, PluginCacheDir: tf.PluginCacheDir,
-		Home: os.TempDir(),
-	})
+	return tfenv.Build(tf.EnvSettings(os.TempDir()))
 }
 
 // Name implements Source.
