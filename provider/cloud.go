@@ -1,7 +1,3 @@
-// Package provider implements k8s.io/cloud-provider's interfaces for tfccm as
-// a thin adapter over the templates, workspace and state packages.
-// It holds no Terraform or HCL logic of its own: one file per facet
-// (loadbalancer.go, routes.go, instances.go, zones.go).
 package provider
 
 import (

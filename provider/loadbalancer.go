@@ -20,25 +20,6 @@ import (
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
-// Event reasons the LoadBalancer facet records on Services.
-const (
-	ReasonRenderFailed   = "TerraformRenderFailed"
-	ReasonApplied        = "TerraformApplied"
-	ReasonApplyFailed    = "TerraformApplyFailed"
-	ReasonDestroyed      = "TerraformDestroyed"
-	ReasonDestroyFailed  = "TerraformDestroyFailed"
-	ReasonStateLocked    = "TerraformStateLocked"
-	ReasonInvalidIngress = "TerraformInvalidIngress"
-	ReasonDriftRepaired  = "TerraformDriftRepaired"
-	ReasonDriftFailed    = "TerraformDriftCheckFailed"
-	// ReasonInvalidInput: the template's own validation or a precondition
-	// rejected the Service's inputs; not retried until they change.
-	ReasonInvalidInput = "TerraformInvalidInput"
-	// ReasonTemplateRejected: a changed override directory is invalid; the
-	// last good templates keep serving.
-	ReasonTemplateRejected = "TerraformTemplateRejected"
-)
-
 // inFlightRetry is how soon the service controller asks again while a
 // workspace is being planned/applied/destroyed.
 const inFlightRetry = 2 * time.Second
