@@ -32,7 +32,7 @@ func declareReason(name, typ, doc string) string {
 	return name
 }
 
-// The Event declaredReasons tfccm records on Services. Keep docs short and
+// The Event reasons tfccm records on Services. Keep docs short and
 // user-facing; they are published.
 var (
 	ReasonRenderFailed = declareReason("TerraformRenderFailed", corev1.EventTypeWarning,
