@@ -1,14 +1,13 @@
 package annotations
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite generated documentation")
+	"github.com/tfccm/tfccm/internal/testkit"
+)
 
 // TestDocsUpToDate fails when docs/annotations.md or a README table between
 // the markers is stale; -update rewrites them.
@@ -34,21 +33,7 @@ func TestDocsUpToDate(t *testing.T) {
 
 func check(t *testing.T, path, want string) {
 	t.Helper()
-	got, err := os.ReadFile(path)
-	if *update {
-		if string(got) != want {
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%s: %v (run go generate ./annotations)", path, err)
-	}
-	if string(got) != want {
-		t.Errorf("%s is stale: run go generate ./annotations", path)
-	}
+	testkit.Golden(t, path, []byte(want))
 }
 
 func TestSplice(t *testing.T) {
