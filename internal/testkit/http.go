@@ -2,7 +2,7 @@ package testkit
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -20,38 +20,48 @@ func NewClient(timeout time.Duration) *http.Client {
 
 var defaultClient = NewClient(3 * time.Second)
 
-// Get fetches url once with c (nil: NewClient(3s)) and returns the body.
-// An answer other than 200 OK is an error, returned with its body.
+// Get fetches url once with c (nil: NewClient(3s)) and returns the body of
+// whatever answer came (a 503 from a load balancer without backends is an
+// answer); the error says only that none came.
 func Get(ctx context.Context, c *http.Client, url string) (string, error) {
+	body, _, err := get(ctx, c, url)
+	return body, err
+}
+
+// GetOK is Get that also wants 200 OK: another status is an error,
+// returned with its body.
+func GetOK(ctx context.Context, c *http.Client, url string) (string, error) {
+	body, status, err := get(ctx, c, url)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("HTTP %d %s", status, http.StatusText(status))
+	}
+	return body, err
+}
+
+func get(ctx context.Context, c *http.Client, url string) (string, int, error) {
 	if c == nil {
 		c = defaultClient
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return string(b), err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return string(b), errors.New(resp.Status)
-	}
-	return string(b), nil
+	return string(b), resp.StatusCode, err
 }
 
-// GetEventually retries Get every Interval until url answers 200 OK or
+// GetEventually retries GetOK every Interval until url answers 200 OK or
 // timeout passes (a load balancer's first health checks settling).
 func GetEventually(ctx context.Context, c *http.Client, url string, timeout time.Duration) (string, error) {
 	var body string
 	err := Poll(ctx, Interval, timeout, "GET "+url, func(ctx context.Context) error {
 		var err error
-		body, err = Get(ctx, c, url)
+		body, err = GetOK(ctx, c, url)
 		return err
 	})
 	return body, err
