@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -176,16 +175,6 @@ func (e *DiagnosticsError) Error() string {
 
 // Unwrap exposes the underlying diagnostics.
 func (e *DiagnosticsError) Unwrap() error { return e.Diags }
-
-// AttributeNames lists the backend's settings in a stable order.
-func (b *Backend) AttributeNames() []string {
-	names := make([]string, 0, len(b.Attributes))
-	for n := range b.Attributes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
 
 // Identity names this controller deployment in the claim file written
 // before each tofu run and in lock checks: "tfccm/<cluster_name>".

@@ -43,11 +43,12 @@ func rangeIn(body hcl.Body, fallback hcl.Range, path []string) *hcl.Range {
 	if a, ok := content.Attributes[name]; ok {
 		return a.Expr.Range().Ptr()
 	}
-	for _, b := range content.Blocks {
-		if len(path) == 1 {
-			return b.DefRange.Ptr()
-		}
-		return rangeIn(b.Body, b.DefRange, path[1:])
+	if len(content.Blocks) == 0 {
+		return fallback.Ptr()
 	}
-	return fallback.Ptr()
+	b := content.Blocks[0]
+	if len(path) == 1 {
+		return b.DefRange.Ptr()
+	}
+	return rangeIn(b.Body, b.DefRange, path[1:])
 }

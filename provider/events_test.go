@@ -64,13 +64,13 @@ func TestEventsRecordChangesNotRetries(t *testing.T) {
 // TestEventsDocUpToDate fails when docs/events.md is not what the reason
 // declarations generate; go generate ./provider (-update) rewrites it.
 func TestEventsDocUpToDate(t *testing.T) {
-	testkit.Golden(t, filepath.Join("..", "docs", "events.md"), []byte(EventsDocument()))
+	testkit.Golden(t, filepath.Join("..", "docs", "events.md"), []byte(eventsDocument()))
 }
 
 // TestReasonsDeclared: every reason has a type and a doc, and the types
 // are the ones resultEvent records them with.
 func TestReasonsDeclared(t *testing.T) {
-	for _, r := range Reasons() {
+	for _, r := range allReasons() {
 		if r.Doc == "" || (r.Type != corev1.EventTypeNormal && r.Type != corev1.EventTypeWarning) {
 			t.Errorf("reason %s: type %q, doc %q", r.Name, r.Type, r.Doc)
 		}
@@ -88,7 +88,7 @@ func TestReasonsDeclared(t *testing.T) {
 }
 
 func reasonDecl(name string) (Reason, bool) {
-	for _, r := range Reasons() {
+	for _, r := range allReasons() {
 		if r.Name == name {
 			return r, true
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // Reason describes one Event reason tfccm records: declared once here,
-// published in docs/events.md (EventsDocument, checked by
+// published in docs/events.md (eventsDocument, checked by
 // TestEventsDocUpToDate).
 type Reason struct {
 	// Name is the Event's reason, e.g. "TerraformApplied".
@@ -65,15 +65,15 @@ var (
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )
 
-// Reasons returns every declared Event reason, sorted by name.
-func Reasons() []Reason {
+// allReasons returns every declared Event reason, sorted by name.
+func allReasons() []Reason {
 	out := append([]Reason(nil), declaredReasons...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// EventsDocument renders docs/events.md from the declarations.
-func EventsDocument() string {
+// eventsDocument renders docs/events.md from the declarations.
+func eventsDocument() string {
 	var b strings.Builder
 	b.WriteString("# Events\n\n")
 	b.WriteString("Generated from the declarations in package `provider` (reasons.go); do not edit by hand\n")
@@ -81,7 +81,7 @@ func EventsDocument() string {
 	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
 	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...). Messages never carry a secret.\n\n")
 	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
-	for _, r := range Reasons() {
+	for _, r := range allReasons() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.Name, r.Type, strings.ReplaceAll(r.Doc, "|", `\|`))
 	}
 	return b.String()

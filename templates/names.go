@@ -70,10 +70,6 @@ const RoutesWorkspaceName = "routes"
 
 // RouteName is the route name tfccm uses for a node's pod CIDR:
 // "<node>/<cidr>", e.g. "node-1/10.244.1.0/24". Node names never contain
-// "/", so SplitRouteName recovers both parts.
+// "/", so cutting at the first "/" recovers both parts.
 func RouteName(node, cidr string) string { return node + "/" + cidr }
 
-// SplitRouteName splits a RouteName into node and CIDR.
-func SplitRouteName(name string) (node, cidr string, ok bool) {
-	return strings.Cut(name, "/")
-}

@@ -17,9 +17,6 @@ var update = func() *bool {
 	return flag.Bool("update", false, "rewrite golden files and generated docs instead of comparing with them")
 }()
 
-// Updating reports whether the test runs with -update.
-func Updating() bool { return *update }
-
 // Golden compares got with the file at path and fails t when they differ;
 // with -update it writes got to path instead (creating its directory).
 // Review the diff of a rewritten file before committing it.

@@ -138,15 +138,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	})
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.TrimSpace(x) == s {
-			return true
-		}
-	}
-	return false
-}
-
 // errContains reports whether err's text, with line wrapping undone,
 // contains want.
 func errContains(err error, want string) bool {
