@@ -237,7 +237,7 @@ func serviceVal(svc *corev1.Service) (cty.Value, error) {
 // node port; otherwise the cloud config's default.
 func healthCheckVal(cfg *config.Config, svc *corev1.Service) cty.Value {
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		return cty.ObjectVal(map[string]cty.Value{"protocol": str("HTTP"), "port": cty.NumberIntVal(int64(svc.Spec.HealthCheckNodePort)), "path": str("/healthz")})
+		return cty.ObjectVal(map[string]cty.Value{"protocol": str(config.DefaultHealthCheckProtocol), "port": cty.NumberIntVal(int64(svc.Spec.HealthCheckNodePort)), "path": str(config.DefaultHealthCheckPath)})
 	}
 	hc := cfg.LoadBalancer.HealthCheck
 	return cty.ObjectVal(map[string]cty.Value{"protocol": str(hc.Protocol), "port": cty.NumberIntVal(int64(hc.Port)), "path": optStr(hc.Path)})
