@@ -39,28 +39,34 @@ func helm(t *testing.T) (root, bin string) {
 	return root, bin
 }
 
-// cases are the golden renders: testdata/helm/<case>.values.yaml (none for
-// "default") rendered to testdata/helm/<case>.yaml.
+// cases are the golden renders: testdata/helm/<case>.values.yaml rendered
+// over default.values.yaml (the values the chart requires) to
+// testdata/helm/<case>.yaml.
 func cases(t *testing.T) []string {
 	files, err := filepath.Glob("testdata/helm/*.values.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := []string{"default"}
+	var out []string
 	for _, f := range files {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".values.yaml"))
 	}
 	return out
 }
 
+// caseValues are the values files of case c.
+func caseValues(c string) []string {
+	values := []string{filepath.Join("testdata", "helm", "default.values.yaml")}
+	if c != "default" {
+		values = append(values, filepath.Join("testdata", "helm", c+".values.yaml"))
+	}
+	return values
+}
+
 func render(t *testing.T, c string, set ...string) []byte {
 	t.Helper()
 	root, bin := helm(t)
-	var values []string
-	if c != "default" {
-		values = []string{filepath.Join("testdata", "helm", c+".values.yaml")}
-	}
-	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", values, set...)
+	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", caseValues(c), set...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +77,8 @@ func TestHelmLint(t *testing.T) {
 	root, bin := helm(t)
 	for _, c := range cases(t) {
 		args := []string{"lint", "--strict", filepath.Join(root, Chart)}
-		if c != "default" {
-			args = append(args, "--values", filepath.Join("testdata", "helm", c+".values.yaml"))
+		for _, v := range caseValues(c) {
+			args = append(args, "--values", v)
 		}
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
@@ -246,10 +252,21 @@ func TestHelmChartSettings(t *testing.T) {
 			t.Errorf("daemonset does not tolerate %s", k)
 		}
 	}
-	// The tolerations value applies to the daemonset too.
-	_, dsTol := podSpec(t, objects(t, "daemonset", "tolerations[0].key=example.com/dedicated", "tolerations[0].operator=Exists"))
-	if len(dsTol.Tolerations) != 1 || dsTol.Tolerations[0].Key != "example.com/dedicated" {
-		t.Errorf("daemonset with tolerations set: %v", dsTol.Tolerations)
+	// The tolerations value adds to the chart's own, in both modes.
+	for _, c := range []string{"default", "daemonset"} {
+		_, spec := podSpec(t, objects(t, c, "tolerations[0].key=example.com/dedicated", "tolerations[0].operator=Exists"))
+		got := map[string]bool{}
+		for _, x := range spec.Tolerations {
+			got[x.Key] = true
+		}
+		if len(spec.Tolerations) != 3 || !got["example.com/dedicated"] || !got["node.cloudprovider.kubernetes.io/uninitialized"] || !got["node-role.kubernetes.io/control-plane"] {
+			t.Errorf("%s with a toleration set: %v", c, spec.Tolerations)
+		}
+	}
+	// logLevel is --v.
+	_, lv := podSpec(t, objects(t, "default", "logLevel=5"))
+	if args := strings.Join(lv.Containers[0].Args, " "); !strings.Contains(args, "--v=5") || strings.Contains(args, "--v=2") {
+		t.Errorf("logLevel=5: args %s", args)
 	}
 
 	full := objects(t, "full")
@@ -293,21 +310,36 @@ func TestHelmRejectsBadValues(t *testing.T) {
 	root, bin := helm(t)
 	for _, tc := range []struct {
 		values, want string
+		alone        bool // without default.values.yaml
 	}{
-		{"mode: statefulset", "mode must be deployment or daemonset"},
-		{"stateBackend: {type: s3}", "stateBackend.type must be"},
-		{`cloudConfig: {inline: "cluster_name = \"x\"\n  backend \"local\" {}\n"}`, "has a backend block"},
-		{"cloudConfig: {inline: ''}", "set cloudConfig.inline or cloudConfig.existingConfigMap"},
-		{"templates: {files: {../evil.tf: x}}", "relative file path"},
-		{"templates: {files: {/etc/passwd: x}}", "relative file path"},
-		{"templates: {files: {a.tf: x}, existingConfigMap: t}", "not both"},
-		{"credentials: {keys: [A]}", "credentials.keys needs credentials.existingSecret"},
+		// No cloud configured: the chart says what to set.
+		{"{}", "cloudConfig.templateSet is required", true},
+		{"cloudConfig: {templateSet: hcloud}", "cloudConfig.clusterName is required", true},
+		{"cloudConfig: {clusterName: Prod}", "cloudConfig.clusterName \"Prod\" must be", false},
+		{"cloudConfig: {templateSet: \"x\\\"y\"}", "is not a template set name", false},
+		{"mode: statefulset", "mode must be deployment or daemonset", false},
+		{"stateBackend: {type: s3}", "stateBackend.type must be", false},
+		{`cloudConfig: {inline: "load_balancer {}\n  backend \"local\" {}\n"}`, "has a backend block", false},
+		{`cloudConfig: {inline: "terraform {\n}\n"}`, "has a terraform block", false},
+		{`cloudConfig: {inline: "cluster_name = \"x\"\n"}`, "cloudConfig.inline sets cluster_name", false},
+		{`cloudConfig: {inline: "work_dir = \"/tmp\"\n"}`, "cloudConfig.inline sets work_dir", false},
+		{"templates: {files: {../evil.tf: x}}", "relative file path", false},
+		{"templates: {files: {/etc/passwd: x}}", "relative file path", false},
+		{"templates: {files: {a.tf: x}, existingConfigMap: t}", "not both", false},
+		{"credentials: {keys: [A]}", "credentials.keys needs credentials.existingSecret", false},
+		{"credentials: {existingSecret: s}", "credentials.keys is required", false},
+		{"credentials: {existingSecret: s, keys: [\"A B\"]}", "is not an environment variable name", false},
+		{"logLevel: debug", "logLevel must be a number", false},
 	} {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := HelmTemplate(bin, root, "tfccm", "kube-system", []string{f})
+		values := append(caseValues("default"), f)
+		if tc.alone {
+			values = []string{f}
+		}
+		_, err := HelmTemplate(bin, root, "tfccm", "kube-system", values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("values %s: got %v, want an error containing %q", tc.values, err, tc.want)
 		}

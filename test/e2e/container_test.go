@@ -369,14 +369,10 @@ func TestContainerServesLoadBalancer(t *testing.T) {
   tag: e2e
 replicas: 1
 securePort: %d
-extraArgs: [--v=2]
 cloudConfig:
+  clusterName: e2e
+  templateSet: local
   inline: |
-    cluster_name = "e2e"
-    work_dir     = "/var/lib/tfccm"
-    terraform {
-      cli_config_file = "/etc/tfccm/tofurc"
-    }
     load_balancer {
       settings = %s
     }

@@ -75,7 +75,7 @@ func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name st
 // finalizer and record Events without a single forbidden call.
 func TestCCMRunsUnderChartRBAC(t *testing.T) {
 	cluster := devcluster.ForTest(t)
-	sa := helmInstall(t, cluster, "replicas: 1\n")
+	sa := helmInstall(t, cluster, "replicas: 1\ncloudConfig: {clusterName: e2e, templateSet: local}\n")
 	kubeconfig, _ := serviceAccountKubeconfig(t, cluster, sa)
 	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
 
