@@ -17,6 +17,7 @@ var commands = map[string]command{
 	"render":   {"render a load balancer or routes workspace", runRender},
 	"validate": {"check template sets or modules against the contract", runValidate},
 	"state":    {"query the instances tfccm reads from Terraform state", runState},
+	"lbhost":   {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
