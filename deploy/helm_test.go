@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -304,6 +305,43 @@ func TestHelmChartSettings(t *testing.T) {
 	if !monitor {
 		t.Error("serviceMonitor.enabled renders no ServiceMonitor")
 	}
+
+	// The uninstall guard: a pre-delete hook Job running tfccm services
+	// from the image, allowed to list (refuse) or also delete Services.
+	for mode, verbs := range map[string]string{"refuse": "get list", "delete": "get list delete", "none": ""} {
+		var job *batchv1.Job
+		var role *rbacv1.ClusterRole
+		for _, o := range objects(t, "default", "uninstall.loadBalancers="+mode) {
+			switch v := o.(type) {
+			case *batchv1.Job:
+				job = v
+			case *rbacv1.ClusterRole:
+				if v.Name == "tfccm-uninstall" {
+					role = v
+				}
+			}
+		}
+		if mode == "none" {
+			if job != nil || role != nil {
+				t.Errorf("uninstall.loadBalancers=none renders the hook")
+			}
+			continue
+		}
+		if job == nil || role == nil {
+			t.Fatalf("uninstall.loadBalancers=%s: Job %v, ClusterRole %v", mode, job != nil, role != nil)
+		}
+		c := job.Spec.Template.Spec.Containers[0]
+		if job.Annotations["helm.sh/hook"] != "pre-delete" || c.Image != spec.Containers[0].Image ||
+			strings.Join(c.Command, " ") != "/usr/local/bin/tfccm services --uninstall="+mode+" --timeout=600s" {
+			t.Errorf("uninstall.loadBalancers=%s: hook %q, image %s, command %v", mode, job.Annotations["helm.sh/hook"], c.Image, c.Command)
+		}
+		if job.Spec.Template.Labels["app.kubernetes.io/name"] == "tfccm" {
+			t.Errorf("the hook's pod carries the CCM's selector labels")
+		}
+		if got := strings.Join(role.Rules[0].Verbs, " "); got != verbs || role.Rules[0].Resources[0] != "services" {
+			t.Errorf("uninstall.loadBalancers=%s: the hook may %s %v", mode, got, role.Rules[0].Resources)
+		}
+	}
 }
 
 func TestHelmRejectsBadValues(t *testing.T) {
@@ -330,6 +368,7 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"credentials: {existingSecret: s}", "credentials.keys is required", false},
 		{"credentials: {existingSecret: s, keys: [\"A B\"]}", "is not an environment variable name", false},
 		{"logLevel: debug", "logLevel must be a number", false},
+		{"uninstall: {loadBalancers: keep}", "uninstall.loadBalancers must be refuse, delete or none", false},
 	} {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
@@ -435,7 +474,7 @@ func TestChartRBACMatchesBase(t *testing.T) {
 	chart := objects(t, "default")
 	var chartSA *corev1.ServiceAccount
 	for _, o := range chart {
-		if v, ok := o.(*corev1.ServiceAccount); ok {
+		if v, ok := o.(*corev1.ServiceAccount); ok && v.Annotations["helm.sh/hook"] == "" {
 			chartSA = v
 		}
 	}

@@ -17,6 +17,7 @@ var commands = map[string]command{
 	"render":   {"render a load balancer or routes workspace", runRender},
 	"validate": {"check template sets or modules against the contract", runValidate},
 	"state":    {"query the instances tfccm reads from Terraform state", runState},
+	"services": {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"lbhost":   {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
 }
 

@@ -377,7 +377,7 @@ cloudConfig:
       settings = %s
     }
 `, port, strings.ReplaceAll(harness.HCLObject(cloud.LBSettings()), "\n", "\n    "))
-	sa := helmInstall(t, cluster, values)
+	sa := helmInstall(t, cluster, values+noHookPods)
 	_, token := serviceAccountKubeconfig(t, cluster, sa)
 
 	dep, err := admin.AppsV1().Deployments("kube-system").Get(ctx, "tfccm", metav1.GetOptions{})

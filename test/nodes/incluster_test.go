@@ -402,9 +402,14 @@ func waitCCMPod(t *testing.T, client kubernetes.Interface) *corev1.Pod {
 // ccmPodLogs returns the chart's pods' logs (the last tail lines each; 0:
 // all), read through the apiserver from the kubelet.
 func ccmPodLogs(client kubernetes.Interface, tail int64) string {
+	return podLogs(client, ccmSelector, tail)
+}
+
+// podLogs returns the logs of kube-system's pods matching selector.
+func podLogs(client kubernetes.Interface, selector string, tail int64) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmSelector})
+	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return err.Error()
 	}

@@ -88,6 +88,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "credentials.keys: %q is not an environment variable name" .) -}}
 {{- end -}}
 {{- end -}}
+{{- if not (has .Values.uninstall.loadBalancers (list "refuse" "delete" "none")) -}}
+{{- fail (printf "uninstall.loadBalancers must be refuse, delete or none, not %q" .Values.uninstall.loadBalancers) -}}
+{{- end -}}
 {{- if not (regexMatch "^([0-9]|10)$" (toString .Values.logLevel)) -}}
 {{- fail (printf "logLevel must be a number from 0 to 10, not %v" .Values.logLevel) -}}
 {{- end -}}
