@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -50,13 +49,7 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
-	opts := workspace.UnlockOptions{
-		Binary:   cfg.Terraform.Binary,
-		Identity: "tfccm/" + cfg.ClusterName,
-		Timeout:  *timeout,
-		Env: tfenv.Settings{Env: cfg.Terraform.Env, PassEnv: cfg.Terraform.PassEnv,
-			CLIConfigFile: cfg.Terraform.CLIConfigFile, PluginCacheDir: cfg.Terraform.PluginCacheDir, Home: cfg.WorkDir},
-	}
+	opts := unlockOptions(cfg, *timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	lock, err := workspace.InspectLock(ctx, opts, &spec, dir)
