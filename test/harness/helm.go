@@ -59,6 +59,11 @@ func (r *Release) Uninstall(timeout time.Duration) error {
 	return nil
 }
 
+// Helm runs helm with args against the release's cluster and namespace
+// (helm upgrade, a helm uninstall expected to fail, ...) and returns its
+// combined output. Uninstall is the cleanup's way to remove the release.
+func (r *Release) Helm(args ...string) ([]byte, error) { return r.run(args...) }
+
 func (r *Release) run(args ...string) ([]byte, error) {
 	cmd := exec.Command(r.helm, append(args, "--kubeconfig", r.kubeconfig, "--namespace", r.Namespace)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(r.dir, "cache"),
