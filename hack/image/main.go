@@ -46,6 +46,7 @@ func run(args []string) error {
 	fs.StringVar(&s.CLI, "tfccm", "", "tfccm binary")
 	fs.StringVar(&s.Tofu, "tofu", "", "tofu binary")
 	fs.StringVar(&s.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle (Debian's ca-certificates)")
+	fs.StringVar(&s.License, "license", "LICENSE", "tfccm's LICENSE (copied to "+image.LicenseFile+")")
 	fs.StringVar(&s.Providers, "providers", "", "optional `tofu providers mirror` directory copied into "+image.ProviderMirror)
 	fs.Int64Var(&created, "created", 0, "creation time, Unix seconds (the commit time; default $SOURCE_DATE_EPOCH)")
 	fs.StringVar(&ref, "ref", "ghcr.io/tfccm/tfccm:dev", "image name and tag")
