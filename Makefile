@@ -12,9 +12,10 @@ export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) $(shell go env GOFLAGS) -trimpath)
 export PATH := $(BIN):$(PATH)
 
+comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint e2e bench soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -31,7 +32,7 @@ SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 endif
 VERSION_MAJOR := $(shell echo '$(VERSION)' | sed -n 's/^v\([0-9]*\)\..*/\1/p')
 VERSION_MINOR := $(shell echo '$(VERSION)' | sed -n 's/^v[0-9]*\.\([0-9]*\).*/\1/p')
-TREE_STATE := $(if $(findstring dirty,$(VERSION)),dirty,clean)
+TREE_STATE := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo dirty || echo clean)
 VERSION_LDFLAGS := -X github.com/tfccm/tfccm/internal/version.version=$(VERSION) \
 	-X github.com/tfccm/tfccm/internal/version.commit=$(GIT_COMMIT) \
 	-X k8s.io/component-base/version.gitVersion=$(VERSION) \
@@ -92,6 +93,28 @@ image: tools
 		--providers $(IMAGE_DIR)/mirror \
 		--layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/tfccm.tar > $(IMAGE_DIR)/digest
 	@echo "$(IMAGE) $$(cat $(IMAGE_DIR)/digest)"
+
+## release: VERSION=vX.Y.Z writes DIST (default dist/): per platform (RELEASE_PLATFORMS) the CCM,
+## tfccm, lbhost-router and the lbhost provider (tar.gz), the image (multi-platform OCI archive and
+## per-platform `podman load` archives), the chart (.tgz), the lbhost provider mirror, SBOMs and
+## SHA256SUMS; docs/releasing.md. The tree must name VERSION and be clean (ALLOW_DIRTY=1 to try).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+DIST ?= $(CURDIR)/dist
+ALLOW_DIRTY ?=
+release: tools
+	bash hack/tools.sh release-tofu $(notdir $(RELEASE_PLATFORMS))
+	@mkdir -p .work
+	$(GO) run ./hack/release --version $(VERSION) --out $(DIST) --created $(SOURCE_DATE_EPOCH) \
+		--ldflags "$(VERSION_LDFLAGS)" --helm $(BIN)/helm $(if $(ALLOW_DIRTY),--allow-dirty) \
+		--platforms $(subst $(eval) ,$(comma),$(RELEASE_PLATFORMS)) \
+		$(foreach p,$(RELEASE_PLATFORMS),--tofu $(p)=$(BIN)/tofu-linux-$(notdir $(p)))
+
+## release-check: make release twice into .work/release-{a,b} and compare their SHA256SUMS (reproducible)
+release-check:
+	$(MAKE) --no-print-directory release DIST=$(CURDIR)/.work/release-a
+	$(MAKE) --no-print-directory release DIST=$(CURDIR)/.work/release-b
+	diff $(CURDIR)/.work/release-a/SHA256SUMS $(CURDIR)/.work/release-b/SHA256SUMS
+	@echo "release-check: identical SHA256SUMS ($$(wc -l < $(CURDIR)/.work/release-a/SHA256SUMS) files)"
 
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:

@@ -159,6 +159,27 @@ func Build(s Spec) (v1.Image, error) {
 	}, s.Arch, s.Created, layers)
 }
 
+// StandardLabels are the OCI labels of tfccm's image: what it is, where
+// its source is, when it was made (created, the commit time) and, when
+// given, its version and source revision. Build adds the licence.
+func StandardLabels(version, revision string, created time.Time) map[string]string {
+	l := map[string]string{
+		"org.opencontainers.image.title":       "tfccm",
+		"org.opencontainers.image.description": "Kubernetes cloud-controller-manager whose cloud is described in Terraform (with OpenTofu)",
+		"org.opencontainers.image.source":      "https://github.com/tfccm/tfccm",
+		"org.opencontainers.image.created":     created.UTC().Format(time.RFC3339),
+		"io.tfccm.provider-mirror":             ProviderMirror,
+		"io.tfccm.tofu-cli-config":             CLIConfig,
+	}
+	if revision != "" {
+		l["org.opencontainers.image.revision"] = revision
+	}
+	if version != "" {
+		l["org.opencontainers.image.version"] = version
+	}
+	return l
+}
+
 // withLicense is labels plus org.opencontainers.image.licenses: the image
 // always carries LicenseFile, so it always says which licence that is.
 func withLicense(labels map[string]string) map[string]string {

@@ -72,20 +72,7 @@ func run(args []string) error {
 		return fmt.Errorf("nothing to write: give --layout and/or --tarball")
 	}
 	s.Created = time.Unix(created, 0).UTC()
-	s.Labels = map[string]string{
-		"org.opencontainers.image.title":       "tfccm",
-		"org.opencontainers.image.description": "Kubernetes cloud-controller-manager whose cloud is described in Terraform (with OpenTofu)",
-		"org.opencontainers.image.source":      "https://github.com/tfccm/tfccm",
-		"org.opencontainers.image.created":     s.Created.Format(time.RFC3339),
-		"io.tfccm.provider-mirror":             image.ProviderMirror,
-		"io.tfccm.tofu-cli-config":             image.CLIConfig,
-	}
-	if revision != "" {
-		s.Labels["org.opencontainers.image.revision"] = revision
-	}
-	if version != "" {
-		s.Labels["org.opencontainers.image.version"] = version
-	}
+	s.Labels = image.StandardLabels(version, revision, s.Created)
 	for k, v := range extra {
 		s.Labels[k] = v
 	}
