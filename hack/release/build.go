@@ -47,8 +47,9 @@ const providerBinary = "terraform-provider-lbhost"
 // goBuild builds pkg for p into out: static, -trimpath, stripped, no build
 // ID, stamped with ldflags (the Makefile's VERSION_LDFLAGS) — the same
 // source and toolchain always give the same bytes.
-func goBuild(p platform, pkg, out, ldflags string) error {
+func goBuild(root string, p platform, pkg, out, ldflags string) error {
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -buildid= "+ldflags, "-o", out, pkg)
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -57,9 +58,10 @@ func goBuild(p platform, pkg, out, ldflags string) error {
 	return nil
 }
 
-// buildAll builds every binary for every platform into work/OS_ARCH/ and
+// buildAll builds every binary for every platform of the module at root
+// into work/OS_ARCH/ and
 // returns their paths by platform and name.
-func buildAll(work string, platforms []platform, ldflags, providerVersion string) (map[platform]map[string]string, error) {
+func buildAll(root, work string, platforms []platform, ldflags, providerVersion string) (map[platform]map[string]string, error) {
 	out := map[platform]map[string]string{}
 	for _, p := range platforms {
 		out[p] = map[string]string{}
@@ -70,7 +72,7 @@ func buildAll(work string, platforms []platform, ldflags, providerVersion string
 				flags += " -X main.version=" + providerVersion
 			}
 			fmt.Fprintf(os.Stderr, "[release] go build %s (%s)\n", b.pkg, p)
-			if err := goBuild(p, b.pkg, f, flags); err != nil {
+			if err := goBuild(root, p, b.pkg, f, flags); err != nil {
 				return nil, err
 			}
 			out[p][b.name] = f

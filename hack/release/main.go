@@ -118,7 +118,7 @@ func release(root string, o options, providerVersion string) error {
 	defer os.RemoveAll(work)
 	licenseFile := filepath.Join(root, "LICENSE")
 
-	bins, err := buildAll(work, o.platforms, o.ldflags, providerVersion)
+	bins, err := buildAll(root, work, o.platforms, o.ldflags, providerVersion)
 	if err != nil {
 		return err
 	}
