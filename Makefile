@@ -40,6 +40,7 @@ VERSION_LDFLAGS := -X github.com/tfccm/tfccm/internal/version.version=$(VERSION)
 	-X k8s.io/component-base/version.gitTreeState=$(TREE_STATE) \
 	-X k8s.io/component-base/version.gitMajor=$(VERSION_MAJOR) \
 	-X k8s.io/component-base/version.gitMinor=$(VERSION_MINOR) \
+	-X k8s.io/component-base/version/verflag.programName=terraform-cloud-controller-manager \
 	-X k8s.io/component-base/version.buildDate=$(shell TZ=UTC date -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 VGO := $(GO) build -ldflags "$(VERSION_LDFLAGS)"
 
