@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/mod/sumdb/dirhash"
+
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 )
@@ -127,7 +129,7 @@ func TestProviderNetworkMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := tofuInit(t, fmt.Sprintf("provider_installation {\n  network_mirror {\n    url = %s\n  }\n}\n", strconv.Quote(srv.URL+"/")), "SSL_CERT_FILE="+ca)
-	if !strings.Contains(lock, strconv.Quote(zh)) || !strings.Contains(lock, `version     = "`+mirror.Version+`"`) {
+	if !strings.Contains(lock, strconv.Quote(zh)) || !strings.Contains(lock, strconv.Quote(zipH1(t, root))) || !strings.Contains(lock, `version     = "`+mirror.Version+`"`) {
 		t.Errorf("the lock file does not record %s %s:\n%s", mirror.Version, zh, lock)
 	}
 	mu.Lock()
@@ -138,13 +140,26 @@ func TestProviderNetworkMirror(t *testing.T) {
 }
 
 // TestProviderFilesystemMirror: the same directory is a filesystem mirror
-// (packed layout) for an air-gapped `tofu init`.
+// (packed layout) for an air-gapped `tofu init`, which locks the h1: hash
+// of the zip it installed.
 func TestProviderFilesystemMirror(t *testing.T) {
 	root, zh := writeTestMirror(t)
 	lock := tofuInit(t, fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path = %s\n  }\n}\n", strconv.Quote(root)))
-	if !strings.Contains(lock, strconv.Quote(zh)) {
-		t.Errorf("the lock file does not record %s:\n%s", zh, lock)
+	if h1 := zipH1(t, root); !strings.Contains(lock, strconv.Quote(h1)) {
+		t.Errorf("the lock file does not record the zip's %s (%s):\n%s", h1, zh, lock)
 	}
+}
+
+// zipH1 is the h1: hash (OpenTofu's hash of a package's content) of this
+// machine's zip in the mirror at root.
+func zipH1(t *testing.T, root string) string {
+	t.Helper()
+	zip := filepath.Join(root, mirror.Source, fmt.Sprintf("%s_%s_%s.zip", providerBinary, mirror.Version, platform{runtime.GOOS, runtime.GOARCH}.dir()))
+	h1, err := dirhash.HashZip(zip, dirhash.Hash1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h1
 }
 
 // TestTerraformMirrorDocuments: registry.terraform.io's documents point at
