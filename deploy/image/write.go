@@ -20,21 +20,31 @@ import (
 // (annotation org.opencontainers.image.ref.name), e.g. for
 // `skopeo copy oci:DIR docker://...` or `ctr images import`.
 func WriteLayout(dir string, img v1.Image, ref string) error {
+	p, named, err := newLayout(dir, ref)
+	if err != nil {
+		return err
+	}
+	return p.AppendImage(img, named)
+}
+
+// newLayout replaces dir with an empty OCI image layout and returns it with
+// the option that names an entry ref.
+func newLayout(dir, ref string) (layout.Path, layout.Option, error) {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
-		return fmt.Errorf("image: %w", err)
+		return "", nil, fmt.Errorf("image: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return "", nil, err
 	}
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	return p.AppendImage(img, layout.WithAnnotations(map[string]string{
+	return p, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": tag.TagStr(),
 		"io.containerd.image.name":          tag.Name(),
-	}))
+	}), nil
 }
 
 // WriteTarball writes img as a `docker load` / `podman load` archive tagged
@@ -153,19 +163,9 @@ func Index(imgs ...v1.Image) (v1.ImageIndex, error) {
 // WriteIndexLayout replaces dir with an OCI image layout holding the
 // multi-platform idx, tagged ref like WriteLayout's image.
 func WriteIndexLayout(dir string, idx v1.ImageIndex, ref string) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("image: %w", err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	p, err := layout.Write(dir, empty.Index)
+	p, named, err := newLayout(dir, ref)
 	if err != nil {
 		return err
 	}
-	return p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": tag.TagStr(),
-		"io.containerd.image.name":          tag.Name(),
-	}))
+	return p.AppendIndex(idx, named)
 }
