@@ -78,10 +78,9 @@ func buildImages(work string, platforms []platform, in imageInputs) ([]v1.Image,
 			if err != nil {
 				return nil, nil, err
 			}
-			c.Version = f.version
-			if f.version == "" { // tofu: the OpenTofu release it is built from
-				c.Version = moduleVersion(c, "github.com/opentofu/opentofu")
-			}
+			if f.version != "" {
+				c.Version = f.version
+			} // else tofu: its main module's version, the OpenTofu release
 			parts = append(parts, c)
 		}
 		d, err := img.Digest()
@@ -97,14 +96,4 @@ func buildImages(work string, platforms []platform, in imageInputs) ([]v1.Image,
 		boms[p] = newBOM(subject, parts, in.created)
 	}
 	return imgs, boms, nil
-}
-
-// moduleVersion is the version of module path among c's components.
-func moduleVersion(c component, path string) string {
-	for _, m := range c.Components {
-		if m.Name == path {
-			return m.Version
-		}
-	}
-	return ""
 }

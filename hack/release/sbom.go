@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -56,7 +57,8 @@ type (
 
 // goBinary describes the Go program at file (as it will be named, name)
 // from the build information Go embeds in it: the main module, every
-// module linked in (with the replacement actually used), the Go toolchain
+// module linked in (the main module too, when it has a version; with the
+// replacement actually used), the Go toolchain
 // as pkg:golang/stdlib, and the file's SHA-256.
 func goBinary(file, name string) (component, error) {
 	bi, err := buildinfo.ReadFile(file)
@@ -90,7 +92,11 @@ func goBinary(file, name string) (component, error) {
 		Type: "library", BOMRef: name + ":pkg:golang/stdlib@" + goVersion, Name: "stdlib", Version: goVersion,
 		PURL: "pkg:golang/stdlib@" + goVersion,
 	})
-	for _, d := range bi.Deps {
+	deps := bi.Deps
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		deps = append([]*debug.Module{&bi.Main}, deps...)
+	}
+	for _, d := range deps {
 		if d.Replace != nil {
 			d = d.Replace
 		}
