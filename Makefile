@@ -12,19 +12,46 @@ export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) $(shell go env GOFLAGS) -trimpath)
 export PATH := $(BIN):$(PATH)
 
+comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
+
+# VERSION: the one version of this build (docs/releasing.md), from
+# `git describe --tags --always --dirty` (hack/version.sh). Override with
+# VERSION=. VERSION_LDFLAGS stamps it, with the
+# commit and the commit's time (never the clock: builds stay reproducible),
+# into internal/version and k8s.io/component-base/version (the CCM's
+# --version) of every binary make builds.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell bash hack/version.sh)
+endif
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+endif
+VERSION_MAJOR := $(shell echo '$(VERSION)' | sed -n 's/^v\([0-9]*\)\..*/\1/p')
+VERSION_MINOR := $(shell echo '$(VERSION)' | sed -n 's/^v[0-9]*\.\([0-9]*\).*/\1/p')
+TREE_STATE := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo dirty || echo clean)
+VERSION_LDFLAGS := -X github.com/tfccm/tfccm/internal/version.version=$(VERSION) \
+	-X github.com/tfccm/tfccm/internal/version.commit=$(GIT_COMMIT) \
+	-X k8s.io/component-base/version.gitVersion=$(VERSION) \
+	-X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
+	-X k8s.io/component-base/version.gitTreeState=$(TREE_STATE) \
+	-X k8s.io/component-base/version.gitMajor=$(VERSION_MAJOR) \
+	-X k8s.io/component-base/version.gitMinor=$(VERSION_MINOR) \
+	-X k8s.io/component-base/version/verflag.programName=terraform-cloud-controller-manager \
+	-X k8s.io/component-base/version.buildDate=$(shell TZ=UTC date -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+VGO := $(GO) build -ldflags "$(VERSION_LDFLAGS)"
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
 # IMAGE_DIR receives the OCI layout (oci/), the load archive (tfccm.tar)
 # and the digest. The same commit always gives the same digest.
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE     ?= ghcr.io/tfccm/tfccm:$(VERSION)
 PROVIDERS ?=
 IMAGE_DIR ?= $(CURDIR)/.work/image
-STATIC    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid="
+STATIC    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(VERSION_LDFLAGS)"
 
 # The lbhost provider, installed into a filesystem mirror under bin/providers.
 LBHOST_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' lbhost/mirror/version.go)
@@ -41,12 +68,12 @@ all: build
 ## filesystem mirror bin/providers and a CLI config using it into bin/lbhost.tfrc
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
-	$(GO) build -o $(BIN)/tfccm ./cmd/tfccm
+	$(VGO) -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
+	$(VGO) -o $(BIN)/tfccm ./cmd/tfccm
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(GO) build -o $(BIN)/lbhost-router ./cmd/lbhost-router
+	$(VGO) -o $(BIN)/lbhost-router ./cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
-	$(GO) build -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
+	$(VGO) -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
 	@mkdir -p $(dir $(LBHOST_BIN_TF))
 	cp -f $(LBHOST_BIN) $(LBHOST_BIN_TF)
 	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
@@ -61,12 +88,34 @@ image: tools
 	rm -rf $(IMAGE_DIR)/mirror
 	$(STATIC) -o $(IMAGE_DIR)/mirror/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM) ./cmd/terraform-provider-lbhost
 	$(if $(PROVIDERS),cp -R $(abspath $(PROVIDERS))/. $(IMAGE_DIR)/mirror/)
-	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $$(git rev-parse HEAD) \
-		--created $$(git log -1 --format=%ct) \
+	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $(GIT_COMMIT) \
+		--created $(SOURCE_DATE_EPOCH) --license LICENSE \
 		--ccm $(IMAGE_DIR)/bin/terraform-cloud-controller-manager --tfccm $(IMAGE_DIR)/bin/tfccm --tofu $(BIN)/tofu \
 		--providers $(IMAGE_DIR)/mirror \
 		--layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/tfccm.tar > $(IMAGE_DIR)/digest
 	@echo "$(IMAGE) $$(cat $(IMAGE_DIR)/digest)"
+
+## release: VERSION=vX.Y.Z writes DIST (default dist/): per platform (RELEASE_PLATFORMS) the CCM,
+## tfccm, lbhost-router and the lbhost provider (tar.gz), the image (multi-platform OCI archive and
+## per-platform `podman load` archives), the chart (.tgz), the lbhost provider mirror, SBOMs and
+## SHA256SUMS; docs/releasing.md. The tree must name VERSION and be clean (ALLOW_DIRTY=1 to try).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+DIST ?= $(CURDIR)/dist
+ALLOW_DIRTY ?=
+release: tools
+	bash hack/tools.sh release-tofu $(notdir $(RELEASE_PLATFORMS))
+	@mkdir -p .work
+	$(GO) run ./hack/release --version $(VERSION) --out $(DIST) --created $(SOURCE_DATE_EPOCH) \
+		--ldflags "$(VERSION_LDFLAGS)" --helm $(BIN)/helm $(if $(ALLOW_DIRTY),--allow-dirty) \
+		--platforms $(subst $(eval) ,$(comma),$(RELEASE_PLATFORMS)) \
+		$(foreach p,$(RELEASE_PLATFORMS),--tofu $(p)=$(BIN)/tofu-linux-$(notdir $(p)))
+
+## release-check: make release twice into .work/release-{a,b} and compare their SHA256SUMS (reproducible)
+release-check:
+	$(MAKE) --no-print-directory release DIST=$(CURDIR)/.work/release-a
+	$(MAKE) --no-print-directory release DIST=$(CURDIR)/.work/release-b
+	diff $(CURDIR)/.work/release-a/SHA256SUMS $(CURDIR)/.work/release-b/SHA256SUMS
+	@echo "release-check: identical SHA256SUMS ($$(wc -l < $(CURDIR)/.work/release-a/SHA256SUMS) files)"
 
 ## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
 tools:
@@ -99,8 +148,10 @@ standin:
 	$(GO) build -o $(BIN)/terraform-provider-standin ./test/standin/cmd/terraform-provider-standin
 	$(BIN)/terraform-provider-standin install -mirror $(BIN)/standin-mirror -cli-config $(BIN)/standin.tfrc
 
-## lint: gofmt, go vet, tofu fmt (templates with deliberate syntax errors excepted)
+## lint: gofmt, go vet, tofu fmt (templates with deliberate syntax errors excepted), and a clean
+## tree: no tracked ELF/PE/Mach-O file and none over 1 MiB (exceptions: hack/cleantree/allowed.txt)
 lint: tools
+	$(GO) run ./hack/cleantree
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	env -u TF_CLI_CONFIG_FILE $(BIN)/tofu fmt -check -diff $$(git ls-files '*.tf' | grep -v '/testdata/invalid/')

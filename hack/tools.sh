@@ -153,3 +153,17 @@ if [[ ${1-} == e2e ]]; then
 	build e2e.test "$KUBE_VERSION" "$root/hack/tools/kube-e2e" test:github.com/tfccm/tfccm/hack/tools/kube-e2e/lbsuite \
 		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 fi
+# `tools.sh release-tofu ARCH...` (make release): OpenTofu for linux/ARCH, for the image
+# of each release platform, as bin/tofu-linux-ARCH: built and cached like bin/tofu (the
+# cache key includes GOARCH); this machine's own architecture is a copy of bin/tofu.
+if [[ ${1-} == release-tofu ]]; then
+	shift
+	for arch in "$@"; do
+		if [[ $arch == "$(go env GOARCH)" && "$(go env GOOS)" == linux ]]; then
+			cp "$bin/tofu" "$bin/tofu-linux-$arch.tmp" && mv "$bin/tofu-linux-$arch.tmp" "$bin/tofu-linux-$arch"
+		else
+			GOOS=linux GOARCH=$arch build "tofu-linux-$arch" "$TOFU_VERSION" "$root/hack/tools/tofu" github.com/opentofu/opentofu/cmd/tofu \
+				"-s -w -X github.com/opentofu/opentofu/version.dev=no"
+		fi
+	done
+fi

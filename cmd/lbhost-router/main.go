@@ -13,12 +13,18 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tfccm/tfccm/internal/version"
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
 func main() {
 	dir := flag.String("dir", "", "directory of the routed VIPs' config files (required)")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("lbhost-router"))
+		return
+	}
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "lbhost-router: -dir is required")
 		os.Exit(2)

@@ -11,17 +11,25 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	tfccmversion "github.com/tfccm/tfccm/internal/version"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
 )
 
-// version may be overridden with -ldflags "-X main.version=...".
+// version is the provider's own semver (the directory OpenTofu installs it
+// under; see docs/releasing.md); the tfccm build it belongs to is
+// internal/version.
 var version = tfprovider.Version
 
 func main() {
 	debug := flag.Bool("debug", false, "run as a debuggable process (prints TF_REATTACH_PROVIDERS)")
 	cliConfig := flag.String("cli-config", "", "print a CLI configuration installing this provider from the filesystem mirror at `DIR`, and exit")
+	showVersion := flag.Bool("version", false, "print the provider's version and the tfccm build's, and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Printf("terraform-provider-lbhost %s, %s\n", version, tfccmversion.String("tfccm"))
+		return
+	}
 	if *cliConfig != "" {
 		fmt.Print(mirror.CLIConfig(*cliConfig))
 		return

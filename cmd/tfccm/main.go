@@ -24,6 +24,7 @@ var commands = map[string]command{
 	"unlock":     {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
 	"validate":   {"check template sets or modules against the contract", runValidate},
 	"workspaces": {"list the workspaces in work_dir with their phase, Service and (--locks) state lock", runWorkspaces},
+	"version":    {"print tfccm's version", runVersion},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

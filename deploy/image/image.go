@@ -43,6 +43,11 @@ const (
 	CLIConfig = "/etc/tfccm/tofurc"
 	// CABundle is where Go, OpenTofu and providers find the trusted CAs.
 	CABundle = "/etc/ssl/certs/ca-certificates.crt"
+	// LicenseFile is where the image carries tfccm's licence text.
+	LicenseFile = "/usr/share/doc/tfccm/LICENSE"
+	// Licenses is tfccm's licence (an SPDX expression), the image's
+	// org.opencontainers.image.licenses label.
+	Licenses = "Apache-2.0"
 	// UID and GID of the non-root user the image runs as.
 	UID = 65532
 	GID = 65532
@@ -56,6 +61,8 @@ type Spec struct {
 	// CABundle is the host path of the CA bundle (Debian's
 	// ca-certificates: /etc/ssl/certs/ca-certificates.crt).
 	CABundle string
+	// License is the host path of tfccm's LICENSE, copied to LicenseFile.
+	License string
 	// Providers is an optional directory written by `tofu providers
 	// mirror`; its content is copied into ProviderMirror.
 	Providers string
@@ -148,8 +155,39 @@ func Build(s Spec) (v1.Image, error) {
 			"TF_CLI_CONFIG_FILE=" + CLIConfig,
 			"SSL_CERT_FILE=" + CABundle,
 		},
-		Labels: s.Labels,
+		Labels: withLicense(s.Labels),
 	}, s.Arch, s.Created, layers)
+}
+
+// StandardLabels are the OCI labels of tfccm's image: what it is, where
+// its source is, when it was made (created, the commit time) and, when
+// given, its version and source revision. Build adds the licence.
+func StandardLabels(version, revision string, created time.Time) map[string]string {
+	l := map[string]string{
+		"org.opencontainers.image.title":       "tfccm",
+		"org.opencontainers.image.description": "Kubernetes cloud-controller-manager whose cloud is described in Terraform (with OpenTofu)",
+		"org.opencontainers.image.source":      "https://github.com/tfccm/tfccm",
+		"org.opencontainers.image.created":     created.UTC().Format(time.RFC3339),
+		"io.tfccm.provider-mirror":             ProviderMirror,
+		"io.tfccm.tofu-cli-config":             CLIConfig,
+	}
+	if revision != "" {
+		l["org.opencontainers.image.revision"] = revision
+	}
+	if version != "" {
+		l["org.opencontainers.image.version"] = version
+	}
+	return l
+}
+
+// withLicense is labels plus org.opencontainers.image.licenses: the image
+// always carries LicenseFile, so it always says which licence that is.
+func withLicense(labels map[string]string) map[string]string {
+	out := map[string]string{"org.opencontainers.image.licenses": Licenses}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }
 
 // assemble stacks layers under config into an OCI image stamped created.
@@ -186,7 +224,7 @@ func assemble(config v1.Config, arch string, createdAt time.Time, layers []Layer
 // Layers builds the image's layers, least likely to change first: the base
 // file system, OpenTofu, tfccm's binaries and, when given, the providers.
 func Layers(s Spec) ([]Layer, error) {
-	for what, p := range map[string]string{"CCM binary": s.CCM, "tfccm binary": s.CLI, "tofu binary": s.Tofu, "CA bundle": s.CABundle} {
+	for what, p := range map[string]string{"CCM binary": s.CCM, "tfccm binary": s.CLI, "tofu binary": s.Tofu, "CA bundle": s.CABundle, "LICENSE": s.License} {
 		if p == "" {
 			return nil, fmt.Errorf("image: no %s given", what)
 		}
@@ -197,6 +235,10 @@ func Layers(s Spec) ([]Layer, error) {
 	}
 	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
 		return nil, fmt.Errorf("image: %s holds no PEM certificate", s.CABundle)
+	}
+	license, err := os.ReadFile(s.License)
+	if err != nil {
+		return nil, fmt.Errorf("image: LICENSE: %w", err)
 	}
 	var providers []string
 	if s.Providers != "" {
@@ -223,6 +265,7 @@ func Layers(s Spec) ([]Layer, error) {
 		data("/etc/nsswitch.conf", 0o644, root, "hosts: files dns\n"),
 		data(CLIConfig, 0o644, root, CLIConfigFor(providers)),
 		data(CABundle, 0o644, root, string(ca)),
+		data(LicenseFile, 0o644, root, string(license)),
 	}
 	tofu, err := file(BinDir+"/tofu", s.Tofu, 0o755)
 	if err != nil {
@@ -240,7 +283,7 @@ func Layers(s Spec) ([]Layer, error) {
 		by      string
 		entries []entry
 	}{
-		{"base: user 65532, CA bundle, OpenTofu CLI config, work dir", baseFS},
+		{"base: user 65532, CA bundle, OpenTofu CLI config, work dir, LICENSE", baseFS},
 		{"tofu", []entry{tofu}},
 		{"terraform-cloud-controller-manager, tfccm", []entry{ccm, cli}},
 	}

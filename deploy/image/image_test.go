@@ -45,6 +45,7 @@ func inputs(t *testing.T, mtime time.Time, providerOrder []string) Spec {
 		CLI:      write("tfccm", "cli-binary", 0o755),
 		Tofu:     write("tofu", "tofu-binary", 0o750),
 		CABundle: write("ca.crt", pem, 0o600),
+		License:  write("LICENSE", "Apache License", 0o600),
 		Created:  created,
 		Labels:   map[string]string{"org.opencontainers.image.revision": "abc"},
 	}
@@ -149,6 +150,7 @@ func TestContent(t *testing.T) {
 		BinDir + "/tfccm":   {mode: 0o755, typ: tar.TypeReg, body: "cli-binary"},
 		BinDir + "/tofu":    {mode: 0o755, typ: tar.TypeReg, body: "tofu-binary"},
 		CABundle:            {mode: 0o644, typ: tar.TypeReg, body: pem},
+		LicenseFile:         {mode: 0o644, typ: tar.TypeReg, body: "Apache License"},
 		WorkDir:             {mode: 0o755, uid: UID, gid: GID, typ: tar.TypeDir},
 		"/tmp":              {mode: 0o1777, typ: tar.TypeDir},
 		"/etc/tfccm/config": {mode: 0o755, typ: tar.TypeDir},
@@ -198,7 +200,7 @@ func TestContent(t *testing.T) {
 	if env := strings.Join(c.Env, "\n"); !strings.Contains(env, "TF_CLI_CONFIG_FILE="+CLIConfig) {
 		t.Errorf("env lacks TF_CLI_CONFIG_FILE: %s", env)
 	}
-	if c.Labels["org.opencontainers.image.revision"] != "abc" || !cf.Created.Time.Equal(created) || cf.OS != "linux" || cf.Architecture != "amd64" {
+	if c.Labels["org.opencontainers.image.revision"] != "abc" || c.Labels["org.opencontainers.image.licenses"] != "Apache-2.0" || !cf.Created.Time.Equal(created) || cf.OS != "linux" || cf.Architecture != "amd64" {
 		t.Errorf("labels %v, created %s, platform %s/%s", c.Labels, cf.Created, cf.OS, cf.Architecture)
 	}
 	for _, h := range cf.History {

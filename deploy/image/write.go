@@ -13,27 +13,38 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // WriteLayout replaces dir with an OCI image layout holding img, tagged ref
 // (annotation org.opencontainers.image.ref.name), e.g. for
 // `skopeo copy oci:DIR docker://...` or `ctr images import`.
 func WriteLayout(dir string, img v1.Image, ref string) error {
+	p, named, err := newLayout(dir, ref)
+	if err != nil {
+		return err
+	}
+	return p.AppendImage(img, named)
+}
+
+// newLayout replaces dir with an empty OCI image layout and returns it with
+// the option that names an entry ref.
+func newLayout(dir, ref string) (layout.Path, layout.Option, error) {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
-		return fmt.Errorf("image: %w", err)
+		return "", nil, fmt.Errorf("image: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return "", nil, err
 	}
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	return p.AppendImage(img, layout.WithAnnotations(map[string]string{
+	return p, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": tag.TagStr(),
 		"io.containerd.image.name":          tag.Name(),
-	}))
+	}), nil
 }
 
 // WriteTarball writes img as a `docker load` / `podman load` archive tagged
@@ -127,4 +138,34 @@ func setMeta(p string, h *tar.Header, root bool) error {
 		return err
 	}
 	return os.Chtimes(p, h.ModTime, h.ModTime)
+}
+
+// Index is a multi-platform image index over imgs (one per platform, the
+// platform read from each image's config), e.g. linux/amd64 + linux/arm64.
+func Index(imgs ...v1.Image) (v1.ImageIndex, error) {
+	adds := make([]mutate.IndexAddendum, 0, len(imgs))
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{
+			Add: img,
+			Descriptor: v1.Descriptor{
+				MediaType: types.OCIManifestSchema1,
+				Platform:  &v1.Platform{OS: cf.OS, Architecture: cf.Architecture},
+			},
+		})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
+}
+
+// WriteIndexLayout replaces dir with an OCI image layout holding the
+// multi-platform idx, tagged ref like WriteLayout's image.
+func WriteIndexLayout(dir string, idx v1.ImageIndex, ref string) error {
+	p, named, err := newLayout(dir, ref)
+	if err != nil {
+		return err
+	}
+	return p.AppendIndex(idx, named)
 }

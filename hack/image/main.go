@@ -3,7 +3,7 @@
 // layout directory and a `podman load` / `docker load` archive. `make image`
 // runs it; it prints the image's digest.
 //
-//	go run ./hack/image --ccm bin/x --tfccm bin/y --tofu bin/tofu \
+//	go run ./hack/image --ref ghcr.io/tfccm/tfccm:v0.1.0 --ccm bin/x --tfccm bin/y --tofu bin/tofu \
 //	  --created $(git log -1 --format=%ct) --layout .work/image/oci --tarball .work/image/tfccm.tar
 package main
 
@@ -46,9 +46,10 @@ func run(args []string) error {
 	fs.StringVar(&s.CLI, "tfccm", "", "tfccm binary")
 	fs.StringVar(&s.Tofu, "tofu", "", "tofu binary")
 	fs.StringVar(&s.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle (Debian's ca-certificates)")
+	fs.StringVar(&s.License, "license", "LICENSE", "tfccm's LICENSE (copied to "+image.LicenseFile+")")
 	fs.StringVar(&s.Providers, "providers", "", "optional `tofu providers mirror` directory copied into "+image.ProviderMirror)
 	fs.Int64Var(&created, "created", 0, "creation time, Unix seconds (the commit time; default $SOURCE_DATE_EPOCH)")
-	fs.StringVar(&ref, "ref", "ghcr.io/tfccm/tfccm:dev", "image name and tag")
+	fs.StringVar(&ref, "ref", "", "image name and tag (make image: ghcr.io/tfccm/tfccm:$(VERSION))")
 	fs.StringVar(&revision, "revision", "", "source revision (label org.opencontainers.image.revision)")
 	fs.StringVar(&version, "version", "", "version (label org.opencontainers.image.version)")
 	fs.StringVar(&layoutDir, "layout", "", "OCI layout directory to write (replaced)")
@@ -67,24 +68,14 @@ func run(args []string) error {
 	if created <= 0 {
 		return fmt.Errorf("--created (or SOURCE_DATE_EPOCH) is required: a fixed time keeps the digest reproducible")
 	}
+	if ref == "" {
+		return fmt.Errorf("--ref is required")
+	}
 	if layoutDir == "" && tarPath == "" {
 		return fmt.Errorf("nothing to write: give --layout and/or --tarball")
 	}
 	s.Created = time.Unix(created, 0).UTC()
-	s.Labels = map[string]string{
-		"org.opencontainers.image.title":       "tfccm",
-		"org.opencontainers.image.description": "Kubernetes cloud-controller-manager whose cloud is described in Terraform (with OpenTofu)",
-		"org.opencontainers.image.source":      "https://github.com/tfccm/tfccm",
-		"org.opencontainers.image.created":     s.Created.Format(time.RFC3339),
-		"io.tfccm.provider-mirror":             image.ProviderMirror,
-		"io.tfccm.tofu-cli-config":             image.CLIConfig,
-	}
-	if revision != "" {
-		s.Labels["org.opencontainers.image.revision"] = revision
-	}
-	if version != "" {
-		s.Labels["org.opencontainers.image.version"] = version
-	}
+	s.Labels = image.StandardLabels(version, revision, s.Created)
 	for k, v := range extra {
 		s.Labels[k] = v
 	}
