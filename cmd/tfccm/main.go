@@ -14,9 +14,10 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"render":     {"render a load balancer or routes workspace", runRender},
-	"validate":   {"check template sets or modules against the contract", runValidate},
-	"state":      {"query the instances tfccm reads from Terraform state", runState},
+	"render":   {"render a load balancer or routes workspace", runRender},
+	"validate": {"check template sets or modules against the contract", runValidate},
+	"state":    {"query the instances tfccm reads from Terraform state", runState},
+
 	"workspaces": {"list the workspaces in work_dir with their phase, Service and (--locks) state lock", runWorkspaces},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
