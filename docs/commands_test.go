@@ -64,11 +64,7 @@ func TestShellBlocksMarked(t *testing.T) {
 			case b.marker.kind == "file" && (b.marker.arg == "" || strings.Contains(b.marker.arg, "..") || filepath.IsAbs(b.marker.arg)):
 				t.Errorf("%s: docs-test: file needs a relative file name", b)
 			case shellLangs[b.lang] && b.marker.kind != "run" && b.marker.kind != "skip":
-				report := t.Errorf
-				if _, ok := landing(b.page); ok {
-					report = t.Logf // written on another branch of this wave: mark it after the merge
-				}
-				report("%s: a %s block needs <!-- docs-test: run --> or <!-- docs-test: skip: REASON --> on the line before it", b, b.lang)
+				t.Errorf("%s: a %s block needs <!-- docs-test: run --> or <!-- docs-test: skip: REASON --> on the line before it", b, b.lang)
 			}
 		}
 	}

@@ -11,30 +11,6 @@ import (
 	"unicode"
 )
 
-// landingElsewhere are pages other branches of this wave add (what they hold
-// in the value): a link to one of them is reported in the log, not failed,
-// until it exists, and so is a shell block of theirs not marked run or skip.
-// Delete entries once their pages are on main and marked.
-var landingElsewhere = map[string]string{
-	"docs/configuration.md":      "generated from the config declarations",
-	"docs/events.md":             "generated from the Event reasons",
-	"docs/install-baremetal.md":  "LB host preparation",
-	"docs/operations.md":         "day-2 operations",
-	"docs/releasing.md":          "releases",
-	"LICENSE":                    "the licence",
-	"deploy/helm/tfccm/examples": "the chart's values file per set",
-}
-
-// landing reports why a missing target is expected from another branch.
-func landing(rel string) (string, bool) {
-	for p, why := range landingElsewhere {
-		if rel == p || strings.HasPrefix(rel, p+"/") {
-			return why, true
-		}
-	}
-	return "", false
-}
-
 var (
 	// linkRE matches inline links and images: [text](target) with an
 	// optional "title".
@@ -70,10 +46,6 @@ func TestRelativeLinks(t *testing.T) {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
-				if why, ok := landing(rel); ok {
-					t.Logf("%s:%d: %s is not here yet (%s, another branch)", page, l.line, l.target, why)
-					continue
-				}
 				t.Errorf("%s:%d: broken link %s: %v", page, l.line, l.target, err)
 				continue
 			}
