@@ -17,7 +17,6 @@ var commands = map[string]command{
 	"render":   {"render a load balancer or routes workspace", runRender},
 	"validate": {"check template sets or modules against the contract", runValidate},
 	"state":    {"query the instances tfccm reads from Terraform state", runState},
-	"version":  {"print tfccm's version", runVersion},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -28,3 +28,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, version.String("tfccm"))
 	return exitOK
 }
+
+func init() {
+	commands["version"] = command{"print tfccm's version", runVersion}
+}
