@@ -28,3 +28,4 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, version.String("tfccm"))
 	return exitOK
 }
+
