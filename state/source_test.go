@@ -28,7 +28,7 @@ func TestTofuSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = fileSrc.Close() })
+	t.Cleanup(func() { _ = fileSrc.Close(); _ = dirSrc.Close() })
 	m := localMapping(t)
 	want := []*Instance{{
 		Name: "a", ProviderID: "terraform://local/a", InstanceType: "small", Zone: "zone-a", Region: "region-1",
@@ -60,15 +60,20 @@ func TestTofuSources(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(fileSrc.tmpDir); err != nil {
-		t.Fatalf("file source scratch dir: %v", err)
+	// The directory (no backend block: the local backend) is read through a
+	// scratch directory of its own; Close removes it.
+	if _, err := os.Stat(dirSrc.tmpDir); err != nil {
+		t.Fatalf("dir source scratch dir: %v", err)
 	}
-	tmp := fileSrc.tmpDir
-	if err := fileSrc.Close(); err != nil {
+	tmp := dirSrc.tmpDir
+	if err := dirSrc.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("Close left %s behind", tmp)
+	}
+	if fileSrc.tmpDir != "" {
+		t.Errorf("an unencrypted state file was read through tofu (%s)", fileSrc.tmpDir)
 	}
 }
 
@@ -90,7 +95,7 @@ func TestTofuSourceErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return newFileSource("f", p, tfc)
-		}, "tofu show"},
+		}, "decode state"},
 		{"missing dir", func() (*TofuSource, error) {
 			return newDirSource("d", filepath.Join(dir, "nodir"), tfc)
 		}, "no such file"},
