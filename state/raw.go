@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // ErrEncrypted is returned for a state that OpenTofu encrypted when no
@@ -196,12 +195,8 @@ func unwrapDynamic(v any) any {
 	case map[string]any:
 		if len(v) == 2 {
 			if t, ok := v["type"]; ok {
-				if val, ok := v["value"]; ok {
-					if tb, err := json.Marshal(t); err == nil {
-						if _, err := ctyjson.UnmarshalType(tb); err == nil {
-							return unwrapDynamic(val)
-						}
-					}
+				if val, ok := v["value"]; ok && ctyType(t) {
+					return unwrapDynamic(val)
 				}
 			}
 		}
@@ -217,6 +212,47 @@ func unwrapDynamic(v any) any {
 	default:
 		return v
 	}
+}
+
+// ctyType reports whether t is a cty type in its JSON encoding (as
+// ctyjson.UnmarshalType reads it), without re-encoding it.
+func ctyType(t any) bool {
+	switch t := t.(type) {
+	case string:
+		return t == "string" || t == "number" || t == "bool" || t == "dynamic"
+	case []any:
+		if len(t) < 2 {
+			return false
+		}
+		kind, _ := t[0].(string)
+		switch kind {
+		case "list", "set", "map":
+			return len(t) == 2 && ctyType(t[1])
+		case "object":
+			attrs, ok := t[1].(map[string]any)
+			if !ok || len(t) > 3 {
+				return false
+			}
+			for _, a := range attrs {
+				if !ctyType(a) {
+					return false
+				}
+			}
+			return true
+		case "tuple":
+			elems, ok := t[1].([]any)
+			if !ok || len(t) != 2 {
+				return false
+			}
+			for _, e := range elems {
+				if !ctyType(e) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // markPath sets true at path p in a sensitive_values tree (objects and

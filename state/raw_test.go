@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	tfjson "github.com/hashicorp/terraform-json"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/tfccm/tfccm/state/mapping"
 )
@@ -204,6 +205,24 @@ resource "proxmox_virtual_environment_vm" "node" {}
 			if _, err := os.Stat(filepath.Join(d, f)); !os.IsNotExist(err) {
 				t.Errorf("%s was written into the source directory %s", f, d)
 			}
+		}
+	}
+}
+
+// TestCtyType agrees with go-cty's own decoder of type JSON.
+func TestCtyType(t *testing.T) {
+	for _, doc := range []string{
+		`"string"`, `"number"`, `"bool"`, `"dynamic"`, `"A"`, `"list"`, `["list","string"]`, `["set",["map","number"]]`,
+		`["object",{"a":"string","b":["list","bool"]}]`, `["object",{"a":"string"},["a"]]`, `["tuple",["string","number"]]`,
+		`["object",{"a":"nope"}]`, `["list"]`, `["tuple","string"]`, `{"a":"string"}`, `3`, `["map","string","x"]`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ctyjson.UnmarshalType([]byte(doc))
+		if got, want := ctyType(v), err == nil; got != want {
+			t.Errorf("ctyType(%s) = %v, go-cty says %v (%v)", doc, got, want, err)
 		}
 	}
 }
