@@ -2,10 +2,12 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,9 +44,11 @@ type TofuSource struct {
 	scrub     *secret.Scrubber
 	timeout   time.Duration
 
-	mu     sync.Mutex
-	tf     *tfexec.Terraform
-	tmpDir string // scratch working directory
+	mu        sync.Mutex
+	tf        *tfexec.Terraform
+	tmpDir    string // scratch working directory
+	workspace string // the directory's selected workspace
+	plaintext bool   // the state was last found unencrypted (pull)
 }
 
 var _ Source = (*TofuSource)(nil)
@@ -123,15 +127,13 @@ func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 		defer cancel()
 	}
 	if s.stateFile != "" {
-		if _, err := os.Stat(s.stateFile); err != nil {
+		// A state file is decoded directly unless it is encrypted.
+		b, err := os.ReadFile(s.stateFile)
+		if err != nil {
 			return nil, fmt.Errorf("state source %q: %w", s.name, err)
 		}
-		if !s.encrypted() {
-			b, err := os.ReadFile(s.stateFile)
-			if err != nil {
-				return nil, fmt.Errorf("state source %q: %w", s.name, err)
-			}
-			st, err := decodeRawState(b)
+		st, err := decodeRawState(b)
+		if !errors.Is(err, ErrEncrypted) || !s.encrypted() {
 			if err != nil {
 				return nil, fmt.Errorf("state source %q: %s: %w", s.name, s.stateFile, err)
 			}
@@ -142,7 +144,7 @@ func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 	if err != nil {
 		return nil, s.scrub.ScrubError(err)
 	}
-	out, err := tf.StatePull(ctx)
+	out, err := s.pull(ctx, tf)
 	if err != nil {
 		return nil, s.scrub.ScrubError(fmt.Errorf("state source %q: tofu state pull: %w", s.name, err))
 	}
@@ -151,6 +153,49 @@ func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
 	return st, nil
+}
+
+// pull runs `tofu state pull`, with the encryption configuration unless
+// the state was found in plaintext: OpenTofu refuses a plaintext state
+// when encryption is configured without an unencrypted fallback, and an
+// encrypted one without encryption. The other way is tried once when tofu
+// says the state is of the other kind, and remembered.
+func (s *TofuSource) pull(ctx context.Context, tf *tfexec.Terraform) (string, error) {
+	if !s.encrypted() {
+		return tf.StatePull(ctx)
+	}
+	var out string
+	var err error
+	for range 2 {
+		if err = tf.SetEnv(s.runEnv(!s.plaintext)); err != nil {
+			return "", err
+		}
+		out, err = tf.StatePull(ctx)
+		switch {
+		case err == nil:
+			return out, nil
+		case !s.plaintext && strings.Contains(err.Error(), "unencrypted payload"):
+			s.plaintext = true
+		case s.plaintext && strings.Contains(err.Error(), "encrypted and can not be read"):
+			s.plaintext = false
+		default:
+			return "", err
+		}
+	}
+	return "", err
+}
+
+// runEnv is the environment of the source's tofu: with or without the
+// encryption configuration, with the directory's workspace selected.
+func (s *TofuSource) runEnv(encrypt bool) map[string]string {
+	env := maps.Clone(s.env)
+	if !encrypt {
+		delete(env, tfenv.EncryptionVar)
+	}
+	if s.workspace != "" {
+		env["TF_WORKSPACE"] = s.workspace
+	}
+	return env
 }
 
 // encrypted reports whether tofu is given an encryption configuration.
@@ -194,12 +239,10 @@ func (s *TofuSource) terraform(ctx context.Context) (*tfexec.Terraform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
-	env := s.env
-	if backend != nil && backend.workspace != "" {
-		env = maps.Clone(s.env)
-		env["TF_WORKSPACE"] = backend.workspace
+	if backend != nil {
+		s.workspace = backend.workspace
 	}
-	if err := tf.SetEnv(env); err != nil {
+	if err := tf.SetEnv(s.runEnv(true)); err != nil {
 		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
 	if backend == nil {

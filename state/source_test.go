@@ -187,3 +187,82 @@ func TestSourcesFromConfigRelativePaths(t *testing.T) {
 		t.Errorf("paths = %q, want %q", got, want)
 	}
 }
+
+// TestEncryptedSources: a state OpenTofu encrypted is read by the sources
+// with the cloud config's encryption (tofu decrypts), and refused, naming
+// the problem, without it.
+func TestEncryptedSources(t *testing.T) {
+	const key = `key_provider "pbkdf2" "k" {
+  passphrase = "state-source-passphrase-01"
+}
+method "aes_gcm" "m" {
+  keys = key_provider.pbkdf2.k
+}
+state {
+  method   = method.aes_gcm.m
+  enforced = true
+}
+`
+	inf := newInfra(t)
+	env, _, err := Env(&config.Terraform{Encryption: &config.Encryption{Source: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.tf.SetEnv(env); err != nil {
+		t.Fatal(err)
+	}
+	inf.apply(twoNodes())
+	raw, err := os.ReadFile(inf.stateFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "10.250.0.2") || !strings.Contains(string(raw), "encrypted_data") {
+		t.Fatalf("the state file is not encrypted:\n%.300s", raw)
+	}
+
+	// A plaintext state next to it: encryption configured reads it too.
+	clear := newInfra(t)
+	clear.apply(twoNodes())
+
+	plain := tfConfig(t)
+	enc := tfConfig(t)
+	enc.Encryption = &config.Encryption{Source: key, Secrets: []string{"state-source-passphrase-01"}}
+	m := localMapping(t)
+	for _, tt := range []struct {
+		name string
+		src  func() (*TofuSource, error)
+		want string // error, "" for the two nodes
+	}{
+		{"file without key", func() (*TofuSource, error) { return newFileSource("f", inf.stateFile(), plain) }, "encrypted"},
+		{"dir without key", func() (*TofuSource, error) { return newDirSource("d", inf.dir, plain) }, "encrypted"},
+		{"file", func() (*TofuSource, error) { return newFileSource("f", inf.stateFile(), enc) }, ""},
+		{"dir", func() (*TofuSource, error) { return newDirSource("d", inf.dir, enc) }, ""},
+		{"plaintext file", func() (*TofuSource, error) { return newFileSource("f", clear.stateFile(), enc) }, ""},
+		{"plaintext dir", func() (*TofuSource, error) { return newDirSource("d", clear.dir, enc) }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := tt.src()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = src.Close() })
+			st, err := src.Read(context.Background())
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Read = %v, want an error naming %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := BuildIndex(m, st).Len(); n != 2 {
+				t.Fatalf("%d instances, want 2", n)
+			}
+			// A second read goes the way the first one found.
+			if _, err := src.Read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
