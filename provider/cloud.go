@@ -75,6 +75,9 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if err := templates.CheckBinary(context.Background(), loader.Set(), cfg.Terraform.Binary); err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
+	if err := templates.CheckEncryption(context.Background(), cfg.Encryption, cfg.Terraform.Binary); err != nil {
+		return nil, fmt.Errorf("encryption: %w", err)
+	}
 	var enc config.Encryption
 	if cfg.Encryption != nil {
 		enc = *cfg.Encryption
