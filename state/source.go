@@ -31,10 +31,11 @@ type Source interface {
 // TofuSource reads raw state (the format `tofu state pull` prints) and
 // maps it without any provider's schema, so a state of providers tfccm does
 // not have installed (bpg/proxmox, vsphere, ...) reads all the same. A state
-// file is read directly, or with `tofu state pull` when encryption is
-// configured (tofu decrypts); a working directory is read with `tofu state
-// pull` through its backend from a scratch directory of tfccm's own holding
-// only that backend (see backendsource.go), never touching the directory.
+// file is read directly, or with `tofu state pull` when it is encrypted
+// (tofu decrypts with the configured encryption); a working directory is
+// read with `tofu state pull` through its backend from a scratch directory
+// of tfccm's own holding only that backend (see backendsource.go), never
+// touching the directory.
 type TofuSource struct {
 	name      string
 	dir       string // working directory (dir sources)
