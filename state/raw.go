@@ -67,10 +67,9 @@ func decodeRawState(b []byte) (*tfjson.State, error) {
 		// No state yet: tofu state pull prints nothing.
 		return &tfjson.State{Values: &tfjson.StateValues{RootModule: &tfjson.StateModule{}}}, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
+	// Numbers decode as float64, as terraform-json decodes show -json.
 	var raw rawState
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("decode state: %w", err)
 	}
 	if len(raw.EncryptedData) > 0 {
@@ -126,8 +125,8 @@ func rawInstanceResource(r *rawResource, in *rawInstance) (*tfjson.StateResource
 	switch k := index.(type) {
 	case string:
 		addr += "[" + strconv.Quote(k) + "]"
-	case json.Number:
-		addr += "[" + k.String() + "]"
+	case float64:
+		addr += "[" + strconv.FormatFloat(k, 'f', -1, 64) + "]"
 	}
 	values := in.Attributes
 	if values == nil && in.AttributesFlat != nil {
