@@ -30,6 +30,7 @@ type Config struct {
 	LoadBalancer *LoadBalancer `hcl:"load_balancer,block" doc:"The LoadBalancer facet."`
 	Routes       *Routes       `hcl:"routes,block" doc:"The Routes facet."`
 	Instances    *Instances    `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`
+	Encryption   *Encryption   `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
 
 	// Filename is the file the config was read from.
 	Filename string
@@ -48,6 +49,10 @@ type Terraform struct {
 	Env              map[string]string `hcl:"env,optional" doc:"Extra environment for tofu (credentials). Values are secret: they never appear in logs, Events or rendered files. TF_VAR_*, TF_CLI_ARGS*, TF_LOG* and the variables tfccm manages are refused."`
 	PassEnv          []string          `hcl:"pass_env,optional" doc:"Names of process environment variables passed through to tofu; their values are secret like env's."`
 	Review           bool              `hcl:"review,optional" doc:"Review mode: a plan with changes (a destroy included) is published and applied only after its plan hash is approved (tfccm approve)."`
+
+	// Encryption is the cloud config's encryption block (Config.Encryption),
+	// here for the environment of every tofu run (EnvSettings).
+	Encryption *Encryption
 
 	// The durations parsed from the *Raw settings (durations.go).
 	Timeout       time.Duration
@@ -110,11 +115,12 @@ type Instances struct {
 }
 
 // StateSource is one Terraform state to read instances from: a working
-// directory (read through its configured backend) or a state file.
+// directory (read through the backend it declares) or a state file; either
+// is read as raw state, without provider plugins.
 type StateSource struct {
 	Name      string `hcl:"name,label" doc:"Names the source in logs and errors."`
-	Dir       string `hcl:"dir,optional" doc:"A Terraform working directory, read through its configured backend (tofu show -json)."`
-	StateFile string `hcl:"state_file,optional" doc:"A state file (tofu show -json FILE). Exactly one of dir and state_file."`
+	Dir       string `hcl:"dir,optional" doc:"A Terraform working directory, never written to: the backend block of its *.tf files (literal settings; none means its local terraform.tfstate) is copied into a scratch directory, initialized without providers and read with tofu state pull; no provider plugin is needed."`
+	StateFile string `hcl:"state_file,optional" doc:"A state file, read directly (through tofu state pull only to decrypt it). Exactly one of dir and state_file."`
 }
 
 // Enabled reports whether a facet's *bool switch is on (default on).
@@ -144,6 +150,9 @@ func Parse(src []byte, filename string) (*Config, error) {
 	}
 	c.Filename = filename
 	if diags := c.finish(f.Body); diags.HasErrors() {
+		return nil, &DiagnosticsError{Diags: diags}
+	}
+	if diags := c.finishEncryption(src); diags.HasErrors() {
 		return nil, &DiagnosticsError{Diags: diags}
 	}
 	return &c, nil
@@ -183,5 +192,9 @@ func (c *Config) Identity() string { return "tfccm/" + c.ClusterName }
 // EnvSettings are the terraform settings that shape tofu's environment
 // (tfenv.Build), with home as HOME when the process has none.
 func (t *Terraform) EnvSettings(home string) tfenv.Settings {
-	return tfenv.Settings{Env: t.Env, PassEnv: t.PassEnv, CLIConfigFile: t.CLIConfigFile, PluginCacheDir: t.PluginCacheDir, Home: home}
+	s := tfenv.Settings{Env: t.Env, PassEnv: t.PassEnv, CLIConfigFile: t.CLIConfigFile, PluginCacheDir: t.PluginCacheDir, Home: home}
+	if e := t.Encryption; e != nil {
+		s.Encryption, s.EncryptionSecrets = e.Source, e.Secrets
+	}
+	return s
 }

@@ -75,17 +75,26 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if err := templates.CheckBinary(context.Background(), loader.Set(), cfg.Terraform.Binary); err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
+	if err := templates.CheckEncryption(context.Background(), cfg.Encryption, cfg.Terraform.Binary); err != nil {
+		return nil, fmt.Errorf("encryption: %w", err)
+	}
+	var enc config.Encryption
+	if cfg.Encryption != nil {
+		enc = *cfg.Encryption
+	}
 	engine, err := workspace.New(workspace.Options{
-		Binary:         cfg.Terraform.Binary,
-		WorkDir:        cfg.WorkDir,
-		Parallelism:    cfg.Terraform.Parallelism,
-		Timeout:        cfg.Terraform.Timeout,
-		DriftInterval:  cfg.Terraform.DriftInterval,
-		Coalesce:       workspace.Coalesce{Quiet: cfg.Terraform.CoalesceQuiet, Max: cfg.Terraform.CoalesceMax},
-		Env:            cfg.Terraform.Env,
-		PassEnv:        cfg.Terraform.PassEnv,
-		CLIConfigFile:  cfg.Terraform.CLIConfigFile,
-		PluginCacheDir: cfg.Terraform.PluginCacheDir,
+		Binary:            cfg.Terraform.Binary,
+		WorkDir:           cfg.WorkDir,
+		Parallelism:       cfg.Terraform.Parallelism,
+		Timeout:           cfg.Terraform.Timeout,
+		DriftInterval:     cfg.Terraform.DriftInterval,
+		Coalesce:          workspace.Coalesce{Quiet: cfg.Terraform.CoalesceQuiet, Max: cfg.Terraform.CoalesceMax},
+		Env:               cfg.Terraform.Env,
+		PassEnv:           cfg.Terraform.PassEnv,
+		CLIConfigFile:     cfg.Terraform.CLIConfigFile,
+		PluginCacheDir:    cfg.Terraform.PluginCacheDir,
+		Encryption:        enc.Source,
+		EncryptionSecrets: enc.Secrets,
 		// One identity per cluster: the leader-elected replica that runs
 		// after a crash recognises the previous one's stale state locks
 		// (given a persistent work_dir, where the claims live).

@@ -15,11 +15,12 @@ import (
 
 const benchInstances = 5000
 
-// benchStateJSON is a `tofu show -json` document of n local-cloud nodes
-// (plus one unrelated resource per 10 nodes), as tofu prints it.
+// benchStateJSON is a raw state document (what `tofu state pull` prints and
+// a state file holds) of n local-cloud nodes (plus one unrelated resource
+// per 10 nodes), as tofu writes it.
 func benchStateJSON(tb testing.TB, n int) []byte {
 	tb.Helper()
-	var resources []map[string]any
+	var nodes, routes []map[string]any
 	for i := range n {
 		name := fmt.Sprintf("node-%05d", i)
 		out := map[string]any{
@@ -31,24 +32,31 @@ func benchStateJSON(tb testing.TB, n int) []byte {
 			"instance_type": "small",
 			"running":       i%50 != 0,
 		}
-		resources = append(resources, map[string]any{
-			"address": fmt.Sprintf("terraform_data.node[%q]", name), "mode": "managed", "type": "terraform_data",
-			"name": "node", "index": name, "provider_name": "terraform.io/builtin/terraform", "schema_version": 0,
-			"values":           map[string]any{"id": fmt.Sprintf("%08x-0000-0000-0000-000000000000", i), "input": out, "output": out, "triggers_replace": nil},
-			"sensitive_values": map[string]any{"input": map[string]any{}, "output": map[string]any{}},
+		typ := []any{"object", map[string]any{
+			"kind": "string", "name": "string", "netns": "string", "address": "string", "address_v6": "string",
+			"zone": "string", "region": "string", "instance_type": "string", "running": "bool",
+		}}
+		dyn := map[string]any{"value": out, "type": typ}
+		nodes = append(nodes, map[string]any{
+			"index_key": name, "schema_version": 0,
+			"attributes":           map[string]any{"id": fmt.Sprintf("%08x-0000-0000-0000-000000000000", i), "input": dyn, "output": dyn, "triggers_replace": nil},
+			"sensitive_attributes": []any{},
 		})
 		if i%10 == 0 {
-			resources = append(resources, map[string]any{
-				"address": fmt.Sprintf("terraform_data.route[%d]", i), "mode": "managed", "type": "terraform_data",
-				"name": "route", "index": i, "provider_name": "terraform.io/builtin/terraform", "schema_version": 0,
-				"values":           map[string]any{"id": "r", "input": "10.0.0.0/24", "output": "10.0.0.0/24"},
-				"sensitive_values": map[string]any{},
+			routes = append(routes, map[string]any{
+				"index_key": i, "schema_version": 0,
+				"attributes":           map[string]any{"id": "r", "input": map[string]any{"value": "10.0.0.0/24", "type": "string"}, "output": map[string]any{"value": "10.0.0.0/24", "type": "string"}},
+				"sensitive_attributes": []any{},
 			})
 		}
 	}
+	provider := `provider["terraform.io/builtin/terraform"]`
 	doc := map[string]any{
-		"format_version": "1.0", "terraform_version": "1.12.6",
-		"values": map[string]any{"root_module": map[string]any{"resources": resources}},
+		"version": 4, "terraform_version": "1.12.6", "serial": 1, "lineage": "bench",
+		"resources": []any{
+			map[string]any{"mode": "managed", "type": "terraform_data", "name": "node", "provider": provider, "instances": nodes},
+			map[string]any{"mode": "managed", "type": "terraform_data", "name": "route", "provider": provider, "instances": routes},
+		},
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -57,7 +65,7 @@ func benchStateJSON(tb testing.TB, n int) []byte {
 	return b
 }
 
-// jsonSource decodes a show -json document on every read, as tfexec does.
+// jsonSource decodes a raw state document on every read, as TofuSource does.
 type jsonSource struct {
 	doc   []byte
 	reads atomic.Int64
@@ -67,11 +75,7 @@ func (s *jsonSource) Name() string { return "bench" }
 
 func (s *jsonSource) Read(context.Context) (*tfjson.State, error) {
 	s.reads.Add(1)
-	var st tfjson.State
-	if err := json.Unmarshal(s.doc, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return decodeRawState(s.doc)
 }
 
 // BenchmarkRefresh measures one refresh of a 5,000-instance state: JSON

@@ -66,11 +66,19 @@ func StoreFromConfig(cfg *config.Config, builtin MappingSource) (*Store, error) 
 }
 
 // WatchMapping re-reads the mapping from src every interval until ctx ends
-// (wait.Until); when its content changes it is parsed and, if valid, given
-// to the store (SetMapping). An invalid mapping is logged with file:line
-// once and the last good one keeps serving.
+// (wait.Until); when its content differs from the mapping the store serves
+// it is parsed and, if valid, given to the store (SetMapping). An invalid
+// mapping is logged with file:line once and the last good one keeps
+// serving.
 func WatchMapping(ctx context.Context, store *Store, src MappingSource, interval time.Duration) {
-	last, _, _ := src()
+	// The baseline is what the store serves, not a read of src: a change
+	// made before this goroutine ran is not missed.
+	var last []byte
+	if m := store.Mapping(); m != nil {
+		last = m.Source()
+	} else {
+		last, _, _ = src()
+	}
 	var lastBad string
 	check := func(context.Context) {
 		b, name, err := src()
@@ -89,7 +97,5 @@ func WatchMapping(ctx context.Context, store *Store, src MappingSource, interval
 		klog.InfoS("Loaded new instances mapping", "file", name)
 		store.SetMapping(m)
 	}
-	// The first check, at once, finds what was just read unless the file
-	// changed in between.
 	wait.UntilWithContext(ctx, check, interval)
 }

@@ -1,10 +1,12 @@
 // Package state answers instance lookups from Terraform state.
 //
 // A Store reads one or more state sources (a Terraform working directory,
-// read through its configured backend with `tofu show -json`, or a state
-// file, read with `tofu show -json FILE`), maps their resources to instances
-// with an instances.hcl mapping (package state/mapping) and serves lookups
-// by providerID and node name from an in-memory index.
+// read through the backend block it declares with `tofu state pull` from a
+// scratch directory, or a state file, read directly) as raw state, without
+// any provider plugin or schema (raw.go turns it into show -json's shape),
+// maps their resources to instances with an instances.hcl mapping (package
+// state/mapping) and serves lookups by providerID and node name from an
+// in-memory index. With the cloud config's encryption, tofu decrypts.
 //
 // Refreshes are cached for a TTL, coalesced with singleflight, rate limited
 // with a token bucket per source and backed off exponentially (with jitter)

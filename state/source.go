@@ -2,9 +2,12 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +28,14 @@ type Source interface {
 	Read(ctx context.Context) (*tfjson.State, error)
 }
 
-// TofuSource reads state with `tofu show -json`, either through a working
-// directory's configured backend or from a state file.
+// TofuSource reads raw state (the format `tofu state pull` prints) and
+// maps it without any provider's schema, so a state of providers tfccm does
+// not have installed (bpg/proxmox, vsphere, ...) reads all the same. A state
+// file is read directly, or with `tofu state pull` when it is encrypted
+// (tofu decrypts with the configured encryption); a working directory is
+// read with `tofu state pull` through its backend from a scratch directory
+// of tfccm's own holding only that backend (see backendsource.go), never
+// touching the directory.
 type TofuSource struct {
 	name      string
 	dir       string // working directory (dir sources)
@@ -36,21 +45,23 @@ type TofuSource struct {
 	scrub     *secret.Scrubber
 	timeout   time.Duration
 
-	mu     sync.Mutex
-	tf     *tfexec.Terraform
-	tmpDir string // empty working directory for file sources
+	mu        sync.Mutex
+	tf        *tfexec.Terraform
+	tmpDir    string // scratch working directory
+	workspace string // the directory's selected workspace
+	plaintext bool   // the state was last found unencrypted (pull)
 }
 
 var _ Source = (*TofuSource)(nil)
 
 // newDirSource reads the state of the Terraform working directory dir
-// through its configured backend (`tofu show -json` in dir). dir must be
-// initialized (`tofu init`).
+// through the backend its configuration declares (no `tofu init` of dir
+// needed).
 func newDirSource(name, dir string, tf *config.Terraform) (*TofuSource, error) {
 	return newTofuSource(name, dir, "", tf)
 }
 
-// newFileSource reads a state file (`tofu show -json FILE`).
+// newFileSource reads a state file.
 func newFileSource(name, stateFile string, tf *config.Terraform) (*TofuSource, error) {
 	return newTofuSource(name, "", stateFile, tf)
 }
@@ -111,59 +122,138 @@ func (s *TofuSource) Name() string { return s.name }
 
 // Read implements Source.
 func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
-	tf, err := s.terraform()
-	if err != nil {
-		return nil, s.scrub.ScrubError(err)
-	}
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	var st *tfjson.State
 	if s.stateFile != "" {
-		if _, err := os.Stat(s.stateFile); err != nil {
+		// A state file is decoded directly unless it is encrypted.
+		b, err := os.ReadFile(s.stateFile)
+		if err != nil {
 			return nil, fmt.Errorf("state source %q: %w", s.name, err)
 		}
-		st, err = tf.ShowStateFile(ctx, s.stateFile)
-	} else {
-		st, err = tf.Show(ctx)
+		st, err := decodeRawState(b)
+		if !errors.Is(err, ErrEncrypted) || !s.encrypted() {
+			if err != nil {
+				return nil, fmt.Errorf("state source %q: %s: %w", s.name, s.stateFile, err)
+			}
+			return st, nil
+		}
 	}
+	tf, err := s.terraform(ctx)
 	if err != nil {
-		return nil, s.scrub.ScrubError(fmt.Errorf("state source %q: tofu show: %w", s.name, err))
+		return nil, s.scrub.ScrubError(err)
+	}
+	out, err := s.pull(ctx, tf)
+	if err != nil {
+		return nil, s.scrub.ScrubError(fmt.Errorf("state source %q: tofu state pull: %w", s.name, err))
+	}
+	st, err := decodeRawState([]byte(out))
+	if err != nil {
+		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
 	return st, nil
 }
 
-func (s *TofuSource) terraform() (*tfexec.Terraform, error) {
+// pull runs `tofu state pull`, with the encryption configuration unless
+// the state was found in plaintext: OpenTofu refuses a plaintext state
+// when encryption is configured without an unencrypted fallback, and an
+// encrypted one without encryption. The other way is tried once when tofu
+// says the state is of the other kind, and remembered.
+func (s *TofuSource) pull(ctx context.Context, tf *tfexec.Terraform) (string, error) {
+	if !s.encrypted() {
+		return tf.StatePull(ctx)
+	}
+	var out string
+	var err error
+	for range 2 {
+		if err = tf.SetEnv(s.runEnv(!s.plaintext)); err != nil {
+			return "", err
+		}
+		out, err = tf.StatePull(ctx)
+		switch {
+		case err == nil:
+			return out, nil
+		case !s.plaintext && strings.Contains(err.Error(), "unencrypted payload"):
+			s.plaintext = true
+		case s.plaintext && strings.Contains(err.Error(), "encrypted and can not be read"):
+			s.plaintext = false
+		default:
+			return "", err
+		}
+	}
+	return "", err
+}
+
+// runEnv is the environment of the source's tofu: with or without the
+// encryption configuration, with the directory's workspace selected.
+func (s *TofuSource) runEnv(encrypt bool) map[string]string {
+	env := maps.Clone(s.env)
+	if !encrypt {
+		delete(env, tfenv.EncryptionVar)
+	}
+	if s.workspace != "" {
+		env["TF_WORKSPACE"] = s.workspace
+	}
+	return env
+}
+
+// encrypted reports whether tofu is given an encryption configuration.
+func (s *TofuSource) encrypted() bool { return s.env[tfenv.EncryptionVar] != "" }
+
+// terraform prepares the scratch working directory once: a state file
+// linked as its terraform.tfstate (the local backend, no init needed), or
+// the directory's backend block, initialized without providers.
+func (s *TofuSource) terraform(ctx context.Context) (*tfexec.Terraform, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tf != nil {
 		return s.tf, nil
 	}
-	dir := s.dir
-	if s.stateFile != "" {
-		// An empty working directory: the state file is read on its own,
-		// never together with whatever configuration sits next to it.
-		if s.tmpDir == "" {
-			d, err := os.MkdirTemp("", "tfccm-state-")
-			if err != nil {
-				return nil, fmt.Errorf("state source %q: %w", s.name, err)
-			}
-			s.tmpDir = d
+	var backend *sourceBackend
+	file := s.stateFile
+	if s.dir != "" {
+		if st, err := os.Stat(s.dir); err != nil {
+			return nil, fmt.Errorf("state source %q: %w", s.name, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("state source %q: %s is not a directory", s.name, s.dir)
 		}
-		dir = s.tmpDir
+		b, err := readBackend(s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("state source %q: %w", s.name, err)
+		}
+		if b.localPath != "" {
+			file = b.localPath
+		} else {
+			backend = b
+		}
 	}
-	if st, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("state source %q: %w", s.name, err)
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("state source %q: %s is not a directory", s.name, dir)
+	if s.tmpDir == "" {
+		d, err := os.MkdirTemp("", "tfccm-state-")
+		if err != nil {
+			return nil, fmt.Errorf("state source %q: %w", s.name, err)
+		}
+		s.tmpDir = d
 	}
-	tf, err := tfexec.NewTerraform(dir, s.binary)
+	tf, err := tfexec.NewTerraform(s.tmpDir, s.binary)
 	if err != nil {
 		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
-	if err := tf.SetEnv(s.env); err != nil {
+	if backend != nil {
+		s.workspace = backend.workspace
+	}
+	if err := tf.SetEnv(s.runEnv(true)); err != nil {
+		return nil, fmt.Errorf("state source %q: %w", s.name, err)
+	}
+	if backend == nil {
+		// The local backend of an empty configuration reads ./terraform.tfstate.
+		link := filepath.Join(s.tmpDir, "terraform.tfstate")
+		_ = os.Remove(link)
+		if err := os.Symlink(file, link); err != nil {
+			return nil, fmt.Errorf("state source %q: %w", s.name, err)
+		}
+	} else if err := backend.init(ctx, tf, s.tmpDir); err != nil {
 		return nil, fmt.Errorf("state source %q: %w", s.name, err)
 	}
 	s.tf = tf

@@ -28,7 +28,7 @@ func TestTofuSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = fileSrc.Close() })
+	t.Cleanup(func() { _ = fileSrc.Close(); _ = dirSrc.Close() })
 	m := localMapping(t)
 	want := []*Instance{{
 		Name: "a", ProviderID: "terraform://local/a", InstanceType: "small", Zone: "zone-a", Region: "region-1",
@@ -60,15 +60,20 @@ func TestTofuSources(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(fileSrc.tmpDir); err != nil {
-		t.Fatalf("file source scratch dir: %v", err)
+	// The directory (no backend block: the local backend) is read through a
+	// scratch directory of its own; Close removes it.
+	if _, err := os.Stat(dirSrc.tmpDir); err != nil {
+		t.Fatalf("dir source scratch dir: %v", err)
 	}
-	tmp := fileSrc.tmpDir
-	if err := fileSrc.Close(); err != nil {
+	tmp := dirSrc.tmpDir
+	if err := dirSrc.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("Close left %s behind", tmp)
+	}
+	if fileSrc.tmpDir != "" {
+		t.Errorf("an unencrypted state file was read through tofu (%s)", fileSrc.tmpDir)
 	}
 }
 
@@ -90,7 +95,7 @@ func TestTofuSourceErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return newFileSource("f", p, tfc)
-		}, "tofu show"},
+		}, "decode state"},
 		{"missing dir", func() (*TofuSource, error) {
 			return newDirSource("d", filepath.Join(dir, "nodir"), tfc)
 		}, "no such file"},
@@ -180,5 +185,84 @@ func TestSourcesFromConfigRelativePaths(t *testing.T) {
 	want := []string{filepath.Join(wd, "conf", "infra.tfstate"), filepath.Join(wd, "infra"), "/srv/state/x.tfstate"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("paths = %q, want %q", got, want)
+	}
+}
+
+// TestEncryptedSources: a state OpenTofu encrypted is read by the sources
+// with the cloud config's encryption (tofu decrypts), and refused, naming
+// the problem, without it.
+func TestEncryptedSources(t *testing.T) {
+	const key = `key_provider "pbkdf2" "k" {
+  passphrase = "state-source-passphrase-01"
+}
+method "aes_gcm" "m" {
+  keys = key_provider.pbkdf2.k
+}
+state {
+  method   = method.aes_gcm.m
+  enforced = true
+}
+`
+	inf := newInfra(t)
+	env, _, err := Env(&config.Terraform{Encryption: &config.Encryption{Source: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.tf.SetEnv(env); err != nil {
+		t.Fatal(err)
+	}
+	inf.apply(twoNodes())
+	raw, err := os.ReadFile(inf.stateFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "10.250.0.2") || !strings.Contains(string(raw), "encrypted_data") {
+		t.Fatalf("the state file is not encrypted:\n%.300s", raw)
+	}
+
+	// A plaintext state next to it: encryption configured reads it too.
+	clear := newInfra(t)
+	clear.apply(twoNodes())
+
+	plain := tfConfig(t)
+	enc := tfConfig(t)
+	enc.Encryption = &config.Encryption{Source: key, Secrets: []string{"state-source-passphrase-01"}}
+	m := localMapping(t)
+	for _, tt := range []struct {
+		name string
+		src  func() (*TofuSource, error)
+		want string // error, "" for the two nodes
+	}{
+		{"file without key", func() (*TofuSource, error) { return newFileSource("f", inf.stateFile(), plain) }, "encrypted"},
+		{"dir without key", func() (*TofuSource, error) { return newDirSource("d", inf.dir, plain) }, "encrypted"},
+		{"file", func() (*TofuSource, error) { return newFileSource("f", inf.stateFile(), enc) }, ""},
+		{"dir", func() (*TofuSource, error) { return newDirSource("d", inf.dir, enc) }, ""},
+		{"plaintext file", func() (*TofuSource, error) { return newFileSource("f", clear.stateFile(), enc) }, ""},
+		{"plaintext dir", func() (*TofuSource, error) { return newDirSource("d", clear.dir, enc) }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := tt.src()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = src.Close() })
+			st, err := src.Read(context.Background())
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Read = %v, want an error naming %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := BuildIndex(m, st).Len(); n != 2 {
+				t.Fatalf("%d instances, want 2", n)
+			}
+			// A second read goes the way the first one found.
+			if _, err := src.Read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -238,6 +238,14 @@ func (s *Store) SetMapping(m *mapping.Mapping) {
 	}()
 }
 
+// Mapping is the instances mapping the store serves (nil without sources).
+func (s *Store) Mapping() *mapping.Mapping {
+	for _, src := range s.sources {
+		return src.mapping.Load()
+	}
+	return nil
+}
+
 // Lookup finds an instance by providerID first, then by node name (either
 // may be empty). It returns an error wrapping ErrNotFound only when every
 // source's state is fresh, complete and lacks the instance; a read

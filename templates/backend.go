@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -158,7 +159,29 @@ func addBackend(w *workspace.Spec, cfg *config.Config) error {
 		}
 		bb.SetAttributeValue(k, v)
 	}
+	if err := addEncryption(tb, cfg.Encryption); err != nil {
+		return err
+	}
 	addFile(w, BackendFile, f.Bytes(), false)
+	return nil
+}
+
+// addEncryption writes the cloud config's encryption block into the
+// workspace's terraform block, without the key providers that hold a key
+// from the environment: tofu gets the whole configuration, keys included,
+// as TF_ENCRYPTION (config.Encryption), which OpenTofu merges over it.
+func addEncryption(tb *hclwrite.Body, enc *config.Encryption) error {
+	if enc == nil {
+		return nil
+	}
+	pub, diags := hclwrite.ParseConfig(enc.Public, "encryption", hcl.InitialPos)
+	if diags.HasErrors() {
+		return fmt.Errorf("encryption: %w", diags)
+	}
+	eb := tb.AppendNewBlock("encryption", nil).Body()
+	for _, b := range pub.Body().Blocks() {
+		eb.AppendBlock(b)
+	}
 	return nil
 }
 

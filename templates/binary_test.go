@@ -2,10 +2,13 @@ package templates
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/repo"
 )
 
@@ -17,7 +20,7 @@ func TestCheckVersion(t *testing.T) {
 		{"Terraform v1.11.4", "is Terraform v1.11.4: set terraform.binary to an OpenTofu binary"},
 		{"something else", `version says "something else"`},
 	} {
-		err := checkVersion(tc.first, "/usr/bin/x", "loadbalancer: provider \"lbhost\" uses for_each")
+		err := checkVersion(tc.first, "/usr/bin/x", "the template set", "loadbalancer: provider \"lbhost\" uses for_each")
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("checkVersion(%q) = %v, want %q", tc.first, err, tc.want)
 		}
@@ -62,5 +65,26 @@ func TestCheckBinaryReal(t *testing.T) {
 	local, _ := LoadBuiltin("local")
 	if err := CheckBinary(context.Background(), local, tf); err != nil {
 		t.Errorf("the local set refused with Terraform: %v", err)
+	}
+}
+
+// TestCheckEncryption: with an encryption block, a binary whose version
+// says Terraform is refused naming the block (whatever its file name);
+// OpenTofu passes; without the block nothing is run.
+func TestCheckEncryption(t *testing.T) {
+	enc := &config.Encryption{}
+	if err := CheckEncryption(context.Background(), enc, repo.Tofu(t)); err != nil {
+		t.Errorf("OpenTofu refused: %v", err)
+	}
+	fake := filepath.Join(t.TempDir(), "tofu")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Terraform v1.10.5'\necho 'on linux_amd64'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckEncryption(context.Background(), enc, fake)
+	if err == nil || !strings.Contains(err.Error(), "the encryption block needs OpenTofu") || !strings.Contains(err.Error(), "is Terraform v1.10.5") {
+		t.Errorf("Terraform accepted or unclear: %v", err)
+	}
+	if err := CheckEncryption(context.Background(), nil, fake); err != nil {
+		t.Errorf("no encryption block, but: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,11 +28,13 @@ var ErrNotFound = errors.New("workspace not applied")
 
 // Engine runs Terraform for workspaces. It is safe for concurrent use.
 type Engine struct {
-	opts  Options
-	env   map[string]string
-	scrub *secret.Scrubber
-	self  claim         // this process, for claim files
-	runs  atomic.Uint64 // tofu commands started (procs.go)
+	opts Options
+	// encryption identifies the encryption configuration (encryptionID).
+	encryption string
+	env        map[string]string
+	scrub      *secret.Scrubber
+	self       claim         // this process, for claim files
+	runs       atomic.Uint64 // tofu commands started (procs.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -72,6 +76,17 @@ type entry struct {
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 }
 
+// encryptionID identifies opts' encryption configuration without its
+// secrets ("" without encryption): the key values are scrubbed before the
+// configuration is hashed.
+func encryptionID(opts Options) string {
+	if opts.Encryption == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(secret.NewScrubber(opts.EncryptionSecrets).Scrub(opts.Encryption)))
+	return hex.EncodeToString(sum[:])
+}
+
 // New checks opts and returns an engine; call Start to run workers.
 func New(opts Options) (*Engine, error) {
 	if err := opts.complete(); err != nil {
@@ -80,20 +95,21 @@ func New(opts Options) (*Engine, error) {
 	env, secrets, err := tfenv.Build(tfenv.Settings{
 		Env: opts.Env, PassEnv: opts.PassEnv,
 		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: opts.PluginCacheDir,
-		Home: opts.WorkDir,
+		Home: opts.WorkDir, Encryption: opts.Encryption, EncryptionSecrets: opts.EncryptionSecrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	registerMetrics()
 	e := &Engine{
-		opts:    opts,
-		env:     env,
-		scrub:   secret.NewScrubber(secrets),
-		self:    selfClaim(opts.Identity, ""),
-		retries: newRetryBackoff(opts.Backoff),
-		ws:      map[string]*entry{},
-		done:    make(chan struct{}),
+		opts:       opts,
+		encryption: encryptionID(opts),
+		env:        env,
+		scrub:      secret.NewScrubber(secrets),
+		self:       selfClaim(opts.Identity, ""),
+		retries:    newRetryBackoff(opts.Backoff),
+		ws:         map[string]*entry{},
+		done:       make(chan struct{}),
 	}
 	e.queue = newQueue(e.retries)
 	e.driftCheck = e.Reconcile

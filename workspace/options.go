@@ -40,6 +40,11 @@ type Options struct {
 	CLIConfigFile string
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
 	PluginCacheDir string
+	// Encryption is OpenTofu's encryption configuration, passed to every
+	// tofu run as TF_ENCRYPTION (secret, like EncryptionSecrets, the key
+	// values in it).
+	Encryption        string
+	EncryptionSecrets []string
 	// Identity names this controller deployment in the claim file written
 	// before each run. A state lock whose claim carries the same identity
 	// and whose process is gone is released. Default: the host name.

@@ -26,6 +26,10 @@ type record struct {
 	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 	// InitHash is the init-relevant hash tofu init last succeeded with.
 	InitHash string `json:"init_hash,omitempty"`
+	// Encryption identifies the encryption configuration the state was
+	// last written with (Engine.encryption): a new one (a rotated key) makes
+	// the next apply write the state even without changes, re-encrypting it.
+	Encryption string `json:"encryption,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, recordFile) }

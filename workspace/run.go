@@ -175,14 +175,17 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 	if err != nil || p != nil {
 		return out.planned(p, err)
 	}
-	if changes {
+	// A state last written with another encryption configuration (a
+	// rotated key) is re-encrypted by applying even a plan without changes.
+	if changes || out.rec.Encryption != e.encryption {
 		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
 			return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
 		}); err != nil {
 			return out.fail("apply", err)
 		}
-		out.changed = true
-	} else {
+		out.changed = changes
+	}
+	if !changes {
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
 	_ = os.Remove(filepath.Join(r.dir, planFile))
@@ -268,6 +271,7 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, out run
 	out.rec.AppliedHash = spec.Hash
 	out.rec.AppliedAt = time.Now().UTC()
 	out.rec.Outputs = public
+	out.rec.Encryption = e.encryption
 	if err := writeRecord(r.dir, out.rec); err != nil {
 		return out.fail("apply", &Error{Op: "apply", Summary: err.Error()})
 	}

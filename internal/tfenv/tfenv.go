@@ -35,14 +35,26 @@ type Settings struct {
 	CLIConfigFile, PluginCacheDir string
 	// Home is HOME when the process has none.
 	Home string
+	// Encryption is OpenTofu's encryption configuration (the body of a
+	// terraform { encryption } block, secrets included), passed as
+	// EncryptionVar; it is secret.
+	Encryption string
+	// EncryptionSecrets are the key values in Encryption, scrubbed from
+	// anything tofu prints.
+	EncryptionSecrets []string
 }
+
+// EncryptionVar carries the encryption configuration to tofu: OpenTofu
+// merges it into the configuration's encryption block, so key providers'
+// secrets never need to be written into a file.
+const EncryptionVar = "TF_ENCRYPTION"
 
 // managed are the variables tfccm sets or controls itself (besides the
 // prefixes CheckName refuses).
 var managed = map[string]bool{
 	"TF_IN_AUTOMATION": true, "TF_INPUT": true, "TF_WORKSPACE": true, "TF_APPEND_USER_AGENT": true,
 	"TF_REATTACH_PROVIDERS": true, "TF_DISABLE_PLUGIN_TLS": true, "TF_SKIP_PROVIDER_VERIFY": true,
-	"TF_CLI_CONFIG_FILE": true, "TF_PLUGIN_CACHE_DIR": true, "TF_DATA_DIR": true,
+	"TF_CLI_CONFIG_FILE": true, "TF_PLUGIN_CACHE_DIR": true, "TF_DATA_DIR": true, EncryptionVar: true,
 }
 
 // CheckName refuses a variable name terraform.env or pass_env may not
@@ -121,6 +133,10 @@ func Build(s Settings) (env map[string]string, secrets []string, err error) {
 	}
 	if s.PluginCacheDir != "" {
 		env["TF_PLUGIN_CACHE_DIR"] = s.PluginCacheDir
+	}
+	if s.Encryption != "" {
+		env[EncryptionVar] = s.Encryption
+		secrets = append(append(secrets, s.Encryption), s.EncryptionSecrets...)
 	}
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	return env, secrets, nil

@@ -58,6 +58,7 @@ type Resource struct {
 // concurrent use.
 type Mapping struct {
 	filename string
+	src      []byte
 	rules    []*rule
 	funcs    map[string]function.Function
 }
@@ -109,7 +110,7 @@ func Parse(src []byte, filename string) (*Mapping, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("parse instances mapping: %w", diags)
 	}
-	m := &Mapping{filename: filename, funcs: functions()}
+	m := &Mapping{filename: filename, src: append([]byte(nil), src...), funcs: functions()}
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
 		if prev, ok := seen[b.Labels[0]]; ok {
@@ -159,6 +160,9 @@ func checkVariables(expr hcl.Expression) hcl.Diagnostics {
 	}
 	return diags
 }
+
+// Source is the text the mapping was parsed from.
+func (m *Mapping) Source() []byte { return m.src }
 
 // Filename is the name the mapping was parsed under.
 func (m *Mapping) Filename() string { return m.filename }

@@ -445,23 +445,24 @@ func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 	var b bytes.Buffer
 	writeJSON(&b, got)
 	golden(t, filepath.Join(c.set, "instances.txt"), b.Bytes())
-	queryInstances(t, env, c.set, dir, b.Bytes(), got)
+	queryInstances(t, c.set, dir, b.Bytes(), got)
 	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 }
 
 // queryInstances reads the same state with `tfccm state query` (the binary,
 // built from this tree): a cloud config naming the set and the
-// infrastructure directory as a state source, read through the source's
-// environment and the set's instances.hcl, as the controller's Instances
-// facet reads it. It must list exactly want (the JSON of the instances
-// mapped above) and find the first instance by providerID and by name.
-func queryInstances(t *testing.T, env *standin.Env, set, infraDir string, want []byte, instances []*state.Instance) {
+// infrastructure directory as a state source, read through the set's
+// instances.hcl as the controller's Instances facet reads it, with NO
+// provider plugin installed (an empty CLI config, none of the stand-in's
+// settings): the raw state is read without any provider's schema, as in the
+// image, which holds none of these providers. It must list exactly want
+// (the JSON of the instances mapped above from `tofu show -json`, which
+// needs the plugins) and find the first instance by providerID and by name.
+func queryInstances(t *testing.T, set, infraDir string, want []byte, instances []*state.Instance) {
 	t.Helper()
-	var vars []string
-	for _, kv := range env.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TFCCM_STANDIN_") {
-			vars = append(vars, fmt.Sprintf("    %s = %q", k, v))
-		}
+	noPlugins := filepath.Join(t.TempDir(), "empty.tofurc")
+	if err := os.WriteFile(noPlugins, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	cfg := filepath.Join(t.TempDir(), "cloud.hcl")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, `cluster_name = "prod"
@@ -470,14 +471,11 @@ template_set = %q
 terraform {
   binary          = %q
   cli_config_file = %q
-  env = {
-%s
-  }
 }
 instances {
   source "infra" { dir = %q }
 }
-`, t.TempDir(), set, repo.Tofu(t), env.CLIConfig, strings.Join(vars, "\n"), infraDir), 0o644); err != nil {
+`, t.TempDir(), set, repo.Tofu(t), noPlugins, infraDir), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	query := func(args ...string) []byte {

@@ -1,0 +1,158 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Encryption is OpenTofu's state and plan encryption, in OpenTofu's own
+// syntax. tfccm passes it to every tofu it runs (the workspaces' init, plan,
+// apply and destroy, the state sources' reads, unlock) as TF_ENCRYPTION,
+// and writes the part without secrets into every workspace's
+// tfccm_backend.tf. A secret is never written in the cloud config or a
+// rendered file: an attribute of a key_provider block may be env.NAME,
+// replaced by the controller's environment variable NAME (mounted from a
+// Secret), whose value is then scrubbed from every log and Event.
+type Encryption struct {
+	Body hcl.Body `hcl:",remain" doc:"OpenTofu's encryption settings, as in a terraform { encryption } block (key_provider, method, state, plan, remote_state_data_sources; enforced and fallback included); a key_provider attribute may be env.NAME, read from the controller's environment. OpenTofu only: refused with the terraform binary. See docs/encryption.md."`
+
+	// Source is the encryption configuration with every env.NAME replaced
+	// by its value: what TF_ENCRYPTION carries. Secret.
+	Source string
+	// Public is the configuration without the key_provider blocks that
+	// hold a value from the environment: what is written into workspaces.
+	Public []byte
+	// Secrets are the values read from the environment.
+	Secrets []string
+}
+
+// finishEncryption resolves the encryption block (src is the cloud
+// config's text).
+func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
+	e := c.Encryption
+	if e == nil {
+		return nil
+	}
+	body, ok := e.Body.(*hclsyntax.Body)
+	if !ok {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Detail: "The encryption block must be written in HCL native syntax."}}
+	}
+	rng := body.SrcRange
+	if bin := c.Terraform.Binary; strings.HasPrefix(filepath.Base(bin), "terraform") {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError, Summary: "Encryption needs OpenTofu",
+			Detail:  fmt.Sprintf("terraform.binary is %q: state and plan encryption is OpenTofu's (>= 1.7); Terraform would write the state in plaintext. Use tofu, or remove the encryption block.", bin),
+			Subject: rng.Ptr(),
+		}}
+	}
+	// The body's range spans its braces.
+	start, end := body.SrcRange.Start, body.SrcRange.End
+	if end.Byte > len(src) || start.Byte >= end.Byte || src[start.Byte] != '{' || src[end.Byte-1] != '}' {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Subject: rng.Ptr()}}
+	}
+	start.Byte++
+	start.Column++
+	inner := src[start.Byte : end.Byte-1]
+	var diags hcl.Diagnostics
+	if len(body.Attributes) > 0 {
+		for _, a := range body.Attributes {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unexpected attribute", Detail: "The encryption block holds blocks only (key_provider, method, state, plan, remote_state_data_sources).", Subject: a.SrcRange.Ptr()})
+		}
+		return diags
+	}
+	known := map[string]bool{"key_provider": true, "method": true, "state": true, "plan": true, "remote_state_data_sources": true}
+	hasMethod := false
+	for _, b := range body.Blocks {
+		if !known[b.Type] {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown encryption block", Detail: fmt.Sprintf("%q is not an OpenTofu encryption block (key_provider, method, state, plan, remote_state_data_sources).", b.Type), Subject: b.DefRange().Ptr()})
+		}
+		if b.Type == "state" || b.Type == "plan" {
+			hasMethod = true
+		}
+	}
+	if !hasMethod {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Encryption without a state or plan block", Detail: "Name the method that encrypts state and plans: state { method = method.aes_gcm.NAME } and plan { ... }.", Subject: rng.Ptr()})
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	full, d := hclwrite.ParseConfig(inner, c.Filename, start)
+	if d.HasErrors() {
+		return d
+	}
+	public := hclwrite.NewEmptyFile()
+	var secrets []string
+	for _, blk := range full.Body().Blocks() {
+		fromEnv := false
+		if blk.Type() == "key_provider" {
+			var missing []string
+			fromEnv, missing, secrets = resolveEnv(blk.Body(), secrets)
+			for _, name := range missing {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Encryption key missing",
+					Detail:  fmt.Sprintf("key_provider %s refers to env.%s, which is not set (or empty) in the controller's environment: mount the key's Secret as that variable.", strings.Join(blk.Labels(), "."), name),
+					Subject: rng.Ptr(),
+				})
+			}
+		}
+		if !fromEnv {
+			public.Body().AppendBlock(blk)
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	e.Source, e.Public, e.Secrets = string(full.Bytes()), public.Bytes(), secrets
+	c.Terraform.Encryption = e
+	return nil
+}
+
+// resolveEnv replaces every attribute of body (and its nested blocks) that
+// is exactly env.NAME by the variable's value, reporting whether any was,
+// the names not set, and the values read appended to secrets.
+func resolveEnv(body *hclwrite.Body, secrets []string) (bool, []string, []string) {
+	found := false
+	var missing []string
+	names := make([]string, 0, len(body.Attributes()))
+	for n := range body.Attributes() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := body.Attributes()[n]
+		expr, d := hclsyntax.ParseExpression(a.Expr().BuildTokens(nil).Bytes(), "", hcl.InitialPos)
+		if d.HasErrors() {
+			continue
+		}
+		st, ok := expr.(*hclsyntax.ScopeTraversalExpr)
+		if !ok || st.Traversal.RootName() != "env" || len(st.Traversal) != 2 {
+			continue
+		}
+		step, ok := st.Traversal[1].(hcl.TraverseAttr)
+		if !ok {
+			continue
+		}
+		found = true
+		v := os.Getenv(step.Name)
+		if v == "" {
+			missing = append(missing, step.Name)
+			continue
+		}
+		body.SetAttributeValue(n, cty.StringVal(v))
+		secrets = append(secrets, v)
+	}
+	for _, b := range body.Blocks() {
+		f, m, s := resolveEnv(b.Body(), secrets)
+		found, missing, secrets = found || f, append(missing, m...), s
+	}
+	return found, missing, secrets
+}
