@@ -14,7 +14,7 @@ export PATH := $(BIN):$(PATH)
 
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint e2e bench soak demo demo-down clean image
+.PHONY: all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
 
 # make image: the container image. IMAGE names it, PROVIDERS is an optional
 # `tofu providers mirror` directory baked into its provider mirror,
@@ -122,6 +122,14 @@ conformance-fast: tools-nodes tools-e2e build
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-conformance-fast
 	rc=0; $(CONFORMANCE_FAST_RUN) || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before-conformance-fast || rc=1; exit $$rc
+
+## unit: the fast tests — the pure-logic packages, with -short skipping every test that runs
+## OpenTofu or a control plane (repo.Tofu, devcluster.ForTest); no tools needed, ~1 min warm
+UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./state/... ./templates/... ./provider/... \
+	./workspace/... ./cmd/... ./hack/conformance/... ./lbhost/haproxy/... ./lbhost/host/... \
+	./lbhost/keepalived/... ./lbhost/router/... ./lbhost/transport/...
+unit:
+	$(GO) test -short -count=1 $(UNIT_PKGS)
 
 ## test: everything CI runs — lint, unit, integration and e2e tests, the fast subset of the upstream
 ## LoadBalancer conformance specs on real nodes, then a check that the tests left no namespace,

@@ -173,9 +173,6 @@ var lbNameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
 // ValidVariant reports whether s is a syntactically valid variant name.
 func ValidVariant(s string) bool { return variantRE.MatchString(s) }
 
-// ValidLoadBalancerName reports whether s is a valid explicit load balancer name.
-func ValidLoadBalancerName(s string) bool { return lbNameRE.MatchString(s) }
-
 func parseVariant(s string) (string, error) {
 	if !variantRE.MatchString(s) {
 		return "", fmt.Errorf("%s is not a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)", Quote(s))

@@ -162,7 +162,7 @@ func TestWireKeysAreNotServiceAnnotations(t *testing.T) {
 		if _, ok := Lookup(w.Name); ok {
 			t.Errorf("wire key %s is also a Service annotation", w.Name)
 		}
-		if !strings.Contains(Document(), "`"+w.Name+"`") {
+		if !strings.Contains(document(), "`"+w.Name+"`") {
 			t.Errorf("wire key %s is not documented", w.Name)
 		}
 	}

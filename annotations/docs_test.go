@@ -1,20 +1,19 @@
 package annotations
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite generated documentation")
+	"github.com/tfccm/tfccm/internal/testkit"
+)
 
 // TestDocsUpToDate fails when docs/annotations.md or a README table between
 // the markers is stale; -update rewrites them.
 func TestDocsUpToDate(t *testing.T) {
 	doc := filepath.Join("..", "docs", "annotations.md")
-	check(t, doc, Document())
+	check(t, doc, document())
 	// README tables: rewritten between markers when present.
 	for _, readme := range []string{filepath.Join("..", "templates", "README.md"), filepath.Join("..", "README.md")} {
 		src, err := os.ReadFile(readme)
@@ -24,7 +23,7 @@ func TestDocsUpToDate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, ok := Splice(string(src))
+		want, ok := splice(string(src))
 		if !ok {
 			continue
 		}
@@ -34,30 +33,16 @@ func TestDocsUpToDate(t *testing.T) {
 
 func check(t *testing.T, path, want string) {
 	t.Helper()
-	got, err := os.ReadFile(path)
-	if *update {
-		if string(got) != want {
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%s: %v (run go generate ./annotations)", path, err)
-	}
-	if string(got) != want {
-		t.Errorf("%s is stale: run go generate ./annotations", path)
-	}
+	testkit.Golden(t, path, []byte(want))
 }
 
 func TestSplice(t *testing.T) {
-	in := "intro\n" + BeginMarker + "\nold\n" + EndMarker + "\noutro\n"
-	out, ok := Splice(in)
-	if !ok || !strings.HasPrefix(out, "intro\n"+BeginMarker) || !strings.HasSuffix(out, EndMarker+"\noutro\n") || strings.Contains(out, "old") {
+	in := "intro\n" + beginMarker + "\nold\n" + endMarker + "\noutro\n"
+	out, ok := splice(in)
+	if !ok || !strings.HasPrefix(out, "intro\n"+beginMarker) || !strings.HasSuffix(out, endMarker+"\noutro\n") || strings.Contains(out, "old") {
 		t.Fatalf("splice = %q", out)
 	}
-	if _, ok := Splice("no markers"); ok {
+	if _, ok := splice("no markers"); ok {
 		t.Fatal("splice without markers reported ok")
 	}
 }

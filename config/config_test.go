@@ -77,8 +77,8 @@ instances {
 	if c.Terraform.Timeout != 3*time.Minute || c.Terraform.Env["HCLOUD_TOKEN"] != "secret" {
 		t.Errorf("terraform = %+v", c.Terraform)
 	}
-	if c.Backend.Type != "kubernetes" || strings.Join(c.Backend.AttributeNames(), ",") != "in_cluster_config,namespace" {
-		t.Errorf("backend = %s %v", c.Backend.Type, c.Backend.AttributeNames())
+	if c.Backend.Type != "kubernetes" || len(c.Backend.Attributes) != 2 || c.Backend.Attributes["in_cluster_config"] != cty.True {
+		t.Errorf("backend = %s %v", c.Backend.Type, c.Backend.Attributes)
 	}
 	if got := c.Backend.Attributes["namespace"].AsString(); got != "kube-system" {
 		t.Errorf("backend namespace = %q", got)

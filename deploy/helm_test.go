@@ -1,8 +1,6 @@
 package deploy
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +19,8 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/deploy/image"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden helm template renders in testdata/helm")
 
 // helm returns the repository's root and its bin/helm (make tools).
 func helm(t *testing.T) (root, bin string) {
@@ -87,19 +84,7 @@ func TestHelmTemplateGolden(t *testing.T) {
 	for _, c := range cases(t) {
 		t.Run(c, func(t *testing.T) {
 			got := render(t, c)
-			golden := filepath.Join("testdata", "helm", c+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./deploy -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("helm template differs from %s (run go test ./deploy -update and review the diff):\n%s", golden, lineDiff(string(want), string(got)))
-			}
+			testkit.Golden(t, filepath.Join("testdata", "helm", c+".yaml"), got)
 			if _, err := Decode(got); err != nil {
 				t.Errorf("render does not decode: %v", err)
 			}
@@ -108,27 +93,6 @@ func TestHelmTemplateGolden(t *testing.T) {
 }
 
 // lineDiff lists the lines only in want (-) and only in got (+).
-func lineDiff(want, got string) string {
-	count := map[string]int{}
-	for _, l := range strings.Split(want, "\n") {
-		count[l]++
-	}
-	for _, l := range strings.Split(got, "\n") {
-		count[l]--
-	}
-	var out []string
-	for l, n := range count {
-		switch {
-		case n > 0:
-			out = append(out, "- "+l)
-		case n < 0:
-			out = append(out, "+ "+l)
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
-}
-
 func objects(t *testing.T, c string, set ...string) []runtime.Object {
 	t.Helper()
 	objs, err := Decode(render(t, c, set...))
@@ -417,7 +381,7 @@ func TestChartRBACMatchesBase(t *testing.T) {
 	b := grants(t, base, baseSA.Namespace, baseSA.Name)
 	c := grants(t, chart, chartSA.Namespace, chartSA.Name)
 	if strings.Join(b, "\n") != strings.Join(c, "\n") {
-		t.Errorf("deploy/base and the chart grant different RBAC:\n%s", lineDiff(strings.Join(b, "\n"), strings.Join(c, "\n")))
+		t.Errorf("deploy/base and the chart grant different RBAC:\n%s", testkit.LineDiff(strings.Join(b, "\n"), strings.Join(c, "\n")))
 	}
 	if len(c) < 20 {
 		t.Errorf("only %d grants: %v", len(c), c)

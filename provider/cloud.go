@@ -1,7 +1,3 @@
-// Package provider implements k8s.io/cloud-provider's interfaces for tfccm as
-// a thin adapter over the templates, workspace and state packages.
-// It holds no Terraform or HCL logic of its own: one file per facet
-// (loadbalancer.go, routes.go, instances.go, zones.go).
 package provider
 
 import (
@@ -93,7 +89,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		// One identity per cluster: the leader-elected replica that runs
 		// after a crash recognises the previous one's stale state locks
 		// (given a persistent work_dir, where the claims live).
-		Identity:       "tfccm/" + cfg.ClusterName,
+		Identity:       cfg.Identity(),
 		GoneLockHolder: c.incarnations.gone,
 		OnResult:       c.onResult,
 		Review:         cfg.Terraform.Review,

@@ -1,11 +1,16 @@
 package provider
 
 import (
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 func TestEventsRecordChangesNotRetries(t *testing.T) {
@@ -54,4 +59,39 @@ func TestEventsRecordChangesNotRetries(t *testing.T) {
 	if len(last) > maxEventMessage+len("Warning TerraformRenderFailed ") || !strings.HasSuffix(last, "... (truncated)") {
 		t.Errorf("long message not truncated: %d bytes", len(last))
 	}
+}
+
+// TestEventsDocUpToDate fails when docs/events.md is not what the reason
+// declarations generate; go generate ./provider (-update) rewrites it.
+func TestEventsDocUpToDate(t *testing.T) {
+	testkit.Golden(t, filepath.Join("..", "docs", "events.md"), []byte(eventsDocument()))
+}
+
+// TestReasonsDeclared: every reason has a type and a doc, and the types
+// are the ones resultEvent records them with.
+func TestReasonsDeclared(t *testing.T) {
+	for _, r := range allReasons() {
+		if r.Doc == "" || (r.Type != corev1.EventTypeNormal && r.Type != corev1.EventTypeWarning) {
+			t.Errorf("reason %s: type %q, doc %q", r.Name, r.Type, r.Doc)
+		}
+	}
+	for _, r := range []workspace.Result{
+		{Op: "apply"}, {Op: "apply", Changed: true}, {Op: "destroy"}, {Op: "apply", Err: errors.New("x")},
+		{Op: "destroy", Err: errors.New("x")}, {Op: "apply", Drift: true}, {Op: "apply", Drift: true, Err: errors.New("x")},
+		{Op: "apply", LockHolder: "someone", Err: errors.New("x")},
+	} {
+		typ, reason, _ := resultEvent(r)
+		if d, ok := reasonDecl(reason); !ok || d.Type != typ {
+			t.Errorf("result %+v: %s %s, declared %+v", r, typ, reason, d)
+		}
+	}
+}
+
+func reasonDecl(name string) (Reason, bool) {
+	for _, r := range allReasons() {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Reason{}, false
 }

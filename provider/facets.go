@@ -53,8 +53,9 @@ type renderer interface {
 	LoadBalancerName(svc *corev1.Service) string
 	// WorkspaceName is the Service's load balancer workspace.
 	WorkspaceName(svc *corev1.Service) string
-	// Backend renders only the backend of workspace name.
-	Backend(name string) (*workspace.Spec, error)
+	// WithBackend sets the backend tfccm generates for spec's name
+	// (templates.WithBackend).
+	WithBackend(spec workspace.Spec) (workspace.Spec, error)
 	// IsLoadBalancerWorkspace tells this cluster's load balancer
 	// workspaces from any other directory.
 	IsLoadBalancerWorkspace(name string) bool
@@ -88,8 +89,8 @@ func (t templateRenderer) IsLoadBalancerWorkspace(name string) bool {
 	return templates.IsLoadBalancerWorkspace(t.cfg, name)
 }
 
-func (t templateRenderer) Backend(name string) (*workspace.Spec, error) {
-	return templates.Backend(t.cfg, name)
+func (t templateRenderer) WithBackend(spec workspace.Spec) (workspace.Spec, error) {
+	return templates.WithBackend(t.cfg, spec)
 }
 
 // lbReview is what the LoadBalancer facet needs of review mode.

@@ -20,25 +20,6 @@ import (
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
-// Event reasons the LoadBalancer facet records on Services.
-const (
-	ReasonRenderFailed   = "TerraformRenderFailed"
-	ReasonApplied        = "TerraformApplied"
-	ReasonApplyFailed    = "TerraformApplyFailed"
-	ReasonDestroyed      = "TerraformDestroyed"
-	ReasonDestroyFailed  = "TerraformDestroyFailed"
-	ReasonStateLocked    = "TerraformStateLocked"
-	ReasonInvalidIngress = "TerraformInvalidIngress"
-	ReasonDriftRepaired  = "TerraformDriftRepaired"
-	ReasonDriftFailed    = "TerraformDriftCheckFailed"
-	// ReasonInvalidInput: the template's own validation or a precondition
-	// rejected the Service's inputs; not retried until they change.
-	ReasonInvalidInput = "TerraformInvalidInput"
-	// ReasonTemplateRejected: a changed override directory is invalid; the
-	// last good templates keep serving.
-	ReasonTemplateRejected = "TerraformTemplateRejected"
-)
-
 // inFlightRetry is how soon the service controller asks again while a
 // workspace is being planned/applied/destroyed.
 const inFlightRetry = 2 * time.Second
@@ -298,11 +279,9 @@ func (l *loadBalancers) written(name string) (workspace.Spec, error) {
 	if err != nil {
 		return workspace.Spec{}, err
 	}
-	b, err := l.render.Backend(name)
-	if err != nil {
-		return workspace.Spec{}, fmt.Errorf("workspace %s: %w", name, err)
+	if spec, err = l.render.WithBackend(spec); err != nil {
+		return workspace.Spec{}, err
 	}
-	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
 	spec.Hash = spec.ContentHash()
 	return spec, nil
 }

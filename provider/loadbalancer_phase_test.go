@@ -153,8 +153,9 @@ func (fakeRenderer) WorkspaceName(svc *corev1.Service) string    { return "lb-c-
 func (fakeRenderer) IsLoadBalancerWorkspace(name string) bool {
 	return strings.HasPrefix(name, "lb-c-")
 }
-func (fakeRenderer) Backend(name string) (*workspace.Spec, error) {
-	return &workspace.Spec{Name: name, Backend: workspace.BackendInfo{Type: "local"}, StateWorkspace: "default"}, nil
+func (fakeRenderer) WithBackend(spec workspace.Spec) (workspace.Spec, error) {
+	spec.Backend, spec.StateWorkspace = workspace.BackendInfo{Type: "local"}, "default"
+	return spec, nil
 }
 
 type recordedEvent struct{ eventType, reason, message string }

@@ -36,18 +36,9 @@ import (
 // EnsureLoadBalancerDeleted, by a Service informer (the service controller
 // does not resync unchanged Services) and, for routes, by a poll.
 
-// Names and keys of published plans.
-const (
-	// ReasonPlanPendingApproval is the Event reason of a published plan.
-	ReasonPlanPendingApproval = "TerraformPlanPendingApproval"
-	// ReasonPlanNotApproved is the Event reason of a refused approval.
-	ReasonPlanNotApproved = "TerraformPlanApprovalRefused"
-	// ReasonPlanAlreadyApplied: an approval names a plan applied already.
-	ReasonPlanAlreadyApplied = "TerraformPlanAlreadyApplied"
-	// MaxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at
-	// 1 MiB including metadata).
-	MaxPublishedPlan = 900 << 10
-)
+// maxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at 1 MiB
+// including metadata).
+const maxPublishedPlan = 900 << 10
 
 // routesApprovalPoll is how often the routes plan ConfigMap is read for an
 // approval while the routes plan awaits one.
@@ -131,7 +122,7 @@ func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels ma
 			Labels:      map[string]string{annotations.ManagedBy: "tfccm"},
 			Annotations: map[string]string{annotations.PlanHash: p.Hash},
 		},
-		Data: planData(p, MaxPublishedPlan),
+		Data: planData(p, maxPublishedPlan),
 	}
 	for k, v := range labels {
 		want.Labels[k] = v

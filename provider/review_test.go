@@ -27,13 +27,13 @@ func TestPlanData(t *testing.T) {
 		{"json does not fit", mid, false, false, "0 to add, 0 to change, 3 to destroy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := planData(tc.p, MaxPublishedPlan)
+			d := planData(tc.p, maxPublishedPlan)
 			size := 0
 			for k, v := range d {
 				size += len(k) + len(v)
 			}
-			if size > MaxPublishedPlan {
-				t.Errorf("data is %d bytes, above %d", size, MaxPublishedPlan)
+			if size > maxPublishedPlan {
+				t.Errorf("data is %d bytes, above %d", size, maxPublishedPlan)
 			}
 			if d["summary"] != tc.summary || d["plan-hash"] != hash {
 				t.Errorf("summary %q hash %q", d["summary"], d["plan-hash"])
@@ -81,7 +81,7 @@ func TestDriftRepairIsNamed(t *testing.T) {
 	if msg := pendingMessage("ns", "lb-x", p, "the Service"); !strings.HasPrefix(msg, "drift repair plan "+p.Hash) || !strings.Contains(msg, "drifted") {
 		t.Errorf("message %q does not name the drift repair", msg)
 	}
-	if data := planData(p, MaxPublishedPlan); !strings.HasPrefix(data["summary"], "drift repair") {
+	if data := planData(p, maxPublishedPlan); !strings.HasPrefix(data["summary"], "drift repair") {
 		t.Errorf("published summary %q does not name the drift repair", data["summary"])
 	}
 }

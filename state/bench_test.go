@@ -213,7 +213,7 @@ func BenchmarkIdleReads(b *testing.B) {
 			_, _ = s.Lookup(ctx, "terraform://local/missing", "missing")
 			time.Sleep(100 * time.Millisecond)
 		}
-		reads := s.Reads()
+		reads := s.readCount()
 		cancel()
 		s.Close()
 		b.ReportMetric(float64(reads)/run.Seconds()*ttl.Seconds(), "reads/ttl")

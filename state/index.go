@@ -75,30 +75,25 @@ func (ix *Index) addModule(m *mapping.Mapping, mod *tfjson.StateModule) {
 }
 
 func (ix *Index) add(in *Instance) {
-	if d, ok := ix.dupNames[in.Name]; ok {
-		ix.dupNames[in.Name] = append(d, in.Resource)
-	} else if prev, ok := ix.byName[in.Name]; ok {
-		delete(ix.byName, in.Name)
-		if ix.dupNames == nil {
-			ix.dupNames = map[string][]string{}
-		}
-		ix.dupNames[in.Name] = []string{prev.Resource, in.Resource}
-	} else {
-		ix.byName[in.Name] = in
+	claim(ix.byName, &ix.dupNames, in.Name, in)
+	if in.ProviderID != "" {
+		claim(ix.byProviderID, &ix.dupIDs, in.ProviderID, in)
 	}
-	if in.ProviderID == "" {
-		return
-	}
-	if d, ok := ix.dupIDs[in.ProviderID]; ok {
-		ix.dupIDs[in.ProviderID] = append(d, in.Resource)
-	} else if prev, ok := ix.byProviderID[in.ProviderID]; ok {
-		delete(ix.byProviderID, in.ProviderID)
-		if ix.dupIDs == nil {
-			ix.dupIDs = map[string][]string{}
+}
+
+// claim indexes in under key, unless another resource claimed key too:
+// then key moves to dups with every resource claiming it.
+func claim(by map[string]*Instance, dups *map[string][]string, key string, in *Instance) {
+	if d, ok := (*dups)[key]; ok {
+		(*dups)[key] = append(d, in.Resource)
+	} else if prev, ok := by[key]; ok {
+		delete(by, key)
+		if *dups == nil {
+			*dups = map[string][]string{}
 		}
-		ix.dupIDs[in.ProviderID] = []string{prev.Resource, in.Resource}
+		(*dups)[key] = []string{prev.Resource, in.Resource}
 	} else {
-		ix.byProviderID[in.ProviderID] = in
+		by[key] = in
 	}
 }
 

@@ -43,15 +43,15 @@ type TofuSource struct {
 
 var _ Source = (*TofuSource)(nil)
 
-// NewDirSource reads the state of the Terraform working directory dir
+// newDirSource reads the state of the Terraform working directory dir
 // through its configured backend (`tofu show -json` in dir). dir must be
 // initialized (`tofu init`).
-func NewDirSource(name, dir string, tf *config.Terraform) (*TofuSource, error) {
+func newDirSource(name, dir string, tf *config.Terraform) (*TofuSource, error) {
 	return newTofuSource(name, dir, "", tf)
 }
 
-// NewFileSource reads a state file (`tofu show -json FILE`).
-func NewFileSource(name, stateFile string, tf *config.Terraform) (*TofuSource, error) {
+// newFileSource reads a state file (`tofu show -json FILE`).
+func newFileSource(name, stateFile string, tf *config.Terraform) (*TofuSource, error) {
 	return newTofuSource(name, "", stateFile, tf)
 }
 
@@ -84,9 +84,9 @@ func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) 
 		var src *TofuSource
 		var err error
 		if s.Dir != "" {
-			src, err = NewDirSource(s.Name, abs(s.Dir), tf)
+			src, err = newDirSource(s.Name, abs(s.Dir), tf)
 		} else {
-			src, err = NewFileSource(s.Name, abs(s.StateFile), tf)
+			src, err = newFileSource(s.Name, abs(s.StateFile), tf)
 		}
 		if err != nil {
 			return nil, err
@@ -99,11 +99,7 @@ func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) 
 // Env is the explicit environment tofu runs with (see internal/tfenv);
 // the second result lists the secret values to redact.
 func Env(tf *config.Terraform) (map[string]string, []string, error) {
-	return tfenv.Build(tfenv.Settings{
-		Env: tf.Env, PassEnv: tf.PassEnv,
-		CLIConfigFile: tf.CLIConfigFile, PluginCacheDir: tf.PluginCacheDir,
-		Home: os.TempDir(),
-	})
+	return tfenv.Build(tf.EnvSettings(os.TempDir()))
 }
 
 // Name implements Source.

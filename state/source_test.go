@@ -20,11 +20,11 @@ func TestTofuSources(t *testing.T) {
 	inf := newInfra(t)
 	inf.apply(twoNodes())
 	tfc := tfConfig(t)
-	dirSrc, err := NewDirSource("infra-dir", inf.dir, tfc)
+	dirSrc, err := newDirSource("infra-dir", inf.dir, tfc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fileSrc, err := NewFileSource("infra-file", inf.stateFile(), tfc)
+	fileSrc, err := newFileSource("infra-file", inf.stateFile(), tfc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,22 +82,22 @@ func TestTofuSourceErrors(t *testing.T) {
 		want string
 	}{
 		{"missing state file", func() (*TofuSource, error) {
-			return NewFileSource("f", filepath.Join(dir, "nope.tfstate"), tfc)
+			return newFileSource("f", filepath.Join(dir, "nope.tfstate"), tfc)
 		}, "no such file"},
 		{"corrupt state file", func() (*TofuSource, error) {
 			p := filepath.Join(dir, "bad.tfstate")
 			if err := os.WriteFile(p, []byte("{not json"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return NewFileSource("f", p, tfc)
+			return newFileSource("f", p, tfc)
 		}, "tofu show"},
 		{"missing dir", func() (*TofuSource, error) {
-			return NewDirSource("d", filepath.Join(dir, "nodir"), tfc)
+			return newDirSource("d", filepath.Join(dir, "nodir"), tfc)
 		}, "no such file"},
 		{"missing binary", func() (*TofuSource, error) {
 			c := *tfc
 			c.Binary = filepath.Join(dir, "no-tofu")
-			return NewDirSource("d", dir, &c)
+			return newDirSource("d", dir, &c)
 		}, "no-tofu"},
 	}
 	for _, tt := range tests {

@@ -197,8 +197,8 @@ func (s *Store) Close() {
 	}
 }
 
-// Reads is the number of backend reads performed so far.
-func (s *Store) Reads() int64 {
+// readCount is the number of backend reads performed so far.
+func (s *Store) readCount() int64 {
 	var n int64
 	for _, src := range s.sources {
 		n += src.reads.Load()

@@ -18,7 +18,7 @@ import (
 // newTestStore is a Store over the real state file of inf with a fake clock.
 func newTestStore(t *testing.T, inf *infra, clk *fakeClock, opts Options) *Store {
 	t.Helper()
-	src, err := NewFileSource("infra", inf.stateFile(), tfConfig(t))
+	src, err := newFileSource("infra", inf.stateFile(), tfConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestStoreFreshness(t *testing.T) {
 	if _, err := s.Lookup(ctx, "", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Reads(); got != 1 {
+	if got := s.readCount(); got != 1 {
 		t.Fatalf("reads after first lookup = %d, want 1", got)
 	}
 	// Within the TTL: hits cost no read.
@@ -102,7 +102,7 @@ func TestStoreFreshness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := s.Reads(); got != 1 {
+	if got := s.readCount(); got != 1 {
 		t.Fatalf("reads after cached hits = %d, want 1", got)
 	}
 
@@ -120,14 +120,14 @@ func TestStoreFreshness(t *testing.T) {
 	if !strings.Contains(err.Error(), "cannot be confirmed") || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error %q does not explain itself", err)
 	}
-	reads := s.Reads()
+	reads := s.readCount()
 	// During backoff, further misses do not hit the backend.
 	for range 10 {
 		if _, err := s.Lookup(ctx, "", "c"); err == nil || errors.Is(err, ErrNotFound) {
 			t.Fatalf("miss during backoff = %v", err)
 		}
 	}
-	if got := s.Reads(); got != reads {
+	if got := s.readCount(); got != reads {
 		t.Fatalf("reads during backoff = %d, want %d", got, reads)
 	}
 
@@ -184,7 +184,7 @@ func TestStoreMissRefresh(t *testing.T) {
 	if in.Zone != "zone-c" {
 		t.Errorf("zone = %q", in.Zone)
 	}
-	if got := s.Reads(); got != 2 {
+	if got := s.readCount(); got != 2 {
 		t.Errorf("reads = %d, want 2 (initial + one miss refresh)", got)
 	}
 	if _, err := s.Lookup(ctx, "terraform://local/a", "a"); !errors.Is(err, ErrNotFound) {
@@ -208,7 +208,7 @@ func TestStoreNegativeCache(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 	}
-	if got := s.Reads(); got != 2 {
+	if got := s.readCount(); got != 2 {
 		t.Fatalf("reads = %d after 20 lookups of a missing node, want 2 (first read + one miss refresh)", got)
 	}
 	// Once the TTL has passed the state is read again, and a node that
@@ -238,7 +238,7 @@ func TestStoreMissRateLimited(t *testing.T) {
 			t.Fatalf("miss %d = %v, want ErrNotFound", i, err)
 		}
 	}
-	if got := s.Reads(); got != 3 {
+	if got := s.readCount(); got != 3 {
 		t.Fatalf("reads = %d, want 3 (the burst: first read + 2 miss refreshes)", got)
 	}
 }
@@ -265,7 +265,7 @@ func TestStoreColdConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if got := s.Reads(); got != 1 {
+	if got := s.readCount(); got != 1 {
 		t.Fatalf("reads = %d, want 1", got)
 	}
 }
@@ -274,7 +274,7 @@ func TestStoreColdConcurrent(t *testing.T) {
 func TestStoreStart(t *testing.T) {
 	inf := newInfra(t)
 	inf.apply(twoNodes())
-	src, err := NewFileSource("infra", inf.stateFile(), tfConfig(t))
+	src, err := newFileSource("infra", inf.stateFile(), tfConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +284,16 @@ func TestStoreStart(t *testing.T) {
 	}
 	s.Start(context.Background())
 	deadline := time.Now().Add(20 * time.Second)
-	for s.Reads() < 3 && time.Now().Before(deadline) {
+	for s.readCount() < 3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if s.Reads() < 3 {
-		t.Fatalf("background reads = %d, want >= 3", s.Reads())
+	if s.readCount() < 3 {
+		t.Fatalf("background reads = %d, want >= 3", s.readCount())
 	}
 	s.Close()
-	after := s.Reads()
+	after := s.readCount()
 	time.Sleep(500 * time.Millisecond)
-	if got := s.Reads(); got != after {
+	if got := s.readCount(); got != after {
 		t.Fatalf("reads continued after Close: %d -> %d", after, got)
 	}
 }
@@ -520,7 +520,7 @@ func TestStoreStartSchedule(t *testing.T) {
 
 	// Succeeding: the next retry reads, then one read per 90% of the TTL (360ms).
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Refresh(context.Background()) != nil || s.Reads() == 0 {
+	for s.Refresh(context.Background()) != nil || s.readCount() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the source never read successfully")
 		}

@@ -11,6 +11,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -93,13 +94,25 @@ func Backend(cfg *config.Config, name string) (*workspace.Spec, error) {
 	return ws, nil
 }
 
+// WithBackend returns spec, a workspace as read back from its directory,
+// with the backend tfccm generates for its name (Backend): what destroys a
+// workspace whose inputs no longer render, and what `tfccm unlock` unlocks.
+func WithBackend(cfg *config.Config, spec workspace.Spec) (workspace.Spec, error) {
+	b, err := Backend(cfg, spec.Name)
+	if err != nil {
+		return workspace.Spec{}, fmt.Errorf("workspace %s: %w", spec.Name, err)
+	}
+	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
+	return spec, nil
+}
+
 // addBackend renders tfccm_backend.tf from the cloud config's backend.
 func addBackend(w *workspace.Spec, cfg *config.Config) error {
 	b := cfg.Backend
 	if b == nil {
-		b = &config.Backend{Type: "local", Attributes: map[string]cty.Value{}}
+		b = &config.Backend{Type: config.DefaultBackendType, Attributes: map[string]cty.Value{}}
 	}
-	if !hclsyntax.ValidIdentifier(b.Type) {
+	if !tfenv.ValidBackendType(b.Type) {
 		return fmt.Errorf("backend type %q is not a valid name", b.Type)
 	}
 	attrs := map[string]cty.Value{}

@@ -27,7 +27,7 @@ func TestCheckVersion(t *testing.T) {
 // The built-in sets say whether they need OpenTofu: only baremetal does
 // (provider for_each over its LB hosts).
 func TestBuiltinOpenTofuOnly(t *testing.T) {
-	for _, name := range BuiltinSets() {
+	for _, name := range builtinSets() {
 		s, err := LoadBuiltin(name)
 		if err != nil {
 			t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 //go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere all:baremetal
 var builtinFS embed.FS
 
-// BuiltinSets lists the names of the embedded template sets.
-func BuiltinSets() []string {
+// builtinSets lists the names of the embedded template sets.
+func builtinSets() []string {
 	entries, _ := fs.ReadDir(builtinFS, ".")
 	var out []string
 	for _, e := range entries {
@@ -30,7 +30,7 @@ func BuiltinSets() []string {
 
 // LoadBuiltin loads the embedded template set name.
 func LoadBuiltin(name string) (*Set, error) {
-	known := BuiltinSets()
+	known := builtinSets()
 	found := false
 	for _, k := range known {
 		found = found || k == name

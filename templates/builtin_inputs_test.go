@@ -23,7 +23,7 @@ import (
 // variables' type declarations are not uses; their validation blocks are
 // (a template refusing blackhole routes reads routes[*].blackhole).
 func TestBuiltinTemplatesUseEveryDeclaredInput(t *testing.T) {
-	for _, name := range BuiltinSets() {
+	for _, name := range builtinSets() {
 		set, err := LoadBuiltin(name)
 		if err != nil {
 			t.Fatal(err)

@@ -68,8 +68,8 @@ var NodeType = cty.Object(map[string]cty.Type{
 	"labels":        cty.Map(cty.String),
 })
 
-// HealthCheckType is the type of the `health_check` input.
-var HealthCheckType = cty.Object(map[string]cty.Type{"protocol": cty.String, "port": cty.Number, "path": cty.String})
+// healthCheckType is the type of the `health_check` input.
+var healthCheckType = cty.Object(map[string]cty.Type{"protocol": cty.String, "port": cty.Number, "path": cty.String})
 
 // RouteType is the type of one element of the routes module's `routes` input.
 var RouteType = cty.Object(map[string]cty.Type{
@@ -88,7 +88,7 @@ var Inputs = map[Kind]map[string]cty.Type{
 		"load_balancer_name": cty.String,
 		"service":            ServiceType,
 		"nodes":              cty.List(NodeType),
-		"health_check":       HealthCheckType,
+		"health_check":       healthCheckType,
 		SettingsVar:          cty.DynamicPseudoType,
 	},
 	KindRoutes: {

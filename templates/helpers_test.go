@@ -2,7 +2,6 @@ package templates
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/workspace"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // testConfig parses a cloud config from HCL source, the way the controller does.
 func testConfig(t testing.TB, src string) *config.Config {
@@ -128,21 +126,5 @@ func summarize(ws *workspace.Spec, full bool) []byte {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./templates -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file (run go test ./templates -update and review the diff):\n--- got\n%s", path, got)
-	}
+	testkit.Golden(t, filepath.Join("testdata", "golden", name), got)
 }

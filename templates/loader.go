@@ -14,8 +14,8 @@ import (
 	"github.com/tfccm/tfccm/config"
 )
 
-// DefaultPollInterval is how often the Loader checks the override directory.
-const DefaultPollInterval = 2 * time.Second
+// pollInterval is how often the Loader checks the override directory.
+const pollInterval = 2 * time.Second
 
 // Loader owns the built-in set and the override directory layered over it,
 // re-reading the override directory when its content changes. An invalid
@@ -51,29 +51,21 @@ func (l *Loader) notify(err error) {
 	}
 }
 
-// LoaderOption tunes a Loader.
-type LoaderOption func(*Loader)
-
-// WithPollInterval sets how often Run checks the override directory.
-func WithPollInterval(d time.Duration) LoaderOption { return func(l *Loader) { l.interval = d } }
 
 // NewLoader loads the built-in set cfg.TemplateSet and layers
 // cfg.OverrideDir over it. An unreadable or invalid override is an error.
-func NewLoader(cfg *config.Config, opts ...LoaderOption) (*Loader, error) {
+func NewLoader(cfg *config.Config) (*Loader, error) {
 	b, err := LoadBuiltin(cfg.TemplateSet)
 	if err != nil {
 		return nil, err
 	}
-	return newLoader(b, cfg.OverrideDir, opts...)
+	return newLoader(b, cfg.OverrideDir)
 }
 
-func newLoader(base *Set, dir string, opts ...LoaderOption) (*Loader, error) {
-	l := &Loader{builtin: base, dir: dir, interval: DefaultPollInterval, cur: base}
-	for _, o := range opts {
-		o(l)
-	}
+func newLoader(base *Set, dir string) (*Loader, error) {
+	l := &Loader{builtin: base, dir: dir, interval: pollInterval, cur: base}
 	if l.dir != "" {
-		if _, err := l.Reload(); err != nil {
+		if _, err := l.reload(); err != nil {
 			return nil, err
 		}
 	}
@@ -95,10 +87,10 @@ func (l *Loader) Err() error {
 	return l.lastErr
 }
 
-// Reload checks the override directory once. It reports whether the
+// reload checks the override directory once. It reports whether the
 // serving set changed, and an error if the override is invalid or
 // unreadable (the previous set keeps serving).
-func (l *Loader) Reload() (bool, error) {
+func (l *Loader) reload() (bool, error) {
 	if l.dir == "" {
 		return false, nil
 	}
@@ -144,7 +136,7 @@ func (l *Loader) Run(ctx context.Context) {
 	}
 	var lastLogged string
 	wait.UntilWithContext(ctx, func(context.Context) {
-		changed, err := l.Reload()
+		changed, err := l.reload()
 		switch {
 		case err != nil:
 			if msg := err.Error(); msg != lastLogged {

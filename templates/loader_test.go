@@ -75,10 +75,11 @@ func TestLoaderOverrideSwap(t *testing.T) {
 	cm := &configMapDir{t: t, dir: t.TempDir()}
 	cm.update(map[string]string{"loadbalancer/main.tf": overrideLB, "README.md": "ignored"})
 
-	l, err := newLoader(base, cm.dir, WithPollInterval(10*time.Millisecond))
+	l, err := newLoader(base, cm.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.interval = 10 * time.Millisecond
 	s1 := l.Set()
 	lb, _ := s1.Module("loadbalancer")
 	if lb.Origin != cm.dir+"/loadbalancer" || len(lb.Variables) != 1 {
@@ -101,7 +102,7 @@ func TestLoaderOverrideSwap(t *testing.T) {
 
 	// Swap: add a variant and an instances.hcl.
 	cm.update(map[string]string{"loadbalancer/main.tf": overrideLB, "loadbalancer.public/main.tf": overrideLB, "instances.hcl": "instance \"x\" {}\n"})
-	if changed, err := l.Reload(); err != nil || !changed {
+	if changed, err := l.reload(); err != nil || !changed {
 		t.Fatalf("reload: changed=%v err=%v", changed, err)
 	}
 	s2 := l.Set()
@@ -111,13 +112,13 @@ func TestLoaderOverrideSwap(t *testing.T) {
 	if _, name, _ := s2.InstancesMapping(); name != cm.dir+"/instances.hcl" {
 		t.Fatalf("instances from %s", name)
 	}
-	if changed, err := l.Reload(); err != nil || changed {
+	if changed, err := l.reload(); err != nil || changed {
 		t.Fatalf("reload without change: changed=%v err=%v", changed, err)
 	}
 
 	// An invalid override is rejected with file:line; the last good set serves.
 	cm.update(map[string]string{"loadbalancer/main.tf": "variable \"x\" {\n", "loadbalancer.public/main.tf": overrideLB})
-	_, err = l.Reload()
+	_, err = l.reload()
 	if err == nil || !strings.Contains(err.Error(), cm.dir+"/loadbalancer/main.tf:1,") || !strings.Contains(err.Error(), "keeping the last good templates") {
 		t.Fatalf("invalid override: %v", err)
 	}

@@ -2,7 +2,6 @@ package templates
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 
@@ -252,9 +251,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// cleanRel reports whether p is a clean relative slash path inside its root.
-func cleanRel(p string) bool {
-	return p != "" && p != "." && !strings.HasPrefix(p, "/") && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }

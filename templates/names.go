@@ -46,13 +46,16 @@ func LoadBalancerName(cfg *config.Config, svc *corev1.Service) string {
 // only, so that two Services can never share a workspace and renaming with
 // tfccm.io/name renames the load balancer instead of leaking the old one.
 func LoadBalancerWorkspaceName(cfg *config.Config, svc *corev1.Service) string {
-	return "lb-" + defaultLBName(cfg.ClusterName, string(svc.UID))
+	return lbWorkspaceName(cfg.ClusterName, string(svc.UID))
 }
+
+// lbWorkspaceName is the one rule of load balancer workspace names.
+func lbWorkspaceName(cluster, uid string) string { return "lb-" + defaultLBName(cluster, uid) }
 
 // IsLoadBalancerWorkspace reports whether name has the shape of this
 // cluster's load balancer workspace names (LoadBalancerWorkspaceName).
 func IsLoadBalancerWorkspace(cfg *config.Config, name string) bool {
-	probe := "lb-" + defaultLBName(cfg.ClusterName, "")
+	probe := lbWorkspaceName(cfg.ClusterName, "")
 	prefix := probe[:len(probe)-10] // the UID hash is 10 hex digits
 	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok || len(rest) != 10 {
@@ -67,10 +70,6 @@ const RoutesWorkspaceName = "routes"
 
 // RouteName is the route name tfccm uses for a node's pod CIDR:
 // "<node>/<cidr>", e.g. "node-1/10.244.1.0/24". Node names never contain
-// "/", so SplitRouteName recovers both parts.
+// "/", so cutting at the first "/" recovers both parts.
 func RouteName(node, cidr string) string { return node + "/" + cidr }
 
-// SplitRouteName splits a RouteName into node and CIDR.
-func SplitRouteName(name string) (node, cidr string, ok bool) {
-	return strings.Cut(name, "/")
-}

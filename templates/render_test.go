@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfccm/tfccm/workspace"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 func TestRenderLoadBalancerGolden(t *testing.T) {
@@ -299,7 +300,7 @@ func TestLoadBalancerName(t *testing.T) {
 			t.Errorf("defaultLBName(%q) = %q", c, n)
 		}
 	}
-	if node, cidr, ok := SplitRouteName(RouteName("node-a", "fd00::/64")); !ok || node != "node-a" || cidr != "fd00::/64" {
+	if node, cidr, ok := strings.Cut(RouteName("node-a", "fd00::/64"), "/"); !ok || node != "node-a" || cidr != "fd00::/64" {
 		t.Fatal("route name does not split back")
 	}
 }

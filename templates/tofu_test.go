@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // TestTofuRoundTrip renders hostile values, applies the workspace with the
@@ -58,9 +59,7 @@ load_balancer {
 	defer cancel()
 	tf := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, tofu, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + work, "PATH=/usr/bin:/bin", "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE=" + cliCfg}
+		cmd := testkit.Tofu{Binary: tofu, Dir: dir, CLIConfig: cliCfg, Env: []string{"HOME=" + work}}.Command(ctx, args...)
 		out, err := cmd.Output()
 		if err != nil {
 			stderr := ""

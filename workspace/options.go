@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // Options configure an Engine. They mirror config.Terraform plus the work
@@ -90,14 +93,14 @@ type Backoff struct {
 
 // Defaults for Options.
 const (
-	DefaultParallelism = 4
-	DefaultTimeout     = 10 * time.Minute
+	DefaultParallelism = config.DefaultParallelism
+	DefaultTimeout     = config.DefaultOperationTimeout
 	DefaultGracePeriod = 60 * time.Second
 )
 
 func (o *Options) complete() error {
 	if o.Binary == "" {
-		o.Binary = "tofu"
+		o.Binary = config.DefaultBinary
 	}
 	if !strings.ContainsRune(o.Binary, filepath.Separator) {
 		p, err := exec.LookPath(o.Binary)
@@ -141,12 +144,12 @@ func (o *Options) complete() error {
 		return errors.New("timeout and grace period must be positive")
 	}
 	for k := range o.Env {
-		if err := checkEnvName(k); err != nil {
+		if err := tfenv.CheckName(k); err != nil {
 			return fmt.Errorf("env: %w", err)
 		}
 	}
 	for _, k := range o.PassEnv {
-		if err := checkEnvName(k); err != nil {
+		if err := tfenv.CheckName(k); err != nil {
 			return fmt.Errorf("pass_env: %w", err)
 		}
 	}
@@ -169,23 +172,6 @@ func (o *Options) complete() error {
 	}
 	if b.Jitter <= 0 || b.Jitter >= 1 {
 		b.Jitter = 0.2
-	}
-	return nil
-}
-
-// checkEnvName refuses variables that would bypass the rendered inputs or
-// tfccm's control of tofu: TF_VAR_*, logging, and the ones terraform-exec
-// manages itself.
-func checkEnvName(k string) error {
-	switch {
-	case k == "" || strings.ContainsAny(k, "=\x00"):
-		return fmt.Errorf("invalid variable name %q", k)
-	case strings.HasPrefix(k, "TF_VAR_"), strings.HasPrefix(k, "TF_CLI_ARGS"):
-		return fmt.Errorf("%s may not be set: template inputs come from the rendered workspace", k)
-	case strings.HasPrefix(k, "TF_LOG"), k == "TF_IN_AUTOMATION", k == "TF_INPUT", k == "TF_WORKSPACE",
-		k == "TF_APPEND_USER_AGENT", k == "TF_REATTACH_PROVIDERS", k == "TF_DISABLE_PLUGIN_TLS",
-		k == "TF_SKIP_PROVIDER_VERIFY", k == "TF_CLI_CONFIG_FILE", k == "TF_PLUGIN_CACHE_DIR", k == "TF_DATA_DIR":
-		return fmt.Errorf("%s is managed by tfccm and may not be set", k)
 	}
 	return nil
 }

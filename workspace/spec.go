@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // Spec is the desired content of one workspace.
@@ -102,7 +103,7 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("workspace %s: file %q: mode %v is not a plain permission mode", s.Name, p, m)
 		}
 	}
-	if s.Backend.Type != "" && !validBackendType(s.Backend.Type) {
+	if s.Backend.Type != "" && !tfenv.ValidBackendType(s.Backend.Type) {
 		return fmt.Errorf("workspace %s: backend type %q is not a valid backend name", s.Name, s.Backend.Type)
 	}
 	return nil
@@ -118,15 +119,6 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-func validBackendType(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func validPath(p string) error {

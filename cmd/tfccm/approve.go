@@ -150,7 +150,3 @@ var errNoPlan = errors.New("no plan awaiting approval (is review mode on and the
 func approvalPatch(hash string) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.ApprovedPlan.Name: hash}}})
 }
-
-func init() {
-	commands["approve"] = command{"show a plan awaiting approval (review mode) and approve it", runApprove}
-}

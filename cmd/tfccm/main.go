@@ -13,10 +13,14 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
+// commands is the one registry of subcommands: adding a command is one
+// line here (and its run function in a file named after it).
 var commands = map[string]command{
+	"approve":  {"show a plan awaiting approval (review mode) and approve it", runApprove},
 	"render":   {"render a load balancer or routes workspace", runRender},
-	"validate": {"check template sets or modules against the contract", runValidate},
 	"state":    {"query the instances tfccm reads from Terraform state", runState},
+	"unlock":   {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
+	"validate": {"check template sets or modules against the contract", runValidate},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

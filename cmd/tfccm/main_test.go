@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -80,11 +81,11 @@ func TestRenderMatchesController(t *testing.T) {
 	}{
 		{"loadbalancer", []string{"--service", "testdata/svc.yaml", "--nodes", "testdata/nodes.yaml"},
 			func(cfg *config.Config, s *templates.Set) (*workspace.Spec, error) {
-				svc, err := readService("testdata/svc.yaml")
+				svc, err := manifest.ReadService("testdata/svc.yaml")
 				if err != nil {
 					return nil, err
 				}
-				nodes, err := readNodes("testdata/nodes-multi.yaml")
+				nodes, err := manifest.ReadNodes("testdata/nodes-multi.yaml")
 				if err != nil {
 					return nil, err
 				}
@@ -92,7 +93,7 @@ func TestRenderMatchesController(t *testing.T) {
 			}},
 		{"routes", []string{"--routes", "--nodes", "testdata/nodes-multi.yaml"},
 			func(cfg *config.Config, s *templates.Set) (*workspace.Spec, error) {
-				nodes, err := readNodes("testdata/nodes.yaml")
+				nodes, err := manifest.ReadNodes("testdata/nodes.yaml")
 				if err != nil {
 					return nil, err
 				}

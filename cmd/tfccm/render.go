@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -81,7 +82,7 @@ func render(cfgPath, svcPath, nodesPath string, routes bool) (*workspace.Spec, e
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := readNodes(nodesPath)
+	nodes, err := manifest.ReadNodes(nodesPath)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func render(cfgPath, svcPath, nodesPath string, routes bool) (*workspace.Spec, e
 	if routes {
 		return set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))
 	}
-	svc, err := readService(svcPath)
+	svc, err := manifest.ReadService(svcPath)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -44,18 +43,15 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "workspace %s: %v (is work_dir %s this controller's?)\n", *name, err, cfg.WorkDir)
 		return exitError
 	}
-	b, err := templates.Backend(cfg, *name)
-	if err != nil {
+	if spec, err = templates.WithBackend(cfg, spec); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	spec.Backend, spec.StateWorkspace, spec.BackendConfig = b.Backend, b.StateWorkspace, b.BackendConfig
 	opts := workspace.UnlockOptions{
 		Binary:   cfg.Terraform.Binary,
-		Identity: "tfccm/" + cfg.ClusterName,
+		Identity: cfg.Identity(),
 		Timeout:  *timeout,
-		Env: tfenv.Settings{Env: cfg.Terraform.Env, PassEnv: cfg.Terraform.PassEnv,
-			CLIConfigFile: cfg.Terraform.CLIConfigFile, PluginCacheDir: cfg.Terraform.PluginCacheDir, Home: cfg.WorkDir},
+		Env:      cfg.Terraform.EnvSettings(cfg.WorkDir),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -82,8 +78,4 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Released lock %s; the controller's next run of %s proceeds.\n", lock.ID, *name)
 	return exitOK
-}
-
-func init() {
-	commands["unlock"] = command{"show who holds a workspace's state lock and release it when its holder is gone", runUnlock}
 }

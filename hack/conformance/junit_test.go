@@ -1,14 +1,12 @@
 package main
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+	"github.com/tfccm/tfccm/internal/testkit"
+)
 
 func TestReadJUnit(t *testing.T) {
 	rs, err := ReadJUnit(filepath.Join("testdata", "junit.xml"))
@@ -42,17 +40,5 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := Table(rs)
-	golden := filepath.Join("testdata", "table.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("table:\n%s\nwant (go test -update to accept):\n%s", got, want)
-	}
+	testkit.Golden(t, filepath.Join("testdata", "table.golden"), []byte(got))
 }

@@ -14,8 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,9 +25,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
+	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/lbhosts"
@@ -167,7 +166,7 @@ func run(work, prefix, set string, n int, once bool) (err error) {
 			return err
 		}
 	}
-	svc, err := readService(filepath.Join(root, "examples", "local", "service.yaml"))
+	svc, err := manifest.ReadService(filepath.Join(root, "examples", "local", "service.yaml"))
 	if err != nil {
 		return err
 	}
@@ -298,46 +297,9 @@ func waitRoutes(ctx context.Context, router string, n int) error {
 	})
 }
 
-func readService(path string) (*corev1.Service, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var svc corev1.Service
-	if err := yaml.UnmarshalStrict(b, &svc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if svc.Namespace == "" {
-		svc.Namespace = "default"
-	}
-	return &svc, nil
-}
-
 // get fetches url, retrying while HAProxy's first health checks settle.
 func get(ctx context.Context, url string) (string, error) {
-	c := &http.Client{Timeout: 3 * time.Second}
-	var body string
-	err := harness.Eventually(ctx, 30*time.Second, "GET "+url, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		body = string(b)
-		return nil
-	})
-	return body, err
+	return testkit.GetEventually(ctx, nil, url, 30*time.Second)
 }
 
 // deleteService deletes the Service and waits (up to 2m) until tfccm has

@@ -50,9 +50,13 @@ func TofuPath() (string, error) {
 }
 
 // Tofu is TofuPath for tests: a missing OpenTofu fails the test (never
-// skips it), since `make test` builds it first.
+// skips it), since `make test` builds it first. With -short (make unit,
+// the pure-logic tests) a test that runs OpenTofu is skipped.
 func Tofu(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs OpenTofu: not with -short")
+	}
 	p, err := TofuPath()
 	if err != nil {
 		t.Fatal(err)

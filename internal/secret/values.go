@@ -5,10 +5,10 @@ import (
 	"fmt"
 )
 
-// MinLen is the shortest value the walker reports for scrubbing: shorter
+// minLen is the shortest value the walker reports for scrubbing: shorter
 // sensitive strings and numbers would erase unrelated words from every
 // message. Redact still masks them in values.
-const MinLen = 4
+const minLen = 4
 
 // Strings lists the strings and longer numbers inside a JSON value that
 // is sensitive as a whole (and the raw value itself, for non-strings), so
@@ -20,13 +20,13 @@ func Strings(raw json.RawMessage) []string {
 	}
 	var out []string
 	Collect(v, true, &out)
-	if _, isString := v.(string); !isString && len(raw) >= MinLen {
+	if _, isString := v.(string); !isString && len(raw) >= minLen {
 		out = append(out, string(raw))
 	}
 	return out
 }
 
-// Collect appends to out the leaves of v (strings, and numbers of MinLen
+// Collect appends to out the leaves of v (strings, and numbers of minLen
 // digits or more) that mask marks sensitive. mask has Redact's shape: true
 // (all of v), false/nil (none), or an object/array shaped like v.
 func Collect(v, mask any, out *[]string) {
@@ -39,7 +39,7 @@ func collect(v, mask any, all bool, out *[]string) {
 	}
 	switch x := v.(type) {
 	case string:
-		if all && len(x) >= MinLen {
+		if all && len(x) >= minLen {
 			*out = append(*out, x)
 		}
 	case map[string]any:
@@ -58,7 +58,7 @@ func collect(v, mask any, all bool, out *[]string) {
 		}
 	case nil, bool:
 	default:
-		if s := fmt.Sprint(x); all && len(s) >= MinLen {
+		if s := fmt.Sprint(x); all && len(s) >= minLen {
 			*out = append(*out, s)
 		}
 	}

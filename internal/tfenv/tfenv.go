@@ -1,14 +1,18 @@
-// Package tfenv builds the one explicit environment every tofu process tfccm
-// starts runs with (the workspace engine's and the state sources'): PATH,
-// HOME, the configured credentials and CLI settings, and nothing else of the
-// controller's environment — in particular no TF_VAR_*, TF_LOG or a stray
-// TF_CLI_CONFIG_FILE.
+// Package tfenv owns what tfccm hands every tofu process it starts besides
+// a workspace's files: the one explicit environment (Build) — PATH, HOME,
+// the configured credentials and CLI settings, and nothing else of the
+// controller's environment, in particular no TF_VAR_*, TF_LOG or a stray
+// TF_CLI_CONFIG_FILE — with the rule on which variable names the cloud
+// config may set (CheckName), and the rule on backend type names
+// (ValidBackendType). The cloud config, the workspace engine, the state
+// sources and `tfccm unlock` all use these.
 package tfenv
 
 import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 )
@@ -33,10 +37,57 @@ type Settings struct {
 	Home string
 }
 
+// managed are the variables tfccm sets or controls itself (besides the
+// prefixes CheckName refuses).
+var managed = map[string]bool{
+	"TF_IN_AUTOMATION": true, "TF_INPUT": true, "TF_WORKSPACE": true, "TF_APPEND_USER_AGENT": true,
+	"TF_REATTACH_PROVIDERS": true, "TF_DISABLE_PLUGIN_TLS": true, "TF_SKIP_PROVIDER_VERIFY": true,
+	"TF_CLI_CONFIG_FILE": true, "TF_PLUGIN_CACHE_DIR": true, "TF_DATA_DIR": true,
+}
+
+// CheckName refuses a variable name terraform.env or pass_env may not
+// hold: an invalid name, one that would bypass the rendered inputs
+// (TF_VAR_*, TF_CLI_ARGS*), or one tfccm or terraform-exec manages itself
+// (TF_LOG*, TF_WORKSPACE, TF_CLI_CONFIG_FILE, ...).
+func CheckName(k string) error {
+	switch {
+	case k == "" || strings.ContainsAny(k, "=\x00"):
+		return fmt.Errorf("invalid variable name %q", k)
+	case strings.HasPrefix(k, "TF_VAR_"), strings.HasPrefix(k, "TF_CLI_ARGS"):
+		return fmt.Errorf("%s may not be set: template inputs come from the rendered workspace", k)
+	case strings.HasPrefix(k, "TF_LOG"), managed[k], len(tfexec.ProhibitedEnv(map[string]string{k: ""})) > 0:
+		return fmt.Errorf("%s is managed by tfccm and may not be set", k)
+	}
+	return nil
+}
+
+// ValidBackendType reports whether s can name a Terraform state backend:
+// lowercase letters, digits and '_'. It is the one check of the cloud
+// config's backend label, the engine's workspace spec and the rendered
+// backend block.
+func ValidBackendType(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // Build returns the environment and the secret values in it (longest first,
 // so that scrubbing a secret that contains another redacts it whole). A
-// variable terraform-exec manages itself (TF_VAR_*, TF_LOG, ...) is an error.
+// variable CheckName refuses is an error.
 func Build(s Settings) (env map[string]string, secrets []string, err error) {
+	for k := range s.Env {
+		if err := CheckName(k); err != nil {
+			return nil, nil, fmt.Errorf("terraform.env: %w", err)
+		}
+	}
+	for _, k := range s.PassEnv {
+		if err := CheckName(k); err != nil {
+			return nil, nil, fmt.Errorf("terraform.pass_env: %w", err)
+		}
+	}
 	env = map[string]string{
 		"PATH":               os.Getenv("PATH"),
 		"HOME":               os.Getenv("HOME"),
@@ -70,10 +121,6 @@ func Build(s Settings) (env map[string]string, secrets []string, err error) {
 	}
 	if s.PluginCacheDir != "" {
 		env["TF_PLUGIN_CACHE_DIR"] = s.PluginCacheDir
-	}
-	if bad := tfexec.ProhibitedEnv(env); len(bad) > 0 {
-		sort.Strings(bad)
-		return nil, nil, fmt.Errorf("environment variable %s is managed by tfccm and may not be set in terraform.env or pass_env", bad[0])
 	}
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	return env, secrets, nil

@@ -35,3 +35,27 @@ func TestBuild(t *testing.T) {
 		t.Errorf("TF_LOG accepted: %v", err)
 	}
 }
+
+func TestCheckName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"HCLOUD_TOKEN", true}, {"AWS_PROFILE", true}, {"TF_TOKEN_app_terraform_io", true},
+		{"", false}, {"A=B", false}, {"TF_VAR_x", false}, {"TF_CLI_ARGS_plan", false}, {"TF_LOG", false},
+		{"TF_LOG_PATH", false}, {"TF_WORKSPACE", false}, {"TF_CLI_CONFIG_FILE", false}, {"TF_DATA_DIR", false},
+		{"TF_REATTACH_PROVIDERS", false}, {"TF_INPUT", false},
+	} {
+		if err := CheckName(tc.name); (err == nil) != tc.ok {
+			t.Errorf("CheckName(%q) = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+func TestValidBackendType(t *testing.T) {
+	for s, want := range map[string]bool{"local": true, "s3": true, "oss_v2": true, "": false, "S3": false, "my-backend": false, "a b": false} {
+		if got := ValidBackendType(s); got != want {
+			t.Errorf("ValidBackendType(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package tfvars
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"math"
 	"math/big"
@@ -32,7 +33,7 @@ func samePrint(t testing.TB, names []string, vals map[string]cty.Value) []byte {
 	want := Reference(testHeader, names, vals)
 	got := printTfvars(t, testHeader, names, vals)
 	if !bytes.Equal(got, want) {
-		t.Fatalf("printer differs from hclwrite:\n%s", Diff(got, want))
+		t.Fatalf("printer differs from hclwrite:\n%s", diff(got, want))
 	}
 	return got
 }
@@ -331,3 +332,21 @@ func (g *valueGen) value(t cty.Type) cty.Value {
 }
 
 // benchNodes is the 500 nodes of BenchmarkRenderLoadBalancer500Nodes.
+
+// diff describes the first line where got and want differ.
+func diff(got, want []byte) string {
+	gl, wl := strings.SplitAfter(string(got), "\n"), strings.SplitAfter(string(want), "\n")
+	for i := 0; i < len(gl) || i < len(wl); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, g, w)
+		}
+	}
+	return "(same lines)"
+}

@@ -1,9 +1,7 @@
 package tfvars
 
 import (
-	"fmt"
 	"regexp"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -72,22 +70,4 @@ func Reference(header string, names []string, vals map[string]cty.Value) []byte 
 		body.SetAttributeRaw(n, tokensFor(vals[n]))
 	}
 	return f.Bytes()
-}
-
-// Diff describes the first line where got and want differ.
-func Diff(got, want []byte) string {
-	gl, wl := strings.SplitAfter(string(got), "\n"), strings.SplitAfter(string(want), "\n")
-	for i := 0; i < len(gl) || i < len(wl); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w {
-			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, g, w)
-		}
-	}
-	return "(same lines)"
 }

@@ -1,28 +1,14 @@
 package tfprovider
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/lbhost.md")
-
-// TestDocs fails when docs/lbhost.md is not what the schemas generate.
+// TestDocs fails when docs/lbhost.md is not what the schemas generate
+// (go test ./lbhost/tfprovider -run TestDocs -update rewrites it).
 func TestDocs(t *testing.T) {
-	file := filepath.Join("..", "..", "docs", "lbhost.md")
-	want := Docs()
-	if *update {
-		if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (generate it: go test ./lbhost/tfprovider -run TestDocs -update)", err)
-	}
-	if string(got) != want {
-		t.Fatalf("%s is stale: regenerate it with go test ./lbhost/tfprovider -run TestDocs -update", file)
-	}
+	testkit.Golden(t, filepath.Join("..", "..", "docs", "lbhost.md"), []byte(Docs()))
 }

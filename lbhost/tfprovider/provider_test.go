@@ -1,6 +1,7 @@
 package tfprovider_test
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // lbConfig is a VIP and a frontend on it with the given backends.
@@ -38,23 +41,22 @@ func backend(name, addr string) string { return fmt.Sprintf("{ name = %q, addres
 func waitFor(t *testing.T, url string, want ...string) {
 	t.Helper()
 	seen := map[string]bool{}
-	var last string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	err := testkit.Poll(context.Background(), testkit.Interval, 15*time.Second, url+" answered by all of "+strings.Join(want, ", "), func(context.Context) error {
 		body, err := get(url)
 		if err != nil {
-			last = err.Error()
-			continue
+			return err
 		}
 		seen[body] = true
-		all := true
 		for _, w := range want {
-			all = all && seen[w]
+			if !seen[w] {
+				return fmt.Errorf("seen %v", seen)
+			}
 		}
-		if all {
-			return
-		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s: never answered by all of %v (seen %v, last error %s)", url, want, seen, last)
 }
 
 func TestFrontendLifecycle(t *testing.T) {

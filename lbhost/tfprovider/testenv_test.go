@@ -1,7 +1,6 @@
 package tfprovider_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
 	"github.com/tfccm/tfccm/test/lbhosts"
@@ -193,15 +193,7 @@ func serve(t *testing.T, addr, name string) {
 
 // get fetches url once (a new connection every time).
 func get(url string) (string, error) {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(resp.Body)
-	return b.String(), err
+	return testkit.Get(context.Background(), testkit.NewClient(2*time.Second), url)
 }
 
 // workspace is one tofu working directory.
@@ -248,14 +240,7 @@ func (w *workspace) cmd(args ...string) (string, int) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, w.tofu, args...)
-	cmd.Dir = w.dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TF_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
+	cmd := testkit.Tofu{Binary: w.tofu, Dir: w.dir, CLIConfig: cliConfig}.Command(ctx, args...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {

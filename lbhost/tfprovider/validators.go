@@ -46,11 +46,6 @@ func oneOf(vals ...string) stringCheck {
 	}}
 }
 
-func matches(re, desc string) stringCheck {
-	r := regexp.MustCompile(re)
-	return stringCheck{desc: desc, ok: r.MatchString}
-}
-
 var (
 	nameCheck   = stringCheck{desc: "1-100 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", ok: haproxy.ValidName}
 	serverCheck = stringCheck{desc: "a node name (lowercase letters, digits, '.', '-')", ok: haproxy.ValidServerName}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// AddressTypes are the address types an instance may report.
-var AddressTypes = []string{"InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS"}
+// addressTypes are the address types an instance may report.
+var addressTypes = []string{"InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS"}
 
 var providerIDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^\s]+$`)
 
@@ -198,7 +198,7 @@ func (e *evaluator) addresses(expr hcl.Expression) []Address {
 		}
 		a := Address{Type: typV.AsString(), Address: addrS.AsString()}
 		if !validAddressType(a.Type) {
-			e.fail(expr.Range(), "Invalid addresses", fmt.Sprintf("Address type %q is not one of %v.", a.Type, AddressTypes))
+			e.fail(expr.Range(), "Invalid addresses", fmt.Sprintf("Address type %q is not one of %v.", a.Type, addressTypes))
 			return nil
 		}
 		if a.Address == "" {
@@ -221,7 +221,7 @@ func (e *evaluator) addresses(expr hcl.Expression) []Address {
 }
 
 func validAddressType(t string) bool {
-	for _, v := range AddressTypes {
+	for _, v := range addressTypes {
 		if t == v {
 			return true
 		}

@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
@@ -188,12 +187,6 @@ func (e *Error) Error() string {
 		msg += "; " + e.Detail
 	}
 	return fmt.Sprintf("%s:%d,%d: %s (resource %s)", e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column, msg, e.Resource)
-}
-
-// IsError reports whether err is (or wraps) a mapping evaluation error.
-func IsError(err error) bool {
-	var e *Error
-	return errors.As(err, &e)
 }
 
 func functions() map[string]function.Function {

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -153,7 +154,7 @@ func TestEvalErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Map succeeded with %+v, want error", in)
 			}
-			if !IsError(err) {
+			if e := (*Error)(nil); !errors.As(err, &e) {
 				t.Errorf("error %T is not a mapping error", err)
 			}
 			for _, w := range tt.want {

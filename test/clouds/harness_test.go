@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,13 +22,12 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/state"
 	"github.com/tfccm/tfccm/state/mapping"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/standin"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // cloud describes one template set's test matrix.
 type cloud struct {
@@ -544,23 +542,7 @@ func writeJSON(b *bytes.Buffer, v any) {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./test/clouds -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test ./test/clouds -update and review the diff):\n--- got\n%s", path, got)
-	}
+	testkit.Golden(t, filepath.Join("testdata", "golden", name), got)
 }
 
 // callsOf returns the calls on one resource type.

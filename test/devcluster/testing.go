@@ -11,9 +11,13 @@ var metav1GetOptions = metav1.GetOptions{}
 
 // ForTest starts a control plane in a temporary directory and stops it when
 // the test ends. It fails the test when the tools are missing: run
-// `make tools` first (make test does).
+// `make tools` first (make test does). With -short (make unit) the test is
+// skipped.
 func ForTest(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane: not with -short")
+	}
 	c, err := Start(context.Background(), Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)

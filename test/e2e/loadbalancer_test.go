@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -349,14 +348,8 @@ func updateService(t *testing.T, client kubernetes.Interface, mutate func(*corev
 
 // get does one HTTP GET to vip:port from the host.
 func get(vip string, port int) (string, error) {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get("http://" + net.JoinHostPort(vip, fmt.Sprint(port)) + "/")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return strings.TrimSpace(string(b)), err
+	body, err := testkit.Get(context.Background(), testkit.NewClient(2*time.Second), "http://"+net.JoinHostPort(vip, fmt.Sprint(port))+"/")
+	return strings.TrimSpace(body), err
 }
 
 // backendsAre waits until requests to vip:port are answered by exactly the

@@ -3,7 +3,7 @@
 // the terraform-cloud-controller-manager process with the standard flags
 // (ccm.go), registering Nodes the way a kubelet with
 // --cloud-provider=external does (nodes.go), waiting for conditions
-// (wait.go), dumping an object's Events (events.go), writing a cloud
+// (wait.go, polling with internal/testkit), dumping an object's Events (events.go), writing a cloud
 // config (cloudconfig.go), installing the Helm chart (helm.go) and finding
 // this machine's processes by command line (procs.go).
 //

@@ -7,8 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // Interval is how often the waiters check their condition.
@@ -16,20 +17,9 @@ const Interval = 250 * time.Millisecond
 
 // Eventually checks cond at once and then every Interval until it returns
 // nil or timeout passes (or ctx ends); then it returns an error naming
-// what was awaited, the timeout and cond's last error.
+// what was awaited, the timeout and cond's last error (testkit.Poll).
 func Eventually(ctx context.Context, timeout time.Duration, what string, cond func(ctx context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err == nil {
-		return nil
-	}
-	if last == nil {
-		last = err
-	}
-	return fmt.Errorf("%s: not true after %s: %v", what, timeout, last)
+	return testkit.Poll(ctx, Interval, timeout, what, cond)
 }
 
 // WaitForIngress waits until the Service has a load-balancer ingress IP

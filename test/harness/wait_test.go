@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,22 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
-
-func TestEventually(t *testing.T) {
-	n := 0
-	if err := Eventually(context.Background(), 5*time.Second, "third try", func(context.Context) error {
-		if n++; n < 3 {
-			return errors.New("not yet")
-		}
-		return nil
-	}); err != nil || n != 3 {
-		t.Fatalf("err %v after %d tries", err, n)
-	}
-	err := Eventually(context.Background(), 600*time.Millisecond, "never", func(context.Context) error { return errors.New("last state") })
-	if err == nil || !strings.Contains(err.Error(), "never: not true after 600ms: last state") {
-		t.Fatalf("err %v", err)
-	}
-}
 
 func TestWaitersAndEvents(t *testing.T) {
 	ctx := context.Background()

@@ -2,6 +2,7 @@ package localcloud
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 const cluster = "kind"
@@ -84,18 +87,10 @@ func vipOf(w *workspace) string {
 	return ing[0].IP
 }
 
-var hostClient = &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+var hostClient = testkit.NewClient(3 * time.Second)
 
 // get fetches url from the host (a new connection each time).
-func get(url string) (string, error) {
-	resp, err := hostClient.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
-}
+func get(url string) (string, error) { return testkit.Get(context.Background(), hostClient, url) }
 
 // spread GETs url n times and counts the answers.
 func spread(t *testing.T, url string, n int) map[string]int {

@@ -3,12 +3,15 @@ package localcloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // shared is the cloud every test in this package uses (one per test binary).
@@ -123,29 +126,16 @@ func (w *workspace) output(name string, v any) {
 	}
 }
 
-// eventually polls cond every 100ms until it holds or timeout passes.
+// eventually polls cond (testkit.Eventually) until it holds or timeout
+// passes, then fails the test with cond's last state.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
+	testkit.Eventually(t, timeout, what, func(context.Context) error {
+		if ok, state := cond(); !ok {
+			return errors.New("last state: " + state)
 		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, last)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.TrimSpace(x) == s {
-			return true
-		}
-	}
-	return false
+		return nil
+	})
 }
 
 // errContains reports whether err's text, with line wrapping undone,

@@ -1,16 +1,15 @@
 package localcloud
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // tofu runs one OpenTofu command in the infra workspace.
@@ -32,34 +31,7 @@ func RunTofu(ctx context.Context, tofu, dir string, args ...string) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("tofu %s: %w", args[0], err)
 	}
-	cmd := exec.CommandContext(ctx, tofu, args...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("tofu %s in %s: %w\n%s%s", args[0], dir, err, tail(stdout.String(), 2000), tail(stderr.String(), 4000))
-	}
-	return stdout.Bytes(), nil
-}
-
-// cleanEnv is the process environment without variables that would change
-// what tofu does (TF_VAR_*, TF_LOG, TF_CLI_*, TF_DATA_DIR...).
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TF_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
+	return testkit.Tofu{Binary: tofu, Dir: dir, CLIConfig: cliConfig}.Run(ctx, args...)
 }
 
 // CopyModule copies the regular files of a Terraform module directory

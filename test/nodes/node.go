@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
@@ -276,21 +277,16 @@ func pidsInMountNS(ns string) []int {
 	return out
 }
 
-// waitFor polls cond every 200 ms until it returns nil or timeout passes.
+// waitFor polls cond every 200 ms until it returns nil or errExited, or
+// timeout passes (testkit.Poll).
 func waitFor(ctx context.Context, timeout time.Duration, cond func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
+	return testkit.Poll(ctx, 200*time.Millisecond, timeout, "waiting", func(context.Context) error {
 		err := cond()
-		if err == nil || errors.Is(err, errExited) {
-			return err
+		if errors.Is(err, errExited) {
+			return testkit.Stop(err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("after %s: %w", timeout, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // logTail returns the last n lines of a log file.

@@ -2,9 +2,7 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -76,23 +75,7 @@ func HTTPGetFrom(ctx context.Context, netns, url string) (string, error) {
 			},
 		},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return string(b), errors.New(resp.Status)
-	}
-	return string(b), nil
+	return testkit.GetOK(ctx, client, url)
 }
 
 // NetexecDeployment is a Deployment called name (pods labelled app=name)

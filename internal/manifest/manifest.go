@@ -1,4 +1,8 @@
-package main
+// Package manifest reads the Kubernetes objects tfccm's tools take from
+// files (YAML or JSON, one or more documents): a Service (ReadService) and
+// Nodes (ReadNodes), decoded strictly so a misspelt field is an error.
+// `tfccm render` and the demo (hack/demo) read theirs with it.
+package manifest
 
 import (
 	"bufio"
@@ -52,8 +56,8 @@ type typeMeta struct {
 	Kind       string `json:"kind"`
 }
 
-// readService reads one v1 Service.
-func readService(path string) (*corev1.Service, error) {
+// ReadService reads one v1 Service.
+func ReadService(path string) (*corev1.Service, error) {
 	docs, err := readDocs(path)
 	if err != nil {
 		return nil, err
@@ -75,8 +79,9 @@ func readService(path string) (*corev1.Service, error) {
 	return &svc, nil
 }
 
-// readNodes reads v1 Nodes: a NodeList (or List), or one Node per document.
-func readNodes(path string) ([]*corev1.Node, error) {
+// ReadNodes reads v1 Nodes: a NodeList (or List), or one Node per document;
+// every Node needs a name, and no name may appear twice.
+func ReadNodes(path string) ([]*corev1.Node, error) {
 	docs, err := readDocs(path)
 	if err != nil {
 		return nil, err

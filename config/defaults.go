@@ -1,0 +1,29 @@
+package config
+
+import "time"
+
+// Defaults applied by Parse when a setting is omitted: the one place they
+// are declared (the workspace engine and the state store use these too).
+const (
+	DefaultWorkDir             = "/var/lib/tfccm"
+	DefaultTemplateSet         = "local"
+	DefaultBinary              = "tofu"
+	DefaultParallelism         = 4
+	DefaultOperationTimeout    = 10 * time.Minute
+	DefaultDriftInterval       = time.Hour
+	DefaultCoalesceQuiet       = 2 * time.Second
+	DefaultCoalesceMax         = 10 * time.Second
+	DefaultBackendType         = "local"
+	DefaultHealthCheckProtocol = "HTTP"
+	DefaultHealthCheckPort     = 10256
+	DefaultHealthCheckPath     = "/healthz" // for HTTP and HTTPS
+	// DefaultEnsureWait is long enough for most applies of self-hosted load
+	// balancers, short enough that a slow cloud apply frees the service
+	// worker soon.
+	DefaultEnsureWait        = 10 * time.Second
+	DefaultBatchWindow       = 2 * time.Second
+	DefaultStateTTL          = 30 * time.Second
+	DefaultStateMaxStaleness = 10 * time.Minute
+	DefaultStateRefreshRate  = 1.0 // refreshes per second per source
+	DefaultStateRefreshBurst = 3
+)

@@ -1,0 +1,88 @@
+package provider
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Reason describes one Event reason tfccm records: declared once here,
+// published in docs/events.md (eventsDocument, checked by
+// TestEventsDocUpToDate).
+type Reason struct {
+	// Name is the Event's reason, e.g. "TerraformApplied".
+	Name string
+	// Type is the Event type: Normal or Warning.
+	Type string
+	// Doc says when it is recorded and what to do (Markdown, one paragraph).
+	Doc string
+}
+
+var declaredReasons []Reason
+
+func declareReason(name, typ, doc string) string {
+	for _, r := range declaredReasons {
+		if r.Name == name {
+			panic("event reason " + name + " declared twice")
+		}
+	}
+	declaredReasons = append(declaredReasons, Reason{Name: name, Type: typ, Doc: doc})
+	return name
+}
+
+// The Event reasons tfccm records on Services. Keep docs short and
+// user-facing; they are published.
+var (
+	ReasonRenderFailed = declareReason("TerraformRenderFailed", corev1.EventTypeWarning,
+		"The Service's workspace could not be rendered: an invalid `tfccm.io/` annotation, a setting the template does not declare, an unknown template variant, or a template set without a load balancer module. Nothing is applied; fix the Service (or the cloud config).")
+	ReasonApplied = declareReason("TerraformApplied", corev1.EventTypeNormal,
+		"The load balancer's plan was applied (or had no changes), with how long it took.")
+	ReasonApplyFailed = declareReason("TerraformApplyFailed", corev1.EventTypeWarning,
+		"`tofu init`, `plan` or `apply` failed; the message carries tofu's diagnostic (credentials scrubbed) and the attempt. Retried with exponential backoff; a retry of the same failure is not recorded again.")
+	ReasonDestroyed = declareReason("TerraformDestroyed", corev1.EventTypeNormal,
+		"The load balancer's workspace was destroyed and its state removed; the Service's finalizer goes next.")
+	ReasonDestroyFailed = declareReason("TerraformDestroyFailed", corev1.EventTypeWarning,
+		"Destroying the load balancer failed; retried with backoff, and the Service keeps its finalizer until it succeeds.")
+	ReasonStateLocked = declareReason("TerraformStateLocked", corev1.EventTypeWarning,
+		"The workspace's state is locked by someone tfccm cannot prove gone; tfccm never steals it. `tfccm unlock --workspace NAME` shows the holder and releases the lock once you know it is gone.")
+	ReasonInvalidIngress = declareReason("TerraformInvalidIngress", corev1.EventTypeWarning,
+		"The template's `ingress` output is not a valid list of `{ip, hostname, ip_mode}`; the Service gets no status until the template is fixed.")
+	ReasonDriftRepaired = declareReason("TerraformDriftRepaired", corev1.EventTypeWarning,
+		"The periodic re-plan (`terraform.drift_interval`) found the infrastructure changed outside tfccm and re-applied the load balancer.")
+	ReasonDriftFailed = declareReason("TerraformDriftCheckFailed", corev1.EventTypeWarning,
+		"The periodic re-plan of an applied load balancer failed; it is tried again at the next interval.")
+	ReasonInvalidInput = declareReason("TerraformInvalidInput", corev1.EventTypeWarning,
+		"The template's own validation or a precondition rejected the Service's inputs; nothing is retried until the Service (or its `tfccm.io/vars`) changes.")
+	ReasonTemplateRejected = declareReason("TerraformTemplateRejected", corev1.EventTypeWarning,
+		"A changed override directory (`override_dir`) is invalid; the last good templates keep serving. Recorded on every served Service.")
+	ReasonPlanPendingApproval = declareReason("TerraformPlanPendingApproval", corev1.EventTypeNormal,
+		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
+	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
+		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
+		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
+)
+
+// allReasons returns every declared Event reason, sorted by name.
+func allReasons() []Reason {
+	out := append([]Reason(nil), declaredReasons...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// eventsDocument renders docs/events.md from the declarations.
+func eventsDocument() string {
+	var b strings.Builder
+	b.WriteString("# Events\n\n")
+	b.WriteString("Generated from the declarations in package `provider` (reasons.go); do not edit by hand\n")
+	b.WriteString("(`go generate ./provider`). tfccm records these Events on Services (`kubectl describe service`,\n")
+	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
+	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...). Messages never carry a secret.\n\n")
+	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
+	for _, r := range allReasons() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.Name, r.Type, strings.ReplaceAll(r.Doc, "|", `\|`))
+	}
+	return b.String()
+}
