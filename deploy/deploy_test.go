@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/deploy/image"
+	"github.com/tfccm/tfccm/templates"
 )
 
 func TestManifests(t *testing.T) {
@@ -56,8 +60,35 @@ func TestManifests(t *testing.T) {
 			}
 		}
 	}
-	// The example cloud config is valid.
-	if _, err := config.Load("base/cloud.hcl"); err != nil {
-		t.Errorf("base/cloud.hcl: %v", err)
+	// The base's cloud config is valid and names the image's paths and a
+	// built-in set: the lbhost provider installs from the image's mirror.
+	cfg, err := config.Load("base/cloud.hcl")
+	if err != nil {
+		t.Fatalf("base/cloud.hcl: %v", err)
 	}
+	if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
+		t.Errorf("base/cloud.hcl: cli_config_file %q, work_dir %q; want the image's %s and %s", cfg.Terraform.CLIConfigFile, cfg.WorkDir, image.CLIConfig, image.WorkDir)
+	}
+	if !slices.Contains(templates.BuiltinSets(), cfg.TemplateSet) {
+		t.Errorf("base/cloud.hcl: template_set %q is not built in", cfg.TemplateSet)
+	}
+	mounts := map[string]bool{}
+	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = true
+	}
+	for _, p := range []string{filepath.Dir(flagValue(args, "--cloud-config")), cfg.WorkDir, cfg.OverrideDir} {
+		if !mounts[p] {
+			t.Errorf("the base's Deployment mounts nothing at %s", p)
+		}
+	}
+}
+
+// flagValue is the value of --name=value in the space-separated args.
+func flagValue(args, name string) string {
+	for _, a := range strings.Fields(args) {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

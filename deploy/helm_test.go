@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -36,28 +37,34 @@ func helm(t *testing.T) (root, bin string) {
 	return root, bin
 }
 
-// cases are the golden renders: testdata/helm/<case>.values.yaml (none for
-// "default") rendered to testdata/helm/<case>.yaml.
+// cases are the golden renders: testdata/helm/<case>.values.yaml rendered
+// over default.values.yaml (the values the chart requires) to
+// testdata/helm/<case>.yaml.
 func cases(t *testing.T) []string {
 	files, err := filepath.Glob("testdata/helm/*.values.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := []string{"default"}
+	var out []string
 	for _, f := range files {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".values.yaml"))
 	}
 	return out
 }
 
+// caseValues are the values files of case c.
+func caseValues(c string) []string {
+	values := []string{filepath.Join("testdata", "helm", "default.values.yaml")}
+	if c != "default" {
+		values = append(values, filepath.Join("testdata", "helm", c+".values.yaml"))
+	}
+	return values
+}
+
 func render(t *testing.T, c string, set ...string) []byte {
 	t.Helper()
 	root, bin := helm(t)
-	var values []string
-	if c != "default" {
-		values = []string{filepath.Join("testdata", "helm", c+".values.yaml")}
-	}
-	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", values, set...)
+	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", caseValues(c), set...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +75,8 @@ func TestHelmLint(t *testing.T) {
 	root, bin := helm(t)
 	for _, c := range cases(t) {
 		args := []string{"lint", "--strict", filepath.Join(root, Chart)}
-		if c != "default" {
-			args = append(args, "--values", filepath.Join("testdata", "helm", c+".values.yaml"))
+		for _, v := range caseValues(c) {
+			args = append(args, "--values", v)
 		}
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
@@ -210,10 +217,21 @@ func TestHelmChartSettings(t *testing.T) {
 			t.Errorf("daemonset does not tolerate %s", k)
 		}
 	}
-	// The tolerations value applies to the daemonset too.
-	_, dsTol := podSpec(t, objects(t, "daemonset", "tolerations[0].key=example.com/dedicated", "tolerations[0].operator=Exists"))
-	if len(dsTol.Tolerations) != 1 || dsTol.Tolerations[0].Key != "example.com/dedicated" {
-		t.Errorf("daemonset with tolerations set: %v", dsTol.Tolerations)
+	// The tolerations value adds to the chart's own, in both modes.
+	for _, c := range []string{"default", "daemonset"} {
+		_, spec := podSpec(t, objects(t, c, "tolerations[0].key=example.com/dedicated", "tolerations[0].operator=Exists"))
+		got := map[string]bool{}
+		for _, x := range spec.Tolerations {
+			got[x.Key] = true
+		}
+		if len(spec.Tolerations) != 3 || !got["example.com/dedicated"] || !got["node.cloudprovider.kubernetes.io/uninitialized"] || !got["node-role.kubernetes.io/control-plane"] {
+			t.Errorf("%s with a toleration set: %v", c, spec.Tolerations)
+		}
+	}
+	// logLevel is --v.
+	_, lv := podSpec(t, objects(t, "default", "logLevel=5"))
+	if args := strings.Join(lv.Containers[0].Args, " "); !strings.Contains(args, "--v=5") || strings.Contains(args, "--v=2") {
+		t.Errorf("logLevel=5: args %s", args)
 	}
 
 	full := objects(t, "full")
@@ -251,27 +269,80 @@ func TestHelmChartSettings(t *testing.T) {
 	if !monitor {
 		t.Error("serviceMonitor.enabled renders no ServiceMonitor")
 	}
+
+	// The uninstall guard: a pre-delete hook Job running tfccm services
+	// from the image, allowed to list (refuse) or also delete Services.
+	for mode, verbs := range map[string]string{"refuse": "get list", "delete": "get list delete", "none": ""} {
+		var job *batchv1.Job
+		var role *rbacv1.ClusterRole
+		for _, o := range objects(t, "default", "uninstall.loadBalancers="+mode) {
+			switch v := o.(type) {
+			case *batchv1.Job:
+				job = v
+			case *rbacv1.ClusterRole:
+				if v.Name == "tfccm-uninstall" {
+					role = v
+				}
+			}
+		}
+		if mode == "none" {
+			if job != nil || role != nil {
+				t.Errorf("uninstall.loadBalancers=none renders the hook")
+			}
+			continue
+		}
+		if job == nil || role == nil {
+			t.Fatalf("uninstall.loadBalancers=%s: Job %v, ClusterRole %v", mode, job != nil, role != nil)
+		}
+		c := job.Spec.Template.Spec.Containers[0]
+		if job.Annotations["helm.sh/hook"] != "pre-delete" || c.Image != spec.Containers[0].Image ||
+			strings.Join(c.Command, " ") != "/usr/local/bin/tfccm services --uninstall="+mode+" --timeout=600s" {
+			t.Errorf("uninstall.loadBalancers=%s: hook %q, image %s, command %v", mode, job.Annotations["helm.sh/hook"], c.Image, c.Command)
+		}
+		if job.Spec.Template.Labels["app.kubernetes.io/name"] == "tfccm" {
+			t.Errorf("the hook's pod carries the CCM's selector labels")
+		}
+		if got := strings.Join(role.Rules[0].Verbs, " "); got != verbs || role.Rules[0].Resources[0] != "services" {
+			t.Errorf("uninstall.loadBalancers=%s: the hook may %s %v", mode, got, role.Rules[0].Resources)
+		}
+	}
 }
 
 func TestHelmRejectsBadValues(t *testing.T) {
 	root, bin := helm(t)
 	for _, tc := range []struct {
 		values, want string
+		alone        bool // without default.values.yaml
 	}{
-		{"mode: statefulset", "mode must be deployment or daemonset"},
-		{"stateBackend: {type: s3}", "stateBackend.type must be"},
-		{`cloudConfig: {inline: "cluster_name = \"x\"\n  backend \"local\" {}\n"}`, "has a backend block"},
-		{"cloudConfig: {inline: ''}", "set cloudConfig.inline or cloudConfig.existingConfigMap"},
-		{"templates: {files: {../evil.tf: x}}", "relative file path"},
-		{"templates: {files: {/etc/passwd: x}}", "relative file path"},
-		{"templates: {files: {a.tf: x}, existingConfigMap: t}", "not both"},
-		{"credentials: {keys: [A]}", "credentials.keys needs credentials.existingSecret"},
+		// No cloud configured: the chart says what to set.
+		{"{}", "cloudConfig.templateSet is required", true},
+		{"cloudConfig: {templateSet: hcloud}", "cloudConfig.clusterName is required", true},
+		{"cloudConfig: {clusterName: Prod}", "cloudConfig.clusterName \"Prod\" must be", false},
+		{"cloudConfig: {templateSet: \"x\\\"y\"}", "is not a template set name", false},
+		{"mode: statefulset", "mode must be deployment or daemonset", false},
+		{"stateBackend: {type: s3}", "stateBackend.type must be", false},
+		{`cloudConfig: {inline: "load_balancer {}\n  backend \"local\" {}\n"}`, "has a backend block", false},
+		{`cloudConfig: {inline: "terraform {\n}\n"}`, "has a terraform block", false},
+		{`cloudConfig: {inline: "cluster_name = \"x\"\n"}`, "cloudConfig.inline sets cluster_name", false},
+		{`cloudConfig: {inline: "work_dir = \"/tmp\"\n"}`, "cloudConfig.inline sets work_dir", false},
+		{"templates: {files: {../evil.tf: x}}", "relative file path", false},
+		{"templates: {files: {/etc/passwd: x}}", "relative file path", false},
+		{"templates: {files: {a.tf: x}, existingConfigMap: t}", "not both", false},
+		{"credentials: {keys: [A]}", "credentials.keys needs credentials.existingSecret", false},
+		{"credentials: {existingSecret: s}", "credentials.keys is required", false},
+		{"credentials: {existingSecret: s, keys: [\"A B\"]}", "is not an environment variable name", false},
+		{"logLevel: debug", "logLevel must be a number", false},
+		{"uninstall: {loadBalancers: keep}", "uninstall.loadBalancers must be refuse, delete or none", false},
 	} {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := HelmTemplate(bin, root, "tfccm", "kube-system", []string{f})
+		values := append(caseValues("default"), f)
+		if tc.alone {
+			values = []string{f}
+		}
+		_, err := HelmTemplate(bin, root, "tfccm", "kube-system", values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("values %s: got %v, want an error containing %q", tc.values, err, tc.want)
 		}
@@ -367,7 +438,7 @@ func TestChartRBACMatchesBase(t *testing.T) {
 	chart := objects(t, "default")
 	var chartSA *corev1.ServiceAccount
 	for _, o := range chart {
-		if v, ok := o.(*corev1.ServiceAccount); ok {
+		if v, ok := o.(*corev1.ServiceAccount); ok && v.Annotations["helm.sh/hook"] == "" {
 			chartSA = v
 		}
 	}

@@ -34,7 +34,8 @@ run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
 
-# Burst: N LoadBalancer Services at once through the CCM vs raw tofu
+# Burst: N LoadBalancer Services at once through the CCM (the binary's own
+# defaults: 10 service workers, as the chart) vs raw tofu
 # init/plan/apply of the same rendered workspaces at the same parallelism
 # (goal ratio <= 1.2, 0 failed applies), with the default ensure_wait and
 # with ensure_wait = 0s (its cost: time vs SyncLoadBalancerFailed Warnings).

@@ -1,12 +1,13 @@
 // Command terraform-cloud-controller-manager is the Kubernetes
 // cloud-controller-manager whose cloud is described in Terraform. It is the
 // standard k8s.io/cloud-provider/app command with the "terraform" provider
-// registered.
+// registered and its own flag defaults (defaults.go).
 package main
 
 import (
 	"os"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
@@ -27,8 +28,15 @@ func main() {
 	if err != nil {
 		klog.Fatalf("unable to initialize command options: %v", err)
 	}
-	command := app.NewCloudControllerManagerCommand(ccmOptions, cloudInitializer, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+	command := newCommand(ccmOptions)
+	if err := applyDefaults(command.Flags()); err != nil {
+		klog.Fatal(err)
+	}
 	os.Exit(cli.Run(command))
+}
+
+func newCommand(o *options.CloudControllerManagerOptions) *cobra.Command {
+	return app.NewCloudControllerManagerCommand(o, cloudInitializer, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
 }
 
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {

@@ -47,12 +47,7 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	opts := workspace.UnlockOptions{
-		Binary:   cfg.Terraform.Binary,
-		Identity: cfg.Identity(),
-		Timeout:  *timeout,
-		Env:      cfg.Terraform.EnvSettings(cfg.WorkDir),
-	}
+	opts := unlockOptions(cfg, *timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	lock, err := workspace.InspectLock(ctx, opts, &spec, dir)

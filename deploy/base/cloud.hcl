@@ -1,11 +1,14 @@
-# Example cloud config for an in-cluster deployment; replace with your own.
+# The cloud config of the base: an overlay replaces this file with its own
+# (configMapGenerator behavior: replace). Keep work_dir, cli_config_file and
+# override_dir: they are the image's and the Deployment's paths.
 cluster_name = "prod"
+template_set = "baremetal" # your cloud's set (docs/install-*.md)
 work_dir     = "/var/lib/tfccm"
 override_dir = "/etc/tfccm/templates"
 
 terraform {
-  binary   = "/usr/local/bin/tofu"
-  pass_env = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+  # The image's OpenTofu CLI config: providers from its mirror (tfccm/lbhost).
+  cli_config_file = "/etc/tfccm/tofurc"
 }
 
 backend "kubernetes" {

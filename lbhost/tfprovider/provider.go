@@ -49,6 +49,7 @@ type sshModel struct {
 	KnownHostsFile types.String `tfsdk:"known_hosts_file"`
 	AgentSocket    types.String `tfsdk:"agent_socket"`
 	PrivateKeyFile types.String `tfsdk:"private_key_file"`
+	Sudo           types.Bool   `tfsdk:"sudo"`
 }
 
 func (p *lbhostProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -98,6 +99,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
 					"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
 					"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
+					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `deploy/lbhost/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
 				},
 			},
 		},
@@ -131,6 +133,7 @@ func (c *conn) host(ctx context.Context) (*host.Host, error) {
 				Host: s.Host.ValueString(), Port: int(s.Port.ValueInt64()), User: s.User.ValueString(),
 				HostKey: s.HostKey.ValueString(), KnownHostsFile: s.KnownHostsFile.ValueString(),
 				AgentSocket: s.AgentSocket.ValueString(), PrivateKeyFile: s.PrivateKeyFile.ValueString(),
+				Sudo: s.Sudo.ValueBool(),
 			})
 		}
 		if c.err != nil {

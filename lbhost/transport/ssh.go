@@ -38,7 +38,17 @@ type SSHConfig struct {
 	// AgentSocket (e.g. $SSH_AUTH_SOCK) and/or PrivateKeyFile authenticate.
 	AgentSocket    string
 	PrivateKeyFile string
+	// Sudo runs every command on the host as root through `sudo -n --`
+	// (non-interactive: a missing sudoers rule fails at once, never
+	// prompts): User may then be an unprivileged login with exactly the
+	// rules of deploy/lbhost/sudoers. HAProxy's master socket is reached
+	// as User itself (group access, see docs/install-baremetal.md).
+	Sudo bool
 }
+
+// SudoPrefix is what a command runs behind with SSHConfig.Sudo; the
+// command's own argv follows "--", so nothing of it is an option of sudo.
+var SudoPrefix = []string{"sudo", "-n", "--"}
 
 var (
 	reUser = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
@@ -193,7 +203,11 @@ func (s *SSH) keepalive(every time.Duration) {
 }
 
 func (s *SSH) String() string {
-	return fmt.Sprintf("ssh %s@%s", s.cfg.User, net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)))
+	sudo := ""
+	if s.cfg.Sudo {
+		sudo = " (sudo)"
+	}
+	return fmt.Sprintf("ssh %s@%s%s", s.cfg.User, net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)), sudo)
 }
 
 // Quote makes one argv element one literal word for the remote shell
@@ -212,8 +226,18 @@ func CommandLine(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// Run runs argv on the host.
+// Run runs argv on the host (behind sudo with Sudo).
 func (s *SSH) Run(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) {
+	return s.run(ctx, stdin, s.privileged(argv))
+}
+
+// RunAsLogin runs argv as the login user itself, never through sudo (to
+// ask sudo what the login may run).
+func (s *SSH) RunAsLogin(ctx context.Context, argv ...string) ([]byte, error) {
+	return s.run(ctx, nil, argv)
+}
+
+func (s *SSH) run(ctx context.Context, stdin []byte, argv []string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("run: empty command")
 	}
@@ -250,6 +274,14 @@ func (s *SSH) Run(ctx context.Context, stdin []byte, argv ...string) ([]byte, er
 		return stdout.Bytes(), &RunError{Host: s.String(), Argv: argv, Err: err, Stderr: strings.TrimSpace(stderr.String())}
 	}
 	return stdout.Bytes(), nil
+}
+
+// privileged is argv as it runs on the host: behind SudoPrefix with Sudo.
+func (s *SSH) privileged(argv []string) []string {
+	if !s.cfg.Sudo {
+		return argv
+	}
+	return append(append([]string(nil), SudoPrefix...), argv...)
 }
 
 // ReadFile runs cat on the host (in the C locale, so that a missing file
@@ -412,7 +444,7 @@ func (s *SSH) remoteLock(ctx context.Context, path string) (func(), error) {
 		sess.Close()
 		return nil, fmt.Errorf("%s: lock %s: %w", s, path, err)
 	}
-	if err := sess.Start(CommandLine([]string{"flock", "-w", "300", path, "sh", "-c", lockScript})); err != nil {
+	if err := sess.Start(CommandLine(s.privileged([]string{"flock", "-w", "300", path, "sh", "-c", lockScript}))); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("%s: lock %s: %w", s, path, err)
 	}

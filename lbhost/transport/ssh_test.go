@@ -64,3 +64,20 @@ func TestCheckPath(t *testing.T) {
 		}
 	}
 }
+
+// With Sudo every command runs behind `sudo -n --`, its own argv after
+// "--" (never an option of sudo), still one literal word per element.
+func TestSudoPrefix(t *testing.T) {
+	argv := []string{"-u", "it's", "$(id)"}
+	if got := (&SSH{}).privileged(argv); strings.Join(got, "\x00") != strings.Join(argv, "\x00") {
+		t.Errorf("without sudo: %q", got)
+	}
+	got := (&SSH{cfg: SSHConfig{Sudo: true}}).privileged(argv)
+	want := []string{"sudo", "-n", "--", "-u", "it's", "$(id)"}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("with sudo: %q, want %q", got, want)
+	}
+	if len(argv) != 3 {
+		t.Errorf("the caller's argv changed: %q", argv)
+	}
+}

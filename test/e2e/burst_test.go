@@ -31,8 +31,8 @@ const burstParallelism = 4
 
 // TestBurstVsRawTofu (make bench; TFCCM_BENCH_BURST=N Services, e.g. 200)
 // creates N LoadBalancer Services at once and times them to all having
-// ingress through the CCM (the chart's 10 service workers, the engine at
-// parallelism 4), then times raw `tofu init`, `plan -out` and `apply` of the
+// ingress through the CCM with the binary's own defaults (10 service
+// workers, as the chart; the engine at parallelism 4), then times raw `tofu init`, `plan -out` and `apply` of the
 // same N rendered workspaces with 4 pipelines, in the same run. It fails when
 // an apply failed (VIP allocation must be race-free), two Services share a
 // VIP, or the ratio exceeds TFCCM_BENCH_BURST_MAX (default 1.2).
@@ -62,7 +62,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 		lb = strings.Replace(lb, "load_balancer {", fmt.Sprintf("load_balancer {\n  ensure_wait = %q", ensureWait), 1)
 	}
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), lb, fmt.Sprintf("parallelism = %d", burstParallelism))
-	ccm := startCCM(t, cluster, cfg, "--concurrent-service-syncs=10")
+	ccm := startCCM(t, cluster, cfg) // the binary's defaults (README command line)
 
 	names := make([]string, n)
 	for i := range names {

@@ -369,19 +369,15 @@ func TestContainerServesLoadBalancer(t *testing.T) {
   tag: e2e
 replicas: 1
 securePort: %d
-extraArgs: [--v=2]
 cloudConfig:
+  clusterName: e2e
+  templateSet: local
   inline: |
-    cluster_name = "e2e"
-    work_dir     = "/var/lib/tfccm"
-    terraform {
-      cli_config_file = "/etc/tfccm/tofurc"
-    }
     load_balancer {
       settings = %s
     }
 `, port, strings.ReplaceAll(harness.HCLObject(cloud.LBSettings()), "\n", "\n    "))
-	sa := helmInstall(t, cluster, values)
+	sa := helmInstall(t, cluster, values+noHookPods)
 	_, token := serviceAccountKubeconfig(t, cluster, sa)
 
 	dep, err := admin.AppsV1().Deployments("kube-system").Get(ctx, "tfccm", metav1.GetOptions{})

@@ -16,6 +16,10 @@ import (
 	"github.com/tfccm/tfccm/test/harness"
 )
 
+// noHookPods turns the chart's uninstall guard off: the local control
+// plane has no kubelet to run its Job (test/nodes runs it on real nodes).
+const noHookPods = "uninstall: {loadBalancers: none}\n"
+
 // helmInstall installs the chart as release "tfccm" in kube-system of
 // cluster with the given values (YAML) and uninstalls it when the test
 // ends. It returns the name of the chart's ServiceAccount.
@@ -75,7 +79,7 @@ func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name st
 // finalizer and record Events without a single forbidden call.
 func TestCCMRunsUnderChartRBAC(t *testing.T) {
 	cluster := devcluster.ForTest(t)
-	sa := helmInstall(t, cluster, "replicas: 1\n")
+	sa := helmInstall(t, cluster, "replicas: 1\ncloudConfig: {clusterName: e2e, templateSet: local}\n"+noHookPods)
 	kubeconfig, _ := serviceAccountKubeconfig(t, cluster, sa)
 	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
 

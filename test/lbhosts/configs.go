@@ -1,9 +1,14 @@
 package lbhosts
 
-import "fmt"
+import (
+	"fmt"
 
-// The host-side configurations lbhost expects (docs/lbhost.md), shared by
-// these hosts and the lbhost provider's own tests.
+	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+)
+
+// The host-side configurations lbhost expects, shared by these hosts and
+// the lbhost provider's own tests: the files of deploy/lbhost (what
+// docs/install-baremetal.md installs on a real host), for the hosts' paths.
 
 // SSHDConfig is an sshd_config for a test sshd on listen:port with its host
 // key, authorized_keys and pid file in dir (no PAM, keys only, streamlocal
@@ -29,25 +34,11 @@ SetEnv SHLVL=1
 }
 
 // HAProxyBase is HAProxy's base.cfg in lbhost's layout under configDir:
-// stats socket, server-state file loaded at every reload, TCP defaults.
-func HAProxyBase(configDir string) string {
-	return fmt.Sprintf(`global
-    stats socket %[1]s/haproxy.sock mode 600 level admin
-    server-state-file %[1]s/server-state
-    maxconn 4096
-
-defaults
-    mode tcp
-    timeout connect 3s
-    timeout client 60s
-    timeout server 60s
-    timeout check 2s
-    load-server-state-from-file global
-`, configDir)
-}
+// deploy/lbhost/base.cfg, the file docs/install-baremetal.md installs.
+func HAProxyBase(configDir string) string { return hostfiles.HAProxyBase(configDir) }
 
 // KeepalivedMain is keepalived's main configuration including lbhost's
-// VRRP fragments under configDir.
+// VRRP fragments under configDir: deploy/lbhost/keepalived.conf.
 func KeepalivedMain(routerID, configDir string) string {
-	return fmt.Sprintf("global_defs {\n    router_id %s\n}\ninclude %s/keepalived/*.conf\n", routerID, configDir)
+	return hostfiles.KeepalivedMain(routerID, configDir)
 }

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -41,6 +42,12 @@ type Options struct {
 	// Dir holds keys, configurations and each host's config_dir. Default: a
 	// new temporary directory (removed by Stop).
 	Dir string
+	// SudoUser, when set, is the hosts' SSH login instead of root: an
+	// unprivileged user of this machine (created if missing) with exactly
+	// deploy/lbhost's sudoers rules and group access to HAProxy's master
+	// socket, as docs/install-baremetal.md sets a host up; the settings
+	// then say sudo = true.
+	SudoUser string
 }
 
 // Host is one running load-balancer host.
@@ -58,13 +65,16 @@ type Host struct {
 	// KeepalivedConfig and KeepalivedPIDFile are keepalived's main
 	// configuration and its parent's pid file.
 	KeepalivedConfig, KeepalivedPIDFile string
+	// User is the SSH login (root, or Options.SudoUser with sudo).
+	User string
 
-	dir       string
-	gateway   string
-	mu        sync.Mutex
-	sshd      *exec.Cmd
-	haproxy   *exec.Cmd
-	keepalive *exec.Cmd
+	dir         string
+	gateway     string
+	socketGroup string // group of HAProxy's master socket
+	mu          sync.Mutex
+	sshd        *exec.Cmd
+	haproxy     *exec.Cmd
+	keepalive   *exec.Cmd
 }
 
 // Hosts is a running set of load-balancer hosts.
@@ -77,10 +87,11 @@ type Hosts struct {
 	// Interface carries VRRP and the VIPs on every host.
 	Interface string
 
-	cloud  *localcloud.Cloud
-	dir    string
-	ownDir bool
-	router string // P.1/24 on the cloud's bridge
+	cloud    *localcloud.Cloud
+	dir      string
+	ownDir   bool
+	sudoUser string
+	router   string // P.1/24 on the cloud's bridge
 
 	mu         sync.Mutex
 	routerSSHD *exec.Cmd
@@ -106,7 +117,7 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	}
 	base := pool.Addr().As4()
 	at := func(i byte) string { return netip.AddrFrom4([4]byte{base[0], base[1], base[2], i}).String() }
-	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", router: at(1) + "/24"}
+	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", router: at(1) + "/24", sudoUser: opts.SudoUser}
 	if hs.dir == "" {
 		if hs.dir, err = os.MkdirTemp("", "lbhosts-"); err != nil {
 			return nil, fmt.Errorf("lbhosts: %w", err)
@@ -131,8 +142,16 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
 		return nil, fmt.Errorf("lbhosts: %w", err)
 	}
+	if opts.SudoUser != "" {
+		if err := setUpSudoUser(opts.SudoUser, hs.dir); err != nil {
+			return nil, fmt.Errorf("lbhosts: %w", err)
+		}
+	}
 	for i, name := range opts.Names {
-		h := &Host{Name: name, Netns: opts.Cloud.Prefix + "-" + name, Address: at(byte(2 + i)), NodeNetAddress: fmt.Sprintf("10.250.0.%d", 201+i), dir: filepath.Join(hs.dir, name)}
+		h := &Host{Name: name, User: "root", Netns: opts.Cloud.Prefix + "-" + name, Address: at(byte(2 + i)), NodeNetAddress: fmt.Sprintf("10.250.0.%d", 201+i), dir: filepath.Join(hs.dir, name)}
+		if opts.SudoUser != "" {
+			h.User = opts.SudoUser
+		}
 		hs.Hosts = append(hs.Hosts, h)
 		if err := hs.up(ctx, h, fmt.Sprintf("%s-l%d", opts.Cloud.Prefix, i), bridge); err != nil {
 			return nil, fmt.Errorf("lbhosts: host %s: %w", name, err)
@@ -169,9 +188,12 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 			return err
 		}
 	}
-	// A backup's HAProxy binds the VIP it does not hold (docs/lbhost.md).
-	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=1"); err != nil {
-		return err
+	// deploy/lbhost's sysctls (ip_nonlocal_bind: a backup's HAProxy binds
+	// the VIP it does not hold).
+	for k, v := range hostfiles.Sysctls() {
+		if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", k+"="+v); err != nil {
+			return err
+		}
 	}
 	if err := h.writeConfigs(hs.PrivateKey + ".pub"); err != nil {
 		return err
@@ -182,8 +204,11 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err error
-	h.haproxy, err = start(h.Netns, filepath.Join(h.dir, "haproxy.log"), "haproxy", "-W", "-S", h.ConfigDir+"/master.sock,mode,600",
-		"-f", h.ConfigDir+"/base.cfg", "-f", h.ConfigDir+"/fragments")
+	h.socketGroup = "root"
+	if hs.sudoUser != "" {
+		h.socketGroup = hs.sudoUser
+	}
+	h.haproxy, err = startHAProxy(h, h.socketGroup)
 	if err != nil {
 		return err
 	}
@@ -229,11 +254,12 @@ func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 	if err != nil {
 		return "", err
 	}
-	files := map[string]string{"authorized_keys": string(auth), "sshd_config": SSHDConfig(listen, 22, dir)}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return "", err
-		}
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(SSHDConfig(listen, 22, dir)), 0o600); err != nil {
+		return "", err
+	}
+	// sshd reads authorized_keys as the login user (a sudo login too).
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), auth, 0o644); err != nil {
+		return "", err
 	}
 	return f[0] + " " + f[1], nil
 }
@@ -355,13 +381,41 @@ func (h *Host) Wipe() error {
 	_ = os.Remove(filepath.Join(h.ConfigDir, "server-state"))
 	var err error
 	h.mu.Lock()
-	h.haproxy, err = start(h.Netns, filepath.Join(h.dir, "haproxy.log"), "haproxy", "-W", "-S", h.ConfigDir+"/master.sock,mode,600",
-		"-f", h.ConfigDir+"/base.cfg", "-f", h.ConfigDir+"/fragments")
+	h.haproxy, err = startHAProxy(h, h.socketGroup)
 	h.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	return h.StartKeepalived()
+}
+
+// startHAProxy starts HAProxy in master-worker mode with the arguments of
+// deploy/lbhost's haproxy.service drop-in, the master socket's group group.
+func startHAProxy(h *Host, group string) (*exec.Cmd, error) {
+	args := append([]string{"haproxy", "-W"}, hostfiles.HAProxyArgs(h.ConfigDir, group)...)
+	return start(h.Netns, filepath.Join(h.dir, "haproxy.log"), args...)
+}
+
+// RestartHAProxy stops HAProxy and starts it again as Start did.
+func (h *Host) RestartHAProxy() error {
+	h.StopHAProxy()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err error
+	if h.haproxy, err = startHAProxy(h, h.socketGroup); err != nil {
+		return err
+	}
+	return WaitHAProxy(filepath.Join(h.ConfigDir, "master.sock"), 10*time.Second)
+}
+
+// StopHAProxy stops HAProxy (its master socket goes away).
+func (h *Host) StopHAProxy() {
+	h.mu.Lock()
+	cmd := h.haproxy
+	h.haproxy = nil
+	h.mu.Unlock()
+	stop(cmd, syscall.SIGTERM)
+	_ = os.Remove(filepath.Join(h.ConfigDir, "master.sock"))
 }
 
 // Host returns the host called name (nil if none).
@@ -392,11 +446,18 @@ func (hs *Hosts) LBSettings() map[string]any {
 			"address": h.Address, "host_key": h.HostKey, "config_dir": h.ConfigDir,
 			"keepalived_config": h.KeepalivedConfig, "keepalived_pid_file": h.KeepalivedPIDFile,
 		}
+		if h.User != "root" {
+			hosts[h.Name].(map[string]any)["user"] = h.User
+		}
 	}
-	return map[string]any{
+	settings := map[string]any{
 		"hosts": hosts, "vip_pool": hs.VIPPool, "vrrp_interface": hs.Interface,
 		"virtual_router_ids": "10-99", "ssh_private_key_file": hs.PrivateKey,
 	}
+	if hs.sudoUser != "" {
+		settings["sudo"] = true
+	}
+	return settings
 }
 
 // StartRouter starts an sshd in the local cloud's router namespace on
@@ -459,6 +520,11 @@ func (hs *Hosts) Stop() error {
 	}
 	if _, err := os.Stat(filepath.Join("/run/netns", hs.cloud.CloudNetns)); err == nil {
 		_ = ip("-n", hs.cloud.CloudNetns, "addr", "del", hs.router, "dev", hs.cloud.Prefix+"-br")
+	}
+	if hs.sudoUser != "" {
+		if err := os.Remove(sudoersFile(hs.sudoUser)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
 	}
 	if hs.ownDir {
 		errs = append(errs, os.RemoveAll(hs.dir))

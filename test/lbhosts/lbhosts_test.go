@@ -22,6 +22,46 @@ import (
 func TestBaremetalModule(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := lbhosts.ForTest(t, cloud)
+	dir, vars, tofu := baremetalModule(t, cloud, hs)
+	vars("node-a")
+	tofu("init", "-input=false", "-no-color")
+	tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	if err := hs.Host("lb-b").SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	vars("node-a", "node-b")
+	_, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	if err == nil || !strings.Contains(err.Error(), "ssh root@"+hs.Host("lb-b").Address+":22 is unreachable") {
+		t.Fatalf("apply with lb-b unreachable: %v", err)
+	}
+	nodeB := cloud.Node("node-b").Address + ":30080"
+	serves := func(h string) bool {
+		data, _ := os.ReadFile(filepath.Join(hs.Host(h).ConfigDir, "fragments", "c1_web.cfg"))
+		return strings.Contains(string(data), nodeB)
+	}
+	if !serves("lb-a") || serves("lb-b") {
+		t.Fatalf("with lb-b unreachable: lb-a serves node-b %v (want true), lb-b %v (want false)", serves("lb-a"), serves("lb-b"))
+	}
+	if err := hs.Host("lb-b").SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	if !serves("lb-b") {
+		t.Fatal("lb-b did not converge")
+	}
+	tofu("destroy", "-auto-approve", "-input=false", "-no-color")
+	for _, h := range hs.Hosts {
+		if objs := h.Objects(); len(objs) != 0 {
+			t.Errorf("%s: objects left after destroy: %v", h.Name, objs)
+		}
+	}
+}
+
+// baremetalModule copies the baremetal set's loadbalancer module into a
+// new directory and returns it, a function writing its inputs for the
+// given nodes on hs, and one running tofu in it (failing the test).
+func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (string, func(nodes ...string), func(args ...string) string) {
+	t.Helper()
 	dir := t.TempDir()
 	root, err := repo.Root()
 	if err != nil {
@@ -55,6 +95,7 @@ settings = %s
 		}
 	}
 	tofu := func(args ...string) string {
+		t.Helper()
 		start := time.Now()
 		out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, args...)
 		t.Logf("tofu %s: %s", args[0], time.Since(start))
@@ -63,36 +104,5 @@ settings = %s
 		}
 		return string(out)
 	}
-	vars("node-a")
-	tofu("init", "-input=false", "-no-color")
-	tofu("apply", "-auto-approve", "-input=false", "-no-color")
-	if err := hs.Host("lb-b").SetLink(false); err != nil {
-		t.Fatal(err)
-	}
-	vars("node-a", "node-b")
-	_, err = localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, "apply", "-auto-approve", "-input=false", "-no-color")
-	if err == nil || !strings.Contains(err.Error(), "ssh root@"+hs.Host("lb-b").Address+":22 is unreachable") {
-		t.Fatalf("apply with lb-b unreachable: %v", err)
-	}
-	nodeB := cloud.Node("node-b").Address + ":30080"
-	serves := func(h string) bool {
-		data, _ := os.ReadFile(filepath.Join(hs.Host(h).ConfigDir, "fragments", "c1_web.cfg"))
-		return strings.Contains(string(data), nodeB)
-	}
-	if !serves("lb-a") || serves("lb-b") {
-		t.Fatalf("with lb-b unreachable: lb-a serves node-b %v (want true), lb-b %v (want false)", serves("lb-a"), serves("lb-b"))
-	}
-	if err := hs.Host("lb-b").SetLink(true); err != nil {
-		t.Fatal(err)
-	}
-	tofu("apply", "-auto-approve", "-input=false", "-no-color")
-	if !serves("lb-b") {
-		t.Fatal("lb-b did not converge")
-	}
-	tofu("destroy", "-auto-approve", "-input=false", "-no-color")
-	for _, h := range hs.Hosts {
-		if objs := h.Objects(); len(objs) != 0 {
-			t.Errorf("%s: objects left after destroy: %v", h.Name, objs)
-		}
-	}
+	return dir, vars, tofu
 }

@@ -46,10 +46,8 @@ func imageArchive(t *testing.T) string {
 // Paths inside the CCM's pod (volumes the test adds through the chart's
 // extraVolumes and templates.files).
 const (
-	podKeyDir    = "/etc/tfccm/ssh"
-	podKey       = podKeyDir + "/id_ed25519"
+	podKey       = "/etc/tfccm/ssh/id_ed25519" // the chart's sshKey
 	podInventory = "/etc/tfccm/inventory"
-	podTemplates = "/etc/tfccm/templates"
 )
 
 // TestCCMInClusterOnRealNodes runs tfccm as a user of the Helm chart would
@@ -323,15 +321,7 @@ func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (stri
 	lb["ssh_private_key_file"] = podKey
 	routes := hosts.RoutesSettings()
 	routes["ssh_private_key_file"] = podKey
-	cloudConfig := fmt.Sprintf(`cluster_name = "incluster"
-work_dir     = "/var/lib/tfccm"
-template_set = "baremetal"
-# instances.hcl from templates.files: the inventory's mapping.
-override_dir = %q
-terraform {
-  cli_config_file = "/etc/tfccm/tofurc"
-}
-%s
+	inline := fmt.Sprintf(`%s
 routes {
   batch_window = "1s"
   settings     = %s
@@ -344,34 +334,34 @@ instances {
     dir = %q
   }
 }
-`, podTemplates, harness.Block("load_balancer", lb), harness.HCLObject(routes), podInventory)
-	args := append([]string{"--v=2"}, CCMFlags...)
+`, harness.Block("load_balancer", lb), harness.HCLObject(routes), podInventory)
+	args := CCMFlags
 	return fmt.Sprintf(`image:
   repository: %q
   tag: %q
   pullPolicy: IfNotPresent
 %sextraArgs: [%s]
 cloudConfig:
+  clusterName: incluster
+  templateSet: baremetal
   inline: |
 %s
+# instances.hcl: the inventory's mapping (the chart sets override_dir).
 templates:
   files:
     instances.hcl: |
 %s
+sshKey:
+  existingSecret: tfccm-ssh
 extraVolumes:
-  - name: ssh-key
-    secret:
-      secretName: tfccm-ssh
-      defaultMode: 288 # 0440: the pod's fsGroup reads it
   - name: inventory
     hostPath:
       path: %q
       type: Directory
 extraVolumeMounts:
-  - {name: ssh-key, mountPath: %q, readOnly: true}
   - {name: inventory, mountPath: %q, readOnly: true}
-`, repository, tag, layout, strings.Join(args, ", "), indent(cloudConfig, "    "), indent(string(mapping), "      "),
-		c.Cloud.InfraDir(), podKeyDir, podInventory), nil
+`, repository, tag, layout, strings.Join(args, ", "), indent(inline, "    "), indent(string(mapping), "      "),
+		c.Cloud.InfraDir(), podInventory), nil
 }
 
 func indent(s, prefix string) string {
@@ -412,9 +402,14 @@ func waitCCMPod(t *testing.T, client kubernetes.Interface) *corev1.Pod {
 // ccmPodLogs returns the chart's pods' logs (the last tail lines each; 0:
 // all), read through the apiserver from the kubelet.
 func ccmPodLogs(client kubernetes.Interface, tail int64) string {
+	return podLogs(client, ccmSelector, tail)
+}
+
+// podLogs returns the logs of kube-system's pods matching selector.
+func podLogs(client kubernetes.Interface, selector string, tail int64) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmSelector})
+	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return err.Error()
 	}

@@ -25,6 +25,7 @@ provider "lbhost" {
     # rendered files, plans or state.
     agent_socket     = var.settings.ssh_agent_socket
     private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
   }
 }
 

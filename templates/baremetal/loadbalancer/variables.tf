@@ -103,6 +103,7 @@ variable "settings" {
       address  = string # IPv4: SSH and VRRP unicast adverts
       ssh_port = optional(number, 22)
       user     = optional(string, "root")
+      sudo     = optional(bool)        # default settings.sudo
       host_key = optional(string)      # authorized_keys format; or known_hosts_file
       priority = optional(number)      # VRRP priority; default 250 - 10 x (hosts before it by name)
       retired  = optional(bool, false) # true: remove this host's objects (then drop the host)
@@ -122,6 +123,7 @@ variable "settings" {
     known_hosts_file     = optional(string)
     ssh_agent_socket     = optional(string)
     ssh_private_key_file = optional(string)
+    sudo                 = optional(bool, false) # privileged commands through sudo -n (user not root)
   })
 
   validation {

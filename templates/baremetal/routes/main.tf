@@ -12,6 +12,7 @@ provider "lbhost" {
     # rendered files, plans or state.
     agent_socket     = var.settings.ssh_agent_socket
     private_key_file = var.settings.ssh_private_key_file
+    sudo             = var.settings.router.sudo
   }
 }
 

@@ -30,6 +30,7 @@ variable "settings" {
       address  = string
       ssh_port = optional(number, 22)
       user     = optional(string, "root")
+      sudo     = optional(bool, false) # privileged commands through sudo -n (user not root)
       host_key = optional(string)
     })
     known_hosts_file     = optional(string)

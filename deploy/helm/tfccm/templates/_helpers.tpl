@@ -51,11 +51,48 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (has .Values.stateBackend.type (list "kubernetes" "none")) -}}
 {{- fail (printf "stateBackend.type must be kubernetes or none, not %q" .Values.stateBackend.type) -}}
 {{- end -}}
-{{- if and (not .Values.cloudConfig.existingConfigMap) (not .Values.cloudConfig.inline) -}}
-{{- fail "set cloudConfig.inline or cloudConfig.existingConfigMap" -}}
+{{- if not .Values.cloudConfig.existingConfigMap -}}
+{{- $c := .Values.cloudConfig -}}
+{{- if not $c.templateSet -}}
+{{- fail "cloudConfig.templateSet is required: the template set of your cloud (baremetal, hcloud, digitalocean, oci, openstack, google, exoscale, proxmox, vsphere); deploy/helm/tfccm/examples/ has a values file per set (or set cloudConfig.existingConfigMap)" -}}
 {{- end -}}
-{{- if and (not .Values.cloudConfig.existingConfigMap) (eq .Values.stateBackend.type "kubernetes") (regexMatch "(?m)^\\s*backend\\s" .Values.cloudConfig.inline) -}}
+{{- if not (regexMatch "^[a-z0-9][a-z0-9_-]{0,62}$" $c.templateSet) -}}
+{{- fail (printf "cloudConfig.templateSet %q is not a template set name" $c.templateSet) -}}
+{{- end -}}
+{{- if not $c.clusterName -}}
+{{- fail "cloudConfig.clusterName is required: the cluster's name in every workspace and resource tfccm creates (1-63 of a-z, 0-9 and -, starting with a letter)" -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z][a-z0-9-]{0,62}$" $c.clusterName) -}}
+{{- fail (printf "cloudConfig.clusterName %q must be 1-63 of a-z, 0-9 and -, starting with a letter" $c.clusterName) -}}
+{{- end -}}
+{{- range $name := list "cluster_name" "template_set" "work_dir" "override_dir" -}}
+{{- if regexMatch (printf "(?m)^\\s*%s\\s*=" $name) $c.inline -}}
+{{- fail (printf "cloudConfig.inline sets %s: the chart writes it (from cloudConfig.clusterName, cloudConfig.templateSet, the image's work dir and the templates value)" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if regexMatch "(?m)^\\s*terraform\\s*\\{" $c.inline -}}
+{{- fail "cloudConfig.inline has a terraform block: the chart writes it; put its attributes in cloudConfig.terraform" -}}
+{{- end -}}
+{{- if and (eq .Values.stateBackend.type "kubernetes") (regexMatch "(?m)^\\s*backend\\s" $c.inline) -}}
 {{- fail "cloudConfig.inline has a backend block: with stateBackend.type=kubernetes the chart adds it; set stateBackend.type=none to keep your own" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.credentials.existingSecret (not .Values.credentials.keys) -}}
+{{- fail "credentials.keys is required with credentials.existingSecret: list the Secret's keys (each becomes an environment variable of that name and is passed to tofu)" -}}
+{{- end -}}
+{{- if and .Values.credentials.keys (not .Values.credentials.existingSecret) -}}
+{{- fail "credentials.keys needs credentials.existingSecret" -}}
+{{- end -}}
+{{- range .Values.credentials.keys -}}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" .) -}}
+{{- fail (printf "credentials.keys: %q is not an environment variable name" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if not (has .Values.uninstall.loadBalancers (list "refuse" "delete" "none")) -}}
+{{- fail (printf "uninstall.loadBalancers must be refuse, delete or none, not %q" .Values.uninstall.loadBalancers) -}}
+{{- end -}}
+{{- if not (regexMatch "^([0-9]|10)$" (toString .Values.logLevel)) -}}
+{{- fail (printf "logLevel must be a number from 0 to 10, not %v" .Values.logLevel) -}}
 {{- end -}}
 {{- if and .Values.templates.files .Values.templates.existingConfigMap -}}
 {{- fail "set templates.files or templates.existingConfigMap, not both" -}}
@@ -65,4 +102,61 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "templates.files: %q must be a relative file path without \"..\" and not a dot file" $path) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The cloud config the chart writes (cloudConfig.existingConfigMap unset). */}}
+{{- define "tfccm.cloudConfig" -}}
+{{- $c := .Values.cloudConfig -}}
+# Written by the tfccm chart from cloudConfig.clusterName, templateSet,
+# terraform and inline, credentials.keys and stateBackend.
+cluster_name = {{ $c.clusterName | quote }}
+template_set = {{ $c.templateSet | quote }}
+work_dir     = "/var/lib/tfccm"
+{{- if or .Values.templates.files .Values.templates.existingConfigMap }}
+override_dir = "/etc/tfccm/templates"
+{{- end }}
+
+terraform {
+  # The image's OpenTofu CLI config: providers from its mirror.
+  cli_config_file = "/etc/tfccm/tofurc"
+  {{- with .Values.credentials.keys }}
+  # credentials.keys
+  pass_env = [{{ range $i, $k := . }}{{ if $i }}, {{ end }}{{ $k | quote }}{{ end }}]
+  {{- end }}
+  {{- with $c.terraform }}
+  {{- . | trimSuffix "\n" | nindent 2 }}
+  {{- end }}
+}
+{{- with $c.inline }}
+
+{{ . | trimSuffix "\n" }}
+{{- end }}
+{{- if eq .Values.stateBackend.type "kubernetes" }}
+
+# stateBackend.type=kubernetes
+backend "kubernetes" {
+  namespace         = {{ include "tfccm.stateNamespace" . | quote }}
+  in_cluster_config = true
+}
+{{- end }}
+{{- end -}}
+
+{{/* The pods' tolerations: the chart's own, then the tolerations value. */}}
+{{- define "tfccm.tolerations" -}}
+- key: node.cloudprovider.kubernetes.io/uninitialized
+  value: "true"
+  effect: NoSchedule
+- key: node-role.kubernetes.io/control-plane
+  effect: NoSchedule
+{{- if and (ne .Values.mode "daemonset") .Values.hostNetwork }}
+# What the DaemonSet controller gives host-network pods: tfccm's route
+# controller marks nodes network-unavailable until their routes exist,
+# and only tfccm creates them.
+- key: node.kubernetes.io/network-unavailable
+  operator: Exists
+  effect: NoSchedule
+{{- end }}
+{{- with .Values.tolerations }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tfccm/tfccm/provider"
+)
+
+// Defaults are the CCM's own flag defaults where tfccm needs other values
+// than the upstream command's: what the Helm chart passes, so that the
+// binary run with only --cloud-config (and --kubeconfig outside a pod)
+// behaves as the chart does. A test keeps them equal to the chart's args.
+//
+//   - cloud-provider: this binary serves only "terraform".
+//   - concurrent-service-syncs: upstream's 1 serializes every Service on
+//     EnsureLoadBalancer's wait for its apply (load_balancer.ensure_wait):
+//     a burst of Services then takes twice as long as tofu alone.
+//   - v: 2 logs every workspace run (plan, apply, destroy) and its result.
+var Defaults = map[string]string{
+	"cloud-provider":           provider.ProviderName,
+	"concurrent-service-syncs": "10",
+	"v":                        "2",
+}
+
+// applyDefaults sets the flags' values and shown defaults before the
+// command line is parsed; a flag given on the command line still wins.
+func applyDefaults(fs *pflag.FlagSet) error {
+	for name, v := range Defaults {
+		f := fs.Lookup(name)
+		if f == nil {
+			return fmt.Errorf("no flag --%s to default", name)
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("default --%s=%s: %w", name, v, err)
+		}
+		f.DefValue = v
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// cleanupFinalizer is the service controller's finalizer on a Service whose
+// load balancer it created: it goes once the load balancer is destroyed.
+const cleanupFinalizer = "service.kubernetes.io/load-balancer-cleanup"
+
+// runServices answers `tfccm services`: the LoadBalancer Services tfccm
+// serves (class-less, as the service controller's) with their state. With
+// --uninstall=refuse it fails when there are any (the chart's pre-delete
+// hook: uninstalling would leave them Terminating and their load balancers
+// running); with --uninstall=delete it deletes them and waits until tfccm
+// has destroyed every load balancer.
+func runServices(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tfccm services", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or the pod's in-cluster credentials)")
+	uninstall := fs.String("uninstall", "", "refuse: exit 1 when tfccm serves any Service; delete: delete them and wait for their load balancers' destroys")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 0 || !slices.Contains([]string{"", "refuse", "delete"}, *uninstall) {
+		fmt.Fprintln(stderr, "usage: tfccm services [--kubeconfig K] [--uninstall refuse|delete] [--timeout D]")
+		return exitUsage
+	}
+	client, err := kubeClient(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm services: %v\n", err)
+		return exitError
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	svcs, err := servedServices(ctx, client)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm services: %v\n", err)
+		return exitError
+	}
+	printServices(stdout, svcs)
+	switch {
+	case *uninstall == "refuse" && len(svcs) > 0:
+		fmt.Fprintf(stderr, "tfccm serves %d LoadBalancer Service(s): %s.\nUninstalling now would leave them Terminating and their load balancers running.\n"+
+			"Delete them first (tfccm destroys their load balancers), or set uninstall.loadBalancers=delete.\n", len(svcs), names(svcs))
+		return exitError
+	case *uninstall == "delete" && len(svcs) > 0:
+		if err := deleteAndWait(ctx, client, svcs, stdout); err != nil {
+			fmt.Fprintf(stderr, "tfccm services: %v\n", err)
+			return exitError
+		}
+	}
+	return exitOK
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// servedServices are the LoadBalancer Services without a load balancer
+// class (tfccm's), plus any still holding the cleanup finalizer (a
+// Service whose type changed, or one being deleted), by namespace/name.
+func servedServices(ctx context.Context, client kubernetes.Interface) ([]corev1.Service, error) {
+	list, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Services: %w", err)
+	}
+	var out []corev1.Service
+	for _, s := range list.Items {
+		lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil
+		if lb || slices.Contains(s.Finalizers, cleanupFinalizer) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out, nil
+}
+
+func key(s corev1.Service) string { return s.Namespace + "/" + s.Name }
+
+func names(svcs []corev1.Service) string {
+	var n []string
+	for _, s := range svcs {
+		n = append(n, key(s))
+	}
+	return strings.Join(n, ", ")
+}
+
+// serviceState is what a user sees of a Service: Terminating (deleted, the
+// finalizer waits for the destroy), Pending (no ingress yet) or its ingress.
+func serviceState(s corev1.Service) string {
+	if s.DeletionTimestamp != nil {
+		return "Terminating"
+	}
+	var ips []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		ips = append(ips, in.IP+in.Hostname)
+	}
+	if len(ips) == 0 {
+		return "Pending"
+	}
+	return strings.Join(ips, ",")
+}
+
+func printServices(w io.Writer, svcs []corev1.Service) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tFINALIZER")
+	for _, s := range svcs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", s.Namespace, s.Name, serviceState(s), slices.Contains(s.Finalizers, cleanupFinalizer))
+	}
+	tw.Flush()
+}
+
+// deleteAndWait deletes svcs and waits until each is gone: the service
+// controller removes the finalizer only after tfccm destroyed its load
+// balancer, so nothing is left behind.
+func deleteAndWait(ctx context.Context, client kubernetes.Interface, svcs []corev1.Service, w io.Writer) error {
+	for _, s := range svcs {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		if err := client.CoreV1().Services(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("delete %s: %w", key(s), err)
+		}
+		fmt.Fprintf(w, "deleted %s\n", key(s))
+	}
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		left, err := servedServices(ctx, client)
+		if err != nil {
+			return false, nil // keep trying until the timeout
+		}
+		if len(left) > 0 {
+			fmt.Fprintf(w, "waiting for tfccm to destroy the load balancers of %s\n", names(left))
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("load balancers not destroyed in time (see the Services' Events; docs/operations.md): %w", err)
+	}
+	fmt.Fprintln(w, "every load balancer is destroyed")
+	return nil
+}

@@ -1,0 +1,129 @@
+package lbhosts_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tfccm/tfccm/config"
+	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/lbhost/transport"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// TestLBHostCheck runs `tfccm lbhost check`'s checks against a host
+// prepared from deploy/lbhost's files with a sudo login: everything is ok;
+// then each thing the check names is broken on the host in turn, the check
+// reports exactly it (with a fix), and repaired, everything is ok again.
+func TestLBHostCheck(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	hs, err := lbhosts.Start(context.Background(), lbhosts.Options{Cloud: cloud, Names: []string{"lb-a"}, Dir: t.TempDir(), SudoUser: sudoUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hs.Stop(); err != nil {
+			t.Errorf("lbhosts: %v", err)
+		}
+	})
+	h := hs.Hosts[0]
+	// The targets come from a cloud config, as the command reads them.
+	cfg, err := config.Parse([]byte("cluster_name = \"c1\"\ntemplate_set = \"baremetal\"\n"+harness.Block("load_balancer", hs.LBSettings())), "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := hostfiles.TargetsFromSettings(cfg.LoadBalancer.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != 1 || !targets[0].SSH.Sudo || targets[0].SSH.User != sudoUser || targets[0].ConfigDir != h.ConfigDir {
+		t.Fatalf("targets %+v", targets)
+	}
+	target := targets[0]
+	check := func() map[string]hostfiles.Finding {
+		t.Helper()
+		ctx := context.Background()
+		tr, err := transport.DialSSH(ctx, target.SSH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		out := map[string]hostfiles.Finding{}
+		for _, f := range hostfiles.Check(ctx, tr, target) {
+			out[f.Check] = f
+		}
+		return out
+	}
+	allOK := func(when string) {
+		t.Helper()
+		fs := check()
+		if len(fs) < 10 {
+			t.Errorf("%s: only %d checks: %v", when, len(fs), fs)
+		}
+		for _, f := range fs {
+			if !f.OK {
+				t.Errorf("%s: %s: %s (fix: %s)", when, f.Check, f.What, f.Fix)
+			}
+		}
+	}
+	allOK("prepared from deploy/lbhost")
+
+	base := filepath.Join(h.ConfigDir, "base.cfg")
+	baseCfg, _ := os.ReadFile(base)
+	kaCfg, _ := os.ReadFile(h.KeepalivedConfig)
+	sysctl := func(v string) func() error {
+		return func() error {
+			return exec.Command("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind="+v).Run()
+		}
+	}
+	for _, b := range []struct {
+		check, want    string
+		break_, repair func() error
+	}{
+		{"sudo", "may not run as root through sudo -n", hs.RemoveSudoers, hs.InstallSudoers},
+		{"net.ipv4.ip_nonlocal_bind", "is 0, not 1", sysctl("0"), sysctl("1")},
+		{"keepalived include", "lacks \"include " + h.ConfigDir + "/keepalived/*.conf\"",
+			func() error { return os.WriteFile(h.KeepalivedConfig, []byte("global_defs {\n}\n"), 0o600) },
+			func() error { return os.WriteFile(h.KeepalivedConfig, kaCfg, 0o600) }},
+		{"master socket", "master.sock", func() error { h.StopHAProxy(); return nil }, h.RestartHAProxy},
+		{"config_dir", "missing " + h.ConfigDir + "/claims",
+			func() error { return os.Remove(filepath.Join(h.ConfigDir, "claims")) },
+			func() error { return os.Mkdir(filepath.Join(h.ConfigDir, "claims"), 0o755) }},
+		{"base.cfg", "lacks \"load-server-state-from-file global\"",
+			func() error {
+				return os.WriteFile(base, []byte(strings.ReplaceAll(string(baseCfg), "load-server-state-from-file global", "")), 0o600)
+			},
+			func() error { return os.WriteFile(base, baseCfg, 0o600) }},
+		{"haproxy", "does not say its version",
+			func() error { target.HAProxy = "/usr/bin/ss"; return nil }, // a binary that is not HAProxy
+			func() error { target.HAProxy = "haproxy"; return nil }},
+	} {
+		if err := b.break_(); err != nil {
+			t.Fatalf("break %s: %v", b.check, err)
+		}
+		fs := check()
+		for name, f := range fs {
+			switch {
+			case name == b.check && f.OK:
+				t.Errorf("%s broken: reported ok (%s)", b.check, f.What)
+			case name == b.check && (!strings.Contains(f.What, b.want) || f.Fix == ""):
+				t.Errorf("%s broken: %q (fix %q), want %q and a fix", b.check, f.What, f.Fix, b.want)
+			case name != b.check && !f.OK:
+				t.Errorf("%s broken: %s also reported: %s", b.check, name, f.What)
+			}
+		}
+		if _, ok := fs[b.check]; !ok {
+			t.Errorf("%s broken: no such finding in %v", b.check, fs)
+		}
+		t.Logf("%s broken: %s; fix: %s", b.check, fs[b.check].What, fs[b.check].Fix)
+		if err := b.repair(); err != nil {
+			t.Fatalf("repair %s: %v", b.check, err)
+		}
+		allOK("after repairing " + b.check)
+	}
+}

@@ -1,0 +1,117 @@
+package nodes
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/internal/repo"
+)
+
+// uninstallLayout: one replica with host networking on node-a.
+const uninstallLayout = "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\n"
+
+// TestOperationsOnRealNodes runs docs/operations.md's day-2 commands in the
+// chart's shell-less pod with kubectl exec — tfccm workspaces (the
+// Service's workspace Applied, its lock free), tfccm state query (the
+// nodes), tfccm unlock --dry-run — and then its uninstall: `helm
+// uninstall` while tfccm serves a LoadBalancer Service is refused by the chart's pre-delete hook (a Job
+// running `tfccm services --uninstall=refuse` from the image, whose log
+// names the Service); the Service stays served. With
+// uninstall.loadBalancers=delete the uninstall deletes the Service, waits
+// for tfccm to destroy its load balancer, and leaves nothing on the LB
+// hosts and no Service Terminating.
+func TestOperationsOnRealNodes(t *testing.T) {
+	needNodes(t)
+	ctx := context.Background()
+	ic := installInCluster(t, imageArchive(t), uninstallLayout)
+	client := ic.client
+	ccmLog := func() string { return ccmPodLogs(client, 40) }
+	waitCCMPod(t, client)
+	nodes := checkNodesInitialized(t, ic.c, ccmLog)
+	waitPodRoutes(t, ic.c, nodes)
+	vip := createLBService(t, client, "web", ccmLog)
+
+	// Day 2, in the pod: no shell, only the image's tfccm.
+	cfg := "--config=/etc/tfccm/config/cloud.hcl"
+	out := kubectlExec(t, ic.c, "tfccm", "workspaces", cfg, "--locks")
+	line := regexp.MustCompile(`(?m)^(lb-\S+)\s+Applied\s+default/web\s+-\s*$`).FindStringSubmatch(out)
+	if line == nil || !regexp.MustCompile(`(?m)^routes\s+Applied\s+\(routes\)\s+-\s*$`).MatchString(out) {
+		t.Errorf("tfccm workspaces in the pod: want web's workspace and routes Applied, unlocked:\n%s", out)
+	} else {
+		out = kubectlExec(t, ic.c, "tfccm", "unlock", cfg, "--workspace="+line[1], "--dry-run")
+		if !strings.Contains(out, "the state is not locked") {
+			t.Errorf("tfccm unlock --dry-run in the pod:\n%s", out)
+		}
+	}
+	out = kubectlExec(t, ic.c, "tfccm", "state", "query", cfg)
+	if !strings.Contains(out, "node-a") || !strings.Contains(out, "node-b") {
+		t.Errorf("tfccm state query in the pod:\n%s", out)
+	}
+	out = kubectlExec(t, ic.c, "tfccm", "services")
+	if !regexp.MustCompile(`(?m)^default\s+web\s+` + regexp.QuoteMeta(vip) + `\s+true\s*$`).MatchString(out) {
+		t.Errorf("tfccm services in the pod:\n%s", out)
+	}
+
+	// Uninstall.
+
+	hout, err := ic.rel.Helm("uninstall", ic.rel.Name, "--wait", "--timeout", "3m")
+	if err == nil {
+		t.Fatalf("helm uninstall with a served Service succeeded:\n%s", hout)
+	}
+	t.Logf("helm uninstall refused: %s", strings.TrimSpace(string(hout)))
+	if !strings.Contains(string(hout), "tfccm-uninstall") {
+		t.Errorf("helm uninstall's error does not name the hook Job:\n%s", hout)
+	}
+	hookLog := podLogs(client, "app.kubernetes.io/name=tfccm-uninstall", 0)
+	if !strings.Contains(hookLog, "default/web") || !strings.Contains(hookLog, "tfccm serves 1 LoadBalancer Service") {
+		t.Errorf("the hook's log does not name the Service:\n%s", hookLog)
+	}
+	svc, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || svc.DeletionTimestamp != nil {
+		t.Fatalf("after the refused uninstall the Service is %v (%v)", svc, err)
+	}
+	if ic.hosts.Master(vip) == nil {
+		t.Errorf("after the refused uninstall no LB host holds %s", vip)
+	}
+	waitCCMPod(t, client) // still running
+
+	if err := ic.rel.Upgrade(3*time.Minute, "uninstall.loadBalancers=delete"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ic.rel.Uninstall(5 * time.Minute); err != nil {
+		t.Fatalf("%v\nhook log:\n%s\nCCM log:\n%s", err, podLogs(client, "app.kubernetes.io/name=tfccm-uninstall", 40), ccmLog())
+	}
+	t.Logf("helm uninstall with uninstall.loadBalancers=delete took %s", time.Since(start).Round(time.Second))
+	if _, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		t.Error("the Service is still there after the uninstall")
+	}
+	for _, h := range ic.hosts.Hosts {
+		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {
+			t.Errorf("LB host %s after the uninstall: objects %v, holds the VIP %v", h.Name, o, h.HasAddress(vip))
+		}
+	}
+}
+
+// kubectlExec runs argv in the chart's Deployment with the repository's
+// kubectl (kubectl exec deploy/tfccm -- argv) and returns its output.
+func kubectlExec(t *testing.T, c *Cluster, argv ...string) string {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--kubeconfig", c.Kubeconfig(), "-n", "kube-system", "exec", "deploy/tfccm", "--"}, argv...)
+	out, err := exec.Command(filepath.Join(root, "bin", "kubectl"), args...).CombinedOutput()
+	if err != nil {
+		t.Errorf("kubectl exec deploy/tfccm -- %s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
