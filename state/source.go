@@ -71,13 +71,17 @@ func newTofuSource(name, dir, file string, tf *config.Terraform) (*TofuSource, e
 }
 
 // SourcesFromConfig builds the configured sources. Relative paths are
-// resolved against base (the cloud config's directory).
+// resolved against base (the cloud config's directory) and made absolute:
+// tofu runs in a directory of its own.
 func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) ([]Source, error) {
 	var out []Source
 	for _, s := range in.Sources {
 		abs := func(p string) string {
 			if p == "" || filepath.IsAbs(p) {
 				return p
+			}
+			if a, err := filepath.Abs(filepath.Join(base, p)); err == nil {
+				return a
 			}
 			return filepath.Join(base, p)
 		}

@@ -158,3 +158,27 @@ func TestEnv(t *testing.T) {
 		t.Error("redact lost the wrapped error")
 	}
 }
+
+// TestSourcesFromConfigRelativePaths: a relative dir or state_file is
+// resolved against the cloud config's directory and made absolute, since
+// tofu reads a state file from a scratch directory of its own.
+func TestSourcesFromConfigRelativePaths(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &config.Instances{Sources: []config.StateSource{
+		{Name: "file", StateFile: "infra.tfstate"},
+		{Name: "dir", Dir: "../infra"},
+		{Name: "abs", StateFile: "/srv/state/x.tfstate"},
+	}}
+	srcs, err := SourcesFromConfig(in, nil, "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{srcs[0].(*TofuSource).stateFile, srcs[1].(*TofuSource).dir, srcs[2].(*TofuSource).stateFile}
+	want := []string{filepath.Join(wd, "conf", "infra.tfstate"), filepath.Join(wd, "infra"), "/srv/state/x.tfstate"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("paths = %q, want %q", got, want)
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // The output contract: what tfccm reads back from an applied workspace.
-// CONTRACT.md documents the exact types.
+// docs/templates.md documents the exact types.
 
 // ingressOutput is one element of a template's `ingress` output.
 type ingressOutput struct {

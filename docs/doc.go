@@ -1,0 +1,16 @@
+// Package docs holds tfccm's documentation (the Markdown pages in this
+// directory) and the tests that keep it true: every fenced shell block of
+// README.md and docs/*.md is marked as run or skipped (with a reason), the
+// runnable ones are run against the tools `make test` builds, and every
+// relative link resolves to a file and, for Markdown targets, a heading.
+//
+// Markers are HTML comments on the line before a fence:
+//
+//	<!-- docs-test: run -->                  run this block (bash -euo pipefail)
+//	<!-- docs-test: skip: needs a cluster --> do not run it; the reason is required
+//	<!-- docs-test: file cloud.hcl -->       write this block to cloud.hcl first
+//
+// The blocks of one page run in order in one scratch directory that links
+// every top-level entry of the repository (bin/, deploy/, templates/, ...)
+// and has a freshly built tfccm and the repository's bin/ on PATH.
+package docs
