@@ -51,7 +51,6 @@ func (l *Loader) notify(err error) {
 	}
 }
 
-
 // NewLoader loads the built-in set cfg.TemplateSet and layers
 // cfg.OverrideDir over it. An unreadable or invalid override is an error.
 func NewLoader(cfg *config.Config) (*Loader, error) {

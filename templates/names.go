@@ -72,4 +72,3 @@ const RoutesWorkspaceName = "routes"
 // "<node>/<cidr>", e.g. "node-1/10.244.1.0/24". Node names never contain
 // "/", so cutting at the first "/" recovers both parts.
 func RouteName(node, cidr string) string { return node + "/" + cidr }
-
