@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -69,8 +68,8 @@ func TestManifests(t *testing.T) {
 	if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
 		t.Errorf("base/cloud.hcl: cli_config_file %q, work_dir %q; want the image's %s and %s", cfg.Terraform.CLIConfigFile, cfg.WorkDir, image.CLIConfig, image.WorkDir)
 	}
-	if !slices.Contains(templates.BuiltinSets(), cfg.TemplateSet) {
-		t.Errorf("base/cloud.hcl: template_set %q is not built in", cfg.TemplateSet)
+	if _, err := templates.LoadBuiltin(cfg.TemplateSet); err != nil {
+		t.Errorf("base/cloud.hcl: template_set %q is not built in: %v", cfg.TemplateSet, err)
 	}
 	mounts := map[string]bool{}
 	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {

@@ -48,7 +48,7 @@ output "ingress" {
 
 // slowCCM starts a control plane with one node and the CCM with an
 // override whose apply sleeps for sleep, at parallelism 4.
-func slowCCM(t *testing.T, sleep time.Duration) (*devcluster.Cluster, *harness.CCM) {
+func slowCCM(t *testing.T, sleep time.Duration, blocks ...string) (*devcluster.Cluster, *harness.CCM) {
 	t.Helper()
 	cluster := devcluster.ForTest(t)
 	override := t.TempDir()
@@ -59,7 +59,7 @@ func slowCCM(t *testing.T, sleep time.Duration) (*devcluster.Cluster, *harness.C
 	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(module), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("override_dir = %q\n", override), "parallelism = 4")
+	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("override_dir = %q\n", override)+strings.Join(blocks, ""), "parallelism = 4")
 	// A node: without one the service controller warns UnAvailableLoadBalancer.
 	registerNode(t, cluster.Client(), harness.Node{Name: "node-a", InternalIPs: []string{"10.250.0.2"}})
 	return cluster, startCCM(t, cluster, cfg)
