@@ -27,21 +27,19 @@ const (
 	// ConditionProgrammed: the load balancer runs the Service's current
 	// inputs (`kubectl wait --for=condition=tfccm.io/Programmed`).
 	ConditionProgrammed = "tfccm.io/Programmed"
-	// ConditionDegraded: the load balancer reports unhealthy backends.
-	ConditionDegraded = "tfccm.io/Degraded"
+	// tfccm.io/Degraded (backends the load balancer reports unhealthy) is
+	// the third of DESIGN.md's names; nothing reads backend health yet.
 )
 
 // Condition reasons.
 const (
-	CondReasonAccepted          = "Accepted"
-	CondReasonInvalidInput      = "InvalidInput"
-	CondReasonApplying          = "Applying"
-	CondReasonApplied           = "Applied"
-	CondReasonAwaitingApproval  = "AwaitingApproval"
-	CondReasonApplyFailed       = "ApplyFailed"
-	CondReasonDriftRepaired     = "DriftRepaired"
-	CondReasonBackendsUnhealthy = "BackendsUnhealthy"
-	CondReasonBackendsHealthy   = "BackendsHealthy"
+	CondReasonAccepted         = "Accepted"
+	CondReasonInvalidInput     = "InvalidInput"
+	CondReasonApplying         = "Applying"
+	CondReasonApplied          = "Applied"
+	CondReasonAwaitingApproval = "AwaitingApproval"
+	CondReasonApplyFailed      = "ApplyFailed"
+	CondReasonDriftRepaired    = "DriftRepaired"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

@@ -580,3 +580,29 @@ func captureLog(t *testing.T) *lockedBuffer {
 	})
 	return b
 }
+
+// TestOnApplyStartSummarizesThePlan: OnApplyStart hears of each apply of
+// a plan with changes, before it ends, with the plan's summary; a plan
+// without changes applies nothing and says nothing.
+func TestOnApplyStartSummarizesThePlan(t *testing.T) {
+	var mu sync.Mutex
+	var started []string
+	e := newTestEngine(t, Options{OnApplyStart: func(name, summary string) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, name+": "+summary)
+	}})
+	for _, n := range []int{2, 3, 3} {
+		spec := testSpec("sum", n, 0)
+		if _, err := e.Apply(spec); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, e, spec)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"sum: 2 to add, 0 to change, 0 to destroy", "sum: 1 to add, 1 to change, 1 to destroy"}
+	if strings.Join(started, "|") != strings.Join(want, "|") {
+		t.Errorf("OnApplyStart calls %q, want %q", started, want)
+	}
+}
