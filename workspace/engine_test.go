@@ -583,7 +583,7 @@ func captureLog(t *testing.T) *lockedBuffer {
 
 // TestOnApplyStartSummarizesThePlan: OnApplyStart hears of each apply of
 // a plan with changes, before it ends, with the plan's summary; a plan
-// without changes applies nothing and says nothing.
+// the same content again runs nothing and says nothing.
 func TestOnApplyStartSummarizesThePlan(t *testing.T) {
 	var mu sync.Mutex
 	var started []string
