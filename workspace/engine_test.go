@@ -582,7 +582,7 @@ func captureLog(t *testing.T) *lockedBuffer {
 }
 
 // TestOnApplyStartSummarizesThePlan: OnApplyStart hears of each apply of
-// a plan with changes, before it ends, with the plan's summary; a plan
+// a plan with changes, before it ends, with the plan's summary; applying
 // the same content again runs nothing and says nothing.
 func TestOnApplyStartSummarizesThePlan(t *testing.T) {
 	var mu sync.Mutex
