@@ -23,7 +23,8 @@ func Reference() string {
 	b.WriteString("Generated from the declarations in package `config`; do not edit by hand\n")
 	b.WriteString("(`go generate ./config`). The cloud config is one HCL file passed to the CCM with\n")
 	b.WriteString("`--cloud-config`; every mistake is reported with its file and line, and the CCM does not start.\n")
-	b.WriteString("Durations are Go durations such as `\"30s\"`, `\"10m\"` or `\"1h\"`.\n")
+	b.WriteString("Durations are Go durations such as `\"30s\"`, `\"10m\"` or `\"1h\"`. An example for an in-cluster\n")
+	b.WriteString("deployment: `deploy/base/cloud.hcl`.\n")
 	writeBlock(&b, "Top level", "", "", reflect.ValueOf(def).Elem())
 	return b.String()
 }

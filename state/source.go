@@ -65,7 +65,7 @@ func newTofuSource(name, dir, file string, tf *config.Terraform) (*TofuSource, e
 	}
 	bin := tf.Binary
 	if bin == "" {
-		bin = "tofu"
+		bin = config.DefaultBinary
 	}
 	return &TofuSource{name: name, dir: dir, stateFile: file, binary: bin, env: env, scrub: secret.NewScrubber(secrets), timeout: tf.Timeout}, nil
 }

@@ -237,7 +237,7 @@ func serviceVal(svc *corev1.Service) (cty.Value, error) {
 // node port; otherwise the cloud config's default.
 func healthCheckVal(cfg *config.Config, svc *corev1.Service) cty.Value {
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		return cty.ObjectVal(map[string]cty.Value{"protocol": str("HTTP"), "port": cty.NumberIntVal(int64(svc.Spec.HealthCheckNodePort)), "path": str("/healthz")})
+		return cty.ObjectVal(map[string]cty.Value{"protocol": str(config.DefaultHealthCheckProtocol), "port": cty.NumberIntVal(int64(svc.Spec.HealthCheckNodePort)), "path": str(config.DefaultHealthCheckPath)})
 	}
 	hc := cfg.LoadBalancer.HealthCheck
 	return cty.ObjectVal(map[string]cty.Value{"protocol": str(hc.Protocol), "port": cty.NumberIntVal(int64(hc.Port)), "path": optStr(hc.Path)})
@@ -256,31 +256,12 @@ func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]jso
 		}
 		return cty.NilVal, nil
 	}
-	type entry struct {
-		val  cty.Value
-		from string // where the value came from, for errors
-	}
-	merged := map[string]entry{}
-	if cluster != cty.NilVal && !cluster.IsNull() && cluster.CanIterateElements() {
-		for it := cluster.ElementIterator(); it.Next(); {
-			k, val := it.Element()
-			merged[k.AsString()] = entry{val, fmt.Sprintf("%s.%s in the cloud config", field, k.AsString())}
-		}
-	}
-	for _, k := range sortedKeys(vars) {
-		raw := vars[k]
-		t, err := ctyjson.ImpliedType(raw)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
-		}
-		val, err := ctyjson.Unmarshal(raw, t)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
-		}
-		merged[k] = entry{val, fmt.Sprintf("annotation %s: key %q", annotations.Vars.Name, k)}
+	merged, err := mergeSettings(cluster, field, vars)
+	if err != nil {
+		return cty.NilVal, err
 	}
 	fromVars := func(k string) bool { _, ok := vars[k]; return ok }
-	conv := func(e entry, t cty.Type) (cty.Value, error) {
+	conv := func(e setting, t cty.Type) (cty.Value, error) {
 		out, err := convert.Convert(e.val, t)
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("%s: want %s: %v", e.from, typeString(t), err)
@@ -335,6 +316,37 @@ func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]jso
 		return cty.ObjectVal(out), nil
 	}
 	return cty.NilVal, fmt.Errorf("template %s: settings must be an object, a map or any", m.Key)
+}
+
+// setting is one settings key's value and where it came from, for errors.
+type setting struct {
+	val  cty.Value
+	from string
+}
+
+// mergeSettings overlays the Service's tfccm.io/vars on the cluster's
+// settings (the cloud config's field).
+func mergeSettings(cluster cty.Value, field string, vars map[string]json.RawMessage) (map[string]setting, error) {
+	merged := map[string]setting{}
+	if cluster != cty.NilVal && !cluster.IsNull() && cluster.CanIterateElements() {
+		for it := cluster.ElementIterator(); it.Next(); {
+			k, val := it.Element()
+			merged[k.AsString()] = setting{val, fmt.Sprintf("%s.%s in the cloud config", field, k.AsString())}
+		}
+	}
+	for _, k := range sortedKeys(vars) {
+		raw := vars[k]
+		t, err := ctyjson.ImpliedType(raw)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
+		}
+		val, err := ctyjson.Unmarshal(raw, t)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: key %s: %v", annotations.Vars.Name, annotations.Quote(k), err)
+		}
+		merged[k] = setting{val, fmt.Sprintf("annotation %s: key %q", annotations.Vars.Name, k)}
+	}
+	return merged, nil
 }
 
 // render converts each input the module declares to its declared type and

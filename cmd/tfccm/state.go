@@ -61,35 +61,42 @@ func runState(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 
-	var list []*state.Instance
-	if *name != "" || *providerID != "" {
-		in, err := store.Lookup(ctx, *providerID, *name)
-		if errors.Is(err, state.ErrNotFound) {
-			fmt.Fprintln(stderr, "not found: fresh state has no such instance")
-			return exitError
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitError
-		}
-		list = []*state.Instance{in}
-	} else {
-		list, err = store.Instances(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitError
-		}
+	list, err := query(ctx, store, *providerID, *name)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	if err := printInstances(stdout, list, *asJSON); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// query looks one instance up (by providerID, then name) or, with
+// neither, lists them all.
+func query(ctx context.Context, store *state.Store, providerID, name string) ([]*state.Instance, error) {
+	if name == "" && providerID == "" {
+		return store.Instances(ctx)
+	}
+	in, err := store.Lookup(ctx, providerID, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, errors.New("not found: fresh state has no such instance")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*state.Instance{in}, nil
+}
+
+// printInstances writes list as indented JSON or as a table.
+func printInstances(w io.Writer, list []*state.Instance, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(list); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitError
-		}
-		return exitOK
+		return enc.Encode(list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPROVIDER-ID\tTYPE\tZONE\tREGION\tADDRESSES\tSHUTDOWN\tRESOURCE")
 	for _, in := range list {
 		var addrs []string
@@ -98,10 +105,7 @@ func runState(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%t\t%s\n", in.Name, dash(in.ProviderID), dash(in.InstanceType), dash(in.Zone), dash(in.Region), dash(strings.Join(addrs, ",")), in.Shutdown, in.Resource)
 	}
-	if err := tw.Flush(); err != nil {
-		return exitError
-	}
-	return exitOK
+	return tw.Flush()
 }
 
 func dash(s string) string {

@@ -2,30 +2,26 @@ package lbhosts
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // WaitHAProxy waits until HAProxy's master CLI at sock lists a worker:
 // `haproxy -D` returns before the master has settled, and a test that
 // touches the socket (or reloads) earlier races its start.
 func WaitHAProxy(sock string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
+	return testkit.Poll(context.Background(), 50*time.Millisecond, timeout, "HAProxy master CLI "+sock+" ready", func(context.Context) error {
 		out, err := masterCommand(sock, "show proc")
-		if err == nil && strings.Contains(out, "worker") {
-			return nil
+		if err == nil && !strings.Contains(out, "worker") {
+			err = fmt.Errorf("no worker yet: %q", out)
 		}
-		last = err
-		if err == nil {
-			last = fmt.Errorf("no worker yet: %q", out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("HAProxy master CLI %s not ready after %s: %v", sock, timeout, last)
+		return err
+	})
 }
 
 func masterCommand(sock, cmd string) (string, error) {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -582,18 +583,10 @@ func stop(cmd *exec.Cmd, sig syscall.Signal) {
 }
 
 func waitFile(ctx context.Context, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not appear", path)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return testkit.Poll(ctx, 50*time.Millisecond, 10*time.Second, path+" appears", func(context.Context) error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 func ip(args ...string) error { return run("ip", args...) }
