@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/cloud-provider/options"
 
@@ -14,8 +15,8 @@ import (
 	"github.com/tfccm/tfccm/provider"
 )
 
-// parsed builds the command as main does and parses args.
-func parsed(t *testing.T, args ...string) *options.CloudControllerManagerOptions {
+// command builds the command as main does.
+func command(t *testing.T) (*cobra.Command, *options.CloudControllerManagerOptions) {
 	t.Helper()
 	o, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
@@ -25,6 +26,13 @@ func parsed(t *testing.T, args ...string) *options.CloudControllerManagerOptions
 	if err := applyDefaults(cmd.Flags()); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, o
+}
+
+// parsed builds the command and parses args.
+func parsed(t *testing.T, args ...string) *options.CloudControllerManagerOptions {
+	t.Helper()
+	cmd, o := command(t)
 	if err := cmd.Flags().Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +87,7 @@ func TestChartArgsAreDefaults(t *testing.T) {
 	if len(args) < 5 {
 		t.Fatalf("chart args: %v", args)
 	}
-	o, err := options.NewCloudControllerManagerOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := newCommand(o)
-	if err := applyDefaults(cmd.Flags()); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := command(t)
 	for _, a := range args {
 		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !ok || name == "cloud-config" {

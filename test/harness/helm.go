@@ -59,23 +59,6 @@ func (r *Release) Uninstall(timeout time.Duration) error {
 	return nil
 }
 
-// Upgrade upgrades the release to the repository's chart with its values
-// and the --set arguments ("key=value"), waiting up to timeout.
-func (r *Release) Upgrade(timeout time.Duration, set ...string) error {
-	root, err := repo.Root()
-	if err != nil {
-		return err
-	}
-	args := []string{"upgrade", r.Name, filepath.Join(root, deploy.Chart), "--reuse-values", "--wait", "--timeout", timeout.String()}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	if out, err := r.run(args...); err != nil {
-		return fmt.Errorf("helm upgrade: %v\n%s", err, out)
-	}
-	return nil
-}
-
 // Helm runs helm with args against the release's cluster and namespace
 // (helm upgrade, a helm uninstall expected to fail, ...) and returns its
 // combined output. Uninstall is the cleanup's way to remove the release.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/harness"
 )
 
 // uninstallLayout: one replica with host networking on node-a.
@@ -23,8 +24,9 @@ const uninstallLayout = "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeS
 // nodes), tfccm unlock --dry-run — and then its uninstall: `helm
 // uninstall` while tfccm serves a LoadBalancer Service is refused by the chart's pre-delete hook (a Job
 // running `tfccm services --uninstall=refuse` from the image, whose log
-// names the Service); the Service stays served. With
-// uninstall.loadBalancers=delete the uninstall deletes the Service, waits
+// names the Service); the Service stays served, and once it is deleted the
+// uninstall goes through. Installed again with
+// uninstall.loadBalancers=delete, the uninstall deletes the Service, waits
 // for tfccm to destroy its load balancer, and leaves nothing on the LB
 // hosts and no Service Terminating.
 func TestOperationsOnRealNodes(t *testing.T) {
@@ -82,17 +84,46 @@ func TestOperationsOnRealNodes(t *testing.T) {
 	}
 	waitCCMPod(t, client) // still running
 
-	if err := ic.rel.Upgrade(3*time.Minute, "uninstall.loadBalancers=delete"); err != nil {
+	// The release is "uninstalling" now: delete the Service (tfccm, still
+	// running, destroys its load balancer) and uninstall again.
+	if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := harness.WaitServiceDeleted(ctx, client, "default", "web", 2*time.Minute); err != nil {
+		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
+	}
+	if err := ic.rel.Uninstall(3 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	noLoadBalancer(t, ic, vip)
+
+	// uninstall.loadBalancers=delete: helm uninstall deletes the Service
+	// and returns once tfccm destroyed its load balancer.
+	values, err := inClusterValues(ic.c, ic.hosts, ic.ref, uninstallLayout+"uninstall: {loadBalancers: delete, timeoutSeconds: 240}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rel.Uninstall(2 * time.Minute) })
+	waitCCMPod(t, client)
+	vip = createLBService(t, client, "web", ccmLog)
 	start := time.Now()
-	if err := ic.rel.Uninstall(5 * time.Minute); err != nil {
+	if err := rel.Uninstall(5 * time.Minute); err != nil {
 		t.Fatalf("%v\nhook log:\n%s\nCCM log:\n%s", err, podLogs(client, "app.kubernetes.io/name=tfccm-uninstall", 40), ccmLog())
 	}
 	t.Logf("helm uninstall with uninstall.loadBalancers=delete took %s", time.Since(start).Round(time.Second))
 	if _, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
 		t.Error("the Service is still there after the uninstall")
 	}
+	noLoadBalancer(t, ic, vip)
+}
+
+// noLoadBalancer checks that no LB host has any object or holds vip.
+func noLoadBalancer(t *testing.T, ic *inCluster, vip string) {
+	t.Helper()
 	for _, h := range ic.hosts.Hosts {
 		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {
 			t.Errorf("LB host %s after the uninstall: objects %v, holds the VIP %v", h.Name, o, h.HasAddress(vip))
