@@ -143,8 +143,10 @@ build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernete
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
 build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
 	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+# remove_all_sd (Prometheus' own build tag) leaves out the service
+# discoveries and their cloud SDKs: rule checks and tests need none.
 build promtool "$PROMTOOL_VERSION" "$root/hack/tools/promtool" github.com/prometheus/prometheus/cmd/promtool \
-	"-s -w -X github.com/prometheus/common/version.Version=3.16.0 -X github.com/prometheus/common/version.Branch=HEAD"
+	"-s -w -X github.com/prometheus/common/version.Version=3.16.0 -X github.com/prometheus/common/version.Branch=HEAD" remove_all_sd
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
 "$bin/helm" version --short >&2
