@@ -369,16 +369,20 @@ func (l *loadBalancers) forget(name string) {
 	l.mu.Unlock()
 }
 
+// serviceOf is the newest Service seen for workspace name, nil if none.
+func (l *loadBalancers) serviceOf(name string) *corev1.Service {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.services[name]; ok {
+		return e.svc
+	}
+	return nil
+}
+
 // onResult turns an engine outcome into an Event on the Service.
 func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
-	l.mu.Lock()
-	e, ok := l.services[name]
-	var svc *corev1.Service
-	if ok {
-		svc = e.svc
-	}
-	l.mu.Unlock()
-	if !ok || svc == nil {
+	svc := l.serviceOf(name)
+	if svc == nil {
 		return false
 	}
 	if l.review != nil {
@@ -399,13 +403,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 // onApplyStart records that a plan with changes starts being applied: a
 // Normal Event with its summary, and Programmed=False Applying.
 func (l *loadBalancers) onApplyStart(name, summary string) bool {
-	l.mu.Lock()
-	e, ok := l.services[name]
-	var svc *corev1.Service
-	if ok {
-		svc = e.svc
-	}
-	l.mu.Unlock()
+	svc := l.serviceOf(name)
 	if svc == nil {
 		return false
 	}
