@@ -1,15 +1,18 @@
 package deploy
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/deploy/image"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/templates"
 )
 
@@ -90,4 +93,52 @@ func flagValue(args, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestBaseRenders: `kubectl kustomize deploy/base` (the repository's
+// kubectl) renders a Deployment whose cloud config ConfigMap (name hashed
+// by kustomize) the CCM accepts and which names the image's CLI config.
+func TestBaseRenders(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(root, "bin", "kubectl")
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(root, "deploy", "base")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy/base: %v (run `make tools`)", err)
+	}
+	objs, err := Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm *corev1.ConfigMap
+	var dep *appsv1.Deployment
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.ConfigMap:
+			if strings.HasPrefix(v.Name, "tfccm-cloud-config") {
+				cm = v
+			}
+		case *appsv1.Deployment:
+			dep = v
+		}
+	}
+	if cm == nil || dep == nil {
+		t.Fatalf("rendered base: cloud config %v, Deployment %v", cm != nil, dep != nil)
+	}
+	var mounted bool
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		mounted = mounted || v.ConfigMap != nil && v.ConfigMap.Name == cm.Name
+	}
+	if !mounted {
+		t.Errorf("the Deployment does not mount the cloud config ConfigMap %s", cm.Name)
+	}
+	cfg, err := config.Parse([]byte(cm.Data["cloud.hcl"]), "cloud.hcl")
+	if err != nil {
+		t.Fatalf("the rendered cloud config is refused: %v", err)
+	}
+	if cfg.Terraform.CLIConfigFile != image.CLIConfig {
+		t.Errorf("the rendered cloud config's cli_config_file is %q, not the image's %s", cfg.Terraform.CLIConfigFile, image.CLIConfig)
+	}
 }

@@ -16,14 +16,15 @@ type command struct {
 // commands is the one registry of subcommands: adding a command is one
 // line here (and its run function in a file named after it).
 var commands = map[string]command{
-	"approve":    {"show a plan awaiting approval (review mode) and approve it", runApprove},
-	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
-	"render":     {"render a load balancer or routes workspace", runRender},
-	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
-	"state":      {"query the instances tfccm reads from Terraform state", runState},
-	"unlock":     {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
-	"validate":   {"check template sets or modules against the contract", runValidate},
+	"approve":  {"show a plan awaiting approval (review mode) and approve it", runApprove},
+	"render":   {"render a load balancer or routes workspace", runRender},
+	"state":    {"query the instances tfccm reads from Terraform state", runState},
+	"unlock":   {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
+	"validate": {"check template sets or modules against the contract", runValidate},
+
 	"workspaces": {"list the workspaces in work_dir with their phase, Service and (--locks) state lock", runWorkspaces},
+	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
+	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
