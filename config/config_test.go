@@ -110,7 +110,7 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		{"settings not object", "cluster_name = \"a\"\nload_balancer {\n  settings = \"x\"\n}\n", []string{"cloud.hcl:3,14-17: Invalid settings"}},
 		{"source needs one of", "cluster_name = \"a\"\ninstances {\n  source \"x\" {\n  }\n}\n", []string{"cloud.hcl:3,3-13: Invalid state source"}},
 		{"staleness below ttl", "cluster_name = \"a\"\ninstances {\n  ttl = \"5m\"\n  max_staleness = \"1m\"\n}\n", []string{"cloud.hcl:4,19-23: Invalid max_staleness"}},
-		{"bad ensure wait", "cluster_name = \"a\"\nload_balancer {\n  ensure_wait = \"1h\"\n}\n", []string{"cloud.hcl:3,17-21: Invalid ensure_wait"}},
+		{"bad ensure wait", "cluster_name = \"a\"\nload_balancer {\n  ensure_wait = \"3h\"\n}\n", []string{"cloud.hcl:3,17-21: Invalid ensure_wait"}},
 		{"bad coalesce", "cluster_name = \"a\"\nterraform {\n  coalesce_quiet = \"20s\"\n  coalesce_max = \"5s\"\n}\n", []string{"Invalid coalesce_max"}},
 		{"two errors reported", "cluster_name = \"A\"\nterraform {\n  timeout = \"x\"\n}\n", []string{"Invalid cluster_name", "Invalid timeout"}},
 	}

@@ -17,10 +17,12 @@ const (
 	DefaultHealthCheckProtocol = "HTTP"
 	DefaultHealthCheckPort     = 10256
 	DefaultHealthCheckPath     = "/healthz" // for HTTP and HTTPS
-	// DefaultEnsureWait is long enough for most applies of self-hosted load
-	// balancers, short enough that a slow cloud apply frees the service
-	// worker soon.
-	DefaultEnsureWait        = 10 * time.Second
+	// DefaultEnsureWait outlasts an apply that ends within
+	// terraform.timeout plus its time in the queue: EnsureLoadBalancer
+	// answers with the outcome, never "retry later" for an apply merely in
+	// flight (the service controller records every error it gets, retry
+	// included, as a SyncLoadBalancerFailed Warning).
+	DefaultEnsureWait        = 15 * time.Minute
 	DefaultBatchWindow       = 2 * time.Second
 	DefaultStateTTL          = 30 * time.Second
 	DefaultStateMaxStaleness = 10 * time.Minute

@@ -29,7 +29,7 @@ var durations = []duration{
 	{"terraform", "coalesce_max", func(c *Config) string { return c.Terraform.CoalesceMaxRaw },
 		func(c *Config) *time.Duration { return &c.Terraform.CoalesceMax }, DefaultCoalesceMax, true, "10m", "", ""},
 	{"load_balancer", "ensure_wait", func(c *Config) string { return c.LoadBalancer.EnsureWaitRaw },
-		func(c *Config) *time.Duration { return &c.LoadBalancer.EnsureWait }, DefaultEnsureWait, true, "5m", "", ""},
+		func(c *Config) *time.Duration { return &c.LoadBalancer.EnsureWait }, DefaultEnsureWait, true, "2h", "15m", ""},
 	{"routes", "batch_window", func(c *Config) string { return c.Routes.BatchWindowRaw },
 		func(c *Config) *time.Duration { return &c.Routes.BatchWindow }, DefaultBatchWindow, true, "", "2s", ""},
 	{"instances", "ttl", func(c *Config) string { return c.Instances.TTLRaw },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl, helm) into bin/ from the Go module proxy and installs
+# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl, helm, promtool) into bin/ from the Go module proxy and installs
 # the Debian packages the tests need. `tools.sh nodes` (make tools-nodes) also builds the parts of real
 # nodes: kubelet, kube-proxy, kube-controller-manager, kube-scheduler, containerd, CoreDNS, the CNI
 # plugins and agnhost. Reuses a keyed cache
@@ -18,6 +18,9 @@ HELM_VERSION=v3.22.0
 CONTAINERD_VERSION=v2.2.9
 COREDNS_VERSION=v1.14.7
 CNI_PLUGINS_VERSION=v1.9.1
+# Prometheus v3.16.0 (its Go module is versioned v0.316.0): promtool checks
+# and unit-tests the chart's alerting rules.
+PROMTOOL_VERSION=v0.316.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -140,9 +143,14 @@ build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernete
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
 build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
 	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+# remove_all_sd (Prometheus' own build tag) leaves out the service
+# discoveries and their cloud SDKs: rule checks and tests need none.
+build promtool "$PROMTOOL_VERSION" "$root/hack/tools/promtool" github.com/prometheus/prometheus/cmd/promtool \
+	"-s -w -X github.com/prometheus/common/version.Version=3.16.0 -X github.com/prometheus/common/version.Branch=HEAD" remove_all_sd
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
 "$bin/helm" version --short >&2
+"$bin/promtool" --version 2>&1 | sed -n 1p >&2
 if [[ ${1-} == nodes ]]; then
 	nodes
 fi

@@ -101,6 +101,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		Identity:       cfg.Identity(),
 		GoneLockHolder: c.incarnations.gone,
 		OnResult:       c.onResult,
+		OnApplyStart:   c.onApplyStart,
 		Review:         cfg.Terraform.Review,
 	})
 	if err != nil {
@@ -149,6 +150,15 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 	}
 }
 
+// onApplyStart tells the load balancer facet that one of its workspaces
+// starts applying a plan (routes have no Service to tell).
+func (c *Cloud) onApplyStart(name, summary string) {
+	if name != templates.RoutesWorkspaceName && c.lb != nil && c.lb.onApplyStart(name, summary) {
+		return
+	}
+	klog.V(2).InfoS("Terraform apply starts", "workspace", name, "plan", summary)
+}
+
 // Config returns the cloud config the Cloud was built from.
 func (c *Cloud) Config() *config.Config { return c.cfg }
 
@@ -161,6 +171,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}
 	if c.review != nil {
 		c.review.setClient(client)
+	}
+	if c.lb != nil {
+		c.lb.conds.setClient(client)
 	}
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(0)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -32,6 +33,7 @@ type loadBalancers struct {
 	render renderer
 	review lbReview // nil unless review mode
 	event  eventFunc
+	conds  *conditions
 	// remoteBackend: state outlives the work dir, so a workspace tfccm
 	// knows nothing about may still hold resources.
 	remoteBackend bool
@@ -64,7 +66,7 @@ type lbEntry struct {
 }
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
-	return &loadBalancers{engine: engine, render: render, review: review, event: event, remoteBackend: remoteBackend, ensureWait: ensureWait,
+	return &loadBalancers{engine: engine, render: render, review: review, event: event, conds: newConditions(), remoteBackend: remoteBackend, ensureWait: ensureWait,
 		services: map[string]*lbEntry{}, deleted: map[string]bool{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
@@ -123,6 +125,14 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
 		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
+	case st.Phase == workspace.PhaseAwaitingApproval:
+		// Not an error: the service controller would record a Warning at
+		// every retry while the plan waits, for hours perhaps. This answer
+		// is its documented no-op (no Event, no status write, no retry);
+		// the approval annotation makes it call again, and the pending
+		// plan is told by an Event and Programmed=False AwaitingApproval.
+		klog.V(2).InfoS("Load balancer awaits approval", "service", klog.KObj(svc), "workspace", st.Name, "state", phaseText(st))
+		return nil, cloudprovider.ImplementedElsewhere
 	default:
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), retryAfter(st))
 	}
@@ -138,9 +148,12 @@ func (l *loadBalancers) approve(svc *corev1.Service, st workspace.Status) worksp
 	return l.engine.Status(st.Name)
 }
 
-// settle waits up to ensureWait for work in flight (queued or running) to
-// finish, so that a healthy change answers with its outcome instead of
-// api.RetryError, which the service controller reports as a Warning.
+// settle waits up to ensureWait (by default longer than any apply) for
+// work in flight (queued or running) to finish, so that a healthy change
+// answers with its outcome instead of api.RetryError, which the service
+// controller reports as a SyncLoadBalancerFailed Warning however slow and
+// healthy the apply is. Each wait holds a service worker; the engine's
+// workers are separate, so waits never block applies.
 func (l *loadBalancers) settle(ctx context.Context, st workspace.Status) workspace.Status {
 	if l.ensureWait <= 0 || (st.Phase != workspace.PhasePending && st.Phase != workspace.PhaseRunning) {
 		return st
@@ -186,6 +199,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	st := l.engine.Status(name)
 	if st.Phase == workspace.PhaseDestroyed {
 		l.forget(name)
+		l.conds.forget(svc.UID)
 		return nil
 	}
 	spec, err := l.destroySpec(svc, name)
@@ -201,6 +215,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	switch st.Phase {
 	case workspace.PhaseDestroyed:
 		l.forget(name)
+		l.conds.forget(svc.UID)
 		return nil
 	case workspace.PhaseFailed:
 		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
@@ -236,6 +251,8 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 	ws, err := l.render.RenderLoadBalancer(svc, nodes)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
+		l.conds.set(svc, condition(ConditionAccepted, false, CondReasonInvalidInput, err.Error()),
+			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the Service's inputs do not render; the running load balancer (if any) is untouched"))
 		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
 	}
 	if l.isDeleted(name) {
@@ -244,9 +261,32 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 	st, err := l.engine.Apply(*ws)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonApplyFailed, err.Error())
+		l.conds.set(svc, condition(ConditionProgrammed, false, CondReasonApplyFailed, err.Error()))
 		return st, fmt.Errorf("submit load balancer %s: %w", ws.Name, err)
 	}
+	l.conds.set(svc, statusConditions(st)...)
 	return st, nil
+}
+
+// statusConditions are the conditions a workspace's status tells right
+// after a submit (a result's are resultConditions).
+func statusConditions(st workspace.Status) []metav1.Condition {
+	switch {
+	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
+		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, st.Err.Error()),
+			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs")}
+	case st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash:
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")}
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary()))}
+	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
+	case st.Phase == workspace.PhasePending, st.Phase == workspace.PhaseRunning:
+		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonApplying, "the Service's workspace is "+phaseText(st))}
+	}
+	return nil
 }
 
 // destroySpec renders the workspace to destroy. If the Service no longer
@@ -329,16 +369,20 @@ func (l *loadBalancers) forget(name string) {
 	l.mu.Unlock()
 }
 
+// serviceOf is the newest Service seen for workspace name, nil if none.
+func (l *loadBalancers) serviceOf(name string) *corev1.Service {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.services[name]; ok {
+		return e.svc
+	}
+	return nil
+}
+
 // onResult turns an engine outcome into an Event on the Service.
 func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
-	l.mu.Lock()
-	e, ok := l.services[name]
-	var svc *corev1.Service
-	if ok {
-		svc = e.svc
-	}
-	l.mu.Unlock()
-	if !ok || svc == nil {
+	svc := l.serviceOf(name)
+	if svc == nil {
 		return false
 	}
 	if l.review != nil {
@@ -347,12 +391,52 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 			return true // the pending-approval Event is recorded
 		}
 	}
+	l.conds.set(svc, resultConditions(r)...)
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
 	eventType, reason, message := resultEvent(r)
 	l.event(svc, eventType, reason, message)
 	return true
+}
+
+// onApplyStart records that a plan with changes starts being applied: a
+// Normal Event with its summary, and Programmed=False Applying.
+func (l *loadBalancers) onApplyStart(name, summary string) bool {
+	svc := l.serviceOf(name)
+	if svc == nil {
+		return false
+	}
+	l.event(svc, corev1.EventTypeNormal, ReasonApplying, "applying the plan: "+summary)
+	l.conds.set(svc, condition(ConditionProgrammed, false, CondReasonApplying, "applying the plan: "+summary))
+	return true
+}
+
+// resultConditions are the conditions an engine result tells.
+func resultConditions(r workspace.Result) []metav1.Condition {
+	accepted := condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")
+	switch {
+	case r.Op == "destroy":
+		return nil
+	case r.AwaitingApproval && r.Plan != nil:
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
+			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", r.Plan.Hash, r.Plan.Summary()))}
+	case r.Err != nil && workspace.IsInvalidInput(r.Err):
+		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
+			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
+	case r.Drift && r.Err != nil:
+		return nil // the applied load balancer still runs; the Event says the check failed
+	case r.Err != nil:
+		_, _, message := resultEvent(r)
+		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonApplyFailed, message)}
+	case r.Drift && r.Changed:
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, true, CondReasonDriftRepaired,
+			"the infrastructure had drifted from the applied plan and was re-applied")}
+	case r.Drift:
+		return nil
+	default:
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
+	}
 }
 
 // resultEvent maps an engine result to an Event type, reason and message.

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/tfccm/tfccm/config"
@@ -206,7 +207,9 @@ func TestEnsureLoadBalancerPhases(t *testing.T) {
 		{name: "applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}, wantIP: "10.0.0.5", wantApplys: 1},
 		{name: "older content applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "new", AppliedHash: "old", Outputs: ingressOutputs(`[{"ip":"10.0.0.5"}]`)}, wantRetry: inFlightRetry, wantApplys: 1},
 		{name: "applied with bad ingress", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"nope"}]`)}, wantErr: "is not an IP address", wantEvent: ReasonInvalidIngress, wantApplys: 1},
-		{name: "awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Plan: &workspace.PendingPlan{Hash: "abc"}}, wantRetry: awaitingRetry, wantErr: "awaiting approval of plan abc", wantApplys: 1},
+		// No error the service controller would record as a Warning at
+		// every retry: its documented no-op; the approval calls again.
+		{name: "awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Plan: &workspace.PendingPlan{Hash: "abc"}}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantApplys: 1},
 		{name: "drift repair awaiting approval keeps serving", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"hostname":"lb.example"}]`), Plan: &workspace.PendingPlan{Hash: "abc"}}, wantApplys: 1},
 		{name: "render fails", render: fakeRenderer{err: errors.New("annotation tfccm.io/vars: not valid JSON")}, wantErr: "render load balancer: annotation tfccm.io/vars", wantEvent: ReasonRenderFailed},
 		{name: "submit fails", applyErr: errors.New("engine stopped"), wantErr: "submit load balancer lb-c-u1: engine stopped", wantEvent: ReasonApplyFailed, wantApplys: 1},

@@ -42,6 +42,7 @@ func (l *loadBalancers) watch(f informers.SharedInformerFactory) {
 	l.mu.Lock()
 	l.svcSource = &serviceSource{lister: services.Lister(), synced: services.Informer().HasSynced}
 	l.mu.Unlock()
+	l.conds.setLister(services.Lister())
 	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Service)

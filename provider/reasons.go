@@ -39,6 +39,8 @@ var (
 		"The Service's workspace could not be rendered: an invalid `tfccm.io/` annotation, a setting the template does not declare, an unknown template variant, or a template set without a load balancer module. Nothing is applied; fix the Service (or the cloud config).")
 	ReasonApplied = declareReason("TerraformApplied", corev1.EventTypeNormal,
 		"The load balancer's plan was applied (or had no changes), with how long it took.")
+	ReasonApplying = declareReason("TerraformApplying", corev1.EventTypeNormal,
+		"A plan with changes starts being applied; the message has its summary (\"2 to add, 1 to change, 0 to destroy\"). `TerraformApplied` or `TerraformApplyFailed` follows when it ends.")
 	ReasonApplyFailed = declareReason("TerraformApplyFailed", corev1.EventTypeWarning,
 		"`tofu init`, `plan` or `apply` failed; the message carries tofu's diagnostic (credentials scrubbed) and the attempt. Retried with exponential backoff; a retry of the same failure is not recorded again.")
 	ReasonDestroyed = declareReason("TerraformDestroyed", corev1.EventTypeNormal,

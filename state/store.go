@@ -173,6 +173,7 @@ func NewStore(opts Options, m *mapping.Mapping, sources ...Source) (*Store, erro
 // Start refreshes every source in the background, keeping it within its
 // TTL, until ctx is done or Close is called.
 func (s *Store) Start(ctx context.Context) {
+	collector.set(s)
 	for _, src := range s.sources {
 		s.wg.Add(1)
 		go func() {

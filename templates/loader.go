@@ -130,12 +130,14 @@ func (l *Loader) reload() (bool, error) {
 // overrides (once per distinct content) with klog and telling OnChange
 // subscribers about every new set or newly rejected override.
 func (l *Loader) Run(ctx context.Context) {
+	overrideValid.Set(1) // NewLoader refuses an invalid first content
 	if l.dir == "" {
 		return
 	}
 	var lastLogged string
 	wait.UntilWithContext(ctx, func(context.Context) {
 		changed, err := l.reload()
+		overrideValid.Set(boolGauge(err == nil))
 		switch {
 		case err != nil:
 			if msg := err.Error(); msg != lastLogged {

@@ -130,6 +130,7 @@ func (e *Engine) Start(ctx context.Context) {
 		e.mu.Unlock()
 		return
 	}
+	collector.set(e)
 	e.started = true
 	e.mu.Unlock()
 	e.pruneTombstones()

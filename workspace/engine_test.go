@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/secret"
@@ -295,6 +297,7 @@ func TestCoalescing(t *testing.T) {
 
 func TestFailureIsScrubbedAndRetried(t *testing.T) {
 	const tokenValue = "s3cr3t-Token-value"
+	logs := captureLog(t)
 	var mu sync.Mutex
 	var results []Result
 	e := newTestEngine(t, Options{
@@ -332,6 +335,16 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
 	}
 	if len(msg) > maxMessage+len("apply: ") {
 		t.Errorf("error is %d bytes, too long for an Event", len(msg))
+	}
+	// The log has tofu's own error lines at the default verbosity, scrubbed.
+	logged := logs.String()
+	for _, want := range []string{`"Terraform command failed"`, `workspace="failing"`, `op="apply"`, "exit status 3", "token is " + secret.Placeholder} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %q:\n%s", want, logged)
+		}
+	}
+	if strings.Contains(logged, tokenValue) {
+		t.Fatal("the log leaks the credential")
 	}
 	// Retries follow the backoff without new Apply calls.
 	deadline := time.Now().Add(30 * time.Second)
@@ -532,5 +545,64 @@ func TestMetrics(t *testing.T) {
 		if !names[want] {
 			t.Errorf("legacy registry lacks %s", want)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for klog's concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// captureLog sends klog's output (at the default verbosity) to a buffer
+// for the rest of the test.
+func captureLog(t *testing.T) *lockedBuffer {
+	t.Helper()
+	b := &lockedBuffer{}
+	klog.LogToStderr(false)
+	klog.SetOutput(b)
+	t.Cleanup(func() {
+		klog.Flush()
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	return b
+}
+
+// TestOnApplyStartSummarizesThePlan: OnApplyStart hears of each apply of
+// a plan with changes, before it ends, with the plan's summary; applying
+// the same content again runs nothing and says nothing.
+func TestOnApplyStartSummarizesThePlan(t *testing.T) {
+	var mu sync.Mutex
+	var started []string
+	e := newTestEngine(t, Options{OnApplyStart: func(name, summary string) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, name+": "+summary)
+	}})
+	for _, n := range []int{2, 3, 3} {
+		spec := testSpec("sum", n, 0)
+		if _, err := e.Apply(spec); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, e, spec)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"sum: 2 to add, 0 to change, 0 to destroy", "sum: 1 to add, 1 to change, 1 to destroy"}
+	if strings.Join(started, "|") != strings.Join(want, "|") {
+		t.Errorf("OnApplyStart calls %q, want %q", started, want)
 	}
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -59,5 +60,94 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(operationsTotal, operationDuration, queueDepth, inFlight)
+		legacyregistry.CustomMustRegister(collector)
 	})
+}
+
+// The engine's state as gauges, read from its memory at scrape time
+// (engineCollector): workspaces by phase, the oldest plan awaiting
+// approval, each workspace's last successful apply.
+var (
+	workspacesDesc = metrics.NewDesc(metricsSubsystem+"_workspaces",
+		"Workspaces by phase: Pending, Running, Applied, Failed, Invalid (the template rejected the inputs; not retried), AwaitingApproval.",
+		[]string{"phase"}, nil, metrics.ALPHA, "")
+	oldestApprovalDesc = metrics.NewDesc(metricsSubsystem+"_oldest_pending_approval_seconds",
+		"Age of the oldest plan awaiting approval (review mode); 0 when none waits.",
+		nil, nil, metrics.ALPHA, "")
+	lastApplyDesc = metrics.NewDesc(metricsSubsystem+"_last_successful_apply_timestamp_seconds",
+		"When each workspace's content was last applied successfully (Unix time).",
+		[]string{"workspace"}, nil, metrics.ALPHA, "")
+)
+
+// collectedPhases are the phases workspacesDesc always reports (0 too).
+var collectedPhases = []string{string(PhasePending), string(PhaseRunning), string(PhaseApplied), string(PhaseFailed), "Invalid", string(PhaseAwaitingApproval)}
+
+// engineCollector reports the gauges of the engine started last (the
+// CCM runs one).
+type engineCollector struct {
+	metrics.BaseStableCollector
+	mu     sync.Mutex
+	engine *Engine
+}
+
+var collector = &engineCollector{}
+
+func (c *engineCollector) set(e *Engine) {
+	c.mu.Lock()
+	c.engine = e
+	c.mu.Unlock()
+}
+
+func (c *engineCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- workspacesDesc
+	ch <- oldestApprovalDesc
+	ch <- lastApplyDesc
+}
+
+func (c *engineCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	c.mu.Lock()
+	e := c.engine
+	c.mu.Unlock()
+	g := e.gauges(time.Now())
+	for _, p := range collectedPhases {
+		ch <- metrics.NewLazyConstMetric(workspacesDesc, metrics.GaugeValue, float64(g.phases[p]), p)
+	}
+	ch <- metrics.NewLazyConstMetric(oldestApprovalDesc, metrics.GaugeValue, g.oldestApproval.Seconds())
+	for name, at := range g.lastApply {
+		ch <- metrics.NewLazyConstMetric(lastApplyDesc, metrics.GaugeValue, float64(at.UnixNano())/1e9, name)
+	}
+}
+
+// gauges is a snapshot of what engineCollector reports.
+type gauges struct {
+	phases         map[string]int
+	oldestApproval time.Duration
+	lastApply      map[string]time.Time
+}
+
+// gauges reads the engine's memory (a nil engine has no workspaces).
+func (e *Engine) gauges(now time.Time) gauges {
+	g := gauges{phases: map[string]int{}, lastApply: map[string]time.Time{}}
+	if e == nil {
+		return g
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, en := range e.ws {
+		st := en.status
+		phase := string(st.Phase)
+		if st.Phase == PhaseFailed && IsInvalidInput(st.Err) {
+			phase = "Invalid"
+		}
+		if phase != "" && st.Phase != PhaseDestroyed {
+			g.phases[phase]++
+		}
+		if st.Phase == PhaseAwaitingApproval && !st.Since.IsZero() && now.Sub(st.Since) > g.oldestApproval {
+			g.oldestApproval = now.Sub(st.Since)
+		}
+		if !en.rec.AppliedAt.IsZero() && st.Phase != PhaseDestroyed {
+			g.lastApply[name] = en.rec.AppliedAt
+		}
+	}
+	return g
 }

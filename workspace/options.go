@@ -70,6 +70,10 @@ type Options struct {
 	// OnResult, if set, is called after every plan/apply/destroy attempt
 	// (not for no-ops), from a worker goroutine.
 	OnResult func(name string, r Result)
+	// OnApplyStart, if set, is called when a plan with changes is about to
+	// be applied (outside review mode), with the plan's summary ("2 to
+	// add, 1 to change, 0 to destroy"), from the worker goroutine.
+	OnApplyStart func(name, summary string)
 	// Backoff shapes retries of a failed workspace.
 	Backoff Backoff
 	// Review, when true, applies no plan with changes (destroys included)

@@ -114,18 +114,7 @@ func redactPlan(plan *tfjson.Plan, p *PendingPlan) publishedPlan {
 		if rc == nil || rc.Change == nil {
 			continue
 		}
-		a := rc.Change.Actions
-		switch {
-		case a.Replace():
-			p.Add++
-			p.Remove++
-		case a.Create():
-			p.Add++
-		case a.Update():
-			p.Change++
-		case a.Delete():
-			p.Remove++
-		default:
+		if !p.count(rc.Change.Actions) {
 			continue // no-op and read
 		}
 		pub.ResourceChanges = append(pub.ResourceChanges, publishedResourceChange{Address: rc.Address, publishedValue: redactChange(rc.Change)})
@@ -143,6 +132,43 @@ func redactPlan(plan *tfjson.Plan, p *PendingPlan) publishedPlan {
 		pub.OutputChanges[n] = redactChange(c)
 	}
 	return pub
+}
+
+// count adds one resource's actions to p's counts; false for a no-op or a
+// read.
+func (p *PendingPlan) count(a tfjson.Actions) bool {
+	switch {
+	case a.Replace():
+		p.Add++
+		p.Remove++
+	case a.Create():
+		p.Add++
+	case a.Update():
+		p.Change++
+	case a.Delete():
+		p.Remove++
+	default:
+		return false
+	}
+	return true
+}
+
+// planSummary is the saved plan's one-line summary ("2 to add, 1 to
+// change, 0 to destroy"), for the Event that says an apply starts.
+func (r *runner) planSummary(ctx context.Context) (string, error) {
+	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
+		return tf.ShowPlanFile(ctx, planFile)
+	})
+	if err != nil {
+		return "", err
+	}
+	var p PendingPlan
+	for _, rc := range plan.ResourceChanges {
+		if rc != nil && rc.Change != nil {
+			p.count(rc.Change.Actions)
+		}
+	}
+	return p.Summary(), nil
 }
 
 func redactChange(c *tfjson.Change) publishedValue {

@@ -178,6 +178,7 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 	// A state last written with another encryption configuration (a
 	// rotated key) is re-encrypted by applying even a plan without changes.
 	if changes || out.rec.Encryption != e.encryption {
+		e.applyStarts(ctx, r, spec)
 		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
 			return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
 		}); err != nil {
@@ -190,6 +191,20 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 	}
 	_ = os.Remove(filepath.Join(r.dir, planFile))
 	return e.finishApply(ctx, r, spec, out)
+}
+
+// applyStarts tells OnApplyStart that spec's saved plan is about to be
+// applied, with its summary (a summary tofu cannot show is left out).
+func (e *Engine) applyStarts(ctx context.Context, r *runner, spec *Spec) {
+	if e.opts.OnApplyStart == nil {
+		return
+	}
+	summary, err := r.planSummary(ctx)
+	if err != nil {
+		klog.V(2).InfoS("Could not summarize the plan to apply", "workspace", spec.Name, "err", err)
+		summary = "changes"
+	}
+	e.opts.OnApplyStart(spec.Name, summary)
 }
 
 // planOrPublish is the one plan → publish path: it plans spec (its

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -207,6 +208,9 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			}
 			continue
 		}
+		// The Event carries a summary; the log, at the default verbosity,
+		// tofu's own error output (scrubbed) for whoever debugs it.
+		klog.InfoS("Terraform command failed", "workspace", filepath.Base(r.dir), "op", op, "output", r.scrub.Scrub(logLines(text)))
 		return e
 	}
 }
@@ -279,4 +283,23 @@ func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta
 		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
 	}
 	return out, nil
+}
+
+// maxLoggedOutput bounds the tofu output logged for one failed command.
+const maxLoggedOutput = 16 << 10
+
+// logLines is a failed command's output for the log: blank lines dropped,
+// at most maxLoggedOutput bytes (the end is kept: the errors are there).
+func logLines(text string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, strings.TrimRight(l, " \t\r"))
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > maxLoggedOutput {
+		out = "(truncated) ..." + strings.ToValidUTF8(out[len(out)-maxLoggedOutput:], "")
+	}
+	return out
 }
