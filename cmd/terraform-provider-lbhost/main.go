@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/tfccm/tfccm/internal/parentwatch"
 	tfccmversion "github.com/tfccm/tfccm/internal/version"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
@@ -35,7 +36,7 @@ func main() {
 		return
 	}
 	if !*debug {
-		watchParent()
+		parentwatch.Watch("terraform-provider-lbhost")
 	}
 	err := providerserver.Serve(context.Background(), tfprovider.New(version), providerserver.ServeOpts{
 		Address:         tfprovider.Address,

@@ -28,4 +28,3 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, version.String("tfccm"))
 	return exitOK
 }
-

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
+	"github.com/tfccm/tfccm/internal/parentwatch"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -27,6 +28,9 @@ func main() {
 		}
 		return
 	}
+	// A stand-in whose tofu was killed must not outlive it (as a real
+	// provider would): the tests' leftover check counts it.
+	parentwatch.Watch("terraform-provider-standin")
 	if err := serve(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-package main
+package parentwatch
 
 import (
 	"sync/atomic"
@@ -21,7 +21,7 @@ func TestExitWithParent(t *testing.T) {
 			var ppid atomic.Int64
 			ppid.Store(int64(tc.now))
 			exited := make(chan struct{})
-			go exitWithParent(tc.start, time.Millisecond, func() int { return int(ppid.Load()) }, func() { close(exited) })
+			go exitWithParent("test", tc.start, time.Millisecond, func() int { return int(ppid.Load()) }, func() { close(exited) })
 			select {
 			case <-exited:
 				if !tc.want {
