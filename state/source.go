@@ -127,16 +127,23 @@ func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	if s.stateFile != "" {
-		// A state file is decoded directly unless it is encrypted.
-		b, err := os.ReadFile(s.stateFile)
+	file, err := s.localFile()
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		// A state file (also a directory's local backend) is decoded
+		// directly unless it is encrypted. A missing file is an error, never
+		// an empty state: tofu would read it as one, and every instance
+		// would look gone.
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("state source %q: %w", s.name, err)
 		}
 		st, err := decodeRawState(b)
 		if !errors.Is(err, ErrEncrypted) || !s.encrypted() {
 			if err != nil {
-				return nil, fmt.Errorf("state source %q: %s: %w", s.name, s.stateFile, err)
+				return nil, fmt.Errorf("state source %q: %s: %w", s.name, file, err)
 			}
 			return st, nil
 		}
@@ -201,6 +208,25 @@ func (s *TofuSource) runEnv(encrypt bool) map[string]string {
 
 // encrypted reports whether tofu is given an encryption configuration.
 func (s *TofuSource) encrypted() bool { return s.env[tfenv.EncryptionVar] != "" }
+
+// localFile is the state file this source reads, read again on every
+// call: the state file source's, or the file of a directory's local
+// backend; "" for a directory with another backend.
+func (s *TofuSource) localFile() (string, error) {
+	if s.dir == "" {
+		return s.stateFile, nil
+	}
+	if st, err := os.Stat(s.dir); err != nil {
+		return "", fmt.Errorf("state source %q: %w", s.name, err)
+	} else if !st.IsDir() {
+		return "", fmt.Errorf("state source %q: %s is not a directory", s.name, s.dir)
+	}
+	b, err := readBackend(s.dir)
+	if err != nil {
+		return "", fmt.Errorf("state source %q: %w", s.name, err)
+	}
+	return b.localPath, nil
+}
 
 // terraform prepares the scratch working directory once: a state file
 // linked as its terraform.tfstate (the local backend, no init needed), or

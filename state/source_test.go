@@ -60,20 +60,20 @@ func TestTofuSources(t *testing.T) {
 			}
 		})
 	}
-	// The directory (no backend block: the local backend) is read through a
-	// scratch directory of its own; Close removes it.
-	if _, err := os.Stat(dirSrc.tmpDir); err != nil {
-		t.Fatalf("dir source scratch dir: %v", err)
+	// Neither an unencrypted state file nor a directory with the local
+	// backend is read through tofu.
+	if dirSrc.tmpDir != "" || fileSrc.tmpDir != "" {
+		t.Errorf("an unencrypted local state was read through tofu (%q, %q)", dirSrc.tmpDir, fileSrc.tmpDir)
 	}
-	tmp := dirSrc.tmpDir
-	if err := dirSrc.Close(); err != nil {
+	// The directory moved away after a good read: an error, never an empty
+	// state (every instance would look gone).
+	away := inf.dir + ".away"
+	if err := os.Rename(inf.dir, away); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Fatalf("Close left %s behind", tmp)
-	}
-	if fileSrc.tmpDir != "" {
-		t.Errorf("an unencrypted state file was read through tofu (%s)", fileSrc.tmpDir)
+	t.Cleanup(func() { _ = os.Rename(away, inf.dir) })
+	if st, err := dirSrc.Read(context.Background()); err == nil {
+		t.Fatalf("Read of a directory moved away succeeded (%d resources), want an error", len(st.Values.RootModule.Resources))
 	}
 }
 
@@ -102,7 +102,15 @@ func TestTofuSourceErrors(t *testing.T) {
 		{"missing binary", func() (*TofuSource, error) {
 			c := *tfc
 			c.Binary = filepath.Join(dir, "no-tofu")
-			return newDirSource("d", dir, &c)
+			remote := filepath.Join(dir, "remote")
+			if err := os.MkdirAll(remote, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			backend := "terraform {\n  backend \"http\" {\n    address = \"http://127.0.0.1:1/state\"\n  }\n}\n"
+			if err := os.WriteFile(filepath.Join(remote, "backend.tf"), []byte(backend), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return newDirSource("d", remote, &c)
 		}, "no-tofu"},
 	}
 	for _, tt := range tests {
