@@ -1,12 +1,9 @@
 package nodes
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,12 +54,7 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 
 	pods := waitRollout(t, client, ic.ref, "2")
 	waitLeaderPod(t, client, pods)
-	nodes := checkNodesInitialized(t, ic.c, ccmLog)
-	waitNodesReady(t, client)
-	waitPodRoutes(t, ic.c, nodes)
-	podNames := runNetexecDeployment(t, client, 2)
-	vip := createLBService(t, client, "web", ccmLog)
-	waitServes(t, vip, podNames)
+	vip, podNames := ic.serveWeb(t, ccmLog)
 	t.Logf("web served at %s %s after the start", vip, time.Since(start).Round(time.Second))
 
 	values := func(ref, logLevel string) string {
@@ -116,7 +108,7 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 		if n := countEvents(t, client, "TerraformApplying") - applying; n != 0 {
 			t.Errorf("%s: %d TerraformApplying Events: a workspace was re-applied", name, n)
 		}
-		if after := stateSerials(t, client); !maps.Equal(before, after) {
+		if after := stateSerials(t, client); !slices.Equal(before, after) {
 			t.Errorf("%s: state serials moved from %v to %v", name, before, after)
 		}
 		waitServes(t, vip, podNames)
@@ -255,30 +247,17 @@ func countEvents(t *testing.T, client kubernetes.Interface, reason string) int {
 	return n
 }
 
-// stateSerials maps each state Secret in kube-system to its state's serial.
-func stateSerials(t *testing.T, client kubernetes.Interface) map[string]int {
+// stateSerials are the serials of the Terraform states in kube-system,
+// in the order of their Secrets' names.
+func stateSerials(t *testing.T, client kubernetes.Interface) []int {
 	t.Helper()
-	secrets, err := client.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, s := range secrets.Items {
-		if !strings.HasPrefix(s.Name, "tfstate-") {
-			continue
-		}
+	var out []int
+	for _, s := range stateSecrets(t, client) {
 		var st struct{ Serial int }
-		zr, err := gzip.NewReader(strings.NewReader(string(s.Data["tfstate"])))
-		if err == nil {
-			var b []byte
-			if b, err = io.ReadAll(zr); err == nil {
-				err = json.Unmarshal(b, &st)
-			}
+		if err := json.Unmarshal([]byte(s), &st); err != nil {
+			t.Fatalf("state: %v", err)
 		}
-		if err != nil {
-			t.Fatalf("state Secret %s: %v", s.Name, err)
-		}
-		out[s.Name] = st.Serial
+		out = append(out, st.Serial)
 	}
 	return out
 }
