@@ -90,12 +90,13 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 			t.Errorf("%s: %v\n%s", name, err, ccmLog())
 		}
 		rolled := time.Since(began)
-		time.Sleep(5 * time.Second) // the new leader's first syncs
+		time.Sleep(10 * time.Second) // the new leader's first syncs
 		ok, failed := load.stop()
 		changes := lease.stop()
 
-		t.Logf("%s: pods %s and %s ready %s after helm; %d requests, %d failed; lease %s",
-			name, pods[0].Name, pods[1].Name, rolled.Round(100*time.Millisecond), ok+len(failed), len(failed), changes)
+		t.Logf("%s: pods %s and %s ready %s after helm; %d requests, %d failed; lease %s (longest without a leader: %s); state serials %v",
+			name, pods[0].Name, pods[1].Name, rolled.Round(100*time.Millisecond), ok+len(failed), len(failed), changes,
+			changes.maxGap().Round(100*time.Millisecond), before)
 		if len(failed) > 0 {
 			t.Errorf("%s: %d of %d requests to %s failed: %v", name, len(failed), ok+len(failed), vip, failed[:min(len(failed), 5)])
 		}
