@@ -138,7 +138,7 @@ tools-e2e: tools
 ## also in-cluster from the image and the Helm chart)
 test-nodes: tools-nodes build image
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-nodes
-	rc=0; TFCCM_NODES=1 IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 30m -v ./test/nodes/ || rc=$$?; \
+	rc=0; TFCCM_NODES=1 IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 40m -v ./test/nodes/ || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before-nodes || rc=1; exit $$rc
 
 ## standin: the test stand-in for real cloud providers (never shipped) into bin/, installed under the

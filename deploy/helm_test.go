@@ -185,7 +185,17 @@ func TestHelmChartSettings(t *testing.T) {
 	if spec.HostNetwork {
 		t.Error("the default Deployment runs on the host network")
 	}
-	_, hn := podSpec(t, objects(t, "default", "hostNetwork=true"))
+	hnObjects := objects(t, "default", "hostNetwork=true")
+	_, hn := podSpec(t, hnObjects)
+	// A surge pod would find no node with the host port free: the rollout
+	// replaces the replicas one at a time.
+	for _, o := range hnObjects {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil || ru.MaxSurge.IntValue() != 0 || ru.MaxUnavailable.IntValue() != 1 {
+				t.Errorf("hostNetwork=true: rolling update %+v, want maxSurge 0, maxUnavailable 1", ru)
+			}
+		}
+	}
 	if !hn.HostNetwork || hn.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
 		t.Errorf("hostNetwork=true: hostNetwork %v, dnsPolicy %q", hn.HostNetwork, hn.DNSPolicy)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 )
 
-// Release is a Helm release of the repository's chart (deploy/helm/tfccm)
-// installed by InstallChart with the repository's bin/helm.
+// Release is a Helm release of the repository's chart (deploy/helm/tfccm,
+// InstallChart) or of a packaged one (a release's .tgz, InstallChartFrom),
+// managed with the repository's bin/helm.
 type Release struct {
 	Name, Namespace string
 
@@ -22,10 +24,21 @@ type Release struct {
 	uninstalled           bool
 }
 
-// InstallChart installs the chart as release name into namespace of the
-// cluster the kubeconfig points at, with values (YAML). dir receives the
-// values file and helm's cache, config and data directories.
+// InstallChart installs the repository's chart as release name into
+// namespace of the cluster the kubeconfig points at, with values (YAML).
+// dir receives the values files and helm's cache, config and data
+// directories.
 func InstallChart(kubeconfig, namespace, name, values, dir string) (*Release, error) {
+	root, err := repo.Root()
+	if err != nil {
+		return nil, err
+	}
+	return InstallChartFrom(kubeconfig, namespace, name, filepath.Join(root, deploy.Chart), values, dir)
+}
+
+// InstallChartFrom is InstallChart of chart: a chart directory or a
+// packaged chart (.tgz, as `make release` writes it).
+func InstallChartFrom(kubeconfig, namespace, name, chart, values, dir string) (*Release, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
@@ -34,14 +47,54 @@ func InstallChart(kubeconfig, namespace, name, values, dir string) (*Release, er
 	if _, err := os.Stat(r.helm); err != nil {
 		return nil, fmt.Errorf("helm not found at %s: run `make tools`", r.helm)
 	}
-	vf := filepath.Join(dir, "values.yaml")
-	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
+	vf, err := r.valuesFile(values)
+	if err != nil {
 		return nil, err
 	}
-	if out, err := r.run("install", name, filepath.Join(root, deploy.Chart), "--values", vf); err != nil {
+	if out, err := r.run("install", name, chart, "--values", vf); err != nil {
 		return nil, fmt.Errorf("helm install: %v\n%s", err, out)
 	}
 	return r, nil
+}
+
+// Upgrade runs `helm upgrade` of the release to chart (a directory or a
+// .tgz) with values (YAML; the whole set, not merged with the release's)
+// and returns once helm has applied it, without waiting for the pods.
+func (r *Release) Upgrade(chart, values string) error {
+	vf, err := r.valuesFile(values)
+	if err != nil {
+		return err
+	}
+	if out, err := r.run("upgrade", r.Name, chart, "--values", vf); err != nil {
+		return fmt.Errorf("helm upgrade: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Rollback runs `helm rollback` of the release to revision (0: the
+// previous one) without waiting for the pods.
+func (r *Release) Rollback(revision int) error {
+	args := []string{"rollback", r.Name}
+	if revision > 0 {
+		args = append(args, strconv.Itoa(revision))
+	}
+	if out, err := r.run(args...); err != nil {
+		return fmt.Errorf("helm rollback: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// valuesFile writes values into a new file in the release's directory.
+func (r *Release) valuesFile(values string) (string, error) {
+	f, err := os.CreateTemp(r.dir, "values-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(values); err != nil {
+		f.Close()
+		return "", err
+	}
+	return f.Name(), f.Close()
 }
 
 // Uninstall removes the release and waits up to timeout for its resources

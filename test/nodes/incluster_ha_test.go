@@ -52,12 +52,7 @@ func TestCCMInClusterHAOnRealNodes(t *testing.T) {
 	leader := waitLeaderPod(t, client, pods)
 	t.Logf("replicas on %s and %s; %s leads", pods[0].Spec.NodeName, pods[1].Spec.NodeName, leader.Name)
 
-	nodes := checkNodesInitialized(t, ic.c, ccmLog)
-	waitNodesReady(t, client)
-	waitPodRoutes(t, ic.c, nodes)
-	podNames := runNetexecDeployment(t, client, 2)
-	vip := createLBService(t, client, "web", ccmLog)
-	waitServes(t, vip, podNames)
+	vip, podNames := ic.serveWeb(t, ccmLog)
 	t.Logf("web served at %s %s after the start", vip, time.Since(start).Round(time.Second))
 
 	// Crash the leader: SIGKILL its process.
@@ -121,6 +116,21 @@ func TestCCMInClusterHAOnRealNodes(t *testing.T) {
 			t.Errorf("LB host %s after both Services are gone: %v", h.Name, o)
 		}
 	}
+}
+
+// serveWeb waits for the nodes to be initialized, Ready and routed, then
+// runs the netexec Deployment "web" (one pod per node) behind a
+// LoadBalancer Service "web" and returns its VIP, once it reaches both
+// pods, and the pods' names.
+func (ic *inCluster) serveWeb(t *testing.T, ccmLog func() string) (string, []string) {
+	t.Helper()
+	nodes := checkNodesInitialized(t, ic.c, ccmLog)
+	waitNodesReady(t, ic.client)
+	waitPodRoutes(t, ic.c, nodes)
+	podNames := runNetexecDeployment(t, ic.client, 2)
+	vip := createLBService(t, ic.client, "web", ccmLog)
+	waitServes(t, vip, podNames)
+	return vip, podNames
 }
 
 // waitCCMPods waits until the chart's n pods run and are ready.

@@ -92,6 +92,13 @@ type inCluster struct {
 // layout values (mode, replicas, node selector, ...).
 func installInCluster(t *testing.T, archive, layout string) *inCluster {
 	t.Helper()
+	return installInClusterFrom(t, archive, "", layout)
+}
+
+// installInClusterFrom is installInCluster of chart, a chart directory or
+// a packaged chart (.tgz); "" is the repository's chart.
+func installInClusterFrom(t *testing.T, archive, chart, layout string) *inCluster {
+	t.Helper()
 	ctx := context.Background()
 	ic := &inCluster{c: ForTest(t, Options{Nodes: 2, HostRoute: true})}
 	ic.client = ic.c.Client()
@@ -121,7 +128,12 @@ func installInCluster(t *testing.T, archive, layout string) *inCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ic.rel, err = harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir()); err != nil {
+	if chart == "" {
+		ic.rel, err = harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+	} else {
+		ic.rel, err = harness.InstallChartFrom(ic.c.Kubeconfig(), "kube-system", "tfccm", chart, values, t.TempDir())
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

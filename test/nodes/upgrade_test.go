@@ -1,0 +1,453 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/deploy"
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/harness"
+)
+
+// TestCCMUpgradeOnRealNodes installs tfccm as a user of a release would —
+// the release's packaged chart (.tgz) and its image archive imported into
+// the nodes' containerd — as the chart's two leader-elected replicas, has
+// it serve a LoadBalancer, then `helm upgrade`s it to a second build (the
+// image of `make image`, stamped with the tree's version, and logLevel 3:
+// the pods roll, so the lead moves to a new process) and `helm rollback`s
+// it to the release. Through each, at 10 requests/s to the Service's VIP:
+// no request fails, the Lease never names a second holder while the first
+// one's pod still runs (never two leaders), and no workspace is re-applied
+// (no TerraformApplying Event, no state serial moves).
+//
+// The release is TFCCM_DIST's (a `make release` dist/), else the test
+// builds one for the machine's platform with `make release` (minutes).
+func TestCCMUpgradeOnRealNodes(t *testing.T) {
+	needNodes(t)
+	ctx := context.Background()
+	chart, releaseImage := releaseArtifacts(t)
+	nextImage := imageArchive(t)
+	start := time.Now()
+	ic := installInClusterFrom(t, releaseImage, chart, haLayout)
+	client := ic.client
+	ccmLog := func() string { return ccmPodLogs(client, 40) }
+	nextRef, _, err := ic.c.ImportImage(ctx, nextImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("installed %s with image %s; upgrading to %s", filepath.Base(chart), ic.ref, nextRef)
+
+	pods := waitRollout(t, client, ic.ref, "2")
+	waitLeaderPod(t, client, pods)
+	vip, podNames := ic.serveWeb(t, ccmLog)
+	t.Logf("web served at %s %s after the start", vip, time.Since(start).Round(time.Second))
+
+	values := func(ref, logLevel string) string {
+		v, err := inClusterValues(ic.c, ic.hosts, ref, haLayout+"logLevel: "+logLevel+"\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	step := func(name, ref, logLevel string, do func() error) {
+		t.Helper()
+		// The route and load balancer workspaces have settled once every
+		// state is written and the first leader has nothing left to do.
+		settle(t, client)
+		before := stateSerials(t, client)
+		applying := countEvents(t, client, "TerraformApplying")
+		holder := leaseHolder(t, client)
+		load := startLoad(vip, 100*time.Millisecond)
+		lease := watchLease(client)
+		began := time.Now()
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		pods := waitRollout(t, client, ref, logLevel)
+		err := harness.Eventually(ctx, time.Minute, "a process of the new pods holds the lease", func(ctx context.Context) error {
+			h := leaseHolder(t, client)
+			if h == holder || h == "" {
+				return fmt.Errorf("holder %q", h)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v\n%s", name, err, ccmLog())
+		}
+		rolled := time.Since(began)
+		time.Sleep(10 * time.Second) // the new leader's first syncs
+		ok, failed := load.stop()
+		changes := lease.stop()
+
+		t.Logf("%s: pods %s and %s ready %s after helm; %d requests, %d failed; lease %s (longest without a leader: %s); state serials %v",
+			name, pods[0].Name, pods[1].Name, rolled.Round(100*time.Millisecond), ok+len(failed), len(failed), changes,
+			changes.maxGap().Round(100*time.Millisecond), before)
+		if len(failed) > 0 {
+			t.Errorf("%s: %d of %d requests to %s failed: %v", name, len(failed), ok+len(failed), vip, failed[:min(len(failed), 5)])
+		}
+		if ok < int(rolled/time.Second)*5 {
+			t.Errorf("%s: only %d requests succeeded in %s; the load did not run", name, ok, rolled)
+		}
+		if err := changes.check(holder); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if n := countEvents(t, client, "TerraformApplying") - applying; n != 0 {
+			t.Errorf("%s: %d TerraformApplying Events: a workspace was re-applied", name, n)
+		}
+		if after := stateSerials(t, client); !slices.Equal(before, after) {
+			t.Errorf("%s: state serials moved from %v to %v", name, before, after)
+		}
+		waitServes(t, vip, podNames)
+	}
+	step("upgrade", nextRef, "3", func() error { return ic.rel.Upgrade(chart, values(nextRef, "3")) })
+	step("rollback", ic.ref, "2", func() error { return ic.rel.Rollback(0) })
+	if t.Failed() {
+		return
+	}
+
+	// The rolled-back release still applies: a second Service gets a VIP.
+	vip2 := createLBService(t, client, "web2", ccmLog)
+	waitServes(t, vip2, podNames)
+	for _, name := range []string{"web", "web2"} {
+		if err := client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := harness.WaitServiceDeleted(ctx, client, "default", name, 2*time.Minute); err != nil {
+			t.Fatalf("%v\n%s", err, ccmLog())
+		}
+	}
+}
+
+// releaseArtifacts returns the packaged chart and the machine platform's
+// image archive of the release in TFCCM_DIST, or of one `make release`
+// builds into a temporary directory when TFCCM_DIST is unset.
+func releaseArtifacts(t *testing.T) (chart, image string) {
+	t.Helper()
+	dist := os.Getenv("TFCCM_DIST")
+	if dist == "" {
+		root, err := repo.Root()
+		if err != nil {
+			t.Fatal(err)
+		}
+		version, err := chartAppVersion(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dist = t.TempDir()
+		cmd := exec.Command("make", "--no-print-directory", "release", "VERSION="+version, "ALLOW_DIRTY=1",
+			"RELEASE_PLATFORMS=linux/"+runtime.GOARCH, "DIST="+dist)
+		cmd.Dir = root
+		began := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make release: %v\n%s", err, out)
+		}
+		t.Logf("make release %s into %s in %s", version, dist, time.Since(began).Round(time.Second))
+	}
+	one := func(pattern string) string {
+		m, _ := filepath.Glob(filepath.Join(dist, pattern))
+		if len(m) != 1 {
+			t.Fatalf("release in %s: %v match %s, want one", dist, m, pattern)
+		}
+		return m[0]
+	}
+	return one("tfccm-*.tgz"), one("tfccm_v*_image_linux_" + runtime.GOARCH + ".tar")
+}
+
+// chartAppVersion is the in-tree chart's appVersion: the release the tree
+// names, the only VERSION `make release` accepts of it.
+func chartAppVersion(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, deploy.Chart, "Chart.yaml"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^appVersion:\s*"?(v[0-9.]+)"?\s*$`).FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("no appVersion in %s/Chart.yaml", deploy.Chart)
+	}
+	return string(m[1]), nil
+}
+
+// waitRollout waits until the chart's pods are exactly two ready ones,
+// none terminating, both running ref with --v=logLevel, and returns them.
+func waitRollout(t *testing.T, client kubernetes.Interface, ref, logLevel string) []corev1.Pod {
+	t.Helper()
+	var ready []corev1.Pod
+	err := harness.Eventually(context.Background(), 3*time.Minute, "2 CCM pods of "+ref+" with --v="+logLevel+" ready", func(ctx context.Context) error {
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmSelector})
+		if err != nil {
+			return err
+		}
+		ready = nil
+		for _, p := range pods.Items {
+			c := p.Spec.Containers[0]
+			if p.DeletionTimestamp != nil || c.Image != ref || !slices.Contains(c.Args, "--v="+logLevel) {
+				return fmt.Errorf("pod %s (image %s, terminating %v) is not of the rollout", p.Name, c.Image, p.DeletionTimestamp != nil)
+			}
+			if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 || !p.Status.ContainerStatuses[0].Ready {
+				return fmt.Errorf("pod %s not ready: %s", p.Name, p.Status.Phase)
+			}
+			ready = append(ready, p)
+		}
+		if len(ready) != 2 {
+			return fmt.Errorf("%d pods ready", len(ready))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ready
+}
+
+// settle waits until the CCM has had nothing to apply for 5 s: the count
+// of TerraformApplying/TerraformApplied Events stays put.
+func settle(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	last, since := -1, time.Now()
+	err := harness.Eventually(context.Background(), 2*time.Minute, "the workspaces settle", func(ctx context.Context) error {
+		n := countEvents(t, client, "TerraformApplying") + countEvents(t, client, "TerraformApplied")
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) < 5*time.Second {
+			return fmt.Errorf("%d apply Events, the last change %s ago", n, time.Since(since).Round(time.Second))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countEvents sums the counts of the Events of reason in every namespace.
+func countEvents(t *testing.T, client kubernetes.Interface, reason string) int {
+	t.Helper()
+	evs, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, e := range evs.Items {
+		n += max(int(e.Count), 1)
+	}
+	return n
+}
+
+// stateSerials are the serials of the Terraform states in kube-system,
+// in the order of their Secrets' names.
+func stateSerials(t *testing.T, client kubernetes.Interface) []int {
+	t.Helper()
+	var out []int
+	for _, s := range stateSecrets(t, client) {
+		var st struct{ Serial int }
+		if err := json.Unmarshal([]byte(s), &st); err != nil {
+			t.Fatalf("state: %v", err)
+		}
+		out = append(out, st.Serial)
+	}
+	return out
+}
+
+// load sends GET /hostname to a VIP at a fixed rate, each request in its
+// own goroutine (a slow one does not hold the next back).
+type load struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	ok     int
+	failed []string
+}
+
+func startLoad(vip string, every time.Duration) *load {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{cancel: cancel}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case at := <-tick.C:
+				l.wg.Add(1)
+				go func() {
+					defer l.wg.Done()
+					rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					defer cancel()
+					_, err := httpGet(rctx, "http://"+vip+"/hostname")
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					if err != nil {
+						l.failed = append(l.failed, at.Format("15:04:05.000")+": "+err.Error())
+					} else {
+						l.ok++
+					}
+				}()
+			}
+		}
+	}()
+	return l
+}
+
+// stop ends the load once its requests are answered and returns how many
+// succeeded and the failures.
+func (l *load) stop() (int, []string) {
+	l.cancel()
+	l.wg.Wait()
+	return l.ok, l.failed
+}
+
+// leaseWatch polls the CCM's leader Lease every 100 ms and records each
+// holder with when it was first and last seen, and which CCM pods ran
+// (not terminating) when it was first seen and when the next one was.
+type leaseWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	spans  leaseSpans
+}
+
+type leaseSpan struct {
+	holder      string
+	first, last time.Time
+	// acquired and renewed: the Lease's acquireTime and its last
+	// renewTime under the holder.
+	acquired, renewed time.Time
+	// running: the CCM pods not terminating when the holder was first seen;
+	// runningAtNext: those of them still not terminating when the next
+	// holder was.
+	running, runningAtNext []string
+}
+
+type leaseSpans []leaseSpan
+
+func watchLease(client kubernetes.Interface) *leaseWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &leaseWatch{cancel: cancel, done: make(chan struct{})}
+	running := func() []string {
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: ccmSelector})
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		var names []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+			now := time.Now()
+			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				h := *l.Spec.HolderIdentity
+				n := len(w.spans)
+				var acquired, renewed time.Time
+				if l.Spec.AcquireTime != nil {
+					acquired = l.Spec.AcquireTime.Time
+				}
+				if l.Spec.RenewTime != nil {
+					renewed = l.Spec.RenewTime.Time
+				}
+				if n > 0 && w.spans[n-1].holder == h {
+					w.spans[n-1].last, w.spans[n-1].renewed = now, renewed
+				} else {
+					pods := running()
+					if n > 0 {
+						prev := &w.spans[n-1]
+						for _, p := range prev.running {
+							if slices.Contains(pods, p) {
+								prev.runningAtNext = append(prev.runningAtNext, p)
+							}
+						}
+					}
+					w.spans = append(w.spans, leaseSpan{holder: h, first: now, last: now, acquired: acquired, renewed: renewed, running: pods})
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *leaseWatch) stop() leaseSpans {
+	w.cancel()
+	<-w.done
+	return w.spans
+}
+
+// check: the lease went from holder to new ones, none twice (a holder
+// that came back would have led alongside its successor), each taking
+// over only once a pod that ran under the previous one was terminating
+// (the leader leaving, not a second one), and within 15 s of the previous
+// holder's last renewal: the CCM does not release its Lease when it
+// stops, so a successor waits out the lease duration (8 s) after a
+// renewal up to a retry period (1 s) before the stop, then acquires on
+// its next retry (1 s with up to 1.2 jitter): about 11 s, plus slack for
+// a loaded machine.
+func (s leaseSpans) check(holder string) error {
+	var hs []string
+	for _, sp := range s {
+		if slices.Contains(hs, sp.holder) {
+			return fmt.Errorf("lease holders %s: %s held it twice", s, sp.holder)
+		}
+		hs = append(hs, sp.holder)
+	}
+	if len(s) < 2 || s[0].holder != holder {
+		return fmt.Errorf("lease holders %s, want %s then new ones", s, holder)
+	}
+	for i, sp := range s[:len(s)-1] {
+		if len(sp.running) > 0 && len(sp.runningAtNext) == len(sp.running) {
+			return fmt.Errorf("lease went from %s to %s while every CCM pod of its time (%v) still ran: two leaders", sp.holder, s[i+1].holder, sp.running)
+		}
+	}
+	if gap := s.maxGap(); gap > 15*time.Second {
+		return fmt.Errorf("lease holders %s: no leader for %s (lease duration 8 s)", s, gap)
+	}
+	return nil
+}
+
+// maxGap is the longest time without a leader: from a holder's last
+// renewal to its successor's acquisition.
+func (s leaseSpans) maxGap() time.Duration {
+	var gap time.Duration
+	for i := 1; i < len(s); i++ {
+		gap = max(gap, s.gapBefore(i))
+	}
+	return gap
+}
+
+func (s leaseSpans) gapBefore(i int) time.Duration { return s[i].acquired.Sub(s[i-1].renewed) }
+
+func (s leaseSpans) String() string {
+	var b strings.Builder
+	for i, sp := range s {
+		if i > 0 {
+			fmt.Fprintf(&b, " -(%s)-> ", s.gapBefore(i).Round(100*time.Millisecond))
+		}
+		b.WriteString(sp.holder)
+	}
+	return b.String()
+}
