@@ -24,8 +24,10 @@ type Release struct {
 
 // InstallChart installs the chart as release name into namespace of the
 // cluster the kubeconfig points at, with values (YAML). dir receives the
-// values file and helm's cache, config and data directories.
-func InstallChart(kubeconfig, namespace, name, values, dir string) (*Release, error) {
+// values file and helm's cache, config and data directories. baseFiles,
+// when given, are values files helm reads before values (a user's values
+// file that values overrides).
+func InstallChart(kubeconfig, namespace, name, values, dir string, baseFiles ...string) (*Release, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
@@ -38,7 +40,11 @@ func InstallChart(kubeconfig, namespace, name, values, dir string) (*Release, er
 	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
 		return nil, err
 	}
-	if out, err := r.run("install", name, filepath.Join(root, deploy.Chart), "--values", vf); err != nil {
+	args := []string{"install", name, filepath.Join(root, deploy.Chart)}
+	for _, f := range append(baseFiles, vf) {
+		args = append(args, "--values", f)
+	}
+	if out, err := r.run(args...); err != nil {
 		return nil, fmt.Errorf("helm install: %v\n%s", err, out)
 	}
 	return r, nil
