@@ -21,13 +21,13 @@ func saveApplied(dir string, spec *Spec, prevHash string) error {
 			return nil
 		}
 	}
-	return spec.WriteDir(filepath.Join(dir, appliedDir))
+	return spec.WriteDir(AppliedPath(dir))
 }
 
 // lastApplied returns the workspace's last applied configuration under
 // spec's name and backend settings; false when it has none.
 func lastApplied(dir string, spec *Spec) (Spec, bool) {
-	return readAs(filepath.Join(dir, appliedDir), spec)
+	return readAs(AppliedPath(dir), spec)
 }
 
 // readAs reads the spec written into dir and gives it spec's identity and
@@ -43,3 +43,12 @@ func readAs(dir string, spec *Spec) (Spec, bool) {
 	prev.Hash = prev.ContentHash()
 	return prev, true
 }
+
+// AppliedPath is where the workspace directory dir keeps the copy of its
+// last applied configuration.
+func AppliedPath(dir string) string { return filepath.Join(dir, appliedDir) }
+
+// LastApplied reads the workspace directory dir's last applied
+// configuration as it is on disk (ErrNotFound when it has none), for
+// readers outside the engine (tfccm workspaces).
+func LastApplied(dir string) (Spec, error) { return ReadDir(AppliedPath(dir)) }

@@ -20,10 +20,6 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// appliedCopy is where the engine keeps the last applied configuration of
-// a workspace, inside its directory (workspace/applied.go).
-const appliedCopy = ".tfccm/applied"
-
 // tombstones is the work_dir directory of destroyed workspace names
 // (workspace/tombstone.go).
 const tombstones = ".tombstones"
@@ -115,7 +111,7 @@ func listWorkspaces(cfg *config.Config) ([]workspaceRow, error) {
 			return nil, err
 		}
 		phase := "NotApplied"
-		if applied, err := workspace.ReadDir(filepath.Join(dir, appliedCopy)); err == nil {
+		if applied, err := workspace.LastApplied(dir); err == nil {
 			phase = "Changed"
 			if applied.ContentHash() == spec.ContentHash() {
 				phase = "Applied"

@@ -29,9 +29,9 @@ func TestWorkspacesPhases(t *testing.T) {
 	}
 	// applied: desired == applied; changed: a newer desired; new: never applied.
 	write(filepath.Join(work, "lb-applied"), spec("lb-applied", "a"))
-	write(filepath.Join(work, "lb-applied", appliedCopy), spec("lb-applied", "a"))
+	write(workspace.AppliedPath(filepath.Join(work, "lb-applied")), spec("lb-applied", "a"))
 	write(filepath.Join(work, "lb-changed"), spec("lb-changed", "b2"))
-	write(filepath.Join(work, "lb-changed", appliedCopy), spec("lb-changed", "b1"))
+	write(workspace.AppliedPath(filepath.Join(work, "lb-changed")), spec("lb-changed", "b1"))
 	write(filepath.Join(work, "routes"), spec("routes", "r"))
 	if err := os.MkdirAll(filepath.Join(work, tombstones), 0o700); err != nil {
 		t.Fatal(err)

@@ -27,18 +27,19 @@ type Release struct {
 // InstallChart installs the repository's chart as release name into
 // namespace of the cluster the kubeconfig points at, with values (YAML).
 // dir receives the values files and helm's cache, config and data
-// directories.
-func InstallChart(kubeconfig, namespace, name, values, dir string) (*Release, error) {
+// directories. baseFiles, when given, are values files helm reads before
+// values (a user's values file that values overrides).
+func InstallChart(kubeconfig, namespace, name, values, dir string, baseFiles ...string) (*Release, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}
-	return InstallChartFrom(kubeconfig, namespace, name, filepath.Join(root, deploy.Chart), values, dir)
+	return InstallChartFrom(kubeconfig, namespace, name, filepath.Join(root, deploy.Chart), values, dir, baseFiles...)
 }
 
 // InstallChartFrom is InstallChart of chart: a chart directory or a
 // packaged chart (.tgz, as `make release` writes it).
-func InstallChartFrom(kubeconfig, namespace, name, chart, values, dir string) (*Release, error) {
+func InstallChartFrom(kubeconfig, namespace, name, chart, values, dir string, baseFiles ...string) (*Release, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
@@ -51,7 +52,11 @@ func InstallChartFrom(kubeconfig, namespace, name, chart, values, dir string) (*
 	if err != nil {
 		return nil, err
 	}
-	if out, err := r.run("install", name, chart, "--values", vf); err != nil {
+	args := []string{"install", name, chart}
+	for _, f := range append(baseFiles, vf) {
+		args = append(args, "--values", f)
+	}
+	if out, err := r.run(args...); err != nil {
 		return nil, fmt.Errorf("helm install: %v\n%s", err, out)
 	}
 	return r, nil

@@ -81,6 +81,27 @@ func TestLBHostCheck(t *testing.T) {
 			return exec.Command("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv4.ip_nonlocal_bind="+v).Run()
 		}
 	}
+	// nft and keepalived are binaries of this machine (the hosts share its
+	// file system): they are shadowed in the mount namespace of the host's
+	// sshd only, by a file that is not executable and by a keepalived
+	// that is too old.
+	files := t.TempDir()
+	notExec, oldKeepalived := filepath.Join(files, "nft"), filepath.Join(files, "keepalived")
+	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(oldKeepalived, []byte("#!/bin/sh\necho 'Keepalived v1.3.5 (03/19,2017)' >&2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var unshadow func() error
+	shadow := func(path, with string) func() error {
+		return func() (err error) { unshadow, err = h.ShadowFile(path, with); return err }
+	}
+	repairShadow := func() error { return unshadow() }
+	keepalivedBin, err := exec.LookPath("keepalived")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range []struct {
 		check, want    string
 		break_, repair func() error
@@ -102,6 +123,8 @@ func TestLBHostCheck(t *testing.T) {
 		{"haproxy", "does not say its version",
 			func() error { target.HAProxy = "/usr/bin/ss"; return nil }, // a binary that is not HAProxy
 			func() error { target.HAProxy = "haproxy"; return nil }},
+		{"nft", "/usr/sbin/nft is missing", shadow("/usr/sbin/nft", notExec), repairShadow},
+		{"keepalived", "keepalived 1.3.5 is older than 2.0", shadow(keepalivedBin, oldKeepalived), repairShadow},
 	} {
 		if err := b.break_(); err != nil {
 			t.Fatalf("break %s: %v", b.check, err)

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -283,6 +284,23 @@ func (h *Host) StartSSHD() error {
 	var err error
 	h.sshd, err = startSSHD(h.Netns, h.dir)
 	return err
+}
+
+// ShadowFile bind-mounts with over path in the mount namespace of the
+// host's sshd (every SSH login's, sudo's commands included), not the
+// machine's: the hosts share this machine's file system, so a test hides
+// or replaces a host's binary there without touching the real one.
+// sshd runs under `ip netns exec`, whose mount namespace is a slave of the
+// machine's: the mount does not leak out. The returned func undoes it.
+func (h *Host) ShadowFile(path, with string) (undo func() error, err error) {
+	h.mu.Lock()
+	pid := h.sshd.Process.Pid
+	h.mu.Unlock()
+	ns := []string{"nsenter", "-t", strconv.Itoa(pid), "-m", "--"}
+	if err := run(ns[0], append(ns[1:], "mount", "--bind", with, path)...); err != nil {
+		return nil, fmt.Errorf("shadow %s on %s: %w", path, h.Name, err)
+	}
+	return func() error { return run(ns[0], append(ns[1:], "umount", path)...) }, nil
 }
 
 // StartKeepalived (re)starts keepalived in the foreground of its process.

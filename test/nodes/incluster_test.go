@@ -257,20 +257,7 @@ func testCCMInCluster(t *testing.T, archive, layout string) {
 	}
 
 	// Deleting the Service removes its VIP and frontends from the LB hosts.
-	if err := client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.WaitServiceDeleted(ctx, client, "default", "web", 2*time.Minute); err != nil {
-		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
-	}
-	for _, h := range hosts.Hosts {
-		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {
-			t.Errorf("LB host %s after the Service is gone: objects %v, holds the VIP %v", h.Name, o, h.HasAddress(vip))
-		}
-	}
-	if _, err := httpGet(ctx, "http://"+vip+"/hostname"); err == nil {
-		t.Errorf("the VIP %s still answers after the Service is gone", vip)
-	}
+	deleteLBService(t, client, hosts, "web", vip, ccmLog)
 
 	// The pod ran through all of it (its liveness probe passed).
 	if p, err := client.CoreV1().Pods("kube-system").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
@@ -325,10 +312,6 @@ func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (stri
 	if err != nil {
 		return "", err
 	}
-	repository, tag := ref, "latest"
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		repository, tag = ref[:i], ref[i+1:]
-	}
 	lb := hosts.LBSettings()
 	lb["ssh_private_key_file"] = podKey
 	routes := hosts.RoutesSettings()
@@ -348,11 +331,7 @@ instances {
 }
 `, harness.Block("load_balancer", lb), harness.HCLObject(routes), podInventory)
 	args := CCMFlags
-	return fmt.Sprintf(`image:
-  repository: %q
-  tag: %q
-  pullPolicy: IfNotPresent
-%sextraArgs: [%s]
+	return fmt.Sprintf(`%s%sextraArgs: [%s]
 cloudConfig:
   clusterName: incluster
   templateSet: baremetal
@@ -372,8 +351,34 @@ extraVolumes:
       type: Directory
 extraVolumeMounts:
   - {name: inventory, mountPath: %q, readOnly: true}
-`, repository, tag, layout, strings.Join(args, ", "), indent(inline, "    "), indent(string(mapping), "      "),
+`, imageValues(ref), layout, strings.Join(args, ", "), indent(inline, "    "), indent(string(mapping), "      "),
 		c.Cloud.InfraDir(), podInventory), nil
+}
+
+// imageValues are the chart's image values for the imported image ref.
+func imageValues(ref string) string {
+	repository, tag := ref, "latest"
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		repository, tag = ref[:i], ref[i+1:]
+	}
+	return fmt.Sprintf("image:\n  repository: %q\n  tag: %q\n  pullPolicy: IfNotPresent\n", repository, tag)
+}
+
+// deleteLBService deletes the Service name and checks that its load
+// balancer is gone: nothing left on the LB hosts, vip does not answer.
+func deleteLBService(t *testing.T, client kubernetes.Interface, hosts *lbhosts.Hosts, name, vip string, ccmLog func() string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitServiceDeleted(ctx, client, "default", name, 2*time.Minute); err != nil {
+		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
+	}
+	noLoadBalancer(t, hosts, vip, "after the Service is gone")
+	if _, err := httpGet(ctx, "http://"+vip+"/hostname"); err == nil {
+		t.Errorf("the VIP %s still answers after the Service is gone", vip)
+	}
 }
 
 func indent(s, prefix string) string {

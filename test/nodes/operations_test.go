@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // uninstallLayout: one replica with host networking on node-a.
@@ -95,7 +96,7 @@ func TestOperationsOnRealNodes(t *testing.T) {
 	if err := ic.rel.Uninstall(3 * time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	noLoadBalancer(t, ic, vip)
+	noLoadBalancer(t, ic.hosts, vip, "after the uninstall")
 
 	// uninstall.loadBalancers=delete: helm uninstall deletes the Service
 	// and returns once tfccm destroyed its load balancer.
@@ -118,15 +119,15 @@ func TestOperationsOnRealNodes(t *testing.T) {
 	if _, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
 		t.Error("the Service is still there after the uninstall")
 	}
-	noLoadBalancer(t, ic, vip)
+	noLoadBalancer(t, ic.hosts, vip, "after the uninstall")
 }
 
 // noLoadBalancer checks that no LB host has any object or holds vip.
-func noLoadBalancer(t *testing.T, ic *inCluster, vip string) {
+func noLoadBalancer(t *testing.T, hosts *lbhosts.Hosts, vip, when string) {
 	t.Helper()
-	for _, h := range ic.hosts.Hosts {
+	for _, h := range hosts.Hosts {
 		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {
-			t.Errorf("LB host %s after the uninstall: objects %v, holds the VIP %v", h.Name, o, h.HasAddress(vip))
+			t.Errorf("LB host %s %s: objects %v, holds the VIP %v", h.Name, when, o, h.HasAddress(vip))
 		}
 	}
 }
