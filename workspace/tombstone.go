@@ -26,6 +26,17 @@ const tombstoneDir = ".tombstones"
 // no longer calls for a deleted Service at all.
 const tombstoneTTL = 7 * 24 * time.Hour
 
+// Destroyed lists the workspace names destroyed under workDir whose
+// tombstones are still kept (for `tfccm workspaces`); none when there are none.
+func Destroyed(workDir string) []string {
+	entries, _ := os.ReadDir(filepath.Join(workDir, tombstoneDir))
+	names := make([]string, 0, len(entries))
+	for _, d := range entries {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
 func (e *Engine) tombstonePath(name string) string {
 	return filepath.Join(e.opts.WorkDir, tombstoneDir, name)
 }

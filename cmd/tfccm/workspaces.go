@@ -20,10 +20,6 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// tombstones is the work_dir directory of destroyed workspace names
-// (workspace/tombstone.go).
-const tombstones = ".tombstones"
-
 // runWorkspaces answers `tfccm workspaces`: the workspaces in the cloud
 // config's work_dir, as the controller left them on disk, each with its
 // phase (Applied: what it last applied is what it wants; Changed: a newer
@@ -120,10 +116,9 @@ func listWorkspaces(cfg *config.Config) ([]workspaceRow, error) {
 		seen[e.Name()] = true
 		rows = append(rows, workspaceRow{name: e.Name(), phase: phase, spec: &spec, dir: dir})
 	}
-	gone, _ := os.ReadDir(filepath.Join(cfg.WorkDir, tombstones))
-	for _, e := range gone {
-		if !seen[e.Name()] {
-			rows = append(rows, workspaceRow{name: e.Name(), phase: "Destroyed"})
+	for _, name := range workspace.Destroyed(cfg.WorkDir) {
+		if !seen[name] {
+			rows = append(rows, workspaceRow{name: name, phase: "Destroyed"})
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })

@@ -33,10 +33,10 @@ func TestWorkspacesPhases(t *testing.T) {
 	write(filepath.Join(work, "lb-changed"), spec("lb-changed", "b2"))
 	write(workspace.AppliedPath(filepath.Join(work, "lb-changed")), spec("lb-changed", "b1"))
 	write(filepath.Join(work, "routes"), spec("routes", "r"))
-	if err := os.MkdirAll(filepath.Join(work, tombstones), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(work, ".tombstones"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, tombstones, "lb-gone"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(work, ".tombstones", "lb-gone"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(work, "plugin-cache"), 0o700); err != nil {
