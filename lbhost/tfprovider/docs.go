@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -39,6 +41,13 @@ var docExamples = map[string]string{
     { name = "node-b", address = "10.250.0.12" },
   ]
   health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
+}`,
+	"lbhost_backend_health": `data "lbhost_backend_health" "web" {
+  frontend = lbhost_frontend.web.name
+}
+
+output "backends" {
+  value = [for b in data.lbhost_backend_health.web.backends : { name = b.name, healthy = b.healthy }]
 }`,
 	"lbhost_route": `resource "lbhost_route" "pods_node_a" {
   destination = "10.244.1.0/24"
@@ -82,7 +91,7 @@ authentication) is an error.
 `
 
 // Docs renders the provider's reference page from its schemas: every
-// resource and argument, with examples and import ids. docs/lbhost.md is
+// resource, data source and argument, with examples and import ids. docs/lbhost.md is
 // this output; a test fails when it is stale.
 func Docs() string {
 	ctx := context.Background()
@@ -114,7 +123,30 @@ func Docs() string {
 			fmt.Fprintf(&b, "\n### Import\n\n```sh\n%s\n```\n", imp)
 		}
 	}
+	for _, f := range p.DataSources(ctx) {
+		d := f()
+		var md datasource.MetadataResponse
+		d.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "lbhost"}, &md)
+		var ds datasource.SchemaResponse
+		d.Schema(ctx, datasource.SchemaRequest{}, &ds)
+		fmt.Fprintf(&b, "\n## Data source `%s`\n\n%s\n\n", md.TypeName, ds.Schema.Description)
+		if ex := docExamples[md.TypeName]; ex != "" {
+			fmt.Fprintf(&b, "```hcl\n%s\n```\n\n", ex)
+		}
+		b.WriteString("### Arguments\n\n")
+		writeDataSourceAttrs(&b, ds.Schema.Attributes, "")
+	}
 	return b.String()
+}
+
+func writeDataSourceAttrs(b *strings.Builder, attrs map[string]dschema.Attribute, indent string) {
+	for _, name := range sorted(attrs) {
+		a := attrs[name]
+		line(b, indent, name, a, "")
+		if n, ok := a.(dschema.ListNestedAttribute); ok {
+			writeDataSourceAttrs(b, n.NestedObject.Attributes, indent+"  ")
+		}
+	}
 }
 
 func line(b *strings.Builder, indent, name string, a attribute, extra string) {

@@ -119,3 +119,51 @@ resource "lbhost_frontend" "web" {
 		t.Errorf("node-b (healthy on 31000) kept its old down state: %v", st["node-b"])
 	}
 }
+
+// TestBackendHealthDataSource: lbhost_backend_health reads, from another
+// root module and without a lock, what the running HAProxy thinks of each
+// server: node-b's check fails (503) and it is reported unhealthy, node-a
+// healthy; once node-b answers 200 it is healthy too.
+func TestBackendHealthDataSource(t *testing.T) {
+	c := newCloud(t)
+	serveHealth(t, c.nodeA+":30180", "node-a", 200)
+	run(t, "ip", "-n", c.netns, "addr", "add", strings.TrimSuffix(c.pool, ".0/24")+".11/32", "dev", "lo")
+	lb := newWorkspace(t, c, fmt.Sprintf(`
+resource "lbhost_frontend" "web" {
+  name     = "c1_health"
+  address  = %q
+  ports    = [{ port = 80, node_port = 30080 }]
+  backends = [{ name = "node-a", address = %q }, { name = "node-b", address = %q }]
+  health_check = { protocol = "HTTP", port = 30180, path = "/healthz", interval = "500ms", rise = 1, fall = 1 }
+}
+`, strings.TrimSuffix(c.pool, ".0/24")+".11", c.nodeA, c.nodeB))
+	lb.apply()
+
+	health := newWorkspace(t, c, `
+data "lbhost_backend_health" "h" {
+  frontend = "c1_health"
+}
+
+output "backends" {
+  value = jsonencode(data.lbhost_backend_health.h.backends)
+}
+`)
+	want := func(what, state string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			health.ok("plan", "-input=false", "-no-color", "-lock=false", "-out=p.bin")
+			js := health.ok("show", "-json", "p.bin")
+			if strings.Contains(js, state) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: plan never showed %s:\n%s", what, state, js)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	want("node-b's check fails", fmt.Sprintf(`[{\"address\":\"%s\",\"healthy\":true,\"name\":\"node-a\"},{\"address\":\"%s\",\"healthy\":false,\"name\":\"node-b\"}]`, c.nodeA, c.nodeB))
+	serveHealth(t, c.nodeB+":30180", "node-b", 200)
+	want("node-b answers", fmt.Sprintf(`[{\"address\":\"%s\",\"healthy\":true,\"name\":\"node-a\"},{\"address\":\"%s\",\"healthy\":true,\"name\":\"node-b\"}]`, c.nodeA, c.nodeB))
+}

@@ -180,7 +180,9 @@ func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource}
 }
 
-func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource { return nil }
+func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{newBackendHealthDataSource}
+}
 
 // configureConn is the shared resource Configure.
 func configureConn(req resource.ConfigureRequest, resp *resource.ConfigureResponse) *conn {

@@ -1,0 +1,99 @@
+package tfprovider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/tfccm/tfccm/lbhost/host"
+)
+
+// backendHealthDataSource reads a load balancer's backend health from the
+// host: what tfccm's template sets output as `backends` (tfccm.io/Degraded).
+type backendHealthDataSource struct{ c *conn }
+
+func newBackendHealthDataSource() datasource.DataSource { return &backendHealthDataSource{} }
+
+type backendHealthModel struct {
+	Frontend  types.String         `tfsdk:"frontend"`
+	RoutedVIP types.String         `tfsdk:"routed_vip"`
+	Backends  []backendHealthEntry `tfsdk:"backends"`
+}
+
+type backendHealthEntry struct {
+	Name    string `tfsdk:"name"`
+	Address string `tfsdk:"address"`
+	Healthy bool   `tfsdk:"healthy"`
+}
+
+func (d *backendHealthDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_backend_health"
+}
+
+func (d *backendHealthDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "The backends of one load balancer and whether the load balancer itself finds them healthy: for an " +
+			"`lbhost_frontend`, the running HAProxy's server states (`show servers state` on the master CLI; a server is healthy " +
+			"when it is up and not in maintenance in the backend of every port); for an `lbhost_routed_vip`, whether the router " +
+			"currently routes the VIP to each next hop (it routes only to hops that pass the check). Reading changes nothing " +
+			"and takes no lock. Set exactly one of `frontend` and `routed_vip`.",
+		Attributes: map[string]schema.Attribute{
+			"frontend":   schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_frontend`."},
+			"routed_vip": schema.StringAttribute{Optional: true, Description: "Owner of an `lbhost_routed_vip`."},
+			"backends": schema.ListNestedAttribute{Computed: true, Description: "The load balancer's backends (none when it " +
+				"does not exist), sorted as the load balancer lists them.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":    schema.StringAttribute{Computed: true, Description: "The server (node) name; a next hop's address for a routed VIP."},
+					"address": schema.StringAttribute{Computed: true, Description: "The backend's address."},
+					"healthy": schema.BoolAttribute{Computed: true, Description: "Whether the load balancer sends it traffic."},
+				}}},
+		},
+	}
+}
+
+func (d *backendHealthDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	c, ok := req.ProviderData.(*conn)
+	if !ok {
+		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
+		return
+	}
+	d.c = c
+}
+
+func (d *backendHealthDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m backendHealthModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Frontend.IsNull() == m.RoutedVIP.IsNull() {
+		resp.Diagnostics.AddError("lbhost_backend_health: choose one load balancer", "Set exactly one of `frontend` and `routed_vip`.")
+		return
+	}
+	h, err := d.c.host(ctx)
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_backend_health", err)
+		return
+	}
+	var hs []host.BackendHealth
+	if !m.Frontend.IsNull() {
+		hs, err = h.FrontendHealth(ctx, m.Frontend.ValueString())
+	} else {
+		hs, err = h.RoutedVIPHealth(ctx, m.RoutedVIP.ValueString())
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, "lbhost_backend_health", err)
+		return
+	}
+	m.Backends = []backendHealthEntry{}
+	for _, b := range hs {
+		m.Backends = append(m.Backends, backendHealthEntry{Name: b.Name, Address: b.Address, Healthy: b.Healthy})
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
