@@ -1,0 +1,131 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+// Probes: a workspace may carry a read-only root module of its own in a
+// subdirectory (a load balancer's health/ module). Probe plans it and
+// returns its outputs. A probe never applies, never takes or waits for a
+// state lock and never touches the workspace's state: the module has no
+// backend (an empty local state) and only data sources, which a plan reads.
+// It runs beside the engine's passes, not in its queue: its directory and
+// plan file are its own.
+
+// probePlanFile is the saved plan of a probe, inside the probed module.
+const probePlanFile = ".tfccm-probe.plan"
+
+// maxProbeTime bounds each of a probe's commands.
+const maxProbeTime = time.Minute
+
+// ErrNoProbe is returned by Probe when the workspace has no such module.
+var ErrNoProbe = errors.New("workspace has no such module")
+
+// probes serializes the probes of one module directory.
+var probes sync.Map // dir -> *sync.Mutex
+
+// Probe plans the root module in subdirectory module of workspace name
+// with varFiles (relative to that module) and returns its outputs' values.
+// The module is initialized on its first probe (and again when its
+// providers changed).
+func (e *Engine) Probe(ctx context.Context, name, module string, varFiles ...string) (map[string]json.RawMessage, error) {
+	dir := filepath.Join(e.Dir(name), module)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, ErrNoProbe
+	}
+	mu, _ := probes.LoadOrStore(dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	r := &runner{e: e, dir: dir, scrub: e.scrub}
+	if !exists(filepath.Join(dir, ".terraform")) {
+		if err := r.probeInit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	opts := []tfexec.PlanOption{tfexec.Out(probePlanFile), tfexec.Lock(false)}
+	for _, f := range varFiles {
+		opts = append(opts, tfexec.VarFile(f))
+	}
+	defer os.Remove(filepath.Join(dir, probePlanFile))
+	err := r.probeCommand(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
+		_, err := tf.Plan(ctx, opts...)
+		return err
+	})
+	var perr *Error
+	if errors.As(err, &perr) && perr.Reinit {
+		if rerr := os.Remove(filepath.Join(dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return nil, err
+		}
+		if err := r.probeInit(ctx); err != nil {
+			return nil, err
+		}
+		err = r.probeCommand(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
+			_, err := tf.Plan(ctx, opts...)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	var plan *tfjson.Plan
+	if err := r.probeCommand(ctx, "show", func(ctx context.Context, tf *tfexec.Terraform) error {
+		var err error
+		plan, err = tf.ShowPlanFile(ctx, probePlanFile)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	if plan.PlannedValues == nil {
+		return out, nil
+	}
+	for k, o := range plan.PlannedValues.Outputs {
+		if o == nil || o.Sensitive {
+			continue
+		}
+		b, err := json.Marshal(o.Value)
+		if err != nil {
+			return nil, fmt.Errorf("probe %s/%s: output %s: %w", name, module, k, err)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+func (r *runner) probeInit(ctx context.Context) error {
+	return r.probeCommand(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.Init(ctx, tfexec.Upgrade(false))
+	})
+}
+
+// probeCommand runs one command of a probe: bounded in time, counted in
+// the engine's metrics as probe_<op>, failures as a scrubbed *Error.
+func (r *runner) probeCommand(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
+	limit := maxProbeTime
+	if t := r.e.opts.Timeout; t > 0 && t < limit {
+		limit = t
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	start := time.Now()
+	err := r.command(ctx, fn)
+	operationDuration.WithLabelValues("probe_" + op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		operationsTotal.WithLabelValues("probe_"+op, resultError).Inc()
+		text := err.Error()
+		return &Error{Op: "probe " + op, Summary: r.scrub.Scrub(summarize(text)), Reinit: needsReinit(text)}
+	}
+	operationsTotal.WithLabelValues("probe_"+op, resultSuccess).Inc()
+	return nil
+}

@@ -1,0 +1,50 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// probeModule reads the workspace's inputs and outputs a value from them;
+// it declares only n of the inputs (sleep is left undeclared).
+const probeModule = `variable "n" {
+  type = number
+}
+
+output "twice" {
+  value = var.n * 2
+}
+`
+
+// TestProbe: a workspace's read-only module is planned with the
+// workspace's own inputs, its outputs returned, nothing applied and no
+// state written; a workspace without the module says so.
+func TestProbe(t *testing.T) {
+	e := newTestEngine(t, Options{})
+	spec := testSpec("probed", 21, 0)
+	spec.Files["health/main.tf"] = []byte(probeModule)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+	for range 2 { // init on the first probe only
+		out, err := e.Probe(context.Background(), "probed", "health", "../tfccm.auto.tfvars")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out["twice"]) != "42" {
+			t.Errorf("outputs %v, want twice = 42", out)
+		}
+	}
+	for _, f := range []string{"terraform.tfstate", probePlanFile} {
+		if _, err := os.Stat(filepath.Join(e.Dir("probed"), "health", f)); err == nil {
+			t.Errorf("the probe left %s behind", f)
+		}
+	}
+	if _, err := e.Probe(context.Background(), "probed", "absent"); !errors.Is(err, ErrNoProbe) {
+		t.Errorf("probe of a missing module: %v, want ErrNoProbe", err)
+	}
+}
