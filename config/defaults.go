@@ -22,8 +22,11 @@ const (
 	// answers with the outcome, never "retry later" for an apply merely in
 	// flight (the service controller records every error it gets, retry
 	// included, as a SyncLoadBalancerFailed Warning).
-	DefaultEnsureWait        = 15 * time.Minute
-	DefaultBatchWindow       = 2 * time.Second
+	DefaultEnsureWait  = 15 * time.Minute
+	DefaultBatchWindow = 2 * time.Second
+	// DefaultHealthInterval: how often backend health is read (one
+	// read-only plan per load balancer whose set can read it).
+	DefaultHealthInterval    = 30 * time.Second
 	DefaultStateTTL          = 30 * time.Second
 	DefaultStateMaxStaleness = 10 * time.Minute
 	DefaultStateRefreshRate  = 1.0 // refreshes per second per source

@@ -30,6 +30,8 @@ var durations = []duration{
 		func(c *Config) *time.Duration { return &c.Terraform.CoalesceMax }, DefaultCoalesceMax, true, "10m", "", ""},
 	{"load_balancer", "ensure_wait", func(c *Config) string { return c.LoadBalancer.EnsureWaitRaw },
 		func(c *Config) *time.Duration { return &c.LoadBalancer.EnsureWait }, DefaultEnsureWait, true, "2h", "15m", ""},
+	{"load_balancer", "health_interval", func(c *Config) string { return c.LoadBalancer.HealthIntervalRaw },
+		func(c *Config) *time.Duration { return &c.LoadBalancer.HealthInterval }, DefaultHealthInterval, true, "", "30s", ` ("0s" turns it off)`},
 	{"routes", "batch_window", func(c *Config) string { return c.Routes.BatchWindowRaw },
 		func(c *Config) *time.Duration { return &c.Routes.BatchWindow }, DefaultBatchWindow, true, "", "2s", ""},
 	{"instances", "ttl", func(c *Config) string { return c.Instances.TTLRaw },

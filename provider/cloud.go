@@ -190,6 +190,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.lb != nil {
 		go c.lb.runResync(ctx)
 		go c.lb.runSweep(ctx, sweepInterval)
+		if c.cfg.LoadBalancer.HealthInterval > 0 {
+			go c.lb.runHealth(ctx, c.engine, c.cfg.LoadBalancer.HealthInterval)
+		}
 	}
 	if c.routes != nil {
 		c.routes.start(ctx)

@@ -27,8 +27,8 @@ const (
 	// ConditionProgrammed: the load balancer runs the Service's current
 	// inputs (`kubectl wait --for=condition=tfccm.io/Programmed`).
 	ConditionProgrammed = "tfccm.io/Programmed"
-	// tfccm.io/Degraded (backends the load balancer reports unhealthy) is
-	// the third of DESIGN.md's names; nothing reads backend health yet.
+	// ConditionDegraded (backends the load balancer itself reports
+	// unhealthy) is in loadbalancer_health.go.
 )
 
 // Condition reasons.

@@ -53,6 +53,7 @@ type loadBalancers struct {
 	resync    workqueue.TypedInterface[string]
 	nodes     corelisters.NodeLister // nil until SetInformers
 	svcSource *serviceSource         // nil until SetInformers (orphan sweep)
+	health    healthState            // the backends gauges set (loadbalancer_health.go)
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.
@@ -345,6 +346,7 @@ func (l *loadBalancers) entry(name string, svc *corev1.Service) (*lbEntry, bool)
 // markDeleted tombstones the workspace: from now on nothing is submitted
 // for it, and results still reach svc as Events.
 func (l *loadBalancers) markDeleted(name string, svc *corev1.Service) {
+	l.dropHealth(name)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.deleted[name] = true

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
 )
 
 // Probes: a workspace may carry a read-only root module of its own in a

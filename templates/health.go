@@ -1,0 +1,62 @@
+package templates
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Backend health (tfccm.io/Degraded): a load balancer module may carry a
+// read-only root module in its subdirectory HealthDir. tfccm plans it
+// periodically with the load balancer workspace's own inputs
+// (HealthVarFile, relative to it) and reads its `backends` output. A set
+// whose modules have none reports no Degraded condition.
+const (
+	HealthDir     = "health"
+	HealthVarFile = "../" + TfvarsFile
+	// HealthOutput is the health module's output: a list of
+	// {node = string, healthy = bool}.
+	HealthOutput = "backends"
+)
+
+// HasHealth reports whether the module carries a health module.
+func (m *Module) HasHealth() bool {
+	for _, f := range m.Files {
+		if dir, file := path.Split(f.Path); dir == HealthDir+"/" && (strings.HasSuffix(file, ".tf") || strings.HasSuffix(file, ".tf.json")) {
+			return true
+		}
+	}
+	return false
+}
+
+// BackendHealth is one backend of a load balancer as the load balancer
+// itself sees it.
+type BackendHealth struct {
+	Node    string `json:"node"`
+	Healthy bool   `json:"healthy"`
+}
+
+// DecodeBackends reads the health module's `backends` output.
+func DecodeBackends(outputs map[string]json.RawMessage) ([]BackendHealth, error) {
+	raw, ok := outputs[HealthOutput]
+	if !ok {
+		return nil, errors.New("the health module has no `backends` output")
+	}
+	var items []struct {
+		Node    *string `json:"node"`
+		Healthy *bool   `json:"healthy"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("output `backends` is not a list of {node, healthy}: %w", err)
+	}
+	out := make([]BackendHealth, 0, len(items))
+	for i, it := range items {
+		if it.Node == nil || *it.Node == "" || it.Healthy == nil {
+			return nil, fmt.Errorf("output `backends[%d]` needs a node name and healthy", i)
+		}
+		out = append(out, BackendHealth{Node: *it.Node, Healthy: *it.Healthy})
+	}
+	return out, nil
+}

@@ -1,0 +1,58 @@
+package templates
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestDecodeBackends(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		want      []BackendHealth
+		err       bool
+	}{
+		{"two", `[{"node":"a","healthy":true},{"node":"b","healthy":false}]`, []BackendHealth{{"a", true}, {"b", false}}, false},
+		{"none", `[]`, []BackendHealth{}, false},
+		{"not a list", `{"node":"a"}`, nil, true},
+		{"no node", `[{"healthy":true}]`, nil, true},
+		{"no healthy", `[{"node":"a"}]`, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeBackends(map[string]json.RawMessage{"backends": json.RawMessage(tc.raw)})
+			if (err != nil) != tc.err {
+				t.Fatalf("err %v, want error %t", err, tc.err)
+			}
+			if !tc.err && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if _, err := DecodeBackends(map[string]json.RawMessage{}); err == nil {
+		t.Error("missing output accepted")
+	}
+}
+
+// TestBuiltinHealth: the sets that read backend health from the load
+// balancer say so (docs/templates.md lists them).
+func TestBuiltinHealth(t *testing.T) {
+	for _, tc := range []struct{ set, module string }{
+		{"local", "loadbalancer"}, {"local", "loadbalancer.routed"}, {"baremetal", "loadbalancer"},
+	} {
+		s, err := LoadBuiltin(tc.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := s.Module(tc.module)
+		if !ok || !m.HasHealth() {
+			t.Errorf("%s/%s has no health module", tc.set, tc.module)
+		}
+	}
+	s, err := LoadBuiltin("hcloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := s.Module("loadbalancer"); m.HasHealth() {
+		t.Error("hcloud/loadbalancer has a health module")
+	}
+}
