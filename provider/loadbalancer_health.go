@@ -49,19 +49,22 @@ type healthProber interface {
 
 var _ healthProber = (*workspace.Engine)(nil)
 
+// The backends gauges: one series per load balancer Service whose set reads
+// health, dropped with the Service. Their labels are not namespace and
+// service: Prometheus' target labels of those names identify the CCM's pod.
 var (
 	backendsGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      "tfccm_loadbalancer",
 		Name:           "backends",
-		Help:           "Backends (nodes) of each load balancer whose template set reads backend health, by the Service's namespace and name.",
+		Help:           "Backends (nodes) of each load balancer whose template set reads backend health, by Service (service_namespace, service_name).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"namespace", "name"})
+	}, []string{"service_namespace", "service_name"})
 	backendsUpGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      "tfccm_loadbalancer",
 		Name:           "backends_up",
-		Help:           "Backends the load balancer itself finds healthy, by the Service's namespace and name.",
+		Help:           "Backends the load balancer itself finds healthy, by Service (service_namespace, service_name).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"namespace", "name"})
+	}, []string{"service_namespace", "service_name"})
 	registerHealthMetrics sync.Once
 )
 

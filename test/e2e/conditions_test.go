@@ -46,9 +46,22 @@ output "ingress" {
 }
 `
 
+// staticHealthModule is a health module (templates.HealthDir) reporting
+// node-a healthy, whatever the load balancer.
+const staticHealthModule = `output "backends" {
+  value = [{ node = "node-a", healthy = true }]
+}
+`
+
 // slowCCM starts a control plane with one node and the CCM with an
 // override whose apply sleeps for sleep, at parallelism 4.
 func slowCCM(t *testing.T, sleep time.Duration, blocks ...string) (*devcluster.Cluster, *harness.CCM) {
+	t.Helper()
+	return sleepCCM(t, sleep, false, blocks...)
+}
+
+// sleepCCM is slowCCM whose override has a health module when health.
+func sleepCCM(t *testing.T, sleep time.Duration, health bool, blocks ...string) (*devcluster.Cluster, *harness.CCM) {
 	t.Helper()
 	cluster := devcluster.ForTest(t)
 	override := t.TempDir()
@@ -58,6 +71,14 @@ func slowCCM(t *testing.T, sleep time.Duration, blocks ...string) (*devcluster.C
 	module := fmt.Sprintf(sleepModule, int(sleep.Seconds()))
 	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(module), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if health {
+		if err := os.MkdirAll(filepath.Join(override, "loadbalancer", "health"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(override, "loadbalancer", "health", "main.tf"), []byte(staticHealthModule), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("override_dir = %q\n", override)+strings.Join(blocks, ""), "parallelism = 4")
 	// A node: without one the service controller warns UnAvailableLoadBalancer.

@@ -75,8 +75,8 @@ func TestDegradedFromHAProxy(t *testing.T) {
 	gauges := func(up, total int) {
 		t.Helper()
 		want := []string{
-			fmt.Sprintf(`tfccm_loadbalancer_backends_up{name="health",namespace="default"} %d`, up),
-			fmt.Sprintf(`tfccm_loadbalancer_backends{name="health",namespace="default"} %d`, total),
+			fmt.Sprintf(`tfccm_loadbalancer_backends_up{service_name="health",service_namespace="default"} %d`, up),
+			fmt.Sprintf(`tfccm_loadbalancer_backends{service_name="health",service_namespace="default"} %d`, total),
 		}
 		eventually(t, 30*time.Second, strings.Join(want, ", "), func(context.Context) error {
 			body := ccmMetrics(t, cluster, ccm)
@@ -112,7 +112,7 @@ func TestDegradedFromHAProxy(t *testing.T) {
 	}
 	waitServiceDeleted(t, client, "health", time.Minute)
 	eventually(t, 30*time.Second, "the deleted Service's series dropped", func(context.Context) error {
-		if body := ccmMetrics(t, cluster, ccm); strings.Contains(body, `name="health"`) && strings.Contains(body, "tfccm_loadbalancer_backends") {
+		if body := ccmMetrics(t, cluster, ccm); strings.Contains(body, `service_name="health"`) && strings.Contains(body, "tfccm_loadbalancer_backends") {
 			return fmt.Errorf("/metrics still has the deleted Service's backends series")
 		}
 		return nil

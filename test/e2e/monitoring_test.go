@@ -57,13 +57,15 @@ func monitoredMetrics(t *testing.T) []string {
 }
 
 // TestMonitoredMetricsAreExported: every metric the chart's alerts and
-// dashboard use is served by a running CCM (one applied Service, one
-// state source), read by a Prometheus ServiceAccount that the chart's
+// dashboard use is served by a running CCM (one applied Service whose
+// template reads backend health, one state source), read by a Prometheus ServiceAccount that the chart's
 // monitoring.metricsReaders ClusterRole and binding authorize (and that is
 // refused without them).
 func TestMonitoredMetricsAreExported(t *testing.T) {
 	stateFile := writeFile(t, t.TempDir(), "infra.tfstate", emptyState)
-	cluster, ccm := slowCCM(t, 0, fmt.Sprintf("instances {\n  source \"infra\" {\n    state_file = %q\n  }\n}\n", stateFile))
+	// A health module, read every second: the backends gauges.
+	cluster, ccm := sleepCCM(t, 0, true, fmt.Sprintf("instances {\n  source \"infra\" {\n    state_file = %q\n  }\n}\n", stateFile),
+		"load_balancer {\n  health_interval = \"1s\"\n}\n")
 	client := cluster.Client()
 	ctx := context.Background()
 	createLBService(t, client, "web", corev1.ProtocolTCP)
