@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,10 @@ func TestRoutedVIP(t *testing.T) {
 	if !seen["node-a"] || !seen["node-b"] || seen["node-c"] {
 		t.Errorf("answered by %v, want node-a and node-b (node-c fails its health check)", seen)
 	}
+	// The health module (tfccm.io/Degraded) reads the same from the router.
+	if h := w.health("loadbalancer.routed"); !reflect.DeepEqual(h, map[string]bool{"node-a": true, "node-b": true, "node-c": false}) {
+		t.Errorf("health module: %v, want node-a and node-b healthy, node-c not", h)
+	}
 
 	// ClientIP affinity (an in-place update): every connection of this
 	// client reaches one node; switching it off spreads them again.
@@ -148,6 +153,9 @@ func TestRoutedVIP(t *testing.T) {
 		if body, err := get("http://" + vip + "/"); err != nil || !strings.HasPrefix(body, "node-a ") {
 			t.Fatalf("after node-b failed: %q, %v", body, err)
 		}
+	}
+	if h := w.health("loadbalancer.routed"); !reflect.DeepEqual(h, map[string]bool{"node-a": true, "node-b": false, "node-c": false}) {
+		t.Errorf("health module after node-b failed: %v, want node-a alone healthy", h)
 	}
 	// A node leaving the Service's node set is an in-place update.
 	vars := lbVars("routed1", []port{{"TCP", 80, 30080}}, nil)
