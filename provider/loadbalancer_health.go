@@ -44,7 +44,7 @@ const (
 // healthProber is what the health loop needs of the workspace engine.
 type healthProber interface {
 	Status(name string) workspace.Status
-	Probe(ctx context.Context, name, module string, varFiles ...string) (map[string]json.RawMessage, error)
+	Probe(ctx context.Context, name, module, inputs string) (map[string]json.RawMessage, error)
 }
 
 var _ healthProber = (*workspace.Engine)(nil)
@@ -110,7 +110,7 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber) {
 			continue // a run in flight or failed: read after it settles
 		}
 		svc := live[name]
-		outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.HealthVarFile)
+		outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
 		if errors.Is(err, workspace.ErrNoProbe) {
 			l.dropHealth(name)
 			continue

@@ -21,7 +21,7 @@ type fakeProber struct {
 }
 
 func (f *fakeProber) Status(string) workspace.Status { return workspace.Status{Phase: f.phase} }
-func (f *fakeProber) Probe(_ context.Context, name, _ string, _ ...string) (map[string]json.RawMessage, error) {
+func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]json.RawMessage, error) {
 	f.probed = append(f.probed, name)
 	if f.err != nil {
 		return nil, f.err

@@ -10,12 +10,11 @@ import (
 
 // Backend health (tfccm.io/Degraded): a load balancer module may carry a
 // read-only root module in its subdirectory HealthDir. tfccm plans it
-// periodically with the load balancer workspace's own inputs
-// (HealthVarFile, relative to it) and reads its `backends` output. A set
-// whose modules have none reports no Degraded condition.
+// periodically with the load balancer workspace's own inputs (TfvarsFile,
+// linked into it) and reads its `backends` output. A set whose modules
+// have none reports no Degraded condition.
 const (
-	HealthDir     = "health"
-	HealthVarFile = "../" + TfvarsFile
+	HealthDir = "health"
 	// HealthOutput is the health module's output: a list of
 	// {node = string, healthy = bool}.
 	HealthOutput = "backends"

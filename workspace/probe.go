@@ -36,10 +36,13 @@ var ErrNoProbe = errors.New("workspace has no such module")
 var probes sync.Map // dir -> *sync.Mutex
 
 // Probe plans the root module in subdirectory module of workspace name
-// with varFiles (relative to that module) and returns its outputs' values.
-// The module is initialized on its first probe (and again when its
-// providers changed).
-func (e *Engine) Probe(ctx context.Context, name, module string, varFiles ...string) (map[string]json.RawMessage, error) {
+// and returns its outputs' values. inputs names a file of the workspace's
+// own (its generated *.auto.tfvars, "" for none) that the module reads too:
+// it is linked into the module's directory under the same name, so init
+// (which may need the values: a provider for_each) and plan load it. The
+// module is initialized on its first probe (and again when its providers
+// changed).
+func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[string]json.RawMessage, error) {
 	dir := filepath.Join(e.Dir(name), module)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, ErrNoProbe
@@ -47,6 +50,16 @@ func (e *Engine) Probe(ctx context.Context, name, module string, varFiles ...str
 	mu, _ := probes.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	if inputs != "" {
+		link := filepath.Join(dir, filepath.Base(inputs))
+		target, _ := filepath.Rel(dir, filepath.Join(e.Dir(name), inputs))
+		if cur, err := os.Readlink(link); err != nil || cur != target {
+			_ = os.Remove(link)
+			if err := os.Symlink(target, link); err != nil {
+				return nil, fmt.Errorf("probe %s/%s: link its inputs: %w", name, module, err)
+			}
+		}
+	}
 	r := &runner{e: e, dir: dir, scrub: e.scrub}
 	if !exists(filepath.Join(dir, ".terraform")) {
 		if err := r.probeInit(ctx); err != nil {
@@ -54,9 +67,6 @@ func (e *Engine) Probe(ctx context.Context, name, module string, varFiles ...str
 		}
 	}
 	opts := []tfexec.PlanOption{tfexec.Out(probePlanFile), tfexec.Lock(false)}
-	for _, f := range varFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
 	defer os.Remove(filepath.Join(dir, probePlanFile))
 	err := r.probeCommand(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
 		_, err := tf.Plan(ctx, opts...)

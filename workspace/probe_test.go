@@ -31,7 +31,7 @@ func TestProbe(t *testing.T) {
 	}
 	waitApplied(t, e, spec)
 	for range 2 { // init on the first probe only
-		out, err := e.Probe(context.Background(), "probed", "health", "../tfccm.auto.tfvars")
+		out, err := e.Probe(context.Background(), "probed", "health", "tfccm.auto.tfvars")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestProbe(t *testing.T) {
 			t.Errorf("the probe left %s behind", f)
 		}
 	}
-	if _, err := e.Probe(context.Background(), "probed", "absent"); !errors.Is(err, ErrNoProbe) {
+	if _, err := e.Probe(context.Background(), "probed", "absent", ""); !errors.Is(err, ErrNoProbe) {
 		t.Errorf("probe of a missing module: %v, want ErrNoProbe", err)
 	}
 }

@@ -59,7 +59,7 @@ func (b *baremetal) writeConfig(t testing.TB, lb map[string]any) {
 	if b.drift != "" {
 		tf = append(tf, fmt.Sprintf("drift_interval = %q", b.drift))
 	}
-	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
+	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  health_interval = \"2s\"\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
 		harness.HCLObject(lb), harness.HCLObject(b.hosts.RoutesSettings())), tf...)
 }
 
@@ -194,6 +194,16 @@ func TestBaremetal(t *testing.T) {
 			out, err := ipRoutes(b.hosts.Host("lb-a").Netns, "-4")
 			if err != nil || !strings.Contains(out, "10.244.2.0/24 via "+b.cloud.Node("node-b").Address+" ") {
 				return fmt.Errorf("routes on lb-a: %s %v", out, err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("backend health read from both hosts' HAProxy over ssh: not degraded", func(t *testing.T) {
+		eventually(t, time.Minute, "Degraded=False, 2 backends", func(context.Context) error {
+			if _, c := conditionOf(t, b.client, "web", "tfccm.io/Degraded"); c == nil || c.Status != metav1.ConditionFalse ||
+				c.Message != "all 2 backends are healthy" {
+				return fmt.Errorf("condition %+v", c)
 			}
 			return nil
 		})
