@@ -89,7 +89,7 @@ type LoadBalancer struct {
 	EnsureWaitRaw string       `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
 	// EnsureWait is parsed from EnsureWaitRaw.
 	EnsureWait        time.Duration
-	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_loadbalancer_backends_up: a read-only tofu plan per load balancer, no apply. \"0s\" turns it off."`
+	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_load_balancer_backends_up: a read-only tofu plan per load balancer, no apply. \"0s\" turns it off."`
 	// HealthInterval is parsed from HealthIntervalRaw.
 	HealthInterval time.Duration
 }

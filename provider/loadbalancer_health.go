@@ -54,13 +54,13 @@ var _ healthProber = (*workspace.Engine)(nil)
 // service: Prometheus' target labels of those names identify the CCM's pod.
 var (
 	backendsGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Subsystem:      "tfccm_loadbalancer",
+		Subsystem:      "tfccm_load_balancer",
 		Name:           "backends",
 		Help:           "Backends (nodes) of each load balancer whose template set reads backend health, by Service (service_namespace, service_name).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"service_namespace", "service_name"})
 	backendsUpGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Subsystem:      "tfccm_loadbalancer",
+		Subsystem:      "tfccm_load_balancer",
 		Name:           "backends_up",
 		Help:           "Backends the load balancer itself finds healthy, by Service (service_namespace, service_name).",
 		StabilityLevel: metrics.ALPHA,

@@ -18,7 +18,7 @@ import (
 
 // TestDegradedFromHAProxy: the local set's HAProxy reports its servers'
 // health and the Service shows it. Both nodes healthy: tfccm.io/Degraded
-// False and tfccm_loadbalancer_backends_up 2 of 2. node-b's health
+// False and tfccm_load_balancer_backends_up 2 of 2. node-b's health
 // endpoint (kube-proxy's :10256 in its netns) stops: Degraded True naming
 // node-b alone, 1 of 2 up. It serves again: False. The Service deleted:
 // its series are gone.
@@ -75,8 +75,8 @@ func TestDegradedFromHAProxy(t *testing.T) {
 	gauges := func(up, total int) {
 		t.Helper()
 		want := []string{
-			fmt.Sprintf(`tfccm_loadbalancer_backends_up{service_name="health",service_namespace="default"} %d`, up),
-			fmt.Sprintf(`tfccm_loadbalancer_backends{service_name="health",service_namespace="default"} %d`, total),
+			fmt.Sprintf(`tfccm_load_balancer_backends_up{service_name="health",service_namespace="default"} %d`, up),
+			fmt.Sprintf(`tfccm_load_balancer_backends{service_name="health",service_namespace="default"} %d`, total),
 		}
 		eventually(t, 30*time.Second, strings.Join(want, ", "), func(context.Context) error {
 			body := ccmMetrics(t, cluster, ccm)
@@ -112,7 +112,7 @@ func TestDegradedFromHAProxy(t *testing.T) {
 	}
 	waitServiceDeleted(t, client, "health", time.Minute)
 	eventually(t, 30*time.Second, "the deleted Service's series dropped", func(context.Context) error {
-		if body := ccmMetrics(t, cluster, ccm); strings.Contains(body, `service_name="health"`) && strings.Contains(body, "tfccm_loadbalancer_backends") {
+		if body := ccmMetrics(t, cluster, ccm); strings.Contains(body, `service_name="health"`) && strings.Contains(body, "tfccm_load_balancer_backends") {
 			return fmt.Errorf("/metrics still has the deleted Service's backends series")
 		}
 		return nil
