@@ -89,15 +89,7 @@ func (c *conditions) set(svc *corev1.Service, conds ...metav1.Condition) {
 			svc = cur
 		}
 	}
-	mine, ok := c.current[svc.UID]
-	if !ok {
-		mine = map[string]metav1.Condition{}
-		for _, cond := range svc.Status.Conditions {
-			if strings.HasPrefix(cond.Type, "tfccm.io/") {
-				mine[cond.Type] = cond
-			}
-		}
-	}
+	mine := c.mine(svc)
 	changed := false
 	next := make(map[string]metav1.Condition, len(mine)+len(conds))
 	for k, v := range mine {
@@ -118,15 +110,61 @@ func (c *conditions) set(svc *corev1.Service, conds ...metav1.Condition) {
 	}
 	c.current[svc.UID] = next
 	c.mu.Unlock()
-	if !changed || client == nil {
+	if changed {
+		c.write(client, svc, next)
+	}
+}
+
+// mine is what tfccm last wrote on svc: remembered, else read from svc.
+// c.mu is held.
+func (c *conditions) mine(svc *corev1.Service) map[string]metav1.Condition {
+	if mine, ok := c.current[svc.UID]; ok {
+		return mine
+	}
+	mine := map[string]metav1.Condition{}
+	for _, cond := range svc.Status.Conditions {
+		if strings.HasPrefix(cond.Type, "tfccm.io/") {
+			mine[cond.Type] = cond
+		}
+	}
+	return mine
+}
+
+// write applies conds as svc's tfccm conditions (nothing without a client).
+func (c *conditions) write(client kubernetes.Interface, svc *corev1.Service, conds map[string]metav1.Condition) {
+	if client == nil {
 		return
 	}
-	if err := apply(client, svc, next); err != nil {
+	if err := apply(client, svc, conds); err != nil {
 		klog.InfoS("Could not write the Service's conditions", "service", klog.KObj(svc), "err", err)
 		c.mu.Lock()
 		delete(c.current, svc.UID) // written again from the Service next time
 		c.mu.Unlock()
 	}
+}
+
+// remove stops writing condition typ on svc: server-side apply then
+// removes it from the Service (tfccm's field manager owned it).
+func (c *conditions) remove(svc *corev1.Service, typ string) {
+	if svc == nil || svc.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	client := c.client
+	mine := c.mine(svc)
+	if _, ok := mine[typ]; !ok {
+		c.mu.Unlock()
+		return
+	}
+	next := make(map[string]metav1.Condition, len(mine))
+	for k, v := range mine {
+		if k != typ {
+			next[k] = v
+		}
+	}
+	c.current[svc.UID] = next
+	c.mu.Unlock()
+	c.write(client, svc, next)
 }
 
 // forget drops what tfccm wrote for a deleted Service.

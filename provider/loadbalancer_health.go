@@ -112,7 +112,9 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber) {
 		svc := live[name]
 		outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
 		if errors.Is(err, workspace.ErrNoProbe) {
+			// The set reads no health (or no longer: a new override).
 			l.dropHealth(name)
+			l.conds.remove(svc, ConditionDegraded)
 			continue
 		}
 		var backends []templates.BackendHealth

@@ -81,6 +81,9 @@ func TestHealthRound(t *testing.T) {
 		if _, ok := l.health.series[name]; ok {
 			t.Error("series kept for a workspace without a health module")
 		}
+		if c, ok := l.conds.get(svc.UID, ConditionDegraded); ok {
+			t.Errorf("Degraded kept for a workspace without a health module: %+v", c)
+		}
 	})
 	t.Run("deleted Service", func(t *testing.T) {
 		l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: `[{"node":"a","healthy":true}]`})

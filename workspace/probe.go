@@ -44,8 +44,8 @@ var probes sync.Map // dir -> *sync.Mutex
 // changed).
 func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[string]json.RawMessage, error) {
 	dir := filepath.Join(e.Dir(name), module)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, ErrNoProbe
+	if !hasConfig(dir) {
+		return nil, ErrNoProbe // none, or removed (its .terraform stays)
 	}
 	mu, _ := probes.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
@@ -111,6 +111,16 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 		out[k] = b
 	}
 	return out, nil
+}
+
+// hasConfig reports whether dir holds a root module's .tf files.
+func hasConfig(dir string) bool {
+	for _, pattern := range []string{"*.tf", "*.tf.json"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *runner) probeInit(ctx context.Context) error {

@@ -47,4 +47,16 @@ func TestProbe(t *testing.T) {
 	if _, err := e.Probe(context.Background(), "probed", "absent", ""); !errors.Is(err, ErrNoProbe) {
 		t.Errorf("probe of a missing module: %v, want ErrNoProbe", err)
 	}
+
+	// The module removed by a new spec: its directory stays (tofu's
+	// .terraform), the module is gone.
+	delete(spec.Files, "health/main.tf")
+	spec.Hash = ""
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+	if _, err := e.Probe(context.Background(), "probed", "health", "tfccm.auto.tfvars"); !errors.Is(err, ErrNoProbe) {
+		t.Errorf("probe of a removed module: %v, want ErrNoProbe", err)
+	}
 }
