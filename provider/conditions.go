@@ -27,19 +27,23 @@ const (
 	// ConditionProgrammed: the load balancer runs the Service's current
 	// inputs (`kubectl wait --for=condition=tfccm.io/Programmed`).
 	ConditionProgrammed = "tfccm.io/Programmed"
-	// ConditionDegraded (backends the load balancer itself reports
-	// unhealthy) is in loadbalancer_health.go.
+	// ConditionDegraded: the load balancer itself finds some of its
+	// backends unhealthy (True names them) or all healthy (False); only
+	// for template sets that read backend health (loadbalancer_health.go).
+	ConditionDegraded = "tfccm.io/Degraded"
 )
 
 // Condition reasons.
 const (
-	CondReasonAccepted         = "Accepted"
-	CondReasonInvalidInput     = "InvalidInput"
-	CondReasonApplying         = "Applying"
-	CondReasonApplied          = "Applied"
-	CondReasonAwaitingApproval = "AwaitingApproval"
-	CondReasonApplyFailed      = "ApplyFailed"
-	CondReasonDriftRepaired    = "DriftRepaired"
+	CondReasonAccepted          = "Accepted"
+	CondReasonInvalidInput      = "InvalidInput"
+	CondReasonApplying          = "Applying"
+	CondReasonApplied           = "Applied"
+	CondReasonAwaitingApproval  = "AwaitingApproval"
+	CondReasonApplyFailed       = "ApplyFailed"
+	CondReasonDriftRepaired     = "DriftRepaired"
+	CondReasonBackendsUnhealthy = "BackendsUnhealthy"
+	CondReasonBackendsHealthy   = "BackendsHealthy"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

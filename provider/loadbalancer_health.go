@@ -31,16 +31,6 @@ import (
 // apply of tfccm's own condition types, like the others), so the reads
 // never fight the service controller's status writes.
 
-// ConditionDegraded: the load balancer itself finds some of its backends
-// unhealthy (True names them), or all healthy (False).
-const ConditionDegraded = "tfccm.io/Degraded"
-
-// Degraded reasons.
-const (
-	CondReasonBackendsUnhealthy = "BackendsUnhealthy"
-	CondReasonBackendsHealthy   = "BackendsHealthy"
-)
-
 // healthProber is what the health loop needs of the workspace engine.
 type healthProber interface {
 	Status(name string) workspace.Status
