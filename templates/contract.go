@@ -15,6 +15,9 @@ type Kind string
 const (
 	KindLoadBalancer Kind = "loadbalancer"
 	KindRoutes       Kind = "routes"
+	// KindHealth is a load balancer module's health module (its HealthDir
+	// subdirectory): it gets the load balancer's inputs.
+	KindHealth Kind = "health"
 )
 
 // InstancesFile is the name of a set's state-to-instance mapping.
@@ -98,10 +101,13 @@ var Inputs = map[Kind]map[string]cty.Type{
 	},
 }
 
+func init() { Inputs[KindHealth] = Inputs[KindLoadBalancer] }
+
 // RequiredOutputs are the outputs each kind of module must declare.
 var RequiredOutputs = map[Kind][]string{
 	KindLoadBalancer: {"ingress"},
 	KindRoutes:       {"routes"},
+	KindHealth:       {HealthOutput},
 }
 
 func inputNames(k Kind) []string {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 )
 
 // Backend health (tfccm.io/Degraded): a load balancer module may carry a
@@ -21,14 +19,7 @@ const (
 )
 
 // HasHealth reports whether the module carries a health module.
-func (m *Module) HasHealth() bool {
-	for _, f := range m.Files {
-		if dir, file := path.Split(f.Path); dir == HealthDir+"/" && (strings.HasSuffix(file, ".tf") || strings.HasSuffix(file, ".tf.json")) {
-			return true
-		}
-	}
-	return false
-}
+func (m *Module) HasHealth() bool { return m.Health != nil }
 
 // BackendHealth is one backend of a load balancer as the load balancer
 // itself sees it.

@@ -46,6 +46,9 @@ type Module struct {
 	// OpenTofuOnly says why HashiCorp Terraform cannot run the module
 	// ("" = both can): a provider block with for_each (OpenTofu 1.9+).
 	OpenTofuOnly string
+	// Health is a load balancer module's health module (HealthDir), nil
+	// when it has none: the set reads no backend health for it.
+	Health *Module
 }
 
 // kindOf maps a set entry name to a module kind and variant.
@@ -106,10 +109,38 @@ func parseModule(key string, kind Kind, variant, origin string, files []File) (*
 		return nil, diags
 	}
 	diags = append(diags, m.check()...)
+	if kind == KindLoadBalancer {
+		diags = append(diags, m.parseHealth()...)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return m, diags
+}
+
+// parseHealth parses and checks the module's health module, if it has one
+// (.tf files in HealthDir), as a module of kind KindHealth.
+func (m *Module) parseHealth() hcl.Diagnostics {
+	var files []File
+	root := false
+	for _, f := range m.Files {
+		if rel, ok := strings.CutPrefix(f.Path, HealthDir+"/"); ok {
+			f.Path = rel
+			files = append(files, f)
+			root = root || !strings.Contains(rel, "/") && (strings.HasSuffix(rel, ".tf") || strings.HasSuffix(rel, ".tf.json"))
+		}
+	}
+	if !root {
+		return nil
+	}
+	h, diags := parseModule(m.Key+"/"+HealthDir, KindHealth, m.Variant, m.Origin+"/"+HealthDir, files)
+	if h != nil {
+		m.Health = h
+		if h.OpenTofuOnly != "" && m.OpenTofuOnly == "" {
+			m.OpenTofuOnly = HealthDir + ": " + h.OpenTofuOnly
+		}
+	}
+	return diags
 }
 
 var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{

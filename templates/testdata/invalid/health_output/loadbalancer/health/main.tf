@@ -1,0 +1,3 @@
+output "healthy" {
+  value = []
+}

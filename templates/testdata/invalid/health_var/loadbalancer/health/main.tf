@@ -1,0 +1,7 @@
+variable "nodes" {
+  type = list(object({ name = number }))
+}
+
+output "backends" {
+  value = []
+}
