@@ -89,10 +89,10 @@ func TestDegradedFromHAProxy(t *testing.T) {
 		})
 	}
 
-	start := time.Now()
 	degraded(metav1.ConditionFalse, "BackendsHealthy", "all 2 backends are healthy")
 	gauges(2, 2)
 
+	start := time.Now()
 	healthz["node-b"]()
 	delete(healthz, "node-b")
 	degraded(metav1.ConditionTrue, "BackendsUnhealthy", "unhealthy: node-b (1 of 2 backends up)")
