@@ -8,8 +8,8 @@ import (
 
 // Backend health (tfccm.io/Degraded): a load balancer module may carry a
 // read-only root module in its subdirectory HealthDir. tfccm plans it
-// periodically with the load balancer workspace's own inputs (TfvarsFile,
-// linked into it) and reads its `backends` output. A set whose modules
+// periodically with the load balancer workspace's own inputs (TfvarsFile;
+// workspace.Probe) and reads its `backends` output. A set whose modules
 // have none reports no Degraded condition.
 const (
 	HealthDir = "health"

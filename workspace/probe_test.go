@@ -3,8 +3,10 @@ package workspace
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -39,8 +41,13 @@ func TestProbe(t *testing.T) {
 			t.Errorf("outputs %v, want twice = 42", out)
 		}
 	}
+	// The workspace directory is untouched: the probe works in a copy.
+	if got, want := listTree(t, filepath.Join(e.Dir("probed"), "health")), []string{"main.tf"}; !slices.Equal(got, want) {
+		t.Errorf("the workspace's health/ holds %v after probes, want %v", got, want)
+	}
+	copyDir := filepath.Join(e.opts.WorkDir, probesDir, "probed", "health")
 	for _, f := range []string{"terraform.tfstate", probePlanFile} {
-		if _, err := os.Stat(filepath.Join(e.Dir("probed"), "health", f)); err == nil {
+		if _, err := os.Stat(filepath.Join(copyDir, f)); err == nil {
 			t.Errorf("the probe left %s behind", f)
 		}
 	}
@@ -59,4 +66,46 @@ func TestProbe(t *testing.T) {
 	if _, err := e.Probe(context.Background(), "probed", "health", "tfccm.auto.tfvars"); !errors.Is(err, ErrNoProbe) {
 		t.Errorf("probe of a removed module: %v, want ErrNoProbe", err)
 	}
+	if _, err := os.Stat(copyDir); err == nil {
+		t.Error("the removed module's copy is left")
+	}
+
+	// Destroyed: its copies go with it.
+	spec.Files["health/main.tf"] = []byte(probeModule)
+	spec.Hash = ""
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+	if _, err := e.Probe(context.Background(), "probed", "health", "tfccm.auto.tfvars"); err != nil {
+		t.Fatal(err)
+	}
+	spec.Hash = spec.ContentHash()
+	if _, err := e.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.Wait(context.Background(), "probed", spec.Hash); err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("destroy: %v, %+v", err, st)
+	}
+	if _, err := os.Stat(filepath.Join(e.opts.WorkDir, probesDir, "probed")); err == nil {
+		t.Error("the destroyed workspace's probe copies are left")
+	}
+}
+
+// listTree lists the paths under dir, sorted.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
