@@ -70,6 +70,7 @@ build:
 	@mkdir -p $(BIN)
 	$(VGO) -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(VGO) -o $(BIN)/tfccm ./cmd/tfccm
+	ln -sf tfccm $(BIN)/kubectl-tfccm  # kubectl plugin: kubectl tfccm approve --list
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
 	$(VGO) -o $(BIN)/lbhost-router ./cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
