@@ -126,6 +126,20 @@ type StateSource struct {
 // Enabled reports whether a facet's *bool switch is on (default on).
 func Enabled(b *bool) bool { return b == nil || *b }
 
+// RoutesEnabled reports whether the Routes facet is on: only when the
+// routes block sets enabled = true, batch_window or non-empty settings.
+func (c *Config) RoutesEnabled() bool {
+	r := c.Routes
+	if r == nil || !Enabled(r.Enabled) {
+		return false
+	}
+	if r.Enabled != nil || r.BatchWindowRaw != "" {
+		return true
+	}
+	s := r.Settings
+	return s != cty.NilVal && !s.IsNull() && s.IsKnown() && s.CanIterateElements() && s.LengthInt() > 0
+}
+
 // Load reads and validates the config file at path.
 func Load(path string) (*Config, error) {
 	src, err := os.ReadFile(path)

@@ -19,6 +19,7 @@ type command struct {
 var commands = map[string]command{
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it", runApprove},
 	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
+	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"state":      {"query the instances tfccm reads from Terraform state", runState},
