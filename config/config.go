@@ -31,6 +31,7 @@ type Config struct {
 	Routes       *Routes       `hcl:"routes,block" doc:"The Routes facet."`
 	Instances    *Instances    `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`
 	Encryption   *Encryption   `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
+	Policies     []Policy      `hcl:"policy,block" doc:"A rule over every plan, in CEL, checked before each apply, in review mode's publication and in tfccm plan (docs/policy.md)."`
 
 	// Filename is the file the config was read from.
 	Filename string

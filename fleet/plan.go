@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/tfccm/tfccm/policy"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -16,9 +17,8 @@ type Options struct {
 	Parallelism int
 	// ScratchDir holds one scratch directory per workspace, removed after.
 	ScratchDir string
-	// Check, when set, judges each plan (policy); its findings go into the
-	// row.
-	Check func(t Target, p *workspace.Preview) []Finding
+	// Policy judges each plan; its findings go into the row.
+	Policy *policy.Set
 }
 
 // Plan plans every target read-only and returns the report, rows in the
@@ -56,8 +56,12 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 	}
 	r.Add, r.Change, r.Destroy, r.Replaced, r.New = p.Add, p.Change, p.Remove, p.Replaced, p.NoState
 	r.Summary = p.Summary
-	if o.Check != nil {
-		r.Findings = o.Check(t, p)
+	if p.Add+p.Change+p.Remove > 0 {
+		kind := policy.KindLoadBalancer
+		if t.Routes {
+			kind = policy.KindRoutes
+		}
+		r.Findings = o.Policy.Check(policy.Input{Plan: p.Document, Workspace: policy.Workspace{Name: t.Spec.Name, Kind: kind, Create: p.NoState}})
 	}
 	return r
 }

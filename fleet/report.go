@@ -6,6 +6,9 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/policy"
 )
 
 // Row is one workspace's line in the fleet plan.
@@ -26,16 +29,9 @@ type Row struct {
 	New     bool   `json:"new,omitempty"`
 	Summary string `json:"summary,omitempty"`
 	// Findings are the policy's verdicts on the plan.
-	Findings []Finding `json:"policy,omitempty"`
+	Findings []policy.Finding `json:"policy,omitempty"`
 	// Error is why the workspace could not be rendered or planned.
 	Error string `json:"error,omitempty"`
-}
-
-// Finding is one policy rule's verdict on a plan.
-type Finding struct {
-	Rule    string `json:"rule"`
-	Action  string `json:"action"` // deny, warn, require-approval
-	Message string `json:"message"`
 }
 
 // Changes reports whether the row's plan changes anything.
@@ -44,7 +40,7 @@ func (r Row) Changes() bool { return r.Add+r.Change+r.Destroy > 0 }
 // Denied reports whether a policy rule denies the row's plan.
 func (r Row) Denied() bool {
 	for _, f := range r.Findings {
-		if f.Action == "deny" {
+		if f.Action == config.PolicyDeny {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/policy"
 )
 
 // sample has a row of each kind: unchanged, changed with a replacement
@@ -13,9 +14,9 @@ func sample() *Report {
 	return &Report{Set: "hcloud", Rows: []Row{
 		{Target: "blog/db", Namespace: "blog", Name: "db", Module: "loadbalancer", Workspace: "lb-prod-1"},
 		{Target: "shop/api", Namespace: "shop", Name: "api", Module: "loadbalancer.internal", Workspace: "lb-prod-2", Add: 1, Change: 1, Destroy: 1,
-			Replaced: []string{"hcloud_load_balancer.this"}, Findings: []Finding{{Rule: "no-public-ip-replacement", Action: "deny", Message: "replaces hcloud_load_balancer.this, which holds a public address"}}},
+			Replaced: []string{"hcloud_load_balancer.this"}, Findings: []policy.Finding{{Rule: "no-public-ip-replacement", Action: "deny", Message: "replaces hcloud_load_balancer.this, which holds a public address"}}},
 		{Target: "shop/new", Namespace: "shop", Name: "new", Module: "loadbalancer", Workspace: "lb-prod-3", Add: 3, New: true,
-			Findings: []Finding{{Rule: "few-destroys", Action: "warn", Message: "3 resources"}}},
+			Findings: []policy.Finding{{Rule: "few-destroys", Action: "warn", Message: "3 resources"}}},
 		{Target: "shop/bad", Namespace: "shop", Name: "bad", Error: "render: annotation tfccm.io/vars: <x> | `y`"},
 	}}
 }

@@ -40,6 +40,7 @@ const (
 	CondReasonAwaitingApproval = "AwaitingApproval"
 	CondReasonApplyFailed      = "ApplyFailed"
 	CondReasonDriftRepaired    = "DriftRepaired"
+	CondReasonPolicyDenied     = "PolicyDenied"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

@@ -279,7 +279,10 @@ func statusConditions(st workspace.Status) []metav1.Condition {
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary()))}
+			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
+	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", st.Err))}
 	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
 			condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
@@ -392,6 +395,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 		}
 	}
 	l.conds.set(svc, resultConditions(r)...)
+	for _, w := range r.Verdict.Warnings {
+		l.event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, w)
+	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
@@ -416,11 +422,13 @@ func (l *loadBalancers) onApplyStart(name, summary string) bool {
 func resultConditions(r workspace.Result) []metav1.Condition {
 	accepted := condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")
 	switch {
+	case r.Err != nil && workspace.IsDenied(r.Err) && r.Op != "destroy":
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err))}
 	case r.Op == "destroy":
 		return nil
 	case r.AwaitingApproval && r.Plan != nil:
 		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
-			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", r.Plan.Hash, r.Plan.Summary()))}
+			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
 	case r.Err != nil && workspace.IsInvalidInput(r.Err):
 		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
@@ -449,6 +457,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
 	case r.Drift:
 		return corev1.EventTypeWarning, ReasonDriftRepaired, fmt.Sprintf("the infrastructure had drifted from the applied plan; re-applied in %s", r.Duration.Round(time.Millisecond))
+	case r.Err != nil && workspace.IsDenied(r.Err):
+		return corev1.EventTypeWarning, ReasonPlanDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err)
 	case r.Err != nil && !destroy && workspace.IsInvalidInput(r.Err):
 		return corev1.EventTypeWarning, ReasonInvalidInput, fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", r.Err)
 	case r.Err != nil && destroy:
@@ -485,4 +495,12 @@ func phaseText(st workspace.Status) string {
 	default:
 		return "waiting to be applied"
 	}
+}
+
+// because says why a plan waits, when the gate (not review mode) holds it.
+func because(v workspace.GateVerdict) string {
+	if v.Approval != "" {
+		return ": " + v.Approval
+	}
+	return ""
 }

@@ -63,6 +63,10 @@ var (
 		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
 	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
 		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonPlanDenied = declareReason("TerraformPlanDenied", corev1.EventTypeWarning,
+		"A `policy` rule of the cloud config with `action = \"deny\"` failed on the plan; the message names the rule. Nothing is applied (the old load balancer keeps serving) and nothing is retried until the Service, the templates or the policy change.")
+	ReasonPolicyWarning = declareReason("TerraformPlanPolicyWarning", corev1.EventTypeWarning,
+		"A `policy` rule with `action = \"warn\"` failed on a plan that was applied anyway; the message names the rule.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )

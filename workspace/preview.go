@@ -53,6 +53,8 @@ type Preview struct {
 	// NoState is true when the backend holds no state for the workspace
 	// yet (never applied).
 	NoState bool
+	// Document is the plan as policy rules see it (PolicyDocument).
+	Document map[string]any
 }
 
 // PreviewPlan writes spec into dir (a new scratch directory) and plans it
@@ -134,6 +136,9 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 		if rc != nil && rc.Change != nil && rc.Change.Actions.Replace() {
 			p.Replaced = append(p.Replaced, rc.Address)
 		}
+	}
+	if p.Document, err = PolicyDocument(plan, o.Scrub); err != nil {
+		return nil, err
 	}
 	b, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/policy"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -101,6 +102,10 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rules, err := policy.Compile(cfg.Policies)
+	if err != nil {
+		return nil, err
+	}
 	svcs, nodes, err := clusterObjects(ctx, o)
 	if err != nil {
 		return nil, err
@@ -125,6 +130,7 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Scrub: secret.NewScrubber(secrets)},
 		Parallelism:    o.parallel,
 		ScratchDir:     scratch,
+		Policy:         rules,
 	}
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = t.Parallelism

@@ -146,6 +146,26 @@ func TestFleetPlanBuiltinTemplateChange(t *testing.T) {
 	if err := os.WriteFile(candCfg, []byte(base+fmt.Sprintf("override_dir = %q\n", override)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The same candidate under a policy: the shipped allowed-types rule
+	// (passes) and a rule against health checks more often than every 10 s.
+	allowed, err := os.ReadFile(filepath.Join(root, "examples", "policy", "allowed-resource-types.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := filepath.Join(dir, "strict.hcl")
+	if err := os.WriteFile(strict, []byte(base+fmt.Sprintf("override_dir = %q\n", override)+string(allowed)+`
+policy "health-check-interval" {
+  variable "fast" {
+    expression = "plan.resource_changes.filter(rc, rc.type == 'hcloud_load_balancer_service' && rc.change.after != null && rc.change.after.health_check[0].interval < 10)"
+  }
+  validation {
+    expression         = "variables.fast.size() == 0"
+    message_expression = "variables.fast.map(rc, rc.address).join(', ') + ' checks more often than every 10 s'"
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out := plan(candCfg, "json")
 	if code != exitChanges {
 		t.Fatalf("exit %d, want %d (changes):\n%s", code, exitChanges, out)
@@ -165,6 +185,22 @@ func TestFleetPlanBuiltinTemplateChange(t *testing.T) {
 	_, md := plan(candCfg, "markdown")
 	if !strings.Contains(md, "`shop/api`") || !strings.Contains(md, "`blog/db`") || strings.Contains(md, "shop/web") || !strings.Contains(md, "1 workspaces without changes") {
 		t.Errorf("markdown:\n%s", md)
+	}
+	code, out = plan(strict, "json")
+	if code != exitDenied {
+		t.Fatalf("exit %d, want %d (denied):\n%s", code, exitDenied, out)
+	}
+	rep = fleet.Report{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rows {
+		denied := len(r.Findings) == 1 && r.Findings[0].Rule == "health-check-interval" && r.Findings[0].Action == "deny" &&
+			r.Findings[0].Message == `hcloud_load_balancer_service.port["80"] checks more often than every 10 s` ||
+			r.Target == "blog/db" && len(r.Findings) == 1 && strings.Contains(r.Findings[0].Message, `port["5432"]`)
+		if (r.Target != "shop/web") != denied {
+			t.Errorf("%s: findings %+v", r.Target, r.Findings)
+		}
 	}
 	for s, b := range before {
 		if now, _ := os.ReadFile(s); string(now) != b {
