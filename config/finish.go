@@ -52,6 +52,7 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	c.Routes.finish(k, c)
 	c.Instances.finish(k, c)
 	c.finishPolicies(k)
+	c.finishWindows(k)
 	return k.diags
 }
 

@@ -33,14 +33,15 @@ const (
 
 // Condition reasons.
 const (
-	CondReasonAccepted         = "Accepted"
-	CondReasonInvalidInput     = "InvalidInput"
-	CondReasonApplying         = "Applying"
-	CondReasonApplied          = "Applied"
-	CondReasonAwaitingApproval = "AwaitingApproval"
-	CondReasonApplyFailed      = "ApplyFailed"
-	CondReasonDriftRepaired    = "DriftRepaired"
-	CondReasonPolicyDenied     = "PolicyDenied"
+	CondReasonAccepted           = "Accepted"
+	CondReasonInvalidInput       = "InvalidInput"
+	CondReasonApplying           = "Applying"
+	CondReasonApplied            = "Applied"
+	CondReasonAwaitingApproval   = "AwaitingApproval"
+	CondReasonApplyFailed        = "ApplyFailed"
+	CondReasonDriftRepaired      = "DriftRepaired"
+	CondReasonPolicyDenied       = "PolicyDenied"
+	CondReasonChangeWindowClosed = "ChangeWindowClosed"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

@@ -277,6 +277,9 @@ func statusConditions(st workspace.Status) []metav1.Condition {
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs")}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")}
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, heldMessage(st.Plan, st.Verdict))}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
 			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
@@ -387,6 +390,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	svc := l.serviceOf(name)
 	if svc == nil {
 		return false
+	}
+	if l.heldResult(svc, name, r) {
+		return true
 	}
 	if l.review != nil {
 		l.review.loadBalancerResult(svc, name, r)
