@@ -123,6 +123,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
 		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
+	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
+		return nil, fmt.Errorf("load balancer %s: plan denied: %w (not retried until the Service, its nodes, the templates or the policy change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
 		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
 	case st.Phase == workspace.PhaseAwaitingApproval:
@@ -490,6 +492,8 @@ func tool(r workspace.Result) string {
 
 func phaseText(st workspace.Status) string {
 	switch {
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
+		return "holding " + heldMessage(st.Plan, st.Verdict)
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return fmt.Sprintf("awaiting approval of plan %s (%s; set annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary())
 	case st.Phase == workspace.PhaseRunning && st.Destroy:
