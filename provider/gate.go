@@ -25,6 +25,8 @@ type planGate struct {
 	now     func() time.Time
 }
 
+var _ workspace.Gate = (*planGate)(nil).judge
+
 // newGate compiles the config's policies and change windows; nil when
 // there is nothing to check (every plan passes at once).
 func newGate(cfg *config.Config) (*planGate, error) {

@@ -51,7 +51,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.objects, "objects", "", "read Services and Nodes from this dump (kubectl get services,nodes -A -o yaml) instead of the cluster")
 	fs.StringVar(&o.format, "format", "text", "text, markdown (a pull request comment) or json")
 	fs.IntVar(&o.parallel, "parallel", 0, "plans run at once (default: the config's terraform.parallelism)")
-	fs.StringVar(&o.cliConfig, "cli-config", os.Getenv("TF_CLI_CONFIG_FILE"), "tofu's CLI config (provider mirror) (default: $TF_CLI_CONFIG_FILE, else the config's terraform.cli_config_file)")
+	fs.StringVar(&o.cliConfig, "cli-config", "", "tofu's CLI config (provider mirror) (default: $TF_CLI_CONFIG_FILE when that file exists, else the config's terraform.cli_config_file)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tfccm plan --config cloud.hcl [--objects dump.yaml | --kubeconfig K --context C] [--format text|markdown|json]\n\n"+
@@ -111,11 +111,8 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		return nil, err
 	}
 	t := *cfg.Terraform
-	if o.cliConfig != "" {
-		// tofu runs in a scratch directory: a relative path is the caller's.
-		if t.CLIConfigFile, err = filepath.Abs(o.cliConfig); err != nil {
-			return nil, err
-		}
+	if t.CLIConfigFile, err = cliConfig(o.cliConfig, t.CLIConfigFile); err != nil {
+		return nil, err
 	}
 	scratch, err := os.MkdirTemp("", "tfccm-plan-")
 	if err != nil {
@@ -169,4 +166,27 @@ func clusterObjects(ctx context.Context, o planOptions) ([]*corev1.Service, []*c
 		nodes[i] = &nl.Items[i]
 	}
 	return svcs, nodes, nil
+}
+
+// cliConfig is the CLI config tofu gets: --cli-config (which must exist),
+// else $TF_CLI_CONFIG_FILE when it names a file (tofu only warns about a
+// missing one, and that warning breaks reading its version), else the
+// cloud config's. tofu runs in a scratch directory, so a relative path is
+// made absolute.
+func cliConfig(flagValue, fromConfig string) (string, error) {
+	p := flagValue
+	if p == "" {
+		if env := os.Getenv("TF_CLI_CONFIG_FILE"); env != "" {
+			if _, err := os.Stat(env); err == nil {
+				p = env
+			}
+		}
+	}
+	if p == "" {
+		return fromConfig, nil
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("--cli-config: %w", err)
+	}
+	return filepath.Abs(p)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,11 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/fleet"
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -209,5 +214,46 @@ policy "health-check-interval" {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "work", "state", "*.lock.info")); len(left) > 0 {
 		t.Errorf("locks left: %v", left)
+	}
+}
+
+// TestFleetPlanLive reads the Services and Nodes through a kubeconfig
+// (a real apiserver): the LoadBalancer Service and the routes are planned,
+// the ClusterIP Service is not.
+func TestFleetPlanLive(t *testing.T) {
+	tofu := repo.Tofu(t)
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	for _, s := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}},
+	} {
+		if _, err := client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24"}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf("terraform {\n  binary = %q\n}\n", tofu))
+	code, stdout, stderr := runCLI(t, "plan", "--config", cfg, "--kubeconfig", cluster.Kubeconfig(), "--format", "json")
+	if code != exitOK && code != exitChanges {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep fleet.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, r := range rep.Rows {
+		if r.Error != "" {
+			t.Errorf("%s: %s", r.Target, r.Error)
+		}
+		targets = append(targets, r.Target)
+	}
+	if fmt.Sprint(targets) != "[default/web routes]" {
+		t.Errorf("targets %v, want the LoadBalancer Service and the routes", targets)
 	}
 }
