@@ -393,6 +393,10 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if svc == nil {
 		return false
 	}
+	// Policy warnings, whether the plan is applied, published or held.
+	for _, w := range r.Verdict.Warnings {
+		l.event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, w)
+	}
 	if l.heldResult(svc, name, r) {
 		return true
 	}
@@ -403,9 +407,6 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 		}
 	}
 	l.conds.set(svc, resultConditions(r)...)
-	for _, w := range r.Verdict.Warnings {
-		l.event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, w)
-	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
