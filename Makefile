@@ -70,6 +70,7 @@ build:
 	@mkdir -p $(BIN)
 	$(VGO) -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(VGO) -o $(BIN)/tfccm ./cmd/tfccm
+	ln -sf tfccm $(BIN)/kubectl-tfccm  # kubectl plugin: kubectl tfccm approve --list
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
 	$(VGO) -o $(BIN)/lbhost-router ./cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
@@ -178,7 +179,8 @@ conformance-fast: tools-nodes tools-e2e build
 ## OpenTofu or a control plane (repo.Tofu, devcluster.ForTest); no tools needed, ~1 min warm
 UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./state/... ./templates/... ./provider/... \
 	./workspace/... ./cmd/... ./hack/conformance/... ./lbhost/haproxy/... ./lbhost/host/... \
-	./lbhost/keepalived/... ./lbhost/router/... ./lbhost/transport/...
+	./lbhost/keepalived/... ./lbhost/router/... ./lbhost/transport/... ./fleet/... ./policy/... \
+	./window/... ./deploy/gitops/...
 unit:
 	$(GO) test -short -count=1 $(UNIT_PKGS)
 

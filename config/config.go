@@ -25,12 +25,14 @@ type Config struct {
 	TemplateSet string `hcl:"template_set,optional" doc:"The built-in template set (local, baremetal, hcloud, digitalocean, exoscale, google, oci, openstack, proxmox, vsphere)."`
 	OverrideDir string `hcl:"override_dir,optional" doc:"A directory of per-cluster template modules layered over the built-in set, module by module; re-read when it changes."`
 
-	Terraform    *Terraform    `hcl:"terraform,block" doc:"How tofu (or terraform) is run."`
-	Backend      *Backend      `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm."`
-	LoadBalancer *LoadBalancer `hcl:"load_balancer,block" doc:"The LoadBalancer facet."`
-	Routes       *Routes       `hcl:"routes,block" doc:"The Routes facet."`
-	Instances    *Instances    `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`
-	Encryption   *Encryption   `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
+	Terraform     *Terraform     `hcl:"terraform,block" doc:"How tofu (or terraform) is run."`
+	Backend       *Backend       `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm."`
+	LoadBalancer  *LoadBalancer  `hcl:"load_balancer,block" doc:"The LoadBalancer facet."`
+	Routes        *Routes        `hcl:"routes,block" doc:"The Routes facet."`
+	Instances     *Instances     `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`
+	Encryption    *Encryption    `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
+	ChangeWindows *ChangeWindows `hcl:"change_windows,block" doc:"When plans may be applied: allow and deny windows and a freeze switch; outside them plans are made and published but not applied (docs/gitops.md#change-windows)."`
+	Policies      []Policy       `hcl:"policy,block" doc:"A rule over every plan, in CEL, checked before each apply, in review mode's publication and in tfccm plan (docs/policy.md)."`
 
 	// Filename is the file the config was read from.
 	Filename string
@@ -128,6 +130,20 @@ type StateSource struct {
 
 // Enabled reports whether a facet's *bool switch is on (default on).
 func Enabled(b *bool) bool { return b == nil || *b }
+
+// RoutesEnabled reports whether the Routes facet is on: only when the
+// routes block sets enabled = true, batch_window or non-empty settings.
+func (c *Config) RoutesEnabled() bool {
+	r := c.Routes
+	if r == nil || !Enabled(r.Enabled) {
+		return false
+	}
+	if r.Enabled != nil || r.BatchWindowRaw != "" {
+		return true
+	}
+	s := r.Settings
+	return s != cty.NilVal && !s.IsNull() && s.IsKnown() && s.CanIterateElements() && s.LengthInt() > 0
+}
 
 // Load reads and validates the config file at path.
 func Load(path string) (*Config, error) {

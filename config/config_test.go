@@ -157,3 +157,47 @@ func TestReviewAttribute(t *testing.T) {
 		})
 	}
 }
+
+func TestPolicyAndWindowSettings(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"policy \"Bad\" {\n  validation {\n    expression = \"true\"\n  }\n}", "Invalid policy name"},
+		{"policy \"a\" {\n  action = \"block\"\n  validation {\n    expression = \"true\"\n  }\n}", `action is deny, warn, require-approval, not "block"`},
+		{`policy "a" {}`, "has no validation block"},
+		{"policy \"a\" {\n  validation {\n    expression = \"true\"\n  }\n}\npolicy \"a\" {\n  validation {\n    expression = \"true\"\n  }\n}", `policy "a" is declared twice`},
+		{`change_windows {
+  window "w" {
+    kind = "maybe"
+    schedule = "0 22 * * *"
+    duration = "4h"
+  }
+}`, `kind is allow or deny, not "maybe"`},
+		{`change_windows {
+  window "w" {
+    kind = "allow"
+    schedule = "0 22 * * *"
+    duration = "-4h"
+  }
+}`, `duration "-4h" is not a positive duration`},
+	} {
+		_, err := Parse([]byte("cluster_name = \"x\"\n"+tc.src), "cloud.hcl")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	c, err := Parse([]byte(`cluster_name = "x"
+policy "a" {
+  validation {
+    expression = "true"
+  }
+}
+change_windows {
+  window "w" {
+    kind     = "allow"
+    schedule = "0 22 * * *"
+    duration = "90m"
+  }
+}`), "cloud.hcl")
+	if err != nil || c.Policies[0].Action != PolicyDeny || c.ChangeWindows.Windows[0].Duration != 90*time.Minute {
+		t.Fatalf("%v %+v", err, c)
+	}
+}

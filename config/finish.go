@@ -51,6 +51,8 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	c.LoadBalancer.finish(k, c)
 	c.Routes.finish(k, c)
 	c.Instances.finish(k, c)
+	c.finishPolicies(k)
+	c.finishWindows(k)
 	return k.diags
 }
 

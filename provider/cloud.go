@@ -53,7 +53,7 @@ type Cloud struct {
 	lb        *loadBalancers // nil when disabled
 	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
-	review    *reviewer      // nil unless terraform { review = true }
+	review    *reviewer      // nil unless terraform { review = true } or a gate (policy)
 
 	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
@@ -77,6 +77,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 	}
 	if err := templates.CheckEncryption(context.Background(), cfg.Encryption, cfg.Terraform.Binary); err != nil {
 		return nil, fmt.Errorf("encryption: %w", err)
+	}
+	gate, err := newGate(cfg)
+	if err != nil {
+		return nil, err
 	}
 	var enc config.Encryption
 	if cfg.Encryption != nil {
@@ -103,6 +107,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		OnResult:       c.onResult,
 		OnApplyStart:   c.onApplyStart,
 		Review:         cfg.Terraform.Review,
+		Gate:           gate.engineGate(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
@@ -111,7 +116,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 	render := templateRenderer{cfg: cfg, loader: loader}
 	var lbRev lbReview
 	var routesRev routesReview
-	if cfg.Terraform.Review {
+	// A plan also waits for approval when a policy rule asks for it (or
+	// a change window holds it): its publication and approval are review
+	// mode's.
+	if cfg.Terraform.Review || gate != nil {
 		c.review = newReviewer(engine, render, c.events.event)
 		lbRev, routesRev = c.review, c.review
 	}

@@ -35,15 +35,17 @@ const (
 
 // Condition reasons.
 const (
-	CondReasonAccepted          = "Accepted"
-	CondReasonInvalidInput      = "InvalidInput"
-	CondReasonApplying          = "Applying"
-	CondReasonApplied           = "Applied"
-	CondReasonAwaitingApproval  = "AwaitingApproval"
-	CondReasonApplyFailed       = "ApplyFailed"
-	CondReasonDriftRepaired     = "DriftRepaired"
-	CondReasonBackendsUnhealthy = "BackendsUnhealthy"
-	CondReasonBackendsHealthy   = "BackendsHealthy"
+	CondReasonAccepted           = "Accepted"
+	CondReasonInvalidInput       = "InvalidInput"
+	CondReasonApplying           = "Applying"
+	CondReasonApplied            = "Applied"
+	CondReasonAwaitingApproval   = "AwaitingApproval"
+	CondReasonApplyFailed        = "ApplyFailed"
+	CondReasonDriftRepaired      = "DriftRepaired"
+	CondReasonBackendsUnhealthy  = "BackendsUnhealthy"
+	CondReasonBackendsHealthy    = "BackendsHealthy"
+	CondReasonPolicyDenied       = "PolicyDenied"
+	CondReasonChangeWindowClosed = "ChangeWindowClosed"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

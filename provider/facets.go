@@ -99,6 +99,8 @@ type lbReview interface {
 	approveService(svc *corev1.Service)
 	// loadBalancerResult publishes or withdraws the Service's pending plan.
 	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
+	// publishHeld publishes a plan a closed change window holds (gate.go).
+	publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan)
 }
 
 // routesReview is what the Routes facet needs of review mode.

@@ -124,6 +124,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
 		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
+	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
+		return nil, fmt.Errorf("load balancer %s: plan denied: %w (not retried until the Service, its nodes, the templates or the policy change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
 		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
 	case st.Phase == workspace.PhaseAwaitingApproval:
@@ -278,9 +280,15 @@ func statusConditions(st workspace.Status) []metav1.Condition {
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs")}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")}
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, heldMessage(st.Plan, st.Verdict))}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary()))}
+			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
+	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
+		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
+			condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", st.Err))}
 	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
 			condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
@@ -387,6 +395,13 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if svc == nil {
 		return false
 	}
+	// Policy warnings, whether the plan is applied, published or held.
+	for _, w := range r.Verdict.Warnings {
+		l.event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, w)
+	}
+	if l.heldResult(svc, name, r) {
+		return true
+	}
 	if l.review != nil {
 		l.review.loadBalancerResult(svc, name, r)
 		if r.AwaitingApproval {
@@ -418,11 +433,13 @@ func (l *loadBalancers) onApplyStart(name, summary string) bool {
 func resultConditions(r workspace.Result) []metav1.Condition {
 	accepted := condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")
 	switch {
+	case r.Err != nil && workspace.IsDenied(r.Err) && r.Op != "destroy":
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err))}
 	case r.Op == "destroy":
 		return nil
 	case r.AwaitingApproval && r.Plan != nil:
 		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
-			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)", r.Plan.Hash, r.Plan.Summary()))}
+			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
 	case r.Err != nil && workspace.IsInvalidInput(r.Err):
 		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
@@ -451,6 +468,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
 	case r.Drift:
 		return corev1.EventTypeWarning, ReasonDriftRepaired, fmt.Sprintf("the infrastructure had drifted from the applied plan; re-applied in %s", r.Duration.Round(time.Millisecond))
+	case r.Err != nil && workspace.IsDenied(r.Err):
+		return corev1.EventTypeWarning, ReasonPlanDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err)
 	case r.Err != nil && !destroy && workspace.IsInvalidInput(r.Err):
 		return corev1.EventTypeWarning, ReasonInvalidInput, fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", r.Err)
 	case r.Err != nil && destroy:
@@ -476,6 +495,8 @@ func tool(r workspace.Result) string {
 
 func phaseText(st workspace.Status) string {
 	switch {
+	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
+		return "holding " + heldMessage(st.Plan, st.Verdict)
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return fmt.Sprintf("awaiting approval of plan %s (%s; set annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary())
 	case st.Phase == workspace.PhaseRunning && st.Destroy:
@@ -487,4 +508,12 @@ func phaseText(st workspace.Status) string {
 	default:
 		return "waiting to be applied"
 	}
+}
+
+// because says why a plan waits, when the gate (not review mode) holds it.
+func because(v workspace.GateVerdict) string {
+	if v.Approval != "" {
+		return ": " + v.Approval
+	}
+	return ""
 }

@@ -63,6 +63,12 @@ var (
 		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
 	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
 		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonPlanDenied = declareReason("TerraformPlanDenied", corev1.EventTypeWarning,
+		"A `policy` rule of the cloud config with `action = \"deny\"` failed on the plan; the message names the rule. Nothing is applied (the old load balancer keeps serving) and nothing is retried until the Service, the templates or the policy change.")
+	ReasonPolicyWarning = declareReason("TerraformPlanPolicyWarning", corev1.EventTypeWarning,
+		"A `policy` rule with `action = \"warn\"` failed on a plan, which goes on as it would without the rule (applied, or published for approval); the message names the rule.")
+	ReasonChangeWindowClosed = declareReason("TerraformChangeWindowClosed", corev1.EventTypeNormal,
+		"A plan with changes was made outside the cloud config's `change_windows` (or during a freeze): it is published like a plan awaiting approval but not applied, and the old load balancer keeps serving. The message says when the next window opens; the plan is made again and applied then.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )

@@ -17,8 +17,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
@@ -39,17 +37,7 @@ const routeQuiet = 100 * time.Millisecond
 // cloud-controller-manager requires --cluster-cidr (or
 // --configure-cloud-routes=false), which clusters without cloud routes
 // should not have to pass.
-func routesEnabled(cfg *config.Config) bool {
-	r := cfg.Routes
-	if r == nil || !config.Enabled(r.Enabled) {
-		return false
-	}
-	if r.Enabled != nil || r.BatchWindowRaw != "" {
-		return true
-	}
-	s := r.Settings
-	return s != cty.NilVal && !s.IsNull() && s.IsKnown() && s.CanIterateElements() && s.LengthInt() > 0
-}
+func routesEnabled(cfg *config.Config) bool { return cfg.RoutesEnabled() }
 
 // routes implements cloudprovider.Routes over the cluster's one routes
 // workspace. CreateRoute and DeleteRoute calls are gathered into batches;

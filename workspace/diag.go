@@ -26,6 +26,9 @@ type Error struct {
 	// providers or modules no longer match (a provider rebuilt or upgraded
 	// in the mirror, a new module source): init must run again.
 	Reinit bool
+	// Denied is set when the gate (policy) refused the plan: nothing is
+	// retried until the work changes.
+	Denied bool
 	cause  error
 	lock   lockInfo // the held lock, when LockHolder is set
 }

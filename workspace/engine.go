@@ -74,6 +74,8 @@ type entry struct {
 	replaced     string       // hash of a pending plan new work replaced
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
+	// verdict is the gate's verdict on the pending plan (gate.go).
+	verdict GateVerdict
 }
 
 // encryptionID identifies opts' encryption configuration without its
@@ -335,7 +337,7 @@ func (e *Engine) setStatus(en *entry, f func(*Status)) {
 	old := en.status.Phase
 	f(&en.status)
 	if en.status.Phase != PhaseAwaitingApproval {
-		en.status.Plan = nil
+		en.status.Plan, en.status.Verdict = nil, GateVerdict{}
 	}
 	if en.status.Phase != old {
 		en.status.Since = time.Now()

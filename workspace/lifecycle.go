@@ -26,6 +26,9 @@ import (
 //	Pending, Failed     worker, work due                          Running
 //	Pending             worker, desired hash applied meanwhile    Applied (no process)
 //	Running             review mode, plan with changes            AwaitingApproval
+//	Running             gate: approval required, window closed    AwaitingApproval (verdict says why)
+//	AwaitingApproval    held by a window, worker after it opens   Running (planned again)
+//	Running             gate denied the plan                      Failed (not retried until new work)
 //	Running             applied (or plan without changes)         Applied
 //	Running             destroyed                                 Destroyed
 //	Running             done, but newer work arrived meanwhile    Pending
@@ -85,7 +88,7 @@ func (e *Engine) accept(en *entry, spec *Spec, destroy bool) bool {
 		// No-op: applied already (possibly by an earlier incarnation).
 		en.desired, en.destroy = spec, false
 		en.burst, en.due = time.Time{}, time.Time{}
-		en.pending, en.approved = nil, ""
+		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		e.retries.Forget(spec.Name)
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
@@ -93,7 +96,7 @@ func (e *Engine) accept(en *entry, spec *Spec, destroy bool) bool {
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || e.nothingToDestroy(en, spec)):
 		en.desired, en.destroy = spec, true
-		en.pending, en.approved = nil, ""
+		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
 		})
@@ -122,7 +125,7 @@ func (e *Engine) queueWork(en *entry, spec *Spec, destroy bool) {
 		if en.pending != nil {
 			en.replaced = en.pending.Hash
 		}
-		en.pending, en.approved = nil, ""
+		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		running := en.status.Phase == PhaseRunning
 		e.setStatus(en, func(s *Status) {
 			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
@@ -172,9 +175,16 @@ func (e *Engine) decide(en *entry, now time.Time) (pass, verdict, time.Time) {
 		p.drift = pl.SpecHash == en.rec.AppliedHash && !destroy
 	}
 	en.approved = ""
+	held := en.verdict.Hold != "" && p.approved == nil
 	switch {
 	case p.approved != nil:
 		return p, runPass, time.Time{} // apply exactly the approved saved plan
+	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy &&
+		held && !e.opts.Review && en.verdict.Approval == "" && !en.verdict.HoldUntil.IsZero() && !now.Before(en.verdict.HoldUntil):
+		// A plan held by a closed change window, and the window is open:
+		// plan again (the gate judges the fresh plan) and apply.
+		en.pending, en.verdict = nil, GateVerdict{}
+		return p, runPass, time.Time{}
 	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy:
 		return p, skip, time.Time{}
 	case spec != nil && !destroy && now.Before(en.due):
@@ -183,7 +193,7 @@ func (e *Engine) decide(en *entry, now time.Time) (pass, verdict, time.Time) {
 		return p, later, en.due
 	case p.drift:
 		return p, runPass, time.Time{} // re-plan what is applied: repairs changes made outside tofu
-	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && IsInvalidInput(st.Err) && !destroy:
+	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && (IsInvalidInput(st.Err) || IsDenied(st.Err)) && !destroy:
 		// The template rejected these inputs: nothing to retry until
 		// the spec changes.
 		return p, skip, time.Time{}
@@ -249,6 +259,7 @@ func (p pass) result(tool string, out runOutcome, took time.Duration, attempt in
 	if out.err == nil && out.pending != nil {
 		res.AwaitingApproval, res.Plan = true, out.pending
 	}
+	res.Verdict = out.verdict
 	var le *Error
 	if errors.As(out.err, &le) {
 		res.LockHolder = le.LockHolder
@@ -263,19 +274,26 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	en.rec = out.rec
 	en.secrets = append(en.secrets[:0], out.secrets...)
 	current := en.desired == spec || (en.desired != nil && en.desired.Hash == spec.Hash && en.destroy == destroy)
-	if p.approved != nil {
+	heldApproved := p.approved != nil && out.err == nil && out.pending == p.approved
+	if p.approved != nil && !heldApproved {
 		en.pending = nil
 		en.lastApproved = p.approved.Hash
 	}
 	switch {
 	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
 		e.retries.Forget(en.name)
-		en.pending = out.pending
+		en.pending, en.verdict = out.pending, out.verdict
 		en.pending.Replaces, en.replaced = en.replaced, ""
+		if heldApproved {
+			en.approved = p.approved.Hash // applied when the window opens
+		}
 		e.setStatus(en, func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
-			s.Plan = out.pending
+			s.Plan, s.Verdict = out.pending, out.verdict
 		})
+		if until := out.verdict.HoldUntil; out.verdict.Hold != "" && !until.IsZero() {
+			e.queue.AddAfter(en.name, time.Until(until))
+		}
 	case out.err == nil && out.pending != nil:
 		// Superseded (or shutting down) while planning: plan again.
 		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
@@ -288,8 +306,8 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		// What was applied stays applied; the failed repair is reported
 		// (OnResult) and tried again at the next reconcile.
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
-	case IsInvalidInput(out.err) && !destroy:
-		// Invalid inputs are not retried (NextRetry stays zero): a new
+	case (IsInvalidInput(out.err) || IsDenied(out.err)) && !destroy:
+		// Invalid inputs (and plans the policy denies) are not retried (NextRetry stays zero): a new
 		// spec (the Service or the templates changed) runs at once.
 		e.retries.Forget(en.name)
 		e.setStatus(en, func(s *Status) {

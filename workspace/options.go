@@ -79,6 +79,9 @@ type Options struct {
 	// Review, when true, applies no plan with changes (destroys included)
 	// until Approve is called with the saved plan's hash (see review.go).
 	Review bool
+	// Gate, when set, judges every plan with changes before it is applied
+	// or published: policy and change windows (gate.go).
+	Gate Gate
 }
 
 // Coalesce configures how updates to an applied workspace are gathered

@@ -23,6 +23,7 @@ type runOutcome struct {
 	rec     record
 	secrets []string
 	pending *PendingPlan // review mode: a saved plan awaiting approval
+	verdict GateVerdict  // the gate's verdict on the pass's plan
 }
 
 // fail is the outcome with step op failed with err.
@@ -62,14 +63,17 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	if err := r.pushErrored(ctx); err != nil {
 		return out.fail("state push", err)
 	}
+	r.drift, r.created = !destroy && rec.AppliedHash == spec.Hash, rec.AppliedHash == ""
 	switch {
 	case approved != nil:
-		return e.runApproved(ctx, r, spec, destroy, approved, out)
+		out = e.runApproved(ctx, r, spec, destroy, approved, out)
 	case destroy:
-		return e.runDestroy(ctx, r, spec, out)
+		out = e.runDestroy(ctx, r, spec, out)
 	default:
-		return e.runApply(ctx, r, spec, out)
+		out = e.runApply(ctx, r, spec, out)
 	}
+	out.verdict = r.verdict
+	return out
 }
 
 // prepare readies the workspace directory for a pass and claims it: the
@@ -129,6 +133,14 @@ func opName(destroy bool) string {
 
 // runApproved applies the approved saved plan (review mode).
 func (e *Engine) runApproved(ctx context.Context, r *runner, spec *Spec, destroy bool, approved *PendingPlan, out runOutcome) runOutcome {
+	// The gate is asked again before the apply: a change window may have
+	// closed since the plan was published.
+	if _, err := e.judge(ctx, r, spec, destroy); err != nil {
+		return out.fail("plan", err)
+	}
+	if r.verdict.Hold != "" {
+		return out.planned(approved, nil) // approved, applied when the window opens
+	}
 	if err := r.applyApproved(ctx, approved); err != nil {
 		return out.fail("apply", err)
 	}
@@ -152,10 +164,19 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 	case err != nil:
 		return out.fail("destroy", err)
 	case empty:
-	case e.opts.Review:
-		_, p, err := e.planOrPublish(ctx, r, spec, true)
+	case e.opts.Review || e.opts.Gate != nil:
+		// A destroy plan, judged by the gate (and published in review
+		// mode), then applied.
+		changes, p, err := e.planOrPublish(ctx, r, spec, true)
 		if err != nil || p != nil {
 			return out.planned(p, err)
+		}
+		if changes {
+			if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+				return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
+			}); err != nil {
+				return out.fail("destroy", err)
+			}
 		}
 		removePublished(r.dir)
 	default:
@@ -218,11 +239,30 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 	changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
 		return tf.Plan(ctx, opts...)
 	})
-	if err != nil || !changes || !e.opts.Review {
+	if err != nil || !changes {
+		return changes, nil, err
+	}
+	held, err := e.judge(ctx, r, spec, destroy)
+	if err != nil || (!e.opts.Review && !held) {
 		return changes, nil, err
 	}
 	pending, err = r.publishPlan(ctx, spec, destroy)
 	return true, pending, err
+}
+
+// judge asks the gate about the saved plan and records its verdict on r:
+// a denial is the error; held reports a plan that must wait (approval a
+// rule requires, a closed change window).
+func (e *Engine) judge(ctx context.Context, r *runner, spec *Spec, destroy bool) (held bool, err error) {
+	v, err := e.gate(ctx, r, spec, destroy)
+	if err != nil {
+		return false, err
+	}
+	r.verdict = v
+	if v.Denied != "" {
+		return false, &Error{Op: "plan", Summary: v.Denied, Denied: true}
+	}
+	return v.Approval != "" || v.Hold != "", nil
 }
 
 // planned is the outcome of a plan that failed (err) or is pending.

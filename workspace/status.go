@@ -53,6 +53,9 @@ type Status struct {
 	Since time.Time
 	// Plan is the plan awaiting approval (PhaseAwaitingApproval only).
 	Plan *PendingPlan
+	// Verdict is the gate's verdict on Plan: why it waits (approval a
+	// rule requires, a closed change window) and its warnings.
+	Verdict GateVerdict
 }
 
 // Done reports whether the status is final for its desired hash: applied,
@@ -87,6 +90,9 @@ type Result struct {
 	// and was saved instead of applied; Plan describes it.
 	AwaitingApproval bool
 	Plan             *PendingPlan
+	// Verdict is the gate's verdict on the plan (gate.go): its warnings,
+	// and why a plan awaiting approval waits (Approval, Hold).
+	Verdict GateVerdict
 }
 
 // SensitiveValue replaces a sensitive output's value.

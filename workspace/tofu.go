@@ -34,6 +34,9 @@ type runner struct {
 	unlocked bool
 	spec     *Spec // for init again (reinit)
 	reinited bool
+	// For the gate: what the pass is for, and its verdict.
+	drift, created bool
+	verdict        GateVerdict
 }
 
 // init runs tofu init, with the spec's secret backend settings in a

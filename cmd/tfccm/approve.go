@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tfccm/tfccm/annotations"
 )
@@ -28,26 +27,30 @@ type approveOptions struct {
 	yes       bool
 }
 
-// runApprove answers `tfccm approve`: it prints the plan awaiting approval
-// (from its ConfigMap) and, with --plan-hash or --yes, approves it by
-// setting tfccm.io/approved-plan on the Service (or, with --routes, on the
-// routes plan ConfigMap).
+// runApprove answers `tfccm approve`: with --list it lists the plans
+// awaiting approval; otherwise it prints one plan awaiting approval (from
+// its ConfigMap) and, with --plan-hash or --yes, approves it by setting
+// tfccm.io/approved-plan on the Service (or, with --routes, on the routes
+// plan ConfigMap).
 func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm approve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	var kf kubeFlags
+	kf.register(fs)
 	var o approveOptions
-	fs.StringVar(&o.namespace, "namespace", "default", "the Service's namespace")
+	fs.StringVar(&o.namespace, "namespace", "", "the Service's namespace (default: the context's); with --list, only this namespace")
 	fs.StringVar(&o.service, "service", "", "the LoadBalancer Service whose plan to show or approve")
 	fs.BoolVar(&o.routes, "routes", false, "show or approve the routes plan instead of a Service's")
 	fs.StringVar(&o.planHash, "plan-hash", "", "approve this plan hash (it must be the pending plan's)")
 	fs.BoolVar(&o.yes, "yes", false, "approve the plan shown")
+	list := fs.Bool("list", false, "list the plans awaiting approval (every namespace unless --namespace): target, age, hash, summary")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up talking to the cluster after this long")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if fs.NArg() != 0 || (o.service == "") == !o.routes {
-		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] (--namespace N --service S | --routes) [--plan-hash H | --yes]")
+	badList := *list && (o.service != "" || o.routes || o.planHash != "" || o.yes)
+	if fs.NArg() != 0 || badList || (!*list && (o.service == "") == !o.routes) {
+		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] [--context C] (--list [--namespace N] | [--namespace N] --service S | --routes) [--plan-hash H | --yes]")
 		return exitUsage
 	}
 	if o.planHash != "" {
@@ -58,21 +61,22 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		}
 		o.planHash = h
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "tfccm approve: kubeconfig: %v\n", err)
-		return exitError
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, ns, err := kf.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm approve: %v\n", err)
 		return exitError
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := approve(ctx, client, o, stdout); err != nil {
+	if *list {
+		err = listPlans(ctx, client, o.namespace, time.Now(), stdout)
+	} else {
+		if o.namespace == "" {
+			o.namespace = ns
+		}
+		err = approve(ctx, client, o, stdout)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "tfccm approve: %v\n", err)
 		return exitError
 	}

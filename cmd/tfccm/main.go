@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -16,8 +17,9 @@ type command struct {
 // commands is the one registry of subcommands: adding a command is one
 // line here (and its run function in a file named after it).
 var commands = map[string]command{
-	"approve":    {"show a plan awaiting approval (review mode) and approve it", runApprove},
+	"approve":    {"list the plans awaiting approval (review mode), show one and approve it", runApprove},
 	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
+	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"state":      {"query the instances tfccm reads from Terraform state", runState},
@@ -54,7 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: tfccm <command> [flags]\n\ncommands:")
+	prog := "tfccm"
+	if filepath.Base(os.Args[0]) == "kubectl-tfccm" {
+		prog = "kubectl tfccm" // installed as a kubectl plugin
+	}
+	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", prog)
 	var names []string
 	for n := range commands {
 		names = append(names, n)
@@ -63,5 +69,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun tfccm <command> -h for its flags.")
+	fmt.Fprintf(w, "\nRun %s <command> -h for its flags.\n", prog)
 }

@@ -23,8 +23,9 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	nodesPath := fs.String("nodes", "", "v1 Nodes: a NodeList or one Node per YAML document")
 	out := fs.String("out", "", "directory to write the workspace into (created if missing)")
 	routes := fs.Bool("routes", false, "render the cluster's routes workspace (from the Nodes' podCIDRs) instead of a load balancer")
+	backend := fs.String("backend", "config", "config: the cloud config's backend, as the controller uses it; local: a local state beside the workspace's files and no state encryption, so `tofu init && tofu plan` runs without the cluster (CI)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tfccm render --config cloud.hcl --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render --routes --config cloud.hcl --nodes nodes.yaml --out DIR")
+		fmt.Fprintln(stderr, "usage: tfccm render [--backend config|local] --config cloud.hcl --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --routes --config cloud.hcl --nodes nodes.yaml --out DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,12 +44,16 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tfccm render: --service and --routes are exclusive")
 		return exitUsage
 	}
+	if *backend != "config" && *backend != "local" {
+		fmt.Fprintf(stderr, "tfccm render: --backend is config or local, not %q\n", *backend)
+		return exitUsage
+	}
 	if len(missing) > 0 || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tfccm render: missing %s\n", strings.Join(missing, ", "))
 		fs.Usage()
 		return exitUsage
 	}
-	ws, err := render(*cfgPath, *svcPath, *nodesPath, *routes)
+	ws, err := render(*cfgPath, *svcPath, *nodesPath, *routes, *backend == "local")
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
 		return exitError
@@ -72,11 +77,15 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 }
 
 // render loads everything exactly as the controller does and renders the
-// workspace; nothing is written.
-func render(cfgPath, svcPath, nodesPath string, routes bool) (*workspace.Spec, error) {
+// workspace; nothing is written. offline swaps the backend for a local one
+// (config.Offline).
+func render(cfgPath, svcPath, nodesPath string, routes, offline bool) (*workspace.Spec, error) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, err
+	}
+	if offline {
+		cfg = cfg.Offline()
 	}
 	loader, err := templates.NewLoader(cfg)
 	if err != nil {

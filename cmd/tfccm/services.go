@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // cleanupFinalizer is the service controller's finalizer on a Service whose
@@ -66,16 +65,6 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
-}
-
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return kubernetes.NewForConfig(rc)
 }
 
 // servedServices are the LoadBalancer Services without a load balancer

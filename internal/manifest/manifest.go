@@ -1,16 +1,19 @@
 // Package manifest reads the Kubernetes objects tfccm's tools take from
-// files (YAML or JSON, one or more documents): a Service (ReadService) and
-// Nodes (ReadNodes), decoded strictly so a misspelt field is an error.
-// `tfccm render` and the demo (hack/demo) read theirs with it.
+// files (YAML or JSON, one or more documents): a Service (ReadService),
+// Nodes (ReadNodes) and a cluster dump of both (ReadCluster), decoded
+// strictly so a misspelt field is an error. `tfccm render`, `tfccm plan`
+// and the demo (hack/demo) read theirs with it.
 package manifest
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -122,4 +125,56 @@ func ReadNodes(path string) ([]*corev1.Node, error) {
 		seen[n.Name] = true
 	}
 	return out, nil
+}
+
+// ReadCluster reads the Services and Nodes of a cluster dump, e.g.
+// `kubectl get services,nodes -A -o yaml`: a List (or ServiceList,
+// NodeList) or single objects, one per document. Any other kind is an
+// error.
+func ReadCluster(path string) ([]*corev1.Service, []*corev1.Node, error) {
+	docs, err := readDocs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var svcs []*corev1.Service
+	var nodes []*corev1.Node
+	for i, d := range docs {
+		var list struct {
+			typeMeta
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := yaml.Unmarshal(d, &list); err != nil {
+			return nil, nil, fmt.Errorf("%s: document %d: %w", path, i+1, err)
+		}
+		items := [][]byte{d}
+		if list.APIVersion == "v1" && strings.HasSuffix(list.Kind, "List") {
+			items = items[:0]
+			for _, it := range list.Items {
+				items = append(items, it)
+			}
+		}
+		for j, it := range items {
+			var tm typeMeta
+			if err := yaml.Unmarshal(it, &tm); err != nil {
+				return nil, nil, fmt.Errorf("%s: document %d, item %d: %w", path, i+1, j+1, err)
+			}
+			switch {
+			case tm.APIVersion == "v1" && tm.Kind == "Service":
+				var s corev1.Service
+				if err := yaml.UnmarshalStrict(it, &s); err != nil {
+					return nil, nil, fmt.Errorf("%s: document %d, item %d: %w", path, i+1, j+1, err)
+				}
+				svcs = append(svcs, &s)
+			case tm.APIVersion == "v1" && tm.Kind == "Node":
+				var n corev1.Node
+				if err := yaml.UnmarshalStrict(it, &n); err != nil {
+					return nil, nil, fmt.Errorf("%s: document %d, item %d: %w", path, i+1, j+1, err)
+				}
+				nodes = append(nodes, &n)
+			default:
+				return nil, nil, fmt.Errorf("%s: document %d, item %d: want a v1 Service or Node, found %s %s", path, i+1, j+1, tm.APIVersion, tm.Kind)
+			}
+		}
+	}
+	return svcs, nodes, nil
 }

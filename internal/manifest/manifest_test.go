@@ -43,3 +43,23 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestReadCluster(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cluster.yaml")
+	src := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: { name: web, namespace: shop }\n  spec: { type: LoadBalancer }\n- apiVersion: v1\n  kind: Node\n  metadata: { name: a }\n---\napiVersion: v1\nkind: Node\nmetadata: { name: b }\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svcs, nodes, err := ReadCluster(p)
+	if err != nil || len(svcs) != 1 || svcs[0].Name != "web" || len(nodes) != 2 || nodes[1].Name != "b" {
+		t.Fatalf("ReadCluster = %v, %v, %v", svcs, nodes, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: { name: x }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadCluster(bad); err == nil || !strings.Contains(err.Error(), "want a v1 Service or Node, found apps/v1 Deployment") {
+		t.Errorf("a Deployment: %v", err)
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubeFlags are the flags naming the cluster, as kubectl's: --kubeconfig
+// (else $KUBECONFIG, ~/.kube/config, or a pod's in-cluster credentials)
+// and --context.
+type kubeFlags struct {
+	kubeconfig, context string
+}
+
+func (k *kubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or a pod's in-cluster credentials)")
+	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use (default: its current context)")
+}
+
+// client connects to the cluster and returns the context's namespace
+// ("default" when the context names none).
+func (k kubeFlags) client() (kubernetes.Interface, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	return c, ns, err
+}
+
+// kubeClient connects with kubeconfig's current context.
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	c, _, err := kubeFlags{kubeconfig: kubeconfig}.client()
+	return c, err
+}

@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tfccm/tfccm/policy"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// Options are how the targets are planned.
+type Options struct {
+	workspace.PreviewOptions
+	// Parallelism bounds concurrent plans (at least 1).
+	Parallelism int
+	// ScratchDir holds one scratch directory per workspace, removed after.
+	ScratchDir string
+	// Policy judges each plan; its findings go into the row.
+	Policy *policy.Set
+}
+
+// Plan plans every target read-only and returns the report, rows in the
+// targets' order.
+func Plan(ctx context.Context, o Options, targets []Target) *Report {
+	rows := make([]Row, len(targets))
+	sem := make(chan struct{}, max(o.Parallelism, 1))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i] = planOne(ctx, o, t)
+		}()
+	}
+	wg.Wait()
+	return &Report{Rows: rows}
+}
+
+func planOne(ctx context.Context, o Options, t Target) Row {
+	r := Row{Target: t.ID(), Namespace: t.Namespace, Name: t.Name}
+	if t.Err != nil {
+		r.Error = o.Scrub.Scrub(t.Err.Error())
+		return r
+	}
+	r.Workspace, r.Module = t.Spec.Name, t.Spec.Module
+	dir := filepath.Join(o.ScratchDir, t.Spec.Name)
+	defer os.RemoveAll(dir)
+	p, err := workspace.PreviewPlan(ctx, o.PreviewOptions, t.Spec, dir)
+	if err != nil {
+		r.Error = o.Scrub.Scrub(err.Error())
+		return r
+	}
+	r.Add, r.Change, r.Destroy, r.Replaced, r.New = p.Add, p.Change, p.Remove, p.Replaced, p.NoState
+	r.Summary = p.Summary
+	if p.Add+p.Change+p.Remove > 0 {
+		kind := policy.KindLoadBalancer
+		if t.Routes {
+			kind = policy.KindRoutes
+		}
+		r.Findings = o.Policy.Check(policy.Input{Plan: p.Document, Workspace: policy.Workspace{Name: t.Spec.Name, Kind: kind, Create: p.NoState}})
+	}
+	return r
+}

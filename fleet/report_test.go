@@ -1,0 +1,44 @@
+package fleet
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/policy"
+)
+
+// sample has a row of each kind: unchanged, changed with a replacement
+// and a denial, new, and failed (with Markdown syntax in its message).
+func sample() *Report {
+	return &Report{Set: "hcloud", Rows: []Row{
+		{Target: "blog/db", Namespace: "blog", Name: "db", Module: "loadbalancer", Workspace: "lb-prod-1"},
+		{Target: "shop/api", Namespace: "shop", Name: "api", Module: "loadbalancer.internal", Workspace: "lb-prod-2", Add: 1, Change: 1, Destroy: 1,
+			Replaced: []string{"hcloud_load_balancer.this"}, Findings: []policy.Finding{{Rule: "no-public-ip-replacement", Action: "deny", Message: "replaces hcloud_load_balancer.this, which holds a public address"}}},
+		{Target: "shop/new", Namespace: "shop", Name: "new", Module: "loadbalancer", Workspace: "lb-prod-3", Add: 3, New: true,
+			Findings: []policy.Finding{{Rule: "few-destroys", Action: "warn", Message: "3 resources"}}},
+		{Target: "shop/bad", Namespace: "shop", Name: "bad", Error: "render: annotation tfccm.io/vars: <x> | `y`"},
+	}}
+}
+
+func TestReportFormats(t *testing.T) {
+	for name, write := range map[string]func(*Report, *bytes.Buffer) error{
+		"text":     func(r *Report, b *bytes.Buffer) error { return r.WriteText(b) },
+		"markdown": func(r *Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) },
+		"json":     func(r *Report, b *bytes.Buffer) error { return r.WriteJSON(b) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := write(sample(), &b); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Golden(t, "testdata/report."+name, b.Bytes())
+		})
+	}
+}
+
+func TestCounts(t *testing.T) {
+	if got, want := sample().Counts(), (Counts{Workspaces: 4, Changed: 2, Denied: 1, Errors: 1}); got != want {
+		t.Errorf("counts = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// Target is one workspace the controller would apply: a Service's load
+// balancer or the cluster's routes, rendered (or the render's error).
+type Target struct {
+	// Namespace and Name are the Service's; Name is "routes" for routes.
+	Namespace, Name string
+	Routes          bool
+	Spec            *workspace.Spec
+	Err             error
+}
+
+// ID is how rows name the target: "namespace/name" or "routes".
+func (t Target) ID() string {
+	if t.Routes {
+		return "routes"
+	}
+	return t.Namespace + "/" + t.Name
+}
+
+// toBeDeletedTaint is the cluster autoscaler's taint on a node it is
+// removing (k8s.io/cloud-provider's service controller, ToBeDeletedTaint).
+const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// lbNodes are the nodes the service controller hands to
+// EnsureLoadBalancer: its stable node set (not being deleted, not
+// excluded by label, not tainted for deletion by the autoscaler).
+func lbNodes(nodes []*corev1.Node) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range nodes {
+		if !n.DeletionTimestamp.IsZero() || excluded(n) || tainted(n) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func excluded(n *corev1.Node) bool {
+	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	return err != nil || b // an unreadable value excludes, as upstream
+}
+
+func tainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == toBeDeletedTaint {
+			return true
+		}
+	}
+	return false
+}
+
+// served reports whether tfccm serves svc: a LoadBalancer Service without
+// a load balancer class, not being deleted.
+func served(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp.IsZero()
+}
+
+// Targets renders, with cfg and set (the candidate), the workspace of every
+// Service tfccm serves and, when the Routes facet is on, the routes
+// workspace, sorted by ID. A Service that does not render is a target with
+// its error.
+func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node) []Target {
+	var out []Target
+	if config.Enabled(cfg.LoadBalancer.Enabled) {
+		lb := lbNodes(nodes)
+		for _, svc := range services {
+			if !served(svc) {
+				continue
+			}
+			t := Target{Namespace: svc.Namespace, Name: svc.Name}
+			t.Spec, t.Err = set.RenderLoadBalancer(cfg, svc, lb)
+			if t.Err != nil {
+				t.Err = fmt.Errorf("render: %w", t.Err)
+			}
+			out = append(out, t)
+		}
+	}
+	if cfg.RoutesEnabled() {
+		t := Target{Name: "routes", Routes: true}
+		t.Spec, t.Err = set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	return out
+}

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tfccm/tfccm/config"
+)
+
+// rc is one resource change of a plan document (workspace.PolicyDocument).
+func rc(address string, actions []string, before, after map[string]any) any {
+	typ, name, _ := strings.Cut(address, ".")
+	acts := make([]any, len(actions))
+	for i, a := range actions {
+		acts[i] = a
+	}
+	var b, a any
+	if before != nil {
+		b = before
+	}
+	if after != nil {
+		a = after
+	}
+	return map[string]any{"address": address, "type": typ, "name": name, "mode": "managed", "provider_name": "registry.opentofu.org/hetznercloud/hcloud",
+		"change": map[string]any{"actions": acts, "before": b, "after": a}}
+}
+
+func plan(changes ...any) map[string]any {
+	return map[string]any{"resource_changes": changes, "output_changes": map[string]any{}}
+}
+
+var (
+	replace = []string{"delete", "create"}
+	create  = []string{"create"}
+	update  = []string{"update"}
+	del     = []string{"delete"}
+	noop    = []string{"no-op"}
+	lb      = map[string]any{"name": "lb-prod-1", "ipv4": "203.0.113.7", "ipv6": "2001:db8::7"}
+	privLB  = map[string]any{"name": "lb-prod-1", "ipv4": "10.0.0.7"}
+)
+
+// loadExample compiles one shipped example as part of a cloud config.
+func loadExample(t *testing.T, name string) *Set {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "examples", "policy", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(append([]byte("cluster_name = \"prod\"\n"), src...), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Compile(cfg.Policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestShippedExamples evaluates every example in examples/policy on plans
+// it must pass and plans it must stop, with the message it must give.
+func TestShippedExamples(t *testing.T) {
+	lbWs := Workspace{Name: "lb-prod-1", Kind: KindLoadBalancer}
+	destroyWs := Workspace{Name: "lb-prod-1", Kind: KindLoadBalancer, Destroy: true}
+	type tc struct {
+		name string
+		ws   Workspace
+		plan map[string]any
+		want []string // "action rule: message substring"; none: passes
+	}
+	cases := map[string][]tc{
+		"no-public-address-replacement.hcl": {
+			{"new load balancer", lbWs, plan(rc("hcloud_load_balancer.this", create, nil, lb)), nil},
+			{"in-place update", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb)), nil},
+			{"replaced target", lbWs, plan(rc("hcloud_load_balancer_target.node", replace, map[string]any{"server_id": 1.0}, nil)), nil},
+			{"private address replaced", lbWs, plan(rc("hcloud_load_balancer.this", replace, privLB, privLB)), nil},
+			{"public address replaced", lbWs, plan(rc("hcloud_load_balancer.this", replace, lb, nil), rc("hcloud_load_balancer_service.port", update, nil, nil)),
+				[]string{"deny no-public-address-replacement: replaces hcloud_load_balancer.this, which holds a public address"}},
+		},
+		"at-most-2-destroys.hcl": {
+			{"two", lbWs, plan(rc("a.x", del, lb, nil), rc("b.x", replace, lb, lb), rc("c.x", create, nil, lb)), nil},
+			{"three", lbWs, plan(rc("a.x", del, lb, nil), rc("b.x", replace, lb, lb), rc("c.x", del, lb, nil)),
+				[]string{"deny at-most-2-destroys: destroys 3 resources (a.x, b.x, c.x); at most 2"}},
+			{"Service deleted", destroyWs, plan(rc("a.x", del, lb, nil), rc("b.x", del, lb, nil), rc("c.x", del, lb, nil)), nil},
+		},
+		"allowed-resource-types.hcl": {
+			{"hcloud only", lbWs, plan(rc("hcloud_load_balancer.this", create, nil, lb), rc("hcloud_load_balancer_target.node", create, nil, lb)), nil},
+			{"unchanged other type", lbWs, plan(rc("hcloud_load_balancer.this", create, nil, lb), rc("hcloud_firewall.fw", noop, lb, lb)), nil},
+			{"a firewall", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb), rc("hcloud_firewall.fw", create, nil, lb), rc("hcloud_server.s", del, lb, nil)),
+				[]string{"deny allowed-resource-types: changes resources of types outside the allowed list: hcloud_firewall.fw, hcloud_server.s"}},
+		},
+		"replacement-needs-approval.hcl": {
+			{"update", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb)), nil},
+			{"replacement", lbWs, plan(rc("hcloud_load_balancer.this", replace, lb, lb)),
+				[]string{"require-approval replacement-needs-approval: replaces hcloud_load_balancer.this"}},
+			{"listener removed", lbWs, plan(rc("hcloud_load_balancer_service.port", del, lb, nil)),
+				[]string{"warn destroys-warn: the plan destroys resources of a load balancer that stays"}},
+		},
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "examples", "policy", "*.hcl"))
+	if len(files) != len(cases) {
+		t.Fatalf("examples/policy has %d files, the test covers %d: test every shipped example", len(files), len(cases))
+	}
+	for file, tcs := range cases {
+		set := loadExample(t, file)
+		for _, c := range tcs {
+			t.Run(file+"/"+c.name, func(t *testing.T) {
+				got := set.Check(Input{Plan: c.plan, Workspace: c.ws})
+				if len(got) != len(c.want) {
+					t.Fatalf("findings %v, want %v", got, c.want)
+				}
+				for i, f := range got {
+					if s := f.Action + " " + f.Rule + ": " + f.Message; !strings.HasPrefix(s, c.want[i]) {
+						t.Errorf("finding %q, want prefix %q", s, c.want[i])
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/tfccm/tfccm/internal/secret"
+)
+
+// A preview is a read-only plan of a workspace against its real state, for
+// `tfccm plan`: it takes no lock, writes nothing to the backend, selects a
+// Terraform workspace only when it exists (a missing one is planned from
+// an empty state), and is made in a scratch directory the caller owns.
+
+// previewOverrideFile replaces the backend of a preview whose Terraform
+// workspace does not exist yet with an empty local state.
+const (
+	previewOverrideFile = "tfccm_preview_override.tf"
+	previewPlanFile     = "tfccm-preview.tfplan"
+	previewOverride     = "terraform {\n  backend \"local\" {\n    path = \"empty.tfstate\"\n  }\n}\n"
+)
+
+// PreviewOptions are how tofu runs for a preview.
+type PreviewOptions struct {
+	// Binary is tofu (or terraform).
+	Binary string
+	// Env is tofu's whole environment (tfenv.Build); it may hold secrets.
+	Env map[string]string
+	// Scrub removes the secrets of Env from errors.
+	Scrub *secret.Scrubber
+}
+
+// Preview is the outcome of one read-only plan.
+type Preview struct {
+	// Plan is tofu's JSON plan. It may hold sensitive values in clear:
+	// publish only Redacted.
+	Plan *tfjson.Plan
+	// Redacted is the plan's published form (as review mode publishes it):
+	// resource and output changes, sensitive values replaced.
+	Redacted []byte
+	// Counts and Summary as PendingPlan's.
+	Add, Change, Remove int
+	Summary             string
+	// Replaced are the addresses of resources to be replaced.
+	Replaced []string
+	// NoState is true when the backend holds no state for the workspace
+	// yet (never applied).
+	NoState bool
+	// Document is the plan as policy rules see it (PolicyDocument).
+	Document map[string]any
+}
+
+// PreviewPlan writes spec into dir (a new scratch directory) and plans it
+// read-only against the state its backend holds.
+func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) (*Preview, error) {
+	if err := spec.WriteDir(dir); err != nil {
+		return nil, err
+	}
+	fail := func(op string, err error) error {
+		return fmt.Errorf("workspace %s: tofu %s: %s", spec.Name, op, o.Scrub.Scrub(err.Error()))
+	}
+	benv, bfile := splitBackendSecrets(spec)
+	env := maps.Clone(o.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, benv)
+	tf, err := tfexec.NewTerraform(dir, o.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	initOpts := []tfexec.InitOption{tfexec.Upgrade(false)}
+	if len(bfile) > 0 {
+		secrets, err := os.MkdirTemp("", "tfccm-preview-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(secrets)
+		path, _, err := writeBackendConfig(secrets, spec.Name, bfile)
+		if err != nil {
+			return nil, err
+		}
+		initOpts = append(initOpts, tfexec.BackendConfig(path))
+	}
+	if err := tf.Init(ctx, initOpts...); err != nil {
+		return nil, fail("init", err)
+	}
+	p := &Preview{}
+	if spec.namedWorkspace() {
+		list, _, err := tf.WorkspaceList(ctx)
+		if err != nil {
+			return nil, fail("workspace list", err)
+		}
+		if !contains(list, spec.StateWorkspace) {
+			p.NoState = true
+			// Plan from an empty state: an override file puts a local
+			// backend in the scratch directory over the real one, so
+			// nothing is created there.
+			if err := os.WriteFile(filepath.Join(dir, previewOverrideFile), []byte(previewOverride), 0o600); err != nil {
+				return nil, err
+			}
+			if err := tf.Init(ctx, tfexec.Upgrade(false), tfexec.Reconfigure(true)); err != nil {
+				return nil, fail("init", err)
+			}
+		} else if err := tf.WorkspaceSelect(ctx, spec.StateWorkspace); err != nil {
+			return nil, fail("workspace select", err)
+		}
+	}
+	if _, err := tf.Plan(ctx, tfexec.Lock(false), tfexec.Out(previewPlanFile)); err != nil {
+		return nil, fail("plan", err)
+	}
+	plan, err := tf.ShowPlanFile(ctx, previewPlanFile)
+	if err != nil {
+		return nil, fail("show", err)
+	}
+	p.Plan = plan
+	if plan.PriorState == nil || plan.PriorState.Values == nil || plan.PriorState.Values.RootModule == nil ||
+		len(plan.PriorState.Values.RootModule.Resources)+len(plan.PriorState.Values.RootModule.ChildModules) == 0 {
+		p.NoState = true
+	}
+	var pending PendingPlan
+	pub := redactPlan(plan, &pending)
+	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
+	pub.Summary = p.Summary
+	for _, rc := range plan.ResourceChanges {
+		if rc != nil && rc.Change != nil && rc.Change.Actions.Replace() {
+			p.Replaced = append(p.Replaced, rc.Address)
+		}
+	}
+	if p.Document, err = PolicyDocument(plan, o.Scrub); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(pub, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: plan: %w", spec.Name, err)
+	}
+	p.Redacted = []byte(o.Scrub.With(sensitiveStrings(plan)).Scrub(string(b)))
+	return p, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
