@@ -74,6 +74,8 @@ type entry struct {
 	replaced     string       // hash of a pending plan new work replaced
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
+	stored       bool         // the pending plan is in Options.Plans (planstore.go)
+	restoreTried bool         // Options.Plans was asked for a stored plan
 }
 
 // encryptionID identifies opts' encryption configuration without its

@@ -79,6 +79,9 @@ type Options struct {
 	// Review, when true, applies no plan with changes (destroys included)
 	// until Approve is called with the saved plan's hash (see review.go).
 	Review bool
+	// Plans, when set in review mode, keeps pending plans outside the work
+	// dir so that they survive a restart (planstore.go).
+	Plans PlanStore
 }
 
 // Coalesce configures how updates to an applied workspace are gathered

@@ -53,6 +53,10 @@ type PendingPlan struct {
 	// JSON is a redacted JSON form: resource and output changes with every
 	// value marked sensitive replaced by secret.Placeholder.
 	JSON []byte
+	// State is the state the plan was made against (planstore.go): an
+	// approval applies the plan only while the state is still this one.
+	// nil when it could not be read.
+	State *StateStamp `json:",omitempty"`
 }
 
 // Summary is the one-line form: "N to add, M to change, K to destroy",
@@ -100,6 +104,9 @@ func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
 	got, err := fileHash(filepath.Join(r.dir, planFile))
 	if err != nil || got != p.Hash {
 		return &Error{Op: "apply", Summary: fmt.Sprintf("the approved plan %s is no longer saved in the workspace; planning again", p.Hash)}
+	}
+	if err := r.checkState(ctx, r.spec, p); err != nil {
+		return err
 	}
 	return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))

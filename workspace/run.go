@@ -23,6 +23,7 @@ type runOutcome struct {
 	rec     record
 	secrets []string
 	pending *PendingPlan // review mode: a saved plan awaiting approval
+	kept    bool         // pending is in Options.Plans
 }
 
 // fail is the outcome with step op failed with err.
@@ -155,7 +156,7 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 	case e.opts.Review:
 		_, p, err := e.planOrPublish(ctx, r, spec, true)
 		if err != nil || p != nil {
-			return out.planned(p, err)
+			return out.planned(p, err).keep(ctx, e, r)
 		}
 		removePublished(r.dir)
 	default:
@@ -173,7 +174,7 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	changes, p, err := e.planOrPublish(ctx, r, spec, false)
 	if err != nil || p != nil {
-		return out.planned(p, err)
+		return out.planned(p, err).keep(ctx, e, r)
 	}
 	// A state last written with another encryption configuration (a
 	// rotated key) is re-encrypted by applying even a plan without changes.
@@ -222,7 +223,15 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 		return changes, nil, err
 	}
 	pending, err = r.publishPlan(ctx, spec, destroy)
-	return true, pending, err
+	if err != nil {
+		return true, nil, err
+	}
+	if stamp, err := r.stateStamp(ctx, spec, "plan"); err == nil {
+		pending.State = &stamp
+	} else {
+		klog.InfoS("Could not read the state's serial and lineage; the plan is applied without checking them", "workspace", spec.Name, "err", err)
+	}
+	return true, pending, nil
 }
 
 // planned is the outcome of a plan that failed (err) or is pending.
@@ -231,6 +240,14 @@ func (o runOutcome) planned(p *PendingPlan, err error) runOutcome {
 		return o.fail("plan", err)
 	}
 	o.op, o.pending = "plan", p
+	return o
+}
+
+// keep stores a pending plan (Options.Plans).
+func (o runOutcome) keep(ctx context.Context, e *Engine, r *runner) runOutcome {
+	if o.err == nil && o.pending != nil {
+		o.kept = e.keepPlan(ctx, r, o.pending)
+	}
 	return o
 }
 
