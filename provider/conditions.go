@@ -38,6 +38,7 @@ const (
 	CondReasonApplying         = "Applying"
 	CondReasonApplied          = "Applied"
 	CondReasonAwaitingApproval = "AwaitingApproval"
+	CondReasonPlanStale        = "PlanStale"
 	CondReasonApplyFailed      = "ApplyFailed"
 	CondReasonDriftRepaired    = "DriftRepaired"
 )

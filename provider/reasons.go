@@ -63,6 +63,8 @@ var (
 		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
 	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
 		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonPlanStale = declareReason("TerraformPlanStale", corev1.EventTypeWarning,
+		"Review mode: an approved plan was made against a state that has changed since (another apply, an edit by hand, a plan kept across a controller restart while something else applied): it is not applied, and a new plan is published for approval. The message names both states' lineage and serial.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )
