@@ -37,7 +37,9 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	blocks := harness.Block("load_balancer", cloud.LBSettings()) +
 		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
-	newConfig := func() string { // a new work dir every time
+	// A new work dir at every start; one CCM at a time, so no leader
+	// election (a stopped leader does not release its Lease).
+	newConfig := func() string {
 		cfg, _ := writeCloudConfig(t, t.TempDir(), blocks, "review = true")
 		return cfg
 	}
@@ -45,7 +47,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	serveNodes(t, cloud, 30080, 30081)
 	createNode(t, client, cloud, "node-a")
 	createNode(t, client, cloud, "node-b")
-	ccm := startCCM(t, cluster, newConfig())
+	ccm := startCCM(t, cluster, newConfig(), "--leader-elect=false")
 	svc := createHTTPService(t, client, "web", 80)
 	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
 
@@ -53,16 +55,18 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if sealed := sec.Data["plan.sealed"]; bytes.Contains(sealed, []byte("node-a")) || bytes.Contains(sealed, []byte("PK\x03\x04")) {
 		t.Fatal("the plan Secret holds the saved plan in clear")
 	}
+	t.Logf("plan %s kept; restarting the CCM", hash)
 	ccm.Stop()
 
 	// An empty work dir: the kept plan is taken back, not made again.
-	ccm = startCCM(t, cluster, newConfig())
+	ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
 	eventually(t, time.Minute, "plan taken back", func(context.Context) error {
 		if !strings.Contains(ccm.Log(), "Pending plan taken back") {
 			return fmt.Errorf("not in the log yet")
 		}
 		return nil
 	})
+	t.Log("plan taken back; approving it")
 	approvePlan(t, client, hash)
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 80, "node-a", "node-b")
@@ -76,6 +80,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 		return nil
 	})
 
+	t.Log("applied; updating the Service")
 	// An update waits for approval; the CCM stops; the state changes
 	// behind its back (edited by hand: its serial bumped).
 	updateService(t, client, func(s *corev1.Service) {
@@ -83,10 +88,11 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	})
 	stale := waitNewPlan(t, client, svc, hash)
 	planSecret(t, client, svc, stale)
+	t.Logf("plan %s kept; restarting the CCM after a state change", stale)
 	ccm.Stop()
 	bumpStateSerial(t, client, "default")
 
-	ccm = startCCM(t, cluster, newConfig())
+	ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
 	eventually(t, time.Minute, "plan taken back", func(context.Context) error {
 		if !strings.Contains(ccm.Log(), "Pending plan taken back") {
 			return fmt.Errorf("not in the log yet")
@@ -101,6 +107,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 		return nil
 	})
 	fresh := waitNewPlan(t, client, svc, stale)
+	t.Logf("stale plan refused; approving the new plan %s", fresh)
 	if body, err := get(vip, 81); err == nil {
 		t.Fatalf("port 81 answers (%q) although its plan was refused", body)
 	}
