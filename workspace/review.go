@@ -108,7 +108,19 @@ func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
 	if err := r.checkState(ctx, r.spec, p); err != nil {
 		return err
 	}
-	return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-		return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
+	return r.applyPlan(ctx)
+}
+
+// applyPlan applies the saved plan file; ephemeral credentials are given
+// again (a saved plan does not hold them).
+func (r *runner) applyPlan(ctx context.Context) error {
+	return r.withCredentials("apply", func(vf *tfexec.VarFileOption) error {
+		opts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s")}
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
+			return tf.Apply(ctx, opts...)
+		})
 	})
 }

@@ -160,8 +160,14 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 		}
 		removePublished(r.dir)
 	default:
-		if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
+		if err := r.withCredentials("destroy", func(vf *tfexec.VarFileOption) error {
+			opts := []tfexec.DestroyOption{tfexec.LockTimeout("0s")}
+			if vf != nil {
+				opts = append(opts, vf)
+			}
+			return r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+				return tf.Destroy(ctx, opts...)
+			})
 		}); err != nil {
 			return out.fail("destroy", err)
 		}
@@ -180,9 +186,7 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 	// rotated key) is re-encrypted by applying even a plan without changes.
 	if changes || out.rec.Encryption != e.encryption {
 		e.applyStarts(ctx, r, spec)
-		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
-		}); err != nil {
+		if err := r.applyPlan(ctx); err != nil {
 			return out.fail("apply", err)
 		}
 		out.changed = changes
@@ -216,8 +220,15 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
-	changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
-		return tf.Plan(ctx, opts...)
+	err = r.withCredentials("plan", func(vf *tfexec.VarFileOption) error {
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		var err error
+		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
+			return tf.Plan(ctx, opts...)
+		})
+		return err
 	})
 	if err != nil || !changes || !e.opts.Review {
 		return changes, nil, err
