@@ -1,17 +1,16 @@
 package workspace
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // credentialsModule hands the ephemeral credentials to a provisioner,
@@ -71,48 +70,14 @@ func TestCredentialsAreEphemeral(t *testing.T) {
 	}
 }
 
-// noTokenUnder fails if any file under dir (zip archives, as saved plans
-// are, read entry by entry) holds token.
+// noTokenUnder fails if any file under dir holds token.
 func noTokenUnder(t *testing.T, dir, token string) {
 	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
-			return err
-		}
-		if strings.Contains(path, string(filepath.Separator)+".terraform"+string(filepath.Separator)+"providers") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for name, data := range unzipped(b) {
-			if bytes.Contains(data, []byte(token)) {
-				t.Errorf("%s%s holds the token", path, name)
-			}
-		}
-		return nil
-	})
+	found, err := testkit.FindSecrets(dir, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// unzipped returns b's entries if b is a zip archive, else b itself.
-func unzipped(b []byte) map[string][]byte {
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		return map[string][]byte{"": b}
+	for _, f := range found {
+		t.Errorf("%s: the token is kept", f)
 	}
-	out := map[string][]byte{"": b}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			continue
-		}
-		data, _ := io.ReadAll(rc)
-		rc.Close()
-		out[" ("+f.Name+")"] = data
-	}
-	return out
 }
