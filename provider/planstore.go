@@ -168,11 +168,12 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 }
 
 // LoadPlan opens ws's plan Secret; nil when there is none. A Secret of
-// another Service (its UID label) is not ws's plan.
+// another Service (its UID label) is not ws's plan, and a workspace whose
+// Service is not known (an orphan the sweep destroys) has none.
 func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.SavedPlan, error) {
 	namespace, svc, err := s.where(ws)
 	if err != nil {
-		return nil, err
+		return nil, nil //nolint:nilerr
 	}
 	client, key, err := s.keyAndClient(ctx)
 	if err != nil {

@@ -107,7 +107,10 @@ func TestPlanSecrets(t *testing.T) {
 	if err := store.DeletePlan(ctx, "lb-a"); err != nil {
 		t.Errorf("deleting twice: %v", err)
 	}
-	if _, err := store.LoadPlan(ctx, "lb-unknown"); err == nil {
-		t.Error("a workspace without a known Service has a plan")
+	if got, err := store.LoadPlan(ctx, "lb-unknown"); err != nil || got != nil {
+		t.Errorf("a workspace without a known Service: %+v, %v; want none", got, err)
+	}
+	if err := store.SavePlan(ctx, "lb-unknown", plan); err == nil {
+		t.Error("a plan of a workspace without a known Service was kept")
 	}
 }

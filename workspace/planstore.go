@@ -170,8 +170,8 @@ func (e *Engine) restorePlan(spec *Spec, destroy bool) {
 		return
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if en.desired != nil || en.pending != nil {
+		e.mu.Unlock()
 		return
 	}
 	en.pending, en.stored = p, true
@@ -179,7 +179,13 @@ func (e *Engine) restorePlan(spec *Spec, destroy bool) {
 	e.setStatus(en, func(s *Status) {
 		s.Phase, s.Hash, s.Destroy, s.Plan = PhaseAwaitingApproval, spec.Hash, destroy, p
 	})
+	e.mu.Unlock()
 	klog.InfoS("Pending plan taken back from the cluster after a restart", "workspace", spec.Name, "planHash", p.Hash, "summary", p.Summary())
+	// Published again: the previous process may have stopped between
+	// keeping the plan and publishing it.
+	if e.opts.OnResult != nil {
+		e.opts.OnResult(spec.Name, Result{Op: "plan", Tool: e.Tool(), Hash: spec.Hash, AwaitingApproval: true, Plan: p, Drift: p.Drift, Restored: true})
+	}
 }
 
 // restoreMismatch says why a stored plan cannot be pending for spec ("" if

@@ -149,13 +149,17 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	// A new process, an empty work dir: the plan is taken back, not made
 	// again, and its approval applies it.
 	bin, calls := countingBinary(t)
-	e2, stop2 := startEngine(t, Options{Binary: bin, WorkDir: t.TempDir(), Review: true, Plans: store})
+	e2, stop2 := startEngine(t, Options{Binary: bin, WorkDir: t.TempDir(), Review: true, Plans: store, OnResult: onResult})
 	st, err := e2.Apply(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Phase != PhaseAwaitingApproval || st.Plan == nil || st.Plan.Hash != p.Hash {
 		t.Fatalf("after restart: %+v, want plan %s awaiting approval", st, p.Hash)
+	}
+	// Published again (the old process may have stopped before it was).
+	if r := waitResult(t, results, func(Result) bool { return true }); !r.Restored || !r.AwaitingApproval || r.Plan == nil || r.Plan.Hash != p.Hash {
+		t.Fatalf("result after the restart %+v: want the restored plan", r)
 	}
 	if err := e2.Approve("rv", p.Hash); err != nil {
 		t.Fatal(err)

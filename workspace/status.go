@@ -87,6 +87,10 @@ type Result struct {
 	// and was saved instead of applied; Plan describes it.
 	AwaitingApproval bool
 	Plan             *PendingPlan
+	// Restored is true when the pending plan was taken back from
+	// Options.Plans after a restart (nothing ran): it is published again,
+	// but it is not news.
+	Restored bool
 }
 
 // SensitiveValue replaces a sensitive output's value.
