@@ -52,12 +52,15 @@ type planSecrets struct {
 	mu     sync.Mutex
 	client kubernetes.Interface // nil until Initialize
 	key    []byte               // loaded or created on first use
+	// placed is the namespace of each plan Secret this process wrote or
+	// read: DeletePlan finds it once the Service is forgotten.
+	placed map[string]string
 }
 
 var _ workspace.PlanStore = (*planSecrets)(nil)
 
 func newPlanSecrets(owner func(ws string) *corev1.Service) *planSecrets {
-	return &planSecrets{owner: owner}
+	return &planSecrets{owner: owner, placed: map[string]string{}}
 }
 
 func (s *planSecrets) setClient(client kubernetes.Interface) {
@@ -164,7 +167,19 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 	if err != nil {
 		return fmt.Errorf("keep plan in Secret %s/%s: %w", namespace, want.Name, err)
 	}
+	s.place(ws, namespace)
 	return nil
+}
+
+// place records where ws's plan Secret is ("" forgets it).
+func (s *planSecrets) place(ws, namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if namespace == "" {
+		delete(s.placed, ws)
+		return
+	}
+	s.placed[ws] = namespace
 }
 
 // LoadPlan opens ws's plan Secret; nil when there is none. A Secret of
@@ -198,20 +213,24 @@ func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.Saved
 	if err := json.Unmarshal(plain, &p); err != nil {
 		return nil, fmt.Errorf("plan Secret %s/%s: %w", namespace, name, err)
 	}
+	s.place(ws, namespace)
 	return &p, nil
 }
 
 // DeletePlan deletes ws's plan Secret, if any.
 func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
-	namespace, _, err := s.where(ws)
-	if err != nil {
-		// The Service is gone from this process's memory: so is its
-		// Secret, with the Service (owner reference), or soon.
-		return nil //nolint:nilerr
-	}
 	s.mu.Lock()
-	client := s.client
+	client, namespace := s.client, s.placed[ws]
 	s.mu.Unlock()
+	if namespace == "" {
+		var err error
+		if namespace, _, err = s.where(ws); err != nil {
+			// Neither kept nor read by this process, and the Service is
+			// not known: nothing of ours to delete (a plan Secret goes
+			// with its Service, by its owner reference).
+			return nil //nolint:nilerr
+		}
+	}
 	if client == nil {
 		return errors.New("no cluster client yet")
 	}
@@ -219,5 +238,6 @@ func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
 	if err := client.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete plan Secret %s/%s: %w", namespace, name, err)
 	}
+	s.place(ws, "")
 	return nil
 }

@@ -98,9 +98,12 @@ func TestPlanSecrets(t *testing.T) {
 		t.Errorf("copied plan: %v, want seal.ErrOpen", err)
 	}
 
+	// Deleted also once the Service is forgotten (after its destroy).
+	delete(owners, "lb-a")
 	if err := store.DeletePlan(ctx, "lb-a"); err != nil {
 		t.Fatal(err)
 	}
+	owners["lb-a"] = svc
 	if got, err := store.LoadPlan(ctx, "lb-a"); err != nil || got != nil {
 		t.Errorf("after delete: %+v, %v", got, err)
 	}

@@ -243,11 +243,11 @@ func (e *Engine) process(ctx context.Context, name string) {
 	e.settle(ctx, en, p, out, attempt)
 	drop := e.dropPlan(en)
 	e.mu.Unlock()
-	if drop {
-		e.deleteStored(name)
-	}
 	if e.opts.OnResult != nil {
 		e.opts.OnResult(name, res)
+	}
+	if drop { // after the result: its receiver may need the workspace's Service
+		e.deleteStored(name)
 	}
 }
 
