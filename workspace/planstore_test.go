@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/tfccm/tfccm/internal/repo"
 )
 
 // memPlans is a PlanStore in memory that keeps plans as JSON, as a store
@@ -99,27 +97,6 @@ func restartSpec(stateDir string, n int) Spec {
 	return s
 }
 
-// startEngine starts an engine that stop ends (or the test's end).
-func startEngine(t *testing.T, opts Options) (*Engine, func()) {
-	t.Helper()
-	opts.Timeout, opts.GracePeriod = time.Minute, 10*time.Second
-	e, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.Start(ctx)
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			<-e.Done()
-		})
-	}
-	t.Cleanup(stop)
-	return e, stop
-}
-
 // TestReviewPlanSurvivesRestart: a pending plan is kept in the store; an
 // engine started on an empty work dir takes it back when the same work is
 // submitted, without planning, and an approval of its hash applies it. A
@@ -130,7 +107,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	store := &memPlans{}
 	results := make(chan Result, 32)
 	onResult := func(_ string, r Result) { results <- r }
-	e1, stop1 := startEngine(t, Options{Binary: repo.Tofu(t), WorkDir: t.TempDir(), Review: true, Plans: store})
+	e1, stop1 := stoppableEngine(t, Options{WorkDir: t.TempDir(), Review: true, Plans: store})
 
 	spec := restartSpec(stateDir, 1)
 	if _, err := e1.Apply(spec); err != nil {
@@ -149,7 +126,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	// A new process, an empty work dir: the plan is taken back, not made
 	// again, and its approval applies it.
 	bin, calls := countingBinary(t)
-	e2, stop2 := startEngine(t, Options{Binary: bin, WorkDir: t.TempDir(), Review: true, Plans: store, OnResult: onResult})
+	e2, stop2 := stoppableEngine(t, Options{Binary: bin, WorkDir: t.TempDir(), Review: true, Plans: store, OnResult: onResult})
 	st, err := e2.Apply(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +164,11 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 		t.Fatalf("stored plan %+v: want %s with the applied state's stamp", s, p2.Hash)
 	}
 	stop2()
-	other, stopOther := startEngine(t, Options{Binary: repo.Tofu(t), WorkDir: t.TempDir()})
+	other, stopOther := stoppableEngine(t, Options{WorkDir: t.TempDir()})
 	waitApplied(t, other, applyNow(t, other, restartSpec(stateDir, 3)))
 	stopOther()
 
-	e3, stop3 := startEngine(t, Options{Binary: repo.Tofu(t), WorkDir: t.TempDir(), Review: true, Plans: store, OnResult: onResult})
+	e3, stop3 := stoppableEngine(t, Options{WorkDir: t.TempDir(), Review: true, Plans: store, OnResult: onResult})
 	if st, err := e3.Apply(spec2); err != nil || st.Plan == nil || st.Plan.Hash != p2.Hash {
 		t.Fatalf("after restart: %+v (%v), want plan %s awaiting approval", st, err, p2.Hash)
 	}
@@ -223,7 +200,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if err := store.SavePlan(context.Background(), "rv", &SavedPlan{Plan: PendingPlan{Hash: p2.Hash, SpecHash: "other"}}); err != nil {
 		t.Fatal(err)
 	}
-	e4, _ := startEngine(t, Options{Binary: repo.Tofu(t), WorkDir: t.TempDir(), Review: true, Plans: store})
+	e4, _ := stoppableEngine(t, Options{WorkDir: t.TempDir(), Review: true, Plans: store})
 	spec4 := restartSpec(stateDir, 4)
 	if _, err := e4.Apply(spec4); err != nil {
 		t.Fatal(err)

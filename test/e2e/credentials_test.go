@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +112,7 @@ backend "kubernetes" {
 	if !got {
 		t.Error("the provider never received the token")
 	}
-	if states := stateDocuments(t, client, "default"); len(states) == 0 {
+	if states := backendStates(t, client, "default"); len(states) == 0 {
 		t.Error("no state in the backend")
 	}
 	noSecrets("applied")
@@ -129,9 +125,9 @@ func clusterSecrets(t *testing.T, client kubernetes.Interface, namespace string,
 	t.Helper()
 	ctx := context.Background()
 	var found []string
-	for name, doc := range stateDocuments(t, client, namespace) {
-		if s := testkit.SecretsIn(doc, secrets...); len(s) != 0 {
-			found = append(found, fmt.Sprintf("state %s: %v", name, s))
+	for _, st := range backendStates(t, client, namespace) {
+		if s := testkit.SecretsIn(st.doc, secrets...); len(s) != 0 {
+			found = append(found, fmt.Sprintf("state %s: %v", st.secret.Name, s))
 		}
 	}
 	sl, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
@@ -166,30 +162,4 @@ func clusterSecrets(t *testing.T, client kubernetes.Interface, namespace string,
 		}
 	}
 	return found
-}
-
-// stateDocuments returns the kubernetes backend's states in namespace, by
-// Secret name, gunzipped.
-func stateDocuments(t *testing.T, client kubernetes.Interface, namespace string) map[string][]byte {
-	t.Helper()
-	list, err := client.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, s := range list.Items {
-		if !strings.HasPrefix(s.Name, "tfstate-") {
-			continue
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
-		if err != nil {
-			t.Fatalf("state Secret %s: %v", s.Name, err)
-		}
-		b, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[s.Name] = b
-	}
-	return out
 }

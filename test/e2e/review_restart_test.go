@@ -55,17 +55,21 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if sealed := sec.Data["plan.sealed"]; bytes.Contains(sealed, []byte("node-a")) || bytes.Contains(sealed, []byte("PK\x03\x04")) {
 		t.Fatal("the plan Secret holds the saved plan in clear")
 	}
+	// A new CCM with an empty work dir takes the kept plan back.
+	restart := func(between func()) {
+		t.Helper()
+		ccm.Stop()
+		between()
+		ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
+		eventually(t, time.Minute, "plan taken back", func(context.Context) error {
+			if !strings.Contains(ccm.Log(), "Pending plan taken back") {
+				return fmt.Errorf("not in the log yet")
+			}
+			return nil
+		})
+	}
 	t.Logf("plan %s kept; restarting the CCM", hash)
-	ccm.Stop()
-
-	// An empty work dir: the kept plan is taken back, not made again.
-	ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
-	eventually(t, time.Minute, "plan taken back", func(context.Context) error {
-		if !strings.Contains(ccm.Log(), "Pending plan taken back") {
-			return fmt.Errorf("not in the log yet")
-		}
-		return nil
-	})
+	restart(func() {})
 	t.Log("plan taken back; approving it")
 	approvePlan(t, client, hash)
 	vip := waitVIP(t, client, "web")
@@ -89,16 +93,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	stale := waitNewPlan(t, client, svc, hash)
 	planSecret(t, client, svc, stale)
 	t.Logf("plan %s kept; restarting the CCM after a state change", stale)
-	ccm.Stop()
-	bumpStateSerial(t, client, "default")
-
-	ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
-	eventually(t, time.Minute, "plan taken back", func(context.Context) error {
-		if !strings.Contains(ccm.Log(), "Pending plan taken back") {
-			return fmt.Errorf("not in the log yet")
-		}
-		return nil
-	})
+	restart(func() { bumpStateSerial(t, client, "default") })
 	approvePlan(t, client, stale)
 	eventually(t, 2*time.Minute, "TerraformPlanStale Event", func(ctx context.Context) error {
 		if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, provider.ReasonPlanStale) || !strings.Contains(ev, "state changed since the plan was made") {
@@ -169,12 +164,42 @@ func waitNewPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Service,
 // hand: its serial goes up by one, nothing else changes.
 func bumpStateSerial(t *testing.T, client kubernetes.Interface, namespace string) {
 	t.Helper()
-	ctx := context.Background()
-	list, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	states := backendStates(t, client, namespace)
+	if len(states) == 0 {
+		t.Fatal("no kubernetes-backend state to edit")
+	}
+	for _, st := range states {
+		var doc map[string]any
+		if err := json.Unmarshal(st.doc, &doc); err != nil {
+			t.Fatalf("state Secret %s: %v", st.secret.Name, err)
+		}
+		doc["serial"] = doc["serial"].(float64) + 1
+		raw, _ := json.Marshal(doc)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(raw)
+		_ = zw.Close()
+		st.secret.Data["tfstate"] = buf.Bytes()
+		if _, err := client.CoreV1().Secrets(namespace).Update(context.Background(), &st.secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// backendState is a kubernetes-backend state Secret and its document.
+type backendState struct {
+	secret corev1.Secret
+	doc    []byte // gunzipped
+}
+
+// backendStates returns the kubernetes backend's states in namespace.
+func backendStates(t *testing.T, client kubernetes.Interface, namespace string) []backendState {
+	t.Helper()
+	list, err := client.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []backendState
 	for _, s := range list.Items {
 		if !strings.HasPrefix(s.Name, "tfstate-") {
 			continue
@@ -183,27 +208,11 @@ func bumpStateSerial(t *testing.T, client kubernetes.Interface, namespace string
 		if err != nil {
 			t.Fatalf("state Secret %s: %v", s.Name, err)
 		}
-		raw, err := io.ReadAll(zr)
+		doc, err := io.ReadAll(zr)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var st map[string]any
-		if err := json.Unmarshal(raw, &st); err != nil {
 			t.Fatalf("state Secret %s: %v", s.Name, err)
 		}
-		st["serial"] = st["serial"].(float64) + 1
-		raw, _ = json.Marshal(st)
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		_, _ = zw.Write(raw)
-		_ = zw.Close()
-		s.Data["tfstate"] = buf.Bytes()
-		if _, err := client.CoreV1().Secrets(namespace).Update(ctx, &s, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		n++
+		out = append(out, backendState{secret: s, doc: doc})
 	}
-	if n == 0 {
-		t.Fatal("no kubernetes-backend state to edit")
-	}
+	return out
 }
