@@ -188,7 +188,7 @@ func (s *planSecrets) place(ws, namespace string) {
 func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.SavedPlan, error) {
 	namespace, svc, err := s.where(ws)
 	if err != nil {
-		return nil, nil //nolint:nilerr
+		return nil, nil
 	}
 	client, key, err := s.keyAndClient(ctx)
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
 			// Neither kept nor read by this process, and the Service is
 			// not known: nothing of ours to delete (a plan Secret goes
 			// with its Service, by its owner reference).
-			return nil //nolint:nilerr
+			return nil
 		}
 	}
 	if client == nil {
