@@ -46,7 +46,11 @@ var (
 	// PlanConfigMapPrefix starts the name of a plan ConfigMap:
 	// PlanConfigMapPrefix + workspace name.
 	PlanConfigMapPrefix = wire("tfccm-plan-", "name", "plan ConfigMap",
-		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>`: in the Service's namespace for a load balancer, in `"+RoutesPlanNamespace+"` for the routes workspace.")
+		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>`: in the Service's namespace for a load balancer, in `"+RoutesPlanNamespace+"` for the routes workspace. The Secret of the same name (owned by the Service) keeps the saved plan itself, sealed, so that an approval still applies after a controller restart.")
+	// PlanKeySecret names the Secret (in RoutesPlanNamespace) holding the
+	// key that seals the plan Secrets.
+	PlanKeySecret = wire("tfccm-plan-key", "name", "Secret in kube-system",
+		"The key (32 random bytes, created by tfccm on first use) that seals review mode's plan Secrets `tfccm-plan-<workspace>` (AES-256-GCM). Deleting it makes the kept plans unreadable: pending plans are then planned again after a restart and need a new approval.")
 )
 
 // Incarnations names the ConfigMap (in RoutesPlanNamespace) where every

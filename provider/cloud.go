@@ -54,6 +54,7 @@ type Cloud struct {
 	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 	review    *reviewer      // nil unless terraform { review = true } or a gate (policy)
+	plans     *planSecrets   // nil unless review mode: pending plans kept in Secrets
 
 	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
@@ -86,6 +87,16 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if cfg.Encryption != nil {
 		enc = *cfg.Encryption
 	}
+	var plans workspace.PlanStore
+	if cfg.Terraform.Review {
+		c.plans = newPlanSecrets(func(ws string) *corev1.Service {
+			if c.lb == nil {
+				return nil
+			}
+			return c.lb.serviceOf(ws)
+		})
+		plans = c.plans
+	}
 	engine, err := workspace.New(workspace.Options{
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
@@ -108,6 +119,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		OnApplyStart:   c.onApplyStart,
 		Review:         cfg.Terraform.Review,
 		Gate:           gate.engineGate(),
+		Plans:          plans,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
@@ -179,6 +191,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}
 	if c.review != nil {
 		c.review.setClient(client)
+		c.plans.setClient(client)
 	}
 	if c.lb != nil {
 		c.lb.conds.setClient(client)

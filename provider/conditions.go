@@ -40,6 +40,7 @@ const (
 	CondReasonApplying           = "Applying"
 	CondReasonApplied            = "Applied"
 	CondReasonAwaitingApproval   = "AwaitingApproval"
+	CondReasonPlanStale          = "PlanStale"
 	CondReasonApplyFailed        = "ApplyFailed"
 	CondReasonDriftRepaired      = "DriftRepaired"
 	CondReasonBackendsUnhealthy  = "BackendsUnhealthy"

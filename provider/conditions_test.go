@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,5 +74,21 @@ func TestConditionsAreAppliedOnChange(t *testing.T) {
 	}
 	if writes != 4 {
 		t.Errorf("%d writes, want 4", writes)
+	}
+}
+
+// TestStalePlanCondition: an approval refused because the state changed
+// since the plan was made is Programmed=False PlanStale, saying why.
+func TestStalePlanCondition(t *testing.T) {
+	err := &workspace.Error{Op: "apply", Summary: "plan abc was made against lineage l serial 3, the state is now lineage l serial 4"}
+	conds := resultConditions(workspace.Result{Op: "apply", Err: fmt.Errorf("%w: %w", err, workspace.ErrStateChanged)})
+	var got *metav1.Condition
+	for i := range conds {
+		if conds[i].Type == ConditionProgrammed {
+			got = &conds[i]
+		}
+	}
+	if got == nil || got.Status != metav1.ConditionFalse || got.Reason != CondReasonPlanStale || !strings.Contains(got.Message, "serial 4") {
+		t.Fatalf("conditions %+v: want Programmed False PlanStale naming the states", conds)
 	}
 }

@@ -78,7 +78,7 @@ func TestReasonsDeclared(t *testing.T) {
 	for _, r := range []workspace.Result{
 		{Op: "apply"}, {Op: "apply", Changed: true}, {Op: "destroy"}, {Op: "apply", Err: errors.New("x")},
 		{Op: "destroy", Err: errors.New("x")}, {Op: "apply", Drift: true}, {Op: "apply", Drift: true, Err: errors.New("x")},
-		{Op: "apply", LockHolder: "someone", Err: errors.New("x")},
+		{Op: "apply", LockHolder: "someone", Err: errors.New("x")}, {Op: "apply", Err: workspace.ErrStateChanged},
 	} {
 		typ, reason, _ := resultEvent(r)
 		if d, ok := reasonDecl(reason); !ok || d.Type != typ {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -440,6 +441,8 @@ func resultConditions(r workspace.Result) []metav1.Condition {
 	case r.AwaitingApproval && r.Plan != nil:
 		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
 			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
+	case errors.Is(r.Err, workspace.ErrStateChanged):
+		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPlanStale, r.Err.Error())}
 	case r.Err != nil && workspace.IsInvalidInput(r.Err):
 		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
@@ -464,6 +467,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 	switch {
 	case r.LockHolder != "":
 		return corev1.EventTypeWarning, ReasonStateLocked, fmt.Sprintf("state is locked by %s; not stealing it: %v", r.LockHolder, r.Err)
+	case errors.Is(r.Err, workspace.ErrStateChanged):
+		return corev1.EventTypeWarning, ReasonPlanStale, fmt.Sprintf("approval refused: %v", r.Err)
 	case r.Drift && r.Err != nil:
 		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
 	case r.Drift:

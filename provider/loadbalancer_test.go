@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "apply", Drift: true, Changed: true}, corev1.EventTypeWarning, ReasonDriftRepaired, "drifted"},
 		{workspace.Result{Op: "plan", Drift: true, Err: fail}, corev1.EventTypeWarning, ReasonDriftFailed, "UDP is not supported"},
 		{workspace.Result{Op: "plan", Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable: port must be below 10.", Invalid: true}}, corev1.EventTypeWarning, ReasonInvalidInput, "port must be below 10"},
+		{workspace.Result{Op: "apply", Err: fmt.Errorf("apply: serial 3, now 4: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused: apply: serial 3, now 4"},
+		{workspace.Result{Op: "apply", Drift: true, Err: fmt.Errorf("apply: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused"},
 	}
 	for _, tc := range cases {
 		typ, reason, msg := resultEvent(tc.r)

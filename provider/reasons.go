@@ -69,6 +69,8 @@ var (
 		"A `policy` rule with `action = \"warn\"` failed on a plan, which goes on as it would without the rule (applied, or published for approval); the message names the rule.")
 	ReasonChangeWindowClosed = declareReason("TerraformChangeWindowClosed", corev1.EventTypeNormal,
 		"A plan with changes was made outside the cloud config's `change_windows` (or during a freeze): it is published like a plan awaiting approval but not applied, and the old load balancer keeps serving. The message says when the next window opens; the plan is made again and applied then.")
+	ReasonPlanStale = declareReason("TerraformPlanStale", corev1.EventTypeWarning,
+		"Review mode: an approved plan was made against a state that has changed since (another apply, an edit by hand, a plan kept across a controller restart while something else applied): it is not applied, and a new plan is published for approval. The message names both states' lineage and serial.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )

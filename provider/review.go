@@ -173,7 +173,9 @@ func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspa
 		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{annotations.PlanServiceUID: string(svc.UID)}, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish plan", "service", klog.KObj(svc))
 		}
-		rv.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
+		if !r.Restored { // a plan taken back after a restart was told already
+			rv.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
+		}
 	case r.Err == nil && !(r.Drift && !r.Changed):
 		rv.unpublish(ctx, svc.Namespace, ws)
 	}

@@ -20,9 +20,23 @@ func TestCheckVersion(t *testing.T) {
 		{"Terraform v1.11.4", "is Terraform v1.11.4: set terraform.binary to an OpenTofu binary"},
 		{"something else", `version says "something else"`},
 	} {
-		err := checkVersion(tc.first, "/usr/bin/x", "the template set", "loadbalancer: provider \"lbhost\" uses for_each")
+		err := checkVersion(tc.first, "/usr/bin/x", "the template set", "loadbalancer: provider \"lbhost\" uses for_each", tofuOnly)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("checkVersion(%q) = %v, want %q", tc.first, err, tc.want)
+		}
+	}
+	// Ephemeral variables: OpenTofu 1.11, Terraform 1.10.
+	for _, tc := range []struct{ first, want string }{
+		{"OpenTofu v1.12.6", ""},
+		{"OpenTofu v1.11.0", ""},
+		{"OpenTofu v1.10.5", "needs OpenTofu 1.11 or Terraform 1.10 or later"},
+		{"Terraform v1.11.4", ""},
+		{"Terraform v1.10.0", ""},
+		{"Terraform v1.9.8", "is Terraform v1.9.8"},
+	} {
+		err := checkVersion(tc.first, "/usr/bin/x", "the template set", "loadbalancer: variable \"credentials\" is ephemeral", ephemeralVariables)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("ephemeral: checkVersion(%q) = %v, want %q", tc.first, err, tc.want)
 		}
 	}
 }

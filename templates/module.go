@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // File is one file of a module, relative to the module directory.
@@ -28,7 +30,10 @@ type Variable struct {
 	Type       cty.Type
 	Defaults   *typeexpr.Defaults
 	HasDefault bool
-	Range      hcl.Range
+	// Ephemeral is set for `ephemeral = true`: the value never reaches a
+	// plan or state.
+	Ephemeral bool
+	Range     hcl.Range
 }
 
 // Module is one parsed template module (loadbalancer, a variant, or routes).
@@ -49,6 +54,10 @@ type Module struct {
 	// Health is a load balancer module's health module (HealthDir), nil
 	// when it has none: the set reads no backend health for it.
 	Health *Module
+	// Credentials is set when the module declares the ephemeral variable
+	// workspace.CredentialsVar: the engine hands it the configured
+	// credentials at every plan and apply.
+	Credentials bool
 }
 
 // kindOf maps a set entry name to a module kind and variant.
@@ -152,7 +161,7 @@ var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 
 var providerSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "for_each"}}}
 
-var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}}}
+var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "ephemeral"}}}
 
 var terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "backend", LabelNames: []string{"type"}},
@@ -181,6 +190,10 @@ func (m *Module) readFile(f *hcl.File) hcl.Diagnostics {
 				}
 			}
 			_, v.HasDefault = vc.Attributes["default"]
+			if a, ok := vc.Attributes["ephemeral"]; ok {
+				val, d := a.Expr.Value(nil)
+				v.Ephemeral = !d.HasErrors() && val.Type() == cty.Bool && val.IsKnown() && val.True()
+			}
 			m.Variables[name] = v
 		case "output":
 			m.Outputs[b.Labels[0]] = b.DefRange
@@ -208,6 +221,11 @@ func (m *Module) check() hcl.Diagnostics {
 	inputs := Inputs[m.Kind]
 	for _, name := range sortedKeys(m.Variables) {
 		v := m.Variables[name]
+		if name == workspace.CredentialsVar {
+			diags = append(diags, v.checkCredentials()...)
+			m.Credentials = true
+			continue
+		}
 		want, ok := inputs[name]
 		if !ok {
 			if !v.HasDefault {
@@ -282,4 +300,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkCredentials enforces the credentials variable's declaration: the
+// engine gives it the configured credentials, so it must be ephemeral (a
+// plain variable's value is saved in plans and state) and take a map of
+// strings.
+func (v *Variable) checkCredentials() hcl.Diagnostics {
+	if !v.Ephemeral {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Credentials variable is not ephemeral",
+			Detail:  fmt.Sprintf("Variable %q receives the configured credentials (terraform.env and pass_env): declare it with ephemeral = true, so that they never reach a plan or state (OpenTofu 1.11+, Terraform 1.10+).", workspace.CredentialsVar),
+			Subject: v.Range.Ptr()}}
+	}
+	if msg := incompatible(workspace.CredentialsVar, cty.Map(cty.String), v.Type); msg != "" {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Incompatible input type", Detail: msg, Subject: v.Range.Ptr()}}
+	}
+	return nil
 }

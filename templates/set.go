@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/tfccm/tfccm/workspace"
 	"io/fs"
 	"path"
 	"sort"
@@ -64,6 +65,17 @@ func (s *Set) OpenTofuOnly() string {
 	for _, k := range sortedKeys(s.modules) {
 		if why := s.modules[k].OpenTofuOnly; why != "" {
 			return k + ": " + why
+		}
+	}
+	return ""
+}
+
+// Credentials names the first module that takes the ephemeral credentials
+// variable ("" if none).
+func (s *Set) Credentials() string {
+	for _, k := range sortedKeys(s.modules) {
+		if s.modules[k].Credentials {
+			return k + ": variable \"" + workspace.CredentialsVar + "\" is ephemeral"
 		}
 	}
 	return ""

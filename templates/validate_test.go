@@ -17,6 +17,8 @@ func TestValidateDir(t *testing.T) {
 		{"sets/full/loadbalancer.internal", "", nil},
 		{"sets/full/routes", "", nil},
 		{"invalid/optional_missing_ok", "", nil},
+		{"invalid/credentials_ok", "", nil},
+		{"invalid/credentials_plain", "", []string{"credentials_plain/loadbalancer/main.tf:5,1: error: Credentials variable is not ephemeral", "ephemeral = true"}},
 		{"invalid/unknown_var", "", []string{"unknown_var/loadbalancer/main.tf:5,1: error: Unknown input", `Variable "flavor" has no default`}},
 		{"invalid/bad_attr", "", []string{"bad_attr/loadbalancer/main.tf:1,1: error: Incompatible input type", "service.color: tfccm provides no such attribute"}},
 		{"invalid/bad_type", "", []string{"bad_type/loadbalancer/main.tf:5,1:", "nodes[*].name: declared as number, but tfccm provides string"}},

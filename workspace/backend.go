@@ -20,30 +20,38 @@ import (
 // empty, the -backend-config file for secret settings, and removing what is
 // left of a destroyed workspace.
 
-// stateEmpty reports whether the workspace's state holds no resources:
-// read from the file for the local backend, else with `tofu state pull`.
+// stateEmpty reports whether the workspace's state holds no resources.
 func (r *runner) stateEmpty(ctx context.Context, spec *Spec) (bool, error) {
-	var doc []byte
-	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
-		b, err := os.ReadFile(localStatePath(r.dir, spec.Backend))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, &Error{Op: "destroy", Summary: r.scrub.Scrub(err.Error())}
-		}
-		doc = b
-	} else {
-		pulled, err := stepResult(ctx, r, "state pull", func(ctx context.Context, tf *tfexec.Terraform) (string, error) {
-			return tf.StatePull(ctx)
-		})
-		if err != nil {
-			return false, err
-		}
-		doc = []byte(pulled)
+	doc, err := r.readState(ctx, spec, "destroy")
+	if err != nil {
+		return false, err
 	}
 	n, err := stateResources(doc)
 	if err != nil {
 		return false, &Error{Op: "destroy", Summary: err.Error()}
 	}
 	return n == 0, nil
+}
+
+// readState returns the workspace's state document (empty when there is
+// none): read from the file for the local backend (an encrypted file keeps
+// its serial and lineage in clear), else with `tofu state pull`. op names
+// the operation in errors.
+func (r *runner) readState(ctx context.Context, spec *Spec, op string) ([]byte, error) {
+	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
+		b, err := os.ReadFile(localStatePath(r.dir, spec.Backend))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
+		}
+		return b, nil
+	}
+	pulled, err := stepResult(ctx, r, "state pull", func(ctx context.Context, tf *tfexec.Terraform) (string, error) {
+		return tf.StatePull(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(pulled), nil
 }
 
 // writeBackendConfig writes settings as an HCL -backend-config file (mode

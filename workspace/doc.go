@@ -37,7 +37,9 @@
 // Files: engine.go (Engine, its API), lifecycle.go (phases and
 // transitions), run.go (one pass: apply, destroy, approved plan),
 // tofu.go (tofu commands), backend.go (state and backend settings),
-// publish.go and review.go (review mode), procs.go (processes), paths.go
-// (the files under .tfccm), queue.go, lock.go, record.go, applied.go,
-// tombstone.go.
+// publish.go and review.go (review mode), planstore.go (pending plans kept
+// outside the work dir, across restarts; the state check of approved
+// plans), credentials.go (credentials as an ephemeral variable), procs.go
+// (processes), paths.go (the files under .tfccm), queue.go, lock.go,
+// record.go, applied.go, tombstone.go.
 package workspace

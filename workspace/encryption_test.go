@@ -77,7 +77,9 @@ func encSpec(n int, kubeconfig, public string) Spec {
 // finds left of its workspaces).
 func stoppableEngine(t *testing.T, opts Options) (*Engine, func()) {
 	t.Helper()
-	opts.Binary = repo.Tofu(t)
+	if opts.Binary == "" {
+		opts.Binary = repo.Tofu(t)
+	}
 	opts.Timeout, opts.GracePeriod = time.Minute, 10*time.Second
 	e, err := New(opts)
 	if err != nil {

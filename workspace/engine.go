@@ -32,9 +32,12 @@ type Engine struct {
 	// encryption identifies the encryption configuration (encryptionID).
 	encryption string
 	env        map[string]string
-	scrub      *secret.Scrubber
-	self       claim         // this process, for claim files
-	runs       atomic.Uint64 // tofu commands started (procs.go)
+	// credentials are the configured credentials, for templates that
+	// declare CredentialsVar (credentials.go).
+	credentials map[string]string
+	scrub       *secret.Scrubber
+	self        claim         // this process, for claim files
+	runs        atomic.Uint64 // tofu commands started (procs.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -75,7 +78,9 @@ type entry struct {
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 	// verdict is the gate's verdict on the pending plan (gate.go).
-	verdict GateVerdict
+	verdict      GateVerdict
+	stored       bool // the pending plan is in Options.Plans (planstore.go)
+	restoreTried bool // Options.Plans was asked for a stored plan
 }
 
 // encryptionID identifies opts' encryption configuration without its
@@ -94,24 +99,26 @@ func New(opts Options) (*Engine, error) {
 	if err := opts.complete(); err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
-	env, secrets, err := tfenv.Build(tfenv.Settings{
+	settings := tfenv.Settings{
 		Env: opts.Env, PassEnv: opts.PassEnv,
 		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: opts.PluginCacheDir,
 		Home: opts.WorkDir, Encryption: opts.Encryption, EncryptionSecrets: opts.EncryptionSecrets,
-	})
+	}
+	env, secrets, err := tfenv.Build(settings)
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	registerMetrics()
 	e := &Engine{
-		opts:       opts,
-		encryption: encryptionID(opts),
-		env:        env,
-		scrub:      secret.NewScrubber(secrets),
-		self:       selfClaim(opts.Identity, ""),
-		retries:    newRetryBackoff(opts.Backoff),
-		ws:         map[string]*entry{},
-		done:       make(chan struct{}),
+		opts:        opts,
+		encryption:  encryptionID(opts),
+		env:         env,
+		credentials: tfenv.Credentials(settings),
+		scrub:       secret.NewScrubber(secrets),
+		self:        selfClaim(opts.Identity, ""),
+		retries:     newRetryBackoff(opts.Backoff),
+		ws:          map[string]*entry{},
+		done:        make(chan struct{}),
 	}
 	e.queue = newQueue(e.retries)
 	e.driftCheck = e.Reconcile

@@ -21,6 +21,8 @@ import (
 //	Pending, approved   Apply/Destroy of the same work            Pending (approval kept)
 //	Failed              Apply/Destroy of the same work            Failed (retry schedule kept)
 //	any                 Apply/Destroy of new work                 Pending (Running stays Running)
+//	new to this process Apply/Destroy of the work a stored plan   AwaitingApproval (the plan taken back,
+//	                    was made for (Options.Plans)              planstore.go)
 //	AwaitingApproval    Approve(the plan's hash)                  Pending
 //	Applied             Reconcile (drift check)                   Applied, queued as a drift check
 //	Pending, Failed     worker, work due                          Running
@@ -33,6 +35,7 @@ import (
 //	Running             destroyed                                 Destroyed
 //	Running             done, but newer work arrived meanwhile    Pending
 //	Running             failed while shutting down, or superseded Pending
+//	Running             approved plan refused: the state changed  Pending (planned again at once)
 //	Running             drift repair failed                       Applied (Err set; the next drift check retries)
 //	Running             the template rejected the inputs          Failed (not retried until new work)
 //	Running             failed                                    Failed (retried at NextRetry)
@@ -46,6 +49,7 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	if spec.Hash == "" {
 		spec.Hash = spec.ContentHash()
 	}
+	e.restorePlan(&spec, destroy)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en := e.entry(spec.Name)
@@ -247,9 +251,13 @@ func (e *Engine) process(ctx context.Context, name string) {
 
 	e.mu.Lock()
 	e.settle(ctx, en, p, out, attempt)
+	drop := e.dropPlan(en)
 	e.mu.Unlock()
 	if e.opts.OnResult != nil {
 		e.opts.OnResult(name, res)
+	}
+	if drop { // after the result: its receiver may need the workspace's Service
+		e.deleteStored(name)
 	}
 }
 
@@ -273,6 +281,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	spec, destroy := p.spec, p.destroy
 	en.rec = out.rec
 	en.secrets = append(en.secrets[:0], out.secrets...)
+	en.stored = en.stored || out.kept
 	current := en.desired == spec || (en.desired != nil && en.desired.Hash == spec.Hash && en.destroy == destroy)
 	heldApproved := p.approved != nil && out.err == nil && out.pending == p.approved
 	if p.approved != nil && !heldApproved {
@@ -302,6 +311,12 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	case ctx.Err() != nil, !current:
 		// Shutting down (not a failure of the workspace), or superseded.
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+	case p.approved != nil && errors.Is(out.err, ErrStateChanged):
+		// The approved plan is stale: plan again at once; the new plan
+		// names the refused one as replaced.
+		en.replaced = p.approved.Hash
+		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+		e.enqueue(en.name)
 	case p.drift:
 		// What was applied stays applied; the failed repair is reported
 		// (OnResult) and tried again at the next reconcile.

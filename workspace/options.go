@@ -68,7 +68,8 @@ type Options struct {
 	// interval, each at a random point of its own slot.
 	DriftInterval time.Duration
 	// OnResult, if set, is called after every plan/apply/destroy attempt
-	// (not for no-ops), from a worker goroutine.
+	// (not for no-ops), from a worker goroutine, and when a pending plan
+	// is taken back from Plans after a restart (from Apply or Destroy).
 	OnResult func(name string, r Result)
 	// OnApplyStart, if set, is called when a plan with changes is about to
 	// be applied (outside review mode), with the plan's summary ("2 to
@@ -82,6 +83,9 @@ type Options struct {
 	// Gate, when set, judges every plan with changes before it is applied
 	// or published: policy and change windows (gate.go).
 	Gate Gate
+	// Plans, when set in review mode, keeps pending plans outside the work
+	// dir so that they survive a restart (planstore.go).
+	Plans PlanStore
 }
 
 // Coalesce configures how updates to an applied workspace are gathered

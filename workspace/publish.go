@@ -33,6 +33,12 @@ func fileHash(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// contentHash is the hex sha256 of b (fileHash of a file holding b).
+func contentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // publishPlan hashes the saved plan, renders its published forms and
 // writes them under the workspace's metadata dir.
 func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*PendingPlan, error) {

@@ -53,6 +53,10 @@ type PendingPlan struct {
 	// JSON is a redacted JSON form: resource and output changes with every
 	// value marked sensitive replaced by secret.Placeholder.
 	JSON []byte
+	// State is the state the plan was made against (planstore.go): an
+	// approval applies the plan only while the state is still this one.
+	// nil when it could not be read.
+	State *StateStamp `json:",omitempty"`
 }
 
 // Summary is the one-line form: "N to add, M to change, K to destroy",
@@ -101,7 +105,23 @@ func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
 	if err != nil || got != p.Hash {
 		return &Error{Op: "apply", Summary: fmt.Sprintf("the approved plan %s is no longer saved in the workspace; planning again", p.Hash)}
 	}
-	return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-		return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
+	if err := r.checkState(ctx, r.spec, p); err != nil {
+		return err
+	}
+	return r.applyPlan(ctx, "apply")
+}
+
+// applyPlan applies the saved plan file as step op ("apply", or "destroy"
+// for a saved destroy plan); ephemeral credentials are given again (a saved
+// plan does not hold them).
+func (r *runner) applyPlan(ctx context.Context, op string) error {
+	return r.withCredentials(op, func(vf *tfexec.VarFileOption) error {
+		opts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s")}
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		return r.step(ctx, op, func(ctx context.Context, tf *tfexec.Terraform) error {
+			return tf.Apply(ctx, opts...)
+		})
 	})
 }

@@ -24,6 +24,7 @@ type runOutcome struct {
 	secrets []string
 	pending *PendingPlan // review mode: a saved plan awaiting approval
 	verdict GateVerdict  // the gate's verdict on the pass's plan
+	kept    bool         // pending is in Options.Plans
 }
 
 // fail is the outcome with step op failed with err.
@@ -169,19 +170,23 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 		// mode), then applied.
 		changes, p, err := e.planOrPublish(ctx, r, spec, true)
 		if err != nil || p != nil {
-			return out.planned(p, err)
+			return out.planned(p, err).keep(ctx, e, r)
 		}
 		if changes {
-			if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
-				return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
-			}); err != nil {
+			if err := r.applyPlan(ctx, "destroy"); err != nil {
 				return out.fail("destroy", err)
 			}
 		}
 		removePublished(r.dir)
 	default:
-		if err := r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Destroy(ctx, tfexec.LockTimeout("0s"))
+		if err := r.withCredentials("destroy", func(vf *tfexec.VarFileOption) error {
+			opts := []tfexec.DestroyOption{tfexec.LockTimeout("0s")}
+			if vf != nil {
+				opts = append(opts, vf)
+			}
+			return r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+				return tf.Destroy(ctx, opts...)
+			})
 		}); err != nil {
 			return out.fail("destroy", err)
 		}
@@ -194,15 +199,13 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	changes, p, err := e.planOrPublish(ctx, r, spec, false)
 	if err != nil || p != nil {
-		return out.planned(p, err)
+		return out.planned(p, err).keep(ctx, e, r)
 	}
 	// A state last written with another encryption configuration (a
 	// rotated key) is re-encrypted by applying even a plan without changes.
 	if changes || out.rec.Encryption != e.encryption {
 		e.applyStarts(ctx, r, spec)
-		if err := r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-			return tf.Apply(ctx, tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s"))
-		}); err != nil {
+		if err := r.applyPlan(ctx, "apply"); err != nil {
 			return out.fail("apply", err)
 		}
 		out.changed = changes
@@ -236,8 +239,15 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
-	changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
-		return tf.Plan(ctx, opts...)
+	err = r.withCredentials("plan", func(vf *tfexec.VarFileOption) error {
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		var err error
+		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
+			return tf.Plan(ctx, opts...)
+		})
+		return err
 	})
 	if err != nil || !changes {
 		return changes, nil, err
@@ -247,7 +257,15 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 		return changes, nil, err
 	}
 	pending, err = r.publishPlan(ctx, spec, destroy)
-	return true, pending, err
+	if err != nil {
+		return true, nil, err
+	}
+	if stamp, err := r.stateStamp(ctx, spec, "plan"); err == nil {
+		pending.State = &stamp
+	} else {
+		klog.InfoS("Could not read the state's serial and lineage; the plan is applied without checking them", "workspace", spec.Name, "err", err)
+	}
+	return true, pending, nil
 }
 
 // judge asks the gate about the saved plan and records its verdict on r:
@@ -271,6 +289,14 @@ func (o runOutcome) planned(p *PendingPlan, err error) runOutcome {
 		return o.fail("plan", err)
 	}
 	o.op, o.pending = "plan", p
+	return o
+}
+
+// keep stores a pending plan (Options.Plans).
+func (o runOutcome) keep(ctx context.Context, e *Engine, r *runner) runOutcome {
+	if o.err == nil && o.pending != nil {
+		o.kept = e.keepPlan(ctx, r, o.pending)
+	}
 	return o
 }
 

@@ -93,6 +93,10 @@ type Result struct {
 	// Verdict is the gate's verdict on the plan (gate.go): its warnings,
 	// and why a plan awaiting approval waits (Approval, Hold).
 	Verdict GateVerdict
+	// Restored is true when the pending plan was taken back from
+	// Options.Plans after a restart (nothing ran): it is published again,
+	// but it is not news.
+	Restored bool
 }
 
 // SensitiveValue replaces a sensitive output's value.

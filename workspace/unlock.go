@@ -47,9 +47,15 @@ func InspectLock(ctx context.Context, opts UnlockOptions, spec *Spec, dir string
 	if err != nil {
 		return Lock{}, err
 	}
-	err = r.step(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
-		_, err := tf.Plan(ctx, tfexec.Refresh(false), tfexec.LockTimeout("0s"))
-		return err
+	err = r.withCredentials("plan", func(vf *tfexec.VarFileOption) error {
+		opts := []tfexec.PlanOption{tfexec.Refresh(false), tfexec.LockTimeout("0s")}
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		return r.step(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
+			_, err := tf.Plan(ctx, opts...)
+			return err
+		})
 	})
 	var e *Error
 	if err == nil || !errors.As(err, &e) || e.LockHolder == "" {
@@ -104,8 +110,9 @@ func newUnlockRunner(opts UnlockOptions, spec *Spec, dir string) (*runner, error
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Minute
 	}
-	e := &Engine{opts: Options{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Identity: opts.Identity}, env: env}
+	e := &Engine{opts: Options{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Identity: opts.Identity}, env: env,
+		credentials: tfenv.Credentials(opts.Env)}
 	backendEnv, _ := splitBackendSecrets(spec)
 	scrub := secret.NewScrubber(secrets, mapValues(spec.BackendConfig))
-	return &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, unlocked: true}, nil
+	return &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, unlocked: true, spec: spec}, nil
 }

@@ -3,7 +3,8 @@
 // with a fresh connection, once or until it answers 200 OK (Get, GetOK,
 // GetEventually), golden files with an -update flag (Golden, LineDiff), and
 // running OpenTofu in a test working directory with a clean environment
-// (Tofu). It depends on the standard library only, so the unit tests of
+// (Tofu), and looking for secrets in files, saved plans' zip entries
+// included (FindSecrets, SecretsIn). It depends on the standard library only, so the unit tests of
 // the leaf packages use it as freely as the e2e suites; test/harness (CCM
 // processes, nodes, Kubernetes waiters) builds on it. The -update flag is
 // registered only in test binaries.

@@ -141,3 +141,21 @@ func Build(s Settings) (env map[string]string, secrets []string, err error) {
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	return env, secrets, nil
 }
+
+// Credentials are the configured credentials by variable name: Env and
+// the PassEnv variables set in the process (the values Build counts as
+// secrets, without the encryption configuration). The workspace engine
+// hands them to templates that declare the ephemeral `credentials`
+// variable.
+func Credentials(s Settings) map[string]string {
+	out := make(map[string]string, len(s.Env)+len(s.PassEnv))
+	for _, k := range s.PassEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			out[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		out[k] = v
+	}
+	return out
+}

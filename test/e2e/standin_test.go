@@ -41,6 +41,12 @@ func applyStandInInfra(t *testing.T, env *standin.Env, set, serverType string) (
 // provider would need).
 func writeStandInCloudConfig(t *testing.T, env *standin.Env, blocks string, extraEnv ...string) (cfg, workDir string) {
 	t.Helper()
+	return writeCloudConfig(t, t.TempDir(), blocks, standInTerraform(env, extraEnv...)...)
+}
+
+// standInTerraform are the terraform block's lines for the stand-in (its
+// CLI config; env with its settings and extraEnv).
+func standInTerraform(env *standin.Env, extraEnv ...string) []string {
 	vars := append([]string{
 		fmt.Sprintf("%s = %q", standin.EnvLog, env.Log), fmt.Sprintf("%s = %q", standin.EnvStore, env.Store),
 		fmt.Sprintf("%s = %q", standin.EnvFixture, env.Fixture),
@@ -48,9 +54,7 @@ func writeStandInCloudConfig(t *testing.T, env *standin.Env, blocks string, extr
 	if len(env.Only) > 0 {
 		vars = append(vars, fmt.Sprintf("%s = %q", standin.EnvOnly, strings.Join(env.Only, ",")))
 	}
-	return writeCloudConfig(t, t.TempDir(), blocks,
-		fmt.Sprintf("cli_config_file = %q", env.CLIConfig),
-		"env = { "+strings.Join(vars, ", ")+" }")
+	return []string{fmt.Sprintf("cli_config_file = %q", env.CLIConfig), "env = { " + strings.Join(vars, ", ") + " }"}
 }
 
 // waitStandInCalls waits until the calls the cloud received since the last

@@ -222,7 +222,7 @@ func convertBlock(b *jsonBlock) (*tfprotov6.SchemaBlock, error) {
 func convertAttribute(name string, a *jsonAttribute) (*tfprotov6.SchemaAttribute, error) {
 	out := &tfprotov6.SchemaAttribute{
 		Name: name, Required: a.Required, Optional: a.Optional, Computed: a.Computed,
-		Sensitive: a.Sensitive, Deprecated: a.Deprecated,
+		Sensitive: a.Sensitive, Deprecated: a.Deprecated, WriteOnly: isWriteOnly(name, a),
 	}
 	switch {
 	case a.NestedType != nil:

@@ -50,6 +50,9 @@ type Call struct {
 	Values map[string]any `json:"values,omitempty"`
 	// Prior are the attributes before the call (update, delete).
 	Prior map[string]any `json:"prior,omitempty"`
+	// WriteOnly are the fingerprints (Fingerprint) of the write-only
+	// arguments the call received (create, update).
+	WriteOnly map[string]string `json:"write_only,omitempty"`
 }
 
 // Server is the stand-in's plugin-protocol server for one provider schema.
@@ -131,9 +134,22 @@ func (s *Server) ValidateProviderConfig(_ context.Context, req *tfprotov6.Valida
 	return &tfprotov6.ValidateProviderConfigResponse{PreparedConfig: req.Config}, nil
 }
 
-// ConfigureProvider needs no credentials.
-func (s *Server) ConfigureProvider(context.Context, *tfprotov6.ConfigureProviderRequest) (*tfprotov6.ConfigureProviderResponse, error) {
-	return &tfprotov6.ConfigureProviderResponse{}, nil
+// ConfigureProvider needs no credentials; it logs the fingerprints of
+// what it was given (writeonly.go).
+func (s *Server) ConfigureProvider(_ context.Context, req *tfprotov6.ConfigureProviderRequest) (*tfprotov6.ConfigureProviderResponse, error) {
+	resp := &tfprotov6.ConfigureProviderResponse{}
+	if req.Config == nil || s.schema.Provider == nil {
+		return resp, nil
+	}
+	cfg, err := req.Config.Unmarshal(s.schema.Provider.ValueType())
+	if err != nil {
+		resp.Diagnostics = errDiag("Cannot decode provider config", err)
+		return resp, nil
+	}
+	if err := s.logConfigure(cfg); err != nil {
+		resp.Diagnostics = errDiag("Cannot write the stand-in configure log", err)
+	}
+	return resp, nil
 }
 
 // StopProvider has nothing in flight to stop.
@@ -232,6 +248,9 @@ func (s *Server) PlanResourceChange(_ context.Context, req *tfprotov6.PlanResour
 		return resp, nil // destroy
 	}
 	planned, err := markComputedUnknown(r.Block, proposed)
+	if err == nil {
+		planned, err = nullWriteOnly(r.Block, planned)
+	}
 	if err != nil {
 		resp.Diagnostics = errDiag("Cannot plan", err)
 		return resp, nil
@@ -291,6 +310,9 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 		}
 	}
 	applied, err := g.fill(planned)
+	if err == nil {
+		applied, err = nullWriteOnly(r.Block, applied)
+	}
 	if err != nil {
 		resp.Diagnostics = errDiag("Cannot apply", err)
 		return resp, nil
@@ -320,6 +342,9 @@ func (s *Server) ApplyResourceChange(_ context.Context, req *tfprotov6.ApplyReso
 	}
 	resp.NewState = &dv
 	call := Call{Op: "create", Type: req.TypeName, ID: id, Values: objectJSON(applied)}
+	if cfg, err := req.Config.Unmarshal(t); err == nil {
+		call.WriteOnly = writeOnlyFingerprints(r.Block, cfg)
+	}
 	if !prior.IsNull() {
 		call.Op = "update"
 		call.Prior = objectJSON(prior)

@@ -137,3 +137,25 @@ func (e *TofuError) Error() string {
 }
 
 func (e *TofuError) Unwrap() error { return e.Err }
+
+// ProviderConfigs returns the fingerprints of every provider configuration
+// the stand-in received (attribute -> Fingerprint), in order.
+func (e *Env) ProviderConfigs(t testing.TB) []map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(e.Log + ".configure")
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m map[string]string
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("configure log: %v", err)
+		}
+		out = append(out, m)
+	}
+	return out
+}

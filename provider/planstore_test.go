@@ -1,0 +1,119 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/internal/seal"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// TestPlanSecrets: a kept plan is sealed in a Secret owned by its Service
+// (the routes plan in kube-system, unowned), opens again with the key
+// tfccm created once, and is not the plan of another Service or of a
+// Secret moved or altered.
+func TestPlanSecrets(t *testing.T) {
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
+	owners := map[string]*corev1.Service{"lb-a": svc}
+	client := fake.NewClientset()
+	store := newPlanSecrets(func(ws string) *corev1.Service { return owners[ws] })
+	if err := store.SavePlan(ctx, "lb-a", &workspace.SavedPlan{}); err == nil {
+		t.Fatal("saved without a cluster client")
+	}
+	store.setClient(client)
+
+	plan := &workspace.SavedPlan{Plan: workspace.PendingPlan{Hash: "h1", SpecHash: "s1", Text: "token = hush-1"}, File: []byte("PK\x03\x04 hush-1")}
+	if err := store.SavePlan(ctx, "lb-a", plan); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := sec.OwnerReferences; len(o) != 1 || o[0].Kind != "Service" || o[0].UID != "uid-1" || o[0].Name != "web" {
+		t.Errorf("owners %+v, want the Service", o)
+	}
+	if sec.Annotations[annotations.PlanHash] != "h1" || sec.Labels[annotations.PlanServiceUID] != "uid-1" {
+		t.Errorf("annotations %v, labels %v", sec.Annotations, sec.Labels)
+	}
+	if bytes.Contains(sec.Data[planSecretKey], []byte("hush-1")) {
+		t.Fatal("the plan Secret holds the plan in clear")
+	}
+	got, err := store.LoadPlan(ctx, "lb-a")
+	if err != nil || got == nil || got.Plan.Hash != "h1" || !bytes.Equal(got.File, plan.File) || got.Plan.Text != plan.Plan.Text {
+		t.Fatalf("LoadPlan = %+v, %v", got, err)
+	}
+
+	// Replaced by the next plan; the key is made once.
+	plan.Plan.Hash = "h2"
+	if err := store.SavePlan(ctx, "lb-a", plan); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.LoadPlan(ctx, "lb-a"); err != nil || got.Plan.Hash != "h2" {
+		t.Fatalf("after a new plan: %+v, %v", got, err)
+	}
+	keys, _ := client.CoreV1().Secrets(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanKeySecret, metav1.GetOptions{})
+	if keys == nil || len(keys.Data[planKeyDataKey]) != seal.KeySize {
+		t.Fatalf("key Secret %+v", keys)
+	}
+	// A new process (a restart) reads the same key.
+	restarted := newPlanSecrets(func(ws string) *corev1.Service { return owners[ws] })
+	restarted.setClient(client)
+	if got, err := restarted.LoadPlan(ctx, "lb-a"); err != nil || got == nil || got.Plan.Hash != "h2" {
+		t.Fatalf("after a restart: %+v, %v", got, err)
+	}
+
+	// The routes plan lives in kube-system, without an owner.
+	if err := store.SavePlan(ctx, templates.RoutesWorkspaceName, plan); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := client.CoreV1().Secrets(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{}); err != nil || len(r.OwnerReferences) != 0 {
+		t.Fatalf("routes plan Secret %+v, %v", r, err)
+	}
+
+	// Another Service with the same workspace's Secret: not its plan.
+	owners["lb-a"] = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-2"}}
+	if got, err := store.LoadPlan(ctx, "lb-a"); err != nil || got != nil {
+		t.Errorf("other Service: %+v, %v; want none", got, err)
+	}
+	owners["lb-a"] = svc
+
+	// A sealed plan copied to another workspace's Secret does not open.
+	copied := sec.DeepCopy()
+	copied.Name, copied.ResourceVersion = "tfccm-plan-lb-b", ""
+	if _, err := client.CoreV1().Secrets("shop").Create(ctx, copied, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owners["lb-b"] = svc
+	if _, err := store.LoadPlan(ctx, "lb-b"); !errors.Is(err, seal.ErrOpen) {
+		t.Errorf("copied plan: %v, want seal.ErrOpen", err)
+	}
+
+	// Deleted also once the Service is forgotten (after its destroy).
+	delete(owners, "lb-a")
+	if err := store.DeletePlan(ctx, "lb-a"); err != nil {
+		t.Fatal(err)
+	}
+	owners["lb-a"] = svc
+	if got, err := store.LoadPlan(ctx, "lb-a"); err != nil || got != nil {
+		t.Errorf("after delete: %+v, %v", got, err)
+	}
+	if err := store.DeletePlan(ctx, "lb-a"); err != nil {
+		t.Errorf("deleting twice: %v", err)
+	}
+	if got, err := store.LoadPlan(ctx, "lb-unknown"); err != nil || got != nil {
+		t.Errorf("a workspace without a known Service: %+v, %v; want none", got, err)
+	}
+	if err := store.SavePlan(ctx, "lb-unknown", plan); err == nil {
+		t.Error("a plan of a workspace without a known Service was kept")
+	}
+}

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/standin"
+)
+
+// credentialsModule is a load balancer template that needs two secrets: a
+// cloud token in its provider block and a TLS private key in a write-only
+// argument (google_compute_ssl_certificate.private_key_wo), both from the
+// ephemeral credentials variable.
+const credentialsModule = `variable "credentials" {
+  type      = map(string)
+  ephemeral = true
+}
+
+variable "load_balancer_name" {
+  type = string
+}
+
+provider "google" {
+  access_token = var.credentials["GOOGLE_OAUTH_ACCESS_TOKEN"]
+  project      = "e2e"
+}
+
+resource "google_compute_ssl_certificate" "tls" {
+  name                   = var.load_balancer_name
+  certificate            = "-----BEGIN CERTIFICATE-----\nMIIBe2e\n-----END CERTIFICATE-----\n"
+  private_key_wo         = var.credentials["TLS_PRIVATE_KEY"]
+  private_key_wo_version = "1"
+}
+
+output "ingress" {
+  value = [{ ip = "203.0.113.80", hostname = null, ip_mode = "VIP" }]
+}
+`
+
+// TestCredentialsNeverStored: the secrets a template needs reach the
+// provider (the stand-in logs their fingerprints) as ephemeral values, and
+// are nowhere else: not in the backend's state, the saved plan (work dir
+// and the plan Secret's content), the published plan, Events, the CCM's
+// log or the work dir.
+func TestCredentialsNeverStored(t *testing.T) {
+	const token, key = "ya29.e2e-token-5c1d", "-----BEGIN PRIVATE KEY-----e2e-key-9b7f"
+	env := standin.Setup(t, "google")
+	env.Only = []string{"google_compute_ssl_certificate"}
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	override := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(override, "loadbalancer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(override, "loadbalancer"), "main.tf", credentialsModule)
+	tf := append(standInTerraform(env, fmt.Sprintf("GOOGLE_OAUTH_ACCESS_TOKEN = %q", token), fmt.Sprintf("TLS_PRIVATE_KEY = %q", key)), "review = true")
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`template_set = "google"
+override_dir = %q
+backend "kubernetes" {
+  config_path = %q
+  namespace   = "default"
+}
+`, override, cluster.Kubeconfig()), tf...)
+
+	registerNode(t, client, harness.Node{Name: "node-a", InternalIPs: []string{"192.0.2.10"}})
+	ccm := startCCM(t, cluster, cfg, "--leader-elect=false")
+	svc := createHTTPService(t, client, "web", 80)
+	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
+	secrets := []string{token, key}
+	noSecrets := func(when string) {
+		t.Helper()
+		found, err := testkit.FindSecrets(workDir, secrets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, clusterSecrets(t, client, "default", secrets)...)
+		if s := testkit.SecretsIn([]byte(ccm.Log()), secrets...); len(s) != 0 {
+			found = append(found, fmt.Sprintf("CCM log: %v", s))
+		}
+		for _, f := range found {
+			t.Errorf("%s: %s", when, f)
+		}
+	}
+	noSecrets("plan awaiting approval")
+
+	approvePlan(t, client, hash)
+	if vip := waitVIP(t, client, "web"); vip != "203.0.113.80" {
+		t.Fatalf("VIP %s", vip)
+	}
+	var created []standin.Call
+	for _, c := range env.Calls(t) {
+		if c.Type == "google_compute_ssl_certificate" && c.Op == "create" {
+			created = append(created, c)
+		}
+	}
+	if len(created) != 1 || created[0].WriteOnly["private_key_wo"] != standin.Fingerprint(key) || created[0].Values["private_key_wo"] != nil {
+		t.Fatalf("certificate creates %+v: want one that received the key, null in state", created)
+	}
+	got := false
+	for _, c := range env.ProviderConfigs(t) {
+		got = got || c["access_token"] == standin.Fingerprint(token)
+	}
+	if !got {
+		t.Error("the provider never received the token")
+	}
+	if states := backendStates(t, client, "default"); len(states) == 0 {
+		t.Error("no state in the backend")
+	}
+	noSecrets("applied")
+}
+
+// clusterSecrets returns where in namespace's objects the secrets are:
+// the kubernetes backend's state (gunzipped), Secrets, ConfigMaps (the
+// published plan) and Events.
+func clusterSecrets(t *testing.T, client kubernetes.Interface, namespace string, secrets []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var found []string
+	for _, st := range backendStates(t, client, namespace) {
+		if s := testkit.SecretsIn(st.doc, secrets...); len(s) != 0 {
+			found = append(found, fmt.Sprintf("state %s: %v", st.secret.Name, s))
+		}
+	}
+	sl, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sl.Items {
+		for k, v := range s.Data {
+			if f := testkit.SecretsIn(v, secrets...); len(f) != 0 {
+				found = append(found, fmt.Sprintf("Secret %s/%s: %v", s.Name, k, f))
+			}
+		}
+	}
+	cl, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cl.Items {
+		for k, v := range c.Data {
+			if f := testkit.SecretsIn([]byte(v), secrets...); len(f) != 0 {
+				found = append(found, fmt.Sprintf("ConfigMap %s/%s: %v", c.Name, k, f))
+			}
+		}
+	}
+	el, err := client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range el.Items {
+		if f := testkit.SecretsIn([]byte(e.Message), secrets...); len(f) != 0 {
+			found = append(found, fmt.Sprintf("Event %s: %v", e.Reason, f))
+		}
+	}
+	return found
+}
