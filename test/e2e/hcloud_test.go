@@ -118,6 +118,9 @@ instances {
 	eventually(t, 2*time.Minute, "node-c's apply finished", func(context.Context) error {
 		return engineIdle(ccmMetrics(t, cluster, ccm))
 	})
+	if extra := env.Calls(t); len(extra) > 0 {
+		t.Fatalf("node-c's addition made more calls than its target's create: %+v", extra)
+	}
 	if err := client.CoreV1().Nodes().Delete(ctx, "node-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
