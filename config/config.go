@@ -123,9 +123,10 @@ type Instances struct {
 // directory (read through the backend it declares) or a state file; either
 // is read as raw state, without provider plugins.
 type StateSource struct {
-	Name      string `hcl:"name,label" doc:"Names the source in logs and errors."`
-	Dir       string `hcl:"dir,optional" doc:"A Terraform working directory, never written to: the backend block of its *.tf files (literal settings; none means its local terraform.tfstate) is copied into a scratch directory, initialized without providers and read with tofu state pull; no provider plugin is needed."`
-	StateFile string `hcl:"state_file,optional" doc:"A state file, read directly (through tofu state pull only to decrypt it). Exactly one of dir and state_file."`
+	Name       string `hcl:"name,label" doc:"Names the source in logs and errors."`
+	Dir        string `hcl:"dir,optional" doc:"A Terraform working directory, never written to: the backend block of its *.tf files (literal settings; none means its local terraform.tfstate) is copied into a scratch directory, initialized without providers and read with tofu state pull; no provider plugin is needed."`
+	StateFile  string `hcl:"state_file,optional" doc:"A state file, read directly (through tofu state pull only to decrypt it). Exactly one of dir and state_file."`
+	AllowEmpty bool   `hcl:"allow_empty,optional" doc:"Installs a read that finds no instance after one that found some (the infrastructure really was destroyed); lookups then fail (an empty state never reports a node gone). By default such a read (an emptied or missing remote state) fails like an unreadable backend: the last good state keeps serving up to max_staleness."`
 }
 
 // Enabled reports whether a facet's *bool switch is on (default on).

@@ -17,5 +17,9 @@
 // that, lookups fail. A lookup miss forces at most one rate-limited refresh.
 // ErrNotFound is returned only when every source was read successfully
 // within the TTL and none of them holds the instance: a read failure, stale
-// state or a mapping error is always an error, never "gone".
+// state or a mapping error is always an error, never "gone". A read that
+// maps no instance where the source's last good read mapped some (an
+// emptied or missing remote state: `tofu state pull` prints nothing) is a
+// failed read too, ErrEmptied: the last good state keeps serving, unless
+// the source sets allow_empty.
 package state

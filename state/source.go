@@ -44,6 +44,9 @@ type TofuSource struct {
 	env       map[string]string
 	scrub     *secret.Scrubber
 	timeout   time.Duration
+	// allowEmpty accepts an empty read after one with instances (see
+	// emptiedError).
+	allowEmpty bool
 
 	mu        sync.Mutex
 	tf        *tfexec.Terraform
@@ -52,7 +55,10 @@ type TofuSource struct {
 	plaintext bool   // the state was last found unencrypted (pull)
 }
 
-var _ Source = (*TofuSource)(nil)
+var (
+	_ Source       = (*TofuSource)(nil)
+	_ emptyAllower = (*TofuSource)(nil)
+)
 
 // newDirSource reads the state of the Terraform working directory dir
 // through the backend its configuration declares (no `tofu init` of dir
@@ -106,6 +112,7 @@ func SourcesFromConfig(in *config.Instances, tf *config.Terraform, base string) 
 		if err != nil {
 			return nil, err
 		}
+		src.allowEmpty = s.AllowEmpty
 		out = append(out, src)
 	}
 	return out, nil
@@ -119,6 +126,9 @@ func Env(tf *config.Terraform) (map[string]string, []string, error) {
 
 // Name implements Source.
 func (s *TofuSource) Name() string { return s.name }
+
+// AllowEmpty implements emptyAllower.
+func (s *TofuSource) AllowEmpty() bool { return s.allowEmpty }
 
 // Read implements Source.
 func (s *TofuSource) Read(ctx context.Context) (*tfjson.State, error) {

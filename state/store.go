@@ -23,6 +23,10 @@ import (
 // none holds the instance. Only this error means "the instance is gone".
 var ErrNotFound = errors.New("instance not found in state")
 
+// ErrEmptied means a source that held instances read none (see
+// emptiedError): an error, never "every instance gone".
+var ErrEmptied = errors.New("state emptied")
+
 // errRateLimited means a miss-triggered refresh found no token.
 var errRateLimited = errors.New("refresh rate limited")
 
@@ -446,17 +450,15 @@ func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
 	ss.reads.Add(1)
 	st, err := ss.src.Read(ctx)
 	if err != nil {
-		ss.mu.Lock()
-		delay := ss.bo.NextBackOff()
-		ss.lastErr, ss.retryAt = err, ss.opts.Now().Add(delay)
-		ss.mu.Unlock()
-		klog.Warningf("tfccm state: reading source %q failed, retrying in %s: %v", ss.src.Name(), delay.Round(time.Millisecond), err)
-		return nil, err
+		return nil, ss.failed(err)
 	}
 	m := ss.mapping.Load()
 	ix := BuildIndex(m, st)
 	if errs, n := ix.Errors(); n > 0 {
 		klog.Warningf("tfccm state: source %q: %d resource(s) failed to map with %s; first: %v", ss.src.Name(), n, m.Filename(), errs[0])
+	}
+	if err := emptiedError(ss.src, ss.snap.Load(), ix); err != nil {
+		return nil, ss.failed(err)
 	}
 	ss.mu.Lock()
 	ss.gen++
@@ -467,6 +469,41 @@ func (ss *sourceState) read(ctx context.Context) (*snapshot, error) {
 	ss.mu.Unlock()
 	klog.V(4).Infof("tfccm state: source %q read: %d resources, %d instances", ss.src.Name(), ix.Resources(), ix.Len())
 	return snap, nil
+}
+
+// failed records a failed read: the current snapshot keeps serving (up
+// to MaxStaleness) and the next read waits for the backoff. It returns err.
+func (ss *sourceState) failed(err error) error {
+	ss.mu.Lock()
+	delay := ss.bo.NextBackOff()
+	ss.lastErr, ss.retryAt = err, ss.opts.Now().Add(delay)
+	ss.mu.Unlock()
+	klog.Warningf("tfccm state: reading source %q failed, retrying in %s: %v", ss.src.Name(), delay.Round(time.Millisecond), err)
+	return err
+}
+
+// emptyAllower is a Source that may be configured to accept an empty read
+// after one with instances (config.StateSource.AllowEmpty).
+type emptyAllower interface {
+	AllowEmpty() bool
+}
+
+// emptiedError refuses a read of src that maps no instance when its
+// current snapshot prev has some: a backend that suddenly answers with an
+// empty or missing state (`tofu state pull` prints nothing) would
+// otherwise make every node look gone. It is an error like a failed read
+// (prev keeps serving, staleness grows), unless src allows empty reads.
+// A first read may be empty (a cluster whose infrastructure is not
+// applied yet).
+func emptiedError(src Source, prev *snapshot, ix *Index) error {
+	if prev == nil || prev.index.Len() == 0 || ix.Len() > 0 {
+		return nil
+	}
+	if a, ok := src.(emptyAllower); ok && a.AllowEmpty() {
+		return nil
+	}
+	return fmt.Errorf("state source %q: %w: the last good read had %d instance(s), this one %d resource(s) and no instance (an emptied or missing remote state?); the last good state keeps serving (allow_empty = true accepts it)",
+		src.Name(), ErrEmptied, prev.index.Len(), ix.Resources())
 }
 
 // refreshAtPercent is the share of the TTL after which the background loop

@@ -12,6 +12,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/state/mapping"
 )
 
@@ -158,6 +159,110 @@ func TestStoreFreshness(t *testing.T) {
 	if _, err := s.Lookup(ctx, "", "c"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("miss after recovery = %v, want ErrNotFound", err)
 	}
+}
+
+// TestStoreEmptiedSource: a source that held instances and reads none (its
+// state emptied, as `tofu state pull` of a lost remote state prints
+// nothing, or every resource destroyed) is a failed read: the last good
+// state keeps serving and nothing looks gone. allow_empty installs the
+// empty read; a first read may be empty.
+func TestStoreEmptiedSource(t *testing.T) {
+	empty := map[string]func(*testing.T, *infra){
+		"state emptied": func(t *testing.T, inf *infra) {
+			if err := os.WriteFile(inf.stateFile(), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"every resource destroyed": func(t *testing.T, inf *infra) { inf.apply(map[string]node{}) },
+	}
+	for how, emptyIt := range empty {
+		for _, allow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, allow_empty %v", how, allow), func(t *testing.T) {
+				inf := newInfra(t)
+				inf.apply(twoNodes())
+				clk := newFakeClock()
+				src, err := newFileSource("infra", inf.stateFile(), tfConfig(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				src.allowEmpty = allow
+				s, err := NewStore(Options{Now: clk.Now, TTL: 30 * time.Second, MaxStaleness: 10 * time.Minute, BackoffInitial: 10 * time.Second, RefreshRate: 1000, RefreshBurst: 100}, localMapping(t), src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				ctx := context.Background()
+				if _, err := s.Lookup(ctx, "", "a"); err != nil {
+					t.Fatal(err)
+				}
+
+				emptyIt(t, inf)
+				err = s.Refresh(ctx)
+				in, lookupErr := s.Lookup(ctx, "", "a")
+				_, missErr := s.Lookup(ctx, "", "c")
+				if errors.Is(lookupErr, ErrNotFound) || errors.Is(missErr, ErrNotFound) {
+					t.Fatalf("after the source emptied: lookups %v, %v; nothing may look gone", lookupErr, missErr)
+				}
+				if allow {
+					if err != nil || lookupErr == nil || !strings.Contains(lookupErr.Error(), "holds no instances") {
+						t.Fatalf("allow_empty: refresh %v, lookup %v, %v; want the empty read installed", err, in, lookupErr)
+					}
+					return
+				}
+				if !errors.Is(err, ErrEmptied) || !strings.Contains(err.Error(), `"infra"`) || !strings.Contains(err.Error(), "2 instance(s)") {
+					t.Fatalf("refresh of the emptied source = %v, want ErrEmptied naming the source and what it held", err)
+				}
+				if lookupErr != nil || in.Name != "a" {
+					t.Fatalf("lookup after the source emptied = %v, %v; want the last good state served", in, lookupErr)
+				}
+				if missErr == nil {
+					t.Fatal("a miss after the source emptied is no error")
+				}
+				if got := s.staleness()["infra"]; got != 0 {
+					t.Errorf("staleness %s right after the last good read", got)
+				}
+				// Failing reads age the snapshot: staleness grows, and past
+				// max_staleness lookups fail.
+				clk.Advance(11 * time.Minute)
+				if got := s.staleness()["infra"]; got != 11*time.Minute {
+					t.Errorf("staleness %s, want 11m", got)
+				}
+				if _, err := s.Lookup(ctx, "", "a"); err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "beyond max_staleness") {
+					t.Fatalf("lookup on the too-stale state = %v", err)
+				}
+
+				// The instances come back: lookups recover.
+				inf.apply(twoNodes())
+				clk.Advance(5 * time.Minute)
+				if in, err := s.Lookup(ctx, "", "a"); err != nil || in.Name != "a" {
+					t.Fatalf("after recovery = %v, %v", in, err)
+				}
+			})
+		}
+	}
+
+	t.Run("allow_empty from the cloud config", func(t *testing.T) {
+		srcs, err := SourcesFromConfig(&config.Instances{Sources: []config.StateSource{
+			{Name: "kept", StateFile: "a.tfstate"}, {Name: "allowed", StateFile: "b.tfstate", AllowEmpty: true},
+		}}, tfConfig(t), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []bool{false, true} {
+			if got := srcs[i].(emptyAllower).AllowEmpty(); got != want {
+				t.Errorf("source %s: AllowEmpty %v, want %v", srcs[i].Name(), got, want)
+			}
+		}
+	})
+
+	t.Run("a first read may be empty", func(t *testing.T) {
+		inf := newInfra(t)
+		inf.apply(map[string]node{})
+		s := newTestStore(t, inf, newFakeClock(), Options{RefreshRate: 1000, RefreshBurst: 100})
+		if err := s.Refresh(context.Background()); err != nil {
+			t.Fatalf("first read of an empty state: %v", err)
+		}
+	})
 }
 
 // TestStoreMissRefresh: an instance added to the infra is found by the

@@ -187,14 +187,35 @@ func TestReviewWaitsForTheExactPlan(t *testing.T) {
 		}
 	}
 	// Re-planning what is applied finds no changes: no approval needed.
+	// The drift pass's OnResult comes after the engine settled it (the
+	// approved apply's result may still be queued before it).
 	e.Reconcile("rv")
-	deadline := time.Now().Add(time.Minute)
-	for count(calls(), "plan") == plans && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	drift := awaitDriftResult(t, resCh)
+	if drift.AwaitingApproval || drift.Changed || drift.Err != nil {
+		t.Errorf("no-change re-plan reported %+v", drift)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if n := count(calls(), "plan"); n != plans+1 {
+		t.Errorf("drift check ran %d plans, want 1", n-plans)
+	}
 	if st := e.Status("rv"); st.Phase != PhaseApplied || count(calls(), "apply") != 1 {
 		t.Errorf("no-change re-plan: %+v, %d applies", st, count(calls(), "apply"))
+	}
+}
+
+// awaitDriftResult returns the next drift check's Result from results,
+// skipping the other passes' ones.
+func awaitDriftResult(t *testing.T, results <-chan Result) Result {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case r := <-results:
+			if r.Drift {
+				return r
+			}
+		case <-timeout:
+			t.Fatal("no OnResult for the drift check")
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -229,4 +230,64 @@ func ccmMetrics(t testing.TB, cluster *devcluster.Cluster, ccm *harness.CCM) str
 		return nil
 	})
 	return body
+}
+
+// engineCounts are the workspace engine's apply decisions read from the
+// CCM's /metrics.
+type engineCounts struct {
+	applyNoop int // applies found to have nothing to do
+	applyRuns int // tofu apply runs, whatever their result
+}
+
+// countEngine reads the engine's apply counters from a /metrics body.
+func countEngine(body string) engineCounts {
+	var c engineCounts
+	eachSample(body, "tfccm_workspace_operations_total", func(labels map[string]string, v float64) {
+		switch {
+		case labels["operation"] != "apply", labels["result"] == "refused":
+		case labels["result"] == "noop":
+			c.applyNoop += int(v)
+		default:
+			c.applyRuns += int(v)
+		}
+	})
+	return c
+}
+
+// engineIdle reports an error unless a /metrics body shows the workspace
+// engine with nothing queued, running or waiting to run.
+func engineIdle(body string) error {
+	var busy []string
+	for _, name := range []string{"tfccm_workspace_queue_depth", "tfccm_workspace_runs_in_flight", "tfccm_workspace_workspaces"} {
+		found := false
+		eachSample(body, name, func(labels map[string]string, v float64) {
+			found = true
+			if p := labels["phase"]; (p == "" || p == "Pending" || p == "Running") && v != 0 {
+				busy = append(busy, fmt.Sprintf("%s%v %g", name, labels, v))
+			}
+		})
+		if !found {
+			return fmt.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("engine busy: %s", strings.Join(busy, ", "))
+	}
+	return nil
+}
+
+// eachSample calls fn with the labels and value of each sample of the
+// metric name in a /metrics body (none if the body does not parse).
+func eachSample(body, name string, fn func(labels map[string]string, v float64)) {
+	ms := testutil.NewMetrics()
+	if err := testutil.ParseMetrics(body, &ms); err != nil {
+		return
+	}
+	for _, s := range ms[name] {
+		labels := map[string]string{}
+		for k, v := range s.Metric {
+			labels[string(k)] = string(v)
+		}
+		fn(labels, float64(s.Value))
+	}
 }

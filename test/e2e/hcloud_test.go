@@ -52,7 +52,7 @@ instances {
 
 	registerNode(t, client, harness.Node{Name: "node-a", Uninitialized: true})
 	registerNode(t, client, harness.Node{Name: "node-b", Uninitialized: true})
-	startCCM(t, cluster, cfg)
+	ccm := startCCM(t, cluster, cfg)
 	waitInitialized := func(name string) {
 		eventually(t, 60*time.Second, name+" initialized from hcloud_server", func(ctx context.Context) error {
 			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -113,9 +113,26 @@ instances {
 	waitStandInCalls(t, env, "node-c's server becomes a target", func(cs []standin.Call) bool {
 		return len(cs) == 1 && cs[0].Op == "create" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Values["server_id"]) == servers["node-c"]
 	})
+	// The cloud saw the call while tofu applied: let that apply finish
+	// first, so the next step starts from an idle engine.
+	eventually(t, 2*time.Minute, "node-c's apply finished", func(context.Context) error {
+		return engineIdle(ccmMetrics(t, cluster, ccm))
+	})
+	if extra := env.Calls(t); len(extra) > 0 {
+		t.Fatalf("node-c's addition made more calls than its target's create: %+v", extra)
+	}
 	if err := client.CoreV1().Nodes().Delete(ctx, "node-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Two steps, each with its own deadline, so a slow run says which one
+	// was slow: the service controller hands the new node set to tfccm,
+	// then tfccm's engine applies it.
+	eventually(t, 90*time.Second, "the service controller updates the load balancer without node-b", func(context.Context) error {
+		if !strings.Contains(ccm.Log(), "Updating backends for load balancer default/web with 2 nodes: [node-a node-c]") {
+			return fmt.Errorf("no update with [node-a node-c] in the CCM log")
+		}
+		return nil
+	})
 	waitStandInCalls(t, env, "node-b's target goes", func(cs []standin.Call) bool {
 		return len(cs) == 1 && cs[0].Op == "delete" && cs[0].Type == "hcloud_load_balancer_target" && fmt.Sprint(cs[0].Prior["server_id"]) == servers["node-b"]
 	})

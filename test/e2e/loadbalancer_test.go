@@ -259,34 +259,38 @@ func TestLoadBalancer(t *testing.T) {
 			t.Fatalf("state files: %v", states)
 		}
 		// The previous step's last change may still be applying (traffic
-		// passes before it lands): start from a settled state.
-		var before os.FileInfo
-		eventually(t, time.Minute, "no apply in flight", func(context.Context) error {
-			a, err := os.Stat(states[0])
-			if err != nil {
-				return err
+		// passes before it lands): start once the CCM has programmed the
+		// Service's current generation and its engine has nothing queued
+		// or running.
+		eventually(t, 2*time.Minute, "the Service's last change applied and the engine idle", func(context.Context) error {
+			if svc, c := conditionOf(t, client, "web", "tfccm.io/Programmed"); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != svc.Generation {
+				return fmt.Errorf("Programmed %+v, generation %d", c, svc.Generation)
 			}
-			time.Sleep(3 * time.Second)
-			b, err := os.Stat(states[0])
-			if err != nil {
-				return err
-			}
-			if !a.ModTime().Equal(b.ModTime()) {
-				return fmt.Errorf("state still changing")
-			}
-			before = b
-			return nil
+			return engineIdle(ccmMetrics(t, cluster, ccm))
 		})
+		before, err := os.Stat(states[0])
+		if err != nil {
+			t.Fatal(err)
+		}
 		ccm.Kill()
 		ccm = startCCM(parent, cluster, cfg, "--concurrent-service-syncs=2")
-		eventually(t, time.Minute, "new CCM leads and syncs the Service", func(ctx context.Context) error {
-			if !strings.Contains(ccm.Log(), "Ensuring load balancer for service default/web") {
-				return fmt.Errorf("not synced yet")
+		// The restarted engine's decision for the Service's workspace is
+		// either a no-op (its record says the content is applied) or a
+		// run: wait for one of them, then for the engine to be idle, so a
+		// wrong re-apply has happened by the time the state is checked.
+		var m engineCounts
+		eventually(t, 2*time.Minute, "the restarted CCM decides on the Service's workspace", func(context.Context) error {
+			body := ccmMetrics(t, cluster, ccm)
+			m = countEngine(body)
+			if m.applyNoop+m.applyRuns == 0 {
+				return fmt.Errorf("no apply decided yet (%+v)", m)
 			}
-			return nil
+			return engineIdle(body)
 		})
+		if m.applyRuns != 0 {
+			t.Errorf("the restarted CCM ran tofu apply %d times (%d no-ops) for an unchanged Service", m.applyRuns, m.applyNoop)
+		}
 		backendsAre(t, vip, 8080, "node-b", "node-c")
-		time.Sleep(3 * time.Second) // room for a (wrong) re-apply to show
 		after, err := os.Stat(states[0])
 		if err != nil {
 			t.Fatal(err)
