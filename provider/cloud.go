@@ -82,7 +82,14 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if cfg.Encryption != nil {
 		enc = *cfg.Encryption
 	}
+	// The orphan sweep finds load balancers in the state backend through
+	// the catalog, not only in the work dir (an emptyDir in the chart).
+	catalog, err := templates.Catalog(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	engine, err := workspace.New(workspace.Options{
+		Catalog:           catalog,
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
 		Parallelism:       cfg.Terraform.Parallelism,

@@ -30,6 +30,11 @@ type lbEngine interface {
 	Dir(name string) string
 	// Workspaces lists the workspace directories (the orphan sweep).
 	Workspaces() ([]workspace.WorkspaceDir, error)
+	// Catalogued and CatalogEntry read the state backend's catalog of
+	// applied workspaces (the orphan sweep; workspace.ErrNoCatalog when
+	// the backend keeps none).
+	Catalogued(ctx context.Context) ([]string, error)
+	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
 }
 
 // routesEngine is what the Routes facet needs of the workspace engine.

@@ -2,10 +2,14 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -18,8 +22,13 @@ import (
 
 // The orphan sweep: a load balancer workspace whose Service no longer
 // exists (deleted while tfccm was down with the finalizer removed by
-// hand, or leaked by any race) is found and destroyed. A workspace whose
-// Service exists, whatever its type, is never touched.
+// hand, or leaked by any race) is found and destroyed. It is looked for in
+// the work dir and, for a backend that keeps a catalog (kubernetes, pg,
+// s3, ...: workspace/catalog.go), in the state backend, where a new
+// controller with an empty work dir finds it with its owner's UID and the
+// configuration it was last applied with. A workspace whose Service
+// exists, whatever its type, is never touched. In review mode the destroy
+// is a plan published for approval like any other.
 
 const (
 	// sweepInterval is how often the work dir is swept (jittered).
@@ -29,13 +38,19 @@ const (
 	orphanMinAge = 2 * time.Minute
 )
 
+// Where the sweep found an orphan (the source label).
+const (
+	orphanInWorkDir      = "work_dir"
+	orphanInStateBackend = "state_backend"
+)
+
 var (
-	orphansDestroyed = metrics.NewCounter(&metrics.CounterOpts{
+	orphansDestroyed = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "tfccm_load_balancer",
 		Name:           "orphans_destroyed_total",
-		Help:           "Load balancer workspaces destroyed by the orphan sweep because their Service no longer exists.",
+		Help:           "Load balancer workspaces destroyed by the orphan sweep because their Service no longer exists, by where they were found (work_dir, state_backend).",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"source"})
 	registerProviderMetrics sync.Once
 )
 
@@ -45,12 +60,19 @@ type serviceSource struct {
 	synced cache.InformerSynced
 }
 
-// runSweep sweeps every interval (jittered) until ctx ends, once the
-// Service informer has synced.
+// runSweep sweeps every interval (jittered) until ctx ends, the first
+// time as soon as the Service informer has synced: a new controller finds
+// what leaked while none ran at once.
 func (l *loadBalancers) runSweep(ctx context.Context, interval time.Duration) {
 	registerProviderMetrics.Do(func() { legacyregistry.MustRegister(orphansDestroyed) })
-	wait.JitterUntilWithContext(ctx, func(context.Context) {
-		if n, err := l.sweep(time.Now()); err != nil {
+	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		l.mu.Lock()
+		src := l.svcSource
+		l.mu.Unlock()
+		return src != nil && src.synced(), nil
+	})
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		if n, err := l.sweep(ctx, time.Now()); err != nil {
 			klog.ErrorS(err, "Orphaned load balancer sweep failed")
 		} else if n > 0 {
 			klog.InfoS("Orphaned load balancer sweep", "destroying", n)
@@ -58,9 +80,15 @@ func (l *loadBalancers) runSweep(ctx context.Context, interval time.Duration) {
 	}, interval, 0.2, true)
 }
 
+// liveServices is what the sweep knows of the existing Services.
+type liveServices struct {
+	workspaces map[string]bool // their load balancer workspaces' names
+	uids       map[types.UID]bool
+}
+
 // sweep destroys the load balancer workspaces of Services that no longer
 // exist and reports how many it submitted.
-func (l *loadBalancers) sweep(now time.Time) (int, error) {
+func (l *loadBalancers) sweep(ctx context.Context, now time.Time) (int, error) {
 	l.mu.Lock()
 	src := l.svcSource
 	l.mu.Unlock()
@@ -71,37 +99,110 @@ func (l *loadBalancers) sweep(now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	live := make(map[string]bool, len(svcs))
+	live := liveServices{workspaces: make(map[string]bool, len(svcs)), uids: make(map[types.UID]bool, len(svcs))}
 	for _, s := range svcs {
-		live[l.render.WorkspaceName(s)] = true
+		live.workspaces[l.render.WorkspaceName(s)] = true
+		live.uids[s.UID] = true
 	}
+	n, err := l.sweepWorkDir(now, live)
+	if err != nil {
+		return n, err
+	}
+	m, err := l.sweepBackend(ctx, now, live)
+	return n + m, err
+}
+
+// sweepable tells whether workspace name may be an orphan: not a live
+// Service's, a load balancer's, and not destroyed or being destroyed.
+func (l *loadBalancers) sweepable(name string, live liveServices) bool {
+	if live.workspaces[name] || !l.render.IsLoadBalancerWorkspace(name) || l.isDeleted(name) {
+		return false
+	}
+	st := l.engine.Status(name)
+	return st.Phase != workspace.PhaseDestroyed && !(st.Destroy && st.Phase != workspace.PhaseFailed)
+}
+
+// sweepWorkDir destroys the orphans among the work dir's workspaces.
+func (l *loadBalancers) sweepWorkDir(now time.Time, live liveServices) (int, error) {
 	dirs, err := l.engine.Workspaces()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, d := range dirs {
-		if live[d.Name] || !l.render.IsLoadBalancerWorkspace(d.Name) || now.Sub(d.ModTime) < orphanMinAge {
+		if !l.sweepable(d.Name, live) || now.Sub(d.ModTime) < orphanMinAge {
 			continue
-		}
-		if st := l.engine.Status(d.Name); st.Phase == workspace.PhaseDestroyed || (st.Destroy && st.Phase != workspace.PhaseFailed) {
-			continue // destroyed, or being destroyed
 		}
 		spec, err := l.written(d.Name)
 		if err != nil {
 			klog.ErrorS(err, "Orphaned load balancer workspace cannot be read; not destroyed", "workspace", d.Name)
 			continue
 		}
-		if _, err := l.engine.Destroy(spec); err != nil {
-			klog.ErrorS(err, "Destroy orphaned load balancer workspace", "workspace", d.Name)
-			continue
+		if l.destroyOrphan(spec, nil, orphanInWorkDir) {
+			n++
 		}
-		l.mu.Lock()
-		l.deleted[d.Name] = true
-		l.mu.Unlock()
-		klog.InfoS("Destroying orphaned load balancer workspace: its Service no longer exists", "workspace", d.Name)
-		orphansDestroyed.Inc()
-		n++
 	}
 	return n, nil
+}
+
+// sweepBackend destroys the orphans the state backend's catalog lists and
+// the work dir does not hold, with the configuration the catalog kept.
+func (l *loadBalancers) sweepBackend(ctx context.Context, now time.Time, live liveServices) (int, error) {
+	names, err := l.engine.Catalogued(ctx)
+	if errors.Is(err, workspace.ErrNoCatalog) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if !l.sweepable(name, live) || l.dirExists(name) {
+			continue // the work dir's sweep has it
+		}
+		entry, err := l.engine.CatalogEntry(ctx, name)
+		if err != nil {
+			klog.ErrorS(err, "Orphaned load balancer's catalog entry cannot be read; not destroyed", "workspace", name)
+			continue
+		}
+		if live.uids[types.UID(entry.Owner.UID)] || now.Sub(entry.AppliedAt) < orphanMinAge {
+			continue
+		}
+		spec, err := l.render.WithBackend(entry.Spec())
+		if err != nil {
+			klog.ErrorS(err, "Orphaned load balancer's backend cannot be rendered; not destroyed", "workspace", name)
+			continue
+		}
+		spec.Hash = spec.ContentHash()
+		// The gone Service, as the catalog names it, gets the Events (and,
+		// in review mode, the published plan is in its namespace).
+		owner := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: entry.Owner.Namespace, Name: entry.Owner.Name, UID: types.UID(entry.Owner.UID)}}
+		if l.destroyOrphan(spec, owner, orphanInStateBackend) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// destroyOrphan submits the destroy of an orphan found in source; owner,
+// when known, is its gone Service.
+func (l *loadBalancers) destroyOrphan(spec workspace.Spec, owner *corev1.Service, source string) bool {
+	if owner != nil {
+		l.markDeleted(spec.Name, owner)
+	}
+	if _, err := l.engine.Destroy(spec); err != nil {
+		klog.ErrorS(err, "Destroy orphaned load balancer workspace", "workspace", spec.Name, "source", source)
+		return false
+	}
+	l.mu.Lock()
+	l.deleted[spec.Name] = true
+	l.mu.Unlock()
+	if owner != nil {
+		klog.InfoS("Destroying orphaned load balancer found in the state backend: its Service no longer exists", "workspace", spec.Name,
+			"service", klog.KObj(owner), "serviceUID", owner.UID)
+	} else {
+		klog.InfoS("Destroying orphaned load balancer workspace: its Service no longer exists", "workspace", spec.Name)
+	}
+	orphansDestroyed.WithLabelValues(source).Inc()
+	return true
 }

@@ -79,6 +79,11 @@ type Options struct {
 	// Review, when true, applies no plan with changes (destroys included)
 	// until Approve is called with the saved plan's hash (see review.go).
 	Review bool
+	// Catalog, when set, is the backend (files and settings; no module) of
+	// the catalog (catalog.go): every workspace with an Owner is recorded
+	// there after an apply and removed after its destroy. Nil keeps none
+	// (the local backend, or a backend without Terraform workspaces).
+	Catalog *Spec
 }
 
 // Coalesce configures how updates to an applied workspace are gathered
