@@ -36,6 +36,11 @@ const (
 	// orphanMinAge keeps the sweep away from workspaces written moments
 	// ago (a Service the informer has not delivered yet).
 	orphanMinAge = 2 * time.Minute
+	// catalogMinAge is the same for a catalog entry, whose owner is
+	// looked up again right before its destroy: an entry is written after
+	// an apply, so its Service has existed for at least that apply's time,
+	// and the informer's lag is well below this.
+	catalogMinAge = 30 * time.Second
 )
 
 // Where the sweep found an orphan (the source label).
@@ -61,8 +66,9 @@ type serviceSource struct {
 }
 
 // runSweep sweeps every interval (jittered) until ctx ends, the first
-// time as soon as the Service informer has synced: a new controller finds
-// what leaked while none ran at once.
+// time as soon as the Service informer has synced (a new controller finds
+// what leaked while none ran at once), and again as soon as a candidate
+// skipped for its age is old enough.
 func (l *loadBalancers) runSweep(ctx context.Context, interval time.Duration) {
 	registerProviderMetrics.Do(func() { legacyregistry.MustRegister(orphansDestroyed) })
 	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
@@ -71,13 +77,45 @@ func (l *loadBalancers) runSweep(ctx context.Context, interval time.Duration) {
 		l.mu.Unlock()
 		return src != nil && src.synced(), nil
 	})
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		if n, err := l.sweep(ctx, time.Now()); err != nil {
+	for ctx.Err() == nil {
+		n, again, err := l.sweep(ctx, time.Now())
+		if err != nil {
 			klog.ErrorS(err, "Orphaned load balancer sweep failed")
 		} else if n > 0 {
 			klog.InfoS("Orphaned load balancer sweep", "destroying", n)
 		}
-	}, interval, 0.2, true)
+		next := wait.Jitter(interval, 0.2)
+		if again > 0 && again < next {
+			next = again
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// sweepAgain tracks the soonest time a candidate skipped for its age may
+// be swept.
+type sweepAgain struct {
+	now  time.Time
+	wait time.Duration // 0: none
+}
+
+// young reports whether something written at was written less than min
+// ago, and if so records when it will not be.
+func (a *sweepAgain) young(at time.Time, min time.Duration) bool {
+	left := at.Add(min).Sub(a.now)
+	if left <= 0 {
+		return false
+	}
+	left += time.Second
+	if a.wait == 0 || left < a.wait {
+		a.wait = left
+	}
+	return true
 }
 
 // liveServices is what the sweep knows of the existing Services.
@@ -87,29 +125,31 @@ type liveServices struct {
 }
 
 // sweep destroys the load balancer workspaces of Services that no longer
-// exist and reports how many it submitted.
-func (l *loadBalancers) sweep(ctx context.Context, now time.Time) (int, error) {
+// exist and reports how many it submitted, and how soon a candidate
+// skipped for its age may be swept (0: none was).
+func (l *loadBalancers) sweep(ctx context.Context, now time.Time) (int, time.Duration, error) {
 	l.mu.Lock()
 	src := l.svcSource
 	l.mu.Unlock()
 	if src == nil || !src.synced() {
-		return 0, nil // no trustworthy view of the Services yet
+		return 0, 0, nil // no trustworthy view of the Services yet
 	}
 	svcs, err := src.lister.List(labels.Everything())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	live := liveServices{workspaces: make(map[string]bool, len(svcs)), uids: make(map[types.UID]bool, len(svcs))}
 	for _, s := range svcs {
 		live.workspaces[l.render.WorkspaceName(s)] = true
 		live.uids[s.UID] = true
 	}
-	n, err := l.sweepWorkDir(now, live)
+	again := &sweepAgain{now: now}
+	n, err := l.sweepWorkDir(again, live)
 	if err != nil {
-		return n, err
+		return n, again.wait, err
 	}
-	m, err := l.sweepBackend(ctx, now, live)
-	return n + m, err
+	m, err := l.sweepBackend(ctx, again, live)
+	return n + m, again.wait, err
 }
 
 // sweepable tells whether workspace name may be an orphan: not a live
@@ -123,14 +163,14 @@ func (l *loadBalancers) sweepable(name string, live liveServices) bool {
 }
 
 // sweepWorkDir destroys the orphans among the work dir's workspaces.
-func (l *loadBalancers) sweepWorkDir(now time.Time, live liveServices) (int, error) {
+func (l *loadBalancers) sweepWorkDir(again *sweepAgain, live liveServices) (int, error) {
 	dirs, err := l.engine.Workspaces()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, d := range dirs {
-		if !l.sweepable(d.Name, live) || now.Sub(d.ModTime) < orphanMinAge {
+		if !l.sweepable(d.Name, live) || again.young(d.ModTime, orphanMinAge) {
 			continue
 		}
 		spec, err := l.written(d.Name)
@@ -147,7 +187,7 @@ func (l *loadBalancers) sweepWorkDir(now time.Time, live liveServices) (int, err
 
 // sweepBackend destroys the orphans the state backend's catalog lists and
 // the work dir does not hold, with the configuration the catalog kept.
-func (l *loadBalancers) sweepBackend(ctx context.Context, now time.Time, live liveServices) (int, error) {
+func (l *loadBalancers) sweepBackend(ctx context.Context, again *sweepAgain, live liveServices) (int, error) {
 	names, err := l.engine.Catalogued(ctx)
 	if errors.Is(err, workspace.ErrNoCatalog) {
 		return 0, nil
@@ -165,7 +205,7 @@ func (l *loadBalancers) sweepBackend(ctx context.Context, now time.Time, live li
 			klog.ErrorS(err, "Orphaned load balancer's catalog entry cannot be read; not destroyed", "workspace", name)
 			continue
 		}
-		if live.uids[types.UID(entry.Owner.UID)] || now.Sub(entry.AppliedAt) < orphanMinAge {
+		if live.uids[types.UID(entry.Owner.UID)] || again.young(entry.AppliedAt, catalogMinAge) || l.ownerExists(entry.Owner) {
 			continue
 		}
 		spec, err := l.render.WithBackend(entry.Spec())
@@ -182,6 +222,16 @@ func (l *loadBalancers) sweepBackend(ctx context.Context, now time.Time, live li
 		}
 	}
 	return n, nil
+}
+
+// ownerExists looks the owner up again in the informer's cache (reading
+// the catalog entry took time).
+func (l *loadBalancers) ownerExists(o workspace.Owner) bool {
+	l.mu.Lock()
+	src := l.svcSource
+	l.mu.Unlock()
+	svc, err := src.lister.Services(o.Namespace).Get(o.Name)
+	return err == nil && string(svc.UID) == o.UID
 }
 
 // destroyOrphan submits the destroy of an orphan found in source; owner,

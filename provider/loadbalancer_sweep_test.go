@@ -40,11 +40,14 @@ func TestSweepDestroysOnlyOrphans(t *testing.T) {
 	synced := false
 	l.svcSource = &serviceSource{lister: corelisters.NewServiceLister(idx), synced: func() bool { return synced }}
 
-	if n, err := l.sweep(t.Context(), now); err != nil || n != 0 || len(eng.destroys) != 0 {
+	if n, _, err := l.sweep(t.Context(), now); err != nil || n != 0 || len(eng.destroys) != 0 {
 		t.Fatalf("before sync: %d destroyed, %v", n, err)
 	}
 	synced = true
-	n, err := l.sweep(t.Context(), now)
+	n, again, err := l.sweep(t.Context(), now)
+	if again <= 0 || again > orphanMinAge+time.Second {
+		t.Errorf("the workspace written just now is swept again in %s, want within %s", again, orphanMinAge)
+	}
 	if err != nil || n != 1 || len(eng.destroys) != 1 || eng.destroys[0].Name != "lb-c-gone" {
 		t.Fatalf("sweep destroyed %d (%v): %+v", n, err, eng.destroys)
 	}
@@ -83,9 +86,12 @@ func TestSweepDestroysOrphansFromTheBackend(t *testing.T) {
 	}}
 	l, _ := newPhaseTest(eng, fakeRenderer{})
 	l.svcSource = &serviceSource{lister: corelisters.NewServiceLister(idx), synced: func() bool { return true }}
-	n, err := l.sweep(t.Context(), now)
+	n, again, err := l.sweep(t.Context(), now)
 	if err != nil || n != 1 || len(eng.destroys) != 1 || eng.destroys[0].Name != "lb-c-gone" {
 		t.Fatalf("sweep destroyed %d (%v): %+v", n, err, eng.destroys)
+	}
+	if again <= 0 || again > catalogMinAge+time.Second {
+		t.Errorf("the entry applied just now is swept again in %s, want within %s", again, catalogMinAge)
 	}
 	d := eng.destroys[0]
 	if d.Backend.Type != "local" || string(d.Files["main.tf"]) != "# lb-c-gone" || d.Hash != d.ContentHash() {
@@ -95,7 +101,7 @@ func TestSweepDestroysOrphansFromTheBackend(t *testing.T) {
 		t.Errorf("the orphan's results go to %+v, want the gone Service shop/web-gone", svc)
 	}
 	// A second sweep does not destroy it again.
-	if n, err := l.sweep(t.Context(), now); err != nil || n != 0 {
+	if n, _, err := l.sweep(t.Context(), now); err != nil || n != 0 {
 		t.Fatalf("second sweep destroyed %d (%v)", n, err)
 	}
 }

@@ -124,14 +124,23 @@ func (c *catalog) ready(ctx context.Context) (*runner, error) {
 	return r, nil
 }
 
-// selectWorkspace selects (creating it when create) the catalog's
-// Terraform workspace name.
-func (r *runner) selectWorkspace(ctx context.Context, name string, create bool) error {
-	err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+// selectWorkspace selects the catalog's Terraform workspace name, which
+// exists.
+func (r *runner) selectWorkspace(ctx context.Context, name string) error {
+	return r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.WorkspaceSelect(ctx, name)
 	})
-	if err == nil || !create {
+}
+
+// selectOrCreate selects the catalog's Terraform workspace name, creating
+// it when it is not there yet.
+func (r *runner) selectOrCreate(ctx context.Context, name string) error {
+	names, err := r.listWorkspaces(ctx)
+	if err != nil {
 		return err
+	}
+	if contains(names, name) {
+		return r.selectWorkspace(ctx, name)
 	}
 	return r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.WorkspaceNew(ctx, name)
@@ -159,7 +168,7 @@ func (c *catalog) put(ctx context.Context, spec *Spec, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := r.selectWorkspace(ctx, spec.Name, true); err != nil {
+	if err := r.selectOrCreate(ctx, spec.Name); err != nil {
 		return fmt.Errorf("catalog %s: %w", spec.Name, err)
 	}
 	f, err := os.CreateTemp(r.dir, "entry-*.tfstate")
@@ -198,7 +207,7 @@ func (c *catalog) remove(ctx context.Context, name string) error {
 	if !contains(names, name) {
 		return nil
 	}
-	if err := r.selectWorkspace(ctx, "default", false); err != nil {
+	if err := r.selectWorkspace(ctx, "default"); err != nil {
 		return fmt.Errorf("catalog %s: %w", name, err)
 	}
 	if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
@@ -269,7 +278,7 @@ func (e *Engine) CatalogEntry(ctx context.Context, name string) (CatalogEntry, e
 	if err != nil {
 		return CatalogEntry{}, err
 	}
-	if err := r.selectWorkspace(ctx, name, false); err != nil {
+	if err := r.selectWorkspace(ctx, name); err != nil {
 		return CatalogEntry{}, fmt.Errorf("catalog %s: %w", name, err)
 	}
 	doc, err := stepResult(ctx, r, "state_pull", func(ctx context.Context, tf *tfexec.Terraform) (string, error) {
