@@ -104,6 +104,9 @@ type lbReview interface {
 	approveService(svc *corev1.Service)
 	// loadBalancerResult publishes or withdraws the Service's pending plan.
 	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
+	// approveOrphan acts on the approval annotation of the published
+	// destroy plan of an orphan whose Service is gone (review_orphans.go).
+	approveOrphan(ctx context.Context, owner *corev1.Service, ws string)
 }
 
 // routesReview is what the Routes facet needs of review mode.

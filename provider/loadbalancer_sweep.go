@@ -77,6 +77,9 @@ func (l *loadBalancers) runSweep(ctx context.Context, interval time.Duration) {
 		l.mu.Unlock()
 		return src != nil && src.synced(), nil
 	})
+	if l.review != nil {
+		go wait.UntilWithContext(ctx, l.checkOrphanApprovals, routesApprovalPoll)
+	}
 	for ctx.Err() == nil {
 		n, again, err := l.sweep(ctx, time.Now())
 		if err != nil {
@@ -246,6 +249,9 @@ func (l *loadBalancers) destroyOrphan(spec workspace.Spec, owner *corev1.Service
 	}
 	l.mu.Lock()
 	l.deleted[spec.Name] = true
+	if owner != nil {
+		l.orphans[spec.Name] = owner
+	}
 	l.mu.Unlock()
 	if owner != nil {
 		klog.InfoS("Destroying orphaned load balancer found in the state backend: its Service no longer exists", "workspace", spec.Name,
@@ -255,4 +261,25 @@ func (l *loadBalancers) destroyOrphan(spec workspace.Spec, owner *corev1.Service
 	}
 	orphansDestroyed.WithLabelValues(source).Inc()
 	return true
+}
+
+// checkOrphanApprovals looks for the approval of each orphan's destroy
+// plan awaiting one (review mode; the Service to annotate is gone).
+func (l *loadBalancers) checkOrphanApprovals(ctx context.Context) {
+	l.mu.Lock()
+	owners := make(map[string]*corev1.Service, len(l.orphans))
+	for ws, o := range l.orphans {
+		owners[ws] = o
+	}
+	l.mu.Unlock()
+	for ws, owner := range owners {
+		switch l.engine.Status(ws).Phase {
+		case workspace.PhaseAwaitingApproval:
+			l.review.approveOrphan(ctx, owner, ws)
+		case workspace.PhaseDestroyed:
+			l.mu.Lock()
+			delete(l.orphans, ws)
+			l.mu.Unlock()
+		}
+	}
 }
