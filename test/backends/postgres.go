@@ -112,6 +112,7 @@ func StartPostgres(t testing.TB) *Postgres {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	dir := serverDir(t, "tfccm-pg-", cred)
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", pgUser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
@@ -171,6 +172,7 @@ func StartPostgres(t testing.TB) *Postgres {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.DB.Close() })
+	t.Logf("PostgreSQL (%s) ready in %s", filepath.Base(filepath.Dir(bin)), time.Since(start).Round(10*time.Millisecond))
 	return p
 }
 
