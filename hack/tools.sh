@@ -21,6 +21,9 @@ CNI_PLUGINS_VERSION=v1.9.1
 # Prometheus v3.16.0 (its Go module is versioned v0.316.0): promtool checks
 # and unit-tests the chart's alerting rules.
 PROMTOOL_VERSION=v0.316.0
+# SeaweedFS (a Go module without releases on the proxy: a pseudo-version): a
+# real S3-compatible server for the s3 state backend's tests.
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -84,6 +87,8 @@ apt_install() {
 	command -v sudo >/dev/null || [[ -x /usr/bin/sudo ]] || missing+=(sudo)
 	# lbhost-router hashes client-affinity routed VIPs by client with nftables.
 	command -v nft >/dev/null || [[ -x /usr/sbin/nft ]] || missing+=(nftables)
+	# The pg state backend's tests run Debian's PostgreSQL (internal/testkit/pgserver).
+	compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing+=(postgresql)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -147,6 +152,7 @@ build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
 # discoveries and their cloud SDKs: rule checks and tests need none.
 build promtool "$PROMTOOL_VERSION" "$root/hack/tools/promtool" github.com/prometheus/prometheus/cmd/promtool \
 	"-s -w -X github.com/prometheus/common/version.Version=3.16.0 -X github.com/prometheus/common/version.Branch=HEAD" remove_all_sd
+build weed "$SEAWEEDFS_VERSION" "$root/hack/tools/seaweedfs" github.com/seaweedfs/seaweedfs/weed "-s -w"
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
 "$bin/helm" version --short >&2

@@ -97,7 +97,14 @@ func New(cfg *config.Config) (*Cloud, error) {
 		})
 		plans = c.plans
 	}
+	// The orphan sweep finds load balancers in the state backend through
+	// the catalog, not only in the work dir (an emptyDir in the chart).
+	catalog, err := templates.Catalog(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	engine, err := workspace.New(workspace.Options{
+		Catalog:           catalog,
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
 		Parallelism:       cfg.Terraform.Parallelism,

@@ -30,6 +30,11 @@ type lbEngine interface {
 	Dir(name string) string
 	// Workspaces lists the workspace directories (the orphan sweep).
 	Workspaces() ([]workspace.WorkspaceDir, error)
+	// Catalogued and CatalogEntry read the state backend's catalog of
+	// applied workspaces (the orphan sweep; workspace.ErrNoCatalog when
+	// the backend keeps none).
+	Catalogued(ctx context.Context) ([]string, error)
+	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
 }
 
 // routesEngine is what the Routes facet needs of the workspace engine.
@@ -101,6 +106,9 @@ type lbReview interface {
 	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
 	// publishHeld publishes a plan a closed change window holds (gate.go).
 	publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan)
+	// approveOrphan acts on the approval annotation of the published
+	// destroy plan of an orphan whose Service is gone (review_orphans.go).
+	approveOrphan(ctx context.Context, owner *corev1.Service, ws string)
 }
 
 // routesReview is what the Routes facet needs of review mode.

@@ -48,6 +48,10 @@ type loadBalancers struct {
 	// nothing is ever submitted for them again (a node update queued
 	// before the deletion must not resurrect the load balancer).
 	deleted map[string]bool
+	// orphans are the workspaces the sweep found in the state backend,
+	// with their gone Services (review mode approves their destroy on the
+	// plan's ConfigMap: loadbalancer_sweep.go).
+	orphans map[string]*corev1.Service
 
 	// resync re-renders workspaces whose rendered inputs changed outside
 	// the service controller's calls (see loadbalancer_watch.go).
@@ -69,7 +73,7 @@ type lbEntry struct {
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
 	return &loadBalancers{engine: engine, render: render, review: review, event: event, conds: newConditions(), remoteBackend: remoteBackend, ensureWait: ensureWait,
-		services: map[string]*lbEntry{}, deleted: map[string]bool{},
+		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
 

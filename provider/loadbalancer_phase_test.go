@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,8 @@ type fakeLBEngine struct {
 	afterDestroy *workspace.Status
 	// dirs is what Workspaces lists.
 	dirs []workspace.WorkspaceDir
+	// catalog is the state backend's catalog; nil: the backend keeps none.
+	catalog map[string]workspace.CatalogEntry
 	// settled, when set, is the status after a Wait.
 	settled *workspace.Status
 	waits   int
@@ -99,6 +102,26 @@ func (f *fakeLBEngine) Wait(ctx context.Context, name, hash string) (workspace.S
 }
 
 func (f *fakeLBEngine) Workspaces() ([]workspace.WorkspaceDir, error) { return f.dirs, nil }
+
+func (f *fakeLBEngine) Catalogued(context.Context) ([]string, error) {
+	if f.catalog == nil {
+		return nil, workspace.ErrNoCatalog
+	}
+	names := make([]string, 0, len(f.catalog))
+	for n := range f.catalog {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (f *fakeLBEngine) CatalogEntry(_ context.Context, name string) (workspace.CatalogEntry, error) {
+	e, ok := f.catalog[name]
+	if !ok {
+		return workspace.CatalogEntry{}, workspace.ErrNotFound
+	}
+	return e, nil
+}
 
 func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
 	if f.written == nil {

@@ -40,11 +40,14 @@ func TestSweepDestroysOnlyOrphans(t *testing.T) {
 	synced := false
 	l.svcSource = &serviceSource{lister: corelisters.NewServiceLister(idx), synced: func() bool { return synced }}
 
-	if n, err := l.sweep(now); err != nil || n != 0 || len(eng.destroys) != 0 {
+	if n, _, err := l.sweep(t.Context(), now); err != nil || n != 0 || len(eng.destroys) != 0 {
 		t.Fatalf("before sync: %d destroyed, %v", n, err)
 	}
 	synced = true
-	n, err := l.sweep(now)
+	n, again, err := l.sweep(t.Context(), now)
+	if again <= 0 || again > orphanMinAge+time.Second {
+		t.Errorf("the workspace written just now is swept again in %s, want within %s", again, orphanMinAge)
+	}
 	if err != nil || n != 1 || len(eng.destroys) != 1 || eng.destroys[0].Name != "lb-c-gone" {
 		t.Fatalf("sweep destroyed %d (%v): %+v", n, err, eng.destroys)
 	}
@@ -56,5 +59,49 @@ func TestSweepDestroysOnlyOrphans(t *testing.T) {
 	}
 	if len(eng.applied) != 0 {
 		t.Error("an orphan's workspace was applied after the sweep destroyed it")
+	}
+}
+
+// TestSweepDestroysOrphansFromTheBackend: with an empty work dir, the
+// sweep destroys a workspace the state backend's catalog lists whose
+// Service is gone, with the files the catalog kept, and records the gone
+// Service as its owner; never one whose Service exists (by workspace or
+// by UID) or one applied moments ago.
+func TestSweepDestroysOrphansFromTheBackend(t *testing.T) {
+	now := time.Now()
+	old := now.Add(-time.Hour)
+	live := phaseService()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = idx.Add(live)
+	entry := func(name, uid string, at time.Time) workspace.CatalogEntry {
+		return workspace.CatalogEntry{Name: name, Owner: workspace.Owner{Namespace: "shop", Name: "web-" + uid, UID: uid}, AppliedAt: at,
+			Files: map[string][]byte{"main.tf": []byte("# " + name)}}
+	}
+	eng := &fakeLBEngine{catalog: map[string]workspace.CatalogEntry{
+		"lb-c-u1":      entry("lb-c-u1", "u1", old),      // live Service
+		"lb-c-renamed": entry("lb-c-renamed", "u1", old), // live Service's UID
+		"lb-c-gone":    entry("lb-c-gone", "gone", old),  // orphan
+		"lb-c-new":     entry("lb-c-new", "new", now),    // just applied
+		"routes":       entry("routes", "", old),         // not a load balancer workspace
+	}}
+	l, _ := newPhaseTest(eng, fakeRenderer{})
+	l.svcSource = &serviceSource{lister: corelisters.NewServiceLister(idx), synced: func() bool { return true }}
+	n, again, err := l.sweep(t.Context(), now)
+	if err != nil || n != 1 || len(eng.destroys) != 1 || eng.destroys[0].Name != "lb-c-gone" {
+		t.Fatalf("sweep destroyed %d (%v): %+v", n, err, eng.destroys)
+	}
+	if again <= 0 || again > catalogMinAge+time.Second {
+		t.Errorf("the entry applied just now is swept again in %s, want within %s", again, catalogMinAge)
+	}
+	d := eng.destroys[0]
+	if d.Backend.Type != "local" || string(d.Files["main.tf"]) != "# lb-c-gone" || d.Hash != d.ContentHash() {
+		t.Errorf("orphan destroyed with spec %+v", d)
+	}
+	if svc := l.serviceOf("lb-c-gone"); svc == nil || svc.Namespace != "shop" || svc.Name != "web-gone" || svc.UID != "gone" {
+		t.Errorf("the orphan's results go to %+v, want the gone Service shop/web-gone", svc)
+	}
+	// A second sweep does not destroy it again.
+	if n, _, err := l.sweep(t.Context(), now); err != nil || n != 0 {
+		t.Fatalf("second sweep destroyed %d (%v)", n, err)
 	}
 }

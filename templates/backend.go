@@ -95,6 +95,24 @@ func Backend(cfg *config.Config, name string) (*workspace.Spec, error) {
 	return ws, nil
 }
 
+// Catalog renders the backend of the catalog (workspace.CatalogName),
+// where the engine keeps every load balancer's last applied configuration
+// next to its state: the key tfccm gives a workspace of that name. It is
+// nil (no catalog) for the local backend, whose states are in the work
+// dir the orphan sweep reads anyway, and for backends the catalog cannot
+// list: http (no Terraform workspaces) and backends without a
+// per-workspace key (their workspaces are Terraform workspaces already).
+func Catalog(cfg *config.Config) (*workspace.Spec, error) {
+	typ := config.DefaultBackendType
+	if cfg.Backend != nil {
+		typ = cfg.Backend.Type
+	}
+	if _, keyed := keyedBackends[typ]; !keyed || typ == "local" || typ == "http" {
+		return nil, nil
+	}
+	return Backend(cfg, workspace.CatalogName)
+}
+
 // WithBackend returns spec, a workspace as read back from its directory,
 // with the backend tfccm generates for its name (Backend): what destroys a
 // workspace whose inputs no longer render, and what `tfccm unlock` unlocks.

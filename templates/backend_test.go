@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // TestBackendMatchesRender: the backend of a workspace name alone is the
@@ -70,5 +72,43 @@ encryption {
 	}
 	if !bytes.Equal(b.Files[BackendFile], ws.Files[BackendFile]) {
 		t.Errorf("Backend and the render differ:\n%s\n%s", b.Files[BackendFile], ws.Files[BackendFile])
+	}
+}
+
+// TestCatalog: the catalog lives under the key the backend gives the name
+// tfccm-catalog, with the encryption block the workspaces get; there is
+// none for the local backend (the work dir holds its states) or http (no
+// Terraform workspaces to list).
+func TestCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		backend, attr, want string
+	}{
+		{"", "", ""},
+		{"backend \"local\" {}\n", "", ""},
+		{"backend \"http\" {\n  address = \"https://state.example/tfccm\"\n}\n", "", ""},
+		{"backend \"kubernetes\" {\n  namespace = \"kube-system\"\n}\n", "secret_suffix", "tfccm-catalog"},
+		{"backend \"pg\" {}\n", "schema_name", "tfccm_tfccm_catalog"},
+		{"backend \"s3\" {\n  bucket = \"b\"\n}\n", "key", "tfccm/prod-eu/tfccm-catalog.tfstate"},
+	} {
+		cfg := testConfig(t, baseConfig+"\n"+tc.backend)
+		c, err := Catalog(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.backend, err)
+		}
+		if tc.want == "" {
+			if c != nil {
+				t.Errorf("%s: a catalog (%+v), want none", tc.backend, c.Backend)
+			}
+			continue
+		}
+		if c == nil || c.Name != workspace.CatalogName {
+			t.Fatalf("%s: catalog %+v", tc.backend, c)
+		}
+		if got := c.Backend.Attributes[tc.attr].AsString(); got != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.backend, tc.attr, got, tc.want)
+		}
+		if !bytes.Contains(c.Files[BackendFile], []byte(tc.want)) {
+			t.Errorf("%s: backend file:\n%s", tc.backend, c.Files[BackendFile])
+		}
 	}
 }

@@ -37,6 +37,7 @@ func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
+	r.Spec.Owner = &workspace.Owner{Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID)}
 	return r.Spec, nil
 }
 

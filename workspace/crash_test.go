@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,7 +42,7 @@ func crashHelper(work string) int {
 
 // crashSpec is the workspace both incarnations apply: the same spec, so
 // the second one must finish the first one's work. TFCCM_CRASH_MODULE=leak
-// picks leakModule instead of testModule.
+// picks leakModule instead of testModule; TFCCM_CRASH_BACKEND a backend.
 func crashSpec(kubeconfig string) Spec {
 	s := testSpec("crash", 1, 0)
 	if os.Getenv("TFCCM_CRASH_MODULE") == "leak" {
@@ -52,8 +53,19 @@ func crashSpec(kubeconfig string) Spec {
 		s.Files["backend.tf"] = kubernetesBackendFile("crash", kubeconfig)
 		s.Backend = kubernetesBackendInfo("crash", kubeconfig)
 	}
+	if b := os.Getenv(crashBackendEnv); b != "" {
+		var f backendFixture
+		if err := json.Unmarshal([]byte(b), &f); err != nil {
+			panic(err)
+		}
+		f.set(&s, "crash")
+	}
 	return s
 }
+
+// crashBackendEnv, when set, is a backendFixture (JSON) the crash
+// workspace keeps its state in (backends_test.go).
+const crashBackendEnv = "TFCCM_CRASH_BACKEND"
 
 // killMidApply runs a controller process on the crash workspace, waits
 // until its apply is inside the local-exec provisioner and SIGKILLs it,

@@ -46,7 +46,9 @@ output "n" {
 func encryption(keys ...[2]string) (env, public string) {
 	var kp, m strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&kp, "key_provider \"pbkdf2\" %q {\n  passphrase = %q\n}\n", k[0], k[1])
+		// OpenTofu's minimum iterations (its default is 3 times as many):
+		// every tofu command derives the keys again.
+		fmt.Fprintf(&kp, "key_provider \"pbkdf2\" %q {\n  passphrase = %q\n  iterations = 200000\n}\n", k[0], k[1])
 		fmt.Fprintf(&m, "method \"aes_gcm\" %q {\n  keys = key_provider.pbkdf2.%s\n}\n", k[0], k[0])
 	}
 	target := func(kind string) string {

@@ -48,6 +48,9 @@ type Engine struct {
 	// (Reconcile; tests replace it).
 	driftCheck func(name string)
 
+	// catalog is nil unless Options.Catalog (catalog.go).
+	catalog *catalog
+
 	mu sync.Mutex
 	ws map[string]*entry
 
@@ -119,6 +122,9 @@ func New(opts Options) (*Engine, error) {
 		retries:     newRetryBackoff(opts.Backoff),
 		ws:          map[string]*entry{},
 		done:        make(chan struct{}),
+	}
+	if opts.Catalog != nil {
+		e.catalog = &catalog{e: e, spec: opts.Catalog}
 	}
 	e.queue = newQueue(e.retries)
 	e.driftCheck = e.Reconcile
@@ -364,6 +370,10 @@ func cloneSpec(s Spec) Spec {
 		for k, v := range s.Modes {
 			c.Modes[k] = v
 		}
+	}
+	if s.Owner != nil {
+		o := *s.Owner
+		c.Owner = &o
 	}
 	if s.BackendConfig != nil {
 		c.BackendConfig = make(map[string]string, len(s.BackendConfig))

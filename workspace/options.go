@@ -86,6 +86,11 @@ type Options struct {
 	// Plans, when set in review mode, keeps pending plans outside the work
 	// dir so that they survive a restart (planstore.go).
 	Plans PlanStore
+	// Catalog, when set, is the backend (files and settings; no module) of
+	// the catalog (catalog.go): every workspace with an Owner is recorded
+	// there after an apply and removed after its destroy. Nil keeps none
+	// (the local backend, or a backend without Terraform workspaces).
+	Catalog *Spec
 }
 
 // Coalesce configures how updates to an applied workspace are gathered

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
@@ -101,7 +102,7 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 		if err != nil {
 			return nil, fail("workspace list", err)
 		}
-		if !contains(list, spec.StateWorkspace) {
+		if !slices.Contains(list, spec.StateWorkspace) {
 			p.NoState = true
 			// Plan from an empty state: an override file puts a local
 			// backend in the scratch directory over the real one, so
@@ -146,13 +147,4 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	}
 	p.Redacted = []byte(o.Scrub.With(sensitiveStrings(plan)).Scrub(string(b)))
 	return p, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -30,6 +30,9 @@ type record struct {
 	// last written with (Engine.encryption): a new one (a rotated key) makes
 	// the next apply write the state even without changes, re-encrypting it.
 	Encryption string `json:"encryption,omitempty"`
+	// Catalogued is the applied hash last recorded in the catalog
+	// (catalog.go); a put that failed is tried again by the next run.
+	Catalogued string `json:"catalogued,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, recordFile) }

@@ -333,6 +333,7 @@ func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, out r
 	if err := e.removeState(ctx, spec, r.dir); err != nil {
 		return out.fail("destroy", &Error{Op: "destroy", Summary: r.scrub.Scrub(err.Error())})
 	}
+	e.catalogRemove(ctx, spec.Name)
 	out.rec = record{}
 	return out
 }
@@ -353,6 +354,7 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, out run
 	out.rec.AppliedAt = time.Now().UTC()
 	out.rec.Outputs = public
 	out.rec.Encryption = e.encryption
+	e.catalogPut(ctx, spec, &out.rec)
 	if err := writeRecord(r.dir, out.rec); err != nil {
 		return out.fail("apply", &Error{Op: "apply", Summary: err.Error()})
 	}

@@ -54,6 +54,10 @@ type Spec struct {
 	// -backend-config file that exists only while init runs, and they are
 	// scrubbed from every message.
 	BackendConfig map[string]string
+	// Owner, when set, is the object the workspace belongs to (a load
+	// balancer's Service): the catalog records it (catalog.go). Not
+	// hashed, never written into the workspace.
+	Owner *Owner
 }
 
 // namedWorkspace reports whether the spec selects a non-default Terraform

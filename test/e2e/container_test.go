@@ -465,14 +465,22 @@ cloudConfig:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stateSecrets []string
+	// The load balancer's state, and the catalog's (docs/how-it-works.md):
+	// its default workspace and the load balancer's entry.
+	var stateSecrets, catalog []string
 	for _, s := range secrets.Items {
-		if strings.HasPrefix(s.Name, "tfstate-") {
+		switch {
+		case strings.HasSuffix(s.Name, "-tfccm-catalog"):
+			catalog = append(catalog, s.Name)
+		case strings.HasPrefix(s.Name, "tfstate-"):
 			stateSecrets = append(stateSecrets, s.Name)
 		}
 	}
 	if len(stateSecrets) != 1 {
 		t.Errorf("state Secrets in kube-system: %v, want one (kubernetes backend through the chart's RBAC)", stateSecrets)
+	}
+	if len(catalog) != 2 {
+		t.Errorf("catalog Secrets in kube-system: %v, want the catalog's default workspace and the load balancer's entry", catalog)
 	}
 
 	if err := admin.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
