@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-nodes tools-e2e tools-s3 test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -135,6 +135,10 @@ tools-nodes: tools
 tools-e2e: tools
 	bash hack/tools.sh e2e
 
+## tools-s3: SeaweedFS (bin/weed), the S3-compatible server of the s3 backend tests
+tools-s3: tools
+	bash hack/tools.sh s3
+
 ## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM,
 ## also in-cluster from the image and the Helm chart)
 test-nodes: tools-nodes build image
@@ -200,6 +204,10 @@ soak: tools build
 ## test-terraform: the local set (and the lbhost provider) with HashiCorp Terraform instead of
 ## OpenTofu: TERRAFORM (default: terraform on PATH) runs the local-cloud and LB/routes/drift e2e tests
 TERRAFORM ?= $(shell command -v terraform)
+## test-backends: the pg and s3 state backends against real servers (PostgreSQL, SeaweedFS)
+test-backends: tools tools-s3 build
+	TFCCM_S3=1 $(GO) test -count=1 -timeout 20m -run 'TestRealBackends|TestCatalog' ./workspace/
+
 test-terraform: build
 	@test -n "$(TERRAFORM)" || { echo "terraform not found (set TERRAFORM=...)"; exit 1; }
 	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m ./test/localcloud/

@@ -152,13 +152,18 @@ build helm "$HELM_VERSION" "$root/hack/tools/helm" helm.sh/helm/v3/cmd/helm \
 # discoveries and their cloud SDKs: rule checks and tests need none.
 build promtool "$PROMTOOL_VERSION" "$root/hack/tools/promtool" github.com/prometheus/prometheus/cmd/promtool \
 	"-s -w -X github.com/prometheus/common/version.Version=3.16.0 -X github.com/prometheus/common/version.Branch=HEAD" remove_all_sd
-build weed "$SEAWEEDFS_VERSION" "$root/hack/tools/seaweedfs" github.com/seaweedfs/seaweedfs/weed "-s -w"
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/kube-apiserver" --version >&2
 "$bin/helm" version --short >&2
 "$bin/promtool" --version 2>&1 | sed -n 1p >&2
 if [[ ${1-} == nodes ]]; then
 	nodes
+fi
+# `tools.sh s3` (make tools-s3): SeaweedFS as bin/weed, the S3-compatible
+# server of the s3 backend's tests (make test-backends). Its own target: a
+# cold build costs ~8 CPU-minutes, too much for a cold make test.
+if [[ ${1-} == s3 ]]; then
+	build weed "$SEAWEEDFS_VERSION" "$root/hack/tools/seaweedfs" github.com/seaweedfs/seaweedfs/weed "-s -w"
 fi
 # `tools.sh e2e` (make tools-e2e): the upstream e2e framework with its
 # sig-network specs as bin/e2e.test (hack/tools/kube-e2e/lbsuite, go test -c),
