@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"cel.dev/cel-go/cel"
+	"github.com/google/cel-go/cel"
 	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
