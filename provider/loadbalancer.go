@@ -265,10 +265,15 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
 	}
+	// A destroy that runs ends in a result, whose Event needs the entry:
+	// onResult forgets it then (it may come after settle returns).
+	ran := st.Phase != workspace.PhaseDestroyed
 	st = l.settle(ctx, l.approve(svc, st))
 	switch st.Phase {
 	case workspace.PhaseDestroyed:
-		l.forget(name)
+		if !ran {
+			l.forget(name)
+		}
 		l.conds.forget(svc.UID)
 		return nil
 	case workspace.PhaseFailed:
@@ -445,13 +450,28 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 			return true // the pending-approval Event is recorded
 		}
 	}
-	l.conds.set(svc, resultConditions(r)...)
+	if conds := resultConditions(r); len(conds) > 0 {
+		l.conds.set(svc, conds...)
+	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
 	eventType, reason, message := resultEvent(r)
 	l.event(svc, eventType, reason, message)
+	if r.Op == "destroy" && r.Err == nil {
+		l.forgetDestroyed(name)
+	}
 	return true
+}
+
+// forgetDestroyed drops the entry of a workspace whose destroy result was
+// told, unless the Service wants a load balancer again (revive).
+func (l *loadBalancers) forgetDestroyed(name string) {
+	l.mu.Lock()
+	if l.deleted[name] {
+		delete(l.services, name)
+	}
+	l.mu.Unlock()
 }
 
 // onApplyStart records that a plan with changes starts being applied: a

@@ -519,3 +519,30 @@ func TestEnsureAfterTypeChangeRevives(t *testing.T) {
 		t.Errorf("ensure of a deleted Service: %v, %d applies, want an error and none", err, len(eng.applied))
 	}
 }
+
+// TestDestroyedEventAfterSettledDelete: the destroy's result may reach
+// onResult after EnsureLoadBalancerDeleted saw the workspace destroyed and
+// returned; its TerraformDestroyed Event still reaches the Service.
+func TestDestroyedEventAfterSettledDelete(t *testing.T) {
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"},
+		afterDestroy: &workspace.Status{Phase: workspace.PhaseRunning, Destroy: true},
+		settled:      &workspace.Status{Phase: workspace.PhaseDestroyed, Destroy: true}}
+	var events []recordedEvent
+	l := newLoadBalancers(eng, fakeRenderer{}, nil, func(_ runtime.Object, eventType, reason, message string) {
+		events = append(events, recordedEvent{eventType, reason, message})
+	}, false, time.Minute)
+	svc := phaseService()
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", svc); err != nil {
+		t.Fatal(err)
+	}
+	name := l.render.WorkspaceName(svc)
+	if !l.onResult(name, workspace.Result{Op: "destroy", Changed: true}) {
+		t.Fatal("the destroy's result found no Service")
+	}
+	if got := reasons(events); got != ReasonDestroyed {
+		t.Errorf("events %q, want %s", got, ReasonDestroyed)
+	}
+	if l.serviceOf(name) != nil {
+		t.Error("the destroyed workspace's entry is kept after its result")
+	}
+}
