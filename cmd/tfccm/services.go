@@ -41,14 +41,23 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 	serves := &config.Config{}
 	fs.StringVar(&serves.LoadBalancerClass, "load-balancer-class", config.DefaultLoadBalancerClass, "the cloud config's load_balancer_class")
 	classless := fs.Bool("serve-classless", true, "the cloud config's serve_classless")
+	cfgPath := fs.String("config", "", "read load_balancer_class and serve_classless from this cloud config instead of the flags")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() != 0 || !slices.Contains([]string{"", "refuse", "delete"}, *uninstall) {
-		fmt.Fprintln(stderr, "usage: tfccm services [--kubeconfig K] [--load-balancer-class C] [--serve-classless=false] [--uninstall refuse|delete] [--timeout D]")
+		fmt.Fprintln(stderr, "usage: tfccm services [--kubeconfig K] [--config FILE | --load-balancer-class C --serve-classless=false] [--uninstall refuse|delete] [--timeout D]")
 		return exitUsage
 	}
 	serves.ServeClassless = classless
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "tfccm services: %v\n", err)
+			return exitError
+		}
+		serves = cfg
+	}
 	client, err := kubeClient(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm services: %v\n", err)

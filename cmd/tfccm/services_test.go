@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,13 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 	code, out, _ = tfccm("--serve-classless=false")
 	if code != exitOK || !strings.Contains(out, "mine") || !strings.Contains(out, "web") || strings.Contains(out, "pending") {
 		t.Errorf("list with --serve-classless=false: exit %d\n%s", code, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "cloud.hcl")
+	if err := os.WriteFile(cfg, []byte("cluster_name = \"c\"\nserve_classless = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out2, _ := tfccm("--config", cfg); code != exitOK || out2 != out {
+		t.Errorf("list with a cloud config setting serve_classless = false: exit %d\n%s", code, out2)
 	}
 	code, _, errOut := tfccm("--uninstall=refuse")
 	if code != exitError || !strings.Contains(errOut, "tfccm serves 3 LoadBalancer Service(s): default/mine, default/pending, default/web") {
