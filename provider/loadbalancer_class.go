@@ -80,8 +80,9 @@ type classLoop struct {
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	watching chan struct{} // closed by watch: the listers are set
-	// nodesOnly marks a queued Service whose only change is the node set
-	// (UpdateLoadBalancer); a Service change clears it (EnsureLoadBalancer).
+	// nodesOnly tells, for a queued Service, whether its only change is
+	// the node set (true: UpdateLoadBalancer) or not (false:
+	// EnsureLoadBalancer); sync takes it.
 	nodesOnly map[string]bool
 	// warned is the class annotation value each Service was warned about.
 	warned map[types.UID]string
@@ -152,7 +153,7 @@ func (c *classLoop) serviceChanged(oldObj, newObj any) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.nodesOnly, key)
+	c.nodesOnly[key] = false // a full sync, whatever else queues it before it runs
 	c.mu.Unlock()
 	c.queue.Add(key)
 }
@@ -364,6 +365,11 @@ func (c *classLoop) ensure(ctx context.Context, svc *corev1.Service) error {
 	switch {
 	case errors.Is(err, cloudprovider.ImplementedElsewhere):
 		return nil // review mode: the plan awaits approval; its annotation queues the Service again
+	case errors.As(err, new(*api.RetryError)):
+		// Work in flight, or the previous owner still releasing: not a
+		// failure, so no Warning (the service controller records one).
+		klog.V(2).InfoS("Load balancer not ready yet", "service", klog.KObj(svc), "reason", err)
+		return err
 	case err != nil:
 		return c.failed(svc, fmt.Errorf("failed to ensure load balancer: %w", err))
 	case status == nil:

@@ -94,6 +94,15 @@ func TestLoadBalancerClass(t *testing.T) {
 	backendsAre(t, plainVIP, 80, "node-a", "node-b")
 	waitProgrammed(t, client, "plain")
 	t.Logf("class-less -> %s: served again at %s after %s", mine, plainVIP, time.Since(start).Round(time.Millisecond))
+	// Waiting for the previous owner is no failure: the only Warning is
+	// the class annotation's.
+	for _, name := range []string{"classed", "plain"} {
+		for _, w := range serviceWarnings(ctx, t, client, name) {
+			if !strings.HasPrefix(w, "TerraformClassAnnotationIgnored: ") {
+				t.Errorf("Warning on %s: %s", name, w)
+			}
+		}
+	}
 
 	for _, name := range []string{"classed", "plain", "other"} {
 		if err := client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
