@@ -5,8 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
