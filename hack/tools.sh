@@ -24,6 +24,9 @@ PROMTOOL_VERSION=v0.316.0
 # SeaweedFS (a Go module without releases on the proxy: a pseudo-version): a
 # real S3-compatible server for the s3 state backend's tests.
 SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+# MetalLB's controller (its IP allocator): the second load balancer controller the
+# real-node tests run beside tfccm (spec.loadBalancerClass, migration).
+METALLB_VERSION=v0.15.2
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -164,6 +167,15 @@ fi
 # cold build costs ~8 CPU-minutes, too much for a cold make test.
 if [[ ${1-} == s3 ]]; then
 	build weed "$SEAWEEDFS_VERSION" "$root/hack/tools/seaweedfs" github.com/seaweedfs/seaweedfs/weed "-s -w"
+fi
+# `tools.sh metallb` (make tools-metallb): MetalLB's controller as bin/metallb-controller and
+# its CRDs (IPAddressPool, L2Advertisement, ...) from the module's source in bin/metallb-crds,
+# for the real-node tests that run it beside tfccm (not part of make test: ~4 min cold).
+if [[ ${1-} == metallb ]]; then
+	build metallb-controller "$METALLB_VERSION" "$root/hack/tools/metallb" go.universe.tf/metallb/controller "-s -w"
+	mlb=$(cd "$root/hack/tools/metallb" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' go.universe.tf/metallb)
+	mkdir -p "$bin/metallb-crds"
+	install -m 0644 "$mlb"/config/crd/bases/*.yaml "$bin/metallb-crds/"
 fi
 # `tools.sh e2e` (make tools-e2e): the upstream e2e framework with its
 # sig-network specs as bin/e2e.test (hack/tools/kube-e2e/lbsuite, go test -c),

@@ -35,6 +35,9 @@ type lbEngine interface {
 	// the backend keeps none).
 	Catalogued(ctx context.Context) ([]string, error)
 	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
+	// Revive lets a destroyed workspace be applied again (a Service
+	// that wants a load balancer again after a type change).
+	Revive(name string) (bool, error)
 }
 
 // routesEngine is what the Routes facet needs of the workspace engine.
