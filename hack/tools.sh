@@ -84,6 +84,10 @@ apt_install() {
 	command -v sudo >/dev/null || [[ -x /usr/bin/sudo ]] || missing+=(sudo)
 	# lbhost-router hashes client-affinity routed VIPs by client with nftables.
 	command -v nft >/dev/null || [[ -x /usr/sbin/nft ]] || missing+=(nftables)
+	# The l4 variant: lbhost-router flushes UDP flows with conntrack; the LB
+	# hosts sync connection state with conntrackd (TestBaremetalL4, bench).
+	command -v conntrack >/dev/null || [[ -x /usr/sbin/conntrack ]] || missing+=(conntrack)
+	command -v conntrackd >/dev/null || [[ -x /usr/sbin/conntrackd ]] || missing+=(conntrackd)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -98,6 +102,9 @@ apt_install() {
 	fi
 	if command -v systemctl >/dev/null && systemctl is-active --quiet keepalived 2>/dev/null; then
 		systemctl stop keepalived || true
+	fi
+	if command -v systemctl >/dev/null && systemctl is-active --quiet conntrackd 2>/dev/null; then
+		systemctl stop conntrackd || true
 	fi
 }
 

@@ -7,8 +7,8 @@
 // address with jhash for ClientIP affinity), as kube-proxy's nftables mode
 // does; conntrack keeps each connection on its backend and reverses the
 // NAT on replies. Packets are forwarded, not proxied: the backends see the
-// client's own address unless the load balancer masquerades (SNAT), and
-// UDP passes like TCP.
+// client's own address unless the load balancer rewrites the source (SNAT,
+// to the VIP), and UDP passes like TCP.
 //
 // The table is built as nft's JSON (never a script with values spliced in)
 // and replaced atomically, so established connections (their conntrack
@@ -38,10 +38,12 @@ type Config struct {
 	// healthy set is unchanged).
 	Affinity     string   `json:"session_affinity"`
 	SourceRanges []string `json:"source_ranges,omitempty"`
-	// SNAT masquerades forwarded connections to the host's own address:
-	// needed when replies from the backends do not come back through this
-	// host (it is not their gateway); the backends then see the host's
-	// address instead of the client's.
+	// SNAT rewrites the source of forwarded connections to Address (the
+	// VIP): needed when the backends' replies would not come back through
+	// this host (it is not their gateway); they go to the VIP, so to
+	// whichever host holds it, and with conntrack state synced between
+	// the hosts (conntrackd) a connection survives a VRRP failover. The
+	// backends then see the VIP instead of the client's address.
 	SNAT bool `json:"snat"`
 }
 

@@ -75,13 +75,14 @@ func portMatch(address string, p Port) []any {
 // with the rules of lbs in one transaction; with no load balancer it only
 // removes the table. The output is deterministic: equal input, equal bytes.
 //
-// Chains: "filter" (prerouting, before NAT) drops clients outside a load
+// Chains: "pre_filter" (prerouting, before NAT) drops clients outside a load
 // balancer's source ranges and rejects connections to a port with no
 // healthy backend (TCP reset, else ICMP port unreachable, as kube-proxy
-// does); "dnat" (prerouting) jumps to lb_<name> per VIP, whose rules DNAT
+// does); "pre_dnat" (prerouting) jumps to lb_<name> per VIP, whose rules DNAT
 // each port to a healthy backend's node port (numgen random, or jhash of
-// the client address for ClientIP affinity); "snat" (postrouting)
-// masquerades the connections of load balancers with SNAT.
+// the client address for ClientIP affinity); "post_snat" (postrouting)
+// rewrites the source of the connections of load balancers with SNAT to
+// their VIP.
 func Ruleset(lbs []Live) ([]byte, error) {
 	table := obj{"family": "ip", "name": NftTable}
 	cmds := []any{obj{"add": obj{"table": table}}, obj{"delete": obj{"table": table}}}
@@ -92,9 +93,9 @@ func Ruleset(lbs []Live) ([]byte, error) {
 			cmds = append(cmds, obj{"add": obj{"chain": obj{"family": "ip", "table": NftTable, "name": name,
 				"type": typ, "hook": hook, "prio": prio, "policy": "accept"}}})
 		}
-		base("filter", "filter", "prerouting", -110)
-		base("dnat", "nat", "prerouting", -100)
-		base("snat", "nat", "postrouting", 100)
+		base("pre_filter", "filter", "prerouting", -110)
+		base("pre_dnat", "nat", "prerouting", -100)
+		base("post_snat", "nat", "postrouting", 100)
 		rule := func(chain string, expr ...any) {
 			cmds = append(cmds, obj{"add": obj{"rule": obj{"family": "ip", "table": NftTable, "chain": chain, "expr": expr}}})
 		}
@@ -102,7 +103,7 @@ func Ruleset(lbs []Live) ([]byte, error) {
 			chain := ChainPrefix + lb.Name
 			cmds = append(cmds, obj{"add": obj{"chain": obj{"family": "ip", "table": NftTable, "name": chain}}},
 				obj{"add": obj{"rule": obj{"family": "ip", "table": NftTable, "chain": chain, "comment": lb.Signature(), "expr": []any{obj{"counter": nil}}}}})
-			rule("dnat", match("==", payload("ip", "daddr"), lb.Address), obj{"jump": obj{"target": chain}})
+			rule("pre_dnat", match("==", payload("ip", "daddr"), lb.Address), obj{"jump": obj{"target": chain}})
 			up := slices.SortedFunc(slices.Values(lb.Up), func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 			for _, p := range lb.Ports {
 				if len(lb.SourceRanges) > 0 {
@@ -115,23 +116,23 @@ func Ruleset(lbs []Live) ([]byte, error) {
 						}
 						ranges[i] = obj{"prefix": obj{"addr": addr, "len": n}}
 					}
-					rule("filter", append(portMatch(lb.Address, p), match("!=", payload("ip", "saddr"), obj{"set": ranges}), obj{"drop": nil})...)
+					rule("pre_filter", append(portMatch(lb.Address, p), match("!=", payload("ip", "saddr"), obj{"set": ranges}), obj{"drop": nil})...)
 				}
 				if len(up) == 0 {
 					reject := obj{"type": "icmp", "expr": "port-unreachable"}
 					if p.Protocol == "TCP" {
 						reject = obj{"type": "tcp reset"}
 					}
-					rule("filter", append(portMatch(lb.Address, p), obj{"reject": reject})...)
+					rule("pre_filter", append(portMatch(lb.Address, p), obj{"reject": reject})...)
 					continue
 				}
 				rule(chain, append(portMatch(lb.Address, p)[1:], obj{"dnat": dnat(lb.Affinity, up, p.NodePort)})...)
 			}
 			if lb.SNAT {
-				rule("snat",
+				rule("post_snat",
 					match("in", obj{"ct": obj{"key": "status"}}, "dnat"),
 					match("==", obj{"ct": obj{"key": "ip daddr", "dir": "original"}}, lb.Address),
-					obj{"masquerade": nil})
+					obj{"snat": obj{"family": "ip", "addr": lb.Address}})
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func (r *l4FrontendResource) Schema(_ context.Context, _ resource.SchemaRequest,
 				Description: "`None` (each connection to a random healthy backend) or `ClientIP` (by client address).",
 				Validators:  []validator.String{oneOf(l4.AffinityNone, l4.AffinityClientIP)}},
 			"snat": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				Description: "Masquerade forwarded connections to the host's address, for backends whose replies would not come back through this host. Backends then see the host's address, not the client's. Default false."},
+				Description: "Rewrite the source of forwarded connections to `address` (the VIP), for backends whose replies would not come back through this host: they go to the VIP, so to whichever host holds it (with conntrackd syncing connection state between VRRP peers, connections survive a failover). Backends then see the VIP, not the client. Default false."},
 		},
 	}
 }

@@ -9,70 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/miekg/dns"
 )
 
-// serveDNS runs a DNS server (miekg/dns, the library CoreDNS is built on)
-// in a node's netns on port, over UDP and TCP: every TXT question is
-// answered "<node> saw <client address> over <network>".
+// serveDNS runs ServeDNS until the test ends.
 func serveDNS(t *testing.T, node string, port int) {
 	t.Helper()
-	n := shared.Node(node)
-	handler := func(network string) dns.HandlerFunc {
-		return func(w dns.ResponseWriter, q *dns.Msg) {
-			m := new(dns.Msg)
-			m.SetReply(q)
-			client, _, _ := net.SplitHostPort(w.RemoteAddr().String())
-			for _, question := range q.Question {
-				m.Answer = append(m.Answer, &dns.TXT{
-					Hdr: dns.RR_Header{Name: question.Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 0},
-					Txt: []string{fmt.Sprintf("%s saw %s over %s", node, client, network)},
-				})
-			}
-			_ = w.WriteMsg(m)
-		}
-	}
-	var pc net.PacketConn
-	if err := InNetns(n.Netns, func() (err error) {
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
-		return err
-	}); err != nil {
+	stop, err := shared.ServeDNS(node, port)
+	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := shared.Listen(node, "tcp4", fmt.Sprintf(":%d", port))
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
-	udp := &dns.Server{PacketConn: pc, Handler: handler("udp")}
-	tcp := &dns.Server{Listener: l, Handler: handler("tcp")}
-	go func() { _ = udp.ActivateAndServe() }()
-	go func() { _ = tcp.ActivateAndServe() }()
-	t.Cleanup(func() {
-		_ = udp.Shutdown()
-		_ = tcp.Shutdown()
-	})
-}
-
-// askDNS sends one TXT question to addr over network ("udp" or "tcp")
-// from the host and returns the answer's text.
-func askDNS(network, addr string) (string, error) {
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
-	q := new(dns.Msg)
-	q.SetQuestion("who.tfccm.test.", dns.TypeTXT)
-	r, _, err := c.Exchange(q, addr)
-	if err != nil {
-		return "", err
-	}
-	if len(r.Answer) != 1 {
-		return "", fmt.Errorf("answer %v", r.Answer)
-	}
-	txt, ok := r.Answer[0].(*dns.TXT)
-	if !ok || len(txt.Txt) != 1 {
-		return "", fmt.Errorf("answer %v", r.Answer)
-	}
-	return txt.Txt[0], nil
+	t.Cleanup(stop)
 }
 
 // askedBy asks n times over network and counts the answering nodes; every
@@ -81,7 +27,7 @@ func askedBy(t *testing.T, network, addr string, n int) (map[string]int, error) 
 	t.Helper()
 	seen := map[string]int{}
 	for range n {
-		txt, err := askDNS(network, addr)
+		txt, err := AskDNS(network, addr)
 		if err != nil {
 			return seen, err
 		}
@@ -185,7 +131,7 @@ func TestL4LoadBalancer(t *testing.T) {
 			t.Fatalf("delete table: %v: %s", err, out)
 		}
 		eventually(t, 10*time.Second, "the router loads the table again", func() (bool, string) {
-			_, err := askDNS("udp", addr)
+			_, err := AskDNS("udp", addr)
 			return err == nil, fmt.Sprint(err, "\n", l4Loaded(), "\nrouter log:\n", routerLog())
 		})
 		// An edited config is a diff; the next apply writes it back.
