@@ -136,6 +136,27 @@ func (ls longLived) alive() int {
 	return n
 }
 
+// waitSynced waits until the backup's conntrack table holds n entries to
+// vip (conntrackd injected the master's) and returns the master.
+func waitSynced(t testing.TB, hs *lbhosts.Hosts, vip string, n int) *lbhosts.Host {
+	t.Helper()
+	master := hs.Master(vip)
+	if master == nil {
+		t.Fatal("no host holds the VIP")
+	}
+	backup := hs.Hosts[0]
+	if backup == master {
+		backup = hs.Hosts[1]
+	}
+	testkit.Eventually(t, 15*time.Second, "the connections synced to "+backup.Name, func(context.Context) error {
+		if got := backup.ConntrackEntries(vip); got < n {
+			return fmt.Errorf("%d entries", got)
+		}
+		return nil
+	})
+	return master
+}
+
 // TestBaremetalL4 applies the baremetal set's l4 variant on two LB hosts
 // over SSH: DNS on 53/UDP+TCP is answered through the VIP by real DNS
 // servers on the nodes (who see the VIP: the hosts SNAT to it); a VRRP
@@ -157,20 +178,7 @@ func TestBaremetalL4(t *testing.T) {
 		})
 	}
 	conns := dialLongLived(t, net.JoinHostPort(vip, "9000"), 20)
-	master := hs.Master(vip)
-	if master == nil {
-		t.Fatal("no host holds the VIP")
-	}
-	backup := hs.Hosts[0]
-	if backup == master {
-		backup = hs.Hosts[1]
-	}
-	testkit.Eventually(t, 15*time.Second, "the connections synced to "+backup.Name, func(context.Context) error {
-		if n := backup.ConntrackEntries(vip); n < len(conns) {
-			return fmt.Errorf("%d entries", n)
-		}
-		return nil
-	})
+	master := waitSynced(t, hs, vip, len(conns))
 	f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
 	if err != nil {
 		t.Fatal(err)
@@ -207,17 +215,7 @@ func BenchmarkBaremetalL4Failover(b *testing.B) {
 		lost, alive, total := 0, 0, 0
 		for i := 0; i < max(b.N, 3); i++ {
 			conns := dialLongLived(b, net.JoinHostPort(vip, "9000"), 50)
-			master := hs.Master(vip)
-			backup := hs.Hosts[0]
-			if backup == master {
-				backup = hs.Hosts[1]
-			}
-			testkit.Eventually(b, 15*time.Second, "the connections synced", func(context.Context) error {
-				if n := backup.ConntrackEntries(vip); n < len(conns) {
-					return fmt.Errorf("%d entries", n)
-				}
-				return nil
-			})
+			master := waitSynced(b, hs, vip, len(conns))
 			f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(sig) })
 			if err != nil {
 				b.Fatal(err)
