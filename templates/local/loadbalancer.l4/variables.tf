@@ -46,7 +46,7 @@ variable "service" {
     condition = alltrue([for p in var.service.ports :
       floor(p.port) == p.port && p.port >= 1 && p.port <= 65535 &&
     p.node_port != null && floor(coalesce(p.node_port, 0)) == p.node_port && coalesce(p.node_port, 0) >= 1 && coalesce(p.node_port, 0) <= 65535])
-    error_message = "Every port needs a port and a node_port from 1 to 65535."
+    error_message = "Every port needs a port and a node_port from 1 to 65535: the layer-4 load balancer forwards to the nodes' node ports (for allocateLoadBalancerNodePorts: false use the routed variant of the local set)."
   }
   validation {
     condition     = length(distinct([for p in var.service.ports : "${p.port}/${p.protocol}"])) == length(var.service.ports)
