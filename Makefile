@@ -187,7 +187,7 @@ conformance-fast: tools-nodes tools-e2e build
 ## OpenTofu or a control plane (repo.Tofu, devcluster.ForTest); no tools needed, ~1 min warm
 UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./state/... ./templates/... ./provider/... \
 	./workspace/... ./cmd/... ./hack/conformance/... ./lbhost/haproxy/... ./lbhost/host/... \
-	./lbhost/keepalived/... ./lbhost/router/... ./lbhost/transport/... ./fleet/... ./policy/... \
+	./lbhost/keepalived/... ./lbhost/l4/... ./lbhost/router/... ./lbhost/transport/... ./fleet/... ./policy/... \
 	./window/... ./deploy/gitops/...
 unit:
 	$(GO) test -short -count=1 $(UNIT_PKGS)

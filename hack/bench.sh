@@ -14,6 +14,8 @@
 #                           and the cost of ensure_wait (time, Warnings)
 #   baremetal, two LB hosts over SSH   VRRP failover median of 10 < 3 s, <= 3
 #                           requests lost at 20 req/s; applies/Service per node change == 1
+#   baremetal l4 (nftables + conntrackd)   VRRP failover <= 3 s, <= 3 requests lost at
+#                           20 req/s, >= 95% of 50 long-lived connections alive after it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"
@@ -33,6 +35,7 @@ run ./templates/ 'RenderLoadBalancer500Nodes' 10x
 run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
+run ./test/lbhosts/ 'BaremetalL4Failover' 1x
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
 # defaults: 10 service workers, as the chart) vs raw tofu

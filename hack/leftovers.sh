@@ -52,12 +52,13 @@ list() {
 	ps -eo pid=,ppid=,args= | awk '$2 == 1' | grep -E '/tmp/(Test|tfccm-e2e-bin|go-build)|tfccm-local' |
 		grep -vE 'grep -E|leftovers.sh' |
 		awk '{$1=""; $2=""; sub(/^ +/, ""); print "process " $0}' || true
-	# HAProxy or the routed-VIP service of a local cloud whose namespace is
-	# gone (it would keep a VIP alive where nothing can reach or stop it).
+	# HAProxy, the routed-VIP/l4 service or conntrackd of a local cloud or LB
+	# host whose namespace is gone (it would keep a VIP alive where nothing
+	# can reach or stop it).
 	local hostns named pid ns
 	hostns=$(readlink /proc/1/ns/net 2>/dev/null || true)
 	named=$(for n in $(ip netns list 2>/dev/null | awk '{print $1}'); do stat -Lc 'net:[%i]' "/run/netns/$n" 2>/dev/null; done)
-	for pid in $(pgrep -x haproxy 2>/dev/null) $(pgrep -x lbhost-router 2>/dev/null); do
+	for pid in $(pgrep -x haproxy 2>/dev/null) $(pgrep -x lbhost-router 2>/dev/null) $(pgrep -x conntrackd 2>/dev/null); do
 		ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
 		if [[ $ns != "$hostns" ]] && ! grep -qxF "$ns" <<<"$named"; then
 			echo "process $(cat "/proc/$pid/comm" 2>/dev/null) in a deleted network namespace ($ns)"

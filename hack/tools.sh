@@ -92,6 +92,10 @@ apt_install() {
 	command -v nft >/dev/null || [[ -x /usr/sbin/nft ]] || missing+=(nftables)
 	# The pg state backend's tests run Debian's PostgreSQL (internal/testkit/pgserver).
 	compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing+=(postgresql)
+	# The l4 variant: lbhost-router flushes UDP flows with conntrack; the LB
+	# hosts sync connection state with conntrackd (TestBaremetalL4, bench).
+	command -v conntrack >/dev/null || [[ -x /usr/sbin/conntrack ]] || missing+=(conntrack)
+	command -v conntrackd >/dev/null || [[ -x /usr/sbin/conntrackd ]] || missing+=(conntrackd)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""
@@ -106,6 +110,9 @@ apt_install() {
 	fi
 	if command -v systemctl >/dev/null && systemctl is-active --quiet keepalived 2>/dev/null; then
 		systemctl stop keepalived || true
+	fi
+	if command -v systemctl >/dev/null && systemctl is-active --quiet conntrackd 2>/dev/null; then
+		systemctl stop conntrackd || true
 	fi
 }
 

@@ -41,6 +41,7 @@ type options struct {
 	specTimeout     time.Duration
 	keep            bool
 	prefix          string
+	module          string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.DurationVar(&o.specTimeout, "spec-timeout", 25*time.Minute, "limit of one spec's e2e.test process")
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster up afterwards (bin/devcluster down --dir DIR/cluster)")
 	flag.StringVar(&o.prefix, "prefix", "tfccmcf", "local cloud name prefix")
+	flag.StringVar(&o.module, "module", "loadbalancer.routed", "the local set's LoadBalancer module the run makes the default (e.g. loadbalancer.l4)")
 	flag.Parse()
 	start := time.Now()
 	err := run(o)
@@ -116,7 +118,7 @@ func run(o options) (err error) {
 			err = fmt.Errorf("%w; down: %v", err, derr)
 		}
 	}()
-	if ccm, err = startCCM(c, root, bin, dir); err != nil {
+	if ccm, err = startCCM(c, root, bin, dir, o.module); err != nil {
 		return err
 	}
 	say("tfccm is the CCM (log: %s)", ccm.LogPath)
@@ -139,13 +141,16 @@ func run(o options) (err error) {
 }
 
 // startCCM runs tfccm (bin/, make build) as the cluster's CCM. Its default
-// LoadBalancer module is the local set's `routed` variant, through an
-// override directory: the upstream specs need what only a routed VIP gives
-// (Services without node ports, client addresses kept for
-// externalTrafficPolicy: Local, the VIP served by kube-proxy).
-func startCCM(c *nodes.Cluster, root, bin, dir string) (*harness.CCM, error) {
+// LoadBalancer module is the local set's module (by default the `routed`
+// variant), through an override directory: the upstream specs need what
+// only a routed VIP gives (Services without node ports, client addresses
+// kept for externalTrafficPolicy: Local, the VIP served by kube-proxy).
+func startCCM(c *nodes.Cluster, root, bin, dir, module string) (*harness.CCM, error) {
+	if !regexp.MustCompile(`^loadbalancer(\.[a-z0-9-]+)?$`).MatchString(module) {
+		return nil, fmt.Errorf("--module %q is not a LoadBalancer module of the local set", module)
+	}
 	overrides := filepath.Join(dir, "templates")
-	if err := os.CopyFS(filepath.Join(overrides, "loadbalancer"), os.DirFS(filepath.Join(root, "templates", "local", "loadbalancer.routed"))); err != nil {
+	if err := os.CopyFS(filepath.Join(overrides, "loadbalancer"), os.DirFS(filepath.Join(root, "templates", "local", module))); err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "cloud.hcl")

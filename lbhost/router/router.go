@@ -79,19 +79,24 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("hash %q must be flow or client", c.Hash)
 	}
-	switch c.Check.Protocol {
+	return c.Check.Validate()
+}
+
+// Validate checks everything a probe puts in a request.
+func (c Check) Validate() error {
+	switch c.Protocol {
 	case "HTTP", "HTTPS":
-		if !rePath.MatchString(c.Check.Path) {
-			return fmt.Errorf("health check path %q must be an absolute URL path", c.Check.Path)
+		if !rePath.MatchString(c.Path) {
+			return fmt.Errorf("health check path %q must be an absolute URL path", c.Path)
 		}
 	case "TCP":
 	default:
-		return fmt.Errorf("health check protocol %q must be HTTP, HTTPS or TCP", c.Check.Protocol)
+		return fmt.Errorf("health check protocol %q must be HTTP, HTTPS or TCP", c.Protocol)
 	}
-	if c.Check.Port < 1 || c.Check.Port > 65535 {
-		return fmt.Errorf("health check port %d must be from 1 to 65535", c.Check.Port)
+	if c.Port < 1 || c.Port > 65535 {
+		return fmt.Errorf("health check port %d must be from 1 to 65535", c.Port)
 	}
-	if c.Check.IntervalMS < 100 || c.Check.Rise < 1 || c.Check.Fall < 1 {
+	if c.IntervalMS < 100 || c.Rise < 1 || c.Fall < 1 {
 		return fmt.Errorf("health check interval_ms (>= 100), rise and fall (>= 1) are required")
 	}
 	return nil
@@ -106,16 +111,27 @@ func Parse(b []byte) (Config, error) {
 	return c, c.Validate()
 }
 
-// health is one next hop's check state.
-type health struct {
+// Health is one checked address's state (a next hop here, a backend of
+// an lbhost_l4_frontend in package l4).
+type Health struct {
 	up        bool
 	successes int
 	failures  int
 	last      time.Time
 }
 
-// observe records one check result and reports whether the state changed.
-func (h *health) observe(ok bool, c Check) bool {
+// Up reports whether the address passes its check.
+func (h *Health) Up() bool { return h.up }
+
+// Due reports whether the next check is due at interval.
+func (h *Health) Due(interval time.Duration) bool {
+	return h.last.IsZero() || time.Since(h.last) >= interval-50*time.Millisecond
+}
+
+// Observe records one check result and reports whether the state changed.
+// A new address is up after its first success, down after its first
+// failure.
+func (h *Health) Observe(ok bool, c Check) bool {
 	was := h.up
 	if ok {
 		h.successes++

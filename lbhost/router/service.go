@@ -35,7 +35,7 @@ type Service struct {
 	Probe func(ctx context.Context, hop string, c Check) bool
 	Log   *log.Logger
 
-	health  map[string]map[string]*health // address -> hop -> state
+	health  map[string]map[string]*Health // address -> hop -> state
 	applied map[string]string             // address -> key of the hops routed to
 	// hopRules: next hops with a policy rule and table (client hashing);
 	// nftLoaded: the script last loaded ("" = none yet, load even if empty).
@@ -68,12 +68,12 @@ func (s *Service) defaults() {
 		}
 	}
 	if s.Probe == nil {
-		s.Probe = probe
+		s.Probe = Probe
 	}
 	if s.Log == nil {
 		s.Log = log.New(os.Stderr, "lbhost-router: ", log.LstdFlags)
 	}
-	s.health = map[string]map[string]*health{}
+	s.health = map[string]map[string]*Health{}
 	s.applied = map[string]string{}
 	s.hopRules = map[string]bool{}
 }
@@ -165,7 +165,7 @@ func (s *Service) Sync(ctx context.Context) {
 	for addr, c := range configs {
 		hs := s.health[addr]
 		if hs == nil {
-			hs = map[string]*health{}
+			hs = map[string]*Health{}
 			s.health[addr] = hs
 		}
 		for hop := range hs {
@@ -177,20 +177,20 @@ func (s *Service) Sync(ctx context.Context) {
 		for _, hop := range c.Nexthops {
 			h := hs[hop]
 			if h == nil {
-				h = &health{}
+				h = &Health{}
 				hs[hop] = h
 			}
-			if !h.last.IsZero() && time.Since(h.last) < interval-50*time.Millisecond {
+			if !h.Due(interval) {
 				continue
 			}
 			wg.Add(1)
-			go func(hop string, h *health, c Config) {
+			go func(hop string, h *Health, c Config) {
 				defer wg.Done()
 				pctx, cancel := context.WithTimeout(ctx, min(interval, 2*time.Second))
 				ok := s.Probe(pctx, hop, c.Check)
 				cancel()
 				mu.Lock()
-				if h.observe(ok, c.Check) {
+				if h.Observe(ok, c.Check) {
 					s.Log.Printf("%s (%s): next hop %s %s", c.Address, c.Owner, hop, map[bool]string{true: "up", false: "down"}[h.up])
 				}
 				mu.Unlock()
@@ -222,7 +222,7 @@ func (s *Service) Sync(ctx context.Context) {
 func (s *Service) upHops(addr string, c Config) []string {
 	var up []string
 	for _, hop := range c.Nexthops {
-		if h := s.health[addr][hop]; h != nil && h.up {
+		if h := s.health[addr][hop]; h != nil && h.Up() {
 			up = append(up, hop)
 		}
 	}
@@ -327,9 +327,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// probe is the default health check: HTTP(S) GET expecting 200, or a TCP
-// connect.
-func probe(ctx context.Context, hop string, c Check) bool {
+// Probe is the default health check of hop: HTTP(S) GET expecting 200, or
+// a TCP connect.
+func Probe(ctx context.Context, hop string, c Check) bool {
 	addr := net.JoinHostPort(hop, strconv.Itoa(c.Port))
 	if c.Protocol == "TCP" {
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)

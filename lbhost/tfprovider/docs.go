@@ -49,6 +49,19 @@ var docExamples = map[string]string{
 output "backends" {
   value = [for b in data.lbhost_backend_health.web.backends : { name = b.name, healthy = b.healthy }]
 }`,
+	"lbhost_l4_frontend": `resource "lbhost_l4_frontend" "dns" {
+  name    = "prod_dns"
+  address = lbhost_vip.dns.address
+  ports = [
+    { protocol = "UDP", port = 53, node_port = 30053 },
+    { protocol = "TCP", port = 53, node_port = 30053 },
+  ]
+  backends = [
+    { name = "node-a", address = "10.250.0.11" },
+    { name = "node-b", address = "10.250.0.12" },
+  ]
+  health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
+}`,
 	"lbhost_route": `resource "lbhost_route" "pods_node_a" {
   destination = "10.244.1.0/24"
   gateway     = "10.250.0.11"
@@ -56,9 +69,10 @@ output "backends" {
 }
 
 var docImports = map[string]string{
-	"lbhost_vip":      "tofu import lbhost_vip.web 'prod_web,10.252.0.0/24'   # <owner>,<pool>[,<interface>]",
-	"lbhost_frontend": "tofu import lbhost_frontend.web prod_web           # <name>",
-	"lbhost_route":    "tofu import lbhost_route.pods_node_a 10.244.1.0/24  # <destination>",
+	"lbhost_vip":         "tofu import lbhost_vip.web 'prod_web,10.252.0.0/24'   # <owner>,<pool>[,<interface>]",
+	"lbhost_frontend":    "tofu import lbhost_frontend.web prod_web           # <name>",
+	"lbhost_route":       "tofu import lbhost_route.pods_node_a 10.244.1.0/24  # <destination>",
+	"lbhost_l4_frontend": "tofu import lbhost_l4_frontend.dns prod_dns     # <name>",
 }
 
 // hostSetup is what a host must provide; the provider manages only its own
@@ -76,6 +90,10 @@ server-state file, which it filters at every reload); it never rewrites the host
 - For ` + "`lbhost_vip`" + ` with ` + "`vrrp`" + `: keepalived whose main configuration includes
   ` + "`<config_dir>/keepalived/*.conf`" + `; on a VRRP backup HAProxy binds a VIP it does not hold, so set
   ` + "`net.ipv4.ip_nonlocal_bind = 1`" + `.
+- For ` + "`lbhost_l4_frontend`" + `: ` + "`nft`" + ` (nftables) and the router service running where the
+  rules belong, ` + "`lbhost-router -l4 <config_dir>/l4`" + ` (as root; it health-checks the backends and loads
+  table ` + "`lbhost_l4`" + `), IPv4 forwarding on, and ` + "`conntrack`" + ` (conntrack-tools, optional: UDP flows to a failed
+  backend are flushed with it).
 - ` + "`ip`" + ` (iproute2), ` + "`ss`" + `, ` + "`flock`" + `, and for the ssh transport ` + "`sh`" + `, ` + "`env`" + `, ` + "`cat`" + `, ` + "`tar`" + `
   and OpenSSH's streamlocal forwarding (on by default) to reach the master CLI socket.
 

@@ -1,7 +1,8 @@
 // Package tfprovider is the Terraform provider "lbhost" built with
 // terraform-plugin-framework: the resources lbhost_frontend (an HAProxy
-// load balancer), lbhost_vip (an address claimed from a pool) and
-// lbhost_route (a kernel route) on one Linux load-balancer host, reached
+// load balancer), lbhost_l4_frontend (a layer-4 nftables load balancer),
+// lbhost_vip (an address claimed from a pool), lbhost_routed_vip (a VIP the
+// host routes) and lbhost_route (a kernel route) on one Linux load-balancer host, reached
 // through the netns or the ssh transport. Host-side work lives in package
 // host; this package maps Terraform's plans and state onto it.
 package tfprovider
@@ -177,7 +178,7 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -77,6 +77,7 @@ type Host struct {
 	sshd        *exec.Cmd
 	haproxy     *exec.Cmd
 	keepalive   *exec.Cmd
+	l4          []*exec.Cmd // lbhost-router -l4 and conntrackd (StartL4)
 }
 
 // Hosts is a running set of load-balancer hosts.
@@ -525,8 +526,8 @@ func (hs *Hosts) Stop() error {
 	hs.mu.Unlock()
 	for _, h := range hs.Hosts {
 		h.mu.Lock()
-		cmds := []*exec.Cmd{h.keepalive, h.haproxy, h.sshd}
-		h.keepalive, h.haproxy, h.sshd = nil, nil, nil
+		cmds := append([]*exec.Cmd{h.keepalive, h.haproxy, h.sshd}, h.l4...)
+		h.keepalive, h.haproxy, h.sshd, h.l4 = nil, nil, nil, nil
 		h.mu.Unlock()
 		for _, c := range cmds {
 			stop(c, syscall.SIGTERM)

@@ -62,12 +62,20 @@ func TestBaremetalModule(t *testing.T) {
 // given nodes on hs, and one running tofu in it (failing the test).
 func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (string, func(nodes ...string), func(args ...string) string) {
 	t.Helper()
+	return moduleOf(t, cloud, hs, "loadbalancer", "web",
+		`{ ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`)
+}
+
+// moduleOf is baremetalModule for any module of the set, load balancer
+// name and service (HCL).
+func moduleOf(t testing.TB, cloud *localcloud.Cloud, hs *lbhosts.Hosts, module, name, service string) (string, func(nodes ...string), func(args ...string) string) {
+	t.Helper()
 	dir := t.TempDir()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(root, "templates", "baremetal", "loadbalancer")
+	src := filepath.Join(root, "templates", "baremetal", module)
 	files, _ := filepath.Glob(filepath.Join(src, "*.tf"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -84,12 +92,12 @@ func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (
 			ns = append(ns, fmt.Sprintf(`{ name = %q, addresses = [{ type = "InternalIP", address = %q }] }`, n, cloud.Node(n).Address))
 		}
 		body := fmt.Sprintf(`cluster_name = "c1"
-load_balancer_name = "web"
-service = { ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }
+load_balancer_name = %q
+service = %s
 nodes = [%s]
 health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
 settings = %s
-`, strings.Join(ns, ", "), harness.HCLObject(hs.LBSettings()))
+`, name, service, strings.Join(ns, ", "), harness.HCLObject(hs.LBSettings()))
 		if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

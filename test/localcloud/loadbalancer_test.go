@@ -270,9 +270,19 @@ func TestLoadBalancer(t *testing.T) {
 			t.Logf("fragment:\n%s", frag)
 			t.Fatalf("backend saw %q, want prefix %q", body, want)
 		}
+		// HAProxy adds the header: kube-proxy must send in-cluster
+		// clients through it too (ip_mode Proxy), as the openstack set does.
+		var ing []ingress
+		web.output("ingress", &ing)
+		if len(ing) != 1 || ing[0].IP != vip || ing[0].IPMode != "Proxy" {
+			t.Fatalf("with PROXY protocol the ingress is %+v, want ip_mode Proxy on %s", ing, vip)
+		}
 		web.mustApply(lbVars("web", []port{{"TCP", 80, 30081}}, nil))
 		if body, err := get(url); err != nil || body != "no proxy header" {
 			t.Fatalf("without proxy protocol the backend saw %q (%v)", body, err)
+		}
+		if got := vipOf(web); got != vip {
+			t.Fatalf("VIP changed from %s to %s", vip, got)
 		}
 	})
 

@@ -239,8 +239,8 @@ func runPod(t *testing.T, client kubernetes.Interface, name, node string) *corev
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{corev1.LabelHostname: node},
 			Containers: []corev1.Container{{
-				Name: "netexec", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
-				Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+				Name: "netexec", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=8081"},
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081, Protocol: corev1.ProtocolUDP}},
 			}},
 		},
 	}

@@ -1,0 +1,154 @@
+# HA layer-4 load balancers on your own Linux hosts through tfccm's lbhost
+# provider over SSH: on EVERY host of settings.hosts a keepalived VRRP
+# instance for the Service's VIP and an lbhost_l4_frontend: the host's
+# lbhost-router health-checks the nodes and keeps nftables rules that DNAT
+# each VIP:port (TCP, UDP; SCTP where the kernel has it) to a healthy node's
+# NodePort (numgen per connection, jhash of the client for ClientIP) and SNAT
+# it to the VIP, so the nodes' replies come back to whichever host holds the
+# VIP (with conntrackd syncing connection state, to the one that took over). The VIP (and its VRRP virtual
+# router id) is allocated once, by the provider on the first host (by name)
+# under that host's lock; the other hosts are given the same address and id.
+#
+# One provider configuration is one host, so the hosts are one provider
+# block with for_each (OpenTofu >= 1.9; see README.md for why and what that
+# means for adding and retiring hosts).
+provider "lbhost" {
+  alias    = "host"
+  for_each = var.settings.hosts
+
+  config_dir          = coalesce(each.value.config_dir, var.settings.config_dir)
+  haproxy             = var.settings.haproxy
+  keepalived_config   = each.value.keepalived_config != null ? each.value.keepalived_config : var.settings.keepalived_config
+  keepalived_pid_file = each.value.keepalived_pid_file != null ? each.value.keepalived_pid_file : var.settings.keepalived_pid_file
+  ssh = {
+    host             = each.value.address
+    port             = each.value.ssh_port
+    user             = each.value.user
+    host_key         = each.value.host_key
+    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+    # A path (agent socket or key file): the key itself never reaches
+    # rendered files, plans or state.
+    agent_socket     = var.settings.ssh_agent_socket
+    private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
+  }
+}
+
+locals {
+  # Owner of this LB's fragments, VIP claims and VRRP instances. '_'
+  # separates the two names unambiguously: neither may contain it.
+  owner = "${var.cluster_name}_${var.load_balancer_name}"
+
+  ipv4 = "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
+
+  # Hosts that serve. A host being retired keeps its provider configuration
+  # (retired = true) for one apply, so its objects can be destroyed.
+  active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  names  = sort(keys(local.active))
+  # The host that allocates VIPs and virtual router ids for every Service.
+  first  = local.names[0]
+  others = { for name, h in local.active : name => h if name != local.first }
+
+  # Per host: its unicast VRRP peers, every other host in the settings. A
+  # retired host stays a peer until it leaves the settings: the VIPs it
+  # holds are released with a priority-0 advert its peers still hear, and
+  # they take over at once. A host without peers (alone) runs multicast
+  # VRRP: keepalived rejects a unicast source without peers.
+  peers = { for name in local.names : name => [
+    for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address if other != name
+  ] }
+  # Per host: its VRRP priority (the first host highest unless set).
+  vrrp = { for i, name in local.names : name => {
+    # High priorities: a backup takes over a VIP released by a stopping
+    # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
+    priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
+    source   = length(local.peers[name]) > 0 ? local.active[name].address : null
+    peers    = local.peers[name]
+  } }
+
+  # Every node with an IPv4 InternalIP, at its first one.
+  backends = [for n in var.nodes : {
+    name    = n.name
+    address = [for a in n.addresses : a.address if a.type == "InternalIP" && can(regex(local.ipv4, a.address))][0]
+  } if length([for a in n.addresses : a if a.type == "InternalIP" && can(regex(local.ipv4, a.address))]) > 0]
+
+  requested = var.service.load_balancer_ip
+  pool_bits = split("/", var.settings.vip_pool)[1]
+}
+
+# The VIP, allocated (or the requested one checked) on the first host, with
+# its VRRP instance there.
+resource "lbhost_vip" "first" {
+  provider = lbhost.host[local.first]
+
+  owner     = local.owner
+  pool      = var.settings.vip_pool
+  address   = local.requested
+  interface = var.settings.vrrp_interface
+  vrrp = {
+    interface               = var.settings.vrrp_interface
+    virtual_router_id_range = var.settings.virtual_router_ids
+    priority                = local.vrrp[local.first].priority
+    advert_int              = var.settings.advert_int
+    nopreempt               = true
+    source_address          = local.vrrp[local.first].source
+    peers                   = local.vrrp[local.first].peers
+  }
+
+  lifecycle {
+    # The provider checks this too; here the message names the Service's field.
+    precondition {
+      condition     = local.requested == null || cidrhost("${coalesce(local.requested, "0.0.0.0")}/${local.pool_bits}", 0) == cidrhost(var.settings.vip_pool, 0)
+      error_message = "The requested load balancer IP ${coalesce(local.requested, "-")} is outside the VIP pool ${var.settings.vip_pool} (settings.vip_pool)."
+    }
+  }
+}
+
+# The same VIP and virtual router id on every other host.
+resource "lbhost_vip" "other" {
+  for_each = local.others
+  provider = lbhost.host[each.key]
+
+  owner     = local.owner
+  pool      = var.settings.vip_pool
+  address   = lbhost_vip.first.address
+  interface = var.settings.vrrp_interface
+  vrrp = {
+    interface         = var.settings.vrrp_interface
+    virtual_router_id = lbhost_vip.first.vrrp.virtual_router_id
+    priority          = local.vrrp[each.key].priority
+    advert_int        = var.settings.advert_int
+    nopreempt         = true
+    source_address    = local.vrrp[each.key].source
+    peers             = local.vrrp[each.key].peers
+  }
+}
+
+# The layer-4 load balancer on every host (a backup keeps the same rules
+# for the VIP it does not hold, ready for a failover).
+resource "lbhost_l4_frontend" "lb" {
+  for_each = local.active
+  provider = lbhost.host[each.key]
+
+  name     = local.owner
+  address  = each.key == local.first ? lbhost_vip.first.address : lbhost_vip.other[each.key].address
+  ports    = [for p in var.service.ports : { protocol = p.protocol, port = p.port, node_port = p.node_port }]
+  backends = local.backends
+
+  # kube-proxy's health endpoint, or for externalTrafficPolicy: Local the
+  # Service's healthCheckNodePort: a node failing it twice gets no new
+  # connections.
+  health_check = {
+    protocol    = var.health_check.protocol
+    port        = var.health_check.port
+    path        = var.health_check.protocol == "TCP" ? null : var.health_check.path
+    interval_ms = 1000
+    rise        = 2
+    fall        = 2
+  }
+
+  source_ranges    = length(var.service.source_ranges) > 0 ? var.service.source_ranges : null
+  session_affinity = coalesce(var.service.session_affinity, "None")
+  # The nodes' replies must come back through the host holding the VIP.
+  snat = true
+}

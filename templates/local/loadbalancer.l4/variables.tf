@@ -1,0 +1,122 @@
+variable "cluster_name" {
+  type = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,62}$", var.cluster_name))
+    error_message = "cluster_name must be 1-63 lowercase letters, digits or '-', starting with a letter."
+  }
+}
+
+variable "load_balancer_name" {
+  type = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,31}$", var.load_balancer_name))
+    error_message = "load_balancer_name must be 1-32 lowercase letters, digits or '-'."
+  }
+}
+
+variable "service" {
+  # Only what the template uses: tfccm renders only declared inputs, so an
+  # edit to anything else (annotations, labels) costs no plan.
+  type = object({
+    ports = list(object({
+      name      = string
+      protocol  = string
+      port      = number
+      node_port = number
+    }))
+    load_balancer_ip = string
+    source_ranges    = list(string)
+    ip_families      = list(string)
+    session_affinity = string
+    proxy_protocol   = bool
+  })
+
+  validation {
+    condition     = !var.service.proxy_protocol
+    error_message = "The layer-4 load balancer forwards packets and cannot send the PROXY protocol: the pods see the client's own address as it is (use the default local load balancer for PROXY protocol)."
+  }
+
+  validation {
+    condition     = alltrue([for p in var.service.ports : contains(["TCP", "UDP", "SCTP"], p.protocol)])
+    error_message = "Every port's protocol must be TCP, UDP or SCTP."
+  }
+  validation {
+    condition = alltrue([for p in var.service.ports :
+      floor(p.port) == p.port && p.port >= 1 && p.port <= 65535 &&
+    p.node_port != null && floor(coalesce(p.node_port, 0)) == p.node_port && coalesce(p.node_port, 0) >= 1 && coalesce(p.node_port, 0) <= 65535])
+    error_message = "Every port needs a port and a node_port from 1 to 65535: the layer-4 load balancer forwards to the nodes' node ports (for allocateLoadBalancerNodePorts: false use the routed variant of the local set)."
+  }
+  validation {
+    condition     = length(distinct([for p in var.service.ports : "${p.port}/${p.protocol}"])) == length(var.service.ports)
+    error_message = "Two Service ports use the same port number and protocol; the load balancer listens on each once."
+  }
+  validation {
+    condition     = var.service.load_balancer_ip == null || can(regex("^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$", var.service.load_balancer_ip))
+    error_message = "The requested load balancer IP must be an IPv4 address (the local cloud has IPv4 VIPs only)."
+  }
+  validation {
+    condition     = alltrue([for r in var.service.source_ranges : can(regex("^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$", r)) && can(cidrhost(r, 0)) && try(cidrsubnet(r, 0, 0) == r, false)])
+    error_message = "Every load balancer source range must be an IPv4 network CIDR such as 10.0.0.0/8 (the layer-4 load balancer has IPv4 VIPs; host bits must be zero)."
+  }
+  validation {
+    condition     = contains(var.service.ip_families, "IPv4")
+    error_message = "The local layer-4 load balancer has IPv4 VIPs only: ipFamilies must include IPv4."
+  }
+  validation {
+    condition     = contains(["None", "ClientIP"], coalesce(var.service.session_affinity, "None"))
+    error_message = "session_affinity must be None or ClientIP."
+  }
+}
+
+variable "nodes" {
+  type = list(object({
+    name      = string
+    addresses = list(object({ type = string, address = string }))
+  }))
+
+  validation {
+    condition     = alltrue([for n in var.nodes : can(regex("^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", n.name))])
+    error_message = "Node names must be Kubernetes DNS subdomain names."
+  }
+}
+
+variable "health_check" {
+  type = object({ protocol = string, port = number, path = string })
+
+  validation {
+    condition     = contains(["HTTP", "HTTPS", "TCP"], var.health_check.protocol)
+    error_message = "health_check.protocol must be HTTP, HTTPS or TCP."
+  }
+  validation {
+    condition     = floor(var.health_check.port) == var.health_check.port && var.health_check.port >= 1 && var.health_check.port <= 65535
+    error_message = "health_check.port must be from 1 to 65535."
+  }
+  validation {
+    condition     = var.health_check.protocol == "TCP" || can(regex("^/[A-Za-z0-9._~/%-]{0,254}$", coalesce(var.health_check.path, "-")))
+    error_message = "health_check.path must be an absolute URL path of letters, digits and ._~/%- characters."
+  }
+}
+
+variable "settings" {
+  description = "From the cloud config's load_balancer.settings; the local cloud's infra outputs state_dir, cloud_netns and vip_pool."
+  type = object({
+    state_dir   = string
+    cloud_netns = string
+    vip_pool    = string
+  })
+
+  validation {
+    condition     = can(regex("^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$", var.settings.state_dir))
+    error_message = "settings.state_dir must be an absolute path (the local cloud's state_dir output)."
+  }
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,61}$", var.settings.cloud_netns))
+    error_message = "settings.cloud_netns must be a netns name (the local cloud's cloud_netns output)."
+  }
+  validation {
+    condition     = can(regex("^([0-9]{1,3}\\.){3}[0-9]{1,3}/([8-9]|[12][0-9]|30)$", var.settings.vip_pool)) && can(cidrhost(var.settings.vip_pool, 1))
+    error_message = "settings.vip_pool must be an IPv4 CIDR with a prefix length from 8 to 30 (the local cloud's vip_pool output)."
+  }
+}
