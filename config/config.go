@@ -31,6 +31,7 @@ type Config struct {
 	Routes       *Routes       `hcl:"routes,block" doc:"The Routes facet."`
 	Instances    *Instances    `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`
 	Encryption   *Encryption   `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
+	Compat       *Compat       `hcl:"compat,block" doc:"Compatibility with other load balancer controllers' Service annotations, for migrations."`
 
 	// Filename is the file the config was read from.
 	Filename string
@@ -87,6 +88,7 @@ type LoadBalancer struct {
 	HealthCheck   *HealthCheck `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
 	Settings      cty.Value    `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
 	EnsureWaitRaw string       `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
+	AddressPools  []AddressPool `hcl:"address_pool,block" doc:"A named pool of addresses tfccm allocates load balancer addresses from (one block per pool; docs/address-pools.md). With none, tfccm allocates nothing and the template does (the local and baremetal sets from settings.vip_pool)."`
 	// EnsureWait is parsed from EnsureWaitRaw.
 	EnsureWait time.Duration
 }

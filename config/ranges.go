@@ -6,7 +6,7 @@ var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "cluster_name"}, {Name: "work_dir"}, {Name: "template_set"}, {Name: "override_dir"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "terraform"}, {Type: "backend", LabelNames: []string{"type"}},
-		{Type: "load_balancer"}, {Type: "routes"}, {Type: "instances"}, {Type: "encryption"},
+		{Type: "load_balancer"}, {Type: "routes"}, {Type: "instances"}, {Type: "encryption"}, {Type: "compat"},
 	},
 }
 
