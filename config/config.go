@@ -84,10 +84,10 @@ type HealthCheck struct {
 
 // LoadBalancer configures the LoadBalancer facet.
 type LoadBalancer struct {
-	Enabled       *bool        `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
-	HealthCheck   *HealthCheck `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
-	Settings      cty.Value    `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
-	EnsureWaitRaw string       `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
+	Enabled       *bool         `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
+	HealthCheck   *HealthCheck  `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
+	Settings      cty.Value     `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
+	EnsureWaitRaw string        `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
 	AddressPools  []AddressPool `hcl:"address_pool,block" doc:"A named pool of addresses tfccm allocates load balancer addresses from (one block per pool; docs/address-pools.md). With none, tfccm allocates nothing and the template does (the local and baremetal sets from settings.vip_pool)."`
 	// EnsureWait is parsed from EnsureWaitRaw.
 	EnsureWait time.Duration
