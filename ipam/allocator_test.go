@@ -252,7 +252,7 @@ func TestRequestOf(t *testing.T) {
 		{"two of one family", svc("a", nil, "tfccm.io/load-balancer-ips", "10.0.0.1,10.0.0.2"), false, "two addresses of one family", "", ""},
 		{"metallb ignored without compat", svc("a", nil, "metallb.universe.tf/loadBalancerIPs", "10.0.0.1", "metallb.universe.tf/allow-shared-ip", "k"), false, "", "", ""},
 		{"metallb read with compat", svc("a", nil, "metallb.universe.tf/loadBalancerIPs", "10.0.0.1", "metallb.io/allow-shared-ip", "k"), true, "", "10.0.0.1", "k"},
-		{"sources that disagree", svc("a", nil, "tfccm.io/load-balancer-ips", "10.0.0.1", "metallb.io/loadBalancerIPs", "10.0.0.2"), true, "conflicts with metallb.io/loadBalancerIPs", "", ""},
+		{"sources that disagree", svc("a", nil, "tfccm.io/load-balancer-ips", "10.0.0.1", "metallb.io/loadBalancerIPs", "10.0.0.2"), true, "conflicts with annotation metallb.io/loadBalancerIPs", "", ""},
 		{"keys that disagree", svc("a", nil, "tfccm.io/allow-shared-ip", "a", "metallb.universe.tf/allow-shared-ip", "b"), true, "conflicts with metallb.universe.tf/allow-shared-ip", "", ""},
 		{"bad metallb value names the key", svc("a", nil, "metallb.io/loadBalancerIPs", "nope"), true, "annotation metallb.io/loadBalancerIPs", "", ""},
 		{"IPv6 on an IPv4 Service", svc("a", nil, "tfccm.io/load-balancer-ips", "2001:db8::1"), false, "is IPv6, but the Service's ipFamilies are [IPv4]", "", ""},

@@ -63,12 +63,12 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 	if ips, ok, err := annotations.LoadBalancerIPs.Get(a); err != nil {
 		return r, err
 	} else if ok {
-		sources = append(sources, source{annotations.LoadBalancerIPs.Name, ips})
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIPs.Name, ips})
 	}
 	if ip, ok, err := annotations.LoadBalancerIP.Get(a); err != nil {
 		return r, err
 	} else if ok {
-		sources = append(sources, source{annotations.LoadBalancerIP.Name, []netip.Addr{ip}})
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIP.Name, []netip.Addr{ip}})
 	}
 	if metallb {
 		for _, k := range annotations.MetalLBLoadBalancerIPs {
@@ -77,7 +77,7 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 				return r, err
 			}
 			if ok {
-				sources = append(sources, source{k, ips})
+				sources = append(sources, source{"annotation " + k, ips})
 			}
 		}
 	}
