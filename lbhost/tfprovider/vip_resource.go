@@ -121,7 +121,7 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					"line of the claim file; allocation takes an address claimed with the token first. The address (with `vrrp`: one VRRP " +
 					"instance, `keepalived/share.<token>.conf`) stays until its last sharer is destroyed. Whether the sharers' ports clash " +
 					"is checked by whoever sets the token (tfccm), not here.",
-				Validators: []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
+				Validators:    []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
 				PlanModifiers: replace},
 			"vrrp": schema.SingleNestedAttribute{
 				Optional: true,
