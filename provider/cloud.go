@@ -108,7 +108,8 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
-	render := templateRenderer{cfg: cfg, loader: loader}
+	addrs := newAddressBook(cfg)
+	render := templateRenderer{cfg: cfg, loader: loader, addrs: addrs}
 	var lbRev lbReview
 	var routesRev routesReview
 	if cfg.Terraform.Review {
@@ -117,6 +118,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
+		c.lb.addrs = addrs
 	}
 	if routesEnabled(cfg) {
 		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)

@@ -53,6 +53,8 @@ type loadBalancers struct {
 	resync    workqueue.TypedInterface[string]
 	nodes     corelisters.NodeLister // nil until SetInformers
 	svcSource *serviceSource         // nil until SetInformers (orphan sweep)
+	// addrs decides the Services' addresses (nil: none decided by tfccm).
+	addrs *addressBook
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.
@@ -200,6 +202,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if st.Phase == workspace.PhaseDestroyed {
 		l.forget(name)
 		l.conds.forget(svc.UID)
+		l.addrs.release(svc)
 		return nil
 	}
 	spec, err := l.destroySpec(svc, name)
@@ -216,6 +219,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	case workspace.PhaseDestroyed:
 		l.forget(name)
 		l.conds.forget(svc.UID)
+		l.addrs.release(svc)
 		return nil
 	case workspace.PhaseFailed:
 		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
@@ -248,6 +252,9 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renderAndApply renders and submits one workspace; the caller holds its
 // entry's submit lock.
 func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
+	if err := l.assignAddresses(svc); err != nil {
+		return workspace.Status{}, err
+	}
 	ws, err := l.render.RenderLoadBalancer(svc, nodes)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
