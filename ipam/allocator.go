@@ -175,6 +175,9 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 	if h := a.held[uid]; h != nil && a.stillFits(uid, h, req, nsLabels) {
 		return slices.Clone(h.ips), nil
 	}
+	if cur := (&holding{ips: req.Current}); len(req.Current) > 0 && a.stillFits(uid, cur, req, nsLabels) {
+		return slices.Clone(req.Current), nil
+	}
 	pools := a.candidates(req, nsLabels)
 	if len(pools) == 0 {
 		return nil, &RefusedError{Msg: "no address pool serves this Service: every pool either does not auto-assign or selects other namespaces or labels; name one with annotation tfccm.io/address-pool"}

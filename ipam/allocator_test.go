@@ -278,3 +278,30 @@ func TestShareToken(t *testing.T) {
 		t.Fatalf("tokens %q %q", a, b)
 	}
 }
+
+// A Service that comes with an address in its status (from tfccm before
+// a restart, or from MetalLB during a migration) keeps it when it is free
+// and in a pool it may use.
+func TestCurrentAddressKept(t *testing.T) {
+	a := New(pools(t, twoPools))
+	withStatus := func(name, ip string, ann ...string) *corev1.Service {
+		s := svc(name, []int32{80}, ann...)
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		return s
+	}
+	for _, tt := range []struct {
+		s    *corev1.Service
+		want string
+	}{
+		{withStatus("moved", "10.0.0.2"), "10.0.0.2"},
+		{withStatus("taken", "10.0.0.2"), "10.0.0.0"},    // held by moved: a new one
+		{withStatus("outside", "192.0.2.7"), "10.0.0.1"}, // in no pool: a new one
+		{withStatus("noauto", "10.0.1.10"), "10.0.0.3"},  // a pool that never auto-assigns, not named
+		{withStatus("named", "10.0.1.10", "metallb.universe.tf/address-pool", "dns"), "10.0.1.10"},
+	} {
+		got, err := assign(t, a, tt.s, nil)
+		if err != nil || ips(got) != tt.want {
+			t.Errorf("%s: %v, %v; want %s", tt.s.Name, got, err, tt.want)
+		}
+	}
+}

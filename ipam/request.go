@@ -45,6 +45,10 @@ type Request struct {
 	// Deprecated names a deprecated field the request came from, for a
 	// Normal Event ("" = none).
 	Deprecated string
+	// Current are the addresses in the Service's status (given by tfccm
+	// before a restart, or by the controller it moves from): kept when
+	// they are in a pool the Service may use and free.
+	Current []netip.Addr
 }
 
 // RequestOf reads a Service's request: chosen addresses from
@@ -114,6 +118,11 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 			proto = string(corev1.ProtocolTCP)
 		}
 		r.Ports = append(r.Ports, Port{proto, p.Port})
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			r.Current = append(r.Current, ip.Unmap())
+		}
 	}
 	r.Families = slices.Clone(svc.Spec.IPFamilies)
 	if len(r.Families) == 0 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
@@ -57,7 +58,23 @@ func (b *addressBook) watch(f informers.SharedInformerFactory) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.services = f.Core().V1().Services().Lister()
+	services := f.Core().V1().Services()
+	b.services = services.Lister()
+	// A deleted Service's addresses are free: tfccm's own are released
+	// after their destroy already; this frees those of Services another
+	// controller served (restored from their status).
+	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if svc, ok := obj.(*corev1.Service); ok {
+				b.release(svc)
+			}
+		},
+	}); err != nil {
+		klog.ErrorS(err, "Watch Services for released load balancer addresses")
+	}
 	if b.needNamespaces {
 		ns := f.Core().V1().Namespaces()
 		ns.Informer() // registered before the factory starts
@@ -151,10 +168,11 @@ func (b *addressBook) release(svc *corev1.Service) {
 	b.mu.Unlock()
 }
 
-// restore records, once, the addresses every served Service has in its
-// status, so a restarted tfccm never hands them out again. It runs at the
-// first assignment: the service controller starts only after the
-// informers synced.
+// restore records, once, the addresses every LoadBalancer Service has in
+// its status (tfccm's before a restart, and those of another controller
+// serving some Services beside tfccm, when they are in tfccm's pools), so
+// tfccm never hands them out again. It runs at the first assignment: the
+// service controller starts only after the informers synced.
 func (b *addressBook) restore() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -169,19 +187,11 @@ func (b *addressBook) restore() {
 	}
 	n := 0
 	for _, svc := range svcs {
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass != nil {
-			continue
-		}
-		var ips []netip.Addr
-		for _, in := range svc.Status.LoadBalancer.Ingress {
-			if ip, err := netip.ParseAddr(in.IP); err == nil {
-				ips = append(ips, ip.Unmap())
-			}
-		}
-		if len(ips) == 0 {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0 {
 			continue
 		}
 		req, err := ipam.RequestOf(svc, b.metallb)
+		ips := req.Current
 		if err == nil {
 			err = b.alloc.Restore(string(svc.UID), svc.Namespace+"/"+svc.Name, req, ips)
 		}
