@@ -48,7 +48,9 @@ type Assignment struct {
 	SharedWith []string
 }
 
-// New returns an allocator over the cloud config's pools.
+// New returns an allocator over the cloud config's pools. With none it
+// allocates nothing (the template does) and checks only the addresses
+// Services chose: who holds them, and the sharing rules.
 func New(pools []config.AddressPool) *Allocator {
 	a := &Allocator{held: map[string]*holding{}, ips: map[netip.Addr]*use{}}
 	for i := range pools {
@@ -124,7 +126,7 @@ func (a *Allocator) Restore(uid, name string, req Request, ips []netip.Addr) err
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, ip := range ips {
-		if a.poolOf(ip) == nil {
+		if a.poolOf(ip) == nil && len(a.pools) > 0 {
 			return &RefusedError{Msg: fmt.Sprintf("address %s is outside every address pool", ip)}
 		}
 		if err := a.fits(uid, ip, req); err != nil {
@@ -161,10 +163,13 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 		for _, ip := range req.IPs {
 			p := a.poolOf(ip)
 			switch {
+			case p == nil && len(a.pools) == 0:
+				// No pools: the template allocates, and only chosen
+				// addresses are checked (holders and sharing).
 			case p == nil:
 				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is outside every address pool (%s)", ip, a.describePools())}
-			case req.Pool != "" && p.Name != req.Pool:
-				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is in address pool %s, not in %s (annotation)", ip, p.Name, req.Pool)}
+			case req.Pool != "" && (p == nil || p.Name != req.Pool):
+				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is not in address pool %s (annotation)", ip, req.Pool)}
 			}
 			if err := a.fits(uid, ip, req); err != nil {
 				return nil, err

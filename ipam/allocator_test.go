@@ -111,7 +111,7 @@ func TestAssign(t *testing.T) {
 			{svc: svc("b", nil, "tfccm.io/load-balancer-ips", "10.0.0.2"), want: "address 10.0.0.2 is held by Service default/a: it does not allow sharing"},
 			{svc: svc("c", nil, "tfccm.io/load-balancer-ips", "192.0.2.1"), want: "requested address 192.0.2.1 is outside every address pool (dns: 10.0.1.10-10.0.1.11, 2001:db8::10/127; web: 10.0.0.0/30)"},
 			{svc: svc("d", nil, "metallb.universe.tf/loadBalancerIPs", "10.0.1.11"), want: "10.0.1.11"}, // a non-auto pool's address may be chosen
-			{svc: svc("e", nil, "tfccm.io/load-balancer-ips", "10.0.0.3", "tfccm.io/address-pool", "dns"), want: "requested address 10.0.0.3 is in address pool web, not in dns"},
+			{svc: svc("e", nil, "tfccm.io/load-balancer-ips", "10.0.0.3", "tfccm.io/address-pool", "dns"), want: "requested address 10.0.0.3 is not in address pool dns"},
 			{svc: svc("f", nil), want: "10.0.0.0"}, // skips the chosen ones
 		}},
 		{"sharing: same key, other ports", []step{

@@ -122,6 +122,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			l.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
 			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
 		}
+		l.addrs.observe(svc, status)
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
 		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)

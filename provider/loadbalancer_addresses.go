@@ -24,10 +24,12 @@ import (
 
 // addressBook decides each Service's load balancer addresses before its
 // workspace is rendered (package ipam owns the rules) and hands them to the
-// renderer. Without address pools tfccm allocates nothing: the template
-// does, from the addresses the Service requested.
+// renderer. Without address pools tfccm allocates nothing (the template
+// does) and checks only the addresses Services chose: who holds them, and
+// the sharing rules.
 type addressBook struct {
-	alloc   *ipam.Allocator // nil: no address pools
+	alloc   *ipam.Allocator
+	pooled  bool // load_balancer.address_pool blocks exist
 	cluster string
 	metallb bool
 	// needNamespaces: a pool selects by namespace labels.
@@ -41,19 +43,17 @@ type addressBook struct {
 }
 
 func newAddressBook(cfg *config.Config) *addressBook {
-	b := &addressBook{cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]*templates.Addresses{}}
-	if pools := cfg.LoadBalancer.AddressPools; len(pools) > 0 {
-		b.alloc = ipam.New(pools)
-		for _, p := range pools {
-			b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
-		}
+	pools := cfg.LoadBalancer.AddressPools
+	b := &addressBook{alloc: ipam.New(pools), pooled: len(pools) > 0, cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]*templates.Addresses{}}
+	for _, p := range pools {
+		b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
 	}
 	return b
 }
 
 // watch takes the listers it needs from the shared informers.
 func (b *addressBook) watch(f informers.SharedInformerFactory) {
-	if b == nil || b.alloc == nil {
+	if b == nil {
 		return
 	}
 	b.mu.Lock()
@@ -104,10 +104,13 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 	if err != nil {
 		return nil, &addressError{ReasonAddressRefused, err}
 	}
-	if b.alloc == nil {
+	if !b.pooled && len(req.IPs) == 0 {
 		if req.Sharing != "" {
-			return nil, &addressError{ReasonAddressRefused, fmt.Errorf("annotation %s: sharing an address needs address pools (load_balancer.address_pool in the cloud config): without them tfccm cannot check the sharing rules, so nothing is applied", annotations.AllowSharedIP.Name)}
+			return nil, &addressError{ReasonAddressRefused, fmt.Errorf("annotation %s: sharing an address needs address pools (load_balancer.address_pool in the cloud config) or the shared address chosen with annotation %s; nothing is applied", annotations.AllowSharedIP.Name, annotations.LoadBalancerIPs.Name)}
 		}
+		b.mu.Lock()
+		delete(b.current, svc.UID) // the template allocates
+		b.mu.Unlock()
 		return deprecation(req), nil
 	}
 	b.restore()
@@ -132,7 +135,10 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 	if old != nil && slices.Equal(old.IPs, addrs.IPs) && old.Shared == addrs.Shared {
 		return nil, nil
 	}
-	msg := fmt.Sprintf("address %s from pool %s", joinAddrs(got.IPs), strings.Join(slices.Compact(slices.Clone(got.Pools)), ", "))
+	msg := fmt.Sprintf("address %s (chosen)", joinAddrs(got.IPs))
+	if len(got.Pools) > 0 {
+		msg = fmt.Sprintf("address %s from pool %s", joinAddrs(got.IPs), strings.Join(slices.Compact(slices.Clone(got.Pools)), ", "))
+	}
 	if len(got.SharedWith) > 0 {
 		msg += ", shared with " + strings.Join(got.SharedWith, ", ")
 	}
@@ -149,7 +155,7 @@ func deprecation(req ipam.Request) []addressNotice {
 // lookup is the addresses the renderer passes for svc (nil: the Service's
 // requested ones).
 func (b *addressBook) lookup(svc *corev1.Service) *templates.Addresses {
-	if b == nil || b.alloc == nil {
+	if b == nil {
 		return nil
 	}
 	b.mu.Lock()
@@ -157,9 +163,34 @@ func (b *addressBook) lookup(svc *corev1.Service) *templates.Addresses {
 	return b.current[svc.UID]
 }
 
+// observe records the addresses a Service's load balancer got (the
+// template's, when tfccm allocates none), so that another Service choosing
+// one is refused naming it.
+func (b *addressBook) observe(svc *corev1.Service, status *corev1.LoadBalancerStatus) {
+	if b == nil || status == nil {
+		return
+	}
+	var ips []netip.Addr
+	for _, in := range status.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			ips = append(ips, ip.Unmap())
+		}
+	}
+	if len(ips) == 0 {
+		return
+	}
+	req, err := ipam.RequestOf(svc, b.metallb)
+	if err == nil {
+		err = b.alloc.Restore(string(svc.UID), svc.Namespace+"/"+svc.Name, req, ips)
+	}
+	if err != nil {
+		klog.V(2).InfoS("Not recording a load balancer's addresses", "service", klog.KObj(svc), "addresses", joinAddrs(ips), "reason", err)
+	}
+}
+
 // release frees a deleted Service's addresses.
 func (b *addressBook) release(svc *corev1.Service) {
-	if b == nil || b.alloc == nil {
+	if b == nil {
 		return
 	}
 	b.alloc.Release(string(svc.UID))

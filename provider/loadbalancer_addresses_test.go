@@ -90,13 +90,21 @@ func TestAddressBook(t *testing.T) {
 		t.Fatalf("legacy: %v, %v", n, err)
 	}
 
-	// Without pools, sharing is refused (its rules could not be checked).
+	// Without pools the template allocates; sharing needs the address
+	// chosen, and chosen addresses are checked against their holders.
 	none := newAddressBook(addressConfigNoPools(t))
 	if _, err := none.assign(lbService("s", 80, "tfccm.io/allow-shared-ip", "k")); err == nil || !strings.Contains(err.Error(), "needs address pools") {
-		t.Fatalf("sharing without pools: %v", err)
+		t.Fatalf("sharing without pools or a chosen address: %v", err)
 	}
 	if n, err := none.assign(lbService("plain", 80)); err != nil || n != nil || none.lookup(lbService("plain", 80)) != nil {
 		t.Fatalf("without pools: %v, %v", n, err)
+	}
+	a := lbService("a", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")
+	if n, err := none.assign(a); err != nil || !strings.Contains(n[0].message, "203.0.113.5 (chosen)") || none.lookup(a).Shared == "" {
+		t.Fatalf("chosen shared address without pools: %v, %v", n, err)
+	}
+	if _, err := none.assign(lbService("b", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")); err == nil || !strings.Contains(err.Error(), "port 80/TCP") {
+		t.Fatalf("a port clash without pools: %v", err)
 	}
 }
 

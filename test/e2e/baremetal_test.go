@@ -309,7 +309,7 @@ func TestBaremetal(t *testing.T) {
 	t.Run("bad input: a clear error naming the field, nothing changes", func(t *testing.T) {
 		for _, tc := range []struct{ name, ip, want string }{
 			{"outside", "192.0.2.7", "outside the VIP pool"},
-			{"taken", vip, "already used by load balancer " + owner},
+			{"taken", vip, "LoadBalancerIPConflict: address " + vip + " is held by Service default/web"},
 		} {
 			b.createService(t, tc.name, 80, 30081, tc.ip)
 			eventually(t, time.Minute, "Event for "+tc.name, func(context.Context) error {
