@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-nodes tools-e2e test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-nodes tools-e2e tools-metallb test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -134,9 +134,14 @@ tools-nodes: tools
 tools-e2e: tools
 	bash hack/tools.sh e2e
 
+## tools-metallb: MetalLB's controller and its CRDs into bin/ (cached; ~4 min cold), the second load
+## balancer controller the real-node tests run beside tfccm
+tools-metallb: tools
+	bash hack/tools.sh metallb
+
 ## test-nodes: the real-node tests (control plane + local cloud + nodes running pods, tfccm as their CCM,
 ## also in-cluster from the image and the Helm chart)
-test-nodes: tools-nodes build image
+test-nodes: tools-nodes tools-metallb build image
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-nodes
 	rc=0; TFCCM_NODES=1 IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 40m -v ./test/nodes/ || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before-nodes || rc=1; exit $$rc

@@ -59,3 +59,12 @@ const RoutesPlanNamespace = "kube-system"
 
 // PlanConfigMapName is the ConfigMap that publishes workspace's pending plan.
 func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix + workspaceName }
+
+// ClassFinalizer guards the load balancer of a Service of tfccm's load
+// balancer class (config load_balancer_class): tfccm's class loop adds it
+// before applying and removes it once the load balancer is destroyed.
+// Class-less Services keep the service controller's own finalizer, which
+// that controller acts on for any Service carrying it (so a classed
+// Service must not).
+var ClassFinalizer = wire(Prefix+"load-balancer-cleanup", "finalizer", "Service of tfccm's load balancer class",
+	"tfccm's counterpart of `service.kubernetes.io/load-balancer-cleanup` on Services whose `spec.loadBalancerClass` is tfccm's: the Service is deleted only after its load balancer is destroyed; a type change away from LoadBalancer destroys it and removes the finalizer.")

@@ -24,6 +24,10 @@ type Config struct {
 	WorkDir     string `hcl:"work_dir,optional" doc:"Holds the workspace directories and, with the local backend, their state. A relative path is made absolute."`
 	TemplateSet string `hcl:"template_set,optional" doc:"The built-in template set (local, baremetal, hcloud, digitalocean, exoscale, google, oci, openstack, proxmox, vsphere)."`
 	OverrideDir string `hcl:"override_dir,optional" doc:"A directory of per-cluster template modules layered over the built-in set, module by module; re-read when it changes."`
+	// LoadBalancerClass and ServeClassless decide which LoadBalancer
+	// Services tfccm serves (ServesClass); docs/load-balancer-class.md.
+	LoadBalancerClass string `hcl:"load_balancer_class,optional" doc:"The spec.loadBalancerClass tfccm serves: Services of this class get their load balancer from tfccm's own controller loop (the service controller skips classed Services); Services of any other class are never touched. A qualified name, like a label key."`
+	ServeClassless    *bool  `hcl:"serve_classless,optional" doc:"Also serves Services without a spec.loadBalancerClass, through the cloud-provider service controller (default true). false leaves them to another implementation: the service controller is then not started (it logs that the provider has no load balancers) and only Services of load_balancer_class are served."`
 
 	Terraform    *Terraform    `hcl:"terraform,block" doc:"How tofu (or terraform) is run."`
 	Backend      *Backend      `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm."`
@@ -127,6 +131,16 @@ type StateSource struct {
 
 // Enabled reports whether a facet's *bool switch is on (default on).
 func Enabled(b *bool) bool { return b == nil || *b }
+
+// ServesClass reports whether tfccm serves a LoadBalancer Service whose
+// spec.loadBalancerClass is class (nil: none): the one rule the CCM and
+// the offline CLI share.
+func (c *Config) ServesClass(class *string) bool {
+	if class == nil {
+		return Enabled(c.ServeClassless)
+	}
+	return *class == c.LoadBalancerClass
+}
 
 // Load reads and validates the config file at path.
 func Load(path string) (*Config, error) {

@@ -112,6 +112,7 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		{"staleness below ttl", "cluster_name = \"a\"\ninstances {\n  ttl = \"5m\"\n  max_staleness = \"1m\"\n}\n", []string{"cloud.hcl:4,19-23: Invalid max_staleness"}},
 		{"bad ensure wait", "cluster_name = \"a\"\nload_balancer {\n  ensure_wait = \"3h\"\n}\n", []string{"cloud.hcl:3,17-21: Invalid ensure_wait"}},
 		{"bad coalesce", "cluster_name = \"a\"\nterraform {\n  coalesce_quiet = \"20s\"\n  coalesce_max = \"5s\"\n}\n", []string{"Invalid coalesce_max"}},
+		{"bad load balancer class", "cluster_name = \"a\"\nload_balancer_class = \"tfccm.io/a b\"\n", []string{"cloud.hcl:2,23-37: Invalid load_balancer_class"}},
 		{"two errors reported", "cluster_name = \"A\"\nterraform {\n  timeout = \"x\"\n}\n", []string{"Invalid cluster_name", "Invalid timeout"}},
 	}
 	for _, tc := range cases {
@@ -124,6 +125,33 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+func TestServesClass(t *testing.T) {
+	metallb, mine, other := "metallb.io/metallb", "example.com/lb", DefaultLoadBalancerClass
+	for _, tc := range []struct {
+		name, src string
+		class     *string
+		want      bool
+	}{
+		{"class-less by default", "", nil, true},
+		{"the default class", "", &other, true},
+		{"another class", "", &metallb, false},
+		{"class-less turned off", "serve_classless = false\n", nil, false},
+		{"own class with class-less off", "serve_classless = false\n", &other, true},
+		{"a configured class", "load_balancer_class = \"example.com/lb\"\n", &mine, true},
+		{"the default class once another is configured", "load_balancer_class = \"example.com/lb\"\n", &other, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte("cluster_name = \"a\"\n"+tc.src), "cloud.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.ServesClass(tc.class); got != tc.want {
+				t.Errorf("ServesClass = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -5,8 +5,11 @@ import "time"
 // Defaults applied by Parse when a setting is omitted: the one place they
 // are declared (the workspace engine and the state store use these too).
 const (
-	DefaultWorkDir             = "/var/lib/tfccm"
-	DefaultTemplateSet         = "local"
+	DefaultWorkDir     = "/var/lib/tfccm"
+	DefaultTemplateSet = "local"
+	// DefaultLoadBalancerClass is the spec.loadBalancerClass tfccm serves
+	// unless load_balancer_class names another.
+	DefaultLoadBalancerClass   = "tfccm.io/terraform"
 	DefaultBinary              = "tofu"
 	DefaultParallelism         = 4
 	DefaultOperationTimeout    = 10 * time.Minute

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
@@ -91,6 +92,11 @@ func (c *Config) finishRoot(k *checker) {
 		c.WorkDir = abs
 	}
 	c.TemplateSet = orDefault(c.TemplateSet, DefaultTemplateSet)
+	c.LoadBalancerClass = orDefault(c.LoadBalancerClass, DefaultLoadBalancerClass)
+	if errs := validation.IsQualifiedName(c.LoadBalancerClass); len(errs) > 0 {
+		k.errAt(at("load_balancer_class"), "Invalid load_balancer_class",
+			fmt.Sprintf("load_balancer_class must be a qualified name like a label key (what spec.loadBalancerClass accepts), e.g. %q: %s.", DefaultLoadBalancerClass, strings.Join(errs, "; ")))
+	}
 }
 
 // parseDurations parses every duration setting of block (durations.go).

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,13 +163,9 @@ func TestHelmChartSettings(t *testing.T) {
 			if v.Name != "tfccm-cloud-config" {
 				continue
 			}
-			f := filepath.Join(t.TempDir(), "cloud.hcl")
-			if err := os.WriteFile(f, []byte(v.Data["cloud.hcl"]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := config.Load(f)
+			cfg, err := chartCloudConfig(t, v)
 			if err != nil {
-				t.Errorf("the chart's cloud config is refused: %v\n%s", err, v.Data["cloud.hcl"])
+				t.Error(err)
 				continue
 			}
 			if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
@@ -467,4 +464,48 @@ func TestChartRBACMatchesBase(t *testing.T) {
 	if len(c) < 20 {
 		t.Errorf("only %d grants: %v", len(c), c)
 	}
+}
+
+// TestHelmLoadBalancerClass: cloudConfig.loadBalancerClass and
+// serveClassless reach the cloud config tfccm reads and the uninstall
+// hook's `tfccm services`, so both agree on which Services are tfccm's.
+func TestHelmLoadBalancerClass(t *testing.T) {
+	var hook []string
+	var cfg *config.Config
+	for _, o := range objects(t, "default", "cloudConfig.loadBalancerClass=example.com/lb", "cloudConfig.serveClassless=false") {
+		switch v := o.(type) {
+		case *corev1.ConfigMap:
+			if v.Name != "tfccm-cloud-config" {
+				continue
+			}
+			var err error
+			if cfg, err = chartCloudConfig(t, v); err != nil {
+				t.Fatal(err)
+			}
+		case *batchv1.Job:
+			hook = v.Spec.Template.Spec.Containers[0].Command
+		}
+	}
+	class, other := "example.com/lb", config.DefaultLoadBalancerClass
+	if cfg == nil || !cfg.ServesClass(&class) || cfg.ServesClass(&other) || cfg.ServesClass(nil) {
+		t.Errorf("cloud config: %+v", cfg)
+	}
+	if !slices.Contains(hook, "--load-balancer-class=example.com/lb") || !slices.Contains(hook, "--serve-classless=false") {
+		t.Errorf("uninstall hook: %v", hook)
+	}
+}
+
+// chartCloudConfig loads the cloud config the chart writes into cm as
+// tfccm does.
+func chartCloudConfig(t *testing.T, cm *corev1.ConfigMap) (*config.Config, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "cloud.hcl")
+	if err := os.WriteFile(f, []byte(cm.Data["cloud.hcl"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("the chart's cloud config is refused: %w\n%s", err, cm.Data["cloud.hcl"])
+	}
+	return cfg, nil
 }

@@ -21,6 +21,9 @@ CNI_PLUGINS_VERSION=v1.9.1
 # Prometheus v3.16.0 (its Go module is versioned v0.316.0): promtool checks
 # and unit-tests the chart's alerting rules.
 PROMTOOL_VERSION=v0.316.0
+# MetalLB's controller (its IP allocator): the second load balancer controller the
+# real-node tests run beside tfccm (spec.loadBalancerClass, migration).
+METALLB_VERSION=v0.15.2
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -153,6 +156,15 @@ env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
 "$bin/promtool" --version 2>&1 | sed -n 1p >&2
 if [[ ${1-} == nodes ]]; then
 	nodes
+fi
+# `tools.sh metallb` (make tools-metallb): MetalLB's controller as bin/metallb-controller and
+# its CRDs (IPAddressPool, L2Advertisement, ...) from the module's source in bin/metallb-crds,
+# for the real-node tests that run it beside tfccm (not part of make test: ~4 min cold).
+if [[ ${1-} == metallb ]]; then
+	build metallb-controller "$METALLB_VERSION" "$root/hack/tools/metallb" go.universe.tf/metallb/controller "-s -w"
+	mlb=$(cd "$root/hack/tools/metallb" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' go.universe.tf/metallb)
+	mkdir -p "$bin/metallb-crds"
+	install -m 0644 "$mlb"/config/crd/bases/*.yaml "$bin/metallb-crds/"
 fi
 # `tools.sh e2e` (make tools-e2e): the upstream e2e framework with its
 # sig-network specs as bin/e2e.test (hack/tools/kube-e2e/lbsuite, go test -c),

@@ -51,6 +51,7 @@ type Cloud struct {
 	templates *templates.Loader
 	engine    *workspace.Engine
 	lb        *loadBalancers // nil when disabled
+	class     *classLoop     // Services of load_balancer_class; nil when lb is
 	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 	review    *reviewer      // nil unless terraform { review = true }
@@ -119,6 +120,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
 		c.lb.addrs = addrs
+		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
 	}
 	if routesEnabled(cfg) {
 		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)
@@ -176,6 +178,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}
 	if c.lb != nil {
 		c.lb.conds.setClient(client)
+		c.class.setClient(client)
 	}
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(0)
@@ -192,6 +195,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.lb != nil {
 		go c.lb.runResync(ctx)
 		go c.lb.runSweep(ctx, sweepInterval)
+		go c.class.run(ctx)
 	}
 	if c.routes != nil {
 		c.routes.start(ctx)
@@ -238,10 +242,13 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 // HasClusterID reports true: every workspace is keyed by cluster_name.
 func (c *Cloud) HasClusterID() bool { return true }
 
-// LoadBalancer serves Services of type LoadBalancer unless disabled in
-// the config (load_balancer { enabled = false }).
+// LoadBalancer serves the service controller's class-less Services of
+// type LoadBalancer unless disabled in the config (load_balancer { enabled
+// = false }, or serve_classless = false: the service controller then does
+// not start). Services of load_balancer_class are served by the class
+// loop (loadbalancer_class.go) either way.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	if c.lb == nil {
+	if c.lb == nil || !config.Enabled(c.cfg.ServeClassless) {
 		return nil, false
 	}
 	return c.lb, true

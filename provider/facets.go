@@ -30,6 +30,9 @@ type lbEngine interface {
 	Dir(name string) string
 	// Workspaces lists the workspace directories (the orphan sweep).
 	Workspaces() ([]workspace.WorkspaceDir, error)
+	// Revive lets a destroyed workspace be applied again (a Service
+	// that wants a load balancer again after a type change).
+	Revive(name string) (bool, error)
 }
 
 // routesEngine is what the Routes facet needs of the workspace engine.

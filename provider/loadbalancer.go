@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -109,6 +112,12 @@ func (l *loadBalancers) GetLoadBalancer(_ context.Context, _ string, svc *corev1
 // returns the status once that exact content is applied, api.RetryError
 // while it is in flight, and tofu's diagnostic when it failed.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	if err := handedOver(svc); err != nil {
+		return nil, err
+	}
+	if err := l.revive(svc); err != nil {
+		return nil, err
+	}
 	st, err := l.submit(svc, nodes)
 	if err != nil {
 		return nil, err
@@ -139,6 +148,51 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	default:
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), retryAfter(st))
 	}
+}
+
+// handedOver answers api.RetryError while the Service still carries the
+// finalizer of the other path that serves tfccm's Services (the service
+// controller's on a Service now of tfccm's class, the class loop's on a
+// class-less one): its class changed (through a type change) and the
+// previous owner has not yet destroyed the load balancer it built for the
+// same workspace. So one owner at a time acts on a workspace.
+func handedOver(svc *corev1.Service) error {
+	other := annotations.ClassFinalizer
+	if svc.Spec.LoadBalancerClass != nil {
+		other = servicehelper.LoadBalancerCleanupFinalizer
+	}
+	if slices.Contains(svc.Finalizers, other) {
+		return api.NewRetryError(fmt.Sprintf("the Service's previous load balancer is still being released (finalizer %s)", other), inFlightRetry)
+	}
+	return nil
+}
+
+// revive lets a Service have a load balancer again whose last one was
+// destroyed because it stopped wanting one: its type changed away from
+// LoadBalancer and back, the one way its spec.loadBalancerClass can change
+// (so it moved between implementations and back). Only EnsureLoadBalancer
+// revives, for a Service not being deleted: a re-render or node update
+// racing a destroy never does. While that destroy still runs, it answers
+// api.RetryError.
+func (l *loadBalancers) revive(svc *corev1.Service) error {
+	name := l.render.WorkspaceName(svc)
+	if svc.DeletionTimestamp != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil
+	}
+	ok, err := l.engine.Revive(name)
+	if err != nil {
+		return fmt.Errorf("load balancer %s: %w", name, err)
+	}
+	if !ok {
+		return api.NewRetryError(fmt.Sprintf("load balancer %s: the Service's previous load balancer is still being destroyed", name), inFlightRetry)
+	}
+	l.mu.Lock()
+	if l.deleted[name] {
+		klog.InfoS("The Service wants a load balancer again after its last one was destroyed", "service", klog.KObj(svc), "workspace", name)
+		delete(l.deleted, name)
+	}
+	l.mu.Unlock()
+	return nil
 }
 
 // approve acts on the Service's approval annotation in review mode and
@@ -215,10 +269,15 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err != nil {
 		return fmt.Errorf("destroy load balancer %s: %w", name, err)
 	}
+	// A destroy that runs ends in a result, whose Event needs the entry:
+	// onResult forgets it then (it may come after settle returns).
+	ran := st.Phase != workspace.PhaseDestroyed
 	st = l.settle(ctx, l.approve(svc, st))
 	switch st.Phase {
 	case workspace.PhaseDestroyed:
-		l.forget(name)
+		if !ran {
+			l.forget(name)
+		}
 		l.conds.forget(svc.UID)
 		l.addrs.release(svc)
 		return nil
@@ -399,13 +458,28 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 			return true // the pending-approval Event is recorded
 		}
 	}
-	l.conds.set(svc, resultConditions(r)...)
+	if conds := resultConditions(r); len(conds) > 0 {
+		l.conds.set(svc, conds...)
+	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
 	eventType, reason, message := resultEvent(r)
 	l.event(svc, eventType, reason, message)
+	if r.Op == "destroy" && r.Err == nil {
+		l.forgetDestroyed(name)
+	}
 	return true
+}
+
+// forgetDestroyed drops the entry of a workspace whose destroy result was
+// told, unless the Service wants a load balancer again (revive).
+func (l *loadBalancers) forgetDestroyed(name string) {
+	l.mu.Lock()
+	if l.deleted[name] {
+		delete(l.services, name)
+	}
+	l.mu.Unlock()
 }
 
 // onApplyStart records that a plan with changes starts being applied: a

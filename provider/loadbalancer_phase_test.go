@@ -100,6 +100,16 @@ func (f *fakeLBEngine) Wait(ctx context.Context, name, hash string) (workspace.S
 
 func (f *fakeLBEngine) Workspaces() ([]workspace.WorkspaceDir, error) { return f.dirs, nil }
 
+// Revive answers like the engine: false while a destroy is to run or running.
+func (f *fakeLBEngine) Revive(name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status.Destroy && f.status.Phase != workspace.PhaseDestroyed {
+		return false, nil
+	}
+	return true, nil
+}
+
 func (f *fakeLBEngine) Written(name string) (workspace.Spec, error) {
 	if f.written == nil {
 		return workspace.Spec{}, workspace.ErrNotFound
@@ -466,5 +476,73 @@ func TestEnsureLoadBalancerOnInstancesOnlySet(t *testing.T) {
 				t.Errorf("events %+v, want one %s naming the missing module", *events, ReasonRenderFailed)
 			}
 		})
+	}
+}
+
+// TestEnsureAfterTypeChangeRevives: a Service whose load balancer was
+// destroyed because its type changed gets one again once it is of type
+// LoadBalancer again (the way its class changes), not while the destroy
+// still runs; UpdateLoadBalancer (a node change racing the destroy) never
+// brings it back.
+func TestEnsureAfterTypeChangeRevives(t *testing.T) {
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"},
+		afterDestroy: &workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}}
+	l, _ := newPhaseTest(eng, fakeRenderer{})
+	svc := phaseService()
+	nodePort := svc.DeepCopy()
+	nodePort.Spec.Type = corev1.ServiceTypeNodePort
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", nodePort); retryAfterOf(t, err) != inFlightRetry {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := l.UpdateLoadBalancer(context.Background(), "c", svc, nil); err != nil || len(eng.applied) != 0 {
+		t.Fatalf("update racing the destroy: %v, %d applies", err, len(eng.applied))
+	}
+	if _, err := l.EnsureLoadBalancer(context.Background(), "c", svc, nil); !strings.Contains(fmt.Sprint(err), "still being destroyed") || len(eng.applied) != 0 {
+		t.Fatalf("ensure while destroying: %v, %d applies", err, len(eng.applied))
+	}
+	eng.mu.Lock()
+	eng.status = workspace.Status{Phase: workspace.PhaseDestroyed, Destroy: true}
+	eng.mu.Unlock()
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", nodePort); err != nil {
+		t.Fatalf("delete once destroyed: %v", err)
+	}
+	eng.mu.Lock()
+	eng.status = workspace.Status{Phase: workspace.PhaseApplied, Hash: "", AppliedHash: ""}
+	eng.mu.Unlock()
+	if _, err := l.EnsureLoadBalancer(context.Background(), "c", svc, nil); len(eng.applied) != 1 {
+		t.Fatalf("ensure after the destroy: %v, %d applies, want 1", err, len(eng.applied))
+	}
+	deleting := svc.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	l.markDeleted(l.render.WorkspaceName(svc), deleting)
+	if _, err := l.EnsureLoadBalancer(context.Background(), "c", deleting, nil); err == nil || len(eng.applied) != 1 {
+		t.Errorf("ensure of a deleted Service: %v, %d applies, want an error and none", err, len(eng.applied))
+	}
+}
+
+// TestDestroyedEventAfterSettledDelete: the destroy's result may reach
+// onResult after EnsureLoadBalancerDeleted saw the workspace destroyed and
+// returned; its TerraformDestroyed Event still reaches the Service.
+func TestDestroyedEventAfterSettledDelete(t *testing.T) {
+	eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"},
+		afterDestroy: &workspace.Status{Phase: workspace.PhaseRunning, Destroy: true},
+		settled:      &workspace.Status{Phase: workspace.PhaseDestroyed, Destroy: true}}
+	var events []recordedEvent
+	l := newLoadBalancers(eng, fakeRenderer{}, nil, func(_ runtime.Object, eventType, reason, message string) {
+		events = append(events, recordedEvent{eventType, reason, message})
+	}, false, time.Minute)
+	svc := phaseService()
+	if err := l.EnsureLoadBalancerDeleted(context.Background(), "c", svc); err != nil {
+		t.Fatal(err)
+	}
+	name := l.render.WorkspaceName(svc)
+	if !l.onResult(name, workspace.Result{Op: "destroy", Changed: true}) {
+		t.Fatal("the destroy's result found no Service")
+	}
+	if got := reasons(events); got != ReasonDestroyed {
+		t.Errorf("events %q, want %s", got, ReasonDestroyed)
+	}
+	if l.serviceOf(name) != nil {
+		t.Error("the destroyed workspace's entry is kept after its result")
 	}
 }

@@ -63,6 +63,8 @@ var (
 		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
 	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
 		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonClassAnnotationIgnored = declareReason("TerraformClassAnnotationIgnored", corev1.EventTypeWarning,
+		"The LoadBalancer Service carries `service.kubernetes.io/load-balancer-class`, an annotation only ever proposed and read by nothing; the class is the field `spec.loadBalancerClass`, which can only be set while changing the Service's type (to NodePort, then back to LoadBalancer with the class). Recorded once per annotation value.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )
@@ -96,7 +98,8 @@ func eventsDocument() string {
 	b.WriteString("Generated from the declarations in package `provider` (reasons.go); do not edit by hand\n")
 	b.WriteString("(`go generate ./provider`). tfccm records these Events on Services (`kubectl describe service`,\n")
 	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
-	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...). Messages never carry a secret.\n\n")
+	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...), which tfccm's class loop records the same way on\n")
+	b.WriteString("Services of its `load_balancer_class`. Messages never carry a secret.\n\n")
 	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
 	for _, r := range allReasons() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.Name, r.Type, strings.ReplaceAll(r.Doc, "|", `\|`))

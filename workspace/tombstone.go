@@ -115,3 +115,35 @@ type WorkspaceDir struct {
 	Name    string
 	ModTime time.Time
 }
+
+// Revive lifts the tombstone of a workspace whose destroy has finished, so
+// it can be applied again: for a Service that stopped wanting a load
+// balancer (its type changed, which destroyed it) and wants one again. A
+// deleted Service never asks (its workspace name dies with its UID). It
+// reports false, changing nothing, while the destroy is still to run,
+// running or failed; true when name is not tombstoned at all.
+func (e *Engine) Revive(name string) (bool, error) {
+	if !validName(name) {
+		return false, fmt.Errorf("revive %q: invalid workspace name", name)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en := e.entry(name)
+	if !e.tombstoned(en) {
+		return true, nil
+	}
+	switch en.status.Phase {
+	case PhaseDestroyed:
+	case PhaseUnknown: // destroyed by an earlier incarnation: done once its directory is gone
+		if _, err := os.Stat(e.Dir(name)); !errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if err := os.Remove(e.tombstonePath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("revive %s: %w", name, err)
+	}
+	en.tombstone = false
+	return true, nil
+}

@@ -179,6 +179,7 @@ func TestRenderErrors(t *testing.T) {
 	svc, _ := os.ReadFile("testdata/svc.yaml")
 	badVariant := write("variant.yaml", strings.Replace(string(svc), "tfccm.io/proxy-protocol: \"true\"", "tfccm.io/template: ../../etc", 1))
 	clusterIP := write("clusterip.yaml", strings.Replace(string(svc), "type: LoadBalancer", "type: ClusterIP", 1))
+	otherClass := write("other-class.yaml", strings.Replace(string(svc), "type: LoadBalancer", "type: LoadBalancer\n  loadBalancerClass: metallb.io/metallb", 1))
 	typo := write("typo.yaml", strings.Replace(string(svc), "externalTrafficPolicy", "externalTrafficPolcy", 1))
 	deployment := write("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n")
 	dupNodes := write("dup.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: a\n")
@@ -194,6 +195,7 @@ func TestRenderErrors(t *testing.T) {
 		{"bad variant", []string{"render", "--config", cfgPath, "--service", badVariant, "--nodes", "testdata/nodes.yaml"}, exitError,
 			`Service shop/web: annotation tfccm.io/template: "../../etc" is not a valid template variant name`},
 		{"cluster ip", []string{"render", "--config", cfgPath, "--service", clusterIP, "--nodes", "testdata/nodes.yaml"}, exitError, `has type "ClusterIP"`},
+		{"another class", []string{"render", "--config", cfgPath, "--service", otherClass, "--nodes", "testdata/nodes.yaml"}, exitError, `its loadBalancerClass "metallb.io/metallb" is not tfccm's (load_balancer_class "tfccm.io/terraform")`},
 		{"unknown field", []string{"render", "--config", cfgPath, "--service", typo, "--nodes", "testdata/nodes.yaml"}, exitError, `unknown field "externalTrafficPolcy"`},
 		{"not a service", []string{"render", "--config", cfgPath, "--service", deployment, "--nodes", "testdata/nodes.yaml"}, exitError, "want a v1 Service, found apps/v1 Deployment"},
 		{"nodes not nodes", []string{"render", "--config", cfgPath, "--service", "testdata/svc.yaml", "--nodes", deployment}, exitError, "want a v1 Node or NodeList"},

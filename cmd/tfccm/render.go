@@ -97,14 +97,22 @@ func render(cfgPath, svcPath, nodesPath string, routes bool) (*workspace.Spec, e
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return nil, fmt.Errorf("%s: Service %s/%s has type %q; only type LoadBalancer gets a load balancer", svcPath, svc.Namespace, svc.Name, svc.Spec.Type)
 	}
-	if svc.Spec.LoadBalancerClass != nil {
-		return nil, fmt.Errorf("%s: Service %s/%s sets loadBalancerClass %q, so the cloud controller ignores it", svcPath, svc.Namespace, svc.Name, *svc.Spec.LoadBalancerClass)
+	if !cfg.ServesClass(svc.Spec.LoadBalancerClass) {
+		return nil, fmt.Errorf("%s: Service %s/%s: %s", svcPath, svc.Namespace, svc.Name, notServed(cfg, svc.Spec.LoadBalancerClass))
 	}
 	ws, err := set.RenderLoadBalancer(cfg, svc, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return ws, nil
+}
+
+// notServed says why tfccm leaves a Service of class (nil: none) alone.
+func notServed(cfg *config.Config, class *string) string {
+	if class == nil {
+		return "it has no loadBalancerClass and the cloud config sets serve_classless = false, so tfccm leaves it to another implementation"
+	}
+	return fmt.Sprintf("its loadBalancerClass %q is not tfccm's (load_balancer_class %q), so tfccm leaves it alone", *class, cfg.LoadBalancerClass)
 }
 
 func sortStrings(s []string) []string {

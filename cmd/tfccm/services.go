@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/config"
 )
 
 // cleanupFinalizer is the service controller's finalizer on a Service whose
@@ -23,7 +26,8 @@ import (
 const cleanupFinalizer = "service.kubernetes.io/load-balancer-cleanup"
 
 // runServices answers `tfccm services`: the LoadBalancer Services tfccm
-// serves (class-less, as the service controller's) with their state. With
+// serves (class-less ones unless --serve-classless=false, and those of
+// --load-balancer-class: the cloud config's settings) with their state. With
 // --uninstall=refuse it fails when there are any (the chart's pre-delete
 // hook: uninstalling would leave them Terminating and their load balancers
 // running); with --uninstall=delete it deletes them and waits until tfccm
@@ -34,12 +38,25 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or the pod's in-cluster credentials)")
 	uninstall := fs.String("uninstall", "", "refuse: exit 1 when tfccm serves any Service; delete: delete them and wait for their load balancers' destroys")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	serves := &config.Config{}
+	fs.StringVar(&serves.LoadBalancerClass, "load-balancer-class", config.DefaultLoadBalancerClass, "the cloud config's load_balancer_class")
+	classless := fs.Bool("serve-classless", true, "the cloud config's serve_classless")
+	cfgPath := fs.String("config", "", "read load_balancer_class and serve_classless from this cloud config instead of the flags")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	if fs.NArg() != 0 || !slices.Contains([]string{"", "refuse", "delete"}, *uninstall) {
-		fmt.Fprintln(stderr, "usage: tfccm services [--kubeconfig K] [--uninstall refuse|delete] [--timeout D]")
+		fmt.Fprintln(stderr, "usage: tfccm services [--kubeconfig K] [--config FILE | --load-balancer-class C --serve-classless=false] [--uninstall refuse|delete] [--timeout D]")
 		return exitUsage
+	}
+	serves.ServeClassless = classless
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "tfccm services: %v\n", err)
+			return exitError
+		}
+		serves = cfg
 	}
 	client, err := kubeClient(*kubeconfig)
 	if err != nil {
@@ -48,7 +65,7 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	svcs, err := servedServices(ctx, client)
+	svcs, err := servedServices(ctx, client, serves)
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm services: %v\n", err)
 		return exitError
@@ -60,7 +77,7 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 			"Delete them first (tfccm destroys their load balancers), or set uninstall.loadBalancers=delete.\n", len(svcs), names(svcs))
 		return exitError
 	case *uninstall == "delete" && len(svcs) > 0:
-		if err := deleteAndWait(ctx, client, svcs, stdout); err != nil {
+		if err := deleteAndWait(ctx, client, serves, svcs, stdout); err != nil {
 			fmt.Fprintf(stderr, "tfccm services: %v\n", err)
 			return exitError
 		}
@@ -78,23 +95,30 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
-// servedServices are the LoadBalancer Services without a load balancer
-// class (tfccm's), plus any still holding the cleanup finalizer (a
-// Service whose type changed, or one being deleted), by namespace/name.
-func servedServices(ctx context.Context, client kubernetes.Interface) ([]corev1.Service, error) {
+// servedServices are the LoadBalancer Services tfccm serves
+// (config.ServesClass), plus any still holding one of its cleanup
+// finalizers (a Service whose type changed, or one being deleted), by
+// namespace/name.
+func servedServices(ctx context.Context, client kubernetes.Interface, serves *config.Config) ([]corev1.Service, error) {
 	list, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list Services: %w", err)
 	}
 	var out []corev1.Service
 	for _, s := range list.Items {
-		lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil
-		if lb || slices.Contains(s.Finalizers, cleanupFinalizer) {
+		lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer && serves.ServesClass(s.Spec.LoadBalancerClass)
+		if lb || hasCleanupFinalizer(s) {
 			out = append(out, s)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out, nil
+}
+
+// hasCleanupFinalizer: the Service's load balancer is still to be
+// destroyed by tfccm (through the service controller or its class loop).
+func hasCleanupFinalizer(s corev1.Service) bool {
+	return slices.Contains(s.Finalizers, cleanupFinalizer) || slices.Contains(s.Finalizers, annotations.ClassFinalizer)
 }
 
 func key(s corev1.Service) string { return s.Namespace + "/" + s.Name }
@@ -127,15 +151,15 @@ func printServices(w io.Writer, svcs []corev1.Service) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tFINALIZER")
 	for _, s := range svcs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", s.Namespace, s.Name, serviceState(s), slices.Contains(s.Finalizers, cleanupFinalizer))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", s.Namespace, s.Name, serviceState(s), hasCleanupFinalizer(s))
 	}
 	tw.Flush()
 }
 
 // deleteAndWait deletes svcs and waits until each is gone: the service
-// controller removes the finalizer only after tfccm destroyed its load
+// controller (or tfccm's class loop) removes the finalizer only after tfccm destroyed its load
 // balancer, so nothing is left behind.
-func deleteAndWait(ctx context.Context, client kubernetes.Interface, svcs []corev1.Service, w io.Writer) error {
+func deleteAndWait(ctx context.Context, client kubernetes.Interface, serves *config.Config, svcs []corev1.Service, w io.Writer) error {
 	for _, s := range svcs {
 		if s.DeletionTimestamp != nil {
 			continue
@@ -146,7 +170,7 @@ func deleteAndWait(ctx context.Context, client kubernetes.Interface, svcs []core
 		fmt.Fprintf(w, "deleted %s\n", key(s))
 	}
 	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		left, err := servedServices(ctx, client)
+		left, err := servedServices(ctx, client, serves)
 		if err != nil {
 			return false, nil // keep trying until the timeout
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/test/devcluster"
 )
 
-// TestServicesAgainstAPIServer: `tfccm services` lists the class-less
-// LoadBalancer Services (served, Pending, Terminating), --uninstall=refuse
+// TestServicesAgainstAPIServer: `tfccm services` lists the class-less and
+// tfccm-class LoadBalancer Services (served, Pending, Terminating), --uninstall=refuse
 // fails naming them, --uninstall=delete deletes them and returns once
 // their finalizers are gone (the service controller removes them after
 // tfccm's destroy; here the test does, a second later).
@@ -23,7 +26,7 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	class := "example.com/other"
+	class, mine := "example.com/other", config.DefaultLoadBalancerClass
 	for _, s := range []*corev1.Service{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web", Finalizers: []string{cleanupFinalizer}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}},
@@ -31,6 +34,8 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "classed"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Ports: []corev1.ServicePort{{Port: 80}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "mine"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &mine, Ports: []corev1.ServicePort{{Port: 80}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
 	} {
 		if _, err := client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -54,8 +59,21 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 		strings.Contains(out, "classed") || strings.Contains(out, "plain") {
 		t.Errorf("list: exit %d\n%s", code, out)
 	}
+	// Class-less ones left to another implementation: only tfccm's class,
+	// and what still holds a finalizer of tfccm's.
+	code, out, _ = tfccm("--serve-classless=false")
+	if code != exitOK || !strings.Contains(out, "mine") || !strings.Contains(out, "web") || strings.Contains(out, "pending") {
+		t.Errorf("list with --serve-classless=false: exit %d\n%s", code, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "cloud.hcl")
+	if err := os.WriteFile(cfg, []byte("cluster_name = \"c\"\nserve_classless = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out2, _ := tfccm("--config", cfg); code != exitOK || out2 != out {
+		t.Errorf("list with a cloud config setting serve_classless = false: exit %d\n%s", code, out2)
+	}
 	code, _, errOut := tfccm("--uninstall=refuse")
-	if code != exitError || !strings.Contains(errOut, "tfccm serves 2 LoadBalancer Service(s): default/pending, default/web") {
+	if code != exitError || !strings.Contains(errOut, "tfccm serves 3 LoadBalancer Service(s): default/mine, default/pending, default/web") {
 		t.Errorf("refuse: exit %d, %s", code, errOut)
 	}
 	if code, _, _ := tfccm("--uninstall=bogus"); code != exitUsage {

@@ -75,7 +75,7 @@ func StartCCM(opts CCMOptions) (*CCM, error) {
 	if opts.Binary == "" || opts.Kubeconfig == "" || opts.CloudConfig == "" || opts.Dir == "" {
 		return nil, errors.New("harness: CCMOptions need Binary, Kubeconfig, CloudConfig and Dir")
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,8 @@ func (c *CCM) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

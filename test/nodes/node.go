@@ -89,7 +89,8 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 		_, err := os.Stat(cfg.socket())
 		return err
 	}); err != nil {
-		return n, fmt.Errorf("node %s: containerd not serving (%v); see %s", cfg.Name, err, filepath.Join(cfg.Dir, "containerd.log"))
+		log := filepath.Join(cfg.Dir, "containerd.log")
+		return n, fmt.Errorf("node %s: containerd not serving (%v); %s ends:\n%s", cfg.Name, err, log, logTail(log, 15))
 	}
 	for _, img := range images {
 		if err := n.importImage(ctx, img); err != nil {

@@ -171,6 +171,12 @@ func hasAddress(n corev1.Node, ip string) bool {
 // ranges, load balancers in the cloud.
 func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
 	t.Helper()
+	return startTfccmWith(t, c, "")
+}
+
+// startTfccmWith is startTfccm with extra HCL in the cloud config.
+func startTfccmWith(t *testing.T, c *Cluster, extra string) *harness.CCM {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +184,7 @@ func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
 	dir := t.TempDir()
 	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
 	cfg := CCMConfig(c, "nodes", filepath.Join(dir, "work"), repo.Tofu(t), repo.LBHost(t), "")
+	cfg.Blocks += extra
 	path := filepath.Join(dir, "cloud.hcl")
 	if err := cfg.Write(path); err != nil {
 		t.Fatal(err)

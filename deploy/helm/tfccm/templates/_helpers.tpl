@@ -65,9 +65,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (regexMatch "^[a-z][a-z0-9-]{0,62}$" $c.clusterName) -}}
 {{- fail (printf "cloudConfig.clusterName %q must be 1-63 of a-z, 0-9 and -, starting with a letter" $c.clusterName) -}}
 {{- end -}}
-{{- range $name := list "cluster_name" "template_set" "work_dir" "override_dir" -}}
+{{- range $name := list "cluster_name" "template_set" "work_dir" "override_dir" "load_balancer_class" "serve_classless" -}}
 {{- if regexMatch (printf "(?m)^\\s*%s\\s*=" $name) $c.inline -}}
-{{- fail (printf "cloudConfig.inline sets %s: the chart writes it (from cloudConfig.clusterName, cloudConfig.templateSet, the image's work dir and the templates value)" $name) -}}
+{{- fail (printf "cloudConfig.inline sets %s: the chart writes it (from cloudConfig.clusterName, templateSet, loadBalancerClass, serveClassless, the image's work dir and the templates value)" $name) -}}
 {{- end -}}
 {{- end -}}
 {{- if regexMatch "(?m)^\\s*terraform\\s*\\{" $c.inline -}}
@@ -112,6 +112,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 cluster_name = {{ $c.clusterName | quote }}
 template_set = {{ $c.templateSet | quote }}
 work_dir     = "/var/lib/tfccm"
+{{- with $c.loadBalancerClass }}
+load_balancer_class = {{ . | quote }}
+{{- end }}
+{{- if eq (toString $c.serveClassless) "false" }}
+serve_classless = false
+{{- end }}
 {{- if or .Values.templates.files .Values.templates.existingConfigMap }}
 override_dir = "/etc/tfccm/templates"
 {{- end }}
