@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -149,71 +147,4 @@ func waitEvent(t *testing.T, client kubernetes.Interface, name string, want ...s
 		}
 		return fmt.Errorf("events: %s", ev)
 	})
-}
-
-// TestBaremetalSharedAddress: on the baremetal set's LB hosts (keepalived
-// VRRP over ssh), two Services of one key share one VIP held by one VRRP
-// instance per host, each with its own frontend; deleting one keeps the
-// other served and the instance in place.
-func TestBaremetalSharedAddress(t *testing.T) {
-	b := &baremetal{cloud: localcloud.ForTest(t, localcloud.Options{})}
-	b.hosts = lbhosts.ForTest(t, b.cloud)
-	b.cluster = devcluster.ForTest(t)
-	b.client = b.cluster.Client()
-	b.dir = t.TempDir()
-	pool := netip.MustParsePrefix(b.hosts.VIPPool).Addr().As4()
-	pool[3] += 8
-	first := netip.AddrFrom4(pool)
-	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf(`template_set = "baremetal"
-load_balancer {
-  settings = %s
-  address_pool "lbhosts" {
-    addresses = [%q]
-  }
-}
-`, harness.HCLObject(b.hosts.LBSettings()), first.String()+"/30"))
-	serveNodes(t, b.cloud, 30080, 30081)
-	createNode(t, b.client, b.cloud, "node-a")
-	b.startCCM(t)
-	ctx := context.Background()
-	for _, s := range []struct {
-		name           string
-		port, nodePort int32
-	}{{"web", 80, 30080}, {"api", 8080, 30081}} {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "default", Annotations: map[string]string{"tfccm.io/allow-shared-ip": "front"}},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
-				Ports: []corev1.ServicePort{{Port: s.port, NodePort: s.nodePort, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-		}
-		if _, err := b.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vip := waitVIP(t, b.client, "web")
-	if got := waitVIP(t, b.client, "api"); got != vip || vip != first.String() {
-		t.Fatalf("web %s, api %s: want both on %s", vip, got, first)
-	}
-	backendsAre(t, vip, 80, "node-a")
-	backendsAre(t, vip, 8080, "node-a")
-	vrrp := func() []string {
-		var out []string
-		for _, o := range b.objects() {
-			if strings.Contains(o, ":keepalived/") {
-				out = append(out, o)
-			}
-		}
-		return out
-	}
-	instances := vrrp()
-	if len(instances) != len(b.hosts.Hosts) {
-		t.Fatalf("VRRP instances %v: want one per host for the shared VIP", instances)
-	}
-	if err := b.client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitServiceDeleted(t, b.client, "web", 2*time.Minute)
-	backendsAre(t, vip, 8080, "node-a")
-	if got := vrrp(); !slices.Equal(got, instances) {
-		t.Errorf("VRRP instances after deleting one sharer: %v, want %v", got, instances)
-	}
 }
