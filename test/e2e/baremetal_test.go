@@ -331,7 +331,15 @@ func TestBaremetal(t *testing.T) {
 	})
 
 	t.Run("two Services share one chosen VIP: one VRRP instance, each its own frontend", func(t *testing.T) {
-		serveNodes(t, b.cloud, 30082, 30083)
+		for _, n := range b.cloud.Nodes() { // kube-proxy's /healthz runs already
+			for _, port := range []int{30082, 30083} {
+				stop, err := b.cloud.ServeHTTP(n, port, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(stop)
+			}
+		}
 		shared := netip.MustParsePrefix(b.hosts.VIPPool).Addr().As4()
 		shared[3] = 250
 		addr := netip.AddrFrom4(shared).String()
