@@ -163,6 +163,9 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 		for _, ip := range req.IPs {
 			p := a.poolOf(ip)
 			switch {
+			case len(a.pools) > 0 && !slices.Contains(req.Families, familyOf(ip)):
+				// Without pools the template judges (its message names its limits).
+				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is %s, but the Service's ipFamilies are %v", ip, familyOf(ip), req.Families)}
 			case p == nil && len(a.pools) == 0:
 				// No pools: the template allocates, and only chosen
 				// addresses are checked (holders and sharing).

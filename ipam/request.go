@@ -140,11 +140,6 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 	default:
 		r.Families = r.Families[:1]
 	}
-	for _, ip := range r.IPs {
-		if !slices.Contains(r.Families, familyOf(ip)) {
-			return r, fmt.Errorf("requested address %s is %s, but the Service's ipFamilies are %v", ip, familyOf(ip), r.Families)
-		}
-	}
 	return r, nil
 }
 
