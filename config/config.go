@@ -37,6 +37,7 @@ type Config struct {
 	Encryption    *Encryption    `hcl:"encryption,block" doc:"OpenTofu's state and plan encryption for every workspace and state source (docs/encryption.md)."`
 	ChangeWindows *ChangeWindows `hcl:"change_windows,block" doc:"When plans may be applied: allow and deny windows and a freeze switch; outside them plans are made and published but not applied (docs/gitops.md#change-windows)."`
 	Policies      []Policy       `hcl:"policy,block" doc:"A rule over every plan, in CEL, checked before each apply, in review mode's publication and in tfccm plan (docs/policy.md)."`
+	Compat        *Compat        `hcl:"compat,block" doc:"Compatibility with other load balancer controllers' Service annotations, for migrations."`
 
 	// Filename is the file the config was read from.
 	Filename string
@@ -89,10 +90,11 @@ type HealthCheck struct {
 
 // LoadBalancer configures the LoadBalancer facet.
 type LoadBalancer struct {
-	Enabled       *bool        `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
-	HealthCheck   *HealthCheck `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
-	Settings      cty.Value    `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
-	EnsureWaitRaw string       `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
+	Enabled       *bool         `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
+	HealthCheck   *HealthCheck  `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
+	Settings      cty.Value     `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
+	EnsureWaitRaw string        `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
+	AddressPools  []AddressPool `hcl:"address_pool,block" doc:"A named pool of addresses tfccm allocates load balancer addresses from (one block per pool; docs/address-pools.md). With none, tfccm allocates nothing and the template does (the local and baremetal sets from settings.vip_pool)."`
 	// EnsureWait is parsed from EnsureWaitRaw.
 	EnsureWait        time.Duration
 	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_load_balancer_backends_up: a read-only tofu plan per load balancer, no apply. \"0s\" turns it off."`

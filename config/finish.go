@@ -75,6 +75,9 @@ func (c *Config) fillBlocks() {
 	if c.Instances == nil {
 		c.Instances = &Instances{}
 	}
+	if c.Compat == nil {
+		c.Compat = &Compat{}
+	}
 }
 
 func (c *Config) finishRoot(k *checker) {
@@ -186,6 +189,7 @@ func (lb *LoadBalancer) finish(k *checker, c *Config) {
 		hc.Path = DefaultHealthCheckPath
 	}
 	lb.Settings = settings(k, lb.Settings, "load_balancer")
+	lb.finishPools(k)
 	c.parseDurations(k, "load_balancer")
 }
 

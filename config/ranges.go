@@ -7,7 +7,7 @@ var rootSchema = &hcl.BodySchema{
 		{Name: "load_balancer_class"}, {Name: "serve_classless"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "terraform"}, {Type: "backend", LabelNames: []string{"type"}},
-		{Type: "load_balancer"}, {Type: "routes"}, {Type: "instances"}, {Type: "encryption"}, {Type: "policy", LabelNames: []string{"name"}}, {Type: "change_windows"},
+		{Type: "load_balancer"}, {Type: "routes"}, {Type: "instances"}, {Type: "encryption"}, {Type: "policy", LabelNames: []string{"name"}}, {Type: "change_windows"}, {Type: "compat"},
 	},
 }
 

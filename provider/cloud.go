@@ -133,7 +133,8 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
-	render := templateRenderer{cfg: cfg, loader: loader}
+	addrs := newAddressBook(cfg)
+	render := templateRenderer{cfg: cfg, loader: loader, addrs: addrs}
 	var lbRev lbReview
 	var routesRev routesReview
 	// A plan also waits for approval when a policy rule asks for it (or
@@ -145,6 +146,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
+		c.lb.addrs = addrs
 		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
 	}
 	if routesEnabled(cfg) {

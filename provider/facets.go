@@ -73,12 +73,13 @@ type renderer interface {
 type templateRenderer struct {
 	cfg    *config.Config
 	loader *templates.Loader
+	addrs  *addressBook // the addresses tfccm allocated (nil: none)
 }
 
 var _ renderer = templateRenderer{}
 
 func (t templateRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
-	return t.loader.Set().RenderLoadBalancer(t.cfg, svc, nodes)
+	return t.loader.Set().RenderLoadBalancerWith(t.cfg, svc, nodes, t.addrs.lookup(svc))
 }
 
 func (t templateRenderer) RenderRoutes(routes []templates.Route) (*workspace.Spec, error) {

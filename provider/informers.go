@@ -15,6 +15,7 @@ var _ cloudprovider.InformerUser = (*Cloud)(nil)
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	if c.lb != nil {
 		c.lb.watch(f)
+		c.lb.addrs.watch(f)
 		c.class.watch(f)
 		if c.review != nil {
 			c.review.watchApprovals(f)

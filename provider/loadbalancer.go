@@ -62,6 +62,8 @@ type loadBalancers struct {
 	nodes     corelisters.NodeLister // nil until SetInformers
 	svcSource *serviceSource         // nil until SetInformers (orphan sweep)
 	health    healthState            // the backends gauges set (loadbalancer_health.go)
+	// addrs decides the Services' addresses (nil: none decided by tfccm).
+	addrs *addressBook
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.
@@ -135,6 +137,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			l.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
 			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
 		}
+		l.addrs.observe(svc, status)
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
 		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
@@ -262,6 +265,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if st.Phase == workspace.PhaseDestroyed {
 		l.forget(name)
 		l.conds.forget(svc.UID)
+		l.addrs.release(svc)
 		return nil
 	}
 	spec, err := l.destroySpec(svc, name)
@@ -283,6 +287,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 			l.forget(name)
 		}
 		l.conds.forget(svc.UID)
+		l.addrs.release(svc)
 		return nil
 	case workspace.PhaseFailed:
 		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
@@ -315,6 +320,9 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renderAndApply renders and submits one workspace; the caller holds its
 // entry's submit lock.
 func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
+	if err := l.assignAddresses(svc); err != nil {
+		return workspace.Status{}, err
+	}
 	ws, err := l.render.RenderLoadBalancer(svc, nodes)
 	if err != nil {
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())

@@ -77,6 +77,21 @@ var (
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )
 
+// The Event reasons of load balancer addresses (loadbalancer_addresses.go,
+// docs/address-pools.md).
+var (
+	ReasonAddressAssigned = declareReason("LoadBalancerIPAssigned", corev1.EventTypeNormal,
+		"With address pools: the Service's addresses changed (first assignment included); the message names them, their pool and the Services sharing them.")
+	ReasonAddressConflict = declareReason("LoadBalancerIPConflict", corev1.EventTypeWarning,
+		"An address the Service needs is held by another Service, named in the message, that does not share it with this one (no or another `tfccm.io/allow-shared-ip` key, a port and protocol both use, or `externalTrafficPolicy: Local` with another selector). Nothing is applied; the holder is untouched.")
+	ReasonAddressPoolExhausted = declareReason("AddressPoolExhausted", corev1.EventTypeWarning,
+		"No pool that may serve the Service has a free address of the family it needs; the message names the pools (metric `tfccm_address_pool_exhausted_total`). Nothing is applied; retried with backoff.")
+	ReasonAddressRefused = declareReason("LoadBalancerIPRefused", corev1.EventTypeWarning,
+		"The Service's address request cannot be met as it is: an address outside every address pool, an unknown pool, two annotations that disagree, an address of a family the Service lacks, or `tfccm.io/allow-shared-ip` without address pools. Nothing is applied.")
+	ReasonLoadBalancerIPDeprecated = declareReason("LoadBalancerIPDeprecated", corev1.EventTypeNormal,
+		"The Service requests its address with `spec.loadBalancerIP`, deprecated since Kubernetes 1.24: still honoured; `tfccm.io/load-balancer-ips` replaces it (and takes one address per family).")
+)
+
 // allReasons returns every declared Event reason, sorted by name.
 func allReasons() []Reason {
 	out := append([]Reason(nil), declaredReasons...)

@@ -51,6 +51,8 @@ var ServiceType = cty.Object(map[string]cty.Type{
 		"app_protocol": cty.String,
 	})),
 	"load_balancer_ip":        cty.String,
+	"load_balancer_ips":       cty.List(cty.String),
+	"shared_ip":               cty.String,
 	"source_ranges":           cty.List(cty.String),
 	"external_traffic_policy": cty.String,
 	"health_check_node_port":  cty.Number,

@@ -16,6 +16,7 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/tfvars"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -33,7 +34,25 @@ type Route struct {
 // nodes (already filtered by the service controller). Errors are
 // user-facing: they name the annotation or field and what was wrong.
 func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
-	r, err := s.renderLoadBalancer(cfg, svc, nodes)
+	return s.RenderLoadBalancerWith(cfg, svc, nodes, nil)
+}
+
+// Addresses are the load balancer addresses tfccm allocated for a Service
+// (package ipam), when it allocates them.
+type Addresses struct {
+	// IPs are one address per family, primary first; they replace the
+	// addresses the Service requested.
+	IPs []netip.Addr
+	// Shared is the Service's share token (ipam.ShareToken), "" if it
+	// shares with no one.
+	Shared string
+}
+
+// RenderLoadBalancerWith renders like RenderLoadBalancer with the
+// addresses tfccm allocated (nil: the Service's requested addresses, no
+// sharing).
+func (s *Set) RenderLoadBalancerWith(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs *Addresses) (*workspace.Spec, error) {
+	r, err := s.renderLoadBalancer(cfg, svc, nodes, addrs)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +60,7 @@ func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	return r.Spec, nil
 }
 
-func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node) (*rendered, error) {
+func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs *Addresses) (*rendered, error) {
 	if svc == nil {
 		return nil, fmt.Errorf("render load balancer: no Service")
 	}
@@ -55,7 +74,7 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
-	service, err := serviceVal(svc)
+	service, err := serviceVal(svc, cfg.Compat.MetalLB, addrs)
 	if err != nil {
 		return nil, err
 	}
@@ -180,22 +199,30 @@ func (s *Set) loadBalancerModule(svc *corev1.Service) (*Module, error) {
 	return m, nil
 }
 
-func serviceVal(svc *corev1.Service) (cty.Value, error) {
+func serviceVal(svc *corev1.Service, metallb bool, addrs *Addresses) (cty.Value, error) {
 	a := svc.Annotations
 	proxy, _, _ := annotations.ProxyProtocol.Get(a)
 	internal, _, _ := annotations.Internal.Get(a)
-	lbIP := cty.NullVal(cty.String)
-	if svc.Spec.LoadBalancerIP != "" {
-		lbIP = str(svc.Spec.LoadBalancerIP)
-	}
-	if ip, ok, _ := annotations.LoadBalancerIP.Get(a); ok {
-		if svc.Spec.LoadBalancerIP != "" {
-			spec, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
-			if err != nil || spec.Unmap() != ip {
-				return cty.NilVal, fmt.Errorf("annotation %s (%s) conflicts with spec.loadBalancerIP (%s): set only one", annotations.LoadBalancerIP.Name, ip, svc.Spec.LoadBalancerIP)
-			}
+	var ips []netip.Addr
+	shared := cty.NullVal(cty.String)
+	if addrs != nil {
+		ips = addrs.IPs
+		shared = optStr(addrs.Shared)
+	} else {
+		req, err := ipam.RequestOf(svc, metallb)
+		if err != nil {
+			return cty.NilVal, err
 		}
-		lbIP = str(ip.String())
+		ips = req.IPs
+	}
+	lbIP, lbIPs := cty.NullVal(cty.String), cty.ListValEmpty(cty.String)
+	if len(ips) > 0 {
+		lbIP = str(ips[0].String())
+		vals := make([]cty.Value, len(ips))
+		for i, ip := range ips {
+			vals[i] = str(ip.String())
+		}
+		lbIPs = cty.ListVal(vals)
 	}
 	etp := string(svc.Spec.ExternalTrafficPolicy)
 	if etp == "" {
@@ -224,6 +251,8 @@ func serviceVal(svc *corev1.Service) (cty.Value, error) {
 		"labels":                  strMap(svc.Labels, nil),
 		"ports":                   portsVal(svc.Spec.Ports),
 		"load_balancer_ip":        lbIP,
+		"load_balancer_ips":       lbIPs,
+		"shared_ip":               shared,
 		"source_ranges":           strList(svc.Spec.LoadBalancerSourceRanges),
 		"external_traffic_policy": str(etp),
 		"health_check_node_port":  hcPort,

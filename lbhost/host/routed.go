@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/tfccm/tfccm/lbhost/router"
 	"github.com/tfccm/tfccm/lbhost/transport"
@@ -22,11 +21,14 @@ type RoutedVIP struct {
 	Nexthops []string
 	Check    router.Check
 	Hash     string // router.HashFlow ("" too) or router.HashClient
+	// Share lets owners with the same token route one address (each its
+	// own config; the router routes the address once).
+	Share string
 }
 
 func (r RoutedVIP) validate() error {
 	// The pool and owner rules are the VIP's; the interface is not used.
-	if err := (VIP{Owner: r.Owner, Pool: r.Pool, Address: r.Address, Interface: "lo"}).validate(); err != nil {
+	if err := (VIP{Owner: r.Owner, Pool: r.Pool, Address: r.Address, Interface: "lo", Share: r.Share}).validate(); err != nil {
 		return err
 	}
 	if err := r.config("0.0.0.0").Validate(); err != nil {
@@ -53,7 +55,7 @@ func (h *Host) ApplyRoutedVIP(ctx context.Context, r RoutedVIP) (string, error) 
 		return "", err
 	}
 	defer unlock()
-	addr, err := h.claim(ctx, r.Owner, r.Pool, r.Address, nil)
+	addr, err := h.claim(ctx, r.Owner, r.Share, r.Pool, r.Address, nil)
 	if err != nil {
 		return "", err
 	}
@@ -88,7 +90,7 @@ func (h *Host) ReadRoutedVIP(ctx context.Context, owner string) (*router.Config,
 		return nil, nil // unreadable or not ours: recreate
 	}
 	claim, err := h.T.ReadFile(ctx, h.p("claims", c.Address))
-	if transport.IsNotExist(err) || err == nil && strings.TrimSpace(string(claim)) != owner {
+	if transport.IsNotExist(err) || err == nil && !parseClaimants(claim).has(owner) {
 		return nil, nil
 	}
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
-	"strings"
 
 	"github.com/tfccm/tfccm/lbhost/keepalived"
 	"github.com/tfccm/tfccm/lbhost/transport"
@@ -38,6 +37,10 @@ type VIP struct {
 	// fills it in.
 	VRRP      *keepalived.Instance
 	VRIDRange [2]int // first, last; zero: no allocation
+	// Share, when set, lets every owner with the same token claim the
+	// address too (see claims.go); their VRRP instance is one, owned by
+	// the token.
+	Share string
 }
 
 var reVRIDRange = regexp.MustCompile(`^([1-9][0-9]{0,2})-([1-9][0-9]{0,2})$`)
@@ -62,6 +65,9 @@ func (v VIP) validate() error {
 	}
 	if !ValidInterface(v.Interface) {
 		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", v.Interface)}
+	}
+	if !ValidShare(v.Share) {
+		return &FieldError{Field: "share", Msg: fmt.Sprintf("%q must be 1-63 lowercase letters, digits or '-'", v.Share)}
 	}
 	if v.Address != "" {
 		return CheckInPool(v.Pool, v.Address)
@@ -91,8 +97,8 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4(b)
 }
 
-// claims maps every claimed address to its owner.
-func (h *Host) claims(ctx context.Context) (map[string]string, error) {
+// claims maps every claimed address to its claimants.
+func (h *Host) claims(ctx context.Context) (map[string]claimants, error) {
 	if err := h.needDir(); err != nil {
 		return nil, err
 	}
@@ -100,12 +106,14 @@ func (h *Host) claims(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
-	out := map[string]string{}
+	out := map[string]claimants{}
 	for n, data := range files {
 		if a, err := netip.ParseAddr(n); err != nil || a.String() != n {
 			continue
 		}
-		out[n] = strings.TrimSpace(string(data))
+		if cs := parseClaimants(data); len(cs) > 0 {
+			out[n] = cs
+		}
 	}
 	return out, nil
 }
@@ -123,8 +131,8 @@ func (h *Host) CheckRequest(ctx context.Context, v VIP) error {
 	if err != nil {
 		return err
 	}
-	if o, ok := claims[v.Address]; ok && o != v.Owner {
-		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", v.Address, o, h.T)}
+	if cs := claims[v.Address]; !cs.admits(v.Owner, v.Share) {
+		return usedBy(v.Address, v.Owner, cs, h.T)
 	}
 	return nil
 }
@@ -141,7 +149,7 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	addr, err := h.claim(ctx, v.Owner, v.Pool, v.Address, func() error {
+	addr, err := h.claim(ctx, v.Owner, v.Share, v.Pool, v.Address, func() error {
 		if v.VRRP == nil {
 			return nil
 		}
@@ -153,7 +161,7 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 	}
 	if v.VRRP != nil {
 		in := *v.VRRP
-		in.Owner, in.Address, in.AddressInterface = v.Owner, addr, v.Interface
+		in.Owner, in.Address, in.AddressInterface = v.vrrpOwner(), addr, v.Interface
 		if err := h.applyVRRP(ctx, in); err != nil {
 			return addr, fmt.Errorf("VRRP instance for %s: %w", addr, err)
 		}
@@ -182,7 +190,7 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 		if err != nil || in.Interface != v.VRRP.Interface {
 			continue
 		}
-		if in.Owner == v.Owner {
+		if in.Owner == v.vrrpOwner() {
 			own = in.VirtualRouterID
 			continue
 		}
@@ -212,20 +220,21 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 }
 
 // claim allocates (or checks the requested) address and records owner's
-// claim on it. check, when set, runs once the address is chosen and before
-// anything is written: its error changes nothing. The caller holds the
-// host lock.
-func (h *Host) claim(ctx context.Context, owner string, pool netip.Prefix, addr string, check func() error) (string, error) {
+// claim on it (with share: an address others claim with the same token is
+// taken first). check, when set, runs once the address is chosen and
+// before anything is written: its error changes nothing. The caller holds
+// the host lock.
+func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix, addr string, check func() error) (string, error) {
 	claims, err := h.claims(ctx)
 	if err != nil {
 		return "", err
 	}
 	if addr != "" {
-		if o, ok := claims[addr]; ok && o != owner {
-			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, o, h.T)}
+		if cs := claims[addr]; !cs.admits(owner, share) {
+			return "", usedBy(addr, owner, cs, h.T)
 		}
 	} else {
-		addr = allocate(pool, owner, claims)
+		addr = allocateShared(pool, owner, share, claims)
 		if addr == "" {
 			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", pool, h.T)}
 		}
@@ -235,12 +244,39 @@ func (h *Host) claim(ctx context.Context, owner string, pool netip.Prefix, addr 
 			return "", err
 		}
 	}
-	if claims[addr] != owner {
-		if err := h.T.WriteFile(ctx, h.p("claims", addr), []byte(owner+"\n")); err != nil {
+	if cs := claims[addr]; !slicesEqual(cs, cs.with(owner, share)) {
+		if err := h.T.WriteFile(ctx, h.p("claims", addr), cs.with(owner, share).bytes()); err != nil {
 			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
 		}
 	}
 	return addr, nil
+}
+
+func slicesEqual(a, b claimants) bool { return string(a.bytes()) == string(b.bytes()) }
+
+// allocateShared prefers owner's own claim, then (with share) the lowest
+// address of the pool claimed with the same token, then allocate's probe.
+func allocateShared(pool netip.Prefix, owner, share string, claims map[string]claimants) string {
+	byOwner := map[string]string{}
+	var mine, shared []string
+	for a, cs := range claims {
+		p, err := netip.ParseAddr(a)
+		inPool := err == nil && pool.Contains(p)
+		byOwner[a] = cs.other(owner)
+		switch {
+		case cs.has(owner):
+			byOwner[a] = owner
+			if inPool {
+				mine = append(mine, a)
+			}
+		case inPool && share != "" && cs.admits(owner, share):
+			shared = append(shared, a)
+		}
+	}
+	if len(mine) == 0 && len(shared) > 0 {
+		return minAddr(shared)
+	}
+	return allocate(pool, owner, byOwner)
 }
 
 // allocate prefers the owner's existing claim, then probes from a hash of
@@ -290,8 +326,8 @@ func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
 		return "", err
 	}
 	var mine []string
-	for a, o := range claims {
-		if o == owner {
+	for a, cs := range claims {
+		if cs.has(owner) {
 			mine = append(mine, a)
 		}
 	}
@@ -302,8 +338,8 @@ func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
 }
 
 // VIPPresent reports whether owner's claim on addr exists and the address
-// is configured on iface.
-func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string, vrrp bool) (bool, error) {
+// is configured on iface (with vrrp: the instance of owner, or of share).
+func (h *Host) VIPPresent(ctx context.Context, owner, share, addr, iface string, vrrp bool) (bool, error) {
 	if !ValidInterface(iface) {
 		return false, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
 	}
@@ -317,13 +353,13 @@ func (h *Host) VIPPresent(ctx context.Context, owner, addr, iface string, vrrp b
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", h.T, err)
 	}
-	if strings.TrimSpace(string(data)) != owner {
+	if !parseClaimants(data).has(owner) {
 		return false, nil
 	}
 	if vrrp {
 		// keepalived holds the address only on the VRRP master: the
 		// instance is what must be there.
-		in, err := h.ReadVRRP(ctx, owner)
+		in, err := h.ReadVRRP(ctx, VRRPOwner(owner, share))
 		if err != nil {
 			return false, err
 		}
@@ -357,8 +393,8 @@ func (h *Host) hasAddress(ctx context.Context, addr, iface string) (bool, error)
 }
 
 // ReleaseVIP drops owner's claim on addr and the address (or its VRRP
-// instance), if no one else claims it meanwhile.
-func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp bool) error {
+// instance, owner's or share's), if no one else claims it.
+func (h *Host) ReleaseVIP(ctx context.Context, owner, share, addr, iface string, vrrp bool) error {
 	if !ValidInterface(iface) {
 		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
 	}
@@ -370,11 +406,11 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 		return err
 	}
 	defer unlock()
-	if mine, err := h.unclaim(ctx, owner, addr); err != nil || !mine {
-		return err // someone else's now: leave the address alone
+	if free, err := h.unclaim(ctx, owner, addr); err != nil || !free {
+		return err // someone else's now, or still shared: leave the address alone
 	}
 	if vrrp {
-		return h.deleteVRRP(ctx, owner)
+		return h.deleteVRRP(ctx, VRRPOwner(owner, share))
 	}
 	has, err := h.hasAddress(ctx, addr, iface)
 	if err != nil {
@@ -388,8 +424,9 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, addr, iface string, vrrp b
 	return nil
 }
 
-// unclaim removes owner's claim on addr; it reports false when someone else
-// claims addr now. The caller holds the host lock.
+// unclaim removes owner's claim on addr; it reports whether the address
+// is free now (false: someone else claims it, alone or sharing it). The
+// caller holds the host lock.
 func (h *Host) unclaim(ctx context.Context, owner, addr string) (bool, error) {
 	claim := h.p("claims", addr)
 	data, err := h.T.ReadFile(ctx, claim)
@@ -398,12 +435,20 @@ func (h *Host) unclaim(ctx context.Context, owner, addr string) (bool, error) {
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("%s: %w", h.T, err)
-	case strings.TrimSpace(string(data)) == owner:
-		if err := h.T.Remove(ctx, claim); err != nil {
+	}
+	cs := parseClaimants(data)
+	rest := cs.without(owner)
+	switch {
+	case len(rest) == len(cs) && len(cs) > 0:
+		return false, nil // not ours
+	case len(rest) > 0:
+		if err := h.T.WriteFile(ctx, claim, rest.bytes()); err != nil {
 			return false, fmt.Errorf("%s: %w", h.T, err)
 		}
-		return true, nil
-	default:
 		return false, nil
 	}
+	if err := h.T.Remove(ctx, claim); err != nil {
+		return false, fmt.Errorf("%s: %w", h.T, err)
+	}
+	return true, nil
 }

@@ -54,3 +54,31 @@ func TestCheckInPool(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimants(t *testing.T) {
+	cs := parseClaimants([]byte("c1_web share=s1\nc1_api share=s1\n"))
+	for _, tc := range []struct {
+		owner, share string
+		want         bool
+	}{
+		{"c1_dns", "s1", true}, {"c1_dns", "s2", false}, {"c1_dns", "", false}, {"c1_web", "s1", true},
+	} {
+		if got := cs.admits(tc.owner, tc.share); got != tc.want {
+			t.Errorf("admits(%s, %q) = %v, want %v", tc.owner, tc.share, got, tc.want)
+		}
+	}
+	if old := parseClaimants([]byte("c1_web\n")); old.admits("c1_api", "s1") || !old.admits("c1_web", "") {
+		t.Error("an earlier release's claim must admit only its owner")
+	}
+	if got := string(cs.with("c1_dns", "s1").without("c1_web").bytes()); got != "c1_api share=s1\nc1_dns share=s1\n" {
+		t.Errorf("with/without = %q", got)
+	}
+	pool := netip.MustParsePrefix("10.0.0.0/29")
+	claims := map[string]claimants{"10.0.0.3": cs, "10.0.0.2": parseClaimants([]byte("c1_x\n"))}
+	if got := allocateShared(pool, "c1_dns", "s1", claims); got != "10.0.0.3" {
+		t.Errorf("a sharer is allocated %s, want the shared 10.0.0.3", got)
+	}
+	if got := allocateShared(pool, "c1_dns", "s2", claims); got == "10.0.0.3" || got == "10.0.0.2" || got == "" {
+		t.Errorf("another token is allocated %s, want a free address", got)
+	}
+}

@@ -229,3 +229,27 @@ func TestSyncClientHash(t *testing.T) {
 	write(c)
 	step("ip -4 route replace 10.252.0.7/32 proto 77 nexthop via 10.250.0.11 weight 1 nexthop via 10.250.0.12 weight 1")
 }
+
+// Owners sharing an address each have a config: the address is routed
+// once, by the lowest owner's config, and stays while any config is left.
+func TestSharedAddressReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	for owner, hops := range map[string][]string{"c_b": {"10.250.0.12"}, "c_a": {"10.250.0.11"}} {
+		b, _ := json.Marshal(Config{Owner: owner, Address: "10.252.0.7", Nexthops: hops,
+			Check: Check{Protocol: "TCP", Port: 10256, IntervalMS: 100, Rise: 1, Fall: 1}})
+		if err := os.WriteFile(filepath.Join(dir, owner+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Service{Dir: dir, Log: log.New(io.Discard, "", 0)}
+	got := s.read()
+	if len(got) != 1 || got["10.252.0.7"].Owner != "c_a" {
+		t.Fatalf("read = %+v, want the one address by c_a", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "c_a.json")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read(); got["10.252.0.7"].Owner != "c_b" {
+		t.Fatalf("after c_a left: %+v, want c_b's", got)
+	}
+}

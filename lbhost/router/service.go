@@ -299,7 +299,8 @@ func (s *Service) syncClientHash(ctx context.Context, configs map[string]Config)
 }
 
 // read loads every valid config in Dir by address (a bad file is logged
-// and skipped; its VIP keeps no route).
+// and skipped; its VIP keeps no route). Owners sharing an address each
+// have a config: the lowest owner's is the address's.
 func (s *Service) read() map[string]Config {
 	out := map[string]Config{}
 	files, _ := filepath.Glob(filepath.Join(s.Dir, "*.json"))
@@ -313,7 +314,9 @@ func (s *Service) read() map[string]Config {
 			s.Log.Printf("%s: %v", filepath.Base(f), err)
 			continue
 		}
-		out[c.Address] = c
+		if o, ok := out[c.Address]; !ok || c.Owner < o.Owner {
+			out[c.Address] = c
+		}
 	}
 	return out
 }

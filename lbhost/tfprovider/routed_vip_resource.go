@@ -34,6 +34,7 @@ type routedVIPModel struct {
 	Nexthops    []string          `tfsdk:"nexthops"`
 	HealthCheck *routedCheckModel `tfsdk:"health_check"`
 	Hash        types.String      `tfsdk:"hash"`
+	Share       types.String      `tfsdk:"share"`
 }
 
 type routedCheckModel struct {
@@ -67,6 +68,11 @@ func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"address": schema.StringAttribute{Optional: true, Computed: true,
 				Description:   "The VIP. Set it to request an address; otherwise one is allocated at apply time.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
+			"share": schema.StringAttribute{Optional: true,
+				Description: "A share token, as `lbhost_vip`'s: owners with the same token may route one address, each with its own " +
+					"config; the router routes the address once, over the next hops of the config of the lowest owner.",
+				Validators:    []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
+				PlanModifiers: replace},
 			"nexthops": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Description: "IPv4 addresses the VIP is routed to while they pass the health check."},
 			"hash": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(router.HashFlow),
@@ -107,7 +113,7 @@ func (m routedVIPModel) routed() (host.RoutedVIP, error) {
 	if hc == nil {
 		return host.RoutedVIP{}, &host.FieldError{Field: "health_check", Msg: "is required"}
 	}
-	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Hash: m.Hash.ValueString(), Check: router.Check{
+	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Hash: m.Hash.ValueString(), Share: m.Share.ValueString(), Check: router.Check{
 		Protocol: hc.Protocol, Port: int(hc.Port), Path: hc.Path.ValueString(),
 		IntervalMS: int(hc.IntervalMS.ValueInt64()), Rise: int(hc.Rise.ValueInt64()), Fall: int(hc.Fall.ValueInt64()),
 	}}

@@ -45,6 +45,7 @@ type vipModel struct {
 	Address   types.String `tfsdk:"address"`
 	Interface types.String `tfsdk:"interface"`
 	VRRP      *vrrpModel   `tfsdk:"vrrp"`
+	Share     types.String `tfsdk:"share"`
 }
 
 type vrrpModel struct {
@@ -115,6 +116,13 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
 				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
+			"share": schema.StringAttribute{Optional: true,
+				Description: "A share token (tfccm's `service.shared_ip`): owners with the same token may claim one address, each its own " +
+					"line of the claim file; allocation takes an address claimed with the token first. The address (with `vrrp`: one VRRP " +
+					"instance, `keepalived/share.<token>.conf`) stays until its last sharer is destroyed. Whether the sharers' ports clash " +
+					"is checked by whoever sets the token (tfccm), not here.",
+				Validators:    []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
+				PlanModifiers: replace},
 			"vrrp": schema.SingleNestedAttribute{
 				Optional: true,
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(
@@ -166,7 +174,7 @@ func (m vipModel) vip() (host.VIP, error) {
 	if err != nil {
 		return host.VIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
 	}
-	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString()}
+	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString(), Share: m.Share.ValueString()}
 	if m.VRRP != nil {
 		in, diags := m.VRRP.instance(context.Background())
 		if diags.HasError() {
@@ -281,7 +289,7 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	h, err := r.c.host(ctx)
 	var ok bool
 	if err == nil {
-		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
 	}
 	if keptUnreachable(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err) {
 		return
@@ -301,7 +309,7 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		return
 	}
 	if m.VRRP != nil {
-		in, err := h.ReadVRRP(ctx, m.Owner.ValueString())
+		in, err := h.ReadVRRP(ctx, host.VRRPOwner(m.Owner.ValueString(), m.Share.ValueString()))
 		if err != nil || in == nil {
 			resp.State.RemoveResource(ctx)
 			return
@@ -331,7 +339,7 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 		}
 		if err == nil {
 			in := *v.VRRP
-			in.Owner, in.Address, in.AddressInterface = v.Owner, m.Address.ValueString(), v.Interface
+			in.Owner, in.Address, in.AddressInterface = host.VRRPOwner(v.Owner, v.Share), m.Address.ValueString(), v.Interface
 			err = h.UpdateVRRP(ctx, in)
 		}
 		if err != nil {
@@ -352,7 +360,7 @@ func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	}
 	h, err := r.c.host(ctx)
 	if err == nil {
-		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
 	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
@@ -384,7 +392,7 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 		return
 	}
 	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
-		Address: types.StringValue(addr), Interface: types.StringValue(iface)}
+		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull()}
 	// A VIP held by keepalived is adopted with its VRRP instance.
 	in, err := h.ReadVRRP(ctx, parts[0])
 	if err != nil {

@@ -319,7 +319,7 @@ func TestBaremetal(t *testing.T) {
 	t.Run("bad input: a clear error naming the field, nothing changes", func(t *testing.T) {
 		for _, tc := range []struct{ name, ip, want string }{
 			{"outside", "192.0.2.7", "outside the VIP pool"},
-			{"taken", vip, "already used by load balancer " + owner},
+			{"taken", vip, "LoadBalancerIPConflict: address " + vip + " is held by Service default/web"},
 		} {
 			b.createService(t, tc.name, 80, 30081, tc.ip)
 			eventually(t, time.Minute, "Event for "+tc.name, func(context.Context) error {
@@ -336,6 +336,71 @@ func TestBaremetal(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitServiceDeleted(t, b.client, tc.name, 2*time.Minute)
+		}
+		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
+	})
+
+	t.Run("two Services share one chosen VIP: one VRRP instance, each its own frontend", func(t *testing.T) {
+		for _, n := range b.cloud.Nodes() { // kube-proxy's /healthz runs already
+			for _, port := range []int{30082, 30083} {
+				stop, err := b.cloud.ServeHTTP(n, port, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(stop)
+			}
+		}
+		shared := netip.MustParsePrefix(b.hosts.VIPPool).Addr().As4()
+		shared[3] = 250
+		addr := netip.AddrFrom4(shared).String()
+		for _, s := range []struct {
+			name           string
+			port, nodePort int32
+		}{{"dns-tcp", 80, 30082}, {"dns-alt", 8080, 30083}} {
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "default",
+					Annotations: map[string]string{"tfccm.io/allow-shared-ip": "dns", "tfccm.io/load-balancer-ips": addr}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+					Ports: []corev1.ServicePort{{Port: s.port, NodePort: s.nodePort, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+			}
+			if _, err := b.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range []string{"dns-tcp", "dns-alt"} {
+			if got := waitVIP(t, b.client, name); got != addr {
+				t.Fatalf("%s got %s, want the shared %s", name, got, addr)
+			}
+		}
+		backendsAre(t, addr, 80, "node-a", "node-b", "node-c")
+		backendsAre(t, addr, 8080, "node-a", "node-b", "node-c")
+		instances := func() []string {
+			var out []string
+			for _, o := range b.objects() {
+				if strings.Contains(o, ":keepalived/share.") {
+					out = append(out, o)
+				}
+			}
+			return out
+		}
+		vrrp := instances()
+		if len(vrrp) != len(b.hosts.Hosts) {
+			t.Fatalf("VRRP instances of the shared VIP: %v, want one per host", vrrp)
+		}
+		for i, name := range []string{"dns-tcp", "dns-alt"} {
+			if err := b.client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitServiceDeleted(t, b.client, name, 2*time.Minute)
+			if i == 0 {
+				backendsAre(t, addr, 8080, "node-a", "node-b", "node-c")
+				if got := instances(); !slices.Equal(got, vrrp) {
+					t.Errorf("VRRP instances with one sharer left: %v, want %v", got, vrrp)
+				}
+			}
+		}
+		if got := b.objects(); !slices.Equal(got, want) {
+			t.Errorf("objects on the hosts after both sharers: %v, want %v", got, want)
 		}
 		backendsAre(t, vip, 80, "node-a", "node-b", "node-c")
 	})

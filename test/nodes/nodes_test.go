@@ -177,6 +177,12 @@ func startTfccm(t *testing.T, c *Cluster) *harness.CCM {
 // startTfccmWith is startTfccm with extra HCL in the cloud config.
 func startTfccmWith(t *testing.T, c *Cluster, extra string) *harness.CCM {
 	t.Helper()
+	return startTfccmEdit(t, c, func(cfg *harness.CloudConfig) { cfg.Blocks += extra })
+}
+
+// startTfccmEdit is startTfccm with the cloud config changed by edit.
+func startTfccmEdit(t *testing.T, c *Cluster, edit func(*harness.CloudConfig)) *harness.CCM {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +190,7 @@ func startTfccmWith(t *testing.T, c *Cluster, extra string) *harness.CCM {
 	dir := t.TempDir()
 	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
 	cfg := CCMConfig(c, "nodes", filepath.Join(dir, "work"), repo.Tofu(t), repo.LBHost(t), "")
-	cfg.Blocks += extra
+	edit(&cfg)
 	path := filepath.Join(dir, "cloud.hcl")
 	if err := cfg.Write(path); err != nil {
 		t.Fatal(err)

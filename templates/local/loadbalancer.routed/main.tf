@@ -25,6 +25,7 @@ resource "lbhost_routed_vip" "vip" {
   owner    = local.owner
   pool     = var.settings.vip_pool
   address  = local.requested
+  share    = var.service.shared_ip
   nexthops = local.nexthops
   # ClientIP affinity: the router hashes the VIP's connections by client
   # address, so a client stays on one node (kube-proxy keeps it on one

@@ -19,6 +19,7 @@ variable "load_balancer_name" {
 variable "service" {
   type = object({
     load_balancer_ip = string
+    shared_ip        = string # tfccm.io/allow-shared-ip with address pools: one token per shared VIP
     ip_families      = list(string)
     session_affinity = string
     proxy_protocol   = bool

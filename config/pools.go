@@ -1,0 +1,163 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// AddressPool is one named pool of load balancer addresses tfccm allocates
+// from (package ipam), as MetalLB's IPAddressPool.
+type AddressPool struct {
+	Name               string   `hcl:"name,label" doc:"The pool's name, as picked by annotation tfccm.io/address-pool: 1-63 lowercase letters, digits and '-'."`
+	Addresses          []string `hcl:"addresses" doc:"IPv4 and IPv6 CIDRs (10.252.0.0/26, 2001:db8::/120) or ranges (10.252.0.10-10.252.0.20). Pools may not overlap. With the local and baremetal sets they must lie inside settings.vip_pool."`
+	AutoAssign         *bool    `hcl:"auto_assign,optional" doc:"Whether Services that name no pool get addresses from it (default true). A pool with auto_assign = false gives addresses only to Services that name it or request one of its addresses."`
+	AvoidBuggyIPs      bool     `hcl:"avoid_buggy_ips,optional" doc:"Never allocates IPv4 addresses ending in .0 or .255."`
+	Priority           int      `hcl:"priority,optional" doc:"Among the pools whose selectors match a Service, the lower number is tried first; 0 (unset) comes after every set priority."`
+	Namespaces         []string `hcl:"namespaces,optional" doc:"Only Services in these namespaces get addresses from this pool automatically (MetalLB's serviceAllocation.namespaces)."`
+	NamespaceSelectors []string `hcl:"namespace_selectors,optional" doc:"Label selectors (kubectl syntax, e.g. \"team=web\" or \"env in (prod,staging)\"): only Services in a namespace matching one of them get addresses from this pool automatically."`
+	ServiceSelectors   []string `hcl:"service_selectors,optional" doc:"Label selectors: only Services whose labels match one of them get addresses from this pool automatically."`
+
+	// Ranges are Addresses parsed: inclusive first and last address.
+	Ranges []AddrRange
+	// NamespaceSels and ServiceSels are the parsed selectors.
+	NamespaceSels, ServiceSels []labels.Selector
+}
+
+// AddrRange is an inclusive range of addresses of one family.
+type AddrRange struct{ First, Last netip.Addr }
+
+// Contains reports whether a is in the range.
+func (r AddrRange) Contains(a netip.Addr) bool {
+	return a.BitLen() == r.First.BitLen() && r.First.Compare(a) <= 0 && a.Compare(r.Last) <= 0
+}
+
+func (r AddrRange) String() string {
+	if r.First == r.Last {
+		return r.First.String()
+	}
+	return r.First.String() + "-" + r.Last.String()
+}
+
+// HasSelectors reports whether the pool restricts which Services it
+// serves automatically (MetalLB's serviceAllocation).
+func (p *AddressPool) HasSelectors() bool {
+	return len(p.Namespaces) > 0 || len(p.NamespaceSels) > 0 || len(p.ServiceSels) > 0
+}
+
+// Compat turns on reading other load balancers' annotations.
+type Compat struct {
+	MetalLB bool `hcl:"metallb,optional" doc:"Reads MetalLB's Service annotations (metallb.universe.tf/ and metallb.io/ loadBalancerIPs, allow-shared-ip, address-pool) as their tfccm.io/ equivalents, so Services move from MetalLB unchanged (docs/migrate-from-metallb.md)."`
+}
+
+var poolNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ParseAddrRange parses a CIDR or a "first-last" range.
+func ParseAddrRange(s string) (AddrRange, error) {
+	s = strings.TrimSpace(s)
+	if first, last, ok := strings.Cut(s, "-"); ok {
+		a, err1 := netip.ParseAddr(strings.TrimSpace(first))
+		b, err2 := netip.ParseAddr(strings.TrimSpace(last))
+		if err1 != nil || err2 != nil || a.Zone() != "" || b.Zone() != "" {
+			return AddrRange{}, fmt.Errorf("%q is not a range of two addresses", s)
+		}
+		a, b = a.Unmap(), b.Unmap()
+		if a.BitLen() != b.BitLen() || b.Less(a) {
+			return AddrRange{}, fmt.Errorf("%q: both ends must be of one family, the first not after the last", s)
+		}
+		return AddrRange{a, b}, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return AddrRange{}, fmt.Errorf("%q is neither a CIDR nor a range (first-last)", s)
+	}
+	if p.Masked() != p {
+		return AddrRange{}, fmt.Errorf("%q has host bits set (the network is %s)", s, p.Masked())
+	}
+	return AddrRange{p.Addr(), lastOf(p)}, nil
+}
+
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+func (lb *LoadBalancer) finishPools(k *checker) {
+	seen := map[string]bool{}
+	var all []struct {
+		pool string
+		r    AddrRange
+	}
+	for i := range lb.AddressPools {
+		p := &lb.AddressPools[i]
+		where := at("load_balancer", "address_pool")
+		bad := func(detail string) {
+			k.errAt(where, "Invalid address_pool", fmt.Sprintf("load_balancer.address_pool %q: %s", p.Name, detail))
+		}
+		if !poolNameRE.MatchString(p.Name) {
+			bad("the name must be 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit.")
+		}
+		if seen[p.Name] {
+			bad("declared twice.")
+		}
+		seen[p.Name] = true
+		if len(p.Addresses) == 0 {
+			bad("addresses is empty.")
+		}
+		for _, s := range p.Addresses {
+			r, err := ParseAddrRange(s)
+			if err != nil {
+				bad(err.Error() + ".")
+				continue
+			}
+			for _, o := range all {
+				if r.First.BitLen() == o.r.First.BitLen() && !(r.Last.Less(o.r.First) || o.r.Last.Less(r.First)) {
+					bad(fmt.Sprintf("%s overlaps %s of pool %q.", r, o.r, o.pool))
+				}
+			}
+			all = append(all, struct {
+				pool string
+				r    AddrRange
+			}{p.Name, r})
+			p.Ranges = append(p.Ranges, r)
+		}
+		if p.AutoAssign == nil {
+			t := true
+			p.AutoAssign = &t
+		}
+		if p.Priority < 0 {
+			bad("priority must not be negative.")
+		}
+		for _, ns := range p.Namespaces {
+			if !validNamespace(ns) {
+				bad(fmt.Sprintf("%q is not a namespace name.", ns))
+			}
+		}
+		p.NamespaceSels = parseSelectors(p.NamespaceSelectors, bad)
+		p.ServiceSels = parseSelectors(p.ServiceSelectors, bad)
+	}
+}
+
+func parseSelectors(ss []string, bad func(string)) []labels.Selector {
+	var out []labels.Selector
+	for _, s := range ss {
+		sel, err := labels.Parse(s)
+		if err != nil || strings.TrimSpace(s) == "" {
+			bad(fmt.Sprintf("selector %q: %v", s, err))
+			continue
+		}
+		out = append(out, sel)
+	}
+	return out
+}
+
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func validNamespace(s string) bool { return namespaceRE.MatchString(s) }

@@ -1,0 +1,185 @@
+package ipam
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tfccm/tfccm/annotations"
+)
+
+// Port is one port a Service uses on its address.
+type Port struct {
+	Protocol string
+	Port     int32
+}
+
+func (p Port) String() string { return fmt.Sprintf("%d/%s", p.Port, p.Protocol) }
+
+// Request is what one Service asks of the allocator.
+type Request struct {
+	// IPs are the addresses the Service chose, at most one per family.
+	IPs []netip.Addr
+	// Pool is the pool the Service named ("" = picked by selectors).
+	Pool string
+	// Sharing is the Service's sharing key ("" = shares with no one).
+	Sharing string
+	// Backend is the Service's selector when its externalTrafficPolicy is
+	// Local ("" otherwise): sharing Services must agree on it.
+	Backend string
+	Ports   []Port
+	// Families are the IP families wanted, primary first; Require says
+	// every one must be served (RequireDualStack), else the first.
+	Families []corev1.IPFamily
+	Require  bool
+	// Prefer says a second family is welcome but not needed
+	// (PreferDualStack).
+	Prefer bool
+	// Namespace and Labels pick pools by their selectors.
+	Namespace string
+	Labels    labels.Set
+	// Deprecated names a deprecated field the request came from, for a
+	// Normal Event ("" = none).
+	Deprecated string
+	// Current are the addresses in the Service's status (given by tfccm
+	// before a restart, or by the controller it moves from): kept when
+	// they are in a pool the Service may use and free.
+	Current []netip.Addr
+}
+
+// RequestOf reads a Service's request: chosen addresses from
+// tfccm.io/load-balancer-ips, tfccm.io/load-balancer-ip or
+// spec.loadBalancerIP (and MetalLB's annotations when metallb is set), its
+// pool, sharing key, ports and families. Two sources that disagree are an
+// error naming both.
+func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
+	a := svc.Annotations
+	r := Request{Namespace: svc.Namespace, Labels: labels.Set(svc.Labels)}
+	type source struct {
+		name string
+		ips  []netip.Addr
+	}
+	var sources []source
+	if ips, ok, err := annotations.LoadBalancerIPs.Get(a); err != nil {
+		return r, err
+	} else if ok {
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIPs.Name, ips})
+	}
+	if ip, ok, err := annotations.LoadBalancerIP.Get(a); err != nil {
+		return r, err
+	} else if ok {
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIP.Name, []netip.Addr{ip}})
+	}
+	if metallb {
+		for _, k := range annotations.MetalLBLoadBalancerIPs {
+			ips, ok, err := annotations.LoadBalancerIPs.GetFrom(a, k)
+			if err != nil {
+				return r, err
+			}
+			if ok {
+				sources = append(sources, source{"annotation " + k, ips})
+			}
+		}
+	}
+	if s := strings.TrimSpace(svc.Spec.LoadBalancerIP); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return r, fmt.Errorf("spec.loadBalancerIP %s is not an IPv4 or IPv6 address", annotations.Quote(s))
+		}
+		sources = append(sources, source{"spec.loadBalancerIP", []netip.Addr{ip.Unmap()}})
+		r.Deprecated = "spec.loadBalancerIP"
+	}
+	for i, s := range sources {
+		if i == 0 {
+			r.IPs = s.ips
+			continue
+		}
+		if !slices.Equal(s.ips, sources[0].ips) {
+			return r, fmt.Errorf("%s (%s) conflicts with %s (%s): set only one", sources[0].name, join(sources[0].ips), s.name, join(s.ips))
+		}
+	}
+	var err error
+	if r.Pool, err = firstOf(a, metallb, annotations.AddressPool, annotations.MetalLBAddressPool); err != nil {
+		return r, err
+	}
+	if r.Sharing, err = firstOf(a, metallb, annotations.AllowSharedIP, annotations.MetalLBAllowSharedIP); err != nil {
+		return r, err
+	}
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		r.Backend = labels.Set(svc.Spec.Selector).String()
+	}
+	for _, p := range svc.Spec.Ports {
+		proto := string(p.Protocol)
+		if proto == "" {
+			proto = string(corev1.ProtocolTCP)
+		}
+		r.Ports = append(r.Ports, Port{proto, p.Port})
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			r.Current = append(r.Current, ip.Unmap())
+		}
+	}
+	r.Families = slices.Clone(svc.Spec.IPFamilies)
+	if len(r.Families) == 0 {
+		r.Families = []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+	policy := corev1.IPFamilyPolicySingleStack
+	if svc.Spec.IPFamilyPolicy != nil {
+		policy = *svc.Spec.IPFamilyPolicy
+	}
+	switch {
+	case policy == corev1.IPFamilyPolicyRequireDualStack && len(r.Families) > 1:
+		r.Require = true
+	case policy == corev1.IPFamilyPolicyPreferDualStack && len(r.Families) > 1:
+		r.Prefer = true
+	default:
+		r.Families = r.Families[:1]
+	}
+	return r, nil
+}
+
+// firstOf reads the tfccm.io/ key, then (with metallb) MetalLB's keys; two
+// that disagree are an error.
+func firstOf(a map[string]string, metallb bool, k annotations.Key[string], others []string) (string, error) {
+	v, ok, err := k.Get(a)
+	if err != nil {
+		return "", err
+	}
+	from := k.Name
+	if !metallb {
+		return v, nil
+	}
+	for _, name := range others {
+		o, has, err := k.GetFrom(a, name)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case has && !ok:
+			v, ok, from = o, true, name
+		case has && o != v:
+			return "", fmt.Errorf("annotation %s (%s) conflicts with %s (%s): set only one", from, annotations.Quote(v), name, annotations.Quote(o))
+		}
+	}
+	return v, nil
+}
+
+func familyOf(a netip.Addr) corev1.IPFamily {
+	if a.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+func join(ips []netip.Addr) string {
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, ",")
+}

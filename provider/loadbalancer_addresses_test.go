@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tfccm/tfccm/config"
+)
+
+func addressConfig(t *testing.T, extra string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`cluster_name = "c1"
+load_balancer {
+  address_pool "web" {
+    addresses = ["10.0.0.10-10.0.0.11"]
+  }
+}
+`+extra), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func addrService(name string, port int32, ann ...string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: port, Protocol: corev1.ProtocolTCP}}}}
+	for i := 0; i+1 < len(ann); i += 2 {
+		s.Annotations[ann[i]] = ann[i+1]
+	}
+	return s
+}
+
+func TestAddressBook(t *testing.T) {
+	b := newAddressBook(addressConfig(t, "compat {\n  metallb = true\n}\n"))
+	// Restored from status: a restarted tfccm keeps what Services have.
+	held := addrService("held", 80)
+	held.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := idx.Add(held); err != nil {
+		t.Fatal(err)
+	}
+	b.services = corelisters.NewServiceLister(idx)
+
+	dns := addrService("dns", 53, "metallb.universe.tf/allow-shared-ip", "dns")
+	notices, err := b.assign(dns)
+	if err != nil || len(notices) != 1 || notices[0].reason != ReasonAddressAssigned || !strings.Contains(notices[0].message, "10.0.0.11 from pool web") {
+		t.Fatalf("dns: %v, %v", notices, err)
+	}
+	if got := b.lookup(dns); got == nil || got.IPs[0].String() != "10.0.0.11" || got.Shared == "" {
+		t.Fatalf("lookup(dns) = %+v", got)
+	}
+	if n, err := b.assign(dns); err != nil || len(n) != 0 {
+		t.Fatalf("unchanged assignment: notices %v, %v; want none", n, err)
+	}
+	udp := addrService("dns-udp", 5353, "tfccm.io/allow-shared-ip", "dns")
+	if n, err := b.assign(udp); err != nil || !strings.Contains(n[0].message, "shared with default/dns") {
+		t.Fatalf("dns-udp: %v, %v", n, err)
+	}
+
+	for _, tt := range []struct {
+		svc    *corev1.Service
+		reason string
+		text   string
+	}{
+		{addrService("thief", 80, "tfccm.io/load-balancer-ips", "10.0.0.10"), ReasonAddressConflict, "held by Service default/held"},
+		{addrService("more", 80), ReasonAddressPoolExhausted, "address pool web has no free IPv4 address"},
+		{addrService("outside", 80, "tfccm.io/load-balancer-ips", "192.0.2.1"), ReasonAddressRefused, "outside every address pool"},
+	} {
+		_, err := b.assign(tt.svc)
+		var ae *addressError
+		if !errors.As(err, &ae) || ae.reason != tt.reason || !strings.Contains(err.Error(), tt.text) {
+			t.Errorf("%s: %v, want %s %q", tt.svc.Name, err, tt.reason, tt.text)
+		}
+	}
+
+	// spec.loadBalancerIP: honoured, with a Normal Event saying so.
+	b.release(held)
+	legacy := addrService("legacy", 80)
+	legacy.Spec.LoadBalancerIP = "10.0.0.10"
+	n, err := b.assign(legacy)
+	if err != nil || len(n) != 2 || n[0].reason != ReasonLoadBalancerIPDeprecated {
+		t.Fatalf("legacy: %v, %v", n, err)
+	}
+
+	// Without pools the template allocates; sharing needs the address
+	// chosen, and chosen addresses are checked against their holders.
+	none := newAddressBook(addressConfigNoPools(t))
+	if _, err := none.assign(addrService("s", 80, "tfccm.io/allow-shared-ip", "k")); err == nil || !strings.Contains(err.Error(), "needs address pools") {
+		t.Fatalf("sharing without pools or a chosen address: %v", err)
+	}
+	if n, err := none.assign(addrService("plain", 80)); err != nil || n != nil || none.lookup(addrService("plain", 80)) != nil {
+		t.Fatalf("without pools: %v, %v", n, err)
+	}
+	a := addrService("a", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")
+	if n, err := none.assign(a); err != nil || !strings.Contains(n[0].message, "203.0.113.5 (chosen)") || none.lookup(a).Shared == "" {
+		t.Fatalf("chosen shared address without pools: %v, %v", n, err)
+	}
+	if _, err := none.assign(addrService("b", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")); err == nil || !strings.Contains(err.Error(), "port 80/TCP") {
+		t.Fatalf("a port clash without pools: %v", err)
+	}
+}
+
+func addressConfigNoPools(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`cluster_name = "c1"`), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
