@@ -202,6 +202,8 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}
 	if c.review != nil {
 		c.review.setClient(client)
+	}
+	if c.plans != nil { // review mode only; a gate alone keeps no plans
 		c.plans.setClient(client)
 	}
 	if c.lb != nil {

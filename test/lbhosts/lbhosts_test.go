@@ -63,7 +63,7 @@ func TestBaremetalModule(t *testing.T) {
 func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (string, func(nodes ...string), func(args ...string) string) {
 	t.Helper()
 	return moduleOf(t, cloud, hs, "loadbalancer", "web",
-		`{ ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`)
+		`{ ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`)
 }
 
 // moduleOf is baremetalModule for any module of the set, load balancer
