@@ -131,6 +131,14 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 	if strings.Contains(a.Log(), "TerraformApplied") {
 		t.Errorf("the killed leader finished an apply it should not have")
 	}
+	// The Service's status can be written before the apply's Event is
+	// logged: wait for the Event, then check there is only one.
+	eventually(t, 30*time.Second, "replica b records its apply", func(context.Context) error {
+		if !strings.Contains(b.Log(), `reason="TerraformApplied"`) {
+			return fmt.Errorf("no TerraformApplied in replica b's log")
+		}
+		return nil
+	})
 	if n := strings.Count(b.Log(), `reason="TerraformApplied"`); n != 1 {
 		t.Errorf("replica b applied %d times, want 1", n)
 	}
