@@ -45,7 +45,7 @@ func lbVars(name string, ports []port, mutate func(svc map[string]any)) map[stri
 		"uid": "uid-" + name, "namespace": "default", "name": name,
 		"annotations": map[string]string{}, "labels": map[string]string{},
 		"ports":            ps,
-		"load_balancer_ip": nil, "source_ranges": []string{},
+		"load_balancer_ip": nil, "shared_ip": nil, "source_ranges": []string{},
 		"external_traffic_policy": "Cluster", "health_check_node_port": nil,
 		"ip_families": []string{"IPv4"}, "session_affinity": "None",
 		"proxy_protocol": false, "internal": false,
