@@ -3,11 +3,11 @@ package fleet
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/lbnodes"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -30,46 +30,10 @@ func (t Target) ID() string {
 	return t.Namespace + "/" + t.Name
 }
 
-// toBeDeletedTaint is the cluster autoscaler's taint on a node it is
-// removing (k8s.io/cloud-provider's service controller, ToBeDeletedTaint).
-const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
-
-// lbNodes are the nodes the service controller hands to
-// EnsureLoadBalancer: its stable node set (not being deleted, not
-// excluded by label, not tainted for deletion by the autoscaler).
-func lbNodes(nodes []*corev1.Node) []*corev1.Node {
-	var out []*corev1.Node
-	for _, n := range nodes {
-		if !n.DeletionTimestamp.IsZero() || excluded(n) || tainted(n) {
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-func excluded(n *corev1.Node) bool {
-	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
-	if !ok {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	return err != nil || b // an unreadable value excludes, as upstream
-}
-
-func tainted(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == toBeDeletedTaint {
-			return true
-		}
-	}
-	return false
-}
-
-// served reports whether tfccm serves svc: a LoadBalancer Service without
-// a load balancer class, not being deleted.
-func served(svc *corev1.Service) bool {
-	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil && svc.DeletionTimestamp.IsZero()
+// served reports whether tfccm serves svc: a LoadBalancer Service of a
+// class tfccm serves (config.ServesClass), not being deleted.
+func served(cfg *config.Config, svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && cfg.ServesClass(svc.Spec.LoadBalancerClass) && svc.DeletionTimestamp.IsZero()
 }
 
 // Targets renders, with cfg and set (the candidate), the workspace of every
@@ -79,9 +43,9 @@ func served(svc *corev1.Service) bool {
 func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node) []Target {
 	var out []Target
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
-		lb := lbNodes(nodes)
+		lb := lbnodes.Filter(nodes)
 		for _, svc := range services {
-			if !served(svc) {
+			if !served(cfg, svc) {
 				continue
 			}
 			t := Target{Namespace: svc.Namespace, Name: svc.Name}

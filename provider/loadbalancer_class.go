@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
-	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/internal/lbnodes"
 )
 
 // The class loop serves the LoadBalancer Services whose
@@ -122,7 +122,7 @@ func (c *classLoop) watch(f informers.SharedInformerFactory) {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && lbNode(o) != lbNode(n) || ok1 && ok2 && o.Spec.ProviderID != n.Spec.ProviderID {
+			if ok1 && ok2 && lbnodes.Eligible(o) != lbnodes.Eligible(n) || ok1 && ok2 && o.Spec.ProviderID != n.Spec.ProviderID {
 				c.queueAll()
 			}
 		},
@@ -204,27 +204,6 @@ func (c *classLoop) queueAll() {
 func (c *classLoop) wants(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass != nil &&
 		*svc.Spec.LoadBalancerClass == c.class && svc.DeletionTimestamp == nil
-}
-
-// lbNode reports whether a node backs load balancers: the service
-// controller's stable node set (not being deleted, not excluded by label,
-// not tainted for deletion by the cluster autoscaler). Readiness is left
-// to the load balancer's health check, as there.
-func lbNode(n *corev1.Node) bool {
-	if n.DeletionTimestamp != nil {
-		return false
-	}
-	if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
-		if exclude, err := strconv.ParseBool(v); err != nil || exclude {
-			return false
-		}
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == servicecontroller.ToBeDeletedTaint {
-			return false
-		}
-	}
-	return true
 }
 
 // warnAnnotation records a Warning on a LoadBalancer Service carrying the
@@ -429,18 +408,13 @@ func (c *classLoop) failed(svc *corev1.Service, err error) error {
 	return err
 }
 
-// lbNodes lists the nodes that back load balancers (lbNode).
+// lbNodes lists the nodes that back load balancers (lbnodes.Eligible).
 func (c *classLoop) lbNodes() ([]*corev1.Node, error) {
 	all, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var out []*corev1.Node
-	for _, n := range all {
-		if lbNode(n) {
-			out = append(out, n)
-		}
-	}
+	out := lbnodes.Filter(all)
 	slices.SortFunc(out, func(a, b *corev1.Node) int {
 		if a.Name < b.Name {
 			return -1
