@@ -223,7 +223,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		go c.lb.runResync(ctx)
 		go c.lb.runSweep(ctx, sweepInterval)
 		if c.cfg.LoadBalancer.HealthInterval > 0 {
-			go c.lb.runHealth(ctx, c.engine, c.cfg.LoadBalancer.HealthInterval)
+			go c.lb.runHealth(ctx, c.engine, c.cfg.LoadBalancer.HealthInterval, c.cfg.Terraform.Parallelism)
 		}
 		go c.class.run(ctx)
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -65,10 +66,11 @@ type healthState struct {
 	series map[string][2]string // workspace -> namespace, name
 }
 
-// runHealth reads backend health every interval (jittered) until ctx ends.
-func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, interval time.Duration) {
+// runHealth reads backend health every interval (jittered) until ctx ends,
+// with at most workers probes at once.
+func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, interval time.Duration, workers int) {
 	registerHealth()
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { l.healthRound(ctx, prober) }, interval, 0.1, true)
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { l.healthRound(ctx, prober, workers) }, interval, 0.1, true)
 }
 
 // registerHealth adds the backends gauges to the registry /metrics serves.
@@ -76,9 +78,11 @@ func registerHealth() {
 	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge) })
 }
 
-// healthRound probes every applied load balancer once and drops the series
-// of workspaces no longer served.
-func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber) {
+// healthRound probes every applied load balancer once, workers at a time
+// (a probe is a plan: one at a time, a round of hundreds of load balancers
+// would outlast the interval), and drops the series of workspaces no
+// longer served.
+func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, workers int) {
 	l.mu.Lock()
 	live := map[string]*corev1.Service{}
 	for name, e := range l.services {
@@ -92,32 +96,11 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		if ctx.Err() != nil {
-			return
-		}
-		if prober.Status(name).Phase != workspace.PhaseApplied {
-			continue // a run in flight or failed: read after it settles
-		}
-		svc := live[name]
-		outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
-		if errors.Is(err, workspace.ErrNoProbe) {
-			// The set reads no health (or no longer: a new override).
-			l.dropHealth(name)
-			l.conds.remove(svc, ConditionDegraded)
-			continue
-		}
-		var backends []templates.BackendHealth
-		if err == nil {
-			backends, err = templates.DecodeBackends(outs)
-		}
-		if err != nil {
-			// The last reading stands: a load balancer host briefly
-			// unreachable, or HAProxy reloading, is no reason to flap.
-			klog.InfoS("Could not read the load balancer's backend health", "service", klog.KObj(svc), "workspace", name, "err", err)
-			continue
-		}
-		l.reportHealth(name, svc, backends)
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
+		l.probeOne(ctx, prober, names[i], live[names[i]])
+	})
+	if ctx.Err() != nil {
+		return
 	}
 	l.health.mu.Lock()
 	var gone []string
@@ -130,6 +113,31 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber) {
 	for _, name := range gone {
 		l.dropHealth(name)
 	}
+}
+
+// probeOne reads one load balancer's backend health and reports it.
+func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name string, svc *corev1.Service) {
+	if prober.Status(name).Phase != workspace.PhaseApplied {
+		return // a run in flight or failed: read after it settles
+	}
+	outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
+	if errors.Is(err, workspace.ErrNoProbe) {
+		// The set reads no health (or no longer: a new override).
+		l.dropHealth(name)
+		l.conds.remove(svc, ConditionDegraded)
+		return
+	}
+	var backends []templates.BackendHealth
+	if err == nil {
+		backends, err = templates.DecodeBackends(outs)
+	}
+	if err != nil {
+		// The last reading stands: a load balancer host briefly
+		// unreachable, or HAProxy reloading, is no reason to flap.
+		klog.InfoS("Could not read the load balancer's backend health", "service", klog.KObj(svc), "workspace", name, "err", err)
+		return
+	}
+	l.reportHealth(name, svc, backends)
 }
 
 // reportHealth sets the Service's Degraded condition and gauges.

@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/tfccm/tfccm/workspace"
@@ -17,12 +21,16 @@ type fakeProber struct {
 	phase   workspace.Phase
 	outputs string
 	err     error
-	probed  []string
+
+	mu     sync.Mutex
+	probed []string
 }
 
 func (f *fakeProber) Status(string) workspace.Status { return workspace.Status{Phase: f.phase} }
 func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]json.RawMessage, error) {
+	f.mu.Lock()
 	f.probed = append(f.probed, name)
+	f.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -66,7 +74,7 @@ func TestHealthRound(t *testing.T) {
 			metav1.ConditionTrue, CondReasonBackendsUnhealthy, "the load balancer has no backends", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l.healthRound(context.Background(), tc.prober)
+			l.healthRound(context.Background(), tc.prober, 1)
 			c, ok := l.conds.get(svc.UID, ConditionDegraded)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
 				t.Errorf("Degraded %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
@@ -77,7 +85,7 @@ func TestHealthRound(t *testing.T) {
 		})
 	}
 	t.Run("a set without a health module", func(t *testing.T) {
-		l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, err: workspace.ErrNoProbe})
+		l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, err: workspace.ErrNoProbe}, 1)
 		if _, ok := l.health.series[name]; ok {
 			t.Error("series kept for a workspace without a health module")
 		}
@@ -86,15 +94,87 @@ func TestHealthRound(t *testing.T) {
 		}
 	})
 	t.Run("deleted Service", func(t *testing.T) {
-		l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: `[{"node":"a","healthy":true}]`})
+		l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: `[{"node":"a","healthy":true}]`}, 1)
 		l.markDeleted(name, svc)
 		if _, ok := l.health.series[name]; ok {
 			t.Error("series kept for a deleted Service")
 		}
 		p := &fakeProber{phase: workspace.PhaseApplied, outputs: `[]`}
-		l.healthRound(context.Background(), p)
+		l.healthRound(context.Background(), p, 1)
 		if len(p.probed) != 0 {
 			t.Errorf("a deleted Service's load balancer was probed: %v", p.probed)
 		}
 	})
+}
+
+// slowProber holds every probe until release is closed, counting how many
+// are in flight at once.
+type slowProber struct {
+	release  chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	done     int
+}
+
+func (s *slowProber) Status(string) workspace.Status {
+	return workspace.Status{Phase: workspace.PhaseApplied}
+}
+
+func (s *slowProber) Probe(ctx context.Context, _, _, _ string) (map[string]json.RawMessage, error) {
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	s.inFlight--
+	s.done++
+	s.mu.Unlock()
+	return map[string]json.RawMessage{"backends": json.RawMessage(`[{"node":"a","healthy":true}]`)}, nil
+}
+
+// TestHealthRoundParallel: a round probes up to workers load balancers at
+// once, never more, and every one of them.
+func TestHealthRoundParallel(t *testing.T) {
+	registerHealth()
+	for _, tc := range []struct{ services, workers, want int }{
+		{12, 4, 4},
+		{3, 4, 3},
+		{5, 0, 1},
+	} {
+		t.Run(fmt.Sprintf("%d services, %d workers", tc.services, tc.workers), func(t *testing.T) {
+			l, _ := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
+			for i := range tc.services {
+				svc := phaseService()
+				svc.Name = fmt.Sprintf("web-%d", i)
+				svc.UID = svc.UID + types.UID(svc.Name)
+				l.services[fakeRenderer{}.WorkspaceName(svc)] = &lbEntry{svc: svc, nodes: []string{"a"}}
+			}
+			p := &slowProber{release: make(chan struct{})}
+			round := make(chan struct{})
+			go func() { l.healthRound(context.Background(), p, tc.workers); close(round) }()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				p.mu.Lock()
+				n := p.inFlight
+				p.mu.Unlock()
+				if n == tc.want || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(p.release)
+			<-round
+			if p.most != tc.want {
+				t.Errorf("at most %d probes at once, want %d", p.most, tc.want)
+			}
+			if p.done != tc.services {
+				t.Errorf("%d of %d load balancers probed", p.done, tc.services)
+			}
+		})
+	}
 }
