@@ -98,11 +98,14 @@ func New(cfg *config.Config) (*Cloud, error) {
 		})
 		plans = c.plans
 	}
-	// The catalog (orphans found in the state backend, workspace/catalog.go)
-	// stays off: with the other changes of its round, a catalog destroy by a
-	// controller outside review mode removed the state without running the
-	// destroy (issue 27, item 4). The sweep reads the work dir only.
+	// The orphan sweep finds load balancers in the state backend through
+	// the catalog, not only in the work dir (an emptyDir in the chart).
+	catalog, err := templates.Catalog(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
 	engine, err := workspace.New(workspace.Options{
+		Catalog:           catalog,
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
 		Parallelism:       cfg.Terraform.Parallelism,
