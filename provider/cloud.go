@@ -55,7 +55,7 @@ type Cloud struct {
 	routes    *routes        // nil when disabled
 	instances *instances     // nil when disabled (also serves Instances v1 and Zones)
 	review    *reviewer      // nil unless terraform { review = true } or a gate (policy)
-	plans     *planSecrets   // nil unless review mode: pending plans kept in Secrets
+	plans     *planSecrets   // pending plans kept in Secrets (review mode), deleted with their workspace
 
 	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
@@ -88,21 +88,23 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if cfg.Encryption != nil {
 		enc = *cfg.Encryption
 	}
-	var plans workspace.PlanStore
-	if cfg.Terraform.Review {
-		c.plans = newPlanSecrets(func(ws string) *corev1.Service {
-			if c.lb == nil {
-				return nil
-			}
-			return c.lb.serviceOf(ws)
-		})
-		plans = c.plans
+	// Review mode keeps pending plans in Secrets; in any mode the engine
+	// deletes the kept plan of a workspace it destroys (an orphan's destroy
+	// plan published by a controller in review mode, say).
+	c.plans = newPlanSecrets(func(ws string) (*corev1.Service, bool) {
+		if c.lb == nil {
+			return nil, false
+		}
+		return c.lb.planOwner(ws)
+	})
+	// The orphan sweep finds load balancers in the state backend through
+	// the catalog, not only in the work dir (an emptyDir in the chart).
+	catalog, err := templates.Catalog(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	// The catalog (orphans found in the state backend, workspace/catalog.go)
-	// stays off: with the other changes of its round, a catalog destroy by a
-	// controller outside review mode removed the state without running the
-	// destroy (issue 27, item 4). The sweep reads the work dir only.
 	engine, err := workspace.New(workspace.Options{
+		Catalog:           catalog,
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
 		Parallelism:       cfg.Terraform.Parallelism,
@@ -124,7 +126,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		OnApplyStart:   c.onApplyStart,
 		Review:         cfg.Terraform.Review,
 		Gate:           gate.engineGate(),
-		Plans:          plans,
+		Plans:          c.plans,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
@@ -200,9 +202,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.review != nil {
 		c.review.setClient(client)
 	}
-	if c.plans != nil { // review mode only; a gate alone keeps no plans
-		c.plans.setClient(client)
-	}
+	c.plans.setClient(client)
 	if c.lb != nil {
 		c.lb.conds.setClient(client)
 		c.class.setClient(client)

@@ -461,6 +461,21 @@ func (l *loadBalancers) serviceOf(name string) *corev1.Service {
 	return nil
 }
 
+// planOwner is the Service of workspace name's plan Secret (planstore.go)
+// and whether it is gone: an orphan's, which the sweep found in the state
+// backend, stays known after its destroy was told.
+func (l *loadBalancers) planOwner(name string) (*corev1.Service, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.orphans[name]; ok {
+		return o, true
+	}
+	if e, ok := l.services[name]; ok {
+		return e.svc, false
+	}
+	return nil, false
+}
+
 // onResult turns an engine outcome into an Event on the Service.
 func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	svc := l.serviceOf(name)

@@ -241,17 +241,22 @@ func (l *loadBalancers) ownerExists(o workspace.Owner) bool {
 // when known, is its gone Service.
 func (l *loadBalancers) destroyOrphan(spec workspace.Spec, owner *corev1.Service, source string) bool {
 	if owner != nil {
+		// Known as an orphan before its destroy runs: its plan Secret,
+		// in review mode, is not owned by the gone Service.
 		l.markDeleted(spec.Name, owner)
+		l.mu.Lock()
+		l.orphans[spec.Name] = owner
+		l.mu.Unlock()
 	}
 	if _, err := l.engine.Destroy(spec); err != nil {
 		klog.ErrorS(err, "Destroy orphaned load balancer workspace", "workspace", spec.Name, "source", source)
+		l.mu.Lock()
+		delete(l.orphans, spec.Name)
+		l.mu.Unlock()
 		return false
 	}
 	l.mu.Lock()
 	l.deleted[spec.Name] = true
-	if owner != nil {
-		l.orphans[spec.Name] = owner
-	}
 	l.mu.Unlock()
 	if owner != nil {
 		klog.InfoS("Destroying orphaned load balancer found in the state backend: its Service no longer exists", "workspace", spec.Name,

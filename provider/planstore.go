@@ -26,7 +26,10 @@ import (
 //     plan, and the published forms) is sealed (internal/seal, AES-256-GCM)
 //     and kept in the Secret tfccm-plan-<workspace>: next to its Service and
 //     owned by it (the garbage collector removes it with the Service), or in
-//     kube-system for the routes workspace.
+//     kube-system for the routes workspace. An orphan's plan (its Service is
+//     gone: loadbalancer_sweep.go) is not owned, or the garbage collector
+//     would remove it at once; the controller that destroys the orphan, in
+//     review mode or not, deletes it (workspace.Options.Plans).
 //   - The key is tfccm's own: 32 random bytes in the Secret
 //     kube-system/tfccm-plan-key, created on first use. Not the
 //     encryption block's key: its key providers (KMS, OpenBao, external
@@ -46,8 +49,9 @@ const planKeyDataKey = "key"
 // planSecrets is a workspace.PlanStore over Secrets.
 type planSecrets struct {
 	// owner is the Service a load balancer workspace belongs to (the
-	// LoadBalancer facet knows it before it submits the workspace).
-	owner func(ws string) *corev1.Service
+	// LoadBalancer facet knows it before it submits the workspace), and
+	// whether that Service is gone (an orphan's).
+	owner func(ws string) (svc *corev1.Service, gone bool)
 
 	mu     sync.Mutex
 	client kubernetes.Interface // nil until Initialize
@@ -59,7 +63,7 @@ type planSecrets struct {
 
 var _ workspace.PlanStore = (*planSecrets)(nil)
 
-func newPlanSecrets(owner func(ws string) *corev1.Service) *planSecrets {
+func newPlanSecrets(owner func(ws string) (*corev1.Service, bool)) *planSecrets {
 	return &planSecrets{owner: owner, placed: map[string]string{}}
 }
 
@@ -69,17 +73,17 @@ func (s *planSecrets) setClient(client kubernetes.Interface) {
 	s.mu.Unlock()
 }
 
-// where returns the namespace of ws's plan Secret and its owner (nil for
-// the routes workspace).
-func (s *planSecrets) where(ws string) (string, *corev1.Service, error) {
+// where returns the namespace of ws's plan Secret, its Service (nil for
+// the routes workspace) and whether that Service is gone.
+func (s *planSecrets) where(ws string) (string, *corev1.Service, bool, error) {
 	if ws == templates.RoutesWorkspaceName {
-		return annotations.RoutesPlanNamespace, nil, nil
+		return annotations.RoutesPlanNamespace, nil, false, nil
 	}
-	svc := s.owner(ws)
+	svc, gone := s.owner(ws)
 	if svc == nil || svc.UID == "" {
-		return "", nil, fmt.Errorf("plan of workspace %s: its Service is not known", ws)
+		return "", nil, false, fmt.Errorf("plan of workspace %s: its Service is not known", ws)
 	}
-	return svc.Namespace, svc, nil
+	return svc.Namespace, svc, gone, nil
 }
 
 // keyAndClient returns the cluster client and the sealing key, reading the
@@ -126,7 +130,7 @@ func sealedFor(namespace, ws string) []byte {
 
 // SavePlan seals p into ws's plan Secret (create or replace).
 func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.SavedPlan) error {
-	namespace, svc, err := s.where(ws)
+	namespace, svc, gone, err := s.where(ws)
 	if err != nil {
 		return err
 	}
@@ -153,6 +157,8 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 	}
 	if svc != nil {
 		want.Labels[annotations.PlanServiceUID] = string(svc.UID)
+	}
+	if svc != nil && !gone {
 		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}}
 	}
 	secrets := client.CoreV1().Secrets(namespace)
@@ -184,9 +190,9 @@ func (s *planSecrets) place(ws, namespace string) {
 
 // LoadPlan opens ws's plan Secret; nil when there is none. A Secret of
 // another Service (its UID label) is not ws's plan, and a workspace whose
-// Service is not known (an orphan the sweep destroys) has none.
+// Service is not known has none.
 func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.SavedPlan, error) {
-	namespace, svc, err := s.where(ws)
+	namespace, svc, _, err := s.where(ws)
 	if err != nil {
 		return nil, nil
 	}
@@ -224,7 +230,7 @@ func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
 	s.mu.Unlock()
 	if namespace == "" {
 		var err error
-		if namespace, _, err = s.where(ws); err != nil {
+		if namespace, _, _, err = s.where(ws); err != nil {
 			// Neither kept nor read by this process, and the Service is
 			// not known: nothing of ours to delete (a plan Secret goes
 			// with its Service, by its owner reference).

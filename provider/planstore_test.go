@@ -24,8 +24,9 @@ func TestPlanSecrets(t *testing.T) {
 	ctx := context.Background()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
 	owners := map[string]*corev1.Service{"lb-a": svc}
+	owner := func(ws string) (*corev1.Service, bool) { return owners[ws], false }
 	client := fake.NewClientset()
-	store := newPlanSecrets(func(ws string) *corev1.Service { return owners[ws] })
+	store := newPlanSecrets(owner)
 	if err := store.SavePlan(ctx, "lb-a", &workspace.SavedPlan{}); err == nil {
 		t.Fatal("saved without a cluster client")
 	}
@@ -66,7 +67,7 @@ func TestPlanSecrets(t *testing.T) {
 		t.Fatalf("key Secret %+v", keys)
 	}
 	// A new process (a restart) reads the same key.
-	restarted := newPlanSecrets(func(ws string) *corev1.Service { return owners[ws] })
+	restarted := newPlanSecrets(owner)
 	restarted.setClient(client)
 	if got, err := restarted.LoadPlan(ctx, "lb-a"); err != nil || got == nil || got.Plan.Hash != "h2" {
 		t.Fatalf("after a restart: %+v, %v", got, err)
@@ -116,4 +117,45 @@ func TestPlanSecrets(t *testing.T) {
 	if err := store.SavePlan(ctx, "lb-unknown", plan); err == nil {
 		t.Error("a plan of a workspace without a known Service was kept")
 	}
+}
+
+// TestPlanSecretOfOrphan: the plan of an orphan (its Service gone, found
+// by the sweep in the state backend) is not owned by that Service, which
+// the garbage collector would take as a reason to remove it at once; a
+// controller that never kept it (outside review mode) deletes it once it
+// destroyed the orphan.
+func TestPlanSecretOfOrphan(t *testing.T) {
+	ctx := context.Background()
+	gone := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-gone"}}
+	client := fake.NewClientset()
+	orphan := func(ws string) (*corev1.Service, bool) { return gone, true }
+	reviewer := newPlanSecrets(orphan)
+	reviewer.setClient(client)
+	if err := reviewer.SavePlan(ctx, "lb-o", &workspace.SavedPlan{Plan: workspace.PendingPlan{Hash: "h1", Destroy: true}}); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.OwnerReferences) != 0 || sec.Labels[annotations.PlanServiceUID] != "uid-gone" {
+		t.Errorf("orphan's plan Secret: owners %+v, labels %v; want no owner and the gone Service's UID", sec.OwnerReferences, sec.Labels)
+	}
+	// A restarted controller in review mode takes it back.
+	if got, err := newPlanSecretsWith(client, orphan).LoadPlan(ctx, "lb-o"); err != nil || got == nil || got.Plan.Hash != "h1" {
+		t.Fatalf("after a restart: %+v, %v", got, err)
+	}
+	// Another controller destroys the orphan and deletes its plan.
+	if err := newPlanSecretsWith(client, orphan).DeletePlan(ctx, "lb-o"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{}); err == nil {
+		t.Error("the orphan's plan Secret is still there")
+	}
+}
+
+func newPlanSecretsWith(client *fake.Clientset, owner func(string) (*corev1.Service, bool)) *planSecrets {
+	s := newPlanSecrets(owner)
+	s.setClient(client)
+	return s
 }

@@ -84,7 +84,8 @@ type Options struct {
 	// or published: policy and change windows (gate.go).
 	Gate Gate
 	// Plans, when set in review mode, keeps pending plans outside the work
-	// dir so that they survive a restart (planstore.go).
+	// dir so that they survive a restart (planstore.go). In any mode, the
+	// stored plan of a workspace the engine destroys is deleted.
 	Plans PlanStore
 	// Catalog, when set, is the backend (files and settings; no module) of
 	// the catalog (catalog.go): every workspace with an Owner is recorded

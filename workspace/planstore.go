@@ -97,7 +97,7 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 // plan was stored. A failure is logged: the plan stays pending in memory
 // (a restart then plans again).
 func (e *Engine) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
-	if e.opts.Plans == nil {
+	if e.opts.Plans == nil || !e.opts.Review {
 		return false
 	}
 	file, err := os.ReadFile(filepath.Join(r.dir, planFile))
@@ -114,10 +114,14 @@ func (e *Engine) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
 }
 
 // dropPlan reports whether en's stored plan must be deleted (deleteStored,
-// outside e.mu): the engine stored one and no plan is pending any more.
-// The caller holds e.mu.
+// outside e.mu) after a pass: the engine stored one and no plan is pending
+// any more, or the pass destroyed the workspace — in or out of review
+// mode, since an earlier incarnation in review mode may have stored a plan
+// for it (an orphan's destroy, say, that another controller then carried
+// out). The caller holds e.mu.
 func (e *Engine) dropPlan(en *entry) bool {
-	if !en.stored || en.pending != nil {
+	destroyed := e.opts.Plans != nil && en.status.Phase == PhaseDestroyed
+	if !destroyed && (!en.stored || en.pending != nil) {
 		return false
 	}
 	en.stored = false

@@ -234,3 +234,39 @@ func waitResult(t *testing.T, ch <-chan Result, ok func(Result) bool) Result {
 		}
 	}
 }
+
+// TestDestroyDeletesStoredPlan: a destroy plan kept by an engine in review
+// mode (an orphan's, awaiting approval) is deleted by the engine that
+// destroys the workspace, also one outside review mode, which never keeps
+// plans itself.
+func TestDestroyDeletesStoredPlan(t *testing.T) {
+	stateDir, work := t.TempDir(), t.TempDir()
+	store := &memPlans{}
+	spec := restartSpec(stateDir, 1)
+	e0, stop0 := stoppableEngine(t, Options{WorkDir: work, Plans: store})
+	waitApplied(t, e0, applyNow(t, e0, spec))
+	stop0()
+
+	e1, stop1 := stoppableEngine(t, Options{WorkDir: work, Review: true, Plans: store})
+	if _, err := e1.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPlan(t, e1, spec)
+	stop1()
+	if kept := store.get(t, "rv"); kept == nil || kept.Plan.Hash != p.Hash || !kept.Plan.Destroy {
+		t.Fatalf("kept plan %+v, want the destroy plan %s", kept, p.Hash)
+	}
+
+	e2, _ := stoppableEngine(t, Options{WorkDir: work, Plans: store})
+	if _, err := e2.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if st, err := e2.Wait(ctx, spec.Name, spec.Hash); err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("destroy outside review mode: %+v, %v", st, err)
+	}
+	if kept := store.get(t, "rv"); kept != nil {
+		t.Errorf("the destroyed workspace's kept plan %s is still stored", kept.Plan.Hash)
+	}
+}

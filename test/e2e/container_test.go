@@ -479,8 +479,8 @@ cloudConfig:
 	if len(stateSecrets) != 1 {
 		t.Errorf("state Secrets in kube-system: %v, want one (kubernetes backend through the chart's RBAC)", stateSecrets)
 	}
-	if len(catalog) != 0 {
-		t.Errorf("catalog Secrets in kube-system: %v, want none (the catalog is switched off)", catalog)
+	if len(catalog) != 2 {
+		t.Errorf("catalog Secrets in kube-system: %v, want the catalog's default workspace and the load balancer's entry", catalog)
 	}
 
 	if err := admin.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
