@@ -27,14 +27,14 @@ const l4Service = `{ ports = [
   { name = "dns-tcp", protocol = "TCP", port = 53, node_port = 30053 },
   { name = "http", protocol = "TCP", port = 80, node_port = 30080 },
   { name = "echo", protocol = "TCP", port = 9000, node_port = 30090 },
-], load_balancer_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`
+], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`
 
 // l4Setup brings up a local cloud, two LB hosts running lbhost-router -l4
 // and conntrackd, and on node-a and node-b kube-proxy's health endpoint, a
-// DNS server, an HTTP server and an echo server; then applies the
-// baremetal set's l4 variant and returns the hosts, the VIP and the
-// workspace's tofu.
-func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string) {
+// DNS server, an HTTP server and an echo server (node-c, a backend too,
+// has none of them); then applies the baremetal set's l4 variant and
+// returns the hosts, the VIP and the workspace's directory.
+func l4Setup(t testing.TB) (*lbhosts.Hosts, string, string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := lbhosts.ForTest(t, cloud)
 	root, err := repo.Root()
@@ -58,8 +58,8 @@ func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string)
 			t.Cleanup(stop)
 		}
 	}
-	_, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", "dns", l4Service)
-	vars("node-a", "node-b")
+	dir, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", "dns", l4Service)
+	vars("node-a", "node-b", "node-c")
 	tofu("init", "-input=false", "-no-color")
 	tofu("apply", "-auto-approve", "-input=false", "-no-color")
 	t.Cleanup(func() { tofu("destroy", "-auto-approve", "-input=false", "-no-color") })
@@ -73,7 +73,57 @@ func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string)
 	if ing[0].IPMode != "Proxy" {
 		t.Errorf("ip_mode %q, want Proxy (the nodes see the VIP, not the client)", ing[0].IPMode)
 	}
-	return hs, ing[0].IP, tofu
+	return hs, ing[0].IP, dir
+}
+
+// l4Health plans the l4 variant's health module with the workspace's
+// inputs, as tfccm's health loop does, and returns its `backends` output
+// as node name → healthy.
+func l4Health(t testing.TB, dir string) map[string]bool {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdir := filepath.Join(dir, "health")
+	if _, err := os.Stat(hdir); err != nil {
+		if err := localcloud.CopyModule(filepath.Join(root, "templates", "baremetal", "loadbalancer.l4", "health"), hdir); err != nil {
+			t.Fatal(err)
+		}
+		// The workspace's inputs, linked in as tfccm's prober does (init
+		// needs the hosts: a provider for_each).
+		if err := os.Symlink(filepath.Join(dir, "tfccm.auto.tfvars"), filepath.Join(hdir, "tfccm.auto.tfvars")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "init", "-input=false", "-no-color"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "plan", "-input=false", "-no-color", "-lock=false", "-out=probe.plan"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "show", "-json", "probe.plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		PlannedValues struct {
+			Outputs map[string]struct {
+				Value []struct {
+					Node    string `json:"node"`
+					Healthy bool   `json:"healthy"`
+				} `json:"value"`
+			} `json:"outputs"`
+		} `json:"planned_values"`
+	}
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, b := range plan.PlannedValues.Outputs["backends"].Value {
+		got[b.Node] = b.Healthy
+	}
+	return got
 }
 
 // serveEcho runs a line echo server in a node's netns on port.
@@ -163,7 +213,7 @@ func waitSynced(t testing.TB, hs *lbhosts.Hosts, vip string, n int) *lbhosts.Hos
 // failover (keepalived stopped on the master) keeps it answering, and with
 // conntrackd syncing connection state, long-lived TCP connections survive.
 func TestBaremetalL4(t *testing.T) {
-	hs, vip, _ := l4Setup(t)
+	hs, vip, dir := l4Setup(t)
 	dns := net.JoinHostPort(vip, "53")
 	for _, network := range []string{"udp", "tcp"} {
 		testkit.Eventually(t, 15*time.Second, network+" DNS through the VIP", func(context.Context) error {
@@ -177,6 +227,14 @@ func TestBaremetalL4(t *testing.T) {
 			return nil
 		})
 	}
+	// The health module (tfccm.io/Degraded): node-c, without kube-proxy's
+	// health endpoint, gets no connections on either host.
+	testkit.Eventually(t, 15*time.Second, "health: node-a and node-b healthy, node-c not", func(context.Context) error {
+		if got := fmt.Sprint(l4Health(t, dir)); got != "map[node-a:true node-b:true node-c:false]" {
+			return fmt.Errorf("health %s", got)
+		}
+		return nil
+	})
 	conns := dialLongLived(t, net.JoinHostPort(vip, "9000"), 20)
 	master := waitSynced(t, hs, vip, len(conns))
 	f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
