@@ -22,8 +22,8 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/state"
 	"github.com/tfccm/tfccm/state/mapping"
 	"github.com/tfccm/tfccm/templates"
