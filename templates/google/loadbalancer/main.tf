@@ -59,7 +59,7 @@ locals {
   # A rule with more than five ports takes all ports of its protocol on
   # the address, leaving none to share.
   all_ports_protocols = [for proto, ports in local.ports : proto if length(ports) > 5]
-  address            = local.reserve ? google_compute_address.this[0].address : var.service.load_balancer_ip
+  address             = local.reserve ? google_compute_address.this[0].address : var.service.load_balancer_ip
   labels = merge(var.settings.labels, {
     "tfccm-cluster" = var.cluster_name
   })
