@@ -302,3 +302,64 @@ func BenchmarkBaremetalL4Failover(b *testing.B) {
 			name, moved[len(moved)/2].Round(time.Millisecond), moved[len(moved)-1].Round(time.Millisecond), lost, alive, total, 100*float64(alive)/float64(total))
 	}
 }
+
+// TestBaremetalL4SharedVIP: two Services of the l4 variant share one VIP
+// (tfccm.io/allow-shared-ip): DNS over UDP from one, over TCP from the
+// other, through the VIP both LB hosts hold with one VRRP instance; the
+// UDP one deleted, TCP is still answered.
+func TestBaremetalL4SharedVIP(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	hs := lbhosts.ForTest(t, cloud)
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.StartL4(lbhosts.L4Options{Router: filepath.Join(root, "bin", "lbhost-router")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, serve := range []func() (func(), error){
+		func() (func(), error) { return cloud.ServeHealthz("node-a", 0) },
+		func() (func(), error) { return cloud.ServeDNS("node-a", 30053) },
+	} {
+		stop, err := serve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	service := func(proto, vip string) string {
+		return fmt.Sprintf(`{ ports = [{ name = "dns", protocol = %q, port = 53, node_port = 30053 }], load_balancer_ip = %s, shared_ip = "s5eed", source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`, proto, vip)
+	}
+	apply := func(name, svc string) func(args ...string) string {
+		_, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", name, svc)
+		vars("node-a")
+		tofu("init", "-input=false", "-no-color")
+		tofu("apply", "-auto-approve", "-input=false", "-no-color")
+		t.Cleanup(func() { tofu("destroy", "-auto-approve", "-input=false", "-no-color") })
+		return tofu
+	}
+	udp := apply("dnsu", service("UDP", "null"))
+	var ing []struct {
+		IP string `json:"ip"`
+	}
+	if err := json.Unmarshal([]byte(udp("output", "-json", "ingress")), &ing); err != nil || len(ing) != 1 {
+		t.Fatalf("ingress %v: %v", ing, err)
+	}
+	vip := ing[0].IP
+	apply("dnst", service("TCP", fmt.Sprintf("%q", vip)))
+	dns := net.JoinHostPort(vip, "53")
+	for _, network := range []string{"udp", "tcp"} {
+		testkit.Eventually(t, 15*time.Second, network+" DNS through the shared VIP", func(context.Context) error {
+			_, err := localcloud.AskDNS(network, dns)
+			return err
+		})
+	}
+	udp("destroy", "-auto-approve", "-input=false", "-no-color")
+	testkit.Eventually(t, 15*time.Second, "UDP gone, TCP still answered", func(context.Context) error {
+		if _, err := localcloud.AskDNS("udp", dns); err == nil {
+			return fmt.Errorf("UDP still answered")
+		}
+		_, err := localcloud.AskDNS("tcp", dns)
+		return err
+	})
+}
