@@ -85,43 +85,10 @@ func l4Health(t testing.TB, dir string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdir := filepath.Join(dir, "health")
-	if _, err := os.Stat(hdir); err != nil {
-		if err := localcloud.CopyModule(filepath.Join(root, "templates", "baremetal", "loadbalancer.l4", "health"), hdir); err != nil {
-			t.Fatal(err)
-		}
-		// The workspace's inputs, linked in as tfccm's prober does (init
-		// needs the hosts: a provider for_each).
-		if err := os.Symlink(filepath.Join(dir, "tfccm.auto.tfvars"), filepath.Join(hdir, "tfccm.auto.tfvars")); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "init", "-input=false", "-no-color"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "plan", "-input=false", "-no-color", "-lock=false", "-out=probe.plan"); err != nil {
-		t.Fatal(err)
-	}
-	out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), hdir, "show", "-json", "probe.plan")
+	got, err := localcloud.ProbeHealth(context.Background(), repo.Tofu(t), filepath.Join(root, "templates", "baremetal", "loadbalancer.l4", "health"),
+		filepath.Join(dir, "health"), filepath.Join(dir, "tfccm.auto.tfvars"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var plan struct {
-		PlannedValues struct {
-			Outputs map[string]struct {
-				Value []struct {
-					Node    string `json:"node"`
-					Healthy bool   `json:"healthy"`
-				} `json:"value"`
-			} `json:"outputs"`
-		} `json:"planned_values"`
-	}
-	if err := json.Unmarshal(out, &plan); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, b := range plan.PlannedValues.Outputs["backends"].Value {
-		got[b.Node] = b.Healthy
 	}
 	return got
 }
