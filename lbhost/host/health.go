@@ -12,8 +12,9 @@ import (
 )
 
 // Backend health as the load balancer itself sees it: HAProxy's server
-// states for a frontend, the router's kernel route for a routed VIP. Both
-// are read without the host's lock and change nothing.
+// states for a frontend, the router's kernel route for a routed VIP, the
+// router's nftables DNAT targets for a layer-4 load balancer. All are read
+// without the host's lock and change nothing.
 
 // BackendHealth is one backend of a load balancer: a server of a
 // frontend (Name is its node name) or a next hop of a routed VIP (Name is
@@ -103,4 +104,21 @@ func routeHops(out []byte) ([]string, error) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// L4FrontendHealth returns the backends of layer-4 load balancer name,
+// healthy when lbhost-router forwards new connections to them (its
+// nftables chain DNATs to the backends that pass their check); none when
+// the load balancer does not exist. A config the router has not loaded is
+// an *L4Drift: its rules say nothing about the config's backends.
+func (h *Host) L4FrontendHealth(ctx context.Context, name string) ([]BackendHealth, error) {
+	c, loaded, err := h.readL4(ctx, name)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	var out []BackendHealth
+	for _, b := range c.Backends {
+		out = append(out, BackendHealth{Name: b.Name, Address: b.Address, Healthy: slices.Contains(loaded.Targets[name], b.Address)})
+	}
+	return out, nil
 }

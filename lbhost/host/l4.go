@@ -145,34 +145,40 @@ func (h *Host) checkL4PortsFree(ctx context.Context, c l4.Config) error {
 // A config that is unreadable, or that lbhost-router has not loaded, is an
 // *L4Drift.
 func (h *Host) ReadL4(ctx context.Context, name string) (*l4.Config, error) {
+	c, _, err := h.readL4(ctx, name)
+	return c, err
+}
+
+// readL4 is ReadL4 with the table it checked the config against.
+func (h *Host) readL4(ctx context.Context, name string) (*l4.Config, l4.Loaded, error) {
 	if !l4.ValidName(name) {
-		return nil, &FieldError{Field: "name", Msg: fmt.Sprintf("%q is not a load balancer name", name)}
+		return nil, l4.Loaded{}, &FieldError{Field: "name", Msg: fmt.Sprintf("%q is not a load balancer name", name)}
 	}
 	if err := h.needDir(); err != nil {
-		return nil, err
+		return nil, l4.Loaded{}, err
 	}
 	b, err := h.T.ReadFile(ctx, h.l4File(name))
 	if transport.IsNotExist(err) {
-		return nil, nil
+		return nil, l4.Loaded{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", h.T, err)
+		return nil, l4.Loaded{}, fmt.Errorf("%s: %w", h.T, err)
 	}
 	c, err := l4.Parse(b)
 	if err == nil && c.Name != name {
 		err = fmt.Errorf("it holds load balancer %s", c.Name)
 	}
 	if err != nil {
-		return nil, &L4Drift{Reason: fmt.Sprintf("config %s.json changed outside lbhost: %v", name, err)}
+		return nil, l4.Loaded{}, &L4Drift{Reason: fmt.Sprintf("config %s.json changed outside lbhost: %v", name, err)}
 	}
 	loaded, err := h.loadedL4(ctx)
 	if err != nil {
-		return nil, err
+		return nil, l4.Loaded{}, err
 	}
 	if l4.ConfigOfSignature(loaded.Signatures[name]) != l4.ConfigHash(c) {
-		return nil, &L4Drift{Reason: fmt.Sprintf("layer-4 load balancer %s is not loaded in table %s on %s (is lbhost-router running with -l4?)", name, l4.NftTable, h.T)}
+		return nil, l4.Loaded{}, &L4Drift{Reason: fmt.Sprintf("layer-4 load balancer %s is not loaded in table %s on %s (is lbhost-router running with -l4?)", name, l4.NftTable, h.T)}
 	}
-	return &c, nil
+	return &c, loaded, nil
 }
 
 // DeleteL4 removes name's config; lbhost-router then removes its rules.

@@ -176,6 +176,9 @@ func TestServiceFollowsHealth(t *testing.T) {
 	if got := upOf(); !strings.HasPrefix(got, "up=2/3:") || len(loaded().Signatures) != 1 {
 		t.Fatalf("first sync loaded %v", loaded())
 	}
+	if got := strings.Join(loaded().Targets[c.Name], ","); got != "10.250.0.11,10.250.0.12" {
+		t.Errorf("DNAT targets %s, want node-a's and node-b's", got)
+	}
 	if l4 := ConfigOfSignature(loaded().Signatures[c.Name]); l4 != ConfigHash(c) {
 		t.Errorf("loaded config %s, want %s", l4, ConfigHash(c))
 	}
@@ -191,7 +194,10 @@ func TestServiceFollowsHealth(t *testing.T) {
 	if got := upOf(); !strings.HasPrefix(got, "up=1/3:") {
 		t.Errorf("after node-b failed: %s", got)
 	}
-	if want := "conntrack -D -p udp --orig-dst 10.252.0.7 --reply-src 10.250.0.12"; len(f.cmds) != 1 || f.cmds[0] != want {
+	if got := loaded().Targets[c.Name]; len(got) != 1 || got[0] != "10.250.0.11" {
+		t.Errorf("DNAT targets after node-b failed: %v, want node-a's only", got)
+	}
+	if want := "conntrack -D -p udp --orig-dst 10.252.0.7 --orig-port-dst 53 --reply-src 10.250.0.12"; len(f.cmds) != 1 || f.cmds[0] != want {
 		t.Errorf("commands %q, want %q", f.cmds, want)
 	}
 	// The table removed behind the service's back is loaded again.
@@ -207,5 +213,31 @@ func TestServiceFollowsHealth(t *testing.T) {
 	sync()
 	if f.listing != nil {
 		t.Errorf("table left: %s", f.listing)
+	}
+}
+
+// TestParseLoadedTargets reads DNAT targets from nft's own listing (as
+// nft 1.1 prints it: no family in the dnat statement, counters filled in):
+// a map of several backends, one backend, and none (no dnat rule).
+func TestParseLoadedTargets(t *testing.T) {
+	listing := `{"nftables": [{"metainfo": {"version": "1.1.3", "json_schema_version": 1}},
+{"table": {"family": "ip", "name": "lbhost_l4", "handle": 1}},
+{"chain": {"family": "ip", "table": "lbhost_l4", "name": "lb_kind_dns", "handle": 2}},
+{"rule": {"family": "ip", "table": "lbhost_l4", "chain": "lb_kind_dns", "handle": 3, "comment": "cfg=abc up=2/3:ff", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}},
+{"rule": {"family": "ip", "table": "lbhost_l4", "chain": "lb_kind_dns", "handle": 4, "expr": [{"match": {"op": "==", "left": {"meta": {"key": "l4proto"}}, "right": "udp"}}, {"match": {"op": "==", "left": {"payload": {"protocol": "th", "field": "dport"}}, "right": 53}}, {"dnat": {"addr": {"map": {"key": {"numgen": {"mode": "random", "mod": 2, "offset": 0}}, "data": {"set": [[0, "10.0.0.2"], [1, "10.0.0.3"]]}}}, "port": 30053}}]}},
+{"rule": {"family": "ip", "table": "lbhost_l4", "chain": "lb_kind_one", "handle": 6, "comment": "cfg=def up=1/1:ee", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}},
+{"rule": {"family": "ip", "table": "lbhost_l4", "chain": "lb_kind_one", "handle": 7, "expr": [{"match": {"op": "==", "left": {"meta": {"key": "l4proto"}}, "right": "tcp"}}, {"dnat": {"addr": "10.0.0.4", "port": 30080}}]}},
+{"rule": {"family": "ip", "table": "lbhost_l4", "chain": "lb_kind_none", "handle": 9, "comment": "cfg=123 up=0/2:00", "expr": [{"counter": {"packets": 0, "bytes": 0}}]}}]}`
+	l, err := ParseLoaded([]byte(listing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"kind_dns": "10.0.0.2,10.0.0.3", "kind_one": "10.0.0.4", "kind_none": ""} {
+		if got := strings.Join(l.Targets[name], ","); got != want {
+			t.Errorf("%s: targets %q, want %q", name, got, want)
+		}
+	}
+	if len(l.Signatures) != 3 || l.Rules != 5 {
+		t.Errorf("signatures %v, %d rules", l.Signatures, l.Rules)
 	}
 }

@@ -210,20 +210,30 @@ func (s *Service) flushStaleUDP(ctx context.Context, lbs []Live) {
 			if up[addr] {
 				continue
 			}
-			_, err := s.Run(ctx, nil, "conntrack", "-D", "-p", "udp", "--orig-dst", l.Address, "--reply-src", addr)
-			switch {
-			case err == nil, strings.Contains(err.Error(), "0 flow entries"):
-			case strings.Contains(err.Error(), "executable file not found"):
-				if !s.ctErr {
-					s.Log.Printf("conntrack (conntrack-tools) is not installed: UDP flows to failed backends last until their conntrack entries expire")
-					s.ctErr = true
+			// Per port: Services sharing the VIP keep their own flows.
+			for _, p := range l.Ports {
+				if p.Protocol == "UDP" {
+					s.flushUDP(ctx, l, p.Port, addr)
 				}
-			default:
-				s.Log.Printf("%s: flush UDP flows to %s: %v", l.Name, addr, err)
 			}
 		}
 	}
 	s.wasUp = now
+}
+
+// flushUDP deletes the UDP conntrack entries of l's VIP:port to addr.
+func (s *Service) flushUDP(ctx context.Context, l Live, port int, addr string) {
+	_, err := s.Run(ctx, nil, "conntrack", "-D", "-p", "udp", "--orig-dst", l.Address, "--orig-port-dst", strconv.Itoa(port), "--reply-src", addr)
+	switch {
+	case err == nil, strings.Contains(err.Error(), "0 flow entries"):
+	case strings.Contains(err.Error(), "executable file not found"):
+		if !s.ctErr {
+			s.Log.Printf("conntrack (conntrack-tools) is not installed: UDP flows to failed backends last until their conntrack entries expire")
+			s.ctErr = true
+		}
+	default:
+		s.Log.Printf("%s: flush UDP flows to %s: %v", l.Name, addr, err)
+	}
 }
 
 // read loads every valid config in Dir (a bad file is logged and skipped:

@@ -18,9 +18,10 @@ type backendHealthDataSource struct{ c *conn }
 func newBackendHealthDataSource() datasource.DataSource { return &backendHealthDataSource{} }
 
 type backendHealthModel struct {
-	Frontend  types.String         `tfsdk:"frontend"`
-	RoutedVIP types.String         `tfsdk:"routed_vip"`
-	Backends  []backendHealthEntry `tfsdk:"backends"`
+	Frontend   types.String         `tfsdk:"frontend"`
+	L4Frontend types.String         `tfsdk:"l4_frontend"`
+	RoutedVIP  types.String         `tfsdk:"routed_vip"`
+	Backends   []backendHealthEntry `tfsdk:"backends"`
 }
 
 type backendHealthEntry struct {
@@ -37,12 +38,15 @@ func (d *backendHealthDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	resp.Schema = schema.Schema{
 		Description: "The backends of one load balancer and whether the load balancer itself finds them healthy: for an " +
 			"`lbhost_frontend`, the running HAProxy's server states (`show servers state` on the master CLI; a server is healthy " +
-			"when it is up and not in maintenance in the backend of every port); for an `lbhost_routed_vip`, whether the router " +
+			"when it is up and not in maintenance in the backend of every port); for an `lbhost_l4_frontend`, whether " +
+			"lbhost-router's nftables rules forward new connections to it (they DNAT only to backends that pass the check; a " +
+			"config the router has not loaded is an error); for an `lbhost_routed_vip`, whether the router " +
 			"currently routes the VIP to each next hop (it routes only to hops that pass the check). Reading changes nothing " +
-			"and takes no lock. Set exactly one of `frontend` and `routed_vip`.",
+			"and takes no lock. Set exactly one of `frontend`, `l4_frontend` and `routed_vip`.",
 		Attributes: map[string]schema.Attribute{
-			"frontend":   schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_frontend`."},
-			"routed_vip": schema.StringAttribute{Optional: true, Description: "Owner of an `lbhost_routed_vip`."},
+			"frontend":    schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_frontend`."},
+			"l4_frontend": schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_l4_frontend`."},
+			"routed_vip":  schema.StringAttribute{Optional: true, Description: "Owner of an `lbhost_routed_vip`."},
 			"backends": schema.ListNestedAttribute{Computed: true, Description: "The load balancer's backends (none when it " +
 				"does not exist), sorted as the load balancer lists them.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -72,8 +76,14 @@ func (d *backendHealthDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Frontend.IsNull() == m.RoutedVIP.IsNull() {
-		resp.Diagnostics.AddError("lbhost_backend_health: choose one load balancer", "Set exactly one of `frontend` and `routed_vip`.")
+	set := 0
+	for _, v := range []types.String{m.Frontend, m.L4Frontend, m.RoutedVIP} {
+		if !v.IsNull() {
+			set++
+		}
+	}
+	if set != 1 {
+		resp.Diagnostics.AddError("lbhost_backend_health: choose one load balancer", "Set exactly one of `frontend`, `l4_frontend` and `routed_vip`.")
 		return
 	}
 	h, err := d.c.host(ctx)
@@ -82,9 +92,12 @@ func (d *backendHealthDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	var hs []host.BackendHealth
-	if !m.Frontend.IsNull() {
+	switch {
+	case !m.Frontend.IsNull():
 		hs, err = h.FrontendHealth(ctx, m.Frontend.ValueString())
-	} else {
+	case !m.L4Frontend.IsNull():
+		hs, err = h.L4FrontendHealth(ctx, m.L4Frontend.ValueString())
+	default:
 		hs, err = h.RoutedVIPHealth(ctx, m.RoutedVIP.ValueString())
 	}
 	if err != nil {

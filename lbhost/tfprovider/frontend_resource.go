@@ -2,8 +2,6 @@ package tfprovider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -295,27 +293,10 @@ func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	h, err := r.c.host(ctx)
-	if keptUnreachable(&resp.Diagnostics, "lbhost_frontend "+prior.Name, err) {
-		return
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_frontend "+prior.Name, err)
-		return
-	}
-	f, err := h.ReadFrontend(ctx, prior.Name)
-	var drift *host.Drift
-	if errors.As(err, &drift) {
-		resp.Diagnostics.AddWarning("lbhost_frontend "+prior.Name+" changed on the host", drift.Error()+"; the next apply writes it again")
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_frontend "+prior.Name, err)
-		return
-	}
+	f := readHosted(ctx, r.c, resp, "lbhost_frontend "+prior.Name, func(h *host.Host) (*haproxy.Frontend, error) {
+		return h.ReadFrontend(ctx, prior.Name)
+	})
 	if f == nil {
-		resp.State.RemoveResource(ctx)
 		return
 	}
 	if sameFrontend(*f, prior.toFrontend()) {
@@ -347,20 +328,6 @@ func (r *frontendResource) Delete(ctx context.Context, req resource.DeleteReques
 }
 
 func (r *frontendResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	h, err := r.c.host(ctx)
-	if err != nil {
-		addError(&resp.Diagnostics, "import lbhost_frontend", err)
-		return
-	}
-	f, err := h.ReadFrontend(ctx, req.ID)
-	if err != nil {
-		addError(&resp.Diagnostics, "import lbhost_frontend "+req.ID, err)
-		return
-	}
-	if f == nil {
-		resp.Diagnostics.AddError("import lbhost_frontend "+req.ID, fmt.Sprintf("no load balancer %q on %s", req.ID, h.T))
-		return
-	}
-	m := fromFrontend(*f)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	importHosted(ctx, r.c, resp, "import lbhost_frontend", "load balancer", req.ID,
+		func(h *host.Host) (*haproxy.Frontend, error) { return h.ReadFrontend(ctx, req.ID) }, fromFrontend)
 }

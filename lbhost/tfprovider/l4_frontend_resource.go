@@ -2,8 +2,6 @@ package tfprovider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -241,27 +239,10 @@ func (r *l4FrontendResource) Read(ctx context.Context, req resource.ReadRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	summary := "lbhost_l4_frontend " + prior.Name
-	h, err := r.c.host(ctx)
-	if keptUnreachable(&resp.Diagnostics, summary, err) {
-		return
-	}
-	var c *l4.Config
-	if err == nil {
-		c, err = h.ReadL4(ctx, prior.Name)
-	}
-	var drift *host.L4Drift
-	if errors.As(err, &drift) {
-		resp.Diagnostics.AddWarning(summary+" is not in effect on the host", drift.Error()+"; the next apply writes it again")
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, summary, err)
-		return
-	}
+	c := readHosted(ctx, r.c, resp, "lbhost_l4_frontend "+prior.Name, func(h *host.Host) (*l4.Config, error) {
+		return h.ReadL4(ctx, prior.Name)
+	})
 	if c == nil {
-		resp.State.RemoveResource(ctx)
 		return
 	}
 	if sameL4(*c, prior.config()) {
@@ -293,19 +274,6 @@ func (r *l4FrontendResource) Delete(ctx context.Context, req resource.DeleteRequ
 }
 
 func (r *l4FrontendResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	h, err := r.c.host(ctx)
-	var c *l4.Config
-	if err == nil {
-		c, err = h.ReadL4(ctx, req.ID)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "import lbhost_l4_frontend "+req.ID, err)
-		return
-	}
-	if c == nil {
-		resp.Diagnostics.AddError("import lbhost_l4_frontend "+req.ID, fmt.Sprintf("no layer-4 load balancer %q on %s", req.ID, h.T))
-		return
-	}
-	m := l4FromConfig(*c)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	importHosted(ctx, r.c, resp, "import lbhost_l4_frontend", "layer-4 load balancer", req.ID,
+		func(h *host.Host) (*l4.Config, error) { return h.ReadL4(ctx, req.ID) }, l4FromConfig)
 }

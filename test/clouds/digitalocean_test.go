@@ -143,6 +143,8 @@ load_balancer {
 						t.Errorf("hostname ingress %v", ingress)
 					}
 				}},
+			{name: "refuse-shared-ip", shared: "web", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/load-balancer-ips"] = "203.0.113.50" },
+				wantErr: "tfccm.io/allow-shared-ip: every DigitalOcean load balancer has an address of its own"},
 			{name: "refuse-sctp", mut: func(s *corev1.Service) {
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "sctp", Protocol: corev1.ProtocolSCTP, Port: 9999, NodePort: 30999})
 			}, wantErr: "spec.ports: DigitalOcean load balancers forward TCP and UDP only; unsupported: 9999/SCTP."},

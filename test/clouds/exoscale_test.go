@@ -86,6 +86,8 @@ load_balancer {
 					}
 				}
 			}},
+			{name: "refuse-shared-ip", shared: "web", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/load-balancer-ips"] = "194.182.160.50" },
+				wantErr: "tfccm.io/allow-shared-ip: every Exoscale network load balancer has an address of its own"},
 			{name: "refuse-internal", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/internal"] = "true" },
 				wantErr: "tfccm.io/internal: Exoscale network load balancers have a public address only"},
 			{name: "refuse-source-ranges", mut: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} },

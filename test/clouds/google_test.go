@@ -2,12 +2,15 @@ package clouds
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -217,6 +220,28 @@ routes {
 					t.Errorf("client firewall opens %d ports, want the Service's 7", n)
 				}
 			}},
+			// A shared address (tfccm.io/allow-shared-ip) is the user's
+			// reservation: the set reserves none (TestGoogleSharedAddress
+			// applies two Services on one).
+			{name: "shared-external", shared: "web", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/load-balancer-ips"] = "203.0.113.77"
+			}, check: func(t *testing.T, calls []standin.Call, ingress []map[string]any) {
+				if n := len(callsOf(calls, "google_compute_address")); n != 0 {
+					t.Errorf("a shared address was reserved by the Service (%d addresses)", n)
+				}
+				if fr := callsOf(calls, "google_compute_forwarding_rule"); len(fr) != 1 || fr[0].Values["ip_address"] != "203.0.113.77" {
+					t.Errorf("forwarding rules %+v, want one on the shared address", fr)
+				}
+				if len(ingress) != 1 || ingress[0]["ip"] != "203.0.113.77" {
+					t.Errorf("ingress %v", ingress)
+				}
+			}},
+			{name: "refuse-shared-all-ports", shared: "web", mut: func(s *corev1.Service) {
+				s.Annotations["tfccm.io/load-balancer-ips"] = "203.0.113.77"
+				for i := int32(0); i < 5; i++ {
+					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "p" + string(rune('0'+i)), Protocol: corev1.ProtocolTCP, Port: 8000 + i, NodePort: 31000 + i})
+				}
+			}, wantErr: "tfccm.io/allow-shared-ip: a forwarding rule takes up to five ports; with more (here TCP) it takes every port of its protocol on the address"},
 			{name: "refuse-sctp", mut: func(s *corev1.Service) {
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "sctp", Protocol: corev1.ProtocolSCTP, Port: 9999, NodePort: 30999})
 			}, wantErr: "spec.ports: Google passthrough load balancers forward TCP and UDP only here; unsupported: 9999/SCTP."},
@@ -266,4 +291,105 @@ routes {
 			}
 		},
 	}
+}
+
+// TestGoogleSharedAddress: two internal Services share one address
+// (tfccm.io/allow-shared-ip), web on 80+443/TCP and DNS on 53/TCP+UDP
+// (a rule per protocol, which the set would reserve an address for were
+// it not shared). Google lets
+// internal forwarding rules share an address only when it is reserved with
+// purpose SHARED_LOADBALANCER_VIP (the stand-in refuses a second rule on
+// any other), so the user reserves it; each Service gets its own rules on
+// it and reserves nothing, and deleting one leaves the other's rules.
+func TestGoogleSharedAddress(t *testing.T) {
+	c := googleCloud()
+	env := standin.Setup(t, c.provider)
+	env.Only = c.only
+	set, err := templates.LoadBuiltin(c.set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	cfg := parseConfig(t, c.config, work)
+	apply := func(dir string, args ...string) []standin.Call {
+		t.Helper()
+		env.Tofu(t, dir, "init", "-input=false", "-no-color")
+		noWarnings(t, args[0], env.Tofu(t, dir, append(args, "-auto-approve", "-input=false", "-no-color")...))
+		return env.Calls(t)
+	}
+
+	// The user's reservation (their own infrastructure).
+	infra := filepath.Join(work, "infra")
+	if err := os.MkdirAll(infra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(infra, "main.tf"), []byte(`terraform {
+  required_providers {
+    google = { source = "hashicorp/google" }
+  }
+}
+
+resource "google_compute_address" "dns" {
+  name         = "dns-vip"
+  region       = "europe-west1"
+  subnetwork   = "nodes"
+  address      = "10.132.0.70"
+  address_type = "INTERNAL"
+  purpose      = "SHARED_LOADBALANCER_VIP"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apply(infra, "apply")
+
+	services := map[string]*corev1.Service{
+		"web": service(nil),
+		"dns": service(func(s *corev1.Service) {
+			s.UID = "0b7e8f5a-1c2d-4e3f-9a8b-7c6d5e4f3a2b"
+			s.Spec.Ports = []corev1.ServicePort{
+				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
+				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, NodePort: 30053},
+			}
+		}),
+	}
+	dirs := map[string]string{}
+	created := map[string]int{}
+	for _, name := range []string{"web", "dns"} {
+		svc := services[name]
+		svc.Name = name
+		svc.Annotations["tfccm.io/internal"] = "true"
+		svc.Annotations["tfccm.io/load-balancer-ips"] = "10.132.0.70"
+		ws, err := set.RenderLoadBalancerWith(cfg, svc, gceNodes(), sharing(t, svc, "dns"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[name] = filepath.Join(work, name)
+		if err := ws.WriteDir(dirs[name]); err != nil {
+			t.Fatal(err)
+		}
+		calls := apply(dirs[name], "apply")
+		created[name] = len(calls)
+		if n := len(callsOf(calls, "google_compute_address")); n != 0 {
+			t.Errorf("%s reserved %d addresses, want the user's shared one used", name, n)
+		}
+		for _, r := range callsOf(calls, "google_compute_forwarding_rule") {
+			if r.Values["ip_address"] != "10.132.0.70" || r.Values["load_balancing_scheme"] != "INTERNAL" {
+				t.Errorf("%s: forwarding rule %v", name, r.Values)
+			}
+		}
+	}
+
+	// web goes: only its own objects are deleted.
+	deleted := apply(dirs["web"], "destroy")
+	for _, call := range deleted {
+		if call.Op != "delete" || call.Type == "google_compute_address" {
+			t.Errorf("destroying web: %+v", call)
+		}
+	}
+	if len(deleted) != created["web"] {
+		t.Errorf("destroying web made %d calls, want its %d objects deleted", len(deleted), created["web"])
+	}
+	apply(dirs["dns"], "destroy")
+	apply(infra, "destroy")
+	assertStoreEmpty(t, env)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/state"
 	"github.com/tfccm/tfccm/state/mapping"
 	"github.com/tfccm/tfccm/templates"
@@ -66,6 +67,9 @@ type lbCase struct {
 	check func(t *testing.T, calls []standin.Call, ingress []map[string]any)
 	// golden: write the rendered tfvars and apply calls as a golden file.
 	golden bool
+	// shared is the Service's tfccm.io/allow-shared-ip key: rendered as
+	// tfccm renders it (service.shared_ip, the requested addresses).
+	shared string
 }
 
 type routeErr struct {
@@ -199,7 +203,7 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	if tc.nodes != nil {
 		nodes = tc.nodes
 	}
-	ws, err := set.RenderLoadBalancer(cfg, svc, nodes())
+	ws, err := set.RenderLoadBalancerWith(cfg, svc, nodes(), sharing(t, svc, tc.shared))
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -259,7 +263,7 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 
 	// One node fewer: only that node's target goes.
 	fewer := nodes()
-	ws2, err := set.RenderLoadBalancer(cfg, svc, fewer[:len(fewer)-1])
+	ws2, err := set.RenderLoadBalancerWith(cfg, svc, fewer[:len(fewer)-1], sharing(t, svc, tc.shared))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +294,19 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 		}
 	}
 	assertStoreEmpty(t, env)
+}
+
+// sharing is what tfccm passes the template for a Service sharing its
+// address under key (nil for none: the Service's requested addresses).
+func sharing(t testing.TB, svc *corev1.Service, key string) *templates.Addresses {
+	if key == "" {
+		return nil
+	}
+	req, err := ipam.RequestOf(svc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &templates.Addresses{IPs: req.IPs, Shared: ipam.ShareToken("prod", key)}
 }
 
 // setErrors are the error summaries of a set's own checks (variable

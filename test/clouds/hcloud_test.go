@@ -143,6 +143,8 @@ routes {
 						t.Errorf("hostname ingress %v", ingress)
 					}
 				}},
+			{name: "refuse-shared-ip", shared: "web", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/load-balancer-ips"] = "10.0.0.50" },
+				wantErr: "tfccm.io/allow-shared-ip: every Hetzner Cloud load balancer has addresses of its own"},
 			{name: "refuse-udp", mut: udp, wantErr: "spec.ports: Hetzner Cloud load balancers forward TCP only; unsupported: 53/UDP."},
 			{name: "refuse-source-ranges", mut: func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} },
 				wantErr: "spec.loadBalancerSourceRanges: Hetzner Cloud load balancers cannot restrict clients by source address"},

@@ -209,6 +209,8 @@ routes {
 						t.Errorf("reserved_ips %v, want the reserved public IP's OCID", r)
 					}
 				}},
+			{name: "refuse-shared-ip", shared: "web", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/load-balancer-ips"] = "203.0.113.50" },
+				wantErr: "tfccm.io/allow-shared-ip: every OCI network load balancer has addresses of its own"},
 			{name: "refuse-sctp", mut: func(s *corev1.Service) {
 				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "sctp", Protocol: corev1.ProtocolSCTP, Port: 9999, NodePort: 30999})
 			}, wantErr: "spec.ports: OCI network load balancers forward TCP and UDP only; unsupported: 9999/SCTP."},

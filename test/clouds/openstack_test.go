@@ -256,6 +256,8 @@ routes {
 					t.Errorf("TCP member %v, want monitor port 10256", m)
 				}
 			}},
+			{name: "refuse-shared-ip", shared: "web", mut: func(s *corev1.Service) { s.Annotations["tfccm.io/load-balancer-ips"] = "203.0.113.50" },
+				wantErr: "tfccm.io/allow-shared-ip: every Octavia load balancer has a VIP of its own"},
 			{name: "refuse-ovn-source-ranges", mut: func(s *corev1.Service) {
 				s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
 				s.Annotations["tfccm.io/vars"] = `{"loadbalancer_provider": "ovn"}`

@@ -22,7 +22,16 @@ import (
 // endpoint (kube-proxy's :10256 in its netns) stops: Degraded True naming
 // node-b alone, 1 of 2 up. It serves again: False. The Service deleted:
 // its series are gone.
-func TestDegradedFromHAProxy(t *testing.T) {
+func TestDegradedFromHAProxy(t *testing.T) { testDegraded(t, nil) }
+
+// TestDegradedFromL4: the same through the local set's l4 variant, whose
+// health module reads the backends lbhost-router's nftables rules forward
+// to (the nodes passing its own health checks).
+func TestDegradedFromL4(t *testing.T) {
+	testDegraded(t, map[string]string{"tfccm.io/template": "l4"})
+}
+
+func testDegraded(t *testing.T, annotations map[string]string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
@@ -50,7 +59,7 @@ func TestDegradedFromHAProxy(t *testing.T) {
 	ccm := startCCM(t, cluster, cfg)
 
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "health", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "health", Namespace: "default", Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
 	}

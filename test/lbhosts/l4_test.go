@@ -27,14 +27,14 @@ const l4Service = `{ ports = [
   { name = "dns-tcp", protocol = "TCP", port = 53, node_port = 30053 },
   { name = "http", protocol = "TCP", port = 80, node_port = 30080 },
   { name = "echo", protocol = "TCP", port = 9000, node_port = 30090 },
-], load_balancer_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`
+], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`
 
 // l4Setup brings up a local cloud, two LB hosts running lbhost-router -l4
 // and conntrackd, and on node-a and node-b kube-proxy's health endpoint, a
-// DNS server, an HTTP server and an echo server; then applies the
-// baremetal set's l4 variant and returns the hosts, the VIP and the
-// workspace's tofu.
-func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string) {
+// DNS server, an HTTP server and an echo server (node-c, a backend too,
+// has none of them); then applies the baremetal set's l4 variant and
+// returns the hosts, the VIP and the workspace's directory.
+func l4Setup(t testing.TB) (*lbhosts.Hosts, string, string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := lbhosts.ForTest(t, cloud)
 	root, err := repo.Root()
@@ -58,8 +58,8 @@ func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string)
 			t.Cleanup(stop)
 		}
 	}
-	_, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", "dns", l4Service)
-	vars("node-a", "node-b")
+	dir, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", "dns", l4Service)
+	vars("node-a", "node-b", "node-c")
 	tofu("init", "-input=false", "-no-color")
 	tofu("apply", "-auto-approve", "-input=false", "-no-color")
 	t.Cleanup(func() { tofu("destroy", "-auto-approve", "-input=false", "-no-color") })
@@ -73,7 +73,24 @@ func l4Setup(t testing.TB) (*lbhosts.Hosts, string, func(args ...string) string)
 	if ing[0].IPMode != "Proxy" {
 		t.Errorf("ip_mode %q, want Proxy (the nodes see the VIP, not the client)", ing[0].IPMode)
 	}
-	return hs, ing[0].IP, tofu
+	return hs, ing[0].IP, dir
+}
+
+// l4Health plans the l4 variant's health module with the workspace's
+// inputs, as tfccm's health loop does, and returns its `backends` output
+// as node name → healthy.
+func l4Health(t testing.TB, dir string) map[string]bool {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := localcloud.ProbeHealth(context.Background(), repo.Tofu(t), filepath.Join(root, "templates", "baremetal", "loadbalancer.l4", "health"),
+		filepath.Join(dir, "health"), filepath.Join(dir, "tfccm.auto.tfvars"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // serveEcho runs a line echo server in a node's netns on port.
@@ -163,7 +180,7 @@ func waitSynced(t testing.TB, hs *lbhosts.Hosts, vip string, n int) *lbhosts.Hos
 // failover (keepalived stopped on the master) keeps it answering, and with
 // conntrackd syncing connection state, long-lived TCP connections survive.
 func TestBaremetalL4(t *testing.T) {
-	hs, vip, _ := l4Setup(t)
+	hs, vip, dir := l4Setup(t)
 	dns := net.JoinHostPort(vip, "53")
 	for _, network := range []string{"udp", "tcp"} {
 		testkit.Eventually(t, 15*time.Second, network+" DNS through the VIP", func(context.Context) error {
@@ -177,6 +194,14 @@ func TestBaremetalL4(t *testing.T) {
 			return nil
 		})
 	}
+	// The health module (tfccm.io/Degraded): node-c, without kube-proxy's
+	// health endpoint, gets no connections on either host.
+	testkit.Eventually(t, 15*time.Second, "health: node-a and node-b healthy, node-c not", func(context.Context) error {
+		if got := fmt.Sprint(l4Health(t, dir)); got != "map[node-a:true node-b:true node-c:false]" {
+			return fmt.Errorf("health %s", got)
+		}
+		return nil
+	})
 	conns := dialLongLived(t, net.JoinHostPort(vip, "9000"), 20)
 	master := waitSynced(t, hs, vip, len(conns))
 	f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
@@ -243,4 +268,65 @@ func BenchmarkBaremetalL4Failover(b *testing.B) {
 		fmt.Fprintf(os.Stdout, "L4 FAILOVER (keepalived %s) median %s max %s, max %d requests lost at 20 req/s, %d of %d long-lived connections alive (%.1f%%)\n",
 			name, moved[len(moved)/2].Round(time.Millisecond), moved[len(moved)-1].Round(time.Millisecond), lost, alive, total, 100*float64(alive)/float64(total))
 	}
+}
+
+// TestBaremetalL4SharedVIP: two Services of the l4 variant share one VIP
+// (tfccm.io/allow-shared-ip): DNS over UDP from one, over TCP from the
+// other, through the VIP both LB hosts hold with one VRRP instance; the
+// UDP one deleted, TCP is still answered.
+func TestBaremetalL4SharedVIP(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	hs := lbhosts.ForTest(t, cloud)
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hs.StartL4(lbhosts.L4Options{Router: filepath.Join(root, "bin", "lbhost-router")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, serve := range []func() (func(), error){
+		func() (func(), error) { return cloud.ServeHealthz("node-a", 0) },
+		func() (func(), error) { return cloud.ServeDNS("node-a", 30053) },
+	} {
+		stop, err := serve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	service := func(proto, vip string) string {
+		return fmt.Sprintf(`{ ports = [{ name = "dns", protocol = %q, port = 53, node_port = 30053 }], load_balancer_ip = %s, shared_ip = "s5eed", source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`, proto, vip)
+	}
+	apply := func(name, svc string) func(args ...string) string {
+		_, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer.l4", name, svc)
+		vars("node-a")
+		tofu("init", "-input=false", "-no-color")
+		tofu("apply", "-auto-approve", "-input=false", "-no-color")
+		t.Cleanup(func() { tofu("destroy", "-auto-approve", "-input=false", "-no-color") })
+		return tofu
+	}
+	udp := apply("dnsu", service("UDP", "null"))
+	var ing []struct {
+		IP string `json:"ip"`
+	}
+	if err := json.Unmarshal([]byte(udp("output", "-json", "ingress")), &ing); err != nil || len(ing) != 1 {
+		t.Fatalf("ingress %v: %v", ing, err)
+	}
+	vip := ing[0].IP
+	apply("dnst", service("TCP", fmt.Sprintf("%q", vip)))
+	dns := net.JoinHostPort(vip, "53")
+	for _, network := range []string{"udp", "tcp"} {
+		testkit.Eventually(t, 15*time.Second, network+" DNS through the shared VIP", func(context.Context) error {
+			_, err := localcloud.AskDNS(network, dns)
+			return err
+		})
+	}
+	udp("destroy", "-auto-approve", "-input=false", "-no-color")
+	testkit.Eventually(t, 15*time.Second, "UDP gone, TCP still answered", func(context.Context) error {
+		if _, err := localcloud.AskDNS("udp", dns); err == nil {
+			return fmt.Errorf("UDP still answered")
+		}
+		_, err := localcloud.AskDNS("tcp", dns)
+		return err
+	})
 }

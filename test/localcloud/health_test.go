@@ -2,8 +2,6 @@ package localcloud
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 )
 
@@ -12,39 +10,10 @@ import (
 // returns its `backends` output: node name → healthy.
 func (w *workspace) health(module string) map[string]bool {
 	w.t.Helper()
-	dir := filepath.Join(w.dir, "health")
-	ctx := context.Background()
-	if _, err := os.Stat(filepath.Join(dir, ".terraform")); err != nil {
-		if err := CopyModule(filepath.Join(shared.RepoRoot, "templates", "local", module, "health"), dir); err != nil {
-			w.t.Fatal(err)
-		}
-		if _, err := RunTofu(ctx, shared.Tofu, dir, "init", "-input=false", "-no-color"); err != nil {
-			w.t.Fatal(err)
-		}
-	}
-	if _, err := RunTofu(ctx, shared.Tofu, dir, "plan", "-input=false", "-no-color", "-lock=false", "-var-file=../tfccm.auto.tfvars.json", "-out=probe.plan"); err != nil {
-		w.t.Fatal(err)
-	}
-	out, err := RunTofu(ctx, shared.Tofu, dir, "show", "-json", "probe.plan")
+	got, err := ProbeHealth(context.Background(), shared.Tofu, filepath.Join(shared.RepoRoot, "templates", "local", module, "health"),
+		filepath.Join(w.dir, "health"), filepath.Join(w.dir, "tfccm.auto.tfvars.json"))
 	if err != nil {
 		w.t.Fatal(err)
-	}
-	var plan struct {
-		PlannedValues struct {
-			Outputs map[string]struct {
-				Value []struct {
-					Node    string `json:"node"`
-					Healthy bool   `json:"healthy"`
-				} `json:"value"`
-			} `json:"outputs"`
-		} `json:"planned_values"`
-	}
-	if err := json.Unmarshal(out, &plan); err != nil {
-		w.t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, b := range plan.PlannedValues.Outputs["backends"].Value {
-		got[b.Node] = b.Healthy
 	}
 	return got
 }

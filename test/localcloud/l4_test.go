@@ -55,7 +55,7 @@ func l4Loaded() string {
 // Service (DNS on 53/UDP and 53/TCP) in front of real DNS servers on the
 // nodes, answered through the VIP over UDP and TCP; the nodes see the
 // client's own address; a node failing its health check stops getting
-// queries within seconds; externalTrafficPolicy: Local (the Service's
+// queries within seconds, and the health module reports it; externalTrafficPolicy: Local (the Service's
 // healthCheckNodePort) sends them only to nodes with endpoints; a removed
 // table is restored by the router and an edited config is a diff; destroy
 // removes rules, config and claim.
@@ -96,6 +96,13 @@ func TestL4LoadBalancer(t *testing.T) {
 		})
 	}
 
+	// The health module (tfccm.io/Degraded) reports what the router
+	// forwards to: node-c (no kube-proxy health endpoint) is out.
+	eventually(t, 15*time.Second, "health: node-a and node-b healthy, node-c not", func() (bool, string) {
+		got := w.health("loadbalancer.l4")
+		return fmt.Sprint(got) == "map[node-a:true node-b:true node-c:false]", fmt.Sprint(got)
+	})
+
 	t.Run("failed node out within seconds", func(t *testing.T) {
 		stopB()
 		start := time.Now()
@@ -107,6 +114,9 @@ func TestL4LoadBalancer(t *testing.T) {
 		t.Logf("node-b out of the UDP rotation %.1f s after its health check failed", time.Since(start).Seconds())
 		if d := time.Since(start); d > 8*time.Second {
 			t.Errorf("node-b took %s to leave the rotation", d)
+		}
+		if got := fmt.Sprint(w.health("loadbalancer.l4")); got != "map[node-a:true node-b:false node-c:false]" {
+			t.Errorf("health after node-b failed: %s", got)
 		}
 	})
 

@@ -84,6 +84,7 @@ resource "lbhost_vip" "first" {
   owner     = local.owner
   pool      = var.settings.vip_pool
   address   = local.requested
+  share     = var.service.shared_ip
   interface = var.settings.vrrp_interface
   vrrp = {
     interface               = var.settings.vrrp_interface
@@ -112,6 +113,7 @@ resource "lbhost_vip" "other" {
   owner     = local.owner
   pool      = var.settings.vip_pool
   address   = lbhost_vip.first.address
+  share     = var.service.shared_ip
   interface = var.settings.vrrp_interface
   vrrp = {
     interface         = var.settings.vrrp_interface

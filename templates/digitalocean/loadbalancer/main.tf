@@ -81,6 +81,10 @@ resource "digitalocean_loadbalancer" "this" {
       error_message = "spec.loadBalancerIP: DigitalOcean assigns load balancer addresses itself; a requested IP is not possible."
     }
     precondition {
+      condition     = var.service.shared_ip == null
+      error_message = "tfccm.io/allow-shared-ip: every DigitalOcean load balancer has an address of its own, and Services cannot share it; put the ports on one Service."
+    }
+    precondition {
       condition     = !(local.internal && local.ipv6)
       error_message = "spec.ipFamilies: an internal DigitalOcean load balancer has a private IPv4 VPC address only; IPv6 is not possible."
     }

@@ -10,6 +10,7 @@ variable "service" {
       node_port = number
     }))
     load_balancer_ip = string
+    shared_ip        = string # tfccm.io/allow-shared-ip: refused (see main.tf)
     source_ranges    = list(string)
     ip_families      = list(string)
     session_affinity = string

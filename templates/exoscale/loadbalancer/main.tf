@@ -35,6 +35,10 @@ resource "exoscale_nlb" "this" {
       error_message = "spec.loadBalancerIP: Exoscale assigns the network load balancer's address itself; a requested IP is not possible."
     }
     precondition {
+      condition     = var.service.shared_ip == null
+      error_message = "tfccm.io/allow-shared-ip: every Exoscale network load balancer has an address of its own, and Services cannot share it; put the ports on one Service."
+    }
+    precondition {
       condition     = length(var.service.source_ranges) == 0
       error_message = "spec.loadBalancerSourceRanges: Exoscale network load balancers cannot restrict clients by source address; remove the ranges (filter with the nodes' security group instead)."
     }

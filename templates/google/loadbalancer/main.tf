@@ -46,9 +46,20 @@ locals {
   # purpose SHARED_LOADBALANCER_VIP. So a requested internal IP used by the
   # TCP and the UDP rule is reserved here; one used by a single rule is
   # used as is.
-  shared_internal_ip = var.service.internal && var.service.load_balancer_ip != null && length(local.protocols) > 1
+  #
+  # An address shared with other Services (tfccm.io/allow-shared-ip) is
+  # never reserved here: the Service that reserved it could not be deleted
+  # while the others' rules use it. It is reserved by you: a static
+  # regional address for an external load balancer (several external rules
+  # share one when their protocol and ports differ), one with purpose
+  # SHARED_LOADBALANCER_VIP for an internal one (up to ten rules).
+  shared             = var.service.shared_ip != null
+  shared_internal_ip = var.service.internal && var.service.load_balancer_ip != null && length(local.protocols) > 1 && !local.shared
   reserve            = var.service.load_balancer_ip == null || local.shared_internal_ip
-  address            = local.reserve ? google_compute_address.this[0].address : var.service.load_balancer_ip
+  # A rule with more than five ports takes all ports of its protocol on
+  # the address, leaving none to share.
+  all_ports_protocols = [for proto, ports in local.ports : proto if length(ports) > 5]
+  address             = local.reserve ? google_compute_address.this[0].address : var.service.load_balancer_ip
   labels = merge(var.settings.labels, {
     "tfccm-cluster" = var.cluster_name
   })
@@ -59,7 +70,7 @@ locals {
 # A requested spec.loadBalancerIP is used as is: for an external load
 # balancer it must be a static address already reserved in the region; an
 # internal one shared by TCP and UDP rules is reserved here (so it must not
-# be reserved already).
+# be reserved already), unless other Services share it (see local.shared).
 resource "google_compute_address" "this" {
   count = local.reserve ? 1 : 0
 
@@ -134,6 +145,14 @@ resource "google_compute_region_health_check" "this" {
     precondition {
       condition     = !var.service.proxy_protocol
       error_message = "tfccm.io/proxy-protocol: a passthrough load balancer does not touch packets, so it cannot send the PROXY protocol (clients' addresses reach the nodes unchanged anyway)."
+    }
+    precondition {
+      condition     = !local.shared || var.service.load_balancer_ip != null
+      error_message = "tfccm.io/allow-shared-ip: Services share a Google address you reserved: choose it on each of them with tfccm.io/load-balancer-ips."
+    }
+    precondition {
+      condition     = !local.shared || length(local.all_ports_protocols) == 0
+      error_message = "tfccm.io/allow-shared-ip: a forwarding rule takes up to five ports; with more (here ${join(", ", local.all_ports_protocols)}) it takes every port of its protocol on the address and leaves none to share. Use at most five ports per protocol on a Service that shares its address."
     }
     precondition {
       condition     = length(local.foreign_nodes) == 0

@@ -15,6 +15,7 @@ variable "service" {
       port     = number
     }))
     load_balancer_ip = string
+    shared_ip        = string # tfccm.io/allow-shared-ip: equal for every Service sharing the address
     source_ranges    = list(string)
     ip_families      = list(string)
     session_affinity = string

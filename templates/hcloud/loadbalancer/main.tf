@@ -59,6 +59,10 @@ resource "hcloud_load_balancer" "this" {
       error_message = "spec.loadBalancerIP: Hetzner Cloud assigns public load balancer addresses itself; a requested IP is possible only for an internal load balancer (tfccm.io/internal), as its private network address."
     }
     precondition {
+      condition     = var.service.shared_ip == null
+      error_message = "tfccm.io/allow-shared-ip: every Hetzner Cloud load balancer has addresses of its own, and Services cannot share them; put the ports on one Service."
+    }
+    precondition {
       condition     = !(var.service.internal && local.ipv6)
       error_message = "spec.ipFamilies: an internal Hetzner Cloud load balancer has a private IPv4 address only (private networks are IPv4); IPv6 is not possible."
     }

@@ -31,6 +31,7 @@ resource "lbhost_vip" "vip" {
   owner   = local.owner
   pool    = var.settings.vip_pool
   address = local.requested
+  share   = var.service.shared_ip
 
   lifecycle {
     # The provider checks this too; here the message names the Service's field.

@@ -27,6 +27,7 @@ variable "service" {
       node_port = number
     }))
     load_balancer_ip = string
+    shared_ip        = string # tfccm.io/allow-shared-ip: one token per shared VIP (its Services' ports are disjoint)
     source_ranges    = list(string)
     ip_families      = list(string)
     session_affinity = string

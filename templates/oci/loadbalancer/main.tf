@@ -110,6 +110,10 @@ resource "oci_network_load_balancer_network_load_balancer" "this" {
       error_message = "spec.loadBalancerIP: OCI network load balancers take a requested IPv4 address only (a reserved public IP, or for internal ones a private IP of the subnet)."
     }
     precondition {
+      condition     = var.service.shared_ip == null
+      error_message = "tfccm.io/allow-shared-ip: every OCI network load balancer has addresses of its own (a reserved public IP attaches to one), and Services cannot share them; put the ports on one Service."
+    }
+    precondition {
       condition     = !local.ipv6 || length(local.no_ipv6_nodes) == 0
       error_message = "spec.ipFamilies: IPv6 backends are the nodes' IPv6 InternalIPs; these nodes have none: ${join(", ", local.no_ipv6_nodes)}."
     }

@@ -83,6 +83,10 @@ resource "openstack_lb_loadbalancer_v2" "this" {
       error_message = "A public OpenStack load balancer gets a floating IP from an external network; set settings.floating_network (its name), or make the Service internal with tfccm.io/internal."
     }
     precondition {
+      condition     = var.service.shared_ip == null
+      error_message = "tfccm.io/allow-shared-ip: every Octavia load balancer has a VIP of its own (a floating IP attaches to one), and Services cannot share it; put the ports on one Service."
+    }
+    precondition {
       condition     = !local.ovn || length(var.service.source_ranges) == 0
       error_message = "spec.loadBalancerSourceRanges: the ovn provider does not enforce listener allowed_cidrs (Octavia VIP ACLs); remove the ranges, filter on the nodes (security groups), or use the amphora provider."
     }

@@ -1,0 +1,66 @@
+package tfprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+
+	"github.com/tfccm/tfccm/lbhost/host"
+)
+
+// Read and ImportState of the resources whose object is a file on the
+// host, shared.
+
+// readHosted is the Read shared by the resources whose object is a file
+// on the host (lbhost_frontend, lbhost_l4_frontend): the object as the
+// host has it, or nil when Read is done: the host unreachable (the prior
+// state kept, with a warning), an error, or the object gone or drifted
+// (the state removed, so the next apply writes it again).
+func readHosted[C any](ctx context.Context, c *conn, resp *resource.ReadResponse, summary string, read func(*host.Host) (*C, error)) *C {
+	h, err := c.host(ctx)
+	if keptUnreachable(&resp.Diagnostics, summary, err) {
+		return nil
+	}
+	var got *C
+	if err == nil {
+		got, err = read(h)
+	}
+	var drift *host.Drift
+	var l4drift *host.L4Drift
+	switch {
+	case errors.As(err, &drift):
+		resp.Diagnostics.AddWarning(summary+" changed on the host", drift.Error()+"; the next apply writes it again")
+	case errors.As(err, &l4drift):
+		resp.Diagnostics.AddWarning(summary+" is not in effect on the host", l4drift.Error()+"; the next apply writes it again")
+	case err != nil:
+		addError(&resp.Diagnostics, summary, err)
+		return nil
+	case got != nil:
+		return got
+	}
+	resp.State.RemoveResource(ctx)
+	return nil
+}
+
+// importHosted is the ImportState of those resources: the object named id
+// as the host has it, as the resource's model; what names the object in
+// the error when the host has none.
+func importHosted[C, M any](ctx context.Context, c *conn, resp *resource.ImportStateResponse, summary, what, id string, read func(*host.Host) (*C, error), model func(C) M) {
+	h, err := c.host(ctx)
+	var got *C
+	if err == nil {
+		got, err = read(h)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, summary+" "+id, err)
+		return
+	}
+	if got == nil {
+		resp.Diagnostics.AddError(summary+" "+id, fmt.Sprintf("no %s %q on %s", what, id, h.T))
+		return
+	}
+	m := model(*got)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

@@ -1,0 +1,87 @@
+# Backend health of the load balancer (tfccm.io/Degraded): tfccm plans this
+# root module with the load balancer's own inputs (../tfccm.auto.tfvars)
+# every health interval and reads its `backends` output. It only reads,
+# through lbhost's data source, the backends each active LB host's
+# lbhost-router forwards new connections to (its nftables DNAT targets:
+# the nodes passing their health check); a node is healthy when every host
+# forwards to it (a host that cannot reach a node is a degraded load
+# balancer too: it takes over the VIP on a failover).
+terraform {
+  required_version = ">= 1.9.0"
+
+  required_providers {
+    lbhost = {
+      source = "tfccm/lbhost"
+    }
+  }
+}
+
+variable "cluster_name" {
+  type = string
+}
+
+variable "load_balancer_name" {
+  type = string
+}
+
+variable "settings" {
+  # The part of ../variables.tf's settings type this module reads.
+  type = object({
+    hosts = map(object({
+      address             = string
+      ssh_port            = optional(number, 22)
+      user                = optional(string, "root")
+      sudo                = optional(bool)
+      host_key            = optional(string)
+      retired             = optional(bool, false)
+      config_dir          = optional(string)
+      keepalived_config   = optional(string)
+      keepalived_pid_file = optional(string)
+    }))
+    config_dir           = optional(string, "/etc/tfccm/lbhost")
+    known_hosts_file     = optional(string)
+    ssh_agent_socket     = optional(string)
+    ssh_private_key_file = optional(string)
+    sudo                 = optional(bool, false)
+  })
+}
+
+provider "lbhost" {
+  alias    = "host"
+  for_each = local.active
+
+  config_dir = coalesce(each.value.config_dir, var.settings.config_dir)
+  ssh = {
+    host             = each.value.address
+    port             = each.value.ssh_port
+    user             = each.value.user
+    host_key         = each.value.host_key
+    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+    agent_socket     = var.settings.ssh_agent_socket
+    private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
+  }
+}
+
+locals {
+  active = { for name, h in var.settings.hosts : name => h if !h.retired }
+}
+
+data "lbhost_backend_health" "lb" {
+  for_each = local.active
+  provider = lbhost.host[each.key]
+
+  l4_frontend = "${var.cluster_name}_${var.load_balancer_name}"
+}
+
+locals {
+  servers = distinct(flatten([for h in data.lbhost_backend_health.lb : [for b in h.backends : b.name]]))
+}
+
+output "backends" {
+  description = "Every backend (node) and whether the layer-4 load balancer on every active LB host forwards to it."
+  value = [for s in local.servers : {
+    node    = s
+    healthy = alltrue([for h in data.lbhost_backend_health.lb : alltrue([for b in h.backends : b.healthy if b.name == s])])
+  }]
+}
