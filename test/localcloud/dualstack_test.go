@@ -2,10 +2,12 @@ package localcloud
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +131,11 @@ func TestLoadBalancerDualStack(t *testing.T) {
 		if vipOnLo(v4) {
 			t.Fatalf("IPv4 VIP %s still on lo for an IPv6-only Service", v4)
 		}
+		// The health module reads the IPv6 frontend's servers.
+		eventually(t, 15*time.Second, "backend health of the IPv6 frontend", func() (bool, string) {
+			h := w.health("loadbalancer")
+			return reflect.DeepEqual(h, map[string]bool{"node-a": true, "node-b": true}), fmt.Sprint(h)
+		})
 	})
 }
 
