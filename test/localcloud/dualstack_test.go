@@ -187,3 +187,20 @@ func TestLoadBalancerFamiliesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The layer-4 and routed variants have IPv4 VIPs only: a Service that
+// requires dual-stack is refused at plan, pointing at the default variant.
+func TestLoadBalancerIPv4OnlyVariantsRefuseDualStack(t *testing.T) {
+	for _, module := range []string{"loadbalancer.l4", "loadbalancer.routed"} {
+		t.Run(module, func(t *testing.T) {
+			w := newWorkspace(t, module)
+			v := lbVars("famrefused", []port{{"TCP", 80, 30095}}, func(s map[string]any) {
+				s["ip_families"] = []string{"IPv4", "IPv6"}
+				s["ip_family_policy"] = "RequireDualStack"
+			})
+			if err := w.apply(v); !errContains(err, "requires dual-stack (ipFamilyPolicy RequireDualStack): use the default variant (HAProxy)") {
+				t.Fatalf("apply = %v, want the dual-stack refusal", err)
+			}
+		})
+	}
+}
