@@ -161,7 +161,7 @@ func TestLoadBalancerFamiliesRefused(t *testing.T) {
 		{"requested IPv6 outside vip_pool6", func(v map[string]any) {
 			v["service"].(map[string]any)["ip_families"] = []string{"IPv6"}
 			v["service"].(map[string]any)["load_balancer_ips"] = []string{"fd00:999::7"}
-		}, "outside the local cloud's IPv6 VIP pool"},
+		}, "outside the local cloud's VIP pool " + shared.VIPPool6 + " (settings.vip_pool6)"},
 		{"requested IPv6, IPv4 Service", func(v map[string]any) {
 			v["service"].(map[string]any)["load_balancer_ips"] = []string{"fd00:252::7"}
 		}, "does not have"},

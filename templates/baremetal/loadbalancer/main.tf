@@ -132,7 +132,7 @@ resource "lbhost_vip" "first" {
     # The provider checks this too; here the message names the Service's field.
     precondition {
       condition     = each.value.requested == null || cidrhost("${coalesce(each.value.requested, "::")}/${split("/", each.value.pool)[1]}", 0) == cidrhost(each.value.pool, 0)
-      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the ${each.key} VIP pool ${each.value.pool} (settings.${each.key == "IPv4" ? "vip_pool" : "vip_pool6"})."
+      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the VIP pool ${each.value.pool} (settings.${each.key == "IPv4" ? "vip_pool" : "vip_pool6"})."
     }
   }
 }

@@ -58,7 +58,7 @@ resource "lbhost_vip" "vip" {
     # The provider checks this too; here the message names the Service's field.
     precondition {
       condition     = each.value.requested == null || cidrhost("${coalesce(each.value.requested, "::")}/${split("/", each.value.pool)[1]}", 0) == cidrhost(each.value.pool, 0)
-      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the local cloud's ${each.key} VIP pool ${each.value.pool}."
+      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the local cloud's VIP pool ${each.value.pool}${each.key == "IPv6" ? " (settings.vip_pool6)" : ""}."
     }
   }
 }
