@@ -205,12 +205,9 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 		// The primary family (or, with PreferDualStack, either).
 		return have, nil
 	}
-	for i, fam := range req.Families {
-		if !got[i].IsValid() {
-			return nil, a.noAddress(pools, fam, req)
-		}
-	}
-	return nil, nil // unreachable: some family had no address
+	// Some family got no address: the first such one is the reason.
+	missing := slices.IndexFunc(got, func(ip netip.Addr) bool { return !ip.IsValid() })
+	return nil, a.noAddress(pools, req.Families[missing], req)
 }
 
 // pick is the first address of family fam that a pool of pools (in their
