@@ -13,7 +13,7 @@ import (
 // from (package ipam), as MetalLB's IPAddressPool.
 type AddressPool struct {
 	Name               string   `hcl:"name,label" doc:"The pool's name, as picked by annotation tfccm.io/address-pool: 1-63 lowercase letters, digits and '-'."`
-	Addresses          []string `hcl:"addresses" doc:"IPv4 and IPv6 CIDRs (10.252.0.0/26, 2001:db8::/120) or ranges (10.252.0.10-10.252.0.20). Pools may not overlap. With the local and baremetal sets they must lie inside settings.vip_pool."`
+	Addresses          []string `hcl:"addresses" doc:"IPv4 and IPv6 CIDRs (10.252.0.0/26, 2001:db8::/120) or ranges (10.252.0.10-10.252.0.20). Pools may not overlap. With the local and baremetal sets they must lie inside settings.vip_pool (IPv6 ones inside settings.vip_pool6)."`
 	AutoAssign         *bool    `hcl:"auto_assign,optional" doc:"Whether Services that name no pool get addresses from it (default true). A pool with auto_assign = false gives addresses only to Services that name it or request one of its addresses."`
 	AvoidBuggyIPs      bool     `hcl:"avoid_buggy_ips,optional" doc:"Never allocates IPv4 addresses ending in .0 or .255."`
 	Priority           int      `hcl:"priority,optional" doc:"Among the pools whose selectors match a Service, the lower number is tried first; 0 (unset) comes after every set priority."`

@@ -190,47 +190,57 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 	if len(pools) == 0 {
 		return nil, &RefusedError{Msg: "no address pool serves this Service: every pool either does not auto-assign or selects other namespaces or labels; name one with annotation tfccm.io/address-pool"}
 	}
-	var partial []netip.Addr
-	primary := false
-	for _, p := range pools {
-		got := a.fromPool(uid, p, req)
-		var have []netip.Addr
-		for _, ip := range got {
-			if ip.IsValid() {
-				have = append(have, ip)
-			}
-		}
-		primary = primary || got[0].IsValid()
-		if len(have) == len(req.Families) {
-			return have, nil
-		}
-		if !req.Require && partial == nil && len(have) > 0 && (got[0].IsValid() || req.Prefer) {
-			partial = have
+	got := make([]netip.Addr, len(req.Families))
+	var have []netip.Addr
+	for i, fam := range req.Families {
+		got[i] = a.pick(uid, pools, fam, req)
+		if got[i].IsValid() {
+			have = append(have, got[i])
 		}
 	}
-	if partial != nil {
-		return partial, nil
+	switch {
+	case len(have) == len(req.Families):
+		return have, nil
+	case !req.Require && len(have) > 0 && (got[0].IsValid() || req.Prefer):
+		// The primary family (or, with PreferDualStack, either).
+		return have, nil
 	}
-	names := make([]string, len(pools))
-	for i, p := range pools {
-		names[i] = p.Name
-	}
-	fam := req.Families[0]
-	if primary {
-		fam = req.Families[1]
-	}
-	exhausted.WithLabelValues(names[0]).Inc()
-	return nil, &ExhaustedError{Pools: names, Family: fam}
+	// Some family got no address: the first such one is the reason.
+	missing := slices.IndexFunc(got, func(ip netip.Addr) bool { return !ip.IsValid() })
+	return nil, a.noAddress(pools, req.Families[missing], req)
 }
 
-// fromPool picks one address per wanted family from p, in the order of
-// req.Families; a zero Addr for a family p cannot serve.
-func (a *Allocator) fromPool(uid string, p *config.AddressPool, req Request) []netip.Addr {
-	out := make([]netip.Addr, len(req.Families))
-	for i, fam := range req.Families {
-		out[i], _ = a.freeIn(uid, p, fam, req)
+// pick is the first address of family fam that a pool of pools (in their
+// order) has free for the Service: a dual-stack Service takes each family
+// from the first pool that has it, one pool or one per family alike.
+func (a *Allocator) pick(uid string, pools []*config.AddressPool, fam corev1.IPFamily, req Request) netip.Addr {
+	for _, p := range pools {
+		if ip, ok := a.freeIn(uid, p, fam, req); ok {
+			return ip
+		}
 	}
-	return out
+	return netip.Addr{}
+}
+
+// noAddress says why no pool of pools gave the Service an address of
+// family fam: none has that family (refused), or all of those are full.
+func (a *Allocator) noAddress(pools []*config.AddressPool, fam corev1.IPFamily, req Request) error {
+	var names, all []string
+	for _, p := range pools {
+		all = append(all, p.Name)
+		if slices.ContainsFunc(p.Ranges, func(r config.AddrRange) bool { return familyOf(r.First) == fam }) {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) > 0 {
+		exhausted.WithLabelValues(names[0]).Inc()
+		return &ExhaustedError{Pools: names, Family: fam}
+	}
+	msg := fmt.Sprintf("no address pool this Service may use has %s addresses (pools: %s)", fam, strings.Join(all, ", "))
+	if req.Require {
+		msg += fmt.Sprintf("; the Service requires dual-stack (ipFamilyPolicy RequireDualStack): add an %s address_pool, or use PreferDualStack", fam)
+	}
+	return &RefusedError{Msg: msg}
 }
 
 // maxProbe bounds the search of one range (a huge IPv6 range is never

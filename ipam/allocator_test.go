@@ -305,3 +305,105 @@ func TestCurrentAddressKept(t *testing.T) {
 		}
 	}
 }
+
+// families is a Service of the given families and policy ("" = none set).
+func families(name string, policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) *corev1.Service {
+	s := svc(name, []int32{80})
+	s.Spec.IPFamilies = fams
+	if policy != "" {
+		s.Spec.IPFamilyPolicy = &policy
+	}
+	return s
+}
+
+// Pools hold one family each (or both): a dual-stack Service takes each
+// family from the first pool that has it; what no pool can give is refused
+// or reported exhausted, naming the family, and nothing is recorded.
+func TestAssignPerFamilyPools(t *testing.T) {
+	const (
+		v4      = corev1.IPv4Protocol
+		v6      = corev1.IPv6Protocol
+		single  = corev1.IPFamilyPolicySingleStack
+		prefer  = corev1.IPFamilyPolicyPreferDualStack
+		require = corev1.IPFamilyPolicyRequireDualStack
+	)
+	const perFamily = `
+address_pool "v4" {
+  addresses = ["10.0.0.10-10.0.0.11"]
+}
+address_pool "v6" {
+  addresses = ["fd00:5::10/127"]
+}
+`
+	const v4Only = `
+address_pool "v4" {
+  addresses = ["10.0.0.10-10.0.0.11"]
+}
+`
+	for _, tc := range []struct {
+		name, pools string
+		before      []*corev1.Service // assigned first (must succeed)
+		svc         *corev1.Service
+		want        string // addresses, or the error's text
+	}{
+		{"IPv4 single stack", perFamily, nil, families("a", single, v4), "10.0.0.10"},
+		{"IPv6 single stack from the IPv6 pool", perFamily, nil, families("a", single, v6), "fd00:5::10"},
+		{"dual-stack, one address from each family's pool", perFamily, nil, families("a", require, v4, v6), "10.0.0.10,fd00:5::10"},
+		{"dual-stack, IPv6 primary first", perFamily, nil, families("a", prefer, v6, v4), "fd00:5::10,10.0.0.10"},
+		{"chosen IPv6 address in the IPv6 pool", perFamily, nil,
+			func() *corev1.Service {
+				s := families("a", single, v6)
+				s.Spec.LoadBalancerIP = "fd00:5::11"
+				return s
+			}(), "fd00:5::11"},
+		{"chosen pair", perFamily, nil,
+			func() *corev1.Service {
+				s := families("a", require, v4, v6)
+				s.Annotations["tfccm.io/load-balancer-ips"] = "10.0.0.11,fd00:5::11"
+				return s
+			}(), "10.0.0.11,fd00:5::11"},
+		{"chosen IPv6 address outside every pool", perFamily, nil,
+			func() *corev1.Service {
+				s := families("a", single, v6)
+				s.Annotations["tfccm.io/load-balancer-ips"] = "fd00:6::1"
+				return s
+			}(), "requested address fd00:6::1 is outside every address pool (v4: 10.0.0.10-10.0.0.11; v6: fd00:5::10/127)"},
+		{"RequireDualStack without an IPv6 pool", v4Only, nil, families("a", require, v4, v6),
+			"no address pool this Service may use has IPv6 addresses (pools: v4); the Service requires dual-stack (ipFamilyPolicy RequireDualStack): add an IPv6 address_pool, or use PreferDualStack"},
+		{"PreferDualStack without an IPv6 pool: IPv4 only", v4Only, nil, families("a", prefer, v4, v6), "10.0.0.10"},
+		{"IPv6 single stack without an IPv6 pool", v4Only, nil, families("a", single, v6), "no address pool this Service may use has IPv6 addresses (pools: v4)"},
+		{"RequireDualStack, IPv6 pool full", perFamily,
+			[]*corev1.Service{families("x", single, v6), families("y", single, v6)},
+			families("a", require, v4, v6), "address pool v6 has no free IPv6 address"},
+		{"PreferDualStack, IPv6 pool full: IPv4 only", perFamily,
+			[]*corev1.Service{families("x", single, v6), families("y", single, v6)},
+			families("a", prefer, v4, v6), "10.0.0.10"},
+		{"PreferDualStack, IPv4 pool full: IPv6 only", perFamily,
+			[]*corev1.Service{families("x", single, v4), families("y", single, v4)},
+			families("a", prefer, v4, v6), "fd00:5::10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := New(pools(t, tc.pools))
+			for _, b := range tc.before {
+				if _, err := assign(t, a, b, nil); err != nil {
+					t.Fatalf("assign %s: %v", b.Name, err)
+				}
+			}
+			got, err := assign(t, a, tc.svc, nil)
+			text := ips(got)
+			if err != nil {
+				text = err.Error()
+			}
+			if text != tc.want {
+				t.Fatalf("got %q, want %q", text, tc.want)
+			}
+			if err != nil {
+				for _, ip := range []string{"10.0.0.10", "10.0.0.11", "fd00:5::10", "fd00:5::11"} {
+					if h := a.Holder(netip.MustParseAddr(ip)); h == "default/"+tc.svc.Name {
+						t.Errorf("refused Service recorded as holder of %s", ip)
+					}
+				}
+			}
+		})
+	}
+}

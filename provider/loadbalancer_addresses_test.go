@@ -116,3 +116,71 @@ func addressConfigNoPools(t *testing.T) *config.Config {
 	}
 	return cfg
 }
+
+// Address pools per family: a dual-stack Service gets one address of each
+// family (each from its family's pool) and one Event naming both pools; a
+// family no pool has is refused when the Service requires it, and left out
+// when it only prefers it.
+func TestAddressBookFamilies(t *testing.T) {
+	v6pool := `
+  address_pool "web6" {
+    addresses = ["fd00:5::10/127"]
+  }
+`
+	withFamilies := func(name string, policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) *corev1.Service {
+		s := addrService(name, 80)
+		s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = fams, &policy
+		return s
+	}
+	const v4, v6 = corev1.IPv4Protocol, corev1.IPv6Protocol
+	for _, tt := range []struct {
+		name   string
+		extra  string // more address_pool blocks
+		svc    *corev1.Service
+		ips    string // the addresses the renderer gets, or
+		reason string // the refusal's Event reason
+		text   string // in the Event message
+	}{
+		{"dual-stack from two pools", v6pool, withFamilies("d", corev1.IPFamilyPolicyRequireDualStack, v4, v6), "10.0.0.10,fd00:5::10", "", "address 10.0.0.10,fd00:5::10 from pool web, web6"},
+		{"IPv6 primary", v6pool, withFamilies("d", corev1.IPFamilyPolicyPreferDualStack, v6, v4), "fd00:5::10,10.0.0.10", "", "from pool web6, web"},
+		{"IPv6 only", v6pool, withFamilies("d", corev1.IPFamilyPolicySingleStack, v6), "fd00:5::10", "", "address fd00:5::10 from pool web6"},
+		{"chosen IPv6 address", v6pool, func() *corev1.Service {
+			s := withFamilies("d", corev1.IPFamilyPolicySingleStack, v6)
+			s.Annotations["tfccm.io/load-balancer-ips"] = "fd00:5::11"
+			return s
+		}(), "fd00:5::11", "", "address fd00:5::11 from pool web6"},
+		{"PreferDualStack without an IPv6 pool", "", withFamilies("d", corev1.IPFamilyPolicyPreferDualStack, v4, v6), "10.0.0.10", "", "address 10.0.0.10 from pool web"},
+		{"RequireDualStack without an IPv6 pool", "", withFamilies("d", corev1.IPFamilyPolicyRequireDualStack, v4, v6), "", ReasonAddressRefused,
+			"no address pool this Service may use has IPv6 addresses (pools: web); the Service requires dual-stack"},
+		{"an IPv6 address for an IPv4 Service", v6pool, func() *corev1.Service {
+			s := withFamilies("d", corev1.IPFamilyPolicySingleStack, v4)
+			s.Annotations["tfccm.io/load-balancer-ips"] = "fd00:5::11"
+			return s
+		}(), "", ReasonAddressRefused, "requested address fd00:5::11 is IPv6, but the Service's ipFamilies are [IPv4]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte("cluster_name = \"c1\"\nload_balancer {\n  address_pool \"web\" {\n    addresses = [\"10.0.0.10-10.0.0.11\"]\n  }\n"+tt.extra+"}\n"), "test.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := newAddressBook(cfg)
+			notices, err := b.assign(tt.svc)
+			if tt.reason != "" {
+				var ae *addressError
+				if !errors.As(err, &ae) || ae.reason != tt.reason || !strings.Contains(err.Error(), tt.text) {
+					t.Fatalf("assign = %v, want %s %q", err, tt.reason, tt.text)
+				}
+				if b.lookup(tt.svc) != nil {
+					t.Fatal("a refused Service has addresses for the renderer")
+				}
+				return
+			}
+			if err != nil || len(notices) != 1 || !strings.Contains(notices[0].message, tt.text) {
+				t.Fatalf("assign = %v, %v; want one Event with %q", notices, err, tt.text)
+			}
+			if got := b.lookup(tt.svc); got == nil || joinAddrs(got.IPs) != tt.ips {
+				t.Fatalf("lookup = %+v, want %s", got, tt.ips)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ var ServiceType = cty.Object(map[string]cty.Type{
 	"external_traffic_policy": cty.String,
 	"health_check_node_port":  cty.Number,
 	"ip_families":             cty.List(cty.String),
+	"ip_family_policy":        cty.String,
 	"session_affinity":        cty.String,
 	"proxy_protocol":          cty.Bool,
 	"internal":                cty.Bool,

@@ -239,6 +239,10 @@ func serviceVal(svc *corev1.Service, metallb bool, addrs *Addresses) (cty.Value,
 	if len(families) == 0 {
 		families = []string{string(corev1.IPv4Protocol)}
 	}
+	policy := string(corev1.IPFamilyPolicySingleStack)
+	if svc.Spec.IPFamilyPolicy != nil {
+		policy = string(*svc.Spec.IPFamilyPolicy)
+	}
 	affinity := string(svc.Spec.SessionAffinity)
 	if affinity == "" {
 		affinity = string(corev1.ServiceAffinityNone)
@@ -257,6 +261,7 @@ func serviceVal(svc *corev1.Service, metallb bool, addrs *Addresses) (cty.Value,
 		"external_traffic_policy": str(etp),
 		"health_check_node_port":  hcPort,
 		"ip_families":             strList(families),
+		"ip_family_policy":        str(policy),
 		"session_affinity":        str(affinity),
 		"proxy_protocol":          cty.BoolVal(proxy),
 		"internal":                cty.BoolVal(internal),

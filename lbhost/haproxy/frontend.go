@@ -101,6 +101,12 @@ func ValidIPv4(s string) bool {
 	return err == nil && a.Is4() && a.String() == s
 }
 
+// ValidIP reports whether s is a canonical IPv4 or IPv6 address (no zone).
+func ValidIP(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Zone() == "" && !a.Is4In6() && a.String() == s
+}
+
 // ValidPrefix reports whether s is a CIDR (IPv4 or IPv6), such as
 // 10.0.0.0/8 or 2001:db8::/32; host bits may be set, as Kubernetes allows.
 func ValidPrefix(s string) bool {
@@ -116,8 +122,8 @@ func (f *Frontend) Validate() error {
 	if !ValidName(f.Name) {
 		return fieldErr("name", "%q must be 1-100 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", f.Name)
 	}
-	if !ValidIPv4(f.Address) {
-		return fieldErr("address", "%q is not an IPv4 address", f.Address)
+	if !ValidIP(f.Address) {
+		return fieldErr("address", "%q is not an IPv4 or IPv6 address", f.Address)
 	}
 	if len(f.Ports) == 0 {
 		return fieldErr("ports", "at least one port is required")
@@ -140,8 +146,8 @@ func (f *Frontend) Validate() error {
 		if !ValidServerName(b.Name) {
 			return fieldErr(fmt.Sprintf("backends[%d].name", i), "%q is not a node name (lowercase letters, digits, '.', '-')", b.Name)
 		}
-		if !ValidIPv4(b.Address) {
-			return fieldErr(fmt.Sprintf("backends[%d].address", i), "%q is not an IPv4 address", b.Address)
+		if !ValidIP(b.Address) {
+			return fieldErr(fmt.Sprintf("backends[%d].address", i), "%q is not an IPv4 or IPv6 address", b.Address)
 		}
 		if names[b.Name] {
 			return fieldErr(fmt.Sprintf("backends[%d].name", i), "%q is listed twice", b.Name)

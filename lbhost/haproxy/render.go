@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -25,7 +26,7 @@ func Render(f Frontend) ([]byte, error) {
 		w("")
 		w("frontend %s", FrontendName(f.Name, p.Port))
 		w("    mode tcp")
-		w("    bind %s:%d", f.Address, p.Port)
+		w("    bind %s", hostPort(f.Address, p.Port))
 		if f.Timeouts.Client != "" {
 			w("    timeout client %s", f.Timeouts.Client)
 		}
@@ -56,7 +57,7 @@ func Render(f Frontend) ([]byte, error) {
 		w("    default-server %s", strings.Join(serverOptions(f), " "))
 		w("    # node_port %d", p.NodePort)
 		for _, s := range f.Backends {
-			w("    server %s %s:%d", s.Name, s.Address, p.NodePort)
+			w("    server %s %s", s.Name, hostPort(s.Address, p.NodePort))
 		}
 	}
 	return b.Bytes(), nil
@@ -102,9 +103,24 @@ func CheckSignature(f Frontend) string {
 func Binds(f Frontend) []string {
 	out := make([]string, 0, len(f.Ports))
 	for _, p := range f.Ports {
-		out = append(out, f.Address+":"+strconv.Itoa(p.Port))
+		out = append(out, hostPort(f.Address, p.Port))
 	}
 	return out
+}
+
+// hostPort is HAProxy's address:port, an IPv6 address in brackets
+// ([fd00::1]:80). Addresses are validated before they get here.
+func hostPort(addr string, port int) string {
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(port)).String()
+}
+
+// splitHostPort reads what hostPort wrote.
+func splitHostPort(s string) (string, int, bool) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil || ap.String() != s {
+		return "", 0, false
+	}
+	return ap.Addr().String(), int(ap.Port()), true
 }
 
 // Parse reads a fragment written by Render back into a Frontend. A file
@@ -159,9 +175,8 @@ func Parse(data []byte) (Frontend, error) {
 				return f, fmt.Errorf("frontend %s: blank indented line", fe.name)
 			case l == "mode tcp":
 			case len(k) == 2 && k[0] == "bind":
-				host, ps, ok := strings.Cut(k[1], ":")
-				n, err := strconv.Atoi(ps)
-				if !ok || err != nil {
+				host, n, ok := splitHostPort(k[1])
+				if !ok {
 					return f, fmt.Errorf("frontend %s: bad bind %q", fe.name, k[1])
 				}
 				if f.Address != "" && f.Address != host {
@@ -210,9 +225,8 @@ func Parse(data []byte) (Frontend, error) {
 			case k[0] == "default-server":
 				opts = strings.Join(k[1:], " ")
 			case len(k) == 3 && k[0] == "server":
-				host, ps, ok := strings.Cut(k[2], ":")
-				n, err := strconv.Atoi(ps)
-				if !ok || err != nil {
+				host, n, ok := splitHostPort(k[2])
+				if !ok {
 					return f, fmt.Errorf("backend %s: bad server address %q", be.name, k[2])
 				}
 				if port.NodePort != 0 && port.NodePort != n {

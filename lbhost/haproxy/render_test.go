@@ -59,6 +59,24 @@ backend be_c1_lb-a_80
 	}
 }
 
+func TestRenderIPv6BindsInBrackets(t *testing.T) {
+	f := sample()
+	f.Address = "fd00:5::7"
+	f.Backends = append(f.Backends, Backend{Name: "node-c", Address: "fd00:250::13"})
+	got, err := Render(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"    bind [fd00:5::7]:80\n", "    server node-a 10.250.0.11:30080\n", "    server node-c [fd00:250::13]:30443\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("Render lacks %q:\n%s", want, got)
+		}
+	}
+	if b := Binds(f); b[0] != "[fd00:5::7]:80" {
+		t.Errorf("Binds = %v", b)
+	}
+}
+
 func TestRenderParseRoundTrip(t *testing.T) {
 	tcp := sample()
 	tcp.HealthCheck = HealthCheck{Protocol: "TCP"}
@@ -68,7 +86,10 @@ func TestRenderParseRoundTrip(t *testing.T) {
 	https.ProxyProtocol = "v1"
 	empty := sample()
 	empty.Backends = nil
-	for name, f := range map[string]Frontend{"full": sample(), "tcp": tcp, "https": https, "no backends": empty} {
+	v6 := sample()
+	v6.Address = "fd00:5::7"
+	v6.SourceRanges = []string{"fd00::/8"}
+	for name, f := range map[string]Frontend{"full": sample(), "tcp": tcp, "https": https, "no backends": empty, "ipv6 vip": v6} {
 		t.Run(name, func(t *testing.T) {
 			data, err := Render(f)
 			if err != nil {
@@ -113,7 +134,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"ports[1].port", func(f *Frontend) { f.Ports[1].Port = 80 }},
 		{"ports[0].node_port", func(f *Frontend) { f.Ports[0].NodePort = 70000 }},
 		{"backends[1].name", func(f *Frontend) { f.Backends[1].Name = "Node B" }},
-		{"backends[0].address", func(f *Frontend) { f.Backends[0].Address = "fd00::1" }},
+		{"backends[0].address", func(f *Frontend) { f.Backends[0].Address = "fd00::1%eth0" }},
+		{"address", func(f *Frontend) { f.Address = "FD00::1" }}, // not canonical: Read would see drift
+		{"address", func(f *Frontend) { f.Address = "::ffff:10.0.0.1" }},
 		{"health_check.protocol", func(f *Frontend) { f.HealthCheck.Protocol = "UDP" }},
 		{"health_check.path", func(f *Frontend) { f.HealthCheck.Path = "/x y" }},
 		{"health_check.interval", func(f *Frontend) { f.HealthCheck.Interval = "1 s" }},

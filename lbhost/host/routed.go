@@ -27,6 +27,10 @@ type RoutedVIP struct {
 }
 
 func (r RoutedVIP) validate() error {
+	if r.Pool.IsValid() && !r.Pool.Addr().Is4() {
+		// lbhost-router's client-hash marks and tables are IPv4 addresses.
+		return &FieldError{Field: "pool", Msg: fmt.Sprintf("%s: routed VIPs are IPv4 only (an IPv6 VIP needs lbhost_vip, with or without vrrp)", r.Pool)}
+	}
 	// The pool and owner rules are the VIP's; the interface is not used.
 	if err := (VIP{Owner: r.Owner, Pool: r.Pool, Address: r.Address, Interface: "lo", Share: r.Share}).validate(); err != nil {
 		return err
@@ -89,7 +93,7 @@ func (h *Host) ReadRoutedVIP(ctx context.Context, owner string) (*router.Config,
 	if err != nil || c.Owner != owner {
 		return nil, nil // unreadable or not ours: recreate
 	}
-	claim, err := h.T.ReadFile(ctx, h.p("claims", c.Address))
+	claim, err := h.T.ReadFile(ctx, h.claimFile(c.Address))
 	if transport.IsNotExist(err) || err == nil && !parseClaimants(claim).has(owner) {
 		return nil, nil
 	}

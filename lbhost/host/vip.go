@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"strings"
 
 	"github.com/tfccm/tfccm/lbhost/keepalived"
 	"github.com/tfccm/tfccm/lbhost/transport"
@@ -60,8 +61,8 @@ func (v VIP) validate() error {
 	if !ValidOwner(v.Owner) {
 		return &FieldError{Field: "owner", Msg: fmt.Sprintf("%q must be 1-100 lowercase letters, digits, '_', '.' or '-'", v.Owner)}
 	}
-	if !v.Pool.IsValid() || !v.Pool.Addr().Is4() || v.Pool.Masked() != v.Pool || v.Pool.Bits() > 30 {
-		return &FieldError{Field: "pool", Msg: fmt.Sprintf("%q must be an IPv4 network CIDR of /30 or larger, such as 10.252.0.0/24", v.Pool)}
+	if err := CheckPool(v.Pool); err != nil {
+		return err
 	}
 	if !ValidInterface(v.Interface) {
 		return &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", v.Interface)}
@@ -75,16 +76,26 @@ func (v VIP) validate() error {
 	return nil
 }
 
+// CheckPool checks a VIP pool: an IPv4 network of /30 or larger, or an
+// IPv6 network of /126 or larger.
+func CheckPool(pool netip.Prefix) error {
+	if !pool.IsValid() || pool.Masked() != pool || pool.Addr().Zone() != "" || pool.Addr().Is4In6() ||
+		pool.Addr().Is4() && pool.Bits() > 30 || pool.Addr().Is6() && pool.Bits() > 126 {
+		return &FieldError{Field: "pool", Msg: fmt.Sprintf("%q must be an IPv4 network CIDR of /30 or larger (such as 10.252.0.0/24) or an IPv6 one of /126 or larger (such as fd00:5::/64)", pool)}
+	}
+	return nil
+}
+
 // CheckInPool is the host-independent part of checking a requested address.
 func CheckInPool(pool netip.Prefix, address string) error {
 	a, err := netip.ParseAddr(address)
-	if err != nil || !a.Is4() || a.String() != address {
-		return &FieldError{Field: "address", Msg: fmt.Sprintf("%q is not an IPv4 address", address)}
+	if err != nil || a.Zone() != "" || a.Is4In6() || a.String() != address {
+		return &FieldError{Field: "address", Msg: fmt.Sprintf("%q is not an IPv4 or IPv6 address", address)}
 	}
 	if !pool.Contains(a) {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is outside the VIP pool %s", address, pool)}
 	}
-	if a == pool.Addr() || a == lastAddr(pool) {
+	if a == pool.Addr() || a.Is4() && a == lastAddr(pool) {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is the network or broadcast address of the pool %s", address, pool)}
 	}
 	return nil
@@ -95,6 +106,46 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	n := binary.BigEndian.Uint32(b[:]) | (1<<(32-p.Bits()) - 1)
 	binary.BigEndian.PutUint32(b[:], n)
 	return netip.AddrFrom4(b)
+}
+
+// hostPrefix is addr as a single-address prefix (/32, /128): how a VIP is
+// configured on an interface.
+func hostPrefix(addr string) string {
+	if netip.MustParseAddr(addr).Is6() {
+		return addr + "/128"
+	}
+	return addr + "/32"
+}
+
+// maxIPv6Probe bounds the addresses allocate considers in an IPv6 pool:
+// its first ones after the network address (a /64 is never walked).
+const maxIPv6Probe = 1 << 16
+
+// poolHosts is how many addresses allocate considers in pool, and the
+// i-th of them (0-based, after the network address).
+func poolHosts(pool netip.Prefix) (uint32, func(uint32) netip.Addr) {
+	if pool.Addr().Is4() {
+		base := pool.Addr().As4()
+		b := binary.BigEndian.Uint32(base[:])
+		return uint32(1)<<(32-pool.Bits()) - 2, func(i uint32) netip.Addr {
+			var a [4]byte
+			binary.BigEndian.PutUint32(a[:], b+1+i)
+			return netip.AddrFrom4(a)
+		}
+	}
+	n := uint32(maxIPv6Probe)
+	if free := 128 - pool.Bits(); free < 17 {
+		n = uint32(1)<<free - 1
+	}
+	base := pool.Addr().As16()
+	lo := binary.BigEndian.Uint64(base[8:])
+	return n, func(i uint32) netip.Addr {
+		a := base
+		// The pool's host bits are zero and i+1 < 2^17: no carry out of
+		// the low half.
+		binary.BigEndian.PutUint64(a[8:], lo+1+uint64(i))
+		return netip.AddrFrom16(a)
+	}
 }
 
 // claims maps every claimed address to its claimants.
@@ -108,14 +159,28 @@ func (h *Host) claims(ctx context.Context) (map[string]claimants, error) {
 	}
 	out := map[string]claimants{}
 	for n, data := range files {
-		if a, err := netip.ParseAddr(n); err != nil || a.String() != n {
+		a, ok := claimAddr(n)
+		if !ok {
 			continue
 		}
 		if cs := parseClaimants(data); len(cs) > 0 {
-			out[n] = cs
+			out[a] = cs
 		}
 	}
 	return out, nil
+}
+
+// claimFile is the path of addr's claim: claims/<address>, an IPv6
+// address with '_' for ':' (host paths are letters, digits, '.', '_', '-').
+func (h *Host) claimFile(addr string) string {
+	return h.p("claims", strings.ReplaceAll(addr, ":", "_"))
+}
+
+// claimAddr is the address a claim file's name stands for.
+func claimAddr(name string) (string, bool) {
+	s := strings.ReplaceAll(name, "_", ":")
+	a, err := netip.ParseAddr(s)
+	return s, err == nil && a.String() == s
 }
 
 // CheckRequest is the plan-time check of a requested address: in the pool
@@ -167,7 +232,13 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		}
 		return addr, nil
 	}
-	if _, err := h.T.Run(ctx, nil, "ip", "addr", "replace", addr+"/32", "dev", v.Interface); err != nil {
+	argv := []string{"ip", "addr", "replace", hostPrefix(addr), "dev", v.Interface}
+	if netip.MustParseAddr(addr).Is6() {
+		// No duplicate address detection: the claim is what keeps the
+		// address unique, and a tentative address cannot be bound yet.
+		argv = append(argv, "nodad")
+	}
+	if _, err := h.T.Run(ctx, nil, argv...); err != nil {
 		// The claim stays: the address is ours, the next apply adds it.
 		return addr, fmt.Errorf("add VIP %s: %w", addr, err)
 	}
@@ -245,7 +316,7 @@ func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix
 		}
 	}
 	if cs := claims[addr]; !slicesEqual(cs, cs.with(owner, share)) {
-		if err := h.T.WriteFile(ctx, h.p("claims", addr), cs.with(owner, share).bytes()); err != nil {
+		if err := h.T.WriteFile(ctx, h.claimFile(addr), cs.with(owner, share).bytes()); err != nil {
 			return "", fmt.Errorf("%s: claim %s: %w", h.T, addr, err)
 		}
 	}
@@ -293,15 +364,11 @@ func allocate(pool netip.Prefix, owner string, claims map[string]string) string 
 	if len(mine) > 0 {
 		return minAddr(mine)
 	}
-	hosts := uint32(1)<<(32-pool.Bits()) - 2
+	hosts, nth := poolHosts(pool)
 	sum := sha256.Sum256([]byte(owner))
 	start := binary.BigEndian.Uint32(sum[:4]) % hosts
-	base := pool.Addr().As4()
-	b := binary.BigEndian.Uint32(base[:])
 	for i := uint32(0); i < hosts; i++ {
-		var a [4]byte
-		binary.BigEndian.PutUint32(a[:], b+1+(start+i)%hosts)
-		s := netip.AddrFrom4(a).String()
+		s := nth((start + i) % hosts).String()
 		if _, taken := claims[s]; !taken {
 			return s
 		}
@@ -346,7 +413,7 @@ func (h *Host) VIPPresent(ctx context.Context, owner, share, addr, iface string,
 	if err := h.needDir(); err != nil {
 		return false, err
 	}
-	data, err := h.T.ReadFile(ctx, h.p("claims", addr))
+	data, err := h.T.ReadFile(ctx, h.claimFile(addr))
 	if transport.IsNotExist(err) {
 		return false, nil
 	}
@@ -369,7 +436,11 @@ func (h *Host) VIPPresent(ctx context.Context, owner, share, addr, iface string,
 }
 
 func (h *Host) hasAddress(ctx context.Context, addr, iface string) (bool, error) {
-	out, err := h.T.Run(ctx, nil, "ip", "-j", "-4", "addr", "show", "dev", iface)
+	fam := "-4"
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		fam = "-6"
+	}
+	out, err := h.T.Run(ctx, nil, "ip", "-j", fam, "addr", "show", "dev", iface)
 	if err != nil {
 		return false, fmt.Errorf("read addresses of %s: %w", iface, err)
 	}
@@ -417,7 +488,7 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, share, addr, iface string,
 		return err
 	}
 	if has {
-		if _, err := h.T.Run(ctx, nil, "ip", "addr", "del", addr+"/32", "dev", iface); err != nil {
+		if _, err := h.T.Run(ctx, nil, "ip", "addr", "del", hostPrefix(addr), "dev", iface); err != nil {
 			return fmt.Errorf("remove VIP %s: %w", addr, err)
 		}
 	}
@@ -428,7 +499,7 @@ func (h *Host) ReleaseVIP(ctx context.Context, owner, share, addr, iface string,
 // is free now (false: someone else claims it, alone or sharing it). The
 // caller holds the host lock.
 func (h *Host) unclaim(ctx context.Context, owner, addr string) (bool, error) {
-	claim := h.p("claims", addr)
+	claim := h.claimFile(addr)
 	data, err := h.T.ReadFile(ctx, claim)
 	switch {
 	case transport.IsNotExist(err):

@@ -42,6 +42,53 @@ func TestAllocate(t *testing.T) {
 	}
 }
 
+func TestAllocateIPv6(t *testing.T) {
+	small := netip.MustParsePrefix("fd00:5::/126") // ::1-::3
+	for _, tc := range []struct {
+		name   string
+		pool   netip.Prefix
+		claims map[string]string
+		want   string // "" = exhausted; "*" = any free address
+	}{
+		{"own claim wins", small, map[string]string{"fd00:5::2": "c1_web", "fd00:5::1": "x"}, "fd00:5::2"},
+		{"only one left", small, map[string]string{"fd00:5::1": "x", "fd00:5::3": "x"}, "fd00:5::2"},
+		{"last address usable (no broadcast in IPv6)", small, map[string]string{"fd00:5::1": "x", "fd00:5::2": "x"}, "fd00:5::3"},
+		{"exhausted", small, map[string]string{"fd00:5::1": "x", "fd00:5::2": "x", "fd00:5::3": "x"}, ""},
+		{"a /64 is probed, not walked", netip.MustParsePrefix("fd00:5::/64"), nil, "*"},
+		{"a /48", netip.MustParsePrefix("fd00:5::/48"), nil, "*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocate(tc.pool, "c1_web", tc.claims)
+			if tc.want != "*" {
+				if got != tc.want {
+					t.Fatalf("allocate = %q, want %q", got, tc.want)
+				}
+				return
+			}
+			a, err := netip.ParseAddr(got)
+			if err != nil || !tc.pool.Contains(a) || a == tc.pool.Addr() {
+				t.Fatalf("allocate = %q, want an address of %s", got, tc.pool)
+			}
+			if low := tc.pool.Addr().As16(); a.As16()[13] != low[13] {
+				t.Errorf("allocate = %s: beyond the first %d addresses of %s", a, maxIPv6Probe, tc.pool)
+			}
+		})
+	}
+}
+
+func TestCheckPool(t *testing.T) {
+	for pool, ok := range map[string]bool{
+		"10.252.0.0/24": true, "10.252.0.0/30": true, "10.252.0.0/31": false, "10.252.0.1/24": false,
+		"fd00:5::/64": true, "fd00:5::/126": true, "fd00:5::/127": false, "fd00:5::1/64": false, "::ffff:10.0.0.0/120": false,
+	} {
+		err := CheckPool(netip.MustParsePrefix(pool))
+		var fe *FieldError
+		if ok != (err == nil) || (err != nil && (!errors.As(err, &fe) || fe.Field != "pool")) {
+			t.Errorf("CheckPool(%s) = %v, want ok=%v (and a field error on pool)", pool, err, ok)
+		}
+	}
+}
+
 func TestCheckInPool(t *testing.T) {
 	pool := netip.MustParsePrefix("10.252.0.0/24")
 	for addr, ok := range map[string]bool{
@@ -51,6 +98,15 @@ func TestCheckInPool(t *testing.T) {
 		var fe *FieldError
 		if ok != (err == nil) || (err != nil && (!errors.As(err, &fe) || fe.Field != "address")) {
 			t.Errorf("CheckInPool(%s) = %v, want ok=%v (and a field error on address)", addr, err, ok)
+		}
+	}
+	pool6 := netip.MustParsePrefix("fd00:5::/64")
+	for addr, ok := range map[string]bool{
+		"fd00:5::7": true, "fd00:5::ffff:ffff:ffff:ffff": true, "fd00:5::": false, "fd00:6::7": false,
+		"FD00:5::7": false, "fd00:5::7%eth0": false, "10.252.0.7": false,
+	} {
+		if err := CheckInPool(pool6, addr); ok != (err == nil) {
+			t.Errorf("CheckInPool(%s, %s) = %v, want ok=%v", pool6, addr, err, ok)
 		}
 	}
 }

@@ -73,9 +73,19 @@ func (in Instance) Validate() error {
 	case in.SourceAddress != "" && len(in.Peers) == 0:
 		return fmt.Errorf("vrrp.source_address: %s", ErrSourceWithoutPeers)
 	}
+	// keepalived takes an instance's family from its virtual addresses
+	// (an IPv6 VIP makes an IPv6 instance, which speaks VRRPv3): adverts
+	// then go to and from addresses of that family only.
+	six := netip.MustParseAddr(in.Address).Is6()
+	if in.SourceAddress != "" && netip.MustParseAddr(in.SourceAddress).Is6() != six {
+		return fmt.Errorf("vrrp.source_address: %s is not of the VIP %s's family (an IPv6 VIP's instance sends VRRPv3 adverts over IPv6)", in.SourceAddress, in.Address)
+	}
 	for i, p := range in.Peers {
 		if !ip(p) {
 			return fmt.Errorf("vrrp.peers[%d]: %q is not an IP address", i, p)
+		}
+		if netip.MustParseAddr(p).Is6() != six {
+			return fmt.Errorf("vrrp.peers[%d]: %s is not of the VIP %s's family (an IPv6 VIP's instance sends VRRPv3 adverts over IPv6)", i, p, in.Address)
 		}
 	}
 	return nil

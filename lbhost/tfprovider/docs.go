@@ -89,7 +89,7 @@ server-state file, which it filters at every reload); it never rewrites the host
   ` + "`examples/local/infra`" + ` sets up exactly this in the local cloud.
 - For ` + "`lbhost_vip`" + ` with ` + "`vrrp`" + `: keepalived whose main configuration includes
   ` + "`<config_dir>/keepalived/*.conf`" + `; on a VRRP backup HAProxy binds a VIP it does not hold, so set
-  ` + "`net.ipv4.ip_nonlocal_bind = 1`" + `.
+  ` + "`net.ipv4.ip_nonlocal_bind = 1`" + ` (and ` + "`net.ipv6.ip_nonlocal_bind = 1`" + ` for IPv6 VIPs).
 - For ` + "`lbhost_l4_frontend`" + `: ` + "`nft`" + ` (nftables) and the router service running where the
   rules belong, ` + "`lbhost-router -l4 <config_dir>/l4`" + ` (as root; it health-checks the backends and loads
   table ` + "`lbhost_l4`" + `), IPv4 forwarding on, and ` + "`conntrack`" + ` (conntrack-tools, optional: UDP flows to a failed

@@ -90,7 +90,7 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"address": schema.StringAttribute{
-				Required: true, Description: "The IPv4 address (VIP) every port binds.", Validators: []validator.String{ipv4Check},
+				Required: true, Description: "The IPv4 or IPv6 address (VIP) every port binds (an IPv6 one as `[address]:port`).", Validators: []validator.String{ipCheck},
 			},
 			"ports": schema.ListNestedAttribute{
 				Required: true, Description: "Listening ports and the servers' port for each.",
@@ -103,7 +103,7 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Optional: true, Description: "The servers (Kubernetes nodes). Adding one is an in-place update that adds one server to every port's backend.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":    schema.StringAttribute{Required: true, Description: "Server name (the node name).", Validators: []validator.String{serverCheck}},
-					"address": schema.StringAttribute{Required: true, Description: "The node's IPv4 address.", Validators: []validator.String{ipv4Check}},
+					"address": schema.StringAttribute{Required: true, Description: "The node's IPv4 or IPv6 address (of either family, whatever the VIP's: HAProxy proxies connections).", Validators: []validator.String{ipCheck}},
 				}},
 			},
 			"health_check": schema.SingleNestedAttribute{

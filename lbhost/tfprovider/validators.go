@@ -50,6 +50,7 @@ var (
 	nameCheck   = stringCheck{desc: "1-100 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", ok: haproxy.ValidName}
 	serverCheck = stringCheck{desc: "a node name (lowercase letters, digits, '.', '-')", ok: haproxy.ValidServerName}
 	ipv4Check   = stringCheck{desc: "an IPv4 address such as 10.0.0.1", ok: haproxy.ValidIPv4}
+	ipCheck     = stringCheck{desc: "an IPv4 or IPv6 address such as 10.0.0.1 or fd00::1 (canonical form)", ok: haproxy.ValidIP}
 	cidrCheck   = stringCheck{desc: "a CIDR such as 10.0.0.0/8", ok: haproxy.ValidPrefix}
 	timeCheck   = stringCheck{desc: "an HAProxy time such as 5s or 500ms", ok: haproxy.ValidTime}
 	hcPathCheck = stringCheck{desc: "a URL path starting with '/'", ok: haproxy.ValidPath}

@@ -97,21 +97,21 @@ func (r *vipResource) Metadata(_ context.Context, req resource.MetadataRequest, 
 func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
-		Description: "A virtual IP claimed from a pool on the host and configured as a /32 on `interface`. " +
+		Description: "A virtual IP claimed from a pool on the host and configured as a /32 (IPv4) or /128 (IPv6, without duplicate address detection) on `interface`. " +
 			"Unless `address` is set, the address is allocated at apply time by the provider under the host's lock, so concurrent " +
 			"applies never get the same address; a requested `address` is checked against the pool and its current owner at plan " +
-			"time and again under the lock. Claims are files `claims/<address>` holding the owner. Read reports a removed claim or " +
+			"time and again under the lock. Claims are files `claims/<address>` holding the owner (an IPv6 address with `_` for `:`). Read reports a removed claim or " +
 			"address as gone, so the next apply restores it. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"owner": schema.StringAttribute{Required: true, Description: "Who holds the claim (e.g. `<cluster>_<load balancer>`).",
 				Validators: []validator.String{ownerCheck}, PlanModifiers: replace},
-			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR the address comes from.",
+			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR (/30 or larger) or IPv6 CIDR (/126 or larger) the address comes from; of an IPv6 pool, allocation considers the first 65536 addresses.",
 				Validators: []validator.String{cidrCheck}, PlanModifiers: replace},
 			"address": schema.StringAttribute{Optional: true, Computed: true,
 				Description:   "The address: requested, or allocated at apply time (known after apply on create).",
-				Validators:    []validator.String{ipv4Check},
+				Validators:    []validator.String{ipCheck},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
 				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
@@ -152,11 +152,11 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 						Description: "Seconds between adverts; failover takes about 3 of them.", Validators: []validator.Int64{int64Range{1, 255}}},
 					"nopreempt": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 						Description: "A recovered higher-priority host does not take the VIP back (no flapping)."},
-					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts; only together with `peers` (a host without peers leaves it unset).",
+					"source_address": schema.StringAttribute{Optional: true, Description: "unicast_src_ip: this host's address for unicast adverts; only together with `peers` (a host without peers leaves it unset). Of the VIP's family: keepalived makes an instance with an IPv6 VIP an IPv6 one (VRRPv3), whose adverts go over IPv6.",
 						Validators: []validator.String{stringCheck{desc: "an IP address", ok: isIP}}},
 					"peers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 						Validators:  []validator.List{eachString{stringCheck{desc: "an IP address", ok: isIP}}},
-						Description: "The other hosts' addresses: unicast VRRP, for networks that filter multicast."},
+						Description: "The other hosts' addresses, of the VIP's family: unicast VRRP, for networks that filter multicast. Unset: multicast (224.0.0.18, or ff02::12 from the interface's link-local address for an IPv6 VIP)."},
 				},
 			},
 		},

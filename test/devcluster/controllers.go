@@ -35,7 +35,7 @@ func (c *Cluster) startControllers(opts Options) error {
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr="+opts.ClusterCIDR,
 		"--node-cidr-mask-size="+mask,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range="+opts.ServiceCIDRs,
 		"--v=1",
 	)
 	if err != nil {

@@ -38,6 +38,10 @@ type Options struct {
 	// the apiserver at: it listens on every address, advertises this one
 	// (the `kubernetes` Service's endpoint) and has it in its certificate.
 	Address string
+	// ServiceCIDRs is kube-apiserver's --service-cluster-ip-range: one
+	// CIDR, or an IPv4 and an IPv6 one (comma-separated) for a dual-stack
+	// cluster; default 10.0.0.0/24.
+	ServiceCIDRs string
 	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
 	// CIDRs allocated from it, /24 each) and kube-scheduler, for real nodes.
 	ClusterCIDR string
@@ -66,6 +70,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 90 * time.Second
+	}
+	if opts.ServiceCIDRs == "" {
+		opts.ServiceCIDRs = "10.0.0.0/24"
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
@@ -135,7 +142,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+p.SAPub,
 		"--service-account-signing-key-file="+p.SAKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range="+opts.ServiceCIDRs,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",

@@ -15,10 +15,20 @@ var metav1GetOptions = metav1.GetOptions{}
 // skipped.
 func ForTest(t testing.TB) *Cluster {
 	t.Helper()
+	return ForTestWith(t, Options{})
+}
+
+// ForTestWith is ForTest with options (Dir is the test's temporary
+// directory when unset).
+func ForTestWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a control plane: not with -short")
 	}
-	c, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}

@@ -5,8 +5,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfccm/tfccm/test/localcloud"
 )
 
 // Failover is one measured VRRP failover.
@@ -45,9 +48,14 @@ type probe struct {
 	done, loopDone chan struct{}
 }
 
-func startProbe(vip string, port int) *probe {
+func (hs *Hosts) startProbe(vip string, port int) *probe {
 	p := &probe{done: make(chan struct{}), loopDone: make(chan struct{})}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if strings.Contains(vip, ":") {
+		// The host has no IPv6 route into the cloud: IPv6 VIPs are probed
+		// from the cloud netns.
+		client = localcloud.HTTPClient(hs.cloud.CloudNetns, time.Second)
+	}
 	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(port)) + "/"
 	go func() {
 		defer close(p.loopDone)
@@ -93,7 +101,7 @@ func (p *probe) stop() Availability {
 // MeasureDuring probes vip:port (20 requests per second, a new connection
 // each) from one second before action until two seconds after it returned.
 func (hs *Hosts) MeasureDuring(vip string, port int, action func()) Availability {
-	p := startProbe(vip, port)
+	p := hs.startProbe(vip, port)
 	time.Sleep(time.Second)
 	action()
 	time.Sleep(2 * time.Second)
@@ -109,7 +117,7 @@ func (hs *Hosts) MeasureFailover(vip string, port int, stop func(master *Host)) 
 	if from == nil {
 		return Failover{}, fmt.Errorf("no host holds %s", vip)
 	}
-	p := startProbe(vip, port)
+	p := hs.startProbe(vip, port)
 	time.Sleep(time.Second)
 	start := time.Now()
 	stop(from)

@@ -57,6 +57,9 @@ type Host struct {
 	Name    string
 	Netns   string
 	Address string // SSH and VRRP unicast address
+	// Address6 is the host's IPv6 address on the cloud bridge (in
+	// fd00:250::/64, the node network's): its IPv6 VRRP adverts' source.
+	Address6 string
 	// NodeNetAddress is the host's address on the cloud's node network
 	// (10.250.0.0/24): HAProxy reaches the nodes from it.
 	NodeNetAddress string
@@ -87,6 +90,9 @@ type Hosts struct {
 	PrivateKey string
 	// VIPPool is where VIPs come from (the upper half of the cloud's pool).
 	VIPPool string
+	// VIPPool6 is where IPv6 VIPs come from: a /112 of the node network's
+	// fd00:250::/64, so the cloud netns reaches them on its bridge.
+	VIPPool6 string
 	// Interface carries VRRP and the VIPs on every host.
 	Interface string
 
@@ -120,7 +126,7 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	}
 	base := pool.Addr().As4()
 	at := func(i byte) string { return netip.AddrFrom4([4]byte{base[0], base[1], base[2], i}).String() }
-	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", router: at(1) + "/24", sudoUser: opts.SudoUser}
+	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", VIPPool6: "fd00:250::1:0/112", router: at(1) + "/24", sudoUser: opts.SudoUser}
 	if hs.dir == "" {
 		if hs.dir, err = os.MkdirTemp("", "lbhosts-"); err != nil {
 			return nil, fmt.Errorf("lbhosts: %w", err)
@@ -151,7 +157,7 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 		}
 	}
 	for i, name := range opts.Names {
-		h := &Host{Name: name, User: "root", Netns: opts.Cloud.Prefix + "-" + name, Address: at(byte(2 + i)), NodeNetAddress: fmt.Sprintf("10.250.0.%d", 201+i), dir: filepath.Join(hs.dir, name)}
+		h := &Host{Name: name, User: "root", Netns: opts.Cloud.Prefix + "-" + name, Address: at(byte(2 + i)), Address6: fmt.Sprintf("fd00:250::%x", 201+i), NodeNetAddress: fmt.Sprintf("10.250.0.%d", 201+i), dir: filepath.Join(hs.dir, name)}
 		if opts.SudoUser != "" {
 			h.User = opts.SudoUser
 		}
@@ -184,12 +190,17 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 		{"-n", h.Netns, "addr", "add", h.Address + "/24", "dev", "eth0"},
 		// On the node network too: a router host's routes go via node addresses.
 		{"-n", h.Netns, "addr", "add", h.NodeNetAddress + "/24", "dev", "eth0"},
+		{"-n", h.Netns, "addr", "add", h.Address6 + "/64", "dev", "eth0", "nodad"},
 		{"-n", h.Netns, "link", "set", "eth0", "up"},
 		{"-n", h.Netns, "route", "add", "default", "via", h.gateway},
 	} {
 		if err := ip(argv...); err != nil {
 			return err
 		}
+	}
+	// IPv6 on (a new netns may inherit it off), for the IPv6 VIPs.
+	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
+		return err
 	}
 	// deploy/lbhost's sysctls (ip_nonlocal_bind: a backup's HAProxy binds
 	// the VIP it does not hold).
@@ -365,7 +376,7 @@ func (h *Host) SetLink(up bool) error {
 // HasAddress reports whether addr is configured on the host's eth0 (held
 // by the VRRP master).
 func (h *Host) HasAddress(addr string) bool {
-	out, err := exec.Command("ip", "-n", h.Netns, "-4", "-o", "addr", "show", "dev", "eth0").Output()
+	out, err := exec.Command("ip", "-n", h.Netns, "-o", "addr", "show", "dev", "eth0").Output()
 	return err == nil && strings.Contains(string(out), " "+addr+"/")
 }
 
@@ -463,7 +474,7 @@ func (hs *Hosts) LBSettings() map[string]any {
 	hosts := map[string]any{}
 	for _, h := range hs.Hosts {
 		hosts[h.Name] = map[string]any{
-			"address": h.Address, "host_key": h.HostKey, "config_dir": h.ConfigDir,
+			"address": h.Address, "address6": h.Address6, "host_key": h.HostKey, "config_dir": h.ConfigDir,
 			"keepalived_config": h.KeepalivedConfig, "keepalived_pid_file": h.KeepalivedPIDFile,
 		}
 		if h.User != "root" {
@@ -471,7 +482,7 @@ func (hs *Hosts) LBSettings() map[string]any {
 		}
 	}
 	settings := map[string]any{
-		"hosts": hosts, "vip_pool": hs.VIPPool, "vrrp_interface": hs.Interface,
+		"hosts": hosts, "vip_pool": hs.VIPPool, "vip_pool6": hs.VIPPool6, "vrrp_interface": hs.Interface,
 		"virtual_router_ids": "10-99", "ssh_private_key_file": hs.PrivateKey,
 	}
 	if hs.sudoUser != "" {

@@ -72,6 +72,9 @@ type Cloud struct {
 	MasterSocket string
 	StatsSocket  string
 	VIPPool      string
+	// VIPPool6 is the IPv6 VIP pool (reached from the cloud netns and the
+	// IPv6 nodes, not from the host).
+	VIPPool6 string
 	// HostAddress is the host's end of the host<->cloud link: the source
 	// address of connections from the host to a VIP.
 	HostAddress string
@@ -303,6 +306,7 @@ func (c *Cloud) readOutputs(ctx context.Context) error {
 	c.MasterSocket = str("haproxy_master_socket")
 	c.StatsSocket = str("haproxy_stats_socket")
 	c.VIPPool = str("vip_pool")
+	c.VIPPool6 = str("vip_pool6")
 	c.HostAddress = str("host_address")
 	_ = json.Unmarshal(raw["routed_vips"].Value, &c.RoutedVIPs)
 	c.CloudAddress = str("cloud_address")
@@ -401,7 +405,7 @@ func (c *Cloud) InfraDir() string { return c.infraWorkspace() }
 // LBSettings is what the cloud config's load_balancer.settings must hold
 // for the local loadbalancer template.
 func (c *Cloud) LBSettings() map[string]any {
-	return map[string]any{"state_dir": c.StateDir, "cloud_netns": c.CloudNetns, "vip_pool": c.VIPPool}
+	return map[string]any{"state_dir": c.StateDir, "cloud_netns": c.CloudNetns, "vip_pool": c.VIPPool, "vip_pool6": c.VIPPool6}
 }
 
 // RoutesSettings is what the cloud config's routes.settings must hold for

@@ -81,7 +81,7 @@ func TestLoadBalancerDrift(t *testing.T) {
 		}
 		// The reviewer's view, whitespace-normalized: one server added.
 		want := []string{
-			`# lbhost_frontend.lb will be updated in-place`,
+			`# lbhost_frontend.lb["IPv4"] will be updated in-place`,
 			`~ backends = [ + { + address = "` + c.Node("node-c").Address + `" + name = "node-c" }, # (2 unchanged elements hidden) ]`,
 			`Plan: 0 to add, 1 to change, 0 to destroy.`,
 		}

@@ -53,6 +53,10 @@ func lbVars(name string, ports []port, mutate func(svc map[string]any)) map[stri
 	if mutate != nil {
 		mutate(svc)
 	}
+	// As tfccm renders it: load_balancer_ip is the first of load_balancer_ips.
+	if ip, ok := svc["load_balancer_ip"].(string); ok && svc["load_balancer_ips"] == nil {
+		svc["load_balancer_ips"] = []string{ip}
+	}
 	return map[string]any{
 		"cluster_name":       cluster,
 		"load_balancer_name": name,
@@ -386,7 +390,6 @@ func TestLoadBalancerBadInput(t *testing.T) {
 		{"health path", func(v map[string]any) {
 			v["health_check"] = map[string]any{"protocol": "HTTP", "port": 10256, "path": "/x\nlisten evil"}
 		}, "health_check.path"},
-		{"IPv6 only", func(v map[string]any) { v["service"].(map[string]any)["ip_families"] = []string{"IPv6"} }, "IPv4 VIPs only"},
 		{"settings", func(v map[string]any) {
 			v["settings"] = map[string]any{"state_dir": "relative", "cloud_netns": shared.CloudNetns, "vip_pool": shared.VIPPool}
 		}, "settings.state_dir"},

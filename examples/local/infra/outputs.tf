@@ -28,6 +28,11 @@ output "vip_pool" {
   value       = terraform_data.cloud.output.VIP_POOL
 }
 
+output "vip_pool6" {
+  description = "The pool IPv6 load balancer VIPs come from (on the cloud netns' loopback, like the IPv4 ones)."
+  value       = var.vip_pool6
+}
+
 output "host_address" {
   description = "The host's address on the host<->cloud link: the source of connections from the host to a VIP."
   value       = terraform_data.cloud.output.HOST_ADDR

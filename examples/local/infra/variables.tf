@@ -55,6 +55,17 @@ variable "vip_pool" {
   }
 }
 
+variable "vip_pool6" {
+  description = "IPv6 CIDR that IPv6 load balancer VIPs are allocated from (the templates' settings.vip_pool6). They are reached from the cloud netns and the IPv6 nodes; the host has no IPv6 route into the cloud."
+  type        = string
+  default     = "fd00:252::/112"
+
+  validation {
+    condition     = can(regex("^[0-9a-f:]+/([4-9][0-9]|1[01][0-9]|12[0-6])$", var.vip_pool6)) && try(cidrsubnet(var.vip_pool6, 0, 0) == var.vip_pool6, false)
+    error_message = "The vip_pool6 must be an IPv6 network CIDR in canonical form with a prefix length from 40 to 126, such as fd00:252::/112."
+  }
+}
+
 variable "transit_cidr" {
   description = "IPv4 /30 between the host (first address) and the cloud netns (second address)."
   type        = string

@@ -52,34 +52,71 @@ locals {
   peers = { for name in local.names : name => [
     for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address if other != name
   ] }
-  # Per host: its VRRP priority (the first host highest unless set).
+  # An IPv6 VIP's instance is an IPv6 one (keepalived takes the family from
+  # the VIP; IPv6 means VRRPv3): unicast between the hosts' address6 when
+  # every host has one, else multicast to ff02::12 on vrrp_interface.
+  unicast6 = alltrue([for h in var.settings.hosts : h.address6 != null])
+  peers6 = { for name in local.names : name => local.unicast6 ? [
+    for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address6 if other != name
+  ] : [] }
+  # Per host and family: its VRRP priority (the first host highest unless
+  # set), unicast source and peers.
   vrrp = { for i, name in local.names : name => {
     # High priorities: a backup takes over a VIP released by a stopping
     # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
     priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
-    source   = length(local.peers[name]) > 0 ? local.active[name].address : null
-    peers    = local.peers[name]
+    IPv4 = {
+      source = length(local.peers[name]) > 0 ? local.active[name].address : null
+      peers  = local.peers[name]
+    }
+    IPv6 = {
+      source = length(local.peers6[name]) > 0 ? local.active[name].address6 : null
+      peers  = local.peers6[name]
+    }
   } }
 
-  # Every node with an IPv4 InternalIP, at its first one.
+  # Every node with an IPv4 InternalIP, at its first one: the backends of
+  # both families' frontends (HAProxy proxies an IPv6 client to an IPv4 node).
   backends = [for n in var.nodes : {
     name    = n.name
     address = [for a in n.addresses : a.address if a.type == "InternalIP" && can(regex(local.ipv4, a.address))][0]
   } if length([for a in n.addresses : a if a.type == "InternalIP" && can(regex(local.ipv4, a.address))]) > 0]
 
-  requested = var.service.load_balancer_ip
-  pool_bits = split("/", var.settings.vip_pool)[1]
+  # One VIP (with its own VRRP instance and virtual router id) and one
+  # frontend per host and IP family served: the Service's families that
+  # have a pool (IPv6 needs settings.vip_pool6). The IPv4 ones keep the
+  # names and keys they had before IPv6; the IPv6 ones are owned by
+  # "<owner>.6" (share token "<token>-6") and keyed "<host>.6".
+  requested = { for a in var.service.load_balancer_ips : (strcontains(a, ":") ? "IPv6" : "IPv4") => a }
+  pools     = { IPv4 = var.settings.vip_pool, IPv6 = var.settings.vip_pool6 }
+  served    = [for f in var.service.ip_families : f if local.pools[f] != null]
+  vips = { for f in local.served : f => {
+    owner     = f == "IPv4" ? local.owner : "${local.owner}.6"
+    pool      = local.pools[f]
+    requested = lookup(local.requested, f, null)
+    share     = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
+    suffix    = f == "IPv4" ? "" : ".6"
+  } }
+  # Per (host, family) of the other hosts, and of every active host.
+  other_vips  = merge([for f, v in local.vips : { for name in keys(local.others) : "${name}${v.suffix}" => { host = name, family = f } }]...)
+  active_vips = merge([for f, v in local.vips : { for name in local.names : "${name}${v.suffix}" => { host = name, family = f } }]...)
 }
 
-# The VIP, allocated (or the requested one checked) on the first host, with
-# its VRRP instance there.
+moved {
+  from = lbhost_vip.first
+  to   = lbhost_vip.first["IPv4"]
+}
+
+# The VIP of each family, allocated (or the requested one checked) on the
+# first host, with its VRRP instance there.
 resource "lbhost_vip" "first" {
+  for_each = local.vips
   provider = lbhost.host[local.first]
 
-  owner     = local.owner
-  pool      = var.settings.vip_pool
-  address   = local.requested
-  share     = var.service.shared_ip
+  owner     = each.value.owner
+  pool      = each.value.pool
+  address   = each.value.requested
+  share     = each.value.share
   interface = var.settings.vrrp_interface
   vrrp = {
     interface               = var.settings.vrrp_interface
@@ -87,48 +124,49 @@ resource "lbhost_vip" "first" {
     priority                = local.vrrp[local.first].priority
     advert_int              = var.settings.advert_int
     nopreempt               = true
-    source_address          = local.vrrp[local.first].source
-    peers                   = local.vrrp[local.first].peers
+    source_address          = local.vrrp[local.first][each.key].source
+    peers                   = local.vrrp[local.first][each.key].peers
   }
 
   lifecycle {
     # The provider checks this too; here the message names the Service's field.
     precondition {
-      condition     = local.requested == null || cidrhost("${coalesce(local.requested, "0.0.0.0")}/${local.pool_bits}", 0) == cidrhost(var.settings.vip_pool, 0)
-      error_message = "The requested load balancer IP ${coalesce(local.requested, "-")} is outside the VIP pool ${var.settings.vip_pool} (settings.vip_pool)."
+      condition     = each.value.requested == null || cidrhost("${coalesce(each.value.requested, "::")}/${split("/", each.value.pool)[1]}", 0) == cidrhost(each.value.pool, 0)
+      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the VIP pool ${each.value.pool} (settings.${each.key == "IPv4" ? "vip_pool" : "vip_pool6"})."
     }
   }
 }
 
-# The same VIP and virtual router id on every other host.
+# The same VIPs and virtual router ids on every other host.
 resource "lbhost_vip" "other" {
-  for_each = local.others
-  provider = lbhost.host[each.key]
+  for_each = local.other_vips
+  provider = lbhost.host[each.value.host]
 
-  owner     = local.owner
-  pool      = var.settings.vip_pool
-  address   = lbhost_vip.first.address
-  share     = var.service.shared_ip
+  owner     = local.vips[each.value.family].owner
+  pool      = local.vips[each.value.family].pool
+  address   = lbhost_vip.first[each.value.family].address
+  share     = local.vips[each.value.family].share
   interface = var.settings.vrrp_interface
   vrrp = {
     interface         = var.settings.vrrp_interface
-    virtual_router_id = lbhost_vip.first.vrrp.virtual_router_id
-    priority          = local.vrrp[each.key].priority
+    virtual_router_id = lbhost_vip.first[each.value.family].vrrp.virtual_router_id
+    priority          = local.vrrp[each.value.host].priority
     advert_int        = var.settings.advert_int
     nopreempt         = true
-    source_address    = local.vrrp[each.key].source
-    peers             = local.vrrp[each.key].peers
+    source_address    = local.vrrp[each.value.host][each.value.family].source
+    peers             = local.vrrp[each.value.host][each.value.family].peers
   }
 }
 
-# An HAProxy frontend on every host (a backup binds the VIP it does not
-# hold: the hosts set net.ipv4.ip_nonlocal_bind = 1).
+# An HAProxy frontend on every host and family (a backup binds the VIPs it
+# does not hold: the hosts set net.ipv4.ip_nonlocal_bind and
+# net.ipv6.ip_nonlocal_bind = 1).
 resource "lbhost_frontend" "lb" {
-  for_each = local.active
-  provider = lbhost.host[each.key]
+  for_each = local.active_vips
+  provider = lbhost.host[each.value.host]
 
-  name     = local.owner
-  address  = each.key == local.first ? lbhost_vip.first.address : lbhost_vip.other[each.key].address
+  name     = local.vips[each.value.family].owner
+  address  = each.value.host == local.first ? lbhost_vip.first[each.value.family].address : lbhost_vip.other[each.key].address
   ports    = [for p in var.service.ports : { port = p.port, node_port = p.node_port }]
   backends = local.backends
 

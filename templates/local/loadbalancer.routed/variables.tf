@@ -21,6 +21,7 @@ variable "service" {
     load_balancer_ip = string
     shared_ip        = string # tfccm.io/allow-shared-ip with address pools: one token per shared VIP
     ip_families      = list(string)
+    ip_family_policy = optional(string, "SingleStack")
     session_affinity = string
     proxy_protocol   = bool
   })
@@ -31,7 +32,11 @@ variable "service" {
   }
   validation {
     condition     = contains(var.service.ip_families, "IPv4")
-    error_message = "The local routed load balancer has IPv4 VIPs only: ipFamilies must include IPv4."
+    error_message = "The local routed load balancer has IPv4 VIPs only: ipFamilies must include IPv4 (the default variant, HAProxy, has IPv6 VIPs)."
+  }
+  validation {
+    condition     = var.service.ip_family_policy != "RequireDualStack"
+    error_message = "The local routed load balancer has IPv4 VIPs only, and the Service requires dual-stack (ipFamilyPolicy RequireDualStack): use the default variant (HAProxy) for IPv6 and dual-stack VIPs, or PreferDualStack for an IPv4 VIP only."
   }
   validation {
     condition     = !var.service.proxy_protocol

@@ -26,12 +26,13 @@ variable "service" {
       port      = number
       node_port = number
     }))
-    load_balancer_ip = string
-    shared_ip        = string # tfccm.io/allow-shared-ip with address pools: one token per shared VIP
-    source_ranges    = list(string)
-    ip_families      = list(string)
-    session_affinity = string
-    proxy_protocol   = bool
+    load_balancer_ips = optional(list(string), []) # one per family: tfccm's allocation, or the Service's choice
+    shared_ip         = string                     # tfccm.io/allow-shared-ip with address pools: one token per shared VIP
+    source_ranges     = list(string)
+    ip_families       = list(string)                    # the families wanted, primary first
+    ip_family_policy  = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
+    session_affinity  = string
+    proxy_protocol    = bool
   })
 
   validation {
@@ -49,16 +50,20 @@ variable "service" {
     error_message = "Two Service ports use the same port number; the local load balancer listens on each port once."
   }
   validation {
-    condition     = var.service.load_balancer_ip == null || can(regex("^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$", var.service.load_balancer_ip))
-    error_message = "The requested load balancer IP must be an IPv4 address (the local cloud has IPv4 VIPs only)."
+    condition     = alltrue([for a in var.service.load_balancer_ips : can(cidrhost("${a}/${strcontains(a, ":") ? 128 : 32}", 0))]) && length(distinct([for a in var.service.load_balancer_ips : strcontains(a, ":")])) == length(var.service.load_balancer_ips)
+    error_message = "The requested load balancer IPs must be at most one IPv4 and one IPv6 address."
+  }
+  validation {
+    condition     = alltrue([for a in var.service.load_balancer_ips : contains(var.service.ip_families, strcontains(a, ":") ? "IPv6" : "IPv4")])
+    error_message = "A requested load balancer IP is of a family the Service's ipFamilies (${join(", ", var.service.ip_families)}) does not have."
   }
   validation {
     condition     = alltrue([for r in var.service.source_ranges : can(cidrhost(r, 0)) && can(regex("^[0-9a-fA-F.:]+/[0-9]{1,3}$", r))])
     error_message = "Every load balancer source range must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32."
   }
   validation {
-    condition     = contains(var.service.ip_families, "IPv4")
-    error_message = "The local load balancer has IPv4 VIPs only: ipFamilies must include IPv4."
+    condition     = length(var.service.ip_families) > 0 && alltrue([for f in var.service.ip_families : contains(["IPv4", "IPv6"], f)])
+    error_message = "ipFamilies must be IPv4, IPv6 or both."
   }
   validation {
     condition     = contains(["None", "ClientIP"], coalesce(var.service.session_affinity, "None"))
@@ -101,6 +106,7 @@ variable "settings" {
     state_dir   = string
     cloud_netns = string
     vip_pool    = string
+    vip_pool6   = optional(string) # IPv6 VIPs (the local cloud's vip_pool6 output); unset: IPv4 VIPs only
   })
 
   validation {
@@ -114,5 +120,9 @@ variable "settings" {
   validation {
     condition     = can(regex("^([0-9]{1,3}\\.){3}[0-9]{1,3}/([8-9]|[12][0-9]|30)$", var.settings.vip_pool)) && can(cidrhost(var.settings.vip_pool, 1))
     error_message = "settings.vip_pool must be an IPv4 CIDR with a prefix length from 8 to 30 (the local cloud's vip_pool output)."
+  }
+  validation {
+    condition     = var.settings.vip_pool6 == null || can(regex("^[0-9a-f:]+::?[0-9a-f:]*/([4-9][0-9]|1[01][0-9]|12[0-6])$", coalesce(var.settings.vip_pool6, "-"))) && try(cidrsubnet(var.settings.vip_pool6, 0, 0) == var.settings.vip_pool6, false)
+    error_message = "settings.vip_pool6 must be an IPv6 network CIDR in canonical form with a prefix length from 40 to 126, such as fd00:252::/112 (the local cloud's vip_pool6 output)."
   }
 }

@@ -23,6 +23,11 @@ variable "load_balancer_name" {
   type = string
 }
 
+variable "service" {
+  # The part of ../variables.tf's service type this module reads.
+  type = object({ ip_families = list(string) })
+}
+
 variable "settings" {
   # The part of ../variables.tf's settings type this module reads.
   type = object({
@@ -72,7 +77,9 @@ data "lbhost_backend_health" "lb" {
   for_each = local.active
   provider = lbhost.host[each.key]
 
-  frontend = "${var.cluster_name}_${var.load_balancer_name}"
+  # The IPv4 frontend when the Service has one (both families' frontends
+  # have the same backends), else the IPv6 one.
+  frontend = "${var.cluster_name}_${var.load_balancer_name}${contains(var.service.ip_families, "IPv4") ? "" : ".6"}"
 }
 
 locals {

@@ -18,6 +18,11 @@ variable "load_balancer_name" {
   type = string
 }
 
+variable "service" {
+  # The part of ../variables.tf's service type this module reads.
+  type = object({ ip_families = list(string) })
+}
+
 variable "settings" {
   type = object({
     state_dir   = string
@@ -31,7 +36,9 @@ provider "lbhost" {
 }
 
 data "lbhost_backend_health" "lb" {
-  frontend = "${var.cluster_name}_${var.load_balancer_name}"
+  # The IPv4 frontend when the Service has one (both families' frontends
+  # have the same backends), else the IPv6 one.
+  frontend = "${var.cluster_name}_${var.load_balancer_name}${contains(var.service.ip_families, "IPv4") ? "" : ".6"}"
 }
 
 output "backends" {
