@@ -16,6 +16,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
 
 // ProviderName is the name registered with k8s.io/cloud-provider.
@@ -60,6 +61,9 @@ type Cloud struct {
 	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
 	incarnations *incarnations
+	// runnerLocks tells this controller's ended runner pods' state locks
+	// (runner = "job"); nil for the in-process runner.
+	runnerLocks *jobrunner.Locks
 }
 
 // New builds a Cloud from a loaded config: it loads and validates the
@@ -102,7 +106,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	// stays off: with the other changes of its round, a catalog destroy by a
 	// controller outside review mode removed the state without running the
 	// destroy (issue 27, item 4). The sweep reads the work dir only.
-	engine, err := workspace.New(workspace.Options{
+	opts := workspace.Options{
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
 		Parallelism:       cfg.Terraform.Parallelism,
@@ -125,7 +129,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 		Review:         cfg.Terraform.Review,
 		Gate:           gate.engineGate(),
 		Plans:          plans,
-	})
+	}
+	if c.runnerLocks, err = jobRunner(cfg, &opts); err != nil {
+		return nil, err
+	}
+	engine, err := workspace.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
@@ -196,6 +204,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	client, err := clientBuilder.Client("tfccm")
 	if err != nil {
 		klog.Fatalf("tfccm: build client: %v", err)
+	}
+	if c.runnerLocks != nil {
+		c.runnerLocks.SetClient(client)
 	}
 	if c.review != nil {
 		c.review.setClient(client)
