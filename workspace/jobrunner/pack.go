@@ -44,6 +44,11 @@ func carried(rel string) bool {
 	return true
 }
 
+// skipDir reports whether no carried file can be under directory rel.
+func skipDir(rel string) bool {
+	return rel == ".terraform/providers" || strings.HasPrefix(rel, ".tfccm/")
+}
+
 // archive builds one gzip'd tar stream.
 type archive struct {
 	buf bytes.Buffer
@@ -78,10 +83,13 @@ func (a *archive) addDir(dir string) error {
 		if rel == "." {
 			return nil
 		}
-		if !carried(rel) {
-			if d.IsDir() {
+		if d.IsDir() {
+			if skipDir(rel) {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if !carried(rel) {
 			return nil
 		}
 		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
@@ -245,13 +253,16 @@ func (u *unpacked) syncDir(dir string) error {
 		if rel == "." {
 			return nil
 		}
-		if !carried(rel) {
-			if d.IsDir() {
+		if d.IsDir() {
+			if skipDir(rel) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !d.IsDir() && !keep[rel] {
+		if !carried(rel) {
+			return nil
+		}
+		if !keep[rel] {
 			stale = append(stale, p)
 		}
 		return nil

@@ -114,6 +114,10 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 	if err := u.syncDir(ws); err != nil {
 		return nil, nil, fmt.Errorf("unpack the workspace: %w", err)
 	}
+	// The engine's saved plan goes under .tfccm (-out).
+	if err := os.MkdirAll(filepath.Join(ws, ".tfccm"), 0o700); err != nil {
+		return nil, nil, err
+	}
 	for name, data := range u.extra {
 		if err := os.WriteFile(filepath.Join(extra, filepath.Base(name)), data, 0o600); err != nil {
 			return nil, nil, err
@@ -156,13 +160,12 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 // encryption, TF_IN_AUTOMATION, ...) with this pod's paths.
 func podEnv(req map[string]string, home, tmp, cache string) []string {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache}
-	cli := defaultCLIConfig
-	if p := req["TF_CLI_CONFIG_FILE"]; p != "" {
-		if _, err := os.Stat(p); err == nil {
-			cli = p
+	for _, cli := range []string{req["TF_CLI_CONFIG_FILE"], defaultCLIConfig} {
+		if cli != "" && exists(cli) {
+			env = append(env, "TF_CLI_CONFIG_FILE="+cli)
+			break
 		}
 	}
-	env = append(env, "TF_CLI_CONFIG_FILE="+cli)
 	for k, v := range req {
 		switch k {
 		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE":
