@@ -28,6 +28,7 @@ type Job struct {
 	CPU            string            `hcl:"cpu,optional" doc:"CPU request of a runner pod."`
 	Memory         string            `hcl:"memory,optional" doc:"Memory request of a runner pod."`
 	MemoryLimit    string            `hcl:"memory_limit,optional" doc:"Memory limit of a runner pod (tofu killed above it: the run fails and is retried)."`
+	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver)."`
 	PluginCache    string            `hcl:"plugin_cache,optional" doc:"The node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR: providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs)."`
 }
 

@@ -66,6 +66,7 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		ServiceAccount: j.ServiceAccount,
 		NodeSelector:   j.NodeSelector,
 		PluginCache:    j.PluginCache,
+		HostNetwork:    j.HostNetwork,
 		Identity:       cfg.Identity(),
 		Tofu:           tofu,
 		Deadline:       timeout + 2*workspace.DefaultGracePeriod,

@@ -207,7 +207,26 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 		case err != nil && ctx.Err() == nil:
 			continue // the apiserver may be briefly unreachable
 		case err == nil && finished(job):
+			podsEnded(ctx, client, cfg, name)
 			return job, nil
+		}
+	}
+}
+
+// podsEnded waits (up to the grace period) until no pod of Job name runs:
+// a Job fails as soon as its pod is deleted, while the pod's tofu may
+// still be saving its state and writing its result.
+func podsEnded(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Grace+15*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+		if err == nil && !running(pods.Items) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(cfg.Poll):
 		}
 	}
 }

@@ -27,6 +27,10 @@ type Config struct {
 	NodeSelector   map[string]string           `json:"nodeSelector,omitempty"`
 	Tolerations    []corev1.Toleration         `json:"tolerations,omitempty"`
 	Resources      corev1.ResourceRequirements `json:"resources"`
+	// HostNetwork runs runner pods on their node's network: where tfccm
+	// routes the pod network itself (its routes workspace runs before
+	// pods can reach the apiserver).
+	HostNetwork bool `json:"hostNetwork,omitempty"`
 	// PluginCache is the node directory shared as TF_PLUGIN_CACHE_DIR.
 	PluginCache string `json:"pluginCache"`
 	// Identity is the controller's identity (workspace.Options.Identity):
@@ -63,9 +67,11 @@ const (
 )
 
 // namePrefix starts every runner Job's name: tfccm-run-<owner>-<workspace>-<random>,
-// 10+6+1+10+1+6 = 34 characters, so that the pod name (Job name plus
-// "-xxxxx"), which is the pod's host name and so the "Who" of the state
-// locks its tofu takes, stays under 63 characters.
+// 10+6+1+10+1+6 = 34 characters (a pod name, the Job's plus "-xxxxx",
+// stays a valid host name). The runner runs tofu as a user without a
+// passwd entry and USER set to the Job's name, so the "Who" of every state
+// lock its tofu takes is "<job name>@<host>" (Locks.Gone), whatever the
+// host name (a host-network pod has its node's).
 const namePrefix = "tfccm-run-"
 
 func hashOf(s string, n int) string {
@@ -125,7 +131,7 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	ttl := int32(600)
 	deadline := int64(c.Deadline.Seconds())
 	grace := int64(c.Grace.Seconds())
-	uid, gid := int64(65532), int64(65532)
+	uid, gid := int64(runnerUID), int64(runnerGID)
 	root := int64(0)
 	yes, no := true, false
 	var sources []corev1.VolumeProjection
@@ -158,6 +164,7 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnoWorkspace: ws}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                 corev1.RestartPolicyNever,
+					HostNetwork:                   c.HostNetwork,
 					ServiceAccountName:            c.ServiceAccount,
 					EnableServiceLinks:            &no,
 					TerminationGracePeriodSeconds: &grace,
@@ -187,6 +194,7 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 						Env: []corev1.EnvVar{
 							{Name: envNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 							{Name: envJobUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']"}}},
+							{Name: "USER", Value: name},
 						},
 						Resources:       c.Resources,
 						SecurityContext: restricted,
@@ -203,6 +211,9 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	}
 	if deadline > 0 {
 		job.Spec.ActiveDeadlineSeconds = &deadline
+	}
+	if c.HostNetwork {
+		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
 	return job
 }

@@ -1,13 +1,16 @@
 package jobrunner
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -77,24 +80,55 @@ func TestJobSpec(t *testing.T) {
 	}
 }
 
-func TestLocksPodOf(t *testing.T) {
+func TestLocksJobOf(t *testing.T) {
 	c := testConfig()
 	l := NewLocks(c)
-	pod := c.jobName("lb-a") + "-x7k2p"
+	job := c.jobName("lb-a")
 	other := *c
 	other.Identity = "tfccm/other"
 	for who, want := range map[string]string{
-		"nonroot@" + pod: pod,
-		"nonroot@" + other.jobName("lb-a") + "-x": "", // another controller's runner
-		"nonroot@tfccm-7f9c-abcde":                "",
-		"root@node-a":                             "",
-		pod:                                       "",
+		job + "@" + job + "-x7k2p":        job,
+		job + "@node-a":                   job, // a host-network runner
+		other.jobName("lb-a") + "@node-a": "",  // another controller's runner
+		"tfccm@tfccm-7f9c-abcde":          "",
+		"root@node-a":                     "",
+		job:                               "",
 	} {
-		if got := l.podOf(who); got != want {
-			t.Errorf("podOf(%q) = %q, want %q", who, got, want)
+		if got := l.jobOf(who); got != want {
+			t.Errorf("jobOf(%q) = %q, want %q", who, got, want)
 		}
 	}
-	if l.Gone("nonroot@" + pod) {
+	if l.Gone(job + "@node-a") {
 		t.Error("Gone without a client must answer false")
+	}
+}
+
+// Gone: a lock of a Job whose pod still runs is not released; once the pod
+// ended, or is gone, it is.
+func TestLocksGone(t *testing.T) {
+	c := testConfig()
+	client := fake.NewClientset()
+	l := NewLocks(c)
+	l.SetClient(client)
+	job := c.jobName("lb-a")
+	who := job + "@node-a"
+	if !l.Gone(who) {
+		t.Error("no pod: not gone")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-abcde", Namespace: c.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": job}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Gone(who) {
+		t.Error("running pod: gone")
+	}
+	pod.Status.Phase = corev1.PodFailed
+	if _, err := client.CoreV1().Pods(c.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Gone(who) {
+		t.Error("failed pod: not gone")
 	}
 }

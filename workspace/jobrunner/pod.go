@@ -23,9 +23,14 @@ import (
 
 // The runner pod's side (`tfccm run`): unpack, run tofu, write the result.
 
-// runnerUID is the image's non-root user, which owns the node's plugin
-// cache directory.
-const runnerUID = 65532
+// runnerUID is the user tofu runs as in a runner pod: not the image's
+// user (65532) but one without a passwd entry, so that tofu takes the
+// user name of its locks from USER (the Job's name; see namePrefix). It
+// owns the node's plugin cache directory; runnerGID is the image's group.
+const (
+	runnerUID = 65533
+	runnerGID = 65532
+)
 
 // defaultCLIConfig is the image's OpenTofu CLI config (its provider
 // mirror), used unless the engine passed one that exists in the pod.
@@ -47,7 +52,7 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *prepare != "" {
-		if err := os.Chown(*prepare, runnerUID, runnerUID); err != nil {
+		if err := os.Chown(*prepare, runnerUID, runnerGID); err != nil {
 			fmt.Fprintf(stderr, "tfccm run: %v\n", err)
 			return 1
 		}
@@ -159,7 +164,7 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 // podEnv is tofu's environment in the pod: the engine's (credentials,
 // encryption, TF_IN_AUTOMATION, ...) with this pod's paths.
 func podEnv(req map[string]string, home, tmp, cache string) []string {
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache, "USER=" + os.Getenv("USER")}
 	for _, cli := range []string{req["TF_CLI_CONFIG_FILE"], defaultCLIConfig} {
 		if cli != "" && exists(cli) {
 			env = append(env, "TF_CLI_CONFIG_FILE="+cli)
@@ -168,7 +173,7 @@ func podEnv(req map[string]string, home, tmp, cache string) []string {
 	}
 	for k, v := range req {
 		switch k {
-		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE":
+		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "USER":
 			continue
 		}
 		env = append(env, k+"="+v)

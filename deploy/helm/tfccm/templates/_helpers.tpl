@@ -146,6 +146,9 @@ terraform {
     cpu             = {{ .Values.runner.cpu | quote }}
     memory          = {{ .Values.runner.memory | quote }}
     memory_limit    = {{ .Values.runner.memoryLimit | quote }}
+    {{- if .Values.runner.hostNetwork }}
+    host_network    = true
+    {{- end }}
     {{- with .Values.runner.nodeSelector }}
     node_selector   = { {{ range $k, $v := . }}{{ $k | quote }} = {{ $v | quote }}, {{ end }}}
     {{- end }}
