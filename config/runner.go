@@ -29,6 +29,7 @@ type Job struct {
 	Memory         string            `hcl:"memory,optional" doc:"Memory request of a runner pod."`
 	MemoryLimit    string            `hcl:"memory_limit,optional" doc:"Memory limit of a runner pod (tofu killed above it: the run fails and is retried)."`
 	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver)."`
+	SecretMounts   map[string]string `hcl:"secret_mounts,optional" doc:"Secrets of the job namespace mounted read-only in runner pods, by path: files a provider reads by path (ssh_private_key_file) must be where the rendered workspace names them, e.g. { \"/etc/tfccm/ssh\" = \"tfccm-ssh\" }. Credentials in the CCM's environment reach runner pods through their input Secret."`
 	PluginCache    string            `hcl:"plugin_cache,optional" doc:"The node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR: providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs)."`
 }
 
@@ -82,6 +83,11 @@ func (c *Config) finishRunner(k *checker) {
 	for name, q := range map[string]string{"cpu": j.CPU, "memory": j.Memory, "memory_limit": j.MemoryLimit} {
 		if _, err := resource.ParseQuantity(q); err != nil {
 			k.errAt(at("terraform", "job"), "Invalid job "+name, fmt.Sprintf("terraform.job.%s %q is not a quantity (e.g. 250m, 512Mi).", name, q))
+		}
+	}
+	for p, name := range j.SecretMounts {
+		if !strings.HasPrefix(p, "/") || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			k.errAt(at("terraform", "job"), "Invalid job secret_mounts", fmt.Sprintf("terraform.job.secret_mounts: %q = %q: an absolute path and a Secret's name.", p, name))
 		}
 	}
 	if !strings.HasPrefix(j.PluginCache, "/") {

@@ -15,7 +15,7 @@ import (
 // ServiceAccount with only its result Secrets and the state backend's
 // Secrets and Leases; the CCM may drive Jobs in the runner namespace.
 func TestHelmRunner(t *testing.T) {
-	objs := objects(t, "default", "runner.enabled=true", "runner.hostNetwork=true", "runner.namespace=tfccm-runners", "runner.nodeSelector.pool=tofu", "runner.tolerations[0]=dedicated=tofu:NoSchedule")
+	objs := objects(t, "default", "runner.enabled=true", "runner.hostNetwork=true", "runner.namespace=tfccm-runners", "runner.nodeSelector.pool=tofu", "runner.tolerations[0]=dedicated=tofu:NoSchedule", "sshKey.existingSecret=ssh")
 	var cfg *config.Config
 	var runnerSA, ccmSA *corev1.ServiceAccount
 	for _, o := range objs {
@@ -40,7 +40,7 @@ func TestHelmRunner(t *testing.T) {
 	}
 	j := cfg.Terraform.Job
 	_, spec := podSpec(t, objs)
-	if cfg.Terraform.Runner != config.RunnerJob || j.Image != spec.Containers[0].Image || j.Namespace != "tfccm-runners" || !j.HostNetwork || j.NodeSelector["pool"] != "tofu" || !slices.Equal(j.Tolerations, []string{"dedicated=tofu:NoSchedule"}) {
+	if cfg.Terraform.Runner != config.RunnerJob || j.Image != spec.Containers[0].Image || j.Namespace != "tfccm-runners" || !j.HostNetwork || j.SecretMounts["/etc/tfccm/ssh"] != "ssh" || j.NodeSelector["pool"] != "tofu" || !slices.Equal(j.Tolerations, []string{"dedicated=tofu:NoSchedule"}) {
 		t.Errorf("job settings %+v (CCM image %s)", j, spec.Containers[0].Image)
 	}
 	got := grants(t, objs, runnerSA.Namespace, runnerSA.Name)

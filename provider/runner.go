@@ -67,6 +67,7 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		NodeSelector:   j.NodeSelector,
 		PluginCache:    j.PluginCache,
 		HostNetwork:    j.HostNetwork,
+		SecretMounts:   j.SecretMounts,
 		Identity:       cfg.Identity(),
 		Tofu:           tofu,
 		Deadline:       timeout + 2*workspace.DefaultGracePeriod,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -31,6 +32,9 @@ type Config struct {
 	// routes the pod network itself (its routes workspace runs before
 	// pods can reach the apiserver).
 	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// SecretMounts are Secrets mounted read-only (0440, the runner's
+	// group) in runner pods, by path.
+	SecretMounts map[string]string `json:"secretMounts,omitempty"`
 	// PluginCache is the node directory shared as TF_PLUGIN_CACHE_DIR.
 	PluginCache string `json:"pluginCache"`
 	// Identity is the controller's identity (workspace.Options.Identity):
@@ -147,6 +151,18 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 		{Name: "work", MountPath: podWork},
 		{Name: "plugin-cache", MountPath: podCache},
 	}
+	var volumes []corev1.Volume
+	paths := make([]string, 0, len(c.SecretMounts))
+	for p := range c.SecretMounts {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	mode := int32(0o440)
+	for i, p := range paths {
+		v := fmt.Sprintf("secret-%d", i)
+		volumes = append(volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.SecretMounts[p], DefaultMode: &mode}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: p, ReadOnly: true})
+	}
 	restricted := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: &no,
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -212,6 +228,7 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	if deadline > 0 {
 		job.Spec.ActiveDeadlineSeconds = &deadline
 	}
+	job.Spec.Template.Spec.Volumes = append(job.Spec.Template.Spec.Volumes, volumes...)
 	if c.HostNetwork {
 		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}

@@ -149,6 +149,10 @@ terraform {
     {{- if .Values.runner.hostNetwork }}
     host_network    = true
     {{- end }}
+    {{- with .Values.sshKey.existingSecret }}
+    # sshKey: where the rendered workspaces name the key
+    secret_mounts   = { "/etc/tfccm/ssh" = {{ . | quote }} }
+    {{- end }}
     {{- with .Values.runner.nodeSelector }}
     node_selector   = { {{ range $k, $v := . }}{{ $k | quote }} = {{ $v | quote }}, {{ end }}}
     {{- end }}
