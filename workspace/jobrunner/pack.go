@@ -71,8 +71,9 @@ func (a *archive) add(name string, mode int64, data []byte) error {
 	return err
 }
 
-// addDir adds every carried regular file and symlink under dir, sorted.
-func (a *archive) addDir(dir string) error {
+// carriedFiles lists the carried regular files and symlinks under dir
+// (slash paths relative to it).
+func carriedFiles(dir string) ([]string, error) {
 	var rels []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -80,23 +81,23 @@ func (a *archive) addDir(dir string) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if d.IsDir() {
+		switch {
+		case rel == ".":
+		case d.IsDir():
 			if skipDir(rel) {
 				return filepath.SkipDir
 			}
-			return nil
-		}
-		if !carried(rel) {
-			return nil
-		}
-		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+		case carried(rel) && (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0):
 			rels = append(rels, rel)
 		}
 		return nil
 	})
+	return rels, err
+}
+
+// addDir adds every carried regular file and symlink under dir, sorted.
+func (a *archive) addDir(dir string) error {
+	rels, err := carriedFiles(dir)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", dir, err)
 	}
@@ -243,35 +244,15 @@ func (u *unpacked) syncDir(dir string) error {
 			return err
 		}
 	}
-	var stale []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if d.IsDir() {
-			if skipDir(rel) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !carried(rel) {
-			return nil
-		}
-		if !keep[rel] {
-			stale = append(stale, p)
-		}
-		return nil
-	})
+	have, err := carriedFiles(dir)
 	if err != nil {
 		return err
 	}
-	for _, p := range stale {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, rel := range have {
+		if keep[rel] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

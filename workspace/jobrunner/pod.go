@@ -165,6 +165,13 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 // encryption, TF_IN_AUTOMATION, ...) with this pod's paths.
 func podEnv(req map[string]string, home, tmp, cache string) []string {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache, "USER=" + os.Getenv("USER")}
+	// The pod's own way to the apiserver (the kubernetes backend's
+	// in_cluster_config), not the CCM's.
+	for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
 	for _, cli := range []string{req["TF_CLI_CONFIG_FILE"], defaultCLIConfig} {
 		if cli != "" && exists(cli) {
 			env = append(env, "TF_CLI_CONFIG_FILE="+cli)
@@ -273,7 +280,10 @@ func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid 
 	if err != nil {
 		return err
 	}
-	owner := jobOwner(job, uid)
+	var owner *metav1.OwnerReference
+	if uid != "" {
+		owner = jobOwner(job, uid)
+	}
 	labels := map[string]string{LabelRunner: "job", "app.kubernetes.io/managed-by": "tfccm"}
 	for i := len(parts) - 1; i >= 0; i-- {
 		n := 0
