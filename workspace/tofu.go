@@ -205,6 +205,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 					return uerr
 				}
 				r.unlocked = true
+				klog.InfoS("Released a state lock its gone holder left", "workspace", filepath.Base(r.dir), "holder", r.scrub.Scrub(li.Who))
 				continue
 			}
 			holder := r.scrub.Scrub(li.holder())

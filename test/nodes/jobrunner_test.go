@@ -63,6 +63,16 @@ func TestJobRunnerOnRealNodes(t *testing.T) {
 	if _, err := harness.WaitForIngress(ctx, client, "default", "web2", 5*time.Minute); err != nil {
 		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
 	}
+	// The apply failed for the CCM (the runner ended without a result);
+	// if tofu held the state lock then, the CCM released it itself.
+	if !serviceEventSays(t, client, "web2", "ended without a result") {
+		t.Errorf("no Event on web2 says its runner ended without a result\nCCM log:\n%s", ccmLog())
+	}
+	if log := ccmPodLogs(client, 0); strings.Contains(log, "Released a state lock its gone holder left") {
+		t.Log("the CCM released the state lock the killed runner left")
+	} else {
+		t.Log("the killed runner held no state lock (killed before tofu took it)")
+	}
 
 	// The CCM pod deleted while a runner runs.
 	createService(t, client, "web3")
@@ -114,6 +124,21 @@ func createService(t *testing.T, client kubernetes.Interface, name string) {
 	if _, err := client.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serviceEventSays reports whether an Event on Service name mentions text.
+func serviceEventSays(t *testing.T, client kubernetes.Interface, name, text string) bool {
+	t.Helper()
+	evs, err := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // noHeldLocks fails if a workspace's state lock (the kubernetes backend's

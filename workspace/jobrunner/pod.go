@@ -188,14 +188,12 @@ func podEnv(req map[string]string, home, tmp, cache string) []string {
 	return env
 }
 
-// needsProviders: commands that load providers, which the pod links from
-// the plugin cache first (init -backend=false) since they do not travel.
+// needsProviders: every command but init loads the configuration and so
+// wants its providers installed (output and state too), which the pod
+// links from the plugin cache first (init -backend=false) since they do
+// not travel.
 func needsProviders(cmd string) bool {
-	switch cmd {
-	case "init", "version", "workspace", "output", "state", "force-unlock", "":
-		return false
-	}
-	return true
+	return cmd != "init" && cmd != "version" && cmd != ""
 }
 
 // runTofu runs tofu (after linking providers when the command needs them)
