@@ -44,6 +44,19 @@ func carried(rel string) bool {
 	return true
 }
 
+// inside reports whether symlink p (under dir) names a path inside dir.
+func inside(dir, p string) bool {
+	target, err := os.Readlink(p)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(p), target)
+	}
+	rel, err := filepath.Rel(dir, target)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // skipDir reports whether no carried file can be under directory rel.
 func skipDir(rel string) bool {
 	return rel == ".terraform/providers" || strings.HasPrefix(rel, ".tfccm/")
@@ -107,6 +120,13 @@ func (a *archive) addDir(dir string) error {
 		st, err := os.Lstat(p)
 		if err != nil {
 			return fmt.Errorf("pack: %w", err)
+		}
+		if st.Mode()&fs.ModeSymlink != 0 && !inside(dir, p) {
+			// A link out of the workspace (a probe's copy links the
+			// workspace's inputs) travels as the file it names.
+			if st, err = os.Stat(p); err != nil {
+				return fmt.Errorf("pack: %w", err)
+			}
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(p)
@@ -226,7 +246,8 @@ func (u *unpacked) syncDir(dir string) error {
 			continue
 		}
 		if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, e.data) {
-			if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm() == e.mode {
+			// Unchanged; a link out of the workspace stays a link.
+			if st, err := os.Lstat(p); err == nil && (st.Mode()&fs.ModeSymlink != 0 || st.Mode().Perm() == e.mode) {
 				continue
 			}
 		}

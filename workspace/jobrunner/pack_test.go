@@ -48,6 +48,13 @@ func TestPackSyncRoundTrip(t *testing.T) {
 	if err := os.Symlink("main.tf", filepath.Join(src, "link.tf")); err != nil {
 		t.Fatal(err)
 	}
+	outside := filepath.Join(t.TempDir(), "in.auto.tfvars")
+	write(t, filepath.Dir(outside), map[string]string{"in.auto.tfvars": "x = 1"})
+	for _, d := range []string{src, dst} {
+		if err := os.Symlink(outside, filepath.Join(d, "in.auto.tfvars")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	write(t, dst, map[string]string{"main.tf": "old", "stale.tf": "x", ".tfccm/applied.json": "rec", ".terraform/providers/p": "local"})
 	a := newArchive()
 	if err := a.addDir(src); err != nil {
@@ -72,6 +79,21 @@ func TestPackSyncRoundTrip(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", rel, got, err, want)
 		}
+	}
+	// A link out of the workspace travels as its file's content and stays
+	// a link where it is one.
+	if _, ok := func() (entry, bool) {
+		for _, e := range u.ws {
+			if e.rel == "in.auto.tfvars" && e.link == "" && string(e.data) == "x = 1" {
+				return e, true
+			}
+		}
+		return entry{}, false
+	}(); !ok {
+		t.Error("the link out of the workspace did not travel as its content")
+	}
+	if target, err := os.Readlink(filepath.Join(dst, "in.auto.tfvars")); err != nil || target != outside {
+		t.Errorf("in.auto.tfvars is no longer a link to %s: %q, %v", outside, target, err)
 	}
 	for _, rel := range []string{"stale.tf", ".tfccm/claim.json"} {
 		if _, err := os.Stat(filepath.Join(dst, rel)); err == nil {
