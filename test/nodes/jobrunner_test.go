@@ -3,8 +3,10 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +22,10 @@ import (
 
 // TestJobRunnerOnRealNodes runs tfccm from its chart with runner.enabled:
 // every tofu command of a workspace runs in a Job from tfccm's image on
-// the two nodes (the baremetal set over SSH, state in Secrets). A runner
-// pod killed mid-apply (deleted without a grace period: its tofu is
-// SIGKILLed, its state lock stays) is recovered: the lock is released by
-// the CCM and the load balancer applied; the CCM pod deleted while a
+// the two nodes (the baremetal set over SSH, state in Secrets). A
+// runner's tofu killed with SIGKILL mid-apply (its state lock stays) is
+// recovered: the lock is released by the CCM and the load balancer
+// applied; the CCM pod deleted while a
 // runner runs is replaced and its successor waits for that runner instead
 // of starting a second run. An observer of every runner pod (a watch)
 // fails the test if two runs of one workspace are ever alive at once.
@@ -52,30 +54,26 @@ func TestJobRunnerOnRealNodes(t *testing.T) {
 		t.Errorf("%d runner pods on nodes %v; want several, on both nodes", n, nodes)
 	}
 
-	// A runner killed mid-apply.
+	// A runner's tofu killed with SIGKILL mid-apply: its state lock stays,
+	// its result says tofu was killed.
 	createService(t, client, "web2")
 	pod := obs.waitPod(t, "apply", 3*time.Minute)
-	// Let tofu get into the apply (providers are linked first); the kill
-	// is a valid test wherever it lands.
-	time.Sleep(3 * time.Second)
-	zero := int64(0)
-	if err := client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	pid := runnerTofu(t, pod, "apply")
+	time.Sleep(1500 * time.Millisecond) // into the apply, holding the lock
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("deleted runner pod %s (apply of %s) without a grace period", pod.Name, pod.Annotations[jobrunner.AnnoWorkspace])
+	t.Logf("killed tofu (pid %d) applying %s in runner pod %s", pid, pod.Annotations[jobrunner.AnnoWorkspace], pod.Name)
 	if _, err := harness.WaitForIngress(ctx, client, "default", "web2", 5*time.Minute); err != nil {
 		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
 	}
-	// The apply failed for the CCM (tofu interrupted, or the runner gone
-	// without a result) and was retried; if tofu held the state lock then,
-	// the CCM released it itself.
+	// The apply failed for the CCM and was retried; the lock the killed
+	// tofu left was released by the CCM itself.
 	if !serviceEventSays(t, client, "web2", "tofu apply failed") {
 		t.Errorf("no Event on web2 says its apply failed\nCCM log:\n%s", ccmLog())
 	}
-	if log := ccmPodLogs(client, 0); strings.Contains(log, "Released a state lock its gone holder left") {
-		t.Log("the CCM released the state lock the killed runner left")
-	} else {
-		t.Log("the killed runner held no state lock (killed before tofu took it)")
+	if !strings.Contains(ccmPodLogs(client, 0), "Released a state lock its gone holder left") {
+		t.Errorf("the CCM did not release the killed tofu's state lock\nCCM log:\n%s", ccmLog())
 	}
 
 	// The CCM pod deleted while a runner runs.
@@ -128,6 +126,30 @@ func createService(t *testing.T, client kubernetes.Interface, name string) {
 	if _, err := client.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runnerTofu finds the tofu process running cmd in runner pod on this
+// machine (the nodes' containers are its processes).
+func runnerTofu(t *testing.T, pod *corev1.Pod, cmd string) int {
+	t.Helper()
+	var pid int
+	err := harness.Eventually(context.Background(), time.Minute, "tofu "+cmd+" runs in "+pod.Name, func(context.Context) error {
+		for _, p := range harness.Processes(func(args []string) bool {
+			return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && args[1] == cmd
+		}) {
+			cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p))
+			uid := string(pod.UID)
+			if err == nil && (strings.Contains(string(cgroup), uid) || strings.Contains(string(cgroup), strings.ReplaceAll(uid, "-", "_"))) {
+				pid = p
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 // serviceEventSays reports whether an Event on Service name mentions text.
