@@ -58,11 +58,7 @@ func TestJobRunnerOnRealNodes(t *testing.T) {
 	// its result says tofu was killed.
 	createService(t, client, "web2")
 	pod := obs.waitPod(t, "apply", 3*time.Minute)
-	pid := runnerTofu(t, pod, "apply")
-	time.Sleep(1500 * time.Millisecond) // into the apply, holding the lock
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	pid := killLockedTofu(t, client, pod, "apply")
 	t.Logf("killed tofu (pid %d) applying %s in runner pod %s", pid, pod.Annotations[jobrunner.AnnoWorkspace], pod.Name)
 	if _, err := harness.WaitForIngress(ctx, client, "default", "web2", 5*time.Minute); err != nil {
 		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
@@ -128,23 +124,39 @@ func createService(t *testing.T, client kubernetes.Interface, name string) {
 	}
 }
 
-// runnerTofu finds the tofu process running cmd in runner pod on this
-// machine (the nodes' containers are its processes).
-func runnerTofu(t *testing.T, pod *corev1.Pod, cmd string) int {
+// killLockedTofu kills with SIGKILL the tofu process running cmd in
+// runner pod on this machine (the nodes' containers are its processes)
+// once it holds its workspace's state lock (the kubernetes backend's
+// Lease has a holder), and returns its pid.
+func killLockedTofu(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, cmd string) int {
 	t.Helper()
+	ws, uid := pod.Annotations[jobrunner.AnnoWorkspace], string(pod.UID)
 	var pid int
-	err := harness.Eventually(context.Background(), time.Minute, "tofu "+cmd+" runs in "+pod.Name, func(context.Context) error {
+	err := harness.Eventually(context.Background(), time.Minute, "tofu "+cmd+" in "+pod.Name+" holds the lock", func(ctx context.Context) error {
+		leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		locked := false
+		for _, l := range leases.Items {
+			locked = locked || strings.Contains(l.Name, ws) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+		}
+		if !locked {
+			return fmt.Errorf("state not locked")
+		}
 		for _, p := range harness.Processes(func(args []string) bool {
 			return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && args[1] == cmd
 		}) {
 			cgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p))
-			uid := string(pod.UID)
 			if err == nil && (strings.Contains(string(cgroup), uid) || strings.Contains(string(cgroup), strings.ReplaceAll(uid, "-", "_"))) {
+				if err := syscall.Kill(p, syscall.SIGKILL); err != nil {
+					return err // gone meanwhile: look again
+				}
 				pid = p
 				return nil
 			}
 		}
-		return fmt.Errorf("not yet")
+		return fmt.Errorf("no tofu %s process", cmd)
 	})
 	if err != nil {
 		t.Fatal(err)
