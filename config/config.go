@@ -56,6 +56,8 @@ type Terraform struct {
 	Env              map[string]string `hcl:"env,optional" doc:"Extra environment for tofu (credentials). Values are secret: they never appear in logs, Events or rendered files. TF_VAR_*, TF_CLI_ARGS*, TF_LOG* and the variables tfccm manages are refused."`
 	PassEnv          []string          `hcl:"pass_env,optional" doc:"Names of process environment variables passed through to tofu; their values are secret like env's."`
 	Review           bool              `hcl:"review,optional" doc:"Review mode: a plan with changes (a destroy included) is published and applied only after its plan hash is approved (tfccm approve)."`
+	Runner           string            `hcl:"runner,optional" doc:"Where tofu runs: \"process\" (in the CCM's pod) or \"job\" (each tofu command of a workspace in a Kubernetes Job from tfccm's image, on the cluster's nodes; needs a remote state backend; docs/scale.md#runner-jobs)."`
+	Job              *Job              `hcl:"job,block" doc:"The job runner's Jobs (runner = \"job\")."`
 
 	// Encryption is the cloud config's encryption block (Config.Encryption),
 	// here for the environment of every tofu run (EnvSettings).

@@ -35,3 +35,13 @@ const (
 	DefaultStateRefreshRate  = 1.0 // refreshes per second per source
 	DefaultStateRefreshBurst = 3
 )
+
+// Defaults of the job runner.
+const (
+	DefaultJobNamespace      = "kube-system"
+	DefaultJobServiceAccount = "tfccm-runner"
+	DefaultJobPluginCache    = "/var/cache/tfccm/plugins"
+	DefaultJobCPU            = "250m"
+	DefaultJobMemory         = "256Mi"
+	DefaultJobMemoryLimit    = "1Gi"
+)

@@ -16,6 +16,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
 
 // ProviderName is the name registered with k8s.io/cloud-provider.
@@ -60,6 +61,9 @@ type Cloud struct {
 	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
 	incarnations *incarnations
+	// runnerLocks tells this controller's ended runner pods' state locks
+	// (runner = "job"); nil for the in-process runner.
+	runnerLocks *jobrunner.Locks
 }
 
 // New builds a Cloud from a loaded config: it loads and validates the
@@ -103,7 +107,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	engine, err := workspace.New(workspace.Options{
+	opts := workspace.Options{
 		Catalog:           catalog,
 		Binary:            cfg.Terraform.Binary,
 		WorkDir:           cfg.WorkDir,
@@ -127,7 +131,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 		Review:         cfg.Terraform.Review,
 		Gate:           gate.engineGate(),
 		Plans:          c.plans,
-	})
+	}
+	if c.runnerLocks, err = jobRunner(cfg, &opts); err != nil {
+		return nil, err
+	}
+	engine, err := workspace.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
@@ -198,6 +206,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	client, err := clientBuilder.Client("tfccm")
 	if err != nil {
 		klog.Fatalf("tfccm: build client: %v", err)
+	}
+	if c.runnerLocks != nil {
+		c.runnerLocks.SetClient(client)
 	}
 	if c.review != nil {
 		c.review.setClient(client)

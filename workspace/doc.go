@@ -34,6 +34,11 @@
 // starts, ends with its command, with the engine's process, or at the
 // next incarnation's start (procs.go).
 //
+// With Options.Exec (terraform { runner = "job" }) the process each
+// command starts is the stand-in of package workspace/jobrunner, which
+// runs the command in a Kubernetes Job and answers as tofu would; the
+// engine's passes are the same.
+//
 // Files: engine.go (Engine, its API), lifecycle.go (phases and
 // transitions), run.go (one pass: apply, destroy, approved plan),
 // tofu.go (tofu commands), backend.go (state and backend settings),

@@ -55,6 +55,12 @@ type Options struct {
 	// lock is released although no claim file survived (no persistent
 	// work_dir). Any other holder's lock is only reported.
 	GoneLockHolder func(who string) bool
+	// Exec, when set, is what terraform-exec starts for every tofu command
+	// instead of Binary, with Exec.Env added to the command's environment:
+	// terraform { runner = "job" } makes it the CCM's own binary as the
+	// stand-in that runs the command in a Kubernetes Job (package
+	// workspace/jobrunner). Binary still names the tool in messages.
+	Exec *Exec
 	// Coalesce gathers a burst of updates to an applied workspace into one
 	// run: an update starts once no newer one arrived for Coalesce.Quiet,
 	// and at the latest Coalesce.Max after the burst's first update.
@@ -92,6 +98,12 @@ type Options struct {
 	// there after an apply and removed after its destroy. Nil keeps none
 	// (the local backend, or a backend without Terraform workspaces).
 	Catalog *Spec
+}
+
+// Exec is the executable that runs tofu commands (Options.Exec).
+type Exec struct {
+	Path string
+	Env  map[string]string
 }
 
 // Coalesce configures how updates to an applied workspace are gathered

@@ -110,7 +110,11 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 // with the engine's explicit environment and graceful (SIGINT)
 // cancellation.
 func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
-	tf, err := tfexec.NewTerraform(r.dir, r.e.opts.Binary)
+	path, x := r.e.opts.Binary, r.e.opts.Exec
+	if x != nil {
+		path = x.Path
+	}
+	tf, err := tfexec.NewTerraform(r.dir, path)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +122,9 @@ func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
 	maps.Copy(env, r.e.env)
 	maps.Copy(env, r.env)
 	maps.Copy(env, runEnv(id, r.dir))
+	if x != nil {
+		maps.Copy(env, x.Env)
+	}
 	if err := tf.SetEnv(env); err != nil {
 		return nil, err
 	}
@@ -198,6 +205,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 					return uerr
 				}
 				r.unlocked = true
+				klog.InfoS("Released a state lock its gone holder left", "workspace", filepath.Base(r.dir), "holder", r.scrub.Scrub(li.Who))
 				continue
 			}
 			holder := r.scrub.Scrub(li.holder())

@@ -21,9 +21,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
 
 func main() {
+	if jobrunner.IsClient() {
+		// Started by the workspace engine as tofu (terraform { runner =
+		// "job" }): run the command in a Kubernetes Job.
+		os.Exit(jobrunner.ClientMain())
+	}
 	ccmOptions, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		klog.Fatalf("unable to initialize command options: %v", err)

@@ -21,6 +21,7 @@ var commands = map[string]command{
 	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
+	"run":        {"(inside a runner pod) run one tofu command of a workspace for the job runner", runRun},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"state":      {"query the instances tfccm reads from Terraform state", runState},
 	"unlock":     {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},

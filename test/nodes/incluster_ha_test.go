@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/harness"
@@ -224,17 +223,7 @@ func ccmProcess(t *testing.T, pod corev1.Pod) int {
 func createLBService(t *testing.T, client kubernetes.Interface, name string, ccmLog func() string) string {
 	t.Helper()
 	ctx := context.Background()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": "web"},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createService(t, client, name)
 	vip, err := harness.WaitForIngress(ctx, client, "default", name, 3*time.Minute)
 	if err != nil {
 		t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())

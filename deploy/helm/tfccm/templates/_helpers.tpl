@@ -35,6 +35,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default .Release.Namespace .Values.stateBackend.kubernetes.namespace -}}
 {{- end -}}
 
+{{- define "tfccm.runnerNamespace" -}}
+{{- default .Release.Namespace .Values.runner.namespace -}}
+{{- end -}}
+
 {{- define "tfccm.cloudConfigName" -}}
 {{- default (printf "%s-cloud-config" (include "tfccm.fullname" .)) .Values.cloudConfig.existingConfigMap -}}
 {{- end -}}
@@ -131,6 +135,31 @@ terraform {
   {{- end }}
   {{- with $c.terraform }}
   {{- . | trimSuffix "\n" | nindent 2 }}
+  {{- end }}
+  {{- if .Values.runner.enabled }}
+  # runner.enabled
+  runner = "job"
+  job {
+    namespace       = {{ include "tfccm.runnerNamespace" . | quote }}
+    image           = {{ include "tfccm.image" . | quote }}
+    service_account = {{ .Values.runner.serviceAccount | quote }}
+    cpu             = {{ .Values.runner.cpu | quote }}
+    memory          = {{ .Values.runner.memory | quote }}
+    memory_limit    = {{ .Values.runner.memoryLimit | quote }}
+    {{- if .Values.runner.hostNetwork }}
+    host_network    = true
+    {{- end }}
+    {{- with .Values.sshKey.existingSecret }}
+    # sshKey: where the rendered workspaces name the key
+    secret_mounts   = { "/etc/tfccm/ssh" = {{ . | quote }} }
+    {{- end }}
+    {{- with .Values.runner.nodeSelector }}
+    node_selector   = { {{ range $k, $v := . }}{{ $k | quote }} = {{ $v | quote }}, {{ end }}}
+    {{- end }}
+    {{- with .Values.runner.tolerations }}
+    tolerations     = [{{ range $i, $t := . }}{{ if $i }}, {{ end }}{{ $t | quote }}{{ end }}]
+    {{- end }}
+  }
   {{- end }}
 }
 {{- with $c.inline }}

@@ -1,0 +1,61 @@
+package deploy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/config"
+)
+
+// TestHelmRunner: runner.enabled writes terraform { runner = "job" } with
+// the CCM's image, which tfccm accepts, and ships the runners'
+// ServiceAccount with only its result Secrets and the state backend's
+// Secrets and Leases; the CCM may drive Jobs in the runner namespace.
+func TestHelmRunner(t *testing.T) {
+	objs := objects(t, "default", "runner.enabled=true", "runner.hostNetwork=true", "runner.namespace=tfccm-runners", "runner.nodeSelector.pool=tofu", "runner.tolerations[0]=dedicated=tofu:NoSchedule", "sshKey.existingSecret=ssh")
+	var cfg *config.Config
+	var runnerSA, ccmSA *corev1.ServiceAccount
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.ConfigMap:
+			if v.Name == "tfccm-cloud-config" {
+				var err error
+				if cfg, err = chartCloudConfig(t, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *corev1.ServiceAccount:
+			if v.Name == "tfccm-runner" {
+				runnerSA = v
+			} else if v.Annotations["helm.sh/hook"] == "" {
+				ccmSA = v
+			}
+		}
+	}
+	if cfg == nil || runnerSA == nil || ccmSA == nil {
+		t.Fatal("cloud config or a ServiceAccount missing")
+	}
+	j := cfg.Terraform.Job
+	_, spec := podSpec(t, objs)
+	if cfg.Terraform.Runner != config.RunnerJob || j.Image != spec.Containers[0].Image || j.Namespace != "tfccm-runners" || !j.HostNetwork || j.SecretMounts["/etc/tfccm/ssh"] != "ssh" || j.NodeSelector["pool"] != "tofu" || !slices.Equal(j.Tolerations, []string{"dedicated=tofu:NoSchedule"}) {
+		t.Errorf("job settings %+v (CCM image %s)", j, spec.Containers[0].Image)
+	}
+	got := grants(t, objs, runnerSA.Namespace, runnerSA.Name)
+	want := []string{
+		"kube-system  secrets create", "kube-system  secrets delete", "kube-system  secrets get", "kube-system  secrets list", "kube-system  secrets update",
+		"kube-system coordination.k8s.io leases create", "kube-system coordination.k8s.io leases delete", "kube-system coordination.k8s.io leases get", "kube-system coordination.k8s.io leases list", "kube-system coordination.k8s.io leases update",
+		"tfccm-runners  secrets create",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("runner grants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	ccm := strings.Join(grants(t, objs, ccmSA.Namespace, ccmSA.Name), "\n")
+	for _, g := range []string{"tfccm-runners batch jobs create", "tfccm-runners batch jobs patch", "tfccm-runners  pods get"} {
+		if !strings.Contains(ccm, g) {
+			t.Errorf("the CCM lacks %q", g)
+		}
+	}
+}

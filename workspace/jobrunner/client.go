@@ -1,0 +1,347 @@
+package jobrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The stand-in for tofu (the engine's side of a run).
+
+// IsClient reports whether this process was started by the engine as the
+// stand-in for tofu (EnvConfig is set).
+func IsClient() bool { return os.Getenv(EnvConfig) != "" }
+
+// ClientMain is the stand-in's main: os.Args[1:] are tofu's arguments
+// and the working directory is the workspace. It returns the exit code.
+func ClientMain() int {
+	var cfg Config
+	if err := json.Unmarshal([]byte(os.Getenv(EnvConfig)), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "tfccm job runner: %s: %v\n", EnvConfig, err)
+		return 1
+	}
+	args := os.Args[1:]
+	if command(args) == "version" || (len(args) > 0 && args[0] == "-version") {
+		// terraform-exec asks the version before some commands: the
+		// image's tofu is the runners' tofu.
+		env := []string{}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, EnvConfig+"=") {
+				env = append(env, kv)
+			}
+		}
+		err := syscall.Exec(cfg.Tofu, append([]string{cfg.Tofu}, args...), env)
+		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	client, err := cfg.client()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
+		return 1
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
+		return 1
+	}
+	res, err := Run(ctx, client, &cfg, dir, args, os.Environ())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", filepath.Base(dir), err)
+		return 1
+	}
+	_, _ = os.Stdout.WriteString(res.Stdout)
+	_, _ = os.Stderr.WriteString(res.Stderr)
+	return res.Exit
+}
+
+// client is the stand-in's Kubernetes client.
+func (c *Config) client() (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if c.Kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	} else {
+		if c.KubeHost != "" {
+			_ = os.Setenv("KUBERNETES_SERVICE_HOST", c.KubeHost)
+			_ = os.Setenv("KUBERNETES_SERVICE_PORT", c.KubePort)
+		}
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	rc.UserAgent = "tfccm-job-runner"
+	return kubernetes.NewForConfig(rc)
+}
+
+// Run runs tofu args for the workspace in dir as a Job and returns tofu's
+// result; dir's carried files are then those the runner left.
+func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir string, args, env []string) (*result, error) {
+	ws := filepath.Base(dir)
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if err := waitOthers(ctx, client, cfg, ws); err != nil {
+		return nil, err
+	}
+	a := newArchive()
+	if err := a.addDir(dir); err != nil {
+		return nil, err
+	}
+	if err := newRequest(a, dir, args, env); err != nil {
+		return nil, err
+	}
+	b, err := a.bytes()
+	if err != nil {
+		return nil, err
+	}
+	parts, err := split(b, "workspace "+ws)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.jobName(ws)
+	job, err := start(ctx, client, cfg, name, ws, command(args), parts)
+	if err != nil {
+		return nil, err
+	}
+	jobs := client.BatchV1().Jobs(cfg.Namespace)
+	defer func() {
+		// Its pods and Secrets go with it (owner references).
+		bg := metav1.DeletePropagationBackground
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	}()
+	done, err := waitJob(ctx, client, cfg, job.Name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := readResult(ctx, client, cfg, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return &result{Exit: 1, Stderr: "Error: the runner of this command ended without a result: " + failure(ctx, client, cfg, done) + "\n"}, nil
+	}
+	return res, nil
+}
+
+// start creates the Job (suspended), its input Secrets owned by it, and
+// lets it run.
+func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, ws, cmd string, parts [][]byte) (*batchv1.Job, error) {
+	inputs := make([]string, len(parts))
+	for i := range parts {
+		inputs[i] = inName(name, i)
+	}
+	spec := cfg.jobSpec(name, ws, cmd, inputs)
+	yes := true
+	spec.Spec.Suspend = &yes
+	jobs := client.BatchV1().Jobs(cfg.Namespace)
+	job, err := jobs.Create(ctx, spec, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create Job %s/%s: %w", cfg.Namespace, name, err)
+	}
+	owner := jobOwner(name, string(job.UID))
+	for i, p := range parts {
+		s := partSecret(cfg.Namespace, inputs[i], name, cfg.labels(ws, ""), p, 0, owner)
+		if _, err := client.CoreV1().Secrets(cfg.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			bg := metav1.DeletePropagationBackground
+			_ = jobs.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{PropagationPolicy: &bg})
+			return nil, fmt.Errorf("create input Secret %s/%s: %w", cfg.Namespace, inputs[i], err)
+		}
+	}
+	job, err = jobs.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("start Job %s/%s: %w", cfg.Namespace, name, err)
+	}
+	return job, nil
+}
+
+// finished reports whether job ended (complete or failed).
+func finished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// waitJob polls the Job until it ended. When ctx ends (the engine
+// interrupts the command), the Job is deleted in the foreground: its
+// tofu gets SIGINT (the pod's grace period to save state and release its
+// lock) and waitJob returns once the pod is gone.
+func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) (*batchv1.Job, error) {
+	jobs := client.BatchV1().Jobs(cfg.Namespace)
+	t := time.NewTicker(cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, interrupt(client, cfg, name)
+		case <-t.C:
+		}
+		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("Job %s/%s was deleted before it ended", cfg.Namespace, name)
+		case err != nil && ctx.Err() == nil:
+			continue // the apiserver may be briefly unreachable
+		case err == nil && finished(job):
+			podsEnded(ctx, client, cfg, name)
+			return job, nil
+		}
+	}
+}
+
+// podsEnded waits (up to the grace period) until no pod of Job name runs:
+// a Job fails as soon as its pod is deleted, while the pod's tofu may
+// still be saving its state and writing its result.
+func podsEnded(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Grace+15*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+		if err == nil && !running(pods.Items) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(cfg.Poll):
+		}
+	}
+}
+
+func interrupt(client kubernetes.Interface, cfg *Config, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Grace+30*time.Second)
+	defer cancel()
+	fg := metav1.DeletePropagationForeground
+	jobs := client.BatchV1().Jobs(cfg.Namespace)
+	_ = jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	for ctx.Err() == nil {
+		if _, err := jobs.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		time.Sleep(cfg.Poll)
+	}
+	return errors.New("interrupted: its Job was deleted (tofu got SIGINT to save its state and release its lock)")
+}
+
+// waitOthers waits until no other Job of this controller runs for ws (one
+// an earlier incarnation started) and deletes them: one workspace never
+// runs twice at once. A Job still suspended never started: it is deleted.
+func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, ws string) error {
+	jobs := client.BatchV1().Jobs(cfg.Namespace)
+	bg := metav1.DeletePropagationBackground
+	for {
+		list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: cfg.selector(ws)})
+		if err != nil {
+			return fmt.Errorf("list Jobs of workspace %s: %w", ws, err)
+		}
+		running := 0
+		for i := range list.Items {
+			j := &list.Items[i]
+			if j.DeletionTimestamp == nil && (finished(j) || (j.Spec.Suspend != nil && *j.Spec.Suspend)) {
+				_ = jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+				continue
+			}
+			running++
+		}
+		if running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted while waiting for %d earlier Job(s) of the workspace to end", running)
+		case <-time.After(cfg.Poll):
+		}
+	}
+}
+
+// readResult reads the result Secrets of Job name and syncs dir with the
+// files in them; nil when the runner wrote none.
+func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, dir, name string) (*result, error) {
+	secrets := client.CoreV1().Secrets(cfg.Namespace)
+	first, err := secrets.Get(ctx, outName(name, 0), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	n, err := strconv.Atoi(first.Annotations[AnnoParts])
+	if err != nil || n < 1 || n > MaxParts {
+		return nil, fmt.Errorf("result Secret %s: bad %s annotation", first.Name, AnnoParts)
+	}
+	b := append([]byte(nil), first.Data[partKey]...)
+	for i := 1; i < n; i++ {
+		s, err := secrets.Get(ctx, outName(name, i), metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("read result: %w", err)
+		}
+		b = append(b, s.Data[partKey]...)
+	}
+	return decodeResult(b, dir)
+}
+
+// decodeResult unpacks a result archive and syncs dir with its files.
+func decodeResult(b []byte, dir string) (*result, error) {
+	u, err := unpack(b)
+	if err != nil {
+		return nil, err
+	}
+	var res result
+	if err := json.Unmarshal(u.doc, &res); err != nil {
+		return nil, fmt.Errorf("result: %w", err)
+	}
+	if err := u.syncDir(dir); err != nil {
+		return nil, fmt.Errorf("write back the runner's files: %w", err)
+	}
+	return &res, nil
+}
+
+// failure describes why a Job ended without a result: its condition and
+// its pod's last state (OOMKilled, deleted, evicted, ...).
+func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job *batchv1.Job) string {
+	why := "Job " + job.Name
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			why += " failed (" + c.Reason + ": " + c.Message + ")"
+		}
+	}
+	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job.Name})
+	if err != nil {
+		return why
+	}
+	for _, p := range pods.Items {
+		why += "; pod " + p.Name + " " + string(p.Status.Phase)
+		if p.Status.Reason != "" {
+			why += " (" + p.Status.Reason + ")"
+		}
+		for _, st := range p.Status.ContainerStatuses {
+			if t := st.State.Terminated; t != nil {
+				why += fmt.Sprintf(", container %s: %s, exit %d", st.Name, t.Reason, t.ExitCode)
+			}
+		}
+	}
+	return why
+}

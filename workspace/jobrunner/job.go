@@ -1,0 +1,269 @@
+package jobrunner
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// EnvConfig names the variable that carries the stand-in's Config (JSON):
+// its presence makes the CCM's binary the stand-in (IsClient).
+const EnvConfig = "TFCCM_JOB_RUNNER"
+
+// Config is the job runner's configuration, from terraform { job { ... } }
+// and the engine's settings.
+type Config struct {
+	Namespace      string                      `json:"namespace"`
+	Image          string                      `json:"image"`
+	ServiceAccount string                      `json:"serviceAccount"`
+	NodeSelector   map[string]string           `json:"nodeSelector,omitempty"`
+	Tolerations    []corev1.Toleration         `json:"tolerations,omitempty"`
+	Resources      corev1.ResourceRequirements `json:"resources"`
+	// HostNetwork runs runner pods on their node's network: where tfccm
+	// routes the pod network itself (its routes workspace runs before
+	// pods can reach the apiserver).
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// SecretMounts are Secrets mounted read-only (0440, the runner's
+	// group) in runner pods, by path.
+	SecretMounts map[string]string `json:"secretMounts,omitempty"`
+	// PluginCache is the node directory shared as TF_PLUGIN_CACHE_DIR.
+	PluginCache string `json:"pluginCache"`
+	// Identity is the controller's identity (workspace.Options.Identity):
+	// Jobs carry its hash, so that controllers never adopt, wait for or
+	// unlock each other's runs.
+	Identity string `json:"identity"`
+	// Tofu is the local tofu, which answers `version` (terraform-exec
+	// asks it before some commands) without a Job.
+	Tofu string `json:"tofu"`
+	// Deadline bounds a Job (the engine's timeout plus its grace period);
+	// Grace is the pod's termination grace period.
+	Deadline time.Duration `json:"deadline"`
+	Grace    time.Duration `json:"grace"`
+	// Poll is how often the stand-in reads its Job's status (default 1s).
+	Poll time.Duration `json:"poll,omitempty"`
+	// Kubeconfig, when set, is how the stand-in reaches the apiserver;
+	// else in-cluster (KubeHost, KubePort: the CCM's
+	// KUBERNETES_SERVICE_HOST and _PORT, which terraform-exec's explicit
+	// environment does not pass on).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	KubeHost   string `json:"kubeHost,omitempty"`
+	KubePort   string `json:"kubePort,omitempty"`
+}
+
+// Labels and annotations on runner Jobs, pods and Secrets.
+const (
+	LabelRunner    = "tfccm.io/runner"    // "job"
+	LabelOwner     = "tfccm.io/owner"     // hash of Config.Identity
+	LabelWorkspace = "tfccm.io/workspace" // hash of the workspace name
+	LabelCommand   = "tfccm.io/command"   // tofu's subcommand
+	LabelJob       = "tfccm.io/job"       // on Secrets: the Job they belong to
+	AnnoWorkspace  = "tfccm.io/workspace-name"
+	AnnoParts      = "tfccm.io/parts"
+)
+
+// namePrefix starts every runner Job's name: tfccm-run-<owner>-<workspace>-<random>,
+// 10+6+1+10+1+6 = 34 characters (a pod name, the Job's plus "-xxxxx",
+// stays a valid host name). The runner runs tofu as a user without a
+// passwd entry and USER set to the Job's name, so the "Who" of every state
+// lock its tofu takes is "<job name>@<host>" (Locks.Gone), whatever the
+// host name (a host-network pod has its node's).
+const namePrefix = "tfccm-run-"
+
+func hashOf(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+func ownerHash(identity string) string { return hashOf(identity, 6) }
+
+// workspaceHash is the label value naming a workspace (names can be
+// longer than a label value).
+func workspaceHash(name string) string { return hashOf(name, 32) }
+
+// jobName is a new Job's name for workspace ws.
+func (c *Config) jobName(ws string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return namePrefix + ownerHash(c.Identity) + "-" + hashOf(ws, 10) + "-" + hex.EncodeToString(b[:])
+}
+
+// selector selects this controller's Jobs of workspace ws.
+func (c *Config) selector(ws string) string {
+	return LabelOwner + "=" + ownerHash(c.Identity) + "," + LabelWorkspace + "=" + workspaceHash(ws)
+}
+
+func (c *Config) labels(ws, cmd string) map[string]string {
+	l := map[string]string{
+		"app.kubernetes.io/name":       "tfccm-runner",
+		"app.kubernetes.io/managed-by": "tfccm",
+		LabelRunner:                    "job",
+		LabelOwner:                     ownerHash(c.Identity),
+		LabelWorkspace:                 workspaceHash(ws),
+	}
+	if cmd != "" && len(cmd) <= 63 {
+		l[LabelCommand] = cmd
+	}
+	return l
+}
+
+// Paths inside a runner pod.
+const (
+	podInputs = "/inputs"
+	podWork   = "/work"
+	podCache  = "/plugin-cache"
+	podCLI    = "/usr/local/bin/tfccm"
+	// envJobUID carries the Job's UID into the pod (for its result
+	// Secrets' owner reference); envNamespace the pod's namespace.
+	envJobUID    = "TFCCM_JOB_UID"
+	envNamespace = "TFCCM_NAMESPACE"
+)
+
+// jobSpec is the Job that runs one command of workspace ws, whose inputs
+// are in the Secrets inputs (in order).
+func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
+	labels := c.labels(ws, cmd)
+	zero := int32(0)
+	ttl := int32(600)
+	deadline := int64(c.Deadline.Seconds())
+	grace := int64(c.Grace.Seconds())
+	uid, gid := int64(runnerUID), int64(runnerGID)
+	root := int64(0)
+	yes, no := true, false
+	var sources []corev1.VolumeProjection
+	for i, s := range inputs {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s},
+			Items:                []corev1.KeyToPath{{Key: partKey, Path: partFile(i)}},
+		}})
+	}
+	hostPathType := corev1.HostPathDirectoryOrCreate
+	mounts := []corev1.VolumeMount{
+		{Name: "inputs", MountPath: podInputs, ReadOnly: true},
+		{Name: "work", MountPath: podWork},
+		{Name: "plugin-cache", MountPath: podCache},
+	}
+	var volumes []corev1.Volume
+	paths := make([]string, 0, len(c.SecretMounts))
+	for p := range c.SecretMounts {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	mode := int32(0o440)
+	for i, p := range paths {
+		v := fmt.Sprintf("secret-%d", i)
+		volumes = append(volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.SecretMounts[p], DefaultMode: &mode}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: p, ReadOnly: true})
+	}
+	restricted := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   &yes,
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: c.Namespace, Labels: labels,
+			Annotations: map[string]string{AnnoWorkspace: ws},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            &zero,
+			TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnoWorkspace: ws}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					HostNetwork:                   c.HostNetwork,
+					ServiceAccountName:            c.ServiceAccount,
+					EnableServiceLinks:            &no,
+					TerminationGracePeriodSeconds: &grace,
+					NodeSelector:                  c.NodeSelector,
+					Tolerations:                   c.Tolerations,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					// The node's plugin cache directory is created by the
+					// kubelet as root: made the runner user's once.
+					InitContainers: []corev1.Container{{
+						Name:    "plugin-cache",
+						Image:   c.Image,
+						Command: []string{podCLI, "run", "--prepare-cache", podCache},
+						SecurityContext: &corev1.SecurityContext{
+							RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no,
+							Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"CHOWN"}},
+							ReadOnlyRootFilesystem: &yes,
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "plugin-cache", MountPath: podCache}},
+					}},
+					Containers: []corev1.Container{{
+						Name:    "tofu",
+						Image:   c.Image,
+						Command: []string{podCLI, "run", "--inputs", podInputs, "--parts", strconv.Itoa(len(inputs)), "--work", podWork, "--plugin-cache", podCache, "--result", name},
+						Env: []corev1.EnvVar{
+							{Name: envNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: envJobUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']"}}},
+							{Name: "USER", Value: name},
+						},
+						Resources:       c.Resources,
+						SecurityContext: restricted,
+						VolumeMounts:    mounts,
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "inputs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
+						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "plugin-cache", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: c.PluginCache, Type: &hostPathType}}},
+					},
+				},
+			},
+		},
+	}
+	if deadline > 0 {
+		job.Spec.ActiveDeadlineSeconds = &deadline
+	}
+	job.Spec.Template.Spec.Volumes = append(job.Spec.Template.Spec.Volumes, volumes...)
+	if c.HostNetwork {
+		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	return job
+}
+
+// Secrets that carry inputs and results: data key partKey; inputs are
+// <job>-in-<i>, results <job>-out-<i>.
+const partKey = "part"
+
+func partFile(i int) string { return fmt.Sprintf("part-%d", i) }
+
+func inName(job string, i int) string  { return fmt.Sprintf("%s-in-%d", job, i) }
+func outName(job string, i int) string { return fmt.Sprintf("%s-out-%d", job, i) }
+
+// partSecret is one part of an input or result.
+func partSecret(ns, name, job string, labels map[string]string, data []byte, parts int, owner *metav1.OwnerReference) *corev1.Secret {
+	l := map[string]string{LabelJob: job}
+	for k, v := range labels {
+		l[k] = v
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: l},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{partKey: data},
+	}
+	if parts > 0 {
+		s.Annotations = map[string]string{AnnoParts: strconv.Itoa(parts)}
+	}
+	if owner != nil {
+		s.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return s
+}
+
+func jobOwner(name string, uid string) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID(uid)}
+}

@@ -1,0 +1,134 @@
+package jobrunner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func testConfig() *Config {
+	return &Config{
+		Namespace: "tfccm-runners", Image: "tfccm:dev", ServiceAccount: "tfccm-runner",
+		NodeSelector: map[string]string{"pool": "tofu"},
+		Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+		PluginCache:  "/var/cache/tfccm/plugins", Identity: "tfccm/test",
+		Deadline: 11 * time.Minute, Grace: time.Minute,
+	}
+}
+
+func TestJobSpec(t *testing.T) {
+	c := testConfig()
+	ws := "lb-" + strings.Repeat("x", 200)
+	name := c.jobName(ws)
+	// The pod's name is the Job's plus "-xxxxx"; it is the pod's host
+	// name, which tofu puts in its locks.
+	if len(name)+6 > 63 || len(validation.IsDNS1123Label(name+"-abcde")) > 0 {
+		t.Errorf("job name %q: a pod name from it is not a valid host name", name)
+	}
+	if c.jobName(ws) == name {
+		t.Error("two Jobs of one workspace got the same name")
+	}
+	job := c.jobSpec(name, ws, "apply", []string{inName(name, 0), inName(name, 1)})
+	p := job.Spec.Template.Spec
+	if *job.Spec.BackoffLimit != 0 || p.RestartPolicy != corev1.RestartPolicyNever {
+		t.Error("a failed runner must not be retried by the Job: the engine retries")
+	}
+	if *job.Spec.ActiveDeadlineSeconds != 660 || *p.TerminationGracePeriodSeconds != 60 {
+		t.Errorf("deadline %d, grace %d", *job.Spec.ActiveDeadlineSeconds, *p.TerminationGracePeriodSeconds)
+	}
+	if p.ServiceAccountName != "tfccm-runner" || p.NodeSelector["pool"] != "tofu" || len(p.Tolerations) != 1 {
+		t.Errorf("pod placement %+v", p)
+	}
+	for k, v := range job.Labels {
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			t.Errorf("label %s=%s: %v", k, v, errs)
+		}
+	}
+	if job.Annotations[AnnoWorkspace] != ws || job.Labels[LabelCommand] != "apply" {
+		t.Errorf("labels %v annotations %v", job.Labels, job.Annotations)
+	}
+	var cache, inputs bool
+	for _, v := range p.Volumes {
+		if v.ConfigMap != nil {
+			t.Errorf("volume %s is a ConfigMap: inputs may hold credentials", v.Name)
+		}
+		if v.HostPath != nil && v.HostPath.Path == c.PluginCache {
+			cache = true
+		}
+		if v.Projected != nil {
+			inputs = len(v.Projected.Sources) == 2 && v.Projected.Sources[1].Secret.Name == inName(name, 1) && v.Projected.Sources[1].Secret.Items[0].Path == "part-1"
+		}
+	}
+	if !cache || !inputs {
+		t.Errorf("volumes %+v: want the plugin cache hostPath and both input Secrets", p.Volumes)
+	}
+	sc := p.Containers[0].SecurityContext
+	if *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || p.SecurityContext.RunAsUser == nil || *p.SecurityContext.RunAsUser == 0 {
+		t.Error("the tofu container must run as the non-root user, read-only, without privilege escalation")
+	}
+	if got := strings.Join(p.Containers[0].Command, " "); !strings.Contains(got, "run --inputs /inputs --parts 2") || !strings.Contains(got, "--result "+name) {
+		t.Errorf("command %q", got)
+	}
+}
+
+func TestLocksJobOf(t *testing.T) {
+	c := testConfig()
+	l := NewLocks(c)
+	job := c.jobName("lb-a")
+	other := *c
+	other.Identity = "tfccm/other"
+	for who, want := range map[string]string{
+		job + "@" + job + "-x7k2p":        job,
+		job + "@node-a":                   job, // a host-network runner
+		other.jobName("lb-a") + "@node-a": "",  // another controller's runner
+		"tfccm@tfccm-7f9c-abcde":          "",
+		"root@node-a":                     "",
+		job:                               "",
+	} {
+		if got := l.jobOf(who); got != want {
+			t.Errorf("jobOf(%q) = %q, want %q", who, got, want)
+		}
+	}
+	if l.Gone(job + "@node-a") {
+		t.Error("Gone without a client must answer false")
+	}
+}
+
+// Gone: a lock of a Job whose pod still runs is not released; once the pod
+// ended, or is gone, it is.
+func TestLocksGone(t *testing.T) {
+	c := testConfig()
+	client := fake.NewClientset()
+	l := NewLocks(c)
+	l.SetClient(client)
+	job := c.jobName("lb-a")
+	who := job + "@node-a"
+	if !l.Gone(who) {
+		t.Error("no pod: not gone")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-abcde", Namespace: c.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": job}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Gone(who) {
+		t.Error("running pod: gone")
+	}
+	pod.Status.Phase = corev1.PodFailed
+	if _, err := client.CoreV1().Pods(c.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Gone(who) {
+		t.Error("failed pod: not gone")
+	}
+}

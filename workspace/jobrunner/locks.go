@@ -1,0 +1,65 @@
+package jobrunner
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Locks tells state locks left by this controller's runners that are gone
+// (workspace.Options.GoneLockHolder): tofu in a runner pod records
+// "<job name>@<host>" as a lock's holder (see namePrefix), and a runner
+// Job's name carries the hash of the controller's identity.
+type Locks struct {
+	cfg    *Config
+	client atomic.Pointer[kubernetes.Interface]
+}
+
+// NewLocks returns a Locks for cfg; it answers false until SetClient.
+func NewLocks(cfg *Config) *Locks { return &Locks{cfg: cfg} }
+
+// SetClient gives Locks its Kubernetes client.
+func (l *Locks) SetClient(c kubernetes.Interface) { l.client.Store(&c) }
+
+// jobOf is the runner Job of this controller named in a lock holder
+// "user@host", "" when the holder is not one.
+func (l *Locks) jobOf(who string) string {
+	user, _, ok := strings.Cut(who, "@")
+	if !ok || !strings.HasPrefix(user, namePrefix+ownerHash(l.cfg.Identity)+"-") {
+		return ""
+	}
+	return user
+}
+
+// Gone reports whether who is a runner of this controller that no longer
+// runs: no pod of its Job is pending or running (deleted, evicted, its
+// tofu killed, out of memory), so the lock it left is nobody's.
+func (l *Locks) Gone(who string) bool {
+	job := l.jobOf(who)
+	c := l.client.Load()
+	if job == "" || c == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := (*c).CoreV1().Pods(l.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
+	if err != nil {
+		return false
+	}
+	return !running(pods.Items)
+}
+
+// running reports whether one of pods is pending or running.
+func running(pods []corev1.Pod) bool {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return true
+		}
+	}
+	return false
+}

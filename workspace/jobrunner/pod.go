@@ -1,0 +1,305 @@
+package jobrunner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// The runner pod's side (`tfccm run`): unpack, run tofu, write the result.
+
+// runnerUID is the user tofu runs as in a runner pod: not the image's
+// user (65532) but one without a passwd entry, so that tofu takes the
+// user name of its locks from USER (the Job's name; see namePrefix). It
+// owns the node's plugin cache directory; runnerGID is the image's group.
+const (
+	runnerUID = 65533
+	runnerGID = 65532
+)
+
+// defaultCLIConfig is the image's OpenTofu CLI config (its provider
+// mirror), used unless the engine passed one that exists in the pod.
+const defaultCLIConfig = "/etc/tfccm/tofurc"
+
+// PodMain is `tfccm run`: it returns the exit code of the runner itself
+// (0 once the result is written, whatever tofu's exit code).
+func PodMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prepare := fs.String("prepare-cache", "", "make this plugin cache directory the runner user's, and exit")
+	inputs := fs.String("inputs", podInputs, "directory of the input parts")
+	parts := fs.Int("parts", 1, "number of input parts")
+	work := fs.String("work", podWork, "writable directory for the workspace")
+	cache := fs.String("plugin-cache", podCache, "TF_PLUGIN_CACHE_DIR")
+	resultJob := fs.String("result", "", "the Job whose result Secrets to write")
+	tofu := fs.String("tofu", "/usr/local/bin/tofu", "the tofu binary")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *prepare != "" {
+		if err := os.Chown(*prepare, runnerUID, runnerGID); err != nil {
+			fmt.Fprintf(stderr, "tfccm run: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *resultJob == "" {
+		fmt.Fprintln(stderr, "tfccm run: --result is required")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	b, err := readParts(*inputs, *parts)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm run: %v\n", err)
+		return 1
+	}
+	archive, res, err := runPacked(ctx, b, *work, *cache, *tofu)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm run: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "tfccm run: tofu exited %d\n", res.Exit)
+	client, err := inClusterClient()
+	if err == nil {
+		err = writeResult(context.WithoutCancel(ctx), client, os.Getenv(envNamespace), *resultJob, os.Getenv(envJobUID), archive)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func readParts(dir string, n int) ([]byte, error) {
+	var b []byte
+	for i := range n {
+		p, err := os.ReadFile(filepath.Join(dir, partFile(i)))
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, p...)
+	}
+	return b, nil
+}
+
+// runPacked unpacks an input archive under work, runs tofu and returns
+// the result archive (the workspace's files after the run and the
+// result document) and the result.
+func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte, *result, error) {
+	u, err := unpack(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	var req request
+	if err := json.Unmarshal(u.doc, &req); err != nil {
+		return nil, nil, fmt.Errorf("request: %w", err)
+	}
+	ws, extra, home, tmp := filepath.Join(work, "ws"), filepath.Join(work, "extra"), filepath.Join(work, "home"), filepath.Join(work, "tmp")
+	for _, d := range []string{ws, extra, home, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := u.syncDir(ws); err != nil {
+		return nil, nil, fmt.Errorf("unpack the workspace: %w", err)
+	}
+	// The engine's saved plan goes under .tfccm (-out).
+	if err := os.MkdirAll(filepath.Join(ws, ".tfccm"), 0o700); err != nil {
+		return nil, nil, err
+	}
+	for name, data := range u.extra {
+		if err := os.WriteFile(filepath.Join(extra, filepath.Base(name)), data, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	env := podEnv(req.Env, home, tmp, cache)
+	res := runTofu(ctx, tofu, ws, env, req.resolve(extra))
+	a := newArchive()
+	if err := a.addDir(ws); err != nil {
+		return nil, nil, err
+	}
+	doc, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.add(docName, 0o600, doc); err != nil {
+		return nil, nil, err
+	}
+	out, err := a.bytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(out) > PartSize*MaxParts {
+		// Too large to return the files: tofu's output alone, and a
+		// failure that names the size.
+		small := newArchive()
+		res = &result{Exit: 1, Stdout: "", Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))}
+		doc, _ = json.Marshal(res)
+		if err := small.add(docName, 0o600, doc); err != nil {
+			return nil, nil, err
+		}
+		if out, err = small.bytes(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, res, nil
+}
+
+// podEnv is tofu's environment in the pod: the engine's (credentials,
+// encryption, TF_IN_AUTOMATION, ...) with this pod's paths.
+func podEnv(req map[string]string, home, tmp, cache string) []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache, "USER=" + os.Getenv("USER")}
+	// The pod's own way to the apiserver (the kubernetes backend's
+	// in_cluster_config), not the CCM's.
+	for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, cli := range []string{req["TF_CLI_CONFIG_FILE"], defaultCLIConfig} {
+		if cli != "" && exists(cli) {
+			env = append(env, "TF_CLI_CONFIG_FILE="+cli)
+			break
+		}
+	}
+	for k, v := range req {
+		switch k {
+		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "USER":
+			continue
+		}
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// needsProviders: every command but init loads the configuration and so
+// wants its providers installed (output and state too), which the pod
+// links from the plugin cache first (init -backend=false) since they do
+// not travel.
+func needsProviders(cmd string) bool {
+	return cmd != "init" && cmd != "version" && cmd != ""
+}
+
+// runTofu runs tofu (after linking providers when the command needs them)
+// and returns its result. SIGTERM (the pod deleted) reaches tofu as
+// SIGINT: it saves its state and releases its lock.
+func runTofu(ctx context.Context, tofu, dir string, env, args []string) *result {
+	if needsProviders(command(args)) && exists(filepath.Join(dir, ".terraform")) {
+		res := tofuOnce(ctx, tofu, dir, env, []string{"init", "-input=false", "-backend=false", "-get=false", "-no-color"})
+		if res.Exit != 0 {
+			return res
+		}
+	}
+	return tofuOnce(ctx, tofu, dir, env, args)
+}
+
+func tofuOnce(ctx context.Context, tofu, dir string, env, args []string) *result {
+	var stdout, stderr limited
+	cmd := exec.Command(tofu, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return &result{Exit: 1, Stderr: fmt.Sprintf("Error: start tofu: %v\n", err)}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		err = <-done
+	}
+	res := &result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.Exit = ee.ExitCode()
+		if res.Exit < 0 {
+			res.Exit = 1
+			res.Stderr += fmt.Sprintf("\nError: tofu was killed (%v)\n", ee)
+		}
+	default:
+		res.Exit = 1
+		res.Stderr += fmt.Sprintf("\nError: %v\n", err)
+	}
+	return res
+}
+
+// limited keeps the first maxOutput bytes written to it.
+type limited struct{ bytes.Buffer }
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := maxOutput - l.Len(); room > 0 {
+		if len(p) > room {
+			l.Buffer.Write(p[:room])
+		} else {
+			l.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func inClusterClient() (kubernetes.Interface, error) {
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "tfccm-runner"
+	return kubernetes.NewForConfig(rc)
+}
+
+// writeResult writes the result archive into Secrets owned by the Job:
+// parts 1..n-1 first, part 0 (which names the count) last, so that part
+// 0 means the result is complete.
+func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid string, b []byte) error {
+	parts, err := split(b, "the result")
+	if err != nil {
+		return err
+	}
+	var owner *metav1.OwnerReference
+	if uid != "" {
+		owner = jobOwner(job, uid)
+	}
+	labels := map[string]string{LabelRunner: "job", "app.kubernetes.io/managed-by": "tfccm"}
+	for i := len(parts) - 1; i >= 0; i-- {
+		n := 0
+		if i == 0 {
+			n = len(parts)
+		}
+		s := partSecret(ns, outName(job, i), job, labels, parts[i], n, owner)
+		var err error
+		for attempt := range 5 {
+			if _, err = client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
+				err = nil
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * time.Second)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package jobrunner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tfccm/tfccm/internal/repo"
+)
+
+// kubelet plays the Job controller and kubelet for Run against a fake
+// clientset: each started Job's pod side runs in-process (runPacked with
+// real tofu, writeResult), or, with kill, the pod dies without a result.
+type kubelet struct {
+	t       *testing.T
+	client  kubernetes.Interface
+	tofu    string
+	kill    bool
+	mu      sync.Mutex
+	started []string
+}
+
+func (k *kubelet) loop(ctx context.Context, ns string) {
+	done := map[string]bool{}
+	for ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		list, err := k.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for i := range list.Items {
+			j := list.Items[i]
+			if done[j.Name] || (j.Spec.Suspend != nil && *j.Spec.Suspend) || finished(&j) || j.Labels[LabelWorkspace] == "" {
+				continue
+			}
+			if strings.HasPrefix(j.Name, "old-") {
+				continue // the test ends it
+			}
+			done[j.Name] = true
+			k.mu.Lock()
+			k.started = append(k.started, j.Name)
+			k.mu.Unlock()
+			k.run(ctx, &j)
+		}
+	}
+}
+
+func (k *kubelet) run(ctx context.Context, j *batchv1.Job) {
+	cond := batchv1.JobComplete
+	if k.kill {
+		cond = batchv1.JobFailed
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-abcde", Namespace: j.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": j.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "tofu", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}},
+			}}},
+		}
+		_, _ = k.client.CoreV1().Pods(j.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	} else {
+		var in []byte
+		for _, src := range j.Spec.Template.Spec.Volumes[0].Projected.Sources {
+			s, err := k.client.CoreV1().Secrets(j.Namespace).Get(ctx, src.Secret.Name, metav1.GetOptions{})
+			if err != nil {
+				k.t.Errorf("input %s: %v", src.Secret.Name, err)
+				return
+			}
+			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Name != j.Name {
+				k.t.Errorf("input %s is not owned by its Job: %v", s.Name, s.OwnerReferences)
+			}
+			in = append(in, s.Data[partKey]...)
+		}
+		out, _, err := runPacked(ctx, in, k.t.TempDir(), k.t.TempDir(), k.tofu)
+		if err != nil {
+			k.t.Errorf("runner: %v", err)
+			return
+		}
+		if err := writeResult(ctx, k.client, j.Namespace, j.Name, string(j.UID), out); err != nil {
+			k.t.Errorf("write result: %v", err)
+			return
+		}
+	}
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: cond, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"})
+	if _, err := k.client.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
+		k.t.Errorf("job status: %v", err)
+	}
+}
+
+func startKubelet(t *testing.T, kill bool) (*kubelet, *Config) {
+	tofu := repo.Tofu(t)
+	k := &kubelet{t: t, client: fake.NewClientset(), tofu: tofu, kill: kill}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cfg := testConfig()
+	cfg.Poll = 20 * time.Millisecond
+	go k.loop(ctx, cfg.Namespace)
+	return k, cfg
+}
+
+// Commands of one workspace through Run: files and a secret file named
+// on the command line go in, the saved plan, the state and tofu's output
+// come back; the Jobs and their Secrets are gone afterwards.
+func TestRunThroughJobs(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), "lb-default-web")
+	vars := filepath.Join(t.TempDir(), "secret.tfvars")
+	write(t, dir, map[string]string{"main.tf": "variable \"v\" {\n  type = string\n}\noutput \"x\" {\n  value = \"got ${var.v}\"\n}\n", ".tfccm/applied.json": "{}"})
+	write(t, filepath.Dir(vars), map[string]string{"secret.tfvars": "v = \"s3cret\"\n"})
+	ctx := context.Background()
+	env := append(os.Environ(), "TF_IN_AUTOMATION=1")
+	steps := []struct {
+		args []string
+		want string // in stdout
+	}{
+		{[]string{"init", "-input=false", "-no-color"}, "initialized"},
+		{[]string{"plan", "-input=false", "-no-color", "-out=.tfccm/plan.tfplan", "-var-file=" + vars}, "Changes to Outputs"},
+		{[]string{"apply", "-input=false", "-no-color", ".tfccm/plan.tfplan"}, "Apply complete"},
+		{[]string{"output", "-json"}, "got s3cret"},
+	}
+	for _, s := range steps {
+		res, err := Run(ctx, k.client, cfg, dir, s.args, env)
+		if err != nil {
+			t.Fatalf("%s: %v", s.args[0], err)
+		}
+		if res.Exit != 0 || !strings.Contains(res.Stdout, s.want) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", s.args[0], res.Exit, res.Stdout, res.Stderr)
+		}
+		if s.args[0] == "plan" {
+			if _, err := os.Stat(filepath.Join(dir, ".tfccm/plan.tfplan")); err != nil {
+				t.Errorf("the saved plan did not come back: %v", err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "terraform.tfstate")); err != nil {
+		t.Errorf("the state did not come back: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".tfccm/applied.json")); string(b) != "{}" {
+		t.Errorf("the engine's record was touched: %q", b)
+	}
+	jobs, _ := k.client.BatchV1().Jobs(cfg.Namespace).List(ctx, metav1.ListOptions{})
+	if len(jobs.Items) != 0 || len(k.started) != len(steps) {
+		t.Errorf("%d Jobs left, %d started; want 0 and %d", len(jobs.Items), len(k.started), len(steps))
+	}
+}
+
+// A runner killed without a result is tofu failing, with why.
+func TestRunKilledRunner(t *testing.T) {
+	k, cfg := startKubelet(t, true)
+	dir := filepath.Join(t.TempDir(), "lb-a")
+	write(t, dir, map[string]string{"main.tf": ""})
+	res, err := Run(context.Background(), k.client, cfg, dir, []string{"apply", ".tfccm/plan.tfplan"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit == 0 || !strings.Contains(res.Stderr, "ended without a result") || !strings.Contains(res.Stderr, "OOMKilled") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// An unfinished Job of the workspace (an earlier incarnation's) is waited
+// for: the new Job starts only once it has ended.
+func TestRunWaitsForAnEarlierJob(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), "lb-b")
+	write(t, dir, map[string]string{"main.tf": ""})
+	ctx := context.Background()
+	old := cfg.jobSpec("old-run", "lb-b", "apply", []string{"x"})
+	if _, err := k.client.BatchV1().Jobs(cfg.Namespace).Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, k.client, cfg, dir, []string{"init", "-no-color"}, nil)
+		errc <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	k.mu.Lock()
+	early := len(k.started)
+	k.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("a Job started while the earlier one still ran")
+	}
+	old.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if _, err := k.client.BatchV1().Jobs(cfg.Namespace).UpdateStatus(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run did not end after the earlier Job did")
+	}
+	if len(k.started) != 1 {
+		t.Errorf("%d Jobs ran, want 1", len(k.started))
+	}
+}
