@@ -34,6 +34,7 @@ type runner struct {
 	unlocked bool
 	spec     *Spec // for init again (reinit)
 	reinited bool
+	planLine *planLineWriter // the last plan's summary line (plancounts.go)
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
 	verdict        GateVerdict
