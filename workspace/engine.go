@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
@@ -105,7 +104,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	settings := tfenv.Settings{
 		Env: opts.Env, PassEnv: opts.PassEnv,
-		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: defaultPluginCache(opts),
+		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: opts.PluginCacheDir,
 		Home: opts.WorkDir, Encryption: opts.Encryption, EncryptionSecrets: opts.EncryptionSecrets,
 	}
 	env, secrets, err := tfenv.Build(settings)
@@ -154,12 +153,6 @@ func (e *Engine) Start(ctx context.Context) {
 	// A new incarnation may come with another provider mirror (a new
 	// image): the lock files shared by the last one are not reused.
 	e.dropInitCache()
-	if dir := defaultPluginCache(e.opts); dir != "" && e.opts.PluginCacheDir == "" {
-		// tofu uses a plugin cache only if its directory exists.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			klog.InfoS("Could not create the plugin cache; tofu installs providers into each workspace", "dir", dir, "err", err)
-		}
-	}
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })

@@ -18,28 +18,28 @@ import (
 )
 
 // What init produces that workspaces of one template share: the
-// dependency lock file, kept per provider set, and OpenTofu's plugin
-// cache. A new workspace's init starts from the lock file an earlier init
-// of the same template wrote, so tofu takes the providers it names from
-// the plugin cache (a link) instead of unpacking them from the mirror
-// again (a packed mirror, `tofu providers mirror`, is what images carry):
-// without a lock file OpenTofu checks the mirror's archive even when the
-// cache has the provider. The backend's settings stay per workspace (init
+// dependency lock file, kept per provider set. A new workspace's init
+// starts from the lock file an earlier init of the same template wrote.
+// With a plugin cache (terraform.plugin_cache_dir), tofu then links the
+// providers it names from the cache instead of checking and unpacking the
+// mirror's archive again (a packed mirror, `tofu providers mirror`, is
+// what images carry). The backend's settings stay per workspace: init
 // still runs, and writes .terraform/terraform.tfstate with this
-// workspace's state key).
+// workspace's state key.
+//
+// The engine turns no plugin cache on by itself: with one, a burst of 200
+// new workspaces (OpenTofu 1.12, an unpacked mirror) saw plans fail
+// because a cached provider directory was missing while other workspaces
+// ran init.
 //
 // tofu remains the judge of the lock file: a seeded lock file that no
 // longer fits (a changed constraint, another build of a provider) fails
 // init, which is then run again without it and the shared copy dropped.
-// A shared copy whose checksum does not match is dropped unread.
+// A shared copy whose checksum does not match is dropped unread, and a new
+// incarnation (maybe a new image, with another mirror) starts with none.
 
-// initCacheDir holds the shared lock files (<work dir>/.init-cache/<key>/)
-// and pluginCacheDir OpenTofu's plugin cache, when the cloud config names
-// none.
-const (
-	initCacheDir   = ".init-cache"
-	pluginCacheDir = ".plugin-cache"
-)
+// initCacheDir holds the shared lock files: <work dir>/.init-cache/<key>/.
+const initCacheDir = ".init-cache"
 
 // lockFile is OpenTofu's dependency lock file in a workspace.
 const lockFile = ".terraform.lock.hcl"
@@ -49,16 +49,6 @@ const (
 	cachedLock    = "lock.hcl"
 	cachedLockSum = "lock.hcl.sha256"
 )
-
-// defaultPluginCache is the plugin cache the engine uses when the cloud
-// config names none: OpenTofu's, which is safe for concurrent inits
-// (OpenTofu >= 1.10); Terraform's is not, so it gets none.
-func defaultPluginCache(opts Options) string {
-	if opts.PluginCacheDir != "" || strings.Contains(filepath.Base(opts.Binary), "terraform") {
-		return opts.PluginCacheDir
-	}
-	return filepath.Join(opts.WorkDir, pluginCacheDir)
-}
 
 // initCacheKey names the provider set of a spec: every file but the
 // inputs (*.tfvars) and the files tfccm generates per workspace (tfccm_*
