@@ -38,10 +38,14 @@
 // command starts is the stand-in of package workspace/jobrunner, which
 // runs the command in a Kubernetes Job and answers as tofu would; the
 // engine's passes are the same.
+// A new workspace's init starts from the dependency lock file an earlier
+// init of the same template wrote (initcache.go); the Event that says an
+// apply starts takes its counts from the plan's own output (plancounts.go).
 //
 // Files: engine.go (Engine, its API), lifecycle.go (phases and
 // transitions), run.go (one pass: apply, destroy, approved plan),
-// tofu.go (tofu commands), backend.go (state and backend settings),
+// tofu.go (tofu commands), initcache.go (what inits share),
+// plancounts.go (a plan's counts), backend.go (state and backend settings),
 // publish.go and review.go (review mode), planstore.go (pending plans kept
 // outside the work dir, across restarts; the state check of approved
 // plans), credentials.go (credentials as an ephemeral variable), procs.go

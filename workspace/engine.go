@@ -150,6 +150,9 @@ func (e *Engine) Start(ctx context.Context) {
 	e.mu.Unlock()
 	e.pruneTombstones()
 	endLeftovers(e.opts.WorkDir)
+	// A new incarnation may come with another provider mirror (a new
+	// image): the lock files shared by the last one are not reused.
+	e.dropInitCache()
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })

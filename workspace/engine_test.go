@@ -582,12 +582,14 @@ func captureLog(t *testing.T) *lockedBuffer {
 }
 
 // TestOnApplyStartSummarizesThePlan: OnApplyStart hears of each apply of
-// a plan with changes, before it ends, with the plan's summary; applying
-// the same content again runs nothing and says nothing.
+// a plan with changes, before it ends, with the plan's summary (read from
+// the plan's own output: no `tofu show`); applying the same content again
+// runs nothing and says nothing.
 func TestOnApplyStartSummarizesThePlan(t *testing.T) {
 	var mu sync.Mutex
 	var started []string
-	e := newTestEngine(t, Options{OnApplyStart: func(name, summary string) {
+	bin, calls := countingBinary(t)
+	e := newTestEngine(t, Options{Binary: bin, OnApplyStart: func(name, summary string) {
 		mu.Lock()
 		defer mu.Unlock()
 		started = append(started, name+": "+summary)
@@ -604,5 +606,8 @@ func TestOnApplyStartSummarizesThePlan(t *testing.T) {
 	want := []string{"sum: 2 to add, 0 to change, 0 to destroy", "sum: 1 to add, 1 to change, 1 to destroy"}
 	if strings.Join(started, "|") != strings.Join(want, "|") {
 		t.Errorf("OnApplyStart calls %q, want %q", started, want)
+	}
+	if n := count(calls(), "show"); n != 0 {
+		t.Errorf("%d tofu show runs for the summaries, want 0 (calls %q)", n, calls())
 	}
 }

@@ -160,8 +160,13 @@ func (p *PendingPlan) count(a tfjson.Actions) bool {
 }
 
 // planSummary is the saved plan's one-line summary ("2 to add, 1 to
-// change, 0 to destroy"), for the Event that says an apply starts.
+// change, 0 to destroy"), for the Event that says an apply starts: from
+// the line the plan printed, else (a plan that changes only outputs
+// prints none) from `tofu show`.
 func (r *runner) planSummary(ctx context.Context) (string, error) {
+	if s, ok := r.planLine.summary(); ok {
+		return s, nil
+	}
 	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})

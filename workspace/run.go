@@ -245,6 +245,8 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 		}
 		var err error
 		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
+			r.planLine = &planLineWriter{}
+			tf.SetStdout(r.planLine)
 			return tf.Plan(ctx, opts...)
 		})
 		return err

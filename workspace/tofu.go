@@ -34,6 +34,7 @@ type runner struct {
 	unlocked bool
 	spec     *Spec // for init again (reinit)
 	reinited bool
+	planLine *planLineWriter // the last plan's summary line (plancounts.go)
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
 	verdict        GateVerdict
@@ -41,8 +42,30 @@ type runner struct {
 
 // init runs tofu init, with the spec's secret backend settings in a
 // -backend-config file outside the workspace that is removed right after,
-// then selects (creating if needed) the spec's Terraform workspace.
+// then selects (creating if needed) the spec's Terraform workspace. A
+// workspace without a lock file starts from the one its template's
+// earlier inits share (initcache.go); one that does not fit is dropped
+// and init runs again without it.
 func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
+	key := r.e.initCacheKey(spec)
+	seeded := !r.reinited && r.e.seedLockFile(r.dir, key)
+	err := r.initDir(ctx, spec, migrate)
+	if err != nil && seeded && !r.reinited && ctx.Err() == nil {
+		klog.InfoS("Init with the shared dependency lock file failed; dropping it and running init without it", "workspace", spec.Name, "err", err)
+		r.e.dropCachedLock(key)
+		if rerr := os.Remove(filepath.Join(r.dir, lockFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return err
+		}
+		err = r.initDir(ctx, spec, migrate)
+	}
+	if err == nil {
+		r.e.keepLockFile(r.dir, key)
+	}
+	return err
+}
+
+// initDir is init proper: tofu init and the workspace selection.
+func (r *runner) initDir(ctx context.Context, spec *Spec, migrate bool) error {
 	opts := []tfexec.InitOption{tfexec.Upgrade(false), tfexec.ForceCopy(migrate)}
 	if _, file := splitBackendSecrets(spec); len(file) > 0 {
 		path, cleanup, err := writeBackendConfig(r.e.opts.WorkDir, spec.Name, file)
@@ -95,7 +118,8 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 	}
 	r.reinited = true
 	klog.InfoS("Installed providers or modules no longer match; running init again", "workspace", spec.Name, "err", err)
-	if rerr := os.Remove(filepath.Join(r.dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+	r.e.dropCachedLock(r.e.initCacheKey(spec)) // it records the same builds
+	if rerr := os.Remove(filepath.Join(r.dir, lockFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		klog.InfoS("Remove the dependency lock file before init", "workspace", spec.Name, "err", rerr)
 		return false
 	}

@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -85,7 +87,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 		}
 		seen[vip] = name
 	}
-	applies, failed, engineBusy := engineApplies(t, cluster, ccm)
+	applies, failed, engineOps := engineApplies(t, cluster, ccm)
 	warnings := syncWarnings(t, client)
 	t.Logf("CCM: %d Services to ingress in %s; %d applies, %d failed", n, ccmTime.Round(10*time.Millisecond), applies, failed)
 	if failed > 0 {
@@ -118,21 +120,26 @@ func TestBurstVsRawTofu(t *testing.T) {
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
 	tofu := repo.Tofu(t)
 	start = time.Now()
-	var rawBusy atomic.Int64
+	var rawInit, rawPlan, rawApply atomic.Int64
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
-		began := time.Now()
-		defer func() { rawBusy.Add(int64(time.Since(began))) }()
-		for _, args := range [][]string{
-			{"init", "-input=false", "-no-color"},
-			{"plan", "-input=false", "-no-color", "-out=tfplan"},
-			{"apply", "-input=false", "-no-color", "tfplan"},
+		for _, c := range []struct {
+			args []string
+			busy *atomic.Int64
+		}{
+			{[]string{"init", "-input=false", "-no-color"}, &rawInit},
+			{[]string{"plan", "-input=false", "-no-color", "-out=tfplan"}, &rawPlan},
+			{[]string{"apply", "-input=false", "-no-color", "tfplan"}, &rawApply},
 		} {
-			if _, err := localcloud.RunTofu(ctx, tofu, dir, args...); err != nil {
+			began := time.Now()
+			_, err := localcloud.RunTofu(ctx, tofu, dir, c.args...)
+			c.busy.Add(int64(time.Since(began)))
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	rawOps := map[string]time.Duration{"init": time.Duration(rawInit.Load()), "plan": time.Duration(rawPlan.Load()), "apply": time.Duration(rawApply.Load())}
 	rawTime := time.Since(start)
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
 		_, err := localcloud.RunTofu(ctx, tofu, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
@@ -142,12 +149,14 @@ func TestBurstVsRawTofu(t *testing.T) {
 	t.Logf("BURST services=%d ensure_wait=%q ccm=%s raw_tofu=%s ratio=%.2f (goal <= %.2f) applies_per_service=%.2f apply_failures=%d sync_warnings=%d",
 		n, ensureWait, ccmTime.Round(10*time.Millisecond), rawTime.Round(10*time.Millisecond), ratio, maxRatio, float64(applies)/float64(n), failed, warnings)
 	// Where the difference is: tofu time per workspace (slower tofu runs:
-	// the apiserver, etcd and the CCM share the CPUs) and how busy the
-	// engine's slots were over the burst (idle slots: the pipeline in
-	// front of the engine).
-	t.Logf("BURST tofu_per_workspace ccm=%s raw=%s; slots busy ccm=%.0f%% raw=%.0f%%",
-		(engineBusy / time.Duration(n)).Round(time.Millisecond), (time.Duration(rawBusy.Load()) / time.Duration(n)).Round(time.Millisecond),
-		100*engineBusy.Seconds()/(burstParallelism*ccmTime.Seconds()), 100*float64(rawBusy.Load())/float64(time.Second)/(burstParallelism*rawTime.Seconds()))
+	// the apiserver, etcd and the CCM share the CPUs), by command, and how
+	// busy the engine's slots were over the burst (idle slots: the
+	// pipeline in front of the engine).
+	engineBusy, rawBusy := sumOps(engineOps), sumOps(rawOps)
+	t.Logf("BURST tofu_per_workspace ccm=%s (%s) raw=%s (%s); slots busy ccm=%.0f%% raw=%.0f%%",
+		(engineBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(engineOps, n),
+		(rawBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(rawOps, n),
+		100*engineBusy.Seconds()/(burstParallelism*ccmTime.Seconds()), 100*rawBusy.Seconds()/(burstParallelism*rawTime.Seconds()))
 	if ratio > maxRatio {
 		t.Errorf("burst of %d Services took %.2fx raw tofu (goal <= %.2f)", n, ratio, maxRatio)
 	}
@@ -221,9 +230,8 @@ var durationMetric = regexp.MustCompile(`(?m)^tfccm_workspace_operation_duration
 var applyMetric = regexp.MustCompile(`(?m)^tfccm_workspace_operations_total\{operation="apply",result="(\w+)"\} (\d+)$`)
 
 // engineApplies reads the CCM's applies (successful and failed) from its
-// /metrics.
-// busy is the summed wall time of its init, plan and apply runs.
-func engineApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) (ok, failed int, busy time.Duration) {
+// /metrics, and the summed wall time of its tofu commands by operation.
+func engineApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) (ok, failed int, ops map[string]time.Duration) {
 	t.Helper()
 	body := ccmMetrics(t, cluster, ccm)
 	for _, m := range applyMetric.FindAllStringSubmatch(body, -1) {
@@ -235,13 +243,30 @@ func engineApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) 
 			failed += v
 		}
 	}
+	ops = map[string]time.Duration{}
 	for _, m := range durationMetric.FindAllStringSubmatch(body, -1) {
-		if m[1] == "init" || m[1] == "plan" || m[1] == "apply" {
-			f, _ := strconv.ParseFloat(m[2], 64)
-			busy += time.Duration(f * float64(time.Second))
-		}
+		f, _ := strconv.ParseFloat(m[2], 64)
+		ops[m[1]] += time.Duration(f * float64(time.Second))
 	}
-	return ok, failed, busy
+	return ok, failed, ops
+}
+
+func sumOps(ops map[string]time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ops {
+		sum += d
+	}
+	return sum
+}
+
+// perWorkspace is "init=120ms plan=900ms ...": each operation's time per
+// workspace, operations in name order.
+func perWorkspace(ops map[string]time.Duration, n int) string {
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		parts = append(parts, fmt.Sprintf("%s=%s", op, (ops[op]/time.Duration(n)).Round(time.Millisecond)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // copyRendered copies what tfccm rendered into a workspace (not OpenTofu's

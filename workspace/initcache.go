@@ -1,0 +1,158 @@
+package workspace
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/internal/fsutil"
+)
+
+// What init produces that workspaces of one template share: the
+// dependency lock file, kept per provider set. A new workspace's init
+// starts from the lock file an earlier init of the same template wrote.
+// With a plugin cache (terraform.plugin_cache_dir), tofu then links the
+// providers it names from the cache instead of checking and unpacking the
+// mirror's archive again (a packed mirror, `tofu providers mirror`, is
+// what images carry). The backend's settings stay per workspace: init
+// still runs, and writes .terraform/terraform.tfstate with this
+// workspace's state key.
+//
+// The engine turns no plugin cache on by itself: with one, a burst of 200
+// new workspaces (OpenTofu 1.12, an unpacked mirror) saw plans fail
+// because a cached provider directory was missing while other workspaces
+// ran init.
+//
+// tofu remains the judge of the lock file: a seeded lock file that no
+// longer fits (a changed constraint, another build of a provider) fails
+// init, which is then run again without it and the shared copy dropped.
+// A shared copy whose checksum does not match is dropped unread, and a new
+// incarnation (maybe a new image, with another mirror) starts with none.
+
+// initCacheDir holds the shared lock files: <work dir>/.init-cache/<key>/.
+const initCacheDir = ".init-cache"
+
+// lockFile is OpenTofu's dependency lock file in a workspace.
+const lockFile = ".terraform.lock.hcl"
+
+// Files of a shared lock file's entry.
+const (
+	cachedLock    = "lock.hcl"
+	cachedLockSum = "lock.hcl.sha256"
+)
+
+// initCacheKey names the provider set of a spec: every file but the
+// inputs (*.tfvars) and the files tfccm generates per workspace (tfccm_*
+// at the top: the backend block), with the tofu binary and CLI config
+// that resolve them. Workspaces rendered from one template share it.
+func (e *Engine) initCacheKey(spec *Spec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "tfccm init cache v1\nbinary %q\ncli-config %q\n", e.opts.Binary, e.opts.CLIConfigFile)
+	if e.opts.CLIConfigFile != "" {
+		if b, err := os.ReadFile(e.opts.CLIConfigFile); err == nil {
+			h.Write(b)
+		}
+	}
+	for _, p := range spec.Paths() {
+		if isVarFile(p) || (!strings.Contains(p, "/") && strings.HasPrefix(path.Base(p), "tfccm_")) {
+			continue
+		}
+		fmt.Fprintf(h, "file %q %o %d\n", p, spec.mode(p), len(spec.Files[p]))
+		h.Write(spec.Files[p])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// initCacheEntry is the directory of key's shared lock file.
+func (e *Engine) initCacheEntry(key string) string {
+	return filepath.Join(e.opts.WorkDir, initCacheDir, key)
+}
+
+// seedLockFile copies the shared lock file of key into dir when dir has
+// none yet. It reports whether it did.
+func (e *Engine) seedLockFile(dir, key string) bool {
+	if exists(filepath.Join(dir, lockFile)) {
+		return false
+	}
+	lock, ok := e.readCachedLock(key)
+	if !ok {
+		return false
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, lockFile), lock, 0o644); err != nil {
+		klog.InfoS("Could not copy the shared dependency lock file; init resolves providers itself", "workspace", filepath.Base(dir), "err", err)
+		return false
+	}
+	return true
+}
+
+// readCachedLock returns key's shared lock file if it is intact; one
+// whose checksum does not match (a torn or edited copy) is removed.
+func (e *Engine) readCachedLock(key string) ([]byte, bool) {
+	entry := e.initCacheEntry(key)
+	lock, err := os.ReadFile(filepath.Join(entry, cachedLock))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	sum, serr := os.ReadFile(filepath.Join(entry, cachedLockSum))
+	if err != nil || serr != nil || strings.TrimSpace(string(sum)) != lockSum(lock) {
+		klog.InfoS("Shared dependency lock file is damaged; removing it (the next init writes it again)", "entry", entry)
+		e.dropCachedLock(key)
+		return nil, false
+	}
+	return lock, true
+}
+
+// keepLockFile shares dir's lock file, written by a successful init, under
+// key (unless that copy is already there).
+func (e *Engine) keepLockFile(dir, key string) {
+	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
+	if err != nil || len(lock) == 0 {
+		return // no providers, or none recorded
+	}
+	entry := e.initCacheEntry(key)
+	if old, err := os.ReadFile(filepath.Join(entry, cachedLock)); err == nil && bytes.Equal(old, lock) {
+		return
+	}
+	if err := os.MkdirAll(entry, 0o700); err != nil {
+		klog.InfoS("Could not share the dependency lock file", "workspace", filepath.Base(dir), "err", err)
+		return
+	}
+	// The checksum is written last: a reader sees either no entry, the
+	// old one (checksum mismatch: dropped) or the new one.
+	_ = os.Remove(filepath.Join(entry, cachedLockSum))
+	if err := fsutil.WriteFileAtomic(filepath.Join(entry, cachedLock), lock, 0o600); err != nil {
+		klog.InfoS("Could not share the dependency lock file", "workspace", filepath.Base(dir), "err", err)
+		return
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(entry, cachedLockSum), []byte(lockSum(lock)+"\n"), 0o600); err != nil {
+		klog.InfoS("Could not share the dependency lock file", "workspace", filepath.Base(dir), "err", err)
+	}
+}
+
+// dropCachedLock removes key's shared lock file.
+func (e *Engine) dropCachedLock(key string) {
+	if err := os.RemoveAll(e.initCacheEntry(key)); err != nil {
+		klog.InfoS("Could not remove a shared dependency lock file", "key", key, "err", err)
+	}
+}
+
+func lockSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// dropInitCache removes every shared lock file.
+func (e *Engine) dropInitCache() {
+	if err := os.RemoveAll(filepath.Join(e.opts.WorkDir, initCacheDir)); err != nil {
+		klog.InfoS("Could not remove the shared dependency lock files", "err", err)
+	}
+}
