@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
@@ -30,7 +31,32 @@ func check(dir, rel string) (string, error) {
 	if st.Size() > MaxSize {
 		return fmt.Sprintf("%d bytes (limit %d)", st.Size(), MaxSize), nil
 	}
+	body, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	if line := conflictAt(body); line > 0 {
+		return fmt.Sprintf("unresolved merge conflict at line %d", line), nil
+	}
 	return "", nil
+}
+
+// conflictAt returns the line of the first merge conflict git left in
+// body (a "<<<<<<< " line, then "=======", then a ">>>>>>> " line), or 0.
+func conflictAt(body []byte) int {
+	start, middle := 0, false
+	for i, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case bytes.HasPrefix(line, []byte("<<<<<<< ")):
+			start, middle = i+1, false
+		case start > 0 && string(line) == "=======":
+			middle = true
+		case start > 0 && middle && bytes.HasPrefix(line, []byte(">>>>>>> ")):
+			return start
+		}
+	}
+	return 0
 }
 
 // executable names the object format p is in (ELF, PE, Mach-O), or "",

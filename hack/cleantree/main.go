@@ -1,6 +1,7 @@
 // Command cleantree fails when git tracks a compiled binary (ELF, PE or
-// Mach-O) or a file over 1 MiB: build outputs belong in bin/, .work/ or
-// dist/, never in the repository. `make lint` runs it. The only exceptions
+// Mach-O), a file over 1 MiB (build outputs belong in bin/, .work/ or
+// dist/, never in the repository) or a file with a merge conflict git
+// left unresolved. `make lint` runs it. The only exceptions
 // are the paths listed in allowed.txt (test data that must be big), each
 // with its reason.
 //
@@ -60,7 +61,7 @@ func run(dir string, allowed map[string]bool, w io.Writer) error {
 		}
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d tracked file(s) are binaries or over %d bytes: `git rm --cached` them and ignore them in .gitignore (test data that must stay: hack/cleantree/allowed.txt, with a reason)", bad, MaxSize)
+		return fmt.Errorf("%d tracked file(s) are binaries, over %d bytes or hold a merge conflict: resolve conflicts; `git rm --cached` binaries and big files and ignore them in .gitignore (test data that must stay: hack/cleantree/allowed.txt, with a reason)", bad, MaxSize)
 	}
 	return nil
 }

@@ -68,6 +68,8 @@ func TestCleanTree(t *testing.T) {
 		{name: "small ELF", files: map[string][]byte{"main.go": []byte("package main\n"), "tfccm": elfBytes}, bad: []string{"tfccm: ELF executable"}},
 		{name: "over 1 MiB", files: map[string][]byte{"testdata/huge.json": big}, bad: []string{"testdata/huge.json: 1048577 bytes"}},
 		{name: "both", files: map[string][]byte{"a/b": elfBytes, "c": big}, bad: []string{"a/b: ELF", "c: 1048577 bytes"}},
+		{name: "merge conflict", files: map[string][]byte{"README.md": []byte("# t\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> branch\n")}, bad: []string{"README.md: unresolved merge conflict at line 2"}},
+		{name: "conflict-like text", files: map[string][]byte{"doc.md": []byte("<<<<<<< HEAD is how git marks\nno end here\n=======\n")}},
 		{name: "allowed", files: map[string][]byte{"testdata/huge.json": big}, allowed: map[string]bool{"testdata/huge.json": true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
