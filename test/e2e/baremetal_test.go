@@ -591,7 +591,7 @@ func warningsSince(ctx context.Context, t testing.TB, client kubernetes.Interfac
 	}
 	var out []string
 	for _, e := range evs.Items {
-		if e.Type == corev1.EventTypeWarning && !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) {
+		if e.Type == corev1.EventTypeWarning && !ipRepair(e) && !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) {
 			out = append(out, e.Reason+": "+e.Message)
 		}
 	}

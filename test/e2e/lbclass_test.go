@@ -154,7 +154,9 @@ func serviceWarnings(ctx context.Context, t *testing.T, client kubernetes.Interf
 	}
 	var out []string
 	for _, e := range events.Items {
-		out = append(out, e.Reason+": "+e.Message)
+		if !ipRepair(e) {
+			out = append(out, e.Reason+": "+e.Message)
+		}
 	}
 	return out
 }
