@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -218,9 +218,20 @@ test-terraform: build
 	TFCCM_TOFU=$(TERRAFORM) $(GO) test -count=1 -timeout 30m -run 'TestLoadBalancer$$|TestDriftRepair|TestRoutes$$' ./test/e2e/
 	$(GO) test -count=1 -run TestTerraformCompat ./lbhost/tfprovider/
 
-## bench: Go benchmarks and the ratio harness against raw tofu
+## bench: Go benchmarks and the ratio harness against raw tofu, and bench-runners (hack/bench.sh)
 bench: tools build
 	bash hack/bench.sh
+
+## bench-runners: TFCCM_BENCH_RUNNERS (200) Services at once on 3 real nodes, tofu in the CCM's pod
+## against runner Jobs at the same TFCCM_BENCH_PARALLELISM (6): ratio, per-run costs, apiserver writes
+## per apply and etcd bytes per workspace (docs/scale.md#runner-jobs); the lines to read start RUNNERS:
+TFCCM_BENCH_RUNNERS ?= 200
+TFCCM_BENCH_PARALLELISM ?= 6
+bench-runners: tools-nodes build image
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-bench-runners
+	rc=0; TFCCM_NODES=1 TFCCM_BENCH_RUNNERS=$(TFCCM_BENCH_RUNNERS) TFCCM_BENCH_PARALLELISM=$(TFCCM_BENCH_PARALLELISM) \
+		IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 150m -run '^TestRunnersVsInProcess$$' -v ./test/nodes/ || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-bench-runners || rc=1; exit $$rc
 
 ## demo: local control plane + local cloud + CCM + a LoadBalancer Service;
 ## SET=baremetal: the baremetal set on two LB hosts (sshd, HAProxy, keepalived) over SSH;

@@ -16,6 +16,10 @@
 #                           requests lost at 20 req/s; applies/Service per node change == 1
 #   baremetal l4 (nftables + conntrackd)   VRRP failover <= 3 s, <= 3 requests lost at
 #                           20 req/s, >= 95% of 50 long-lived connections alive after it
+#   runner Jobs on 3 real nodes (make bench-runners): 200 Services through runner
+#                           Jobs vs in-process at the same parallelism: ratio, pods per
+#                           apply, Job wall time, pod start, apiserver writes and etcd
+#                           bytes per apply (TFCCM_BENCH_RUNNERS=N, TFCCM_BENCH_PARALLELISM)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"
@@ -47,3 +51,7 @@ for wait in "" 0s; do
 	TFCCM_BENCH_BURST=${TFCCM_BENCH_BURST:-200} TFCCM_BENCH_ENSURE_WAIT=$wait \
 		go test -count=1 -timeout 40m -run '^TestBurstVsRawTofu$' -v ./test/e2e/ | grep -E 'BURST|CCM:|FAIL|ok ' || true
 done
+
+# Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
+echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"
+make --no-print-directory bench-runners | grep -E 'RUNNERS:|real nodes up|--- |^(ok|FAIL)|_test.go:[0-9]+: .*(want|fail|Error)' || true

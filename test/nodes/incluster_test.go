@@ -99,8 +99,22 @@ func installInCluster(t *testing.T, archive, layout string) *inCluster {
 // a packaged chart (.tgz); "" is the repository's chart.
 func installInClusterFrom(t *testing.T, archive, chart, layout string) *inCluster {
 	t.Helper()
+	ic := newInCluster(t, archive, 2)
+	values, err := inClusterValues(ic.c, ic.hosts, ic.ref, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic.install(t, chart, values)
+	return ic
+}
+
+// newInCluster starts a cluster of nodes nodes, imports the image, starts
+// the LB hosts and the router's sshd and creates the SSH key's Secret:
+// everything but the chart.
+func newInCluster(t *testing.T, archive string, nodes int) *inCluster {
+	t.Helper()
 	ctx := context.Background()
-	ic := &inCluster{c: ForTest(t, Options{Nodes: 2, HostRoute: true})}
+	ic := &inCluster{c: ForTest(t, Options{Nodes: nodes, HostRoute: true})}
 	ic.client = ic.c.Client()
 	var err error
 	if ic.ref, ic.imageID, err = ic.c.ImportImage(ctx, archive); err != nil {
@@ -124,14 +138,19 @@ func installInClusterFrom(t *testing.T, archive, chart, layout string) *inCluste
 	if err := worldReadable(ic.c.Cloud.InfraDir()); err != nil {
 		t.Fatal(err)
 	}
-	values, err := inClusterValues(ic.c, ic.hosts, ic.ref, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return ic
+}
+
+// install helm-installs chart ("" the repository's) as release tfccm
+// with values over the values files baseFiles, and uninstalls it when the
+// test ends.
+func (ic *inCluster) install(t *testing.T, chart, values string, baseFiles ...string) {
+	t.Helper()
+	var err error
 	if chart == "" {
-		ic.rel, err = harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+		ic.rel, err = harness.InstallChart(ic.c.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir(), baseFiles...)
 	} else {
-		ic.rel, err = harness.InstallChartFrom(ic.c.Kubeconfig(), "kube-system", "tfccm", chart, values, t.TempDir())
+		ic.rel, err = harness.InstallChartFrom(ic.c.Kubeconfig(), "kube-system", "tfccm", chart, values, t.TempDir(), baseFiles...)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +165,6 @@ func installInClusterFrom(t *testing.T, archive, chart, layout string) *inCluste
 			t.Logf("CCM pod log, last 80 lines:\n%s", ccmPodLogs(ic.client, 80))
 		}
 	})
-	return ic
 }
 
 // testCCMInCluster is TestCCMInClusterOnRealNodes with the chart's layout
@@ -304,6 +322,12 @@ const ccmSelector = "app.kubernetes.io/name=tfccm,app.kubernetes.io/instance=tfc
 // cloud config with the pod's paths, the local set's instance mapping for
 // the inventory, and the Secret and hostPath volumes.
 func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (string, error) {
+	return inClusterValuesLB(c, hosts, hosts.LBSettings(), ref, layout)
+}
+
+// inClusterValuesLB is inClusterValues with the load balancers' settings
+// lb (the hosts' LBSettings, changed).
+func inClusterValuesLB(c *Cluster, hosts *lbhosts.Hosts, lb map[string]any, ref, layout string) (string, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return "", err
@@ -312,7 +336,6 @@ func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (stri
 	if err != nil {
 		return "", err
 	}
-	lb := hosts.LBSettings()
 	lb["ssh_private_key_file"] = podKey
 	routes := hosts.RoutesSettings()
 	routes["ssh_private_key_file"] = podKey
