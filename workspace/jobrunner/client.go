@@ -17,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -186,32 +188,49 @@ func finished(job *batchv1.Job) bool {
 	return false
 }
 
-// waitJob polls the Job until it ended. When ctx ends (the engine
-// interrupts the command), the Job is deleted in the foreground: its
-// tofu gets SIGINT (the pod's grace period to save state and release its
-// lock) and waitJob returns once the pod is gone.
+// waitJob reads the Job whenever a watch of it sees a change (and every
+// watchPolls polls, or every poll once the watch ended) until it ended.
+// When ctx ends (the engine interrupts the command), the Job is deleted
+// in the foreground: its tofu gets SIGINT (the pod's grace period to save
+// state and release its lock) and waitJob returns once the pod is gone.
 func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) (*batchv1.Job, error) {
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
-	t := time.NewTicker(cfg.Poll)
+	poll := cfg.Poll
+	var changed <-chan watch.Event
+	w, err := jobs.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err == nil {
+		defer w.Stop()
+		changed, poll = w.ResultChan(), watchPolls*cfg.Poll
+	}
+	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, interrupt(client, cfg, name)
-		case <-t.C:
-		}
+		// Read first: the Job may have ended before the watch began.
 		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("Job %s/%s was deleted before it ended", cfg.Namespace, name)
-		case err != nil && ctx.Err() == nil:
-			continue // the apiserver may be briefly unreachable
 		case err == nil && finished(job):
 			podsEnded(ctx, client, cfg, name)
 			return job, nil
 		}
+		// else running, or the apiserver briefly unreachable
+		select {
+		case <-ctx.Done():
+			return nil, interrupt(client, cfg, name)
+		case _, ok := <-changed:
+			if !ok {
+				changed = nil
+				t.Reset(cfg.Poll)
+			}
+		case <-t.C:
+		}
 	}
 }
+
+// watchPolls is how many polls waitJob waits between reads while its
+// watch runs: a read then only backs up a watch event that went astray.
+const watchPolls = 10
 
 // podsEnded waits (up to the grace period) until no pod of Job name runs:
 // a Job fails as soon as its pod is deleted, while the pod's tofu may

@@ -48,7 +48,8 @@ type Config struct {
 	// Grace is the pod's termination grace period.
 	Deadline time.Duration `json:"deadline"`
 	Grace    time.Duration `json:"grace"`
-	// Poll is how often the stand-in reads its Job's status (default 1s).
+	// Poll is how often the stand-in reads its Job's status (default 1s;
+	// every 10 polls while a watch of the Job tells it of changes).
 	Poll time.Duration `json:"poll,omitempty"`
 	// Kubeconfig, when set, is how the stand-in reaches the apiserver;
 	// else in-cluster (KubeHost, KubePort: the CCM's
