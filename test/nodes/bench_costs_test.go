@@ -198,6 +198,9 @@ type runnerCosts struct {
 	in, out objectSizes // input and result Secrets
 	job     objectSizes // Job objects (as created)
 	pod     objectSizes // pod objects (as created)
+	// written sums the sizes of every version of a runner Job, pod and
+	// Secret seen (each a write of etcd): what the runs write there.
+	written int
 }
 
 type jobSeen struct{ created, deleted time.Time }
@@ -225,9 +228,17 @@ func watchRunnerCosts(ctx context.Context, client kubernetes.Interface) *runnerC
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.all[j.Name] = true
+			r.written += j.Size()
 			if lbOnly(j) {
 				r.jobs[j.Name] = &jobSeen{created: time.Now()}
 				r.job.add(j.Size())
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if j, ok := obj.(*batchv1.Job); ok {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.written += j.Size()
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -248,12 +259,16 @@ func watchRunnerCosts(ctx context.Context, client kubernetes.Interface) *runnerC
 	})
 	pod := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok || !lbOnly(p) {
+		if !ok {
 			return
 		}
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.written += p.Size()
+		if !lbOnly(p) {
+			return
+		}
 		s := r.pods[p.Name]
 		if s == nil {
 			s = &podSeen{cmd: p.Labels[jobrunner.LabelCommand], job: p.Labels["batch.kubernetes.io/job-name"], created: now}
@@ -281,6 +296,7 @@ func watchRunnerCosts(ctx context.Context, client kubernetes.Interface) *runnerC
 			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			r.written += s.Size()
 			switch name := s.Name; {
 			case strings.Contains(name, "-in-"):
 				r.in.add(s.Size())
@@ -307,7 +323,7 @@ func (r *runnerCosts) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.all, r.jobs, r.pods = map[string]bool{}, map[string]*jobSeen{}, map[string]*podSeen{}
-	r.in, r.out, r.job, r.pod = objectSizes{}, objectSizes{}, objectSizes{}, objectSizes{}
+	r.in, r.out, r.job, r.pod, r.written = objectSizes{}, objectSizes{}, objectSizes{}, objectSizes{}, 0
 }
 
 // allJobs is the number of runner Jobs of any workspace seen since reset.
@@ -368,9 +384,9 @@ func (r *runnerCosts) summary(n int) string {
 	runs := float64(len(r.pods))
 	return fmt.Sprintf("runner pods %d (%.2f per apply; by command %v; by node %v); Job wall (created to deleted) %s; "+
 		"pod start (created to tofu running) %s; pod run %s; per run: input Secrets %s, result Secrets %s, Job %s, pod %s; "+
-		"transient etcd bytes per apply %.0f",
+		"etcd bytes written by runner Jobs, pods and Secrets per apply %.0f (their creations alone %.0f)",
 		len(r.pods), runs/float64(n), cmds, nodes, durations(jobWall), durations(start), durations(run),
-		r.in, r.out, r.job, r.pod, float64(r.in.total+r.out.total+r.job.total+r.pod.total)/float64(n))
+		r.in, r.out, r.job, r.pod, float64(r.written)/float64(n), float64(r.in.total+r.out.total+r.job.total+r.pod.total)/float64(n))
 }
 
 // durations is the mean, median and 90th percentile of ds.
