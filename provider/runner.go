@@ -68,6 +68,7 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		PluginCache:    j.PluginCache,
 		HostNetwork:    j.HostNetwork,
 		SecretMounts:   j.SecretMounts,
+		WorkDir:        cfg.WorkDir,
 		Identity:       cfg.Identity(),
 		Tofu:           tofu,
 		Deadline:       timeout + 2*workspace.DefaultGracePeriod,

@@ -98,7 +98,7 @@ func (c *Config) client() (kubernetes.Interface, error) {
 // Run runs tofu args for the workspace in dir as a Job and returns tofu's
 // result; dir's carried files are then those the runner left.
 func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir string, args, env []string) (*result, error) {
-	ws := filepath.Base(dir)
+	ws := cfg.workspaceOf(dir)
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}

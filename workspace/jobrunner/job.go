@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"time"
@@ -37,6 +38,11 @@ type Config struct {
 	SecretMounts map[string]string `json:"secretMounts,omitempty"`
 	// PluginCache is the node directory shared as TF_PLUGIN_CACHE_DIR.
 	PluginCache string `json:"pluginCache"`
+	// WorkDir is the engine's work_dir: a command's workspace is its
+	// directory's path under it ("lb-...", or ".probes/lb-.../health" for a
+	// probe's copy), which names its Jobs; "" names it by the directory's
+	// base name.
+	WorkDir string `json:"workDir,omitempty"`
 	// Identity is the controller's identity (workspace.Options.Identity):
 	// Jobs carry its hash, so that controllers never adopt, wait for or
 	// unlock each other's runs.
@@ -95,6 +101,18 @@ func (c *Config) jobName(ws string) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return namePrefix + ownerHash(c.Identity) + "-" + hashOf(ws, 10) + "-" + hex.EncodeToString(b[:])
+}
+
+// workspaceOf is the workspace a command in dir runs for: dir's path
+// under WorkDir, so that directories of the same base name (every probe's
+// copy is "health") are different workspaces.
+func (c *Config) workspaceOf(dir string) string {
+	if c.WorkDir != "" {
+		if rel, err := filepath.Rel(c.WorkDir, dir); err == nil && filepath.IsLocal(rel) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.Base(dir)
 }
 
 // selector selects this controller's Jobs of workspace ws.

@@ -132,3 +132,26 @@ func TestLocksGone(t *testing.T) {
 		t.Error("failed pod: not gone")
 	}
 }
+
+// A command's workspace is its directory under the work dir: the probe
+// copies of two load balancers (both "health") are two workspaces, whose
+// Jobs neither wait for nor delete each other.
+func TestWorkspaceOf(t *testing.T) {
+	c := &Config{WorkDir: "/var/lib/tfccm"}
+	for _, tc := range []struct{ workDir, dir, want string }{
+		{"/var/lib/tfccm", "/var/lib/tfccm/lb-a", "lb-a"},
+		{"/var/lib/tfccm", "/var/lib/tfccm/.probes/lb-a/health", ".probes/lb-a/health"},
+		{"/var/lib/tfccm", "/elsewhere/lb-a", "lb-a"},
+		{"", "/var/lib/tfccm/.probes/lb-a/health", "health"},
+	} {
+		c.WorkDir = tc.workDir
+		if got := c.workspaceOf(tc.dir); got != tc.want {
+			t.Errorf("work dir %q, dir %q: workspace %q, want %q", tc.workDir, tc.dir, got, tc.want)
+		}
+	}
+	c.WorkDir = "/var/lib/tfccm"
+	a, b := c.workspaceOf("/var/lib/tfccm/.probes/lb-a/health"), c.workspaceOf("/var/lib/tfccm/.probes/lb-b/health")
+	if c.selector(a) == c.selector(b) {
+		t.Errorf("the probes of two load balancers select the same Jobs: %s", c.selector(a))
+	}
+}
