@@ -151,40 +151,32 @@ func (s objectSizes) String() string {
 	return fmt.Sprintf("%.0f B (max %d B, %d objects)", s.mean(), s.max, s.n)
 }
 
-// secretSizes are the sizes of kube-system's Secrets whose name starts
-// with prefix and holds contains.
-func secretSizes(t *testing.T, client kubernetes.Interface, prefix, contains string) objectSizes {
+// stateSizes are the sizes of the load balancers' workspaces' state
+// Secrets and lock Leases in kube-system (the kubernetes backend's
+// tfstate-default-lb-... and lock-tfstate-default-lb-...).
+func stateSizes(t *testing.T, client kubernetes.Interface) (state, locks objectSizes) {
 	t.Helper()
-	list, err := client.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	ctx := context.Background()
+	secrets, err := client.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s objectSizes
-	for i := range list.Items {
-		sec := &list.Items[i]
-		if strings.HasPrefix(sec.Name, prefix) && strings.Contains(sec.Name, contains) {
-			s.add(sec.Size())
-		}
-	}
-	return s
-}
-
-// leaseSizes are the sizes of kube-system's Leases whose name starts with
-// prefix and holds contains.
-func leaseSizes(t *testing.T, client kubernetes.Interface, prefix, contains string) objectSizes {
-	t.Helper()
-	list, err := client.CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{})
+	leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s objectSizes
-	for i := range list.Items {
-		l := &list.Items[i]
-		if strings.HasPrefix(l.Name, prefix) && strings.Contains(l.Name, contains) {
-			s.add(l.Size())
+	add := func(s *objectSizes, name, prefix string, size int) {
+		if strings.HasPrefix(name, prefix+"lb-") {
+			s.add(size)
 		}
 	}
-	return s
+	for i := range secrets.Items {
+		add(&state, secrets.Items[i].Name, "tfstate-default-", secrets.Items[i].Size())
+	}
+	for i := range leases.Items {
+		add(&locks, leases.Items[i].Name, "lock-tfstate-default-", leases.Items[i].Size())
+	}
+	return state, locks
 }
 
 // runnerCosts records, from informers on runner Jobs, pods and Secrets,

@@ -243,8 +243,7 @@ func runBench(t *testing.T, client kubernetes.Interface, mode string, n int, obs
 	r.writes = apiserverWrites(t, client).minus(before).lessIdle(idle, benchIdle, time.Since(start))
 	// The load balancers' workspaces ("lb-..."): the burst's own, as the
 	// previous burst's were destroyed with their Services.
-	r.state = secretSizes(t, client, "tfstate-default-", "lb-")
-	r.locks = leaseSizes(t, client, "lock-tfstate-default-", "lb-")
+	r.state, r.locks = stateSizes(t, client)
 	return r
 }
 
