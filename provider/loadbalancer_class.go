@@ -145,8 +145,8 @@ func (c *classLoop) serviceChanged(oldObj, newObj any) {
 		return
 	}
 	if old, ok := oldObj.(*corev1.Service); ok && !renderedServiceChanged(old, svc) &&
-		old.DeletionTimestamp.Equal(svc.DeletionTimestamp) && slices.Equal(old.Finalizers, svc.Finalizers) {
-		return // a status write (tfccm's own, among others)
+		old.DeletionTimestamp.Equal(svc.DeletionTimestamp) && slices.Equal(withClassFinalizer(old.Finalizers), svc.Finalizers) {
+		return // a status write or the class finalizer added (tfccm's own writes, among others)
 	}
 	key, err := cache.MetaNamespaceKeyFunc(svc)
 	if err != nil {
@@ -156,6 +156,15 @@ func (c *classLoop) serviceChanged(oldObj, newObj any) {
 	c.nodesOnly[key] = false // a full sync, whatever else queues it before it runs
 	c.mu.Unlock()
 	c.queue.Add(key)
+}
+
+// withClassFinalizer is finalizers with the class finalizer appended when
+// missing: adding it is what ensure does first, and needs no sync of its own.
+func withClassFinalizer(finalizers []string) []string {
+	if slices.Contains(finalizers, annotations.ClassFinalizer) {
+		return finalizers
+	}
+	return append(slices.Clone(finalizers), annotations.ClassFinalizer)
 }
 
 // serviceDeleted forgets what the loop recorded about a deleted Service.

@@ -24,8 +24,9 @@ import (
 
 // Backend health (tfccm.io/Degraded): every health interval, each applied
 // load balancer workspace whose template module carries a health module
-// (templates.HealthDir) is probed — a read-only plan of that module with
-// the workspace's inputs, no apply, no state lock — and its `backends`
+// (templates.HealthDir) is probed — a refresh-only apply of that module
+// with the workspace's inputs into a state of its own, which creates,
+// changes and destroys nothing and takes no state lock — and its `backends`
 // output becomes the Service's Degraded condition and the backends gauges.
 // Workspaces of sets without a health module are never probed and get no
 // Degraded condition. Only a changed condition is written (server-side

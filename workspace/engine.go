@@ -44,6 +44,8 @@ type Engine struct {
 	// processed again afterwards, failed ones come back after retries' delay.
 	queue   workqueue.TypedRateLimitingInterface[string]
 	retries *retryBackoff
+	// budget is the tofu slots passes and probes share (budget.go).
+	budget *budget
 	// driftCheck is called for each workspace in a drift round
 	// (Reconcile; tests replace it).
 	driftCheck func(name string)
@@ -122,6 +124,7 @@ func New(opts Options) (*Engine, error) {
 		retries:     newRetryBackoff(opts.Backoff),
 		ws:          map[string]*entry{},
 		done:        make(chan struct{}),
+		budget:      newBudget(opts.Parallelism),
 	}
 	if opts.Catalog != nil {
 		e.catalog = &catalog{e: e, spec: opts.Catalog}

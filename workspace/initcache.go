@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path"
@@ -55,13 +56,7 @@ const (
 // at the top: the backend block), with the tofu binary and CLI config
 // that resolve them. Workspaces rendered from one template share it.
 func (e *Engine) initCacheKey(spec *Spec) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "tfccm init cache v1\nbinary %q\ncli-config %q\n", e.opts.Binary, e.opts.CLIConfigFile)
-	if e.opts.CLIConfigFile != "" {
-		if b, err := os.ReadFile(e.opts.CLIConfigFile); err == nil {
-			h.Write(b)
-		}
-	}
+	h := e.initKeyHash("workspace")
 	for _, p := range spec.Paths() {
 		if isVarFile(p) || (!strings.Contains(p, "/") && strings.HasPrefix(path.Base(p), "tfccm_")) {
 			continue
@@ -70,6 +65,52 @@ func (e *Engine) initCacheKey(spec *Spec) string {
 		h.Write(spec.Files[p])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// probeInitKey names the provider set of a probe's copy in dir: its
+// module's regular files (not the linked inputs, not tofu's dot files).
+// Copies of one template's module share it.
+func (e *Engine) probeInitKey(dir string) (string, error) {
+	h := e.initKeyHash("probe")
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || d.Name() == probeStateFile || d.Name() == probeStateFile+".backup" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "file %q %d\n", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// initKeyHash starts a key: what resolves providers (the binary and its
+// CLI configuration) for a kind of directory.
+func (e *Engine) initKeyHash(kind string) hash.Hash {
+	h := sha256.New()
+	fmt.Fprintf(h, "tfccm init cache v2 %s\nbinary %q\ncli-config %q\n", kind, e.opts.Binary, e.opts.CLIConfigFile)
+	if e.opts.CLIConfigFile != "" {
+		if b, err := os.ReadFile(e.opts.CLIConfigFile); err == nil {
+			h.Write(b)
+		}
+	}
+	return h
 }
 
 // initCacheEntry is the directory of key's shared lock file.

@@ -31,24 +31,7 @@ func TestInitSharesLockFile(t *testing.T) {
 	plugins := t.TempDir()
 	e := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig, PluginCacheDir: plugins})
 	template := func(extra string) map[string][]byte {
-		return map[string][]byte{"main.tf": []byte(`terraform {
-  required_providers {
-    lbhost = { source = "tfccm/lbhost" }
-  }
-}
-
-provider "lbhost" {
-  netns = "tfccm-none"
-}
-
-variable "n" {
-  type = number
-}
-
-resource "terraform_data" "x" {
-  input = "${var.n}` + extra + `"
-}
-`)}
+		return map[string][]byte{"main.tf": []byte(preparedModule + extra)}
 	}
 	apply := func(name, extra string) string {
 		t.Helper()
@@ -108,7 +91,7 @@ resource "terraform_data" "x" {
 	}
 
 	// A changed module: a key and an entry of its own, not seeded.
-	other := apply("c", "-changed")
+	other := apply("c", "\n# changed\n")
 	if other == key {
 		t.Fatal("a changed module has the same key")
 	}

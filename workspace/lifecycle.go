@@ -219,6 +219,10 @@ func (e *Engine) decide(en *entry, now time.Time) (pass, verdict, time.Time) {
 // process brings one workspace to its newest desired state: decide, run,
 // settle.
 func (e *Engine) process(ctx context.Context, name string) {
+	if err := e.budget.acquirePass(ctx); err != nil {
+		return // shutting down: Start drops the queued work
+	}
+	defer e.budget.release()
 	e.mu.Lock()
 	en := e.entry(name)
 	now := time.Now()

@@ -18,6 +18,9 @@ const (
 	resultCanceled = "canceled"
 	resultNoop     = "noop"
 	resultRefused  = "refused"
+	// resultPrepared: an init that did not run, the workspace started from
+	// its template's prepared .terraform (prepared.go).
+	resultPrepared = "prepared"
 )
 
 var (
@@ -26,7 +29,7 @@ var (
 	operationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "operations_total",
-		Help:           "Terraform operations run by the workspace engine, by operation and result (success, error, locked, canceled, noop, refused).",
+		Help:           "Terraform operations run by the workspace engine, by operation and result (success, error, locked, canceled, noop, refused; prepared: an init a prepared .terraform made unnecessary).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"operation", "result"})
 	// operationDuration observes the wall time of each tofu operation.

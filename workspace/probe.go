@@ -14,25 +14,28 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
 )
 
 // Probes: a workspace may carry a read-only root module of its own in a
-// subdirectory (a load balancer's health/ module). Probe plans it and
-// returns its outputs. A probe never applies, never takes or waits for a
-// state lock and never touches the workspace's state: the module has no
-// backend (an empty local state) and only data sources, which a plan reads.
-// It runs beside the engine's passes, not in its queue, in a copy of the
-// module of its own (<work dir>/.probes/<workspace>/<module>: its
-// .terraform and plan file), so the workspace directory never changes.
+// subdirectory (a load balancer's health/ module). Probe reads it with one
+// refresh-only apply (the data sources read, the outputs evaluated, no
+// configuration applied: nothing is ever created, changed or destroyed)
+// and returns its outputs. A probe never takes or waits for a state lock
+// and never touches the workspace's state: the module has no backend and
+// only data sources; its own local state lives for one probe. It runs
+// beside the engine's passes, not in its queue but within its budget of
+// tofu processes (budget.go), in a copy of the module of its own
+// (<work dir>/.probes/<workspace>/<module>: its .terraform and state), so
+// the workspace directory never changes.
 
 // probesDir holds the probes' copies of their modules, in the work dir.
 const probesDir = ".probes"
 
-// probePlanFile is the saved plan of a probe, inside its copy.
-const probePlanFile = ".tfccm-probe.plan"
+// probeStateFile is the local state a probe's refresh writes in its copy
+// (the module has no backend), removed after each probe.
+const probeStateFile = "terraform.tfstate"
 
 // maxProbeTime bounds each of a probe's commands.
 const maxProbeTime = time.Minute
@@ -43,7 +46,7 @@ var ErrNoProbe = errors.New("workspace has no such module")
 // probes serializes the probes of one module.
 var probes sync.Map // copy dir -> *sync.Mutex
 
-// Probe plans the root module in subdirectory module of workspace name
+// Probe reads the root module in subdirectory module of workspace name
 // and returns its outputs' values. inputs names a file of the workspace's
 // own (its generated *.auto.tfvars, "" for none) that the module reads too:
 // it is linked into the copy under the same name, so init (which may need
@@ -55,6 +58,11 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 	mu, _ := probes.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	// A probe runs in the engine's budget, after the passes (budget.go).
+	if err := e.budget.acquireProbe(ctx, e.queue.Len, probeMaxWait); err != nil {
+		return nil, fmt.Errorf("probe %s/%s: %w", name, module, err)
+	}
+	defer e.budget.release()
 	if !hasConfig(src) {
 		_ = os.RemoveAll(filepath.Join(e.opts.WorkDir, probesDir, name))
 		return nil, ErrNoProbe // none, or removed by a newer spec
@@ -74,55 +82,74 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 	}
 	r := &runner{e: e, dir: dir, scrub: e.scrub}
 	if !exists(filepath.Join(dir, ".terraform")) {
-		if err := r.probeInit(ctx); err != nil {
+		if err := r.probeInit(ctx, true); err != nil {
 			return nil, err
 		}
 	}
-	opts := []tfexec.PlanOption{tfexec.Out(probePlanFile), tfexec.Lock(false)}
-	defer os.Remove(filepath.Join(dir, probePlanFile))
-	err := r.probeCommand(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
-		_, err := tf.Plan(ctx, opts...)
-		return err
-	})
+	// One refresh-only apply: it reads the data sources and writes the
+	// outputs into the copy's own local state, and never creates, changes
+	// or destroys anything (refresh-only applies no configuration change).
+	// The state is removed again below, as the plan file was before: it
+	// holds what the data sources read.
+	defer removeProbeState(dir)
+	refresh := func(ctx context.Context, tf *tfexec.Terraform) error {
+		return tf.Apply(ctx, tfexec.RefreshOnly(true), tfexec.Lock(false))
+	}
+	err := r.probeCommand(ctx, "refresh", refresh)
 	var perr *Error
 	if errors.As(err, &perr) && perr.Reinit {
 		if rerr := os.Remove(filepath.Join(dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return nil, err
 		}
-		if err := r.probeInit(ctx); err != nil {
+		if err := r.probeInit(ctx, false); err != nil {
 			return nil, err
 		}
-		err = r.probeCommand(ctx, "plan", func(ctx context.Context, tf *tfexec.Terraform) error {
-			_, err := tf.Plan(ctx, opts...)
-			return err
-		})
+		err = r.probeCommand(ctx, "refresh", refresh)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var plan *tfjson.Plan
-	if err := r.probeCommand(ctx, "show", func(ctx context.Context, tf *tfexec.Terraform) error {
+	outputs, err := r.probeOutputs(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	for k, o := range outputs {
+		if o.Sensitive {
+			continue
+		}
+		out[k] = o.Value
+	}
+	return out, nil
+}
+
+// probeOutputs reads the outputs a probe's refresh wrote: from its local
+// state file, or, when that is encrypted (terraform.encryption), with
+// `tofu output -json`.
+func (r *runner) probeOutputs(ctx context.Context, dir string) (map[string]outputMeta, error) {
+	if o, err := localStateOutputs(filepath.Join(dir, probeStateFile)); err == nil {
+		return o, nil
+	}
+	var got map[string]tfexec.OutputMeta
+	if err := r.probeCommand(ctx, "output", func(ctx context.Context, tf *tfexec.Terraform) error {
 		var err error
-		plan, err = tf.ShowPlanFile(ctx, probePlanFile)
+		got, err = tf.Output(ctx)
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	out := map[string]json.RawMessage{}
-	if plan.PlannedValues == nil {
-		return out, nil
-	}
-	for k, o := range plan.PlannedValues.Outputs {
-		if o == nil || o.Sensitive {
-			continue
-		}
-		b, err := json.Marshal(o.Value)
-		if err != nil {
-			return nil, fmt.Errorf("probe %s/%s: output %s: %w", name, module, k, err)
-		}
-		out[k] = b
+	out := make(map[string]outputMeta, len(got))
+	for k, v := range got {
+		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
 	}
 	return out, nil
+}
+
+// removeProbeState deletes what a probe's refresh left in its copy.
+func removeProbeState(dir string) {
+	for _, f := range []string{probeStateFile, probeStateFile + ".backup"} {
+		_ = os.Remove(filepath.Join(dir, f))
+	}
 }
 
 // syncProbe makes dir a copy of the module files in src (regular files;
@@ -194,14 +221,29 @@ func hasConfig(dir string) bool {
 	return false
 }
 
-func (r *runner) probeInit(ctx context.Context) error {
-	return r.probeCommand(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
+// probeInit initializes a probe's copy: a fresh one from the prepared
+// .terraform of copies of the same module (prepared.go) when there is
+// one, else with tofu init, whose result is then shared.
+func (r *runner) probeInit(ctx context.Context, fresh bool) error {
+	key, err := r.e.probeInitKey(r.dir)
+	if err != nil {
+		return &Error{Op: "probe init", Summary: err.Error()}
+	}
+	if fresh && r.e.seedLockFile(r.dir, key) && r.e.seedPrepared(r.dir, key, nil) {
+		operationsTotal.WithLabelValues("probe_init", resultPrepared).Inc()
+		return nil
+	}
+	unlinkPrepared(r.dir)
+	if err := r.probeCommand(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.Init(ctx, tfexec.Upgrade(false))
-	})
+	}); err != nil {
+		return err
+	}
+	r.e.keepLockFile(r.dir, key)
+	r.e.keepPrepared(r.dir, key, nil)
+	return nil
 }
 
-// probeCommand runs one command of a probe: bounded in time, counted in
-// the engine's metrics as probe_<op>, failures as a scrubbed *Error.
 func (r *runner) probeCommand(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
 	limit := maxProbeTime
 	if t := r.e.opts.Timeout; t > 0 && t < limit {

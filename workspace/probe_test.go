@@ -19,11 +19,19 @@ const probeModule = `variable "n" {
 output "twice" {
   value = var.n * 2
 }
+
+# A managed resource a probe must never create: a probe is a refresh, not
+# an apply of the configuration.
+resource "terraform_data" "never" {
+  provisioner "local-exec" {
+    command = "touch applied-by-probe"
+  }
+}
 `
 
-// TestProbe: a workspace's read-only module is planned with the
-// workspace's own inputs, its outputs returned, nothing applied and no
-// state written; a workspace without the module says so.
+// TestProbe: a workspace's read-only module is refreshed with the
+// workspace's own inputs, its outputs returned, nothing applied (not even
+// the managed resource it declares) and no state left behind; a workspace without the module says so.
 func TestProbe(t *testing.T) {
 	e := newTestEngine(t, Options{})
 	spec := testSpec("probed", 21, 0)
@@ -46,7 +54,7 @@ func TestProbe(t *testing.T) {
 		t.Errorf("the workspace's health/ holds %v after probes, want %v", got, want)
 	}
 	copyDir := filepath.Join(e.opts.WorkDir, probesDir, "probed", "health")
-	for _, f := range []string{"terraform.tfstate", probePlanFile} {
+	for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup", "applied-by-probe"} {
 		if _, err := os.Stat(filepath.Join(copyDir, f)); err == nil {
 			t.Errorf("the probe left %s behind", f)
 		}

@@ -45,10 +45,18 @@ type runner struct {
 // then selects (creating if needed) the spec's Terraform workspace. A
 // workspace without a lock file starts from the one its template's
 // earlier inits share (initcache.go); one that does not fit is dropped
-// and init runs again without it.
+// and init runs again without it. A fresh workspace whose template has a
+// prepared .terraform (prepared.go) starts from that instead, and init
+// does not run at all.
 func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	key := r.e.initCacheKey(spec)
+	fresh := !migrate && !r.reinited && !exists(filepath.Join(r.dir, ".terraform"))
 	seeded := !r.reinited && r.e.seedLockFile(r.dir, key)
+	if fresh && seeded && r.e.seedPrepared(r.dir, key, spec) {
+		operationsTotal.WithLabelValues("init", resultPrepared).Inc()
+		return nil
+	}
+	unlinkPrepared(r.dir)
 	err := r.initDir(ctx, spec, migrate)
 	if err != nil && seeded && !r.reinited && ctx.Err() == nil {
 		klog.InfoS("Init with the shared dependency lock file failed; dropping it and running init without it", "workspace", spec.Name, "err", err)
@@ -60,6 +68,7 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	}
 	if err == nil {
 		r.e.keepLockFile(r.dir, key)
+		r.e.keepPrepared(r.dir, key, spec)
 	}
 	return err
 }

@@ -89,7 +89,8 @@ func TestBurstVsRawTofu(t *testing.T) {
 	}
 	applies, failed, engineOps := engineApplies(t, cluster, ccm)
 	warnings := syncWarnings(t, client)
-	t.Logf("CCM: %d Services to ingress in %s; %d applies, %d failed", n, ccmTime.Round(10*time.Millisecond), applies, failed)
+	t.Logf("CCM: %d Services to ingress in %s; %d applies, %d failed; tofu per workspace %s (%s), slots busy %.0f%%", n, ccmTime.Round(10*time.Millisecond), applies, failed,
+		(sumOps(engineOps) / time.Duration(n)).Round(time.Millisecond), perWorkspace(engineOps, n), 100*sumOps(engineOps).Seconds()/(burstParallelism*ccmTime.Seconds()))
 	if failed > 0 {
 		t.Errorf("%d applies failed under the burst", failed)
 	}
@@ -116,6 +117,11 @@ func TestBurstVsRawTofu(t *testing.T) {
 		waitServiceDeleted(t, client, name, 10*time.Minute)
 	}
 	ccm.Stop()
+	// Every Service's load balancer is gone from the cloud, not only the
+	// Services: the raw run below re-creates them at the same addresses.
+	if left := cloud.LBObjects(); len(left) > 0 {
+		t.Fatalf("load balancer objects left in the cloud after every Service was deleted: %v", left)
+	}
 
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
 	tofu := repo.Tofu(t)
