@@ -1,8 +1,11 @@
 package workspace
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +32,32 @@ func removeKubernetesState(ctx context.Context, b BackendInfo) error {
 		return fmt.Errorf("delete lock lease %s/lock-%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// kubernetesStateOutputs reads the root outputs of the default
+// workspace's state straight from the kubernetes backend's state Secret
+// (one GET, where `tofu output` is a process, or with runners a Job). A
+// state that is not plain (encrypted: terraform.encryption) is an error,
+// and tofu reads it instead.
+func kubernetesStateOutputs(ctx context.Context, b BackendInfo) (map[string]outputMeta, error) {
+	client, ns, suffix, err := kubernetesBackendClient(b)
+	if err != nil {
+		return nil, err
+	}
+	name := "tfstate-default-" + suffix
+	secret, err := client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("state secret %s/%s: %w", ns, name, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(secret.Data["tfstate"]))
+	if err != nil {
+		return nil, fmt.Errorf("state secret %s/%s: %w", ns, name, err)
+	}
+	doc, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("state secret %s/%s: %w", ns, name, err)
+	}
+	return stateOutputs(doc)
 }
 
 // unlockKubernetesLease releases the kubernetes backend's lock Lease held

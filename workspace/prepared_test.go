@@ -203,6 +203,10 @@ func TestPreparedInitKubernetes(t *testing.T) {
 	if n := count(calls(), "init"); n != 1 {
 		t.Errorf("%d inits for two workspaces of one template, want 1 (calls %v)", n, calls())
 	}
+	// The outputs came from the state Secrets, not from tofu.
+	if n := count(calls(), "output"); n != 0 {
+		t.Errorf("%d tofu output runs, want 0: outputs are read from the state Secret (calls %v)", n, calls())
+	}
 	for i, name := range []string{"prep-a", "prep-b"} {
 		secret, err := c.Client().CoreV1().Secrets("default").Get(t.Context(), "tfstate-default-"+name, metav1.GetOptions{})
 		if err != nil {

@@ -100,6 +100,11 @@ func localStateOutputs(path string) (map[string]outputMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
+	return stateOutputs(b)
+}
+
+// stateOutputs reads the outputs of a plain (not encrypted) state document.
+func stateOutputs(b []byte) (map[string]outputMeta, error) {
 	var st struct {
 		Version int                   `json:"version"`
 		Outputs map[string]outputMeta `json:"outputs"`

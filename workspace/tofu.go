@@ -303,7 +303,8 @@ func (r *runner) pushErrored(ctx context.Context) error {
 }
 
 // outputs reads root outputs: from the state file for the local backend
-// (no process), else with `tofu output -json`.
+// and from the state Secret for the kubernetes backend (no process; an
+// encrypted state Secret is read by tofu), else with `tofu output -json`.
 func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta, error) {
 	if isLocal(spec.Backend) && !spec.namedWorkspace() && spec.BackendConfig["path"] == "" {
 		p := localStatePath(r.dir, spec.Backend)
@@ -315,6 +316,13 @@ func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta
 			return nil, &Error{Op: "output", Summary: err.Error()}
 		}
 		return o, nil
+	}
+	if spec.Backend.Type == "kubernetes" && !spec.namedWorkspace() {
+		o, err := kubernetesStateOutputs(ctx, spec.Backend)
+		if err == nil {
+			return o, nil
+		}
+		klog.V(2).InfoS("Reading outputs with tofu: the state Secret cannot be read directly", "workspace", spec.Name, "reason", r.scrub.Scrub(err.Error()))
 	}
 	got, err := stepResult(ctx, r, "output", func(ctx context.Context, tf *tfexec.Terraform) (map[string]tfexec.OutputMeta, error) {
 		return tf.Output(ctx)
