@@ -295,6 +295,10 @@ func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	f := readHosted(ctx, r.c, resp, "lbhost_frontend "+prior.Name, func(h *host.Host) (*haproxy.Frontend, error) {
 		return h.ReadFrontend(ctx, prior.Name)
+	}, func() diag.Diagnostics {
+		inert := prior
+		inert.Ports = []portModel{} // no port of it is served
+		return resp.State.Set(ctx, &inert)
 	})
 	if f == nil {
 		return

@@ -241,6 +241,10 @@ func (r *l4FrontendResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	c := readHosted(ctx, r.c, resp, "lbhost_l4_frontend "+prior.Name, func(h *host.Host) (*l4.Config, error) {
 		return h.ReadL4(ctx, prior.Name)
+	}, func() diag.Diagnostics {
+		inert := prior
+		inert.Ports = []l4PortModel{} // no port of it is forwarded
+		return resp.State.Set(ctx, &inert)
 	})
 	if c == nil {
 		return
