@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -118,9 +119,10 @@ func TestBurstVsRawTofu(t *testing.T) {
 	}
 	ccm.Stop()
 	// Every Service's load balancer is gone from the cloud, not only the
-	// Services: the raw run below re-creates them at the same addresses.
+	// Services (their finalizers removed): the raw run below re-creates
+	// them at the same addresses.
 	if left := cloud.LBObjects(); len(left) > 0 {
-		t.Fatalf("load balancer objects left in the cloud after every Service was deleted: %v", left)
+		t.Fatalf("load balancer objects left in the cloud after every Service was deleted: %v\n%s", left, leakedLog(ccm.Log(), cloud.StateDir, left))
 	}
 
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
@@ -299,4 +301,30 @@ func copyRendered(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// leakedLog is the CCM's log lines that name the workspace of each
+// leaked load balancer object: "fragments/<cluster>_<lb name>.cfg", or
+// "claims/<address>" holding "<cluster>_<lb name>" (".6" appended for
+// IPv6), in the cloud's stateDir; the workspace is "lb-<lb name>".
+func leakedLog(log, stateDir string, objects []string) string {
+	var b strings.Builder
+	for _, o := range objects {
+		owner := strings.TrimSuffix(path.Base(o), ".cfg")
+		if strings.HasPrefix(o, "claims/") {
+			data, _ := os.ReadFile(filepath.Join(stateDir, o))
+			if f := strings.Fields(string(data)); len(f) > 0 {
+				owner = f[0]
+			}
+		}
+		_, lb, _ := strings.Cut(strings.TrimSuffix(owner, ".6"), "_")
+		ws := "lb-" + lb
+		fmt.Fprintf(&b, "CCM log lines naming %s (%s):\n", ws, o)
+		for line := range strings.Lines(log) {
+			if strings.Contains(line, ws) {
+				b.WriteString(line)
+			}
+		}
+	}
+	return b.String()
 }
