@@ -11,8 +11,8 @@ import (
 )
 
 // Drift is a fragment on the host that lbhost cannot read back (edited by
-// hand or truncated): the caller treats the load balancer as missing so
-// the next apply writes it again.
+// hand or truncated) or that HAProxy has not loaded: not in effect, so the
+// next apply writes it again, but there, so a destroy must still remove it.
 type Drift struct{ Reason string }
 
 func (d *Drift) Error() string { return "fragment changed outside lbhost: " + d.Reason }
@@ -73,10 +73,11 @@ func (h *Host) ApplyFrontend(ctx context.Context, f haproxy.Frontend) error {
 		return fmt.Errorf("%s: read %s: %w", h.T, file, err)
 	}
 	if exists && bytes.Equal(old, data) {
-		if live, err := h.live(ctx, f); err != nil || live {
-			return err
+		if live, err := h.live(ctx, f); err == nil && live {
+			return nil
 		}
-		// Written by an apply whose reload failed: reload now.
+		// Written by an apply whose reload failed (or HAProxy could not
+		// tell): reload now.
 	}
 	var prev *haproxy.Frontend
 	if exists {
@@ -181,11 +182,16 @@ func (h *Host) check(ctx context.Context) error {
 }
 
 // live reports whether the running HAProxy worker has every backend of f.
-// An unreachable master CLI is an error.
+// An unreachable master CLI is an error, and so is an answer that is not
+// a backend list: while HAProxy reloads, the master may close the
+// connection without an answer, which says nothing about f.
 func (h *Host) live(ctx context.Context, f haproxy.Frontend) (bool, error) {
 	out, err := h.masterCLI(ctx, "@1 show backend")
 	if err != nil {
 		return false, err
+	}
+	if !strings.HasPrefix(out, "# name\n") {
+		return false, fmt.Errorf("%s: HAProxy's show backend answered %q", h.T, firstLine(out))
 	}
 	have := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {

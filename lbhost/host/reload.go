@@ -38,13 +38,16 @@ func (h *Host) masterCLI(ctx context.Context, cmd string) (string, error) {
 	return string(out), nil
 }
 
-// workers returns the pids of the current (not old) workers.
+// workers returns the pids of the current (not old) workers. An answer
+// without the master's own line (the master may close the connection
+// without an answer while it reloads) is an error, not "no workers".
 func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
 	out, err := h.masterCLI(ctx, "show proc")
 	if err != nil {
 		return nil, err
 	}
 	pids := map[string]bool{}
+	master := false
 	section := ""
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -54,9 +57,13 @@ func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
 			continue
 		}
 		f := strings.Fields(line)
+		master = master || len(f) >= 2 && f[1] == "master"
 		if section == "# workers" && len(f) >= 2 && f[1] == "worker" {
 			pids[f[0]] = true
 		}
+	}
+	if !master {
+		return nil, fmt.Errorf("%s: HAProxy's show proc answered %q", h.T, firstLine(out))
 	}
 	return pids, nil
 }

@@ -77,7 +77,7 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 		Description: "An HAProxy load balancer on the host: for each port a TCP frontend binding `address:port` and a backend " +
 			"with every entry of `backends` as a server at the port's `node_port`. Written as `fragments/<name>.cfg`, checked with " +
 			"`haproxy -c` before a graceful reload (a rejected configuration is rolled back: the running load balancer never changes). " +
-			"Every argument but `name` changes in place. Read parses the fragment on the host, so an edited or removed fragment is a diff. " +
+			"Every argument but `name` changes in place. Read parses the fragment on the host, so an edited or removed fragment is a diff; one that cannot be parsed or that HAProxy has not loaded reads as serving no port (an update, and a destroy still removes it). " +
 			"Import with the name: `tofu import lbhost_frontend.x <name>`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -295,6 +295,10 @@ func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	f := readHosted(ctx, r.c, resp, "lbhost_frontend "+prior.Name, func(h *host.Host) (*haproxy.Frontend, error) {
 		return h.ReadFrontend(ctx, prior.Name)
+	}, func() diag.Diagnostics {
+		inert := prior
+		inert.Ports = []portModel{} // no port of it is served
+		return resp.State.Set(ctx, &inert)
 	})
 	if f == nil {
 		return

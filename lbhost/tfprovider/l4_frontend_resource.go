@@ -72,7 +72,7 @@ func (r *l4FrontendResource) Schema(_ context.Context, _ resource.SchemaRequest,
 			"keeps each connection on its backend. Packets are forwarded, not proxied: backends see the client's own address unless " +
 			"`snat` is on, and replies must come back through the host. Written as `l4/<name>.json`; apply waits until the router " +
 			"has loaded it. Every argument but `name` changes in place. Read reports an edited or removed config and a table the " +
-			"router has not loaded. SCTP ports are refused (at plan) on a host whose kernel lacks SCTP. Import with the name.",
+			"router has not loaded (as forwarding no port: an update, and a destroy still removes the config). SCTP ports are refused (at plan) on a host whose kernel lacks SCTP. Import with the name.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The name.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -241,6 +241,10 @@ func (r *l4FrontendResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	c := readHosted(ctx, r.c, resp, "lbhost_l4_frontend "+prior.Name, func(h *host.Host) (*l4.Config, error) {
 		return h.ReadL4(ctx, prior.Name)
+	}, func() diag.Diagnostics {
+		inert := prior
+		inert.Ports = []l4PortModel{} // no port of it is forwarded
+		return resp.State.Set(ctx, &inert)
 	})
 	if c == nil {
 		return

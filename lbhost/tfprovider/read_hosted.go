@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
 	"github.com/tfccm/tfccm/lbhost/host"
@@ -16,9 +17,13 @@ import (
 // readHosted is the Read shared by the resources whose object is a file
 // on the host (lbhost_frontend, lbhost_l4_frontend): the object as the
 // host has it, or nil when Read is done: the host unreachable (the prior
-// state kept, with a warning), an error, or the object gone or drifted
-// (the state removed, so the next apply writes it again).
-func readHosted[C any](ctx context.Context, c *conn, resp *resource.ReadResponse, summary string, read func(*host.Host) (*C, error)) *C {
+// state kept, with a warning), an error, the object gone (the state
+// removed, so the next apply writes it again), or the object on the host
+// but drifted (unreadable, or not in effect). A drifted object stays in
+// state as inert sets it, in effect nothing, so the next apply writes it
+// again and a destroy still removes it: removed from state, a destroy
+// would leave it on the host.
+func readHosted[C any](ctx context.Context, c *conn, resp *resource.ReadResponse, summary string, read func(*host.Host) (*C, error), inert func() diag.Diagnostics) *C {
 	h, err := c.host(ctx)
 	if keptUnreachable(&resp.Diagnostics, summary, err) {
 		return nil
@@ -32,15 +37,17 @@ func readHosted[C any](ctx context.Context, c *conn, resp *resource.ReadResponse
 	switch {
 	case errors.As(err, &drift):
 		resp.Diagnostics.AddWarning(summary+" changed on the host", drift.Error()+"; the next apply writes it again")
+		resp.Diagnostics.Append(inert()...)
 	case errors.As(err, &l4drift):
 		resp.Diagnostics.AddWarning(summary+" is not in effect on the host", l4drift.Error()+"; the next apply writes it again")
+		resp.Diagnostics.Append(inert()...)
 	case err != nil:
 		addError(&resp.Diagnostics, summary, err)
-		return nil
 	case got != nil:
 		return got
+	default:
+		resp.State.RemoveResource(ctx)
 	}
-	resp.State.RemoveResource(ctx)
 	return nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +23,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -71,12 +75,20 @@ func TestBurstVsRawTofu(t *testing.T) {
 		names[i] = fmt.Sprintf("burst-%03d", i)
 	}
 	start := time.Now()
+	var mu sync.Mutex
+	serviceOf := map[string]string{} // workspace -> Service, for a leak's log lines
 	forEach(t, names, 20, func(ctx context.Context, name string) error {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
-		_, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
-		return err
+		created, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		serviceOf[templates.LoadBalancerWorkspaceName(&config.Config{ClusterName: "e2e"}, created)] = name
+		return nil
 	})
 	vips := waitAllIngress(t, client, names, 15*time.Minute)
 	ccmTime := time.Since(start)
@@ -118,9 +130,10 @@ func TestBurstVsRawTofu(t *testing.T) {
 	}
 	ccm.Stop()
 	// Every Service's load balancer is gone from the cloud, not only the
-	// Services: the raw run below re-creates them at the same addresses.
+	// Services (their finalizers removed): the raw run below re-creates
+	// them at the same addresses.
 	if left := cloud.LBObjects(); len(left) > 0 {
-		t.Fatalf("load balancer objects left in the cloud after every Service was deleted: %v", left)
+		t.Fatalf("load balancer objects left in the cloud after every Service was deleted: %v\n%s", left, leakedLog(ccm.Log(), cloud.StateDir, left, serviceOf))
 	}
 
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
@@ -299,4 +312,33 @@ func copyRendered(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// leakedLog is the CCM's log lines that name each leaked load balancer
+// object's workspace or Service (serviceOf: workspace -> Service). The
+// object is "fragments/<cluster>_<lb name>.cfg", or "claims/<address>"
+// holding "<cluster>_<lb name>" (".6" appended for IPv6), in the cloud's
+// stateDir; its workspace is "lb-<lb name>".
+func leakedLog(log, stateDir string, objects []string, serviceOf map[string]string) string {
+	var b strings.Builder
+	for _, o := range objects {
+		owner := strings.TrimSuffix(path.Base(o), ".cfg")
+		if strings.HasPrefix(o, "claims/") {
+			data, _ := os.ReadFile(filepath.Join(stateDir, o))
+			if f := strings.Fields(string(data)); len(f) > 0 {
+				owner = f[0]
+			}
+		}
+		_, lb, _ := strings.Cut(strings.TrimSuffix(owner, ".6"), "_")
+		ws := "lb-" + lb
+		svc := serviceOf[ws]
+		fmt.Fprintf(&b, "CCM log lines naming %s or Service default/%s (%s):\n", ws, svc, o)
+		names := regexp.MustCompile(regexp.QuoteMeta(ws) + `\b|default/` + regexp.QuoteMeta(svc) + `\b`)
+		for line := range strings.Lines(log) {
+			if svc != "" && names.MatchString(line) || strings.Contains(line, ws) {
+				b.WriteString(line)
+			}
+		}
+	}
+	return b.String()
 }
