@@ -65,7 +65,7 @@ func ClientMain() int {
 	}
 	res, err := Run(ctx, client, &cfg, dir, args, os.Environ())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", filepath.Base(dir), err)
+		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", workspaceName(dir), err)
 		return 1
 	}
 	_, _ = os.Stdout.WriteString(res.Stdout)
@@ -96,7 +96,7 @@ func (c *Config) client() (kubernetes.Interface, error) {
 // Run runs tofu args for the workspace in dir as a Job and returns tofu's
 // result; dir's carried files are then those the runner left.
 func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir string, args, env []string) (*result, error) {
-	ws := filepath.Base(dir)
+	ws := workspaceName(dir)
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
@@ -146,6 +146,20 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		res.Stderr += evictedPods(pods)
 	}
 	return res, nil
+}
+
+// workspaceName names the workspace in dir for Jobs (their labels, name
+// and annotation), so that runs of one directory never overlap and runs of
+// two never wait for each other: the directory's name, or
+// "<workspace>/<module>" for the engine's private copy of a workspace's
+// module (a probe's, under a hidden directory: .probes/<workspace>/<module>),
+// whose directory name (health) every load balancer shares.
+func workspaceName(dir string) string {
+	parent := filepath.Dir(dir)
+	if strings.HasPrefix(filepath.Base(filepath.Dir(parent)), ".") {
+		return filepath.Base(parent) + "/" + filepath.Base(dir)
+	}
+	return filepath.Base(dir)
 }
 
 // start creates the Job (suspended), its input Secrets owned by it, and

@@ -114,3 +114,19 @@ func TestSweep(t *testing.T) {
 		t.Errorf("left %v", left)
 	}
 }
+
+// Every load balancer's probe copy is a directory "health": each is a
+// workspace of its own for the runner, or their runs would wait for (and
+// delete) each other's Jobs.
+func TestWorkspaceName(t *testing.T) {
+	for dir, want := range map[string]string{
+		"/var/lib/tfccm/lb-incluster-0123456789":                "lb-incluster-0123456789",
+		"/var/lib/tfccm/routes":                                 "routes",
+		"/var/lib/tfccm/.probes/lb-incluster-0123456789/health": "lb-incluster-0123456789/health",
+		"/var/lib/tfccm/.probes/lb-incluster-abcdefabcd/health": "lb-incluster-abcdefabcd/health",
+	} {
+		if got := workspaceName(dir); got != want {
+			t.Errorf("workspaceName(%s) = %q, want %q", dir, got, want)
+		}
+	}
+}
