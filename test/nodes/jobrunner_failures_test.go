@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -34,6 +35,30 @@ import (
 // runner.memoryLimit, terraform.job.memory_limit).
 func runnerLayout(memoryLimit string) string {
 	return "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nrunner:\n  enabled: true\n  hostNetwork: true\n  memoryLimit: " + memoryLimit + "\n"
+}
+
+// runnerCluster installs tfccm from its chart with runner Jobs (limit
+// 1Gi) on two real nodes and waits until the nodes are initialized and
+// their pod ranges routed. It returns the install, a context ended with
+// the test, the CCM's log (with the runner pods) and the watch that
+// records two runs of one workspace at once.
+func runnerCluster(t *testing.T) (*inCluster, context.Context, func() string, *runners) {
+	t.Helper()
+	needNodes(t)
+	ic := installInCluster(t, imageArchive(t), runnerLayout("1Gi"))
+	client := ic.client
+	ccmLog := func() string { return ccmPodLogs(client, 60) + "\nrunner pods:\n" + runnerPods(client) }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	obs := observeRunners(ctx, t, client)
+	waitCCMPod(t, client)
+	nodes := checkNodesInitialized(t, ic.c, ccmLog)
+	waitNodesReady(t, client)
+	waitPodRoutes(t, ic.c, nodes)
+	if t.Failed() {
+		t.FailNow()
+	}
+	return ic, ctx, ccmLog, obs
 }
 
 // A planned kill: the Service whose load balancer's runner is killed, the
@@ -55,22 +80,9 @@ type plannedKill struct {
 // nothing of theirs is left: no HAProxy frontend, VIP claim or
 // keepalived instance on the LB hosts, no VIP held, no runner Job.
 func TestJobRunnerKillsOnRealNodes(t *testing.T) {
-	needNodes(t)
 	start := time.Now()
-	archive := imageArchive(t)
-	ic := installInCluster(t, archive, runnerLayout("1Gi"))
+	ic, ctx, ccmLog, obs := runnerCluster(t)
 	client, hosts := ic.client, ic.hosts
-	ccmLog := func() string { return ccmPodLogs(client, 60) + "\nrunner pods:\n" + runnerPods(client) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	obs := observeRunners(ctx, t, client)
-	waitCCMPod(t, client)
-	nodes := checkNodesInitialized(t, ic.c, ccmLog)
-	waitNodesReady(t, client)
-	waitPodRoutes(t, ic.c, nodes)
-	if t.Failed() {
-		t.FailNow()
-	}
 	podNames := runNetexecDeployment(t, client, 2)
 	t.Logf("cluster up %s after the start", time.Since(start).Round(time.Second))
 
@@ -406,23 +418,10 @@ func noRunnerJobs(t *testing.T, client kubernetes.Interface) {
 // is raised (helm upgrade) the load balancer applies. The CCM restarted by
 // that upgrade deletes the runner Job its predecessor left.
 func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
-	needNodes(t)
 	start := time.Now()
-	archive := imageArchive(t)
-	ic := installInCluster(t, archive, runnerLayout("1Gi"))
+	ic, ctx, ccmLog, obs := runnerCluster(t)
 	client, hosts := ic.client, ic.hosts
-	ccmLog := func() string { return ccmPodLogs(client, 60) + "\nrunner pods:\n" + runnerPods(client) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	obs := observeRunners(ctx, t, client)
 	runs := watchRunnerPods(ctx, client)
-	waitCCMPod(t, client)
-	nodes := checkNodesInitialized(t, ic.c, ccmLog)
-	waitNodesReady(t, client)
-	waitPodRoutes(t, ic.c, nodes)
-	if t.Failed() {
-		t.FailNow()
-	}
 	if _, err := client.AppsV1().Deployments("default").Create(ctx, NetexecDeployment("web", 2, corev1.ScheduleAnyway), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -580,21 +579,25 @@ type seenRunner struct {
 
 func watchRunnerPods(ctx context.Context, client kubernetes.Interface) *runnerPodLog {
 	r := &runnerPodLog{pods: map[string]*seenRunner{}}
-	go func() {
-		for ctx.Err() == nil {
-			w, err := client.CoreV1().Pods("kube-system").Watch(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
-			if err != nil {
-				time.Sleep(time.Second)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if p, ok := ev.Object.(*corev1.Pod); ok {
-					r.record(p)
-				}
+	go watchRunners(ctx, client, func(_ watch.EventType, p *corev1.Pod) { r.record(p) })
+	return r
+}
+
+// watchRunners calls seen with every event of a runner pod until ctx
+// ends (watching again when a watch ends).
+func watchRunners(ctx context.Context, client kubernetes.Interface, seen func(watch.EventType, *corev1.Pod)) {
+	for ctx.Err() == nil {
+		w, err := client.CoreV1().Pods("kube-system").Watch(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				seen(ev.Type, p)
 			}
 		}
-	}()
-	return r
+	}
 }
 
 func (r *runnerPodLog) record(p *corev1.Pod) {
