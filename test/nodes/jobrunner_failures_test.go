@@ -133,7 +133,9 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 		}
 	}
 	noHeldLocks(t, client)
-	released := strings.Count(ccmPodLogs(client, 0), "Released a state lock its gone holder left")
+	logs := ccmPodLogs(client, 0)
+	released := strings.Count(logs, "Released a state lock its gone holder left")
+	t.Logf("health probes that failed: %d", strings.Count(logs, "Could not read the load balancer's backend health"))
 	if released < locked {
 		t.Errorf("%d state lock releases logged, want at least %d (one per kill of a tofu holding the lock)\nCCM log:\n%s", released, locked, ccmLog())
 	}
