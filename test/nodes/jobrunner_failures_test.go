@@ -141,6 +141,15 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 		t.Errorf("%d state lock releases logged, want at least %d (one per kill of a tofu holding the lock)\nCCM log:\n%s", released, locked, ccmLog())
 	}
 
+	// What users saw: the Warning Events of the kills.
+	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		t.Logf("Event on %s: %s ×%d: %.400s", e.InvolvedObject.Name, e.Reason, e.Count, e.Message)
+	}
+
 	// Every Service deleted: nothing of theirs is left anywhere.
 	phase = time.Now()
 	for _, p := range created {
