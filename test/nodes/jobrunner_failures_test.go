@@ -33,9 +33,14 @@ import (
 
 // runnerLayout is the chart's layout of the job runner tests: the CCM on
 // node-a, runner pods anywhere, with memoryLimit (the chart's value
-// runner.memoryLimit, terraform.job.memory_limit).
+// runner.memoryLimit, terraform.job.memory_limit; below 1Gi the memory
+// request too).
 func runnerLayout(memoryLimit string) string {
-	return "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nrunner:\n  enabled: true\n  hostNetwork: true\n  memoryLimit: " + memoryLimit + "\n"
+	request := "256Mi" // the chart's; a request may not exceed the limit
+	if memoryLimit != "1Gi" {
+		request = memoryLimit
+	}
+	return "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nrunner:\n  enabled: true\n  hostNetwork: true\n  memory: " + request + "\n  memoryLimit: " + memoryLimit + "\n"
 }
 
 // runnerCluster installs tfccm from its chart with runner Jobs (limit
