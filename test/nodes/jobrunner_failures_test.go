@@ -138,7 +138,7 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 			t.Errorf("LB host %s has %d objects, want %d (%d load balancers × claim, frontend, VRRP instance): %v", h.Name, n, 3*len(created), len(created), h.Objects())
 		}
 	}
-	noHeldLocks(t, client)
+	waitNoHeldLocks(t, client)
 	logs := ccmPodLogs(client, 0)
 	released := strings.Count(logs, "Released a state lock its gone holder left")
 	t.Logf("health probes that failed: %d", strings.Count(logs, "Could not read the load balancer's backend health"))
@@ -171,7 +171,7 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 		noLoadBalancer(t, hosts, vips[p.svc], "after every Service is gone")
 	}
 	t.Logf("%d Services deleted in %s", len(created), time.Since(phase).Round(time.Second))
-	noHeldLocks(t, client)
+	waitNoHeldLocks(t, client)
 	noRunnerJobs(t, client)
 	if v := obs.violations(); len(v) > 0 {
 		t.Errorf("two runs of one workspace at once: %v", v)
@@ -478,7 +478,7 @@ func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
 		t.Errorf("runner pods of the drained workspace after the drain ran on %v, want node-a only", after)
 	}
 	waitServes(t, vip, webPods(t, client))
-	noHeldLocks(t, client)
+	waitNoHeldLocks(t, client)
 	if !serviceEventSays(t, client, "drain", "Runner pod evicted") {
 		t.Logf("no Event on drain tells the eviction (the pod was gone before the CCM looked)")
 	}
@@ -565,12 +565,12 @@ func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
 		t.Errorf("the CCM did not log the deletion of the leftover Job\nCCM log:\n%s", ccmLog())
 	}
 
-	noHeldLocks(t, client)
+	waitNoHeldLocks(t, client)
 	for name, v := range map[string]string{"drain": vip, "oom": oomVIP} {
 		deleteLBService(t, client, hosts, name, v, ccmLog)
 	}
 	noLoadBalancer(t, hosts, vip, "after every Service is gone")
-	noHeldLocks(t, client)
+	waitNoHeldLocks(t, client)
 	noRunnerJobs(t, client)
 	if v := obs.violations(); len(v) > 0 {
 		t.Errorf("two runs of one workspace at once: %v", v)
@@ -813,4 +813,25 @@ func waitNewCCMPod(t *testing.T, client kubernetes.Interface, old string) *corev
 		t.Fatal(err)
 	}
 	return waitCCMPod(t, client)
+}
+
+// waitNoHeldLocks waits until no workspace's state lock is held: a run
+// still finishing may hold one for a while, a lock nobody releases fails.
+func waitNoHeldLocks(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	err := harness.Eventually(context.Background(), 3*time.Minute, "no state lock is held", func(ctx context.Context) error {
+		leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, l := range leases.Items {
+			if strings.HasPrefix(l.Name, "lock-tfstate") && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				return fmt.Errorf("state lock %s is held by %s", l.Name, *l.Spec.HolderIdentity)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }
