@@ -144,6 +144,9 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 	}
 	if res.Exit != 0 {
 		res.Stderr += evictedPods(pods)
+		if oomKilled(pods) && !strings.Contains(res.Stderr, "Runner out of memory") {
+			res.Stderr += "\n" + outOfMemory(command(args), limitOf(cfg), "")
+		}
 	}
 	return res, nil
 }

@@ -57,7 +57,6 @@ func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job 
 			pods = list.Items
 		}
 	}
-	oom := false
 	for _, p := range pods {
 		why += "; pod " + p.Name + " " + string(p.Status.Phase)
 		if p.Status.Reason != "" {
@@ -66,14 +65,27 @@ func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job 
 		for _, st := range p.Status.ContainerStatuses {
 			if t := st.State.Terminated; t != nil {
 				why += fmt.Sprintf(", container %s: %s, exit %d", st.Name, t.Reason, t.ExitCode)
-				oom = oom || t.Reason == "OOMKilled"
 			}
 		}
 	}
-	if oom {
+	if oomKilled(pods) {
 		return outOfMemory(cmd, limitOf(cfg), " ("+why+")")
 	}
 	return "Error: the runner of this command ended without a result: " + why + "\n" + evictedPods(pods)
+}
+
+// oomKilled reports whether a container of pods was OOMKilled (the
+// kubelet's word: the OOM killer struck in it, whether or not its main
+// process died).
+func oomKilled(pods []corev1.Pod) bool {
+	for _, p := range pods {
+		for _, st := range p.Status.ContainerStatuses {
+			if t := st.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // evictedPods is the diagnostic of a failed command whose runner pod was
