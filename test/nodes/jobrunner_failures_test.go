@@ -238,16 +238,22 @@ func (k *killer) kill(p plannedKill) bool {
 	ws := k.workspace(p.svc)
 	var killed []int
 	var pod *corev1.Pod
+	// A new workspace's first command: init where the engine runs one,
+	// else the plan it starts with.
+	first := p.cmd == "init"
 	err := harness.Eventually(context.Background(), 3*time.Minute, fmt.Sprintf("tofu %s of %s runs", p.cmd, p.svc), func(ctx context.Context) error {
 		if pod == nil {
-			pods, err := k.client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelCommand + "=" + p.cmd})
+			pods, err := k.client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 			if err != nil {
 				return err
 			}
 			for i := range pods.Items {
 				q := &pods.Items[i]
-				if q.Annotations[jobrunner.AnnoWorkspace] == ws && q.Status.Phase == corev1.PodRunning && q.DeletionTimestamp == nil {
+				cmd := q.Labels[jobrunner.LabelCommand]
+				if q.Annotations[jobrunner.AnnoWorkspace] == ws && q.Status.Phase == corev1.PodRunning && q.DeletionTimestamp == nil &&
+					(cmd == p.cmd || first && (cmd == "plan" || cmd == "apply")) {
 					pod = q
+					p.cmd = cmd
 				}
 			}
 			if pod == nil {
