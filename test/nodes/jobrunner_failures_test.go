@@ -572,10 +572,19 @@ func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
 	}
 
 	waitNoHeldLocks(t, client)
-	for name, v := range map[string]string{"drain": vip, "oom": oomVIP} {
-		deleteLBService(t, client, hosts, name, v, ccmLog)
+	for _, name := range []string{"drain", "oom"} {
+		if err := client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	noLoadBalancer(t, hosts, vip, "after every Service is gone")
+	for _, name := range []string{"drain", "oom"} {
+		if err := harness.WaitServiceDeleted(ctx, client, "default", name, 4*time.Minute); err != nil {
+			t.Fatalf("%v\nCCM log:\n%s", err, ccmLog())
+		}
+	}
+	for _, v := range []string{vip, oomVIP} {
+		noLoadBalancer(t, hosts, v, "after every Service is gone")
+	}
 	waitNoHeldLocks(t, client)
 	noRunnerJobs(t, client)
 	if v := obs.violations(); len(v) > 0 {
