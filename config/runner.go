@@ -85,6 +85,11 @@ func (c *Config) finishRunner(k *checker) {
 			k.errAt(at("terraform", "job"), "Invalid job "+name, fmt.Sprintf("terraform.job.%s %q is not a quantity (e.g. 250m, 512Mi).", name, q))
 		}
 	}
+	if req, err := resource.ParseQuantity(j.Memory); err == nil {
+		if limit, err := resource.ParseQuantity(j.MemoryLimit); err == nil && req.Cmp(limit) > 0 {
+			k.errAt(at("terraform", "job"), "Invalid job memory_limit", fmt.Sprintf("terraform.job.memory_limit %q is below terraform.job.memory %q (the request): Kubernetes refuses such a pod. Raise memory_limit or lower memory.", j.MemoryLimit, j.Memory))
+		}
+	}
 	for p, name := range j.SecretMounts {
 		if !strings.HasPrefix(p, "/") || len(validation.IsDNS1123Subdomain(name)) > 0 {
 			k.errAt(at("terraform", "job"), "Invalid job secret_mounts", fmt.Sprintf("terraform.job.secret_mounts: %q = %q: an absolute path and a Secret's name.", p, name))

@@ -18,6 +18,7 @@ func TestRunner(t *testing.T) {
 		{"unknown runner", "cluster_name = \"a\"\nterraform {\n  runner = \"pod\"\n}\n", []string{"cloud.hcl:3,12-17: Invalid runner"}},
 		{"bad toleration", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    tolerations = [\"a:Never\"]\n  }\n}\n" + kube, []string{"Invalid job toleration", "effect must be"}},
 		{"bad memory", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    memory = \"lots\"\n  }\n}\n" + kube, []string{"Invalid job memory"}},
+		{"memory limit below the request", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    memory_limit = \"48Mi\"\n  }\n}\n" + kube, []string{"Invalid job memory_limit", `terraform.job.memory_limit "48Mi" is below terraform.job.memory "256Mi"`}},
 		{"relative plugin cache", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    plugin_cache = \"cache\"\n  }\n}\n" + kube, []string{"Invalid job plugin_cache"}},
 	}
 	for _, tc := range cases {

@@ -209,6 +209,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	}
 	if c.runnerLocks != nil {
 		c.runnerLocks.SetClient(client)
+		go c.runnerLocks.Sweep(context.Background())
 	}
 	if c.review != nil {
 		c.review.setClient(client)

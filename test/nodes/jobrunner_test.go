@@ -30,21 +30,8 @@ import (
 // of starting a second run. An observer of every runner pod (a watch)
 // fails the test if two runs of one workspace are ever alive at once.
 func TestJobRunnerOnRealNodes(t *testing.T) {
-	needNodes(t)
-	archive := imageArchive(t)
-	ic := installInCluster(t, archive, "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nrunner:\n  enabled: true\n  hostNetwork: true\n")
+	ic, ctx, ccmLog, obs := runnerCluster(t)
 	client, hosts := ic.client, ic.hosts
-	ccmLog := func() string { return ccmPodLogs(client, 60) + "\nrunner pods:\n" + runnerPods(client) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	obs := observeRunners(ctx, t, client)
-	waitCCMPod(t, client)
-	nodes := checkNodesInitialized(t, ic.c, ccmLog)
-	waitNodesReady(t, client)
-	waitPodRoutes(t, ic.c, nodes)
-	if t.Failed() {
-		t.FailNow()
-	}
 
 	// A load balancer through runner Jobs.
 	podNames := runNetexecDeployment(t, client, 2)
@@ -205,21 +192,7 @@ type runners struct {
 
 func observeRunners(ctx context.Context, t *testing.T, client kubernetes.Interface) *runners {
 	r := &runners{alive: map[string]map[string]*corev1.Pod{}, seen: map[string]string{}}
-	go func() {
-		for ctx.Err() == nil {
-			w, err := client.CoreV1().Pods("kube-system").Watch(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
-			if err != nil {
-				time.Sleep(time.Second)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				p, ok := ev.Object.(*corev1.Pod)
-				if ok {
-					r.event(ev.Type, p)
-				}
-			}
-		}
-	}()
+	go watchRunners(ctx, client, r.event)
 	return r
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,7 +66,7 @@ func ClientMain() int {
 	}
 	res, err := Run(ctx, client, &cfg, dir, args, os.Environ())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", filepath.Base(dir), err)
+		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", cfg.workspaceOf(dir), err)
 		return 1
 	}
 	_, _ = os.Stdout.WriteString(res.Stdout)
@@ -133,7 +132,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		defer cancel()
 		_ = jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}()
-	done, err := waitJob(ctx, client, cfg, job.Name)
+	done, pods, err := waitJob(ctx, client, cfg, job.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +141,13 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		return nil, err
 	}
 	if res == nil {
-		return &result{Exit: 1, Stderr: "Error: the runner of this command ended without a result: " + failure(ctx, client, cfg, done) + "\n"}, nil
+		return &result{Exit: 1, Stderr: failure(ctx, client, cfg, done, pods, command(args))}, nil
+	}
+	if res.Exit != 0 {
+		res.Stderr += evictedPods(pods)
+		if oomKilled(pods) && !strings.Contains(res.Stderr, "Runner out of memory") {
+			res.Stderr += "\n" + outOfMemory(command(args), limitOf(cfg), "")
+		}
 	}
 	return res, nil
 }
@@ -189,11 +194,12 @@ func finished(job *batchv1.Job) bool {
 }
 
 // waitJob reads the Job whenever a watch of it sees a change (and every
-// watchPolls polls, or every poll once the watch ended) until it ended.
-// When ctx ends (the engine interrupts the command), the Job is deleted
-// in the foreground: its tofu gets SIGINT (the pod's grace period to save
-// state and release its lock) and waitJob returns once the pod is gone.
-func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) (*batchv1.Job, error) {
+// watchPolls polls, or every poll once the watch ended) until it ended,
+// and returns it with its pods as last seen (podsEnded). When ctx ends
+// (the engine interrupts the command), the Job is deleted in the
+// foreground: its tofu gets SIGINT (the pod's grace period to save state
+// and release its lock) and waitJob returns once the pod is gone.
+func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) (*batchv1.Job, []corev1.Pod, error) {
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	poll := cfg.Poll
 	var changed <-chan watch.Event
@@ -209,15 +215,14 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("Job %s/%s was deleted before it ended", cfg.Namespace, name)
+			return nil, nil, fmt.Errorf("Job %s/%s was deleted before it ended", cfg.Namespace, name)
 		case err == nil && finished(job):
-			podsEnded(ctx, client, cfg, name)
-			return job, nil
+			return job, podsEnded(ctx, client, cfg, name), nil
 		}
 		// else running, or the apiserver briefly unreachable
 		select {
 		case <-ctx.Done():
-			return nil, interrupt(client, cfg, name)
+			return nil, nil, interrupt(client, cfg, name)
 		case _, ok := <-changed:
 			if !ok {
 				changed = nil
@@ -234,20 +239,26 @@ const watchPolls = 10
 
 // podsEnded waits (up to the grace period) until no pod of Job name runs:
 // a Job fails as soon as its pod is deleted, while the pod's tofu may
-// still be saving its state and writing its result.
-func podsEnded(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) {
+// still be saving its state and writing its result. It returns the pods
+// as last seen before they were gone (why one failed: OOMKilled, evicted).
+func podsEnded(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) []corev1.Pod {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Grace+15*time.Second)
 	defer cancel()
+	var seen []corev1.Pod
 	for ctx.Err() == nil {
 		pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+		if err == nil && len(pods.Items) > 0 {
+			seen = pods.Items
+		}
 		if err == nil && !running(pods.Items) {
-			return
+			return seen
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(cfg.Poll):
 		}
 	}
+	return seen
 }
 
 func interrupt(client kubernetes.Interface, cfg *Config, name string) error {
@@ -336,31 +347,4 @@ func decodeResult(b []byte, dir string) (*result, error) {
 		return nil, fmt.Errorf("write back the runner's files: %w", err)
 	}
 	return &res, nil
-}
-
-// failure describes why a Job ended without a result: its condition and
-// its pod's last state (OOMKilled, deleted, evicted, ...).
-func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job *batchv1.Job) string {
-	why := "Job " + job.Name
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			why += " failed (" + c.Reason + ": " + c.Message + ")"
-		}
-	}
-	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job.Name})
-	if err != nil {
-		return why
-	}
-	for _, p := range pods.Items {
-		why += "; pod " + p.Name + " " + string(p.Status.Phase)
-		if p.Status.Reason != "" {
-			why += " (" + p.Status.Reason + ")"
-		}
-		for _, st := range p.Status.ContainerStatuses {
-			if t := st.State.Terminated; t != nil {
-				why += fmt.Sprintf(", container %s: %s, exit %d", st.Name, t.Reason, t.ExitCode)
-			}
-		}
-	}
-	return why
 }

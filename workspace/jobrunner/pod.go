@@ -198,8 +198,19 @@ func needsProviders(cmd string) bool {
 
 // runTofu runs tofu (after linking providers when the command needs them)
 // and returns its result. SIGTERM (the pod deleted) reaches tofu as
-// SIGINT: it saves its state and releases its lock.
+// SIGINT: it saves its state and releases its lock. A failure while the
+// kernel's OOM killer struck in the pod (tofu or its provider killed at
+// the memory limit) says so, naming the setting to raise.
 func runTofu(ctx context.Context, tofu, dir string, env, args []string) *result {
+	ooms := oomKills()
+	res := tofuSteps(ctx, tofu, dir, env, args)
+	if res.Exit != 0 && ooms >= 0 && oomKills() > ooms {
+		res.Stderr += "\n" + outOfMemory(command(args), podMemoryLimit(), "")
+	}
+	return res
+}
+
+func tofuSteps(ctx context.Context, tofu, dir string, env, args []string) *result {
 	if needsProviders(command(args)) && exists(filepath.Join(dir, ".terraform")) {
 		res := tofuOnce(ctx, tofu, dir, env, []string{"init", "-input=false", "-backend=false", "-get=false", "-no-color"})
 		if res.Exit != 0 {

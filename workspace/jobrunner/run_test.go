@@ -152,7 +152,8 @@ func TestRunThroughJobs(t *testing.T) {
 	}
 }
 
-// A runner killed without a result is tofu failing, with why.
+// A runner killed without a result is tofu failing, with why: out of
+// memory names the setting to raise.
 func TestRunKilledRunner(t *testing.T) {
 	k, cfg := startKubelet(t, true)
 	dir := filepath.Join(t.TempDir(), "lb-a")
@@ -161,7 +162,7 @@ func TestRunKilledRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Exit == 0 || !strings.Contains(res.Stderr, "ended without a result") || !strings.Contains(res.Stderr, "OOMKilled") {
+	if res.Exit == 0 || !strings.Contains(res.Stderr, "Error: Runner out of memory") || !strings.Contains(res.Stderr, "raise terraform.job.memory_limit") || !strings.Contains(res.Stderr, "OOMKilled") {
 		t.Errorf("result %+v", res)
 	}
 }

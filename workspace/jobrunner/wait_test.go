@@ -41,7 +41,7 @@ func TestWaitJobWatches(t *testing.T) {
 				time.AfterFunc(200*time.Millisecond, complete)
 			}
 			start := time.Now()
-			got, err := waitJob(ctx, client, cfg, "j")
+			got, _, err := waitJob(ctx, client, cfg, "j")
 			if err != nil {
 				t.Fatal(err)
 			}
