@@ -10,12 +10,14 @@ import (
 	"github.com/tfccm/tfccm/lbhost/transport"
 )
 
-// Drift is a fragment on the host that lbhost cannot read back (edited by
-// hand or truncated) or that HAProxy has not loaded: not in effect, so the
-// next apply writes it again, but there, so a destroy must still remove it.
+// Drift is an object on the host that is there but not in effect: a
+// fragment lbhost cannot read back (edited by hand or truncated) or that
+// HAProxy has not loaded, a VIP's claim without its address or the
+// reverse, a routed VIP's config without its claim. The next apply writes
+// it again; a destroy must still remove it.
 type Drift struct{ Reason string }
 
-func (d *Drift) Error() string { return "fragment changed outside lbhost: " + d.Reason }
+func (d *Drift) Error() string { return d.Reason }
 
 func (h *Host) fragment(name string) string { return h.p("fragments", name+".cfg") }
 
@@ -37,10 +39,10 @@ func (h *Host) ReadFrontend(ctx context.Context, name string) (*haproxy.Frontend
 	}
 	f, err := haproxy.Parse(data)
 	if err != nil {
-		return nil, &Drift{Reason: err.Error()}
+		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg changed outside lbhost: %v", name, err)}
 	}
 	if f.Name != name {
-		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg holds load balancer %s", name, f.Name)}
+		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg changed outside lbhost: it holds load balancer %s", name, f.Name)}
 	}
 	if live, err := h.live(ctx, f); err == nil && !live {
 		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg is not loaded by the running HAProxy", name)}

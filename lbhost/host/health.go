@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,9 +52,14 @@ func (h *Host) FrontendHealth(ctx context.Context, name string) ([]BackendHealth
 
 // RoutedVIPHealth returns the next hops of owner's routed VIP, healthy
 // when the router routes the VIP to them (it routes only to the hops that
-// pass the check); none when the routed VIP does not exist.
+// pass the check); none when the routed VIP does not exist or is not in
+// effect (ReadRoutedVIP's *Drift).
 func (h *Host) RoutedVIPHealth(ctx context.Context, owner string) ([]BackendHealth, error) {
-	c, err := h.ReadRoutedVIP(ctx, owner)
+	c, err := h.ReadRoutedVIP(ctx, owner, "")
+	var drift *Drift
+	if errors.As(err, &drift) {
+		return nil, nil
+	}
 	if err != nil || c == nil {
 		return nil, err
 	}

@@ -73,9 +73,13 @@ func (h *Host) ApplyRoutedVIP(ctx context.Context, r RoutedVIP) (string, error) 
 	return addr, nil
 }
 
-// ReadRoutedVIP returns owner's routed VIP as the router sees it, or nil
-// when its config or its claim is gone.
-func (h *Host) ReadRoutedVIP(ctx context.Context, owner string) (*router.Config, error) {
+// ReadRoutedVIP returns owner's routed VIP as the router sees it: its
+// config, claimed by owner (on addr, unless addr is ""). It returns nil
+// when nothing of it is left: no config, and no claim of owner's on addr.
+// Part of it left is a *Drift: a config lbhost cannot read back, of
+// another address or without its claim, or the claim without a config (a
+// destroy removes either).
+func (h *Host) ReadRoutedVIP(ctx context.Context, owner, addr string) (*router.Config, error) {
 	if !ValidOwner(owner) {
 		return nil, &FieldError{Field: "owner", Msg: fmt.Sprintf("%q is not a valid owner", owner)}
 	}
@@ -84,23 +88,48 @@ func (h *Host) ReadRoutedVIP(ctx context.Context, owner string) (*router.Config,
 	}
 	b, err := h.T.ReadFile(ctx, h.routedFile(owner))
 	if transport.IsNotExist(err) {
-		return nil, nil
+		if addr == "" {
+			return nil, nil
+		}
+		claimed, err := h.claimedBy(ctx, owner, addr)
+		if err != nil || !claimed {
+			return nil, err
+		}
+		return nil, &Drift{Reason: fmt.Sprintf("%s is claimed by %s but its routed VIP config is gone", addr, owner)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
 	c, err := router.Parse(b)
-	if err != nil || c.Owner != owner {
-		return nil, nil // unreadable or not ours: recreate
-	}
-	claim, err := h.T.ReadFile(ctx, h.claimFile(c.Address))
-	if transport.IsNotExist(err) || err == nil && !parseClaimants(claim).has(owner) {
-		return nil, nil
+	if err == nil && c.Owner != owner {
+		err = fmt.Errorf("it holds the routed VIP of %s", c.Owner)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", h.T, err)
+		return nil, &Drift{Reason: fmt.Sprintf("routed VIP config %s.json changed outside lbhost: %v", owner, err)}
+	}
+	if addr != "" && c.Address != addr {
+		return nil, &Drift{Reason: fmt.Sprintf("routed VIP config %s.json routes %s, not %s", owner, c.Address, addr)}
+	}
+	claimed, err := h.claimedBy(ctx, owner, c.Address)
+	if err != nil {
+		return nil, err
+	}
+	if !claimed {
+		return nil, &Drift{Reason: fmt.Sprintf("%s is routed for %s but not claimed by it", c.Address, owner)}
 	}
 	return &c, nil
+}
+
+// claimedBy reports whether owner claims addr.
+func (h *Host) claimedBy(ctx context.Context, owner, addr string) (bool, error) {
+	claim, err := h.T.ReadFile(ctx, h.claimFile(addr))
+	if transport.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", h.T, err)
+	}
+	return parseClaimants(claim).has(owner), nil
 }
 
 // DeleteRoutedVIP removes owner's router config (the router then removes

@@ -404,35 +404,57 @@ func (h *Host) FindVIP(ctx context.Context, owner string) (string, error) {
 	return minAddr(mine), nil
 }
 
-// VIPPresent reports whether owner's claim on addr exists and the address
-// is configured on iface (with vrrp: the instance of owner, or of share).
-func (h *Host) VIPPresent(ctx context.Context, owner, share, addr, iface string, vrrp bool) (bool, error) {
+// HeldVIP is a VIP as the host holds it.
+type HeldVIP struct {
+	// VRRP is the VRRP instance holding the address (nil without vrrp).
+	VRRP *keepalived.Instance
+}
+
+// ReadVIP reads owner's VIP on addr as the host has it: claimed by owner
+// and held, on iface (with vrrp: by the VRRP instance of owner, or of
+// share). It returns nil when nothing of it is left: no claim of owner's,
+// and the address not held or claimed by someone else. Part of it left is
+// a *Drift: the claim without the address, or the address without anyone's
+// claim (a destroy removes either); so is an instance lbhost cannot read.
+func (h *Host) ReadVIP(ctx context.Context, owner, share, addr, iface string, vrrp bool) (*HeldVIP, error) {
 	if !ValidInterface(iface) {
-		return false, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
+		return nil, &FieldError{Field: "interface", Msg: fmt.Sprintf("%q is not an interface name", iface)}
 	}
 	if err := h.needDir(); err != nil {
-		return false, err
+		return nil, err
 	}
 	data, err := h.T.ReadFile(ctx, h.claimFile(addr))
-	if transport.IsNotExist(err) {
-		return false, nil
+	if err != nil && !transport.IsNotExist(err) {
+		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", h.T, err)
+	cs := parseClaimants(data)
+	claimed := cs.has(owner)
+	if !claimed && len(cs) > 0 {
+		return nil, nil // someone else's address now
 	}
-	if !parseClaimants(data).has(owner) {
-		return false, nil
-	}
+	var held bool
+	var in *keepalived.Instance
+	where := "on " + iface
 	if vrrp {
 		// keepalived holds the address only on the VRRP master: the
 		// instance is what must be there.
-		in, err := h.ReadVRRP(ctx, VRRPOwner(owner, share))
-		if err != nil {
-			return false, err
+		if in, err = h.ReadVRRP(ctx, VRRPOwner(owner, share)); err != nil {
+			return nil, err
 		}
-		return in != nil && in.Address == addr && in.AddressInterface == iface, nil
+		held = in != nil && in.Address == addr && in.AddressInterface == iface
+		where = "held by a VRRP instance on " + iface
+	} else if held, err = h.hasAddress(ctx, addr, iface); err != nil {
+		return nil, err
 	}
-	return h.hasAddress(ctx, addr, iface)
+	switch {
+	case claimed && held:
+		return &HeldVIP{VRRP: in}, nil
+	case claimed:
+		return nil, &Drift{Reason: fmt.Sprintf("%s is claimed by %s but not %s", addr, owner, where)}
+	case held:
+		return nil, &Drift{Reason: fmt.Sprintf("%s is %s but no one claims it", addr, where)}
+	}
+	return nil, nil
 }
 
 func (h *Host) hasAddress(ctx context.Context, addr, iface string) (bool, error) {

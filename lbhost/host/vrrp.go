@@ -40,7 +40,10 @@ func (h *Host) ReadVRRP(ctx context.Context, owner string) (*keepalived.Instance
 	}
 	in, err := keepalived.Parse(data)
 	if err != nil || in.Owner != owner {
-		return nil, &Drift{Reason: fmt.Sprintf("keepalived fragment of %s: %v", owner, err)}
+		if err == nil {
+			err = fmt.Errorf("it holds the instance of %s", in.Owner)
+		}
+		return nil, &Drift{Reason: fmt.Sprintf("keepalived fragment of %s changed outside lbhost: %v", owner, err)}
 	}
 	return &in, nil
 }

@@ -2,6 +2,7 @@ package tfprovider_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,10 +53,142 @@ func TestDriftedFrontendIsDestroyed(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
-	if _, err := os.Stat(fragment); !os.IsNotExist(err) {
-		t.Errorf("fragment left on the host by the destroy (%v)", err)
+	leftBehind(t, fragment, "fragment")
+	leftBehind(t, filepath.Join(c.dir, "claims", vip), "claim on "+vip)
+}
+
+// leftBehind fails t when the destroy left the file at path (what names
+// it) on the host.
+func leftBehind(t *testing.T, path, what string) {
+	t.Helper()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s left on the host by the destroy (%v)", what, err)
 	}
-	if _, err := os.Stat(filepath.Join(c.dir, "claims", vip)); !os.IsNotExist(err) {
-		t.Errorf("claim on %s left by the destroy (%v)", vip, err)
+}
+
+// TestDriftedVIPIsDestroyed: a VIP whose address or claim was removed on
+// the host is an in-place update in the next plan, which restores it with
+// the same address; a destroy removes what is left of it (dropped from
+// state by the refresh, an address without its claim stayed configured).
+// Only a VIP of which nothing is left is created again.
+func TestDriftedVIPIsDestroyed(t *testing.T) {
+	c := newCloud(t)
+	w := newWorkspace(t, c, fmt.Sprintf(`
+resource "lbhost_vip" "vip" {
+  owner = "c1_drift"
+  pool  = %q
+}
+output "vip" { value = lbhost_vip.vip.address }
+`, c.pool))
+	w.apply()
+	vip := w.output("vip")
+	claim := filepath.Join(c.dir, "claims", vip)
+	configured := func() bool {
+		return strings.Contains(run(t, "ip", "-n", c.netns, "-4", "addr", "show", "dev", "lo"), " "+vip+"/32")
 	}
+	actions := func() string { return strings.Join(w.planActions()["lbhost_vip.vip"], ",") }
+
+	// The address removed, the claim left: restored in place.
+	run(t, "ip", "-n", c.netns, "addr", "del", vip+"/32", "dev", "lo")
+	if got := actions(); got != "update" {
+		t.Errorf("VIP actions with its address removed = %q, want update", got)
+	}
+	w.apply()
+	if got := w.output("vip"); got != vip || !configured() {
+		t.Errorf("after the apply: VIP %s (configured %v), want %s configured again", got, configured(), vip)
+	}
+
+	// Nothing left: created again.
+	if err := os.Remove(claim); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "ip", "-n", c.netns, "addr", "del", vip+"/32", "dev", "lo")
+	if got := actions(); got != "create" {
+		t.Errorf("VIP actions with nothing of it left = %q, want create", got)
+	}
+	w.apply()
+	vip = w.output("vip")
+	claim = filepath.Join(c.dir, "claims", vip)
+
+	// The claim removed, the address left (a release that failed half
+	// way): an update, and a destroy removes the address.
+	if err := os.Remove(claim); err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(); got != "update" {
+		t.Errorf("VIP actions with its claim removed = %q, want update", got)
+	}
+	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
+	if configured() {
+		t.Errorf("%s left configured on the host by the destroy", vip)
+	}
+	leftBehind(t, claim, "claim on "+vip)
+}
+
+// TestDriftedRoutedVIPIsDestroyed: a routed VIP whose config was edited
+// or removed, or whose claim was removed, on the host is an in-place
+// update in the next plan, which writes it again; a destroy removes what
+// is left of it (dropped from state by the refresh, its claim or its
+// config, which the router keeps routing, stayed on the host).
+func TestDriftedRoutedVIPIsDestroyed(t *testing.T) {
+	c := newCloud(t)
+	w := newWorkspace(t, c, fmt.Sprintf(`
+resource "lbhost_routed_vip" "r" {
+  owner        = "c1_routed"
+  pool         = %q
+  nexthops     = [%q]
+  health_check = { protocol = "TCP", port = 30080 }
+}
+output "vip" { value = lbhost_routed_vip.r.address }
+`, c.pool, c.nodeA))
+	w.apply()
+	vip := w.output("vip")
+	config := filepath.Join(c.dir, "routed", "c1_routed.json")
+	claim := filepath.Join(c.dir, "claims", vip)
+	applied, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := func() string { return strings.Join(w.planActions()["lbhost_routed_vip.r"], ",") }
+
+	// Edited by hand: written again.
+	if err := os.WriteFile(config, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(); got != "update" {
+		t.Errorf("routed VIP actions with its config unreadable = %q, want update", got)
+	}
+	w.apply()
+	if b, err := os.ReadFile(config); err != nil || string(b) != string(applied) {
+		t.Errorf("config after the apply (%v):\n%s\nwant:\n%s", err, b, applied)
+	}
+
+	// The config removed, the claim left: a destroy removes the claim.
+	if err := os.Remove(config); err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(); got != "update" {
+		t.Errorf("routed VIP actions with its config removed = %q, want update", got)
+	}
+	w.apply()
+	if got := w.output("vip"); got != vip {
+		t.Errorf("routed VIP %s after its config was written again, want %s", got, vip)
+	}
+	if err := os.Remove(config); err != nil {
+		t.Fatal(err)
+	}
+	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
+	leftBehind(t, claim, "claim on "+vip)
+
+	// The claim removed, the config left: a destroy removes the config.
+	w.apply()
+	vip = w.output("vip")
+	if err := os.Remove(filepath.Join(c.dir, "claims", vip)); err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(); got != "update" {
+		t.Errorf("routed VIP actions with its claim removed = %q, want update", got)
+	}
+	w.ok("destroy", "-auto-approve", "-input=false", "-no-color")
+	leftBehind(t, config, "routed VIP config (the router keeps routing "+vip+")")
 }

@@ -11,18 +11,26 @@ import (
 	"github.com/tfccm/tfccm/lbhost/host"
 )
 
-// Read and ImportState of the resources whose object is a file on the
-// host, shared.
+// Read and ImportState of the resources whose object is on the host,
+// shared.
 
-// readHosted is the Read shared by the resources whose object is a file
-// on the host (lbhost_frontend, lbhost_l4_frontend): the object as the
-// host has it, or nil when Read is done: the host unreachable (the prior
-// state kept, with a warning), an error, the object gone (the state
-// removed, so the next apply writes it again), or the object on the host
-// but drifted (unreadable, or not in effect). A drifted object stays in
-// state as inert sets it, in effect nothing, so the next apply writes it
-// again and a destroy still removes it: removed from state, a destroy
-// would leave it on the host.
+// readHosted is the Read shared by the resources whose object is on the
+// host (lbhost_frontend, lbhost_l4_frontend, lbhost_vip,
+// lbhost_routed_vip), and its one rule for what a read of the host means:
+//
+//   - the object as the host has it (read returns it): returned;
+//   - really gone (read returns nil and no error: nothing of the object is
+//     left on the host): removed from state, so the next apply creates it;
+//   - drifted (a *host.Drift or *host.L4Drift: the object, or part of it,
+//     is on the host but not in effect): kept in state as inert sets it,
+//     in effect nothing, with a warning, so the next apply writes it again
+//     and a destroy still removes it (removed from state, a destroy would
+//     leave it on the host);
+//   - unreadable (any other error, e.g. a file the host could not read):
+//     an error, the state unchanged;
+//   - the host unreachable: the prior state kept, with a warning.
+//
+// It returns the object, or nil when Read is done.
 func readHosted[C any](ctx context.Context, c *conn, resp *resource.ReadResponse, summary string, read func(*host.Host) (*C, error), inert func() diag.Diagnostics) *C {
 	h, err := c.host(ctx)
 	if keptUnreachable(&resp.Diagnostics, summary, err) {

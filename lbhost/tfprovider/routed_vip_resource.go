@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -58,7 +59,9 @@ func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"reading `config_dir/routed/`) health-checks every next hop and keeps one kernel route to the VIP, ECMP over the next hops " +
 			"that pass, none when none does. The next hops serve the VIP themselves (kube-proxy does for a load balancer IP of " +
 			"`ip_mode = \"VIP\"`), so client addresses are preserved and every protocol passes. Next hops and the check change in " +
-			"place. Read reports a removed config or claim. Import with the owner.",
+			"place. Read reports a config or claim removed or changed on the host as routing to no next hop (`nexthops` empty): kept in state, " +
+			"so a destroy removes what is left, and written again by the next apply; a routed VIP of which nothing is left is gone from state. " +
+			"Import with the owner.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -158,17 +161,14 @@ func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	h, err := r.c.host(ctx)
-	var c *router.Config
-	if err == nil {
-		c, err = h.ReadRoutedVIP(ctx, m.Owner.ValueString())
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
-		return
-	}
-	if c == nil || c.Address != m.Address.ValueString() {
-		resp.State.RemoveResource(ctx)
+	c := readHosted(ctx, r.c, resp, "lbhost_routed_vip "+m.Owner.ValueString(), func(h *host.Host) (*router.Config, error) {
+		return h.ReadRoutedVIP(ctx, m.Owner.ValueString(), m.Address.ValueString())
+	}, func() diag.Diagnostics {
+		inert := m
+		inert.Nexthops = []string{} // routed to no next hop
+		return resp.State.Set(ctx, &inert)
+	})
+	if c == nil {
 		return
 	}
 	m.Nexthops = c.Nexthops
@@ -224,7 +224,7 @@ func (r *routedVIPResource) ImportState(ctx context.Context, req resource.Import
 	h, err := r.c.host(ctx)
 	var c *router.Config
 	if err == nil {
-		c, err = h.ReadRoutedVIP(ctx, owner)
+		c, err = h.ReadRoutedVIP(ctx, owner, "")
 	}
 	if err != nil {
 		addError(&resp.Diagnostics, "import lbhost_routed_vip "+owner, err)

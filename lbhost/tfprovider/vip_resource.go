@@ -2,7 +2,6 @@ package tfprovider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
@@ -46,6 +46,7 @@ type vipModel struct {
 	Interface types.String `tfsdk:"interface"`
 	VRRP      *vrrpModel   `tfsdk:"vrrp"`
 	Share     types.String `tfsdk:"share"`
+	InEffect  types.Bool   `tfsdk:"in_effect"`
 }
 
 type vrrpModel struct {
@@ -100,8 +101,9 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 		Description: "A virtual IP claimed from a pool on the host and configured as a /32 (IPv4) or /128 (IPv6, without duplicate address detection) on `interface`. " +
 			"Unless `address` is set, the address is allocated at apply time by the provider under the host's lock, so concurrent " +
 			"applies never get the same address; a requested `address` is checked against the pool and its current owner at plan " +
-			"time and again under the lock. Claims are files `claims/<address>` holding the owner (an IPv6 address with `_` for `:`). Read reports a removed claim or " +
-			"address as gone, so the next apply restores it. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
+			"time and again under the lock. Claims are files `claims/<address>` holding the owner (an IPv6 address with `_` for `:`). Read reports a claim " +
+			"without its address, or an address without its claim, as not in effect (`in_effect`): kept in state, so a destroy removes what is left, and " +
+			"restored in place by the next apply, with the same address; a VIP of which nothing is left is gone from state. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -116,6 +118,11 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
 				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
+			"in_effect": schema.BoolAttribute{Computed: true,
+				Description: "Whether the VIP was in effect at the last refresh: claimed by `owner` and its address configured (with `vrrp`: " +
+					"held by its VRRP instance). A refresh that finds only part of it on the host sets it false, and the next apply " +
+					"configures the VIP again in place.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}},
 			"share": schema.StringAttribute{Optional: true,
 				Description: "A share token (tfccm's `service.shared_ip`): owners with the same token may claim one address, each its own " +
 					"line of the claim file; allocation takes an address claimed with the token first. The address (with `vrrp`: one VRRP " +
@@ -214,10 +221,15 @@ func (r *vipResource) ValidateConfig(ctx context.Context, req resource.ValidateC
 	}
 }
 
-// ModifyPlan checks a requested address at plan time: inside the pool and
-// not owned by anyone else on the host.
+// ModifyPlan plans to restore a VIP not in effect (planRestore) and checks
+// a requested address at plan time: inside the pool and not owned by
+// anyone else on the host.
 func (r *vipResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.c == nil || r.c.unknown {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	resp.Diagnostics.Append(planRestore(ctx, req, resp)...)
+	if r.c == nil || r.c.unknown {
 		return
 	}
 	var cfg vipModel
@@ -268,7 +280,7 @@ func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, re
 	if addr != "" {
 		// Claimed (even if configuring the address failed): record it so
 		// the next apply keeps this address instead of claiming another.
-		m.ID, m.Address = m.Owner, types.StringValue(addr)
+		m.ID, m.Address, m.InEffect = m.Owner, types.StringValue(addr), types.BoolValue(err == nil)
 		if m.VRRP != nil {
 			// ClaimVIP filled in an allocated virtual router id.
 			m.VRRP.VirtualRouterID = types.Int64Value(int64(v.VRRP.VirtualRouterID))
@@ -286,49 +298,77 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	h, err := r.c.host(ctx)
-	var ok bool
-	if err == nil {
-		ok, err = h.VIPPresent(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
-	}
-	if keptUnreachable(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err) {
+	held := readHosted(ctx, r.c, resp, "lbhost_vip "+m.Owner.ValueString(), func(h *host.Host) (*host.HeldVIP, error) {
+		return h.ReadVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	}, func() diag.Diagnostics {
+		inert := m
+		inert.InEffect = types.BoolValue(false) // the next apply restores it
+		return resp.State.Set(ctx, &inert)
+	})
+	if held == nil {
 		return
 	}
-	var drift *host.Drift
-	if errors.As(err, &drift) {
-		resp.Diagnostics.AddWarning("lbhost_vip "+m.Owner.ValueString()+" changed on the host", drift.Error()+"; the next apply writes it again")
-		resp.State.RemoveResource(ctx)
-		return
+	changed := false
+	if m.notInEffect() {
+		m.InEffect, changed = types.BoolValue(true), true // restored on the host
 	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
-		return
-	}
-	if !ok {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if m.VRRP != nil {
-		in, err := h.ReadVRRP(ctx, host.VRRPOwner(m.Owner.ValueString(), m.Share.ValueString()))
-		if err != nil || in == nil {
-			resp.State.RemoveResource(ctx)
-			return
-		}
+	if in := held.VRRP; m.VRRP != nil && in != nil {
 		want, _ := m.VRRP.instance(ctx)
 		want.Owner, want.Address, want.AddressInterface = in.Owner, in.Address, in.AddressInterface
 		if fmt.Sprint(*want) != fmt.Sprint(*in) {
-			m.VRRP = fromInstance(*in, m.VRRP)
-			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+			m.VRRP, changed = fromInstance(*in, m.VRRP), true
 		}
+	}
+	if changed {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
 }
 
-// Update changes the VRRP instance in place; every other argument
-// requires replacement. Adding or removing vrrp replaces the VIP.
+// notInEffect reports whether Read found m's VIP not in effect (a state
+// written before in_effect existed has it null: in effect).
+func (m vipModel) notInEffect() bool { return !m.InEffect.IsNull() && !m.InEffect.ValueBool() }
+
+// planRestore plans an in-place update of a VIP that Read found not in
+// effect: Update then configures it again.
+func planRestore(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) diag.Diagnostics {
+	if req.State.Raw.IsNull() {
+		return nil
+	}
+	var prior vipModel
+	if diags := req.State.Get(ctx, &prior); diags.HasError() || !prior.notInEffect() {
+		return diags
+	}
+	return resp.Plan.SetAttribute(ctx, path.Root("in_effect"), types.BoolUnknown())
+}
+
+// Update configures a VIP not in effect again (claim, address or VRRP
+// instance, with the address it has) and changes the VRRP instance in
+// place; every other argument requires replacement. Adding or removing
+// vrrp replaces the VIP.
 func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m vipModel
+	var m, prior vipModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	m.InEffect = types.BoolValue(true)
+	if prior.notInEffect() {
+		// Not in effect at the last refresh: claimed and configured again,
+		// with its address.
+		v, err := m.vip()
+		var h *host.Host
+		if err == nil {
+			h, err = r.c.host(ctx)
+		}
+		if err == nil {
+			_, err = h.ClaimVIP(ctx, v)
+		}
+		if err != nil {
+			addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+			m.InEffect = types.BoolValue(false) // the next apply tries again
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 		return
 	}
 	if m.VRRP != nil {
@@ -392,7 +432,7 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 		return
 	}
 	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
-		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull()}
+		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull(), InEffect: types.BoolValue(true)}
 	// A VIP held by keepalived is adopted with its VRRP instance.
 	in, err := h.ReadVRRP(ctx, parts[0])
 	if err != nil {

@@ -118,6 +118,22 @@ output "vip" { value = lbhost_vip.v.address }
 		t.Fatalf("fragment not restored:\n%s", data)
 	}
 
+	// Removed behind its back, the claim left: kept in state (a destroy
+	// would release the claim), restored in place with its address.
+	if err := os.Remove(fragment); err != nil {
+		t.Fatal(err)
+	}
+	if acts := w.planActions(); strings.Join(acts["lbhost_vip.v"], ",") != "update" {
+		t.Fatalf("VRRP fragment removed: actions %v, want update", acts)
+	}
+	w.ok("apply", "-auto-approve", "-input=false", "-no-color", "plan.bin")
+	if data := mustRead(t, fragment); !strings.Contains(string(data), "priority 150") || !strings.Contains(string(data), vip+"/32") {
+		t.Fatalf("fragment not restored:\n%s", data)
+	}
+	if got := w.output("vip"); got != vip {
+		t.Fatalf("VIP changed from %s to %s when restored", vip, got)
+	}
+
 	// Import adopts the VIP with its VRRP instance: no changes to plan.
 	imp := newWorkspace(t, c, cfg(150, `"192.0.2.2", "192.0.2.3"`))
 	{
