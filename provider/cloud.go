@@ -119,6 +119,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		PassEnv:           cfg.Terraform.PassEnv,
 		CLIConfigFile:     cfg.Terraform.CLIConfigFile,
 		PluginCacheDir:    cfg.Terraform.PluginCacheDir,
+		ProviderMTLS:      cfg.Terraform.ProviderMTLS,
 		Encryption:        enc.Source,
 		EncryptionSecrets: enc.Secrets,
 		// One identity per cluster: the leader-elected replica that runs

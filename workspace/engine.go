@@ -38,6 +38,7 @@ type Engine struct {
 	scrub       *secret.Scrubber
 	self        claim         // this process, for claim files
 	runs        atomic.Uint64 // tofu commands started (procs.go)
+	sockets     string        // providers' socket directory, "" with mTLS (sockets.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -109,6 +110,13 @@ func New(opts Options) (*Engine, error) {
 		CLIConfigFile: opts.CLIConfigFile, PluginCacheDir: opts.PluginCacheDir,
 		Home: opts.WorkDir, Encryption: opts.Encryption, EncryptionSecrets: opts.EncryptionSecrets,
 	}
+	if !opts.ProviderMTLS {
+		dir, err := tfenv.PluginSocketDir(filepath.Join(opts.WorkDir, socketsDir))
+		if err != nil {
+			return nil, fmt.Errorf("workspace engine: %w", err)
+		}
+		settings.PluginSocketDir = dir
+	}
 	env, secrets, err := tfenv.Build(settings)
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
@@ -125,6 +133,7 @@ func New(opts Options) (*Engine, error) {
 		ws:          map[string]*entry{},
 		done:        make(chan struct{}),
 		budget:      newBudget(opts.Parallelism),
+		sockets:     settings.PluginSocketDir,
 	}
 	if opts.Catalog != nil {
 		e.catalog = &catalog{e: e, spec: opts.Catalog}
@@ -153,6 +162,7 @@ func (e *Engine) Start(ctx context.Context) {
 	e.mu.Unlock()
 	e.pruneTombstones()
 	endLeftovers(e.opts.WorkDir)
+	e.clearSockets()
 	// A new incarnation may come with another provider mirror (a new
 	// image): the lock files shared by the last one are not reused.
 	e.dropInitCache()

@@ -40,6 +40,11 @@ type Options struct {
 	CLIConfigFile string
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
 	PluginCacheDir string
+	// ProviderMTLS keeps go-plugin's automatic mTLS between tofu and its
+	// providers. Without it each command's providers put their sockets in
+	// a directory of its own under <WorkDir>/.plugins (mode 0700), removed
+	// when the command ends (internal/tfenv/sockets.go).
+	ProviderMTLS bool
 	// Encryption is OpenTofu's encryption configuration, passed to every
 	// tofu run as TF_ENCRYPTION (secret, like EncryptionSecrets, the key
 	// values in it).

@@ -142,7 +142,7 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 // newTF is one tfexec.Terraform for one command (run id, see procs.go),
 // with the engine's explicit environment and graceful (SIGINT)
 // cancellation.
-func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
+func (r *runner) newTF(id string, sockets map[string]string) (*tfexec.Terraform, error) {
 	path, x := r.e.opts.Binary, r.e.opts.Exec
 	if x != nil {
 		path = x.Path
@@ -155,10 +155,16 @@ func (r *runner) newTF(id string) (*tfexec.Terraform, error) {
 	maps.Copy(env, r.e.env)
 	maps.Copy(env, r.env)
 	maps.Copy(env, runEnv(id, r.dir))
+	maps.Copy(env, sockets)
 	if x != nil {
 		maps.Copy(env, x.Env)
 	}
 	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	// Providers without mTLS, their sockets in a private directory
+	// (sockets.go).
+	if err := tf.SetDisablePluginTLS(r.e.sockets != ""); err != nil {
 		return nil, err
 	}
 	if err := tf.SetWaitDelay(r.e.opts.GracePeriod); err != nil {
@@ -188,7 +194,9 @@ var errNewTF = errors.New("set up tofu command")
 // providers) is killed with its process group.
 func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
 	id := r.e.runID()
-	tf, err := r.newTF(id)
+	sockets, removeSockets := r.e.commandSockets(id)
+	defer removeSockets()
+	tf, err := r.newTF(id, sockets)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNewTF, err)
 	}

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
 // The runner pod's side (`tfccm run`): unpack, run tofu, write the result.
@@ -149,7 +151,7 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 		// Too large to return the files: tofu's output alone, and a
 		// failure that names the size.
 		small := newArchive()
-		res = &result{Exit: 1, Stdout: "", Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))}
+		res = &result{Exit: 1, NoFiles: true, Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))}
 		doc, _ = json.Marshal(res)
 		if err := small.add(docName, 0o600, doc); err != nil {
 			return nil, nil, err
@@ -164,7 +166,10 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 // podEnv is tofu's environment in the pod: the engine's (credentials,
 // encryption, TF_IN_AUTOMATION, ...) with this pod's paths.
 func podEnv(req map[string]string, home, tmp, cache string) []string {
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache, "USER=" + os.Getenv("USER")}
+	// Providers' sockets go in the pod's own private tmp, not in the
+	// engine's directory (tfenv.PluginSocketDir), which the pod lacks.
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "TF_PLUGIN_CACHE_DIR=" + cache, "USER=" + os.Getenv("USER"),
+		tfenv.SocketDirVar + "=" + tmp}
 	// The pod's own way to the apiserver (the kubernetes backend's
 	// in_cluster_config), not the CCM's.
 	for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
@@ -180,7 +185,7 @@ func podEnv(req map[string]string, home, tmp, cache string) []string {
 	}
 	for k, v := range req {
 		switch k {
-		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "USER":
+		case "PATH", "HOME", "TMPDIR", "TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE", "USER", tfenv.SocketDirVar:
 			continue
 		}
 		env = append(env, k+"="+v)
