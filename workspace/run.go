@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -244,11 +246,21 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 			opts = append(opts, vf)
 		}
 		var err error
+		var stderr bytes.Buffer
 		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
 			r.planLine = &planLineWriter{}
+			stderr.Reset()
 			tf.SetStdout(r.planLine)
+			tf.SetStderr(&stderr)
 			return tf.Plan(ctx, opts...)
 		})
+		if err == nil && !exists(filepath.Join(r.dir, planFile)) {
+			// Exit code 2 means "changes", and is also how a Go program
+			// exits when it crashes (tofu, or the job runner's stand-in):
+			// a plan is applied only from the file it saved.
+			klog.InfoS("The plan reported success but saved no plan", "workspace", spec.Name, "output", r.scrub.Scrub(logLines(stderr.String())))
+			err = &Error{Op: "plan", Summary: fmt.Sprintf("%s plan reported success but saved no plan (%s); nothing was applied", r.e.Tool(), planFile)}
+		}
 		return err
 	})
 	if err != nil || !changes {

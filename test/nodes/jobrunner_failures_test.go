@@ -145,6 +145,16 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 	if released < locked {
 		t.Errorf("%d state lock releases logged, want at least %d (one per kill of a tofu holding the lock)\nCCM log:\n%s", released, locked, ccmLog())
 	}
+	// A pass applies the plan it has just saved: no apply ever runs
+	// without it (once seen after a tofu killed at plan).
+	if lines := logLinesWith(logs, "as a plan file"); len(lines) > 0 {
+		t.Errorf("%d CCM log lines say an apply ran without its saved plan:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	// A plan that said "changes" without saving one (a crashed tofu or
+	// stand-in) fails at plan and is retried; its output is logged.
+	for _, l := range append(logLinesWith(logs, "saved no plan"), logLinesWith(logs, "Saved plan missing")...) {
+		t.Logf("%s", l)
+	}
 
 	// What users saw: the Warning Events of the kills.
 	evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
@@ -486,7 +496,7 @@ func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
 	waitServes(t, vip, webPods(t, client))
 	waitNoHeldLocks(t, client)
 	if !serviceEventSays(t, client, "drain", "Runner pod evicted") {
-		t.Logf("no Event on drain tells the eviction (the pod was gone before the CCM looked)")
+		t.Errorf("no Event on drain says its runner pod was evicted: %s", harness.Events(ctx, client, "default", "drain"))
 	}
 	if out, err := kubectl(ic.c, "uncordon", "node-b"); err != nil {
 		t.Fatalf("kubectl uncordon node-b: %v\n%s", err, out)
@@ -849,4 +859,16 @@ func waitNoHeldLocks(t *testing.T, client kubernetes.Interface) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// logLinesWith are the lines of log that contain s (each cut at 2,000
+// bytes).
+func logLinesWith(log, s string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l[:min(len(l), 2000)])
+		}
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,6 +145,10 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 	if res == nil {
 		return &result{Exit: 1, Stderr: failure(ctx, client, cfg, done, pods, command(args))}, nil
 	}
+	if out := planOut(args); out != "" && (res.Exit == 0 || res.Exit == 2) && !exists(filepath.Join(dir, out)) {
+		res.Stderr += fmt.Sprintf("\nError: Saved plan missing\n\nThe runner's tofu plan exited %d, but the plan it saves (%s) did not come back with its result.\n", res.Exit, out)
+		res.Exit = 1
+	}
 	if res.Exit != 0 {
 		res.Stderr += evictedPods(pods)
 		if oomKilled(pods) && !strings.Contains(res.Stderr, "Runner out of memory") {
@@ -195,7 +201,8 @@ func finished(job *batchv1.Job) bool {
 
 // waitJob reads the Job whenever a watch of it sees a change (and every
 // watchPolls polls, or every poll once the watch ended) until it ended,
-// and returns it with its pods as last seen (podsEnded). When ctx ends
+// and returns it with its pods as last seen (podsEnded; a pod evicted
+// meanwhile as read while the Job counted it terminating). When ctx ends
 // (the engine interrupts the command), the Job is deleted in the
 // foreground: its tofu gets SIGINT (the pod's grace period to save state
 // and release its lock) and waitJob returns once the pod is gone.
@@ -210,6 +217,7 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	stopping := podsSeen{}
 	for {
 		// Read first: the Job may have ended before the watch began.
 		job, err := jobs.Get(ctx, name, metav1.GetOptions{})
@@ -217,7 +225,12 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 		case apierrors.IsNotFound(err):
 			return nil, nil, fmt.Errorf("Job %s/%s was deleted before it ended", cfg.Namespace, name)
 		case err == nil && finished(job):
-			return job, podsEnded(ctx, client, cfg, name), nil
+			return job, stopping.and(podsEnded(ctx, client, cfg, name)), nil
+		case err == nil && job.Status.Terminating != nil && *job.Status.Terminating > 0:
+			// Its pod is being deleted (evicted: a node drained): read
+			// now, while the pod still says why. It is gone by the time
+			// the Job ends.
+			stopping.read(ctx, client, cfg, name)
 		}
 		// else running, or the apiserver briefly unreachable
 		select {
@@ -231,6 +244,39 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 		case <-t.C:
 		}
 	}
+}
+
+// podsSeen are a Job's pods as last read while being deleted, by name.
+type podsSeen map[string]corev1.Pod
+
+func (s podsSeen) read(ctx context.Context, client kubernetes.Interface, cfg *Config, job string) {
+	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		s[p.Name] = p
+	}
+}
+
+// and is pods (read later) with the pods seen that are no longer among
+// them.
+func (s podsSeen) and(pods []corev1.Pod) []corev1.Pod {
+	have := map[string]bool{}
+	for _, p := range pods {
+		have[p.Name] = true
+	}
+	names := make([]string, 0, len(s))
+	for n := range s {
+		if !have[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pods = append(pods, s[n])
+	}
+	return pods
 }
 
 // watchPolls is how many polls waitJob waits between reads while its
@@ -333,7 +379,8 @@ func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, d
 	return decodeResult(b, dir)
 }
 
-// decodeResult unpacks a result archive and syncs dir with its files.
+// decodeResult unpacks a result archive and syncs dir with its files
+// (unless it came back without them).
 func decodeResult(b []byte, dir string) (*result, error) {
 	u, err := unpack(b)
 	if err != nil {
@@ -342,6 +389,9 @@ func decodeResult(b []byte, dir string) (*result, error) {
 	var res result
 	if err := json.Unmarshal(u.doc, &res); err != nil {
 		return nil, fmt.Errorf("result: %w", err)
+	}
+	if res.NoFiles {
+		return &res, nil
 	}
 	if err := u.syncDir(dir); err != nil {
 		return nil, fmt.Errorf("write back the runner's files: %w", err)

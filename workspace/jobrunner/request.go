@@ -19,11 +19,15 @@ type request struct {
 	Files map[int]string `json:"files,omitempty"`
 }
 
-// result is what a runner pod reports: tofu's exit code and output.
+// result is what a runner pod reports: tofu's exit code and output, and
+// whether the workspace's files came back with it.
 type result struct {
 	Exit   int    `json:"exit"`
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
+	// NoFiles: the files were left out (too large to return); the
+	// engine's copy of the workspace stays as it was.
+	NoFiles bool `json:"noFiles,omitempty"`
 }
 
 // droppedEnv are variables of the stand-in's environment a runner pod
@@ -101,6 +105,20 @@ func command(args []string) string {
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") {
 			return a
+		}
+	}
+	return ""
+}
+
+// planOut is the plan file a plan in args saves (-out=, relative to the
+// workspace), "" for none.
+func planOut(args []string) string {
+	if command(args) != "plan" {
+		return ""
+	}
+	for _, a := range args {
+		if p, ok := strings.CutPrefix(a, "-out="); ok && !filepath.IsAbs(p) {
+			return p
 		}
 	}
 	return ""

@@ -2,6 +2,7 @@ package jobrunner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tfccm/tfccm/internal/repo"
 )
@@ -204,5 +207,147 @@ func TestRunWaitsForAnEarlierJob(t *testing.T) {
 	}
 	if len(k.started) != 1 {
 		t.Errorf("%d Jobs ran, want 1", len(k.started))
+	}
+}
+
+// A runner pod evicted while tofu runs (a node drained) is gone by the
+// time its Job ends, its result written: the failure still says it was
+// evicted, from the pod as read while it was being deleted (the Job
+// counted it terminating).
+func TestRunEvictedRunner(t *testing.T) {
+	client := fake.NewClientset()
+	cfg := testConfig()
+	cfg.Poll = 20 * time.Millisecond
+	listed := make(chan struct{}, 100)
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case listed <- struct{}{}:
+		default:
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		jobs := client.BatchV1().Jobs(cfg.Namespace)
+		for ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			list, err := jobs.List(ctx, metav1.ListOptions{})
+			if err != nil || len(list.Items) == 0 || (list.Items[0].Spec.Suspend != nil && *list.Items[0].Spec.Suspend) {
+				continue
+			}
+			j := list.Items[0]
+			pods := client.CoreV1().Pods(cfg.Namespace)
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-abcde", Namespace: j.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": j.Name}},
+				Spec:       corev1.PodSpec{NodeName: "node-b"},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{
+					Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting",
+				}}},
+			}
+			if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+			one, zero := int32(1), int32(0)
+			j.Status.Terminating = &one
+			if _, err := jobs.UpdateStatus(ctx, &j, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+			for len(listed) > 0 {
+				<-listed
+			}
+			select { // the engine may look while tofu saves its state
+			case <-listed:
+			case <-time.After(15 * time.Second):
+			}
+			if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+			// tofu got SIGINT and the runner reports it.
+			a := newArchive()
+			if err := a.add(docName, 0o600, []byte(`{"exit":1,"stderr":"Error: interrupted\n"}`)); err != nil {
+				t.Error(err)
+				return
+			}
+			b, err := a.bytes()
+			if err == nil {
+				err = writeResult(ctx, client, j.Namespace, j.Name, string(j.UID), b)
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			j.Status.Terminating = &zero
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+			if _, err := jobs.UpdateStatus(ctx, &j, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+	}()
+	dir := filepath.Join(t.TempDir(), "lb-drained")
+	write(t, dir, map[string]string{"main.tf": ""})
+	res, err := Run(ctx, client, cfg, dir, []string{"apply", ".tfccm/plan.tfplan"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit == 0 || !strings.Contains(res.Stderr, "Error: Runner pod evicted") || !strings.Contains(res.Stderr, "on node node-b") || !strings.Contains(res.Stderr, "EvictionByEvictionAPI") {
+		t.Errorf("result %+v; want the failure to say the runner pod on node-b was evicted", res)
+	}
+}
+
+// A plan the runner reports as succeeded (exit 2: changes, and how a
+// crashed Go program exits) whose saved plan did not come back is a
+// failure that says so: the engine never applies a plan it does not have.
+func TestRunPlanWithoutSavedPlan(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	crashing := filepath.Join(t.TempDir(), "tofu")
+	if err := os.WriteFile(crashing, []byte("#!/bin/sh\necho 'panic: boom' >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k.tofu = crashing
+	dir := filepath.Join(t.TempDir(), "lb-c")
+	write(t, dir, map[string]string{"main.tf": ""})
+	res, err := Run(context.Background(), k.client, cfg, dir, []string{"plan", "-no-color", "-detailed-exitcode", "-out=.tfccm/plan.tfplan"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 1 || !strings.Contains(res.Stderr, "Error: Saved plan missing") || !strings.Contains(res.Stderr, "exited 2") || !strings.Contains(res.Stderr, "panic: boom") {
+		t.Errorf("result %+v; want a failure saying the saved plan is missing, with tofu's output", res)
+	}
+	if got := planOut([]string{"apply", "-out=x"}); got != "" {
+		t.Errorf("planOut(apply) = %q", got)
+	}
+}
+
+// A result too large to return comes back without the workspace's files
+// and leaves the engine's copy as it was (it used to empty it: every file
+// the result lacked was removed).
+func TestRunResultTooLarge(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	big := filepath.Join(t.TempDir(), "tofu")
+	script := fmt.Sprintf("#!/bin/sh\nhead -c %d /dev/urandom > big.bin\nexit 0\n", PartSize*MaxParts+(1<<20))
+	if err := os.WriteFile(big, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k.tofu = big
+	dir := filepath.Join(t.TempDir(), "lb-d")
+	write(t, dir, map[string]string{"main.tf": "# kept", ".terraform.lock.hcl": "# kept"})
+	res, err := Run(context.Background(), k.client, cfg, dir, []string{"apply", "-no-color"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 1 || !strings.Contains(res.Stderr, "above the job runner's limit") {
+		t.Errorf("result %+v; want a failure naming the limit", res)
+	}
+	for _, f := range []string{"main.tf", ".terraform.lock.hcl"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != "# kept" {
+			t.Errorf("%s after a result without files: %q, %v; want it kept", f, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "big.bin")); err == nil {
+		t.Errorf("big.bin came back")
 	}
 }

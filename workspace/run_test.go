@@ -1,0 +1,79 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
+)
+
+// A plan whose command exits 2 ("changes", and how a crashed Go program
+// exits: tofu, or the job runner's stand-in) without saving the plan
+// fails the pass at plan, saying so: no apply runs without its saved plan
+// (it failed with `Failed to load ".tfccm/plan.tfplan" as a plan file`).
+// The retry plans again and applies.
+func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
+	dir := t.TempDir()
+	calls, crashed := filepath.Join(dir, "calls.log"), filepath.Join(dir, "crashed")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> '%s'\nif [ \"$1\" = plan ] && [ ! -e '%s' ]; then touch '%s'; exit 2; fi\nexec '%s' \"$@\"\n",
+		calls, crashed, crashed, repo.Tofu(t))
+	bin := filepath.Join(dir, "tofu-crashing")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var results []Result
+	e := newTestEngine(t, Options{
+		Binary:  bin,
+		Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 200 * time.Millisecond},
+		OnResult: func(_ string, r Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		},
+	})
+	spec := testSpec("crashed-plan", 1, 0)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 2*time.Minute, "the retry applies", func(context.Context) error {
+		if st := e.Status(spec.Name); st.Phase != PhaseApplied {
+			return fmt.Errorf("phase %s, err %v", st.Phase, st.Err)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) < 2 {
+		t.Fatalf("results %+v; want a failed pass, then an applied one", results)
+	}
+	first := results[0]
+	if first.Err == nil || first.Op != "plan" || !strings.Contains(first.Err.Error(), "saved no plan") {
+		t.Errorf("first pass: op %q, err %v; want the plan failed for want of its saved plan", first.Op, first.Err)
+	}
+	for _, r := range results {
+		if r.Err != nil && strings.Contains(r.Err.Error(), "as a plan file") {
+			t.Errorf("an apply ran without its saved plan: %v", r.Err)
+		}
+	}
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for _, c := range strings.Fields(string(b)) {
+		if c == "plan" || c == "apply" {
+			cmds = append(cmds, c)
+		}
+	}
+	if got := strings.Join(cmds, " "); got != "plan plan apply" {
+		t.Errorf("plan and apply commands: %q, want \"plan plan apply\" (no apply after the plan that saved nothing)", got)
+	}
+}
