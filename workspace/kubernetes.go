@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,9 +91,10 @@ func unlockKubernetesLease(ctx context.Context, b BackendInfo, id string) error 
 	return nil
 }
 
-// kubernetesBackendClient builds a client from the kubernetes backend's
-// settings tfccm reads (config_path, config_context, in_cluster_config)
-// and returns it with the namespace and secret_suffix.
+// kubernetesBackendClient returns a client for the kubernetes backend's
+// connection settings tfccm reads (config_path, config_context,
+// in_cluster_config), one per distinct connection (backendClients), with
+// the namespace and secret_suffix.
 func kubernetesBackendClient(b BackendInfo) (kubernetes.Interface, string, string, error) {
 	str := func(k string) string {
 		v, ok := b.Attributes[k]
@@ -106,20 +111,96 @@ func kubernetesBackendClient(b BackendInfo) (kubernetes.Interface, string, strin
 	if ns == "" {
 		ns = "default"
 	}
+	conn := backendConnection{Path: str("config_path"), Context: str("config_context")}
+	if v, ok := b.Attributes["in_cluster_config"]; ok && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "bool" && v.True() {
+		conn = backendConnection{InCluster: true}
+	}
+	client, err := backendClients.get(conn)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return client, ns, suffix, nil
+}
+
+// backendConnection is what a kubernetes backend connects with: the
+// in-cluster configuration, or a kubeconfig file and context.
+type backendConnection struct {
+	InCluster bool   `json:"in_cluster,omitempty"`
+	Path      string `json:"path,omitempty"`
+	Context   string `json:"context,omitempty"`
+	// Sum is the kubeconfig file's content (sha256): the same path with
+	// new credentials is another connection.
+	Sum string `json:"sum,omitempty"`
+}
+
+// client builds a client for c.
+func (c backendConnection) client() (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
-	if v, ok := b.Attributes["in_cluster_config"]; ok && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "bool" && v.True() {
+	if c.InCluster {
 		cfg, err = rest.InClusterConfig()
 	} else {
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: str("config_path")}
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: str("config_context")}).ClientConfig()
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Path}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
 	}
 	if err != nil {
-		return nil, "", "", fmt.Errorf("kubernetes client config: %w", err)
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("kubernetes client: %w", err)
+		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return client, ns, suffix, nil
+	return client, nil
+}
+
+// backendClients holds the clients of the kubernetes backends tfccm
+// talks to: outputs are read after every apply, and building a client
+// (reading and parsing a kubeconfig, a new clientset) each time is work
+// thrown away.
+var backendClients = &clientCache{max: 8}
+
+// clientCache holds one client per backend connection, at most max
+// (a controller has a handful of backends; past max an arbitrary one is
+// dropped). It is safe for concurrent use.
+type clientCache struct {
+	max     int
+	mu      sync.Mutex
+	clients map[string]kubernetes.Interface
+}
+
+// get returns the client for conn, built on first use. conn's kubeconfig
+// file is read each time (its content is part of the key); a file that
+// cannot be read is left to the client's own loading to report.
+func (c *clientCache) get(conn backendConnection) (kubernetes.Interface, error) {
+	if !conn.InCluster && conn.Path != "" {
+		b, err := os.ReadFile(conn.Path)
+		if err != nil {
+			return conn.client()
+		}
+		conn.Sum = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	key, err := json.Marshal(conn)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if client, ok := c.clients[string(key)]; ok {
+		return client, nil
+	}
+	client, err := conn.client()
+	if err != nil {
+		return nil, err
+	}
+	if c.clients == nil {
+		c.clients = map[string]kubernetes.Interface{}
+	}
+	for k := range c.clients {
+		if len(c.clients) < c.max {
+			break
+		}
+		delete(c.clients, k)
+	}
+	c.clients[string(key)] = client
+	return client, nil
 }

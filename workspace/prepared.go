@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -43,7 +44,6 @@ import (
 const (
 	preparedDir     = "terraform"             // .terraform without its backend record
 	preparedBackend = "backend.json"          // the donor's backend record and the sums of its values
-	backendRecord   = "terraform.tfstate"     // in .terraform: the backend init configured
 	seededMarker    = ".tfccm-prepared"       // in .terraform: its files are shared links
 	preparedLockSum = "terraform.lock.sha256" // the lock file the prepared .terraform was initialized with
 )
@@ -156,7 +156,7 @@ func (e *Engine) keepPrepared(dir, key string, spec *Spec) {
 // skipOwnRecord leaves out what belongs to one workspace: its backend
 // record and selected Terraform workspace.
 func skipOwnRecord(rel string) bool {
-	return rel == backendRecord || rel == "environment" || rel == seededMarker
+	return rel == backendRecordFile || rel == "environment" || rel == seededMarker
 }
 
 // unlinkPrepared drops the shared links of a seeded .terraform in dir
@@ -172,15 +172,8 @@ func unlinkPrepared(dir string) {
 		return
 	}
 	drop := []string{"providers", "modules", seededMarker}
-	if b, err := os.ReadFile(filepath.Join(dot, backendRecord)); err == nil {
-		var doc struct {
-			Backend struct {
-				Hash *uint64 `json:"hash"`
-			} `json:"backend"`
-		}
-		if json.Unmarshal(b, &doc) == nil && doc.Backend.Hash != nil && *doc.Backend.Hash == 0 {
-			drop = append(drop, backendRecord)
-		}
+	if rec, err := loadBackendRecord(dir); err == nil && rec.unadopted() {
+		drop = append(drop, backendRecordFile)
 	}
 	for _, sub := range drop {
 		if err := os.RemoveAll(filepath.Join(dot, sub)); err != nil {
@@ -198,11 +191,11 @@ func hasBackendBlock(spec *Spec) bool {
 // donorRecord reads the backend record init wrote into dir and proves
 // that each of spec's settings is recorded as tfccm wrote it.
 func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ".terraform", backendRecord))
+	donor, err := loadBackendRecord(dir)
 	if err != nil {
 		return nil, err
 	}
-	config, err := recordConfig(b)
+	config, err := donor.settings()
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +203,7 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &preparedRecord{Record: b, Sums: map[string]string{}}
+	rec := &preparedRecord{Record: donor.raw, Sums: map[string]string{}}
 	for k, v := range values {
 		got, ok := config[k]
 		if !ok || sumJSON(got) != sumJSON(v) {
@@ -219,22 +212,6 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 		rec.Sums[k] = sumJSON(v)
 	}
 	return rec, nil
-}
-
-// recordConfig is the recorded settings of a backend record.
-func recordConfig(b []byte) (map[string]json.RawMessage, error) {
-	var doc struct {
-		Backend struct {
-			Config map[string]json.RawMessage `json:"config"`
-		} `json:"backend"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("decode the backend record: %w", err)
-	}
-	if doc.Backend.Config == nil {
-		return nil, errors.New("the backend record has no settings")
-	}
-	return doc.Backend.Config, nil
 }
 
 // seedPrepared gives dir (a fresh workspace: no .terraform) key's
@@ -274,7 +251,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 		return false
 	}
 	if record != nil {
-		if err := os.WriteFile(filepath.Join(tmp, "t", backendRecord), record, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, "t", backendRecordFile), record, 0o600); err != nil {
 			return false
 		}
 	}
@@ -304,40 +281,16 @@ func (e *Engine) seedRecord(entry string, spec *Spec) ([]byte, error) {
 	if len(values) != len(rec.Sums) {
 		return nil, errors.New("another set of backend settings than the prepared one")
 	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(rec.Record, &doc); err != nil {
-		return nil, err
-	}
-	var backend map[string]json.RawMessage
-	if err := json.Unmarshal(doc["backend"], &backend); err != nil {
-		return nil, err
-	}
-	var config map[string]json.RawMessage
-	if err := json.Unmarshal(backend["config"], &config); err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		if _, ok := rec.Sums[k]; !ok {
 			return nil, fmt.Errorf("backend setting %s is not in the prepared record", k)
 		}
-		config[k] = values[k]
 	}
-	// tofu compares the recorded settings with the configuration when
-	// their hash differs, and records its own hash when they are equal.
-	hash, _ := json.Marshal(0)
-	backend["hash"] = hash
-	if backend["config"], err = json.Marshal(config); err != nil {
+	donor, err := parseBackendRecord(rec.Record)
+	if err != nil {
 		return nil, err
 	}
-	if doc["backend"], err = json.Marshal(backend); err != nil {
-		return nil, err
-	}
-	return json.MarshalIndent(doc, "", "  ")
+	return donor.withSettings(values)
 }
 
 // copyTree copies the tree at src to dst: directories made, symbolic

@@ -96,7 +96,7 @@ func applyAndWait(t *testing.T, e *Engine, spec Spec) Status {
 // workspace name: its settings and hash.
 func backendRecordOf(t *testing.T, e *Engine, name string) (map[string]any, float64) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.Dir(name), ".terraform", backendRecord))
+	b, err := os.ReadFile(filepath.Join(e.Dir(name), ".terraform", backendRecordFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,8 @@ const burstParallelism = 4
 // an apply failed (VIP allocation must be race-free), two Services share a
 // VIP, or the ratio exceeds TFCCM_BENCH_BURST_MAX (default 1.2).
 func TestBurstVsRawTofu(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("TFCCM_BENCH_BURST"))
-	if n <= 0 {
-		t.Skip("TFCCM_BENCH_BURST=N runs the burst benchmark (make bench)")
-	}
-	maxRatio := 1.2
-	if v := os.Getenv("TFCCM_BENCH_BURST_MAX"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("TFCCM_BENCH_BURST_MAX: %v", err)
-		}
-		maxRatio = f
-	}
+	n := harness.BenchCount(t, "TFCCM_BENCH_BURST", "TFCCM_BENCH_BURST=N runs the burst benchmark (make bench)")
+	maxRatio := harness.BenchRatio(t, "TFCCM_BENCH_BURST_MAX", 1.2)
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()

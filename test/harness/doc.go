@@ -8,5 +8,7 @@
 // this machine's processes by command line (procs.go).
 //
 // Everything here returns plain errors, so a command can use it; the
-// tests wrap it in thin helpers that fail the test instead.
+// tests wrap it in thin helpers that fail the test instead. The one
+// exception is bench.go: the benchmarks' sizes and limits from the
+// environment, which skip or fail the benchmark itself.
 package harness
