@@ -2,6 +2,9 @@
 # make bench: tfccm's speed and memory targets, measured in one run. Absolute
 # times on shared machines are noise; the ratios and counts are the targets:
 #   engine vs raw tofu      ratio            goal <= 1.2   (issue: workspace engine)
+#   40 new workspaces, no cloud cost: engine vs raw tofu init/plan/apply at the
+#                           same parallelism: wall ratio, CPU s per workspace of
+#                           each side and of the engine with provider_mtls
 #   churn, 20 LBs x 10 node events in 10 s   applies/service <= 2, converged <= 30 s
 #   routes, 1,000 nodes     applies/initial-sync <= 3, applies/period == 0
 #   state, 5,000 instances  lookups/s >= 200k, reads (5,000 cold lookups) == 1,
@@ -30,6 +33,7 @@ run() { # run PKG BENCH-REGEXP BENCHTIME
 }
 
 run ./workspace/ 'EngineVsRawTofu' 30x
+run ./workspace/ 'NewWorkspacesVsRawTofu' 1x
 run ./workspace/ 'ChurnCoalescing' 1x
 if grep -qs '^func BenchmarkRoutes' provider/*_test.go; then
 	run ./provider/ 'Routes' 1x
