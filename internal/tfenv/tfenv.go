@@ -51,14 +51,6 @@ type Settings struct {
 	PluginSocketDir string
 }
 
-// DefaultGOGC is GOGC for every tofu process and its providers unless
-// terraform.env or pass_env sets it: a process that lives for one command
-// gains little from collecting garbage often. Against Go's default (100)
-// it saved about a tenth of the CPU of a load balancer's plan and apply,
-// with the same peak resident memory (docs/scale.md); a process's heap may
-// grow to three times what it holds, not twice.
-const DefaultGOGC = "200"
-
 // EncryptionVar carries the encryption configuration to tofu: OpenTofu
 // merges it into the configuration's encryption block, so key providers'
 // secrets never need to be written into a file.
@@ -143,11 +135,6 @@ func Build(s Settings) (env map[string]string, secrets []string, err error) {
 	for k, v := range s.Env {
 		env[k] = v
 		secrets = append(secrets, v)
-	}
-	// tofu and its providers (Go programs) live for one command: they
-	// collect garbage half as often, unless terraform.env says otherwise.
-	if _, set := env["GOGC"]; !set {
-		env["GOGC"] = DefaultGOGC
 	}
 	if s.CLIConfigFile != "" {
 		env["TF_CLI_CONFIG_FILE"] = s.CLIConfigFile

@@ -31,16 +31,6 @@ func TestBuild(t *testing.T) {
 	if strings.Join(secrets, ",") != "tok-and-more-x,passed-value,tok" {
 		t.Errorf("secrets = %v, want longest first", secrets)
 	}
-	if env["GOGC"] != DefaultGOGC {
-		t.Errorf("GOGC = %q, want tfccm's default %s", env["GOGC"], DefaultGOGC)
-	}
-	if env, _, _ := Build(Settings{Env: map[string]string{"GOGC": "50"}}); env["GOGC"] != "50" {
-		t.Errorf("terraform.env's GOGC overridden: %q", env["GOGC"])
-	}
-	t.Setenv("GOGC", "off")
-	if env, _, _ := Build(Settings{PassEnv: []string{"GOGC"}}); env["GOGC"] != "off" {
-		t.Errorf("pass_env's GOGC overridden: %q", env["GOGC"])
-	}
 	if _, _, err := Build(Settings{Env: map[string]string{"TF_LOG": "trace"}}); err == nil || !strings.Contains(err.Error(), "TF_LOG") {
 		t.Errorf("TF_LOG accepted: %v", err)
 	}
