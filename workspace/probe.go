@@ -81,7 +81,11 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 		}
 	}
 	r := &runner{e: e, dir: dir, scrub: e.scrub}
-	if !exists(filepath.Join(dir, ".terraform")) {
+	// Initialized: its .terraform, or with runner Jobs its lock file alone
+	// (the providers, all a probe's .terraform holds, stay in the pod; the
+	// next pod links them again). A refresh that finds them missing
+	// re-initializes below.
+	if !exists(filepath.Join(dir, ".terraform")) && !exists(filepath.Join(dir, ".terraform.lock.hcl")) {
 		if err := r.probeInit(ctx, true); err != nil {
 			return nil, err
 		}

@@ -201,6 +201,14 @@ func needsProviders(cmd string) bool {
 	return cmd != "init" && cmd != "version" && cmd != ""
 }
 
+// initialized reports whether init ran in workspace dir: its .terraform
+// came along, or only its lock file did (a module without a backend or
+// module calls, such as a health probe's copy, has nothing in .terraform
+// but the providers, which do not travel).
+func initialized(dir string) bool {
+	return exists(filepath.Join(dir, ".terraform")) || exists(filepath.Join(dir, ".terraform.lock.hcl"))
+}
+
 // runTofu runs tofu (after linking providers when the command needs them)
 // and returns its result. SIGTERM (the pod deleted) reaches tofu as
 // SIGINT: it saves its state and releases its lock. A failure while the
@@ -216,7 +224,7 @@ func runTofu(ctx context.Context, tofu, dir string, env, args []string) *result 
 }
 
 func tofuSteps(ctx context.Context, tofu, dir string, env, args []string) *result {
-	if needsProviders(command(args)) && exists(filepath.Join(dir, ".terraform")) {
+	if needsProviders(command(args)) && initialized(dir) {
 		res := tofuOnce(ctx, tofu, dir, env, []string{"init", "-input=false", "-backend=false", "-get=false", "-no-color"})
 		if res.Exit != 0 {
 			return res

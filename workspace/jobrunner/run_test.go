@@ -351,3 +351,48 @@ func TestRunResultTooLarge(t *testing.T) {
 		t.Errorf("big.bin came back")
 	}
 }
+
+// A module without a backend or module calls (a health probe's copy)
+// brings only its lock file back from init: the next command's pod still
+// links its providers first (it used to run without them: "Required
+// plugins are not installed" on every health read with runners).
+func TestRunModuleWithProvidersOnly(t *testing.T) {
+	cliConfig, err := repo.LBHostCLIConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), ".probes", "lb-x", "health")
+	write(t, dir, map[string]string{"main.tf": `terraform {
+  required_providers {
+    lbhost = { source = "tfccm/lbhost" }
+  }
+}
+provider "lbhost" {
+  netns = "tfccm-none"
+}
+output "x" {
+  value = "read"
+}
+`})
+	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"init", "-input=false", "-no-color"},
+		{"apply", "-input=false", "-no-color", "-auto-approve", "-refresh-only", "-lock=false"},
+	} {
+		res, err := Run(ctx, k.client, cfg, dir, args, env)
+		if err != nil {
+			t.Fatalf("%s: %v", args[0], err)
+		}
+		if res.Exit != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", args[0], res.Exit, res.Stderr)
+		}
+	}
+	if exists(filepath.Join(dir, ".terraform")) {
+		t.Fatal("the module's .terraform came back: this test needs a module whose .terraform holds only providers")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate")); err != nil || !strings.Contains(string(b), `"read"`) {
+		t.Errorf("the refresh wrote no outputs (%v): %s", err, b)
+	}
+}
