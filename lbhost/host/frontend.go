@@ -50,92 +50,86 @@ func (h *Host) ReadFrontend(ctx context.Context, name string) (*haproxy.Frontend
 	return &f, nil
 }
 
-// ApplyFrontend writes f's fragment, checks the whole configuration with
-// haproxy -c and reloads HAProxy. A rejected configuration is rolled back
-// before anything reloads, so the running load balancer never changes.
-// Health state is carried over the reload only for servers whose address,
-// port and check are unchanged.
+// ApplyFrontend writes f's fragment, checks it and commits it: the whole
+// configuration is checked with haproxy -c and HAProxy reloaded, once for
+// every change staged at the time (commit.go). A rejected configuration is
+// rolled back before anything reloads, so the running load balancer never
+// changes. Health state is carried over the reload only for servers whose
+// address, port and check are unchanged.
 func (h *Host) ApplyFrontend(ctx context.Context, f haproxy.Frontend) error {
 	data, err := haproxy.Render(f)
 	if err != nil {
 		return err
 	}
-	unlock, err := h.lock(ctx)
-	if err != nil {
+	token, err := h.stageFrontend(ctx, f.Name, &f, data)
+	if err != nil || token == "" {
 		return err
 	}
-	defer unlock()
-	if err := h.checkPortsFree(ctx, f); err != nil {
-		return err
-	}
-	file := h.fragment(f.Name)
-	old, err := h.T.ReadFile(ctx, file)
-	exists := err == nil
-	if err != nil && !transport.IsNotExist(err) {
-		return fmt.Errorf("%s: read %s: %w", h.T, file, err)
-	}
-	if exists && bytes.Equal(old, data) {
-		if live, err := h.live(ctx, f); err == nil && live {
-			return nil
-		}
-		// Written by an apply whose reload failed (or HAProxy could not
-		// tell): reload now.
-	}
-	var prev *haproxy.Frontend
-	if exists {
-		if p, err := haproxy.Parse(old); err == nil {
-			prev = &p
-		}
-	}
-	if err := h.T.WriteFile(ctx, file, data); err != nil {
-		return fmt.Errorf("%s: %w", h.T, err)
-	}
-	if err := h.check(ctx); err != nil {
-		var rerr error
-		if exists {
-			rerr = h.T.WriteFile(ctx, file, old)
-		} else {
-			rerr = h.T.Remove(ctx, file)
-		}
-		if rerr != nil {
-			return fmt.Errorf("%w; restoring the previous fragment failed too: %v", err, rerr)
-		}
-		return fmt.Errorf("%w; the previous configuration was restored and HAProxy was not reloaded", err)
-	}
-	if err := h.reload(ctx, f.Name, prev, &f); err != nil {
-		return &PartialError{Err: err}
-	}
-	return nil
+	return h.commit(ctx, f.Name, token)
 }
 
-// DeleteFrontend removes exactly f's fragment and reloads.
+// DeleteFrontend removes exactly name's fragment and commits the removal.
 func (h *Host) DeleteFrontend(ctx context.Context, name string) error {
 	if !haproxy.ValidName(name) {
 		return fmt.Errorf("name %q is not a load balancer name", name)
 	}
-	unlock, err := h.lock(ctx)
-	if err != nil {
+	token, err := h.stageFrontend(ctx, name, nil, nil)
+	if err != nil || token == "" {
 		return err
 	}
+	return h.commit(ctx, name, token)
+}
+
+// stageFrontend stages f's fragment data (f nil: the removal of name's
+// fragment) under the host's lock, after checking its ports and the
+// fragment on its own. It returns "" when there is nothing to commit: the
+// fragment is there and loaded, or (removal) already gone.
+func (h *Host) stageFrontend(ctx context.Context, name string, f *haproxy.Frontend, data []byte) (string, error) {
+	unlock, err := h.lock(ctx)
+	if err != nil {
+		return "", err
+	}
 	defer unlock()
+	if f != nil {
+		if err := h.checkPortsFree(ctx, *f); err != nil {
+			return "", err
+		}
+	}
 	file := h.fragment(name)
 	old, err := h.T.ReadFile(ctx, file)
-	if transport.IsNotExist(err) {
-		return nil
+	exists := err == nil
+	if err != nil && !transport.IsNotExist(err) {
+		return "", fmt.Errorf("%s: read %s: %w", h.T, file, err)
 	}
+	prev, err := h.readPending(ctx, name)
 	if err != nil {
-		return fmt.Errorf("%s: read %s: %w", h.T, file, err)
+		return "", err
 	}
-	if err := h.T.Remove(ctx, file); err != nil {
-		return fmt.Errorf("%s: %w", h.T, err)
-	}
-	if err := h.check(ctx); err != nil {
-		if rerr := h.T.WriteFile(ctx, file, old); rerr != nil {
-			return fmt.Errorf("%w; restoring the fragment failed too: %v", err, rerr)
+	committed := prev == nil || prev.Result != nil
+	switch {
+	case f == nil && !exists && committed:
+		return "", nil
+	case f != nil && exists && committed && bytes.Equal(old, data):
+		if live, err := h.live(ctx, *f); err == nil && live {
+			return "", nil
 		}
-		return fmt.Errorf("%w; the fragment was restored and HAProxy was not reloaded", err)
+		// Written by an apply whose reload failed (or HAProxy could not
+		// tell): reload now.
 	}
-	return h.reload(ctx, name, nil, nil)
+	token, err := h.stage(ctx, name, prev, old, exists, data)
+	if err != nil {
+		return "", err
+	}
+	if f == nil {
+		return token, nil
+	}
+	if err := h.checkOne(ctx, name); err != nil {
+		if rerr := h.unstage(ctx, name, prev, old, exists); rerr != nil {
+			return "", fmt.Errorf("%w; restoring the previous fragment failed too: %v", err, rerr)
+		}
+		return "", fmt.Errorf("%w; the previous configuration was restored and HAProxy was not reloaded", err)
+	}
+	return token, nil
 }
 
 // checkPortsFree refuses a VIP:port another load balancer binds.

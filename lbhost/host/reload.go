@@ -68,23 +68,30 @@ func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
 	return pids, nil
 }
 
-// reload saves the server state (filtered for load balancer name: prev is
-// what was running, next what will run, nil when removed), reloads the
-// master and waits until a new worker runs the new configuration.
-func (h *Host) reload(ctx context.Context, name string, prev, next *haproxy.Frontend) error {
+// reload saves the server state (filtered for every load balancer of
+// batch: prev is what was running, next what will run, nil when removed),
+// reloads the master and waits until a new worker runs the new
+// configuration.
+func (h *Host) reload(ctx context.Context, batch []staged) error {
 	old, err := h.workers(ctx)
 	if err != nil {
 		return err
 	}
 	if dump, err := h.masterCLI(ctx, "@1 show servers state"); err == nil && strings.HasPrefix(dump, "1\n") {
-		state := haproxy.FilterServerState([]byte(dump), name, prev, next)
+		state := []byte(dump)
+		for _, s := range batch {
+			state = haproxy.FilterServerState(state, s.name, s.prev, s.next)
+		}
 		if err := h.T.WriteFile(ctx, h.p("server-state"), state); err != nil {
 			return fmt.Errorf("%s: save server state: %w", h.T, err)
 		}
 	} else {
-		// No usable dump: load no stale state for this LB either.
+		// No usable dump: load no stale state for these LBs either.
 		if data, rerr := h.T.ReadFile(ctx, h.p("server-state")); rerr == nil {
-			_ = h.T.WriteFile(ctx, h.p("server-state"), haproxy.FilterServerState(data, name, nil, nil))
+			for _, s := range batch {
+				data = haproxy.FilterServerState(data, s.name, nil, nil)
+			}
+			_ = h.T.WriteFile(ctx, h.p("server-state"), data)
 		}
 	}
 	if _, err := h.masterCLI(ctx, "reload"); err != nil {

@@ -67,7 +67,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"config_dir": schema.StringAttribute{
 				Optional: true,
 				Description: "Directory on the host holding HAProxy's `base.cfg` (global and defaults, the host's own), " +
-					"lbhost's `fragments/` and `claims/`, the `lock` file, `server-state` and the master CLI socket `master.sock`. Required for `lbhost_frontend` and `lbhost_vip`; a provider that only manages routes may leave it out.",
+					"lbhost's `fragments/`, `claims/` and `pending/`, the `lock` and `commit.lock` files, `server-state` and the master CLI socket `master.sock`. Required for `lbhost_frontend` and `lbhost_vip`; a provider that only manages routes may leave it out.",
 				Validators: []validator.String{pathValidator{}},
 			},
 			"haproxy": schema.StringAttribute{

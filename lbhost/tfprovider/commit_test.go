@@ -1,0 +1,171 @@
+package tfprovider_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/lbhost/haproxy"
+	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/transport"
+)
+
+// reloads is the master's reload count (show proc).
+func reloads(t *testing.T, c *cloud) int {
+	t.Helper()
+	conn, err := net.Dial("unix", filepath.Join(c.dir, "master.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "show proc\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.(*net.UnixConn).CloseWrite() // the CLI answers once its input ends
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == "master" {
+			n, err := strconv.Atoi(f[2])
+			if err != nil {
+				t.Fatalf("show proc: %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("show proc without the master's line:\n%s", out)
+	return 0
+}
+
+func frontendOn(c *cloud, i int) haproxy.Frontend {
+	return haproxy.Frontend{
+		Name: fmt.Sprintf("gc_%02d", i), Address: c.gateway, SessionAffinity: "None",
+		Ports:    []haproxy.Port{{Port: 20000 + i, NodePort: 30080}},
+		Backends: []haproxy.Backend{{Name: "node-a", Address: c.nodeA}},
+	}
+}
+
+// applyAll applies fronts at once, each on a host of its own (a provider
+// process each, as concurrent applies have), and returns their errors.
+func applyAll(t *testing.T, c *cloud, fronts []haproxy.Frontend) []error {
+	t.Helper()
+	errs := make([]error, len(fronts))
+	var wg sync.WaitGroup
+	for i, f := range fronts {
+		h, err := host.New(&transport.Netns{Name: c.netns}, c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			errs[i] = h.ApplyFrontend(ctx, f)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestConcurrentFrontendsShareReloads: load balancers applied at the same
+// time are committed together, one whole-configuration check and one
+// reload for the changes staged meanwhile; every one is loaded when its
+// apply returns. A configuration HAProxy rejects as a whole (a broken
+// fragment not lbhost's) fails every change of the commit, restores their
+// fragments and reloads nothing.
+func TestConcurrentFrontendsShareReloads(t *testing.T) {
+	c := newCloud(t)
+	h, err := host.New(&transport.Netns{Name: c.netns}, c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	const n = 12
+	fronts := make([]haproxy.Frontend, n)
+	for i := range fronts {
+		fronts[i] = frontendOn(c, i)
+	}
+	before := reloads(t, c)
+	for i, err := range applyAll(t, c, fronts) {
+		if err != nil {
+			t.Errorf("apply %s: %v", fronts[i].Name, err)
+		}
+	}
+	for _, f := range fronts {
+		if got, err := h.ReadFrontend(ctx, f.Name); err != nil || got == nil {
+			t.Errorf("%s after its apply returned: %v, %v (want it loaded)", f.Name, got, err)
+		}
+	}
+	took := reloads(t, c) - before
+	t.Logf("%d concurrent applies, %d reloads", n, took)
+	if took < 1 || took > n/2 {
+		t.Errorf("%d concurrent applies took %d reloads, want between 1 and %d", n, took, n/2)
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.dir, "pending")); len(left) != 0 {
+		t.Errorf("staged changes left after every apply returned: %v", left)
+	}
+
+	// A fragment HAProxy rejects that is not lbhost's: every change of
+	// the commit fails, nothing reloads, their fragments are as before.
+	broken := filepath.Join(c.dir, "fragments", "zz_hand.cfg")
+	if err := os.WriteFile(broken, []byte("frontend hand\n  no_such_keyword on\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := make([]haproxy.Frontend, 4)
+	for i := range changed {
+		changed[i] = frontendOn(c, n+i)
+	}
+	changed[0] = fronts[0]
+	changed[0].Ports = []haproxy.Port{{Port: 21000, NodePort: 30080}}
+	before = reloads(t, c)
+	for i, err := range applyAll(t, c, changed) {
+		if err == nil || !strings.Contains(err.Error(), "HAProxy rejected the configuration") || !strings.Contains(err.Error(), "restored") {
+			t.Errorf("apply %s with a broken fragment on the host: %v, want the rejection", changed[i].Name, err)
+		}
+	}
+	if got := reloads(t, c) - before; got != 0 {
+		t.Errorf("a rejected configuration reloaded HAProxy %d times", got)
+	}
+	for _, f := range changed[1:] {
+		if _, err := os.Stat(filepath.Join(c.dir, "fragments", f.Name+".cfg")); !os.IsNotExist(err) {
+			t.Errorf("rejected new load balancer %s left its fragment: %v", f.Name, err)
+		}
+	}
+	if got, err := h.ReadFrontend(ctx, fronts[0].Name); err != nil || got == nil || got.Ports[0].Port != fronts[0].Ports[0].Port {
+		t.Errorf("rejected change of %s: reads %+v, %v, want it as it was", fronts[0].Name, got, err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.dir, "pending")); len(left) != 0 {
+		t.Errorf("staged changes left after a rejected commit: %v", left)
+	}
+
+	// Fixed, the same changes go through.
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range applyAll(t, c, changed) {
+		if err != nil {
+			t.Errorf("apply %s after the fix: %v", changed[i].Name, err)
+		}
+	}
+	for _, f := range fronts[1:] {
+		if err := h.DeleteFrontend(ctx, f.Name); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := h.ReadFrontend(ctx, f.Name); err != nil || got != nil {
+			t.Errorf("%s after its delete: %v, %v", f.Name, got, err)
+		}
+	}
+}
