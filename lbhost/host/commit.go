@@ -16,16 +16,24 @@ import (
 )
 
 // Frontend changes take effect in group commits. A change is staged under
-// the host's lock: its fragment is written, checked on its own and
-// recorded in Dir/pending/NAME.json with what to restore if the whole
-// configuration is rejected. It then waits for Dir/commit.lock. Whoever
-// holds that lock commits every staged change at once: one haproxy -c over
-// the whole configuration and one reload, writing each change's result
-// into its record. A change whose record already carries a result when its
-// turn comes was committed by someone else. Changes that arrive while a
-// commit runs (one reload of a few hundred frontends takes a second on a
-// busy host) share the next one, so N concurrent applies cost about one
-// check and one reload instead of N.
+// the host's lock, outside the configuration HAProxy loads: the new
+// fragment goes to Dir/pending/NAME.cfg and is checked there on its own,
+// then Dir/pending/NAME.json records the change (a removal has no .cfg).
+// The stager then waits for Dir/commit.lock. Whoever holds that lock
+// commits every staged change at once: under the host's lock it moves the
+// staged fragments into Dir/fragments (keeping what they replace), then
+// runs one haproxy -c over the whole configuration and one reload, and
+// writes each change's result into its record. Nothing but a commit writes
+// Dir/fragments, so what the check passed is what the reload loads. When
+// the whole configuration is rejected, each changed fragment is checked on
+// its own again: the changes HAProxy rejects are rolled back and fail, the
+// others still go in; a configuration rejected without any of them (a
+// fragment not lbhost's, base.cfg) fails them all, all rolled back. A
+// change whose record carries a result when its turn comes was committed
+// by someone else. Changes that arrive while a commit runs (one reload of a
+// few hundred frontends takes a second on a busy host) share the next one,
+// so N concurrent applies cost about one check and one reload instead of
+// N.
 //
 // Any process may commit (another apply's provider, a later apply after a
 // crash): a change staged by a process that died is committed by the next
@@ -35,11 +43,9 @@ import (
 type pendingChange struct {
 	// Token identifies the staging call.
 	Token string `json:"token"`
-	// Old is the fragment before the first change not yet committed
-	// (HadOld false: there was none), restored when the whole
-	// configuration is rejected.
-	Old    []byte `json:"old,omitempty"`
-	HadOld bool   `json:"had_old"`
+	// Remove: the change removes the fragment (else pending/NAME.cfg
+	// holds the new one).
+	Remove bool `json:"remove,omitempty"`
 	// Result is set by the commit that took the change.
 	Result *commitResult `json:"result,omitempty"`
 }
@@ -70,7 +76,8 @@ func (r *commitResult) err() error {
 	}
 }
 
-func (h *Host) pendingFile(name string) string { return h.p("pending", name+".json") }
+func (h *Host) pendingFile(name string) string    { return h.p("pending", name+".json") }
+func (h *Host) stagedFragment(name string) string { return h.p("pending", name+".cfg") }
 
 // readPending returns name's staged change, nil if there is none.
 func (h *Host) readPending(ctx context.Context, name string) (*pendingChange, error) {
@@ -83,8 +90,7 @@ func (h *Host) readPending(ctx context.Context, name string) (*pendingChange, er
 	}
 	var c pendingChange
 	if err := json.Unmarshal(data, &c); err != nil {
-		// Not ours to trust: a commit restores nothing for it.
-		return nil, nil
+		return nil, nil // not ours: nothing to commit
 	}
 	return &c, nil
 }
@@ -100,38 +106,45 @@ func (h *Host) writePending(ctx context.Context, name string, c *pendingChange) 
 	return nil
 }
 
-// stage records a change of name's fragment for the next commit and
-// writes it (data; nil removes the fragment). old and exists are the
-// fragment as it is, prev its earlier staged change (nil if none). The
-// record is written first, so a process that dies in between leaves a
-// change the next commit can roll back. The caller holds the host's lock
-// and returns the change's token to commit.
-func (h *Host) stage(ctx context.Context, name string, prev *pendingChange, old []byte, exists bool, data []byte) (string, error) {
-	c := &pendingChange{Token: newToken(), Old: old, HadOld: exists}
-	if prev != nil && prev.Result == nil {
-		// Staged earlier and not committed yet (its process died):
-		// the running HAProxy still has what that change replaced.
-		c.Old, c.HadOld = prev.Old, prev.HadOld
+// stagedFrontends returns the fragments staged and not committed yet, by
+// load balancer name.
+func (h *Host) stagedFrontends(ctx context.Context) (map[string][]byte, error) {
+	files, err := h.T.ReadFiles(ctx, h.p("pending"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.T, err)
+	}
+	out := map[string][]byte{}
+	for file, data := range files {
+		name, ok := strings.CutSuffix(file, ".json")
+		var c pendingChange
+		if !ok || json.Unmarshal(data, &c) != nil || c.Result != nil || c.Remove {
+			continue
+		}
+		if f, ok := files[name+".cfg"]; ok {
+			out[name] = f
+		}
+	}
+	return out, nil
+}
+
+// stage checks data (name's new fragment; nil removes it) on its own and
+// records the change for the next commit. The caller holds the host's
+// lock; it returns the change's token.
+func (h *Host) stage(ctx context.Context, name string, data []byte) (string, error) {
+	c := &pendingChange{Token: newToken(), Remove: data == nil}
+	if data != nil {
+		if err := h.T.WriteFile(ctx, h.stagedFragment(name), data); err != nil {
+			return "", fmt.Errorf("%s: %w", h.T, err)
+		}
+		if err := h.checkOne(ctx, h.stagedFragment(name)); err != nil {
+			_ = h.T.Remove(ctx, h.stagedFragment(name))
+			return "", fmt.Errorf("%w; nothing was changed and HAProxy was not reloaded", err)
+		}
 	}
 	if err := h.writePending(ctx, name, c); err != nil {
 		return "", err
 	}
-	if err := h.writeFragment(ctx, name, data, data != nil); err != nil {
-		return "", err
-	}
 	return c.Token, nil
-}
-
-// unstage undoes stage: the fragment is old again and the staged change
-// prev. The caller holds the host's lock.
-func (h *Host) unstage(ctx context.Context, name string, prev *pendingChange, old []byte, exists bool) error {
-	err := h.writeFragment(ctx, name, old, exists)
-	if prev != nil {
-		err = errors.Join(err, h.writePending(ctx, name, prev))
-	} else if rerr := h.T.Remove(ctx, h.pendingFile(name)); rerr != nil {
-		err = errors.Join(err, fmt.Errorf("%s: %w", h.T, rerr))
-	}
-	return err
 }
 
 // writeFragment writes name's fragment, or removes it when !exists.
@@ -207,16 +220,20 @@ func (h *Host) take(ctx context.Context, name, token string) (*commitResult, err
 	return c.Result, nil
 }
 
-// staged is one change in a commit: its record and the load balancer as
-// it was (prev) and will be (next, nil when removed), for the server state
-// carried over the reload.
+// staged is one change in a commit: its record, the fragment it replaced
+// (old; hadOld false: none) and the load balancer as it was (prev) and
+// will be (next, nil when removed), for the server state carried over the
+// reload.
 type staged struct {
 	name       string
 	change     pendingChange
+	old        []byte
+	hadOld     bool
 	prev, next *haproxy.Frontend
 }
 
-// batch reads every change staged and not committed yet.
+// batch moves every change staged and not committed yet into the
+// configuration, under the host's lock, and returns them.
 func (h *Host) batch(ctx context.Context) ([]staged, error) {
 	unlock, err := h.lock(ctx)
 	if err != nil {
@@ -241,14 +258,31 @@ func (h *Host) batch(ctx context.Context) ([]staged, error) {
 			continue
 		}
 		s := staged{name: name, change: c}
-		if c.HadOld {
-			if p, err := haproxy.Parse(c.Old); err == nil {
+		var next []byte
+		if !c.Remove {
+			if next, ok = files[name+".cfg"]; !ok {
+				continue // its staging process died before it was checked
+			}
+		}
+		old, err := h.T.ReadFile(ctx, h.fragment(name))
+		s.old, s.hadOld = old, err == nil
+		if err != nil && !transport.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: read %s: %w", h.T, h.fragment(name), err)
+		}
+		if s.hadOld {
+			if p, err := haproxy.Parse(old); err == nil {
 				s.prev = &p
 			}
 		}
-		if now, err := h.T.ReadFile(ctx, h.fragment(name)); err == nil {
-			if n, err := haproxy.Parse(now); err == nil {
+		if err := h.writeFragment(ctx, name, next, !c.Remove); err != nil {
+			return nil, err
+		}
+		if !c.Remove {
+			if n, err := haproxy.Parse(next); err == nil {
 				s.next = &n
+			}
+			if err := h.T.Remove(ctx, h.stagedFragment(name)); err != nil {
+				return nil, fmt.Errorf("%s: %w", h.T, err)
 			}
 		}
 		out = append(out, s)
@@ -258,19 +292,60 @@ func (h *Host) batch(ctx context.Context) ([]staged, error) {
 }
 
 // commitBatch checks the whole configuration and reloads HAProxy once for
-// batch. A rejected configuration is rolled back (each change's fragment
-// restored) and nothing reloads.
-func (h *Host) commitBatch(ctx context.Context, batch []staged) commitResult {
-	if err := h.check(ctx); err != nil {
-		if rerr := h.rollback(ctx, batch); rerr != nil {
-			return commitResult{Err: fmt.Sprintf("%v; restoring the previous fragment failed too: %v", err, rerr)}
+// batch, returning each change's result by name. When HAProxy rejects the
+// whole configuration, each changed fragment is checked on its own: the
+// ones it rejects are rolled back and fail, and the rest is checked and
+// committed without them. A configuration still rejected without them (a
+// fragment not lbhost's, base.cfg) fails every change, all rolled back;
+// nothing reloads then.
+func (h *Host) commitBatch(ctx context.Context, batch []staged) map[string]commitResult {
+	res := make(map[string]commitResult, len(batch))
+	err := h.check(ctx)
+	if err != nil {
+		var ok []staged
+		for _, s := range batch {
+			if s.next == nil {
+				ok = append(ok, s)
+				continue
+			}
+			if cerr := h.checkOne(ctx, h.fragment(s.name)); cerr != nil {
+				res[s.name] = h.rolledBack(ctx, cerr, s)
+				continue
+			}
+			ok = append(ok, s)
 		}
-		return commitResult{Err: fmt.Sprintf("%v; the previous configuration was restored and HAProxy was not reloaded", err)}
+		if len(ok) < len(batch) && len(ok) > 0 {
+			err = h.check(ctx)
+		}
+		batch = ok
 	}
+	if err != nil {
+		r := h.rolledBack(ctx, err, batch...)
+		for _, s := range batch {
+			res[s.name] = r
+		}
+		return res
+	}
+	if len(batch) == 0 {
+		return res
+	}
+	r := commitResult{}
 	if err := h.reload(ctx, batch); err != nil {
-		return commitResult{Err: err.Error(), Partial: true}
+		r = commitResult{Err: err.Error(), Partial: true}
 	}
-	return commitResult{}
+	for _, s := range batch {
+		res[s.name] = r
+	}
+	return res
+}
+
+// rolledBack restores the fragments of changes after HAProxy rejected
+// them (err) and returns the result that says so.
+func (h *Host) rolledBack(ctx context.Context, err error, changes ...staged) commitResult {
+	if rerr := h.rollback(ctx, changes); rerr != nil {
+		return commitResult{Err: fmt.Sprintf("%v; restoring the previous fragment failed too: %v", err, rerr)}
+	}
+	return commitResult{Err: fmt.Sprintf("%v; the previous configuration was restored and HAProxy was not reloaded", err)}
 }
 
 // rollback restores the fragments of batch as they were before their
@@ -283,19 +358,16 @@ func (h *Host) rollback(ctx context.Context, batch []staged) error {
 	defer unlock()
 	var errs []error
 	for _, s := range batch {
-		if c, err := h.readPending(ctx, s.name); err != nil || c == nil || c.Token != s.change.Token {
-			continue // replaced since: the later change rolls back itself
-		}
-		if err := h.writeFragment(ctx, s.name, s.change.Old, s.change.HadOld); err != nil {
+		if err := h.writeFragment(ctx, s.name, s.old, s.hadOld); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// settle writes res into the record of every change of batch that was not
-// replaced since.
-func (h *Host) settle(ctx context.Context, batch []staged, res commitResult) error {
+// settle writes each change's result into its record, for every change of
+// batch that was not replaced since.
+func (h *Host) settle(ctx context.Context, batch []staged, res map[string]commitResult) error {
 	unlock, err := h.lock(ctx)
 	if err != nil {
 		return err
@@ -309,7 +381,7 @@ func (h *Host) settle(ctx context.Context, batch []staged, res commitResult) err
 		if c == nil || c.Token != s.change.Token {
 			continue
 		}
-		r := res
+		r := res[s.name]
 		r.At = time.Now().UTC()
 		c.Result = &r
 		if err := h.writePending(ctx, s.name, c); err != nil {
@@ -319,10 +391,9 @@ func (h *Host) settle(ctx context.Context, batch []staged, res commitResult) err
 	return nil
 }
 
-// checkOne validates fragment name alone with the base configuration, so a
-// fragment HAProxy rejects is refused before it joins a commit.
-func (h *Host) checkOne(ctx context.Context, name string) error {
-	_, err := h.T.Run(ctx, nil, h.HAProxy, "-c", "-q", "-f", h.p("base.cfg"), "-f", h.fragment(name))
+// checkOne validates the fragment file alone with the base configuration.
+func (h *Host) checkOne(ctx context.Context, file string) error {
+	_, err := h.T.Run(ctx, nil, h.HAProxy, "-c", "-q", "-f", h.p("base.cfg"), "-f", file)
 	if err != nil {
 		return fmt.Errorf("HAProxy rejected the configuration: %w", err)
 	}

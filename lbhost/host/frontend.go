@@ -113,30 +113,25 @@ func (h *Host) stageFrontend(ctx context.Context, name string, f *haproxy.Fronte
 		if live, err := h.live(ctx, *f); err == nil && live {
 			return "", nil
 		}
-		// Written by an apply whose reload failed (or HAProxy could not
+		// Written by a commit whose reload failed (or HAProxy could not
 		// tell): reload now.
 	}
-	token, err := h.stage(ctx, name, prev, old, exists, data)
-	if err != nil {
-		return "", err
-	}
-	if f == nil {
-		return token, nil
-	}
-	if err := h.checkOne(ctx, name); err != nil {
-		if rerr := h.unstage(ctx, name, prev, old, exists); rerr != nil {
-			return "", fmt.Errorf("%w; restoring the previous fragment failed too: %v", err, rerr)
-		}
-		return "", fmt.Errorf("%w; the previous configuration was restored and HAProxy was not reloaded", err)
-	}
-	return token, nil
+	return h.stage(ctx, name, data)
 }
 
 // checkPortsFree refuses a VIP:port another load balancer binds.
+// Staged load balancers count: they bind once committed.
 func (h *Host) checkPortsFree(ctx context.Context, f haproxy.Frontend) error {
 	files, err := h.T.ReadFiles(ctx, h.p("fragments"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", h.T, err)
+	}
+	staged, err := h.stagedFrontends(ctx)
+	if err != nil {
+		return err
+	}
+	for name, data := range staged {
+		files[name+".cfg"] = data
 	}
 	mine := map[string]int{}
 	for i, b := range haproxy.Binds(f) {

@@ -110,11 +110,39 @@ func (h *Host) reload(ctx context.Context, batch []staged) error {
 		}
 		for pid := range now {
 			if !old[pid] {
+				if !unbinds(batch) {
+					return nil
+				}
 				return h.waitUnbound(ctx, old)
 			}
 		}
 	}
 	return fmt.Errorf("%s: HAProxy did not start a worker with the new configuration within 15s (see 'show proc' on %s)", h.T, h.p("master.sock"))
+}
+
+// unbinds reports whether a change of batch removes a VIP:port HAProxy
+// listens on (or may: a load balancer as it was that cannot be read).
+func unbinds(batch []staged) bool {
+	for _, s := range batch {
+		if s.prev == nil {
+			if s.hadOld {
+				return true
+			}
+			continue
+		}
+		keep := map[string]bool{}
+		if s.next != nil {
+			for _, b := range haproxy.Binds(*s.next) {
+				keep[b] = true
+			}
+		}
+		for _, b := range haproxy.Binds(*s.prev) {
+			if !keep[b] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitUnbound waits until no old worker holds a listening socket, so that

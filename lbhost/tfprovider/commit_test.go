@@ -84,7 +84,9 @@ func applyAll(t *testing.T, c *cloud, fronts []haproxy.Frontend) []error {
 // reload for the changes staged meanwhile; every one is loaded when its
 // apply returns. A configuration HAProxy rejects as a whole (a broken
 // fragment not lbhost's) fails every change of the commit, restores their
-// fragments and reloads nothing.
+// fragments and reloads nothing; a change HAProxy rejects on its own fails
+// alone. A change staged by a provider that died goes in with the next
+// commit.
 func TestConcurrentFrontendsShareReloads(t *testing.T) {
 	c := newCloud(t)
 	h, err := host.New(&transport.Netns{Name: c.netns}, c.dir)
@@ -132,7 +134,7 @@ func TestConcurrentFrontendsShareReloads(t *testing.T) {
 	changed[0].Ports = []haproxy.Port{{Port: 21000, NodePort: 30080}}
 	before = reloads(t, c)
 	for i, err := range applyAll(t, c, changed) {
-		if err == nil || !strings.Contains(err.Error(), "HAProxy rejected the configuration") || !strings.Contains(err.Error(), "restored") {
+		if err == nil || !strings.Contains(err.Error(), "HAProxy rejected the configuration") || !strings.Contains(err.Error(), "HAProxy was not reloaded") {
 			t.Errorf("apply %s with a broken fragment on the host: %v, want the rejection", changed[i].Name, err)
 		}
 	}
@@ -151,15 +153,53 @@ func TestConcurrentFrontendsShareReloads(t *testing.T) {
 		t.Errorf("staged changes left after a rejected commit: %v", left)
 	}
 
-	// Fixed, the same changes go through.
+	// Fixed, the same changes go through, but for one HAProxy rejects on
+	// its own (it overflows HAProxy's timers): that one fails and is
+	// rolled back, the others of its commit are loaded.
 	if err := os.Remove(broken); err != nil {
 		t.Fatal(err)
 	}
+	changed[2].Timeouts.Server = "999999999d"
 	for i, err := range applyAll(t, c, changed) {
-		if err != nil {
+		switch {
+		case i == 2 && (err == nil || !strings.Contains(err.Error(), "HAProxy rejected the configuration") || !strings.Contains(err.Error(), "HAProxy was not reloaded")):
+			t.Errorf("apply %s, whose timeout HAProxy rejects: %v, want the rejection", changed[i].Name, err)
+		case i != 2 && err != nil:
 			t.Errorf("apply %s after the fix: %v", changed[i].Name, err)
 		}
 	}
+	for i, f := range changed {
+		got, err := h.ReadFrontend(ctx, f.Name)
+		if i == 2 && (err != nil || got != nil) {
+			t.Errorf("the rejected %s reads %+v, %v; want no load balancer", f.Name, got, err)
+		}
+		if i != 2 && (err != nil || got == nil || got.Ports[0].Port != f.Ports[0].Port) {
+			t.Errorf("%s committed with a rejected change: reads %+v, %v", f.Name, got, err)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.dir, "pending")); len(left) != 0 {
+		t.Errorf("staged changes left after a commit with a rejected change: %v", left)
+	}
+	// A change whose provider died after staging it is committed by the
+	// next commit.
+	dead := frontendOn(c, 40)
+	data, err := haproxy.Render(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "pending", dead.Name+".cfg"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "pending", dead.Name+".json"), []byte(`{"token":"died"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ApplyFrontend(ctx, frontendOn(c, 41)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.ReadFrontend(ctx, dead.Name); err != nil || got == nil {
+		t.Errorf("the change staged by a provider that died: %+v, %v after the next commit, want it loaded", got, err)
+	}
+
 	for _, f := range fronts[1:] {
 		if err := h.DeleteFrontend(ctx, f.Name); err != nil {
 			t.Fatal(err)

@@ -99,11 +99,12 @@ server-state file, which it filters at every reload); it never rewrites the host
 
 Every change takes ` + "`flock <config_dir>/lock`" + `; commands are argv vectors (over ssh each argument is
 single-quoted for the remote shell, and every value is validated first). Load balancer changes are
-group commits: each fragment is written and checked on its own with ` + "`haproxy -c`" + ` under the lock and
-recorded in ` + "`<config_dir>/pending/`" + `; whoever holds ` + "`<config_dir>/commit.lock`" + ` then checks the whole
-configuration and reloads HAProxy once for every change staged meanwhile, so applies that arrive together
-share one reload. A whole configuration HAProxy rejects restores every fragment of that commit and
-reloads nothing; a change staged by a provider that died is committed (or rolled back) by the next one.
+group commits: each new fragment is staged under the lock in ` + "`<config_dir>/pending/`" + `, outside what HAProxy
+loads, and checked there on its own with ` + "`haproxy -c`" + `; whoever holds ` + "`<config_dir>/commit.lock`" + ` then moves
+every staged fragment into ` + "`fragments/`" + `, checks the whole configuration and reloads HAProxy once, so
+applies that arrive together share one reload. A whole configuration HAProxy rejects restores every
+fragment of that commit and reloads nothing; a change staged by a provider that died goes in with the
+next commit.
 
 A host that cannot be connected to at all (ssh: no route, refused, 10 s connect timeout) does not
 fail the plan: its resources keep their last applied state with a warning naming the host, so a
