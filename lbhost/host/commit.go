@@ -22,13 +22,10 @@ import (
 // The stager then waits for Dir/commit.lock. Whoever holds that lock
 // commits every staged change at once: under the host's lock it moves the
 // staged fragments into Dir/fragments (keeping what they replace), then
-// runs one haproxy -c over the whole configuration and one reload, and
-// writes each change's result into its record. Nothing but a commit writes
-// Dir/fragments, so what the check passed is what the reload loads. When
-// the whole configuration is rejected, each changed fragment is checked on
-// its own again: the changes HAProxy rejects are rolled back and fail, the
-// others still go in; a configuration rejected without any of them (a
-// fragment not lbhost's, base.cfg) fails them all, all rolled back. A
+// reloads HAProxy once, and writes each change's result into its record.
+// Nothing but a commit writes Dir/fragments, so what a commit reloads is
+// what it moved there. A configuration HAProxy refuses at the reload is
+// taken apart as commitBatch says. A
 // change whose record carries a result when its turn comes was committed
 // by someone else. Changes that arrive while a commit runs (one reload of a
 // few hundred frontends takes a second on a busy host) share the next one,
@@ -291,49 +288,57 @@ func (h *Host) batch(ctx context.Context) ([]staged, error) {
 	return out, nil
 }
 
-// commitBatch checks the whole configuration and reloads HAProxy once for
-// batch, returning each change's result by name. When HAProxy rejects the
-// whole configuration, each changed fragment is checked on its own: the
-// ones it rejects are rolled back and fail, and the rest is checked and
-// committed without them. A configuration still rejected without them (a
-// fragment not lbhost's, base.cfg) fails every change, all rolled back;
-// nothing reloads then.
+// commitBatch reloads HAProxy once for batch and returns each change's
+// result by name. Every staged fragment passed haproxy -c on its own, so
+// the common case needs no check of the whole configuration: HAProxy's
+// master parses it at the reload and, if it refuses it, keeps the old
+// workers running. Only then is the whole configuration checked (for
+// HAProxy's message) and each changed fragment on its own: the ones
+// HAProxy rejects are rolled back and fail, the rest is checked and
+// reloaded without them. A configuration still rejected without any of
+// them (a fragment not lbhost's, base.cfg) fails every change, all rolled
+// back; the running workers keep the old configuration.
 func (h *Host) commitBatch(ctx context.Context, batch []staged) map[string]commitResult {
 	res := make(map[string]commitResult, len(batch))
-	err := h.check(ctx)
-	if err != nil {
-		var ok []staged
-		for _, s := range batch {
-			if s.next == nil {
-				ok = append(ok, s)
-				continue
-			}
-			if cerr := h.checkOne(ctx, h.fragment(s.name)); cerr != nil {
-				res[s.name] = h.rolledBack(ctx, cerr, s)
-				continue
-			}
-			ok = append(ok, s)
+	settled := func(changes []staged, err error) map[string]commitResult {
+		r := commitResult{}
+		if err != nil {
+			r = commitResult{Err: err.Error(), Partial: true}
 		}
-		if len(ok) < len(batch) && len(ok) > 0 {
-			err = h.check(ctx)
-		}
-		batch = ok
-	}
-	if err != nil {
-		r := h.rolledBack(ctx, err, batch...)
-		for _, s := range batch {
+		for _, s := range changes {
 			res[s.name] = r
 		}
 		return res
 	}
-	if len(batch) == 0 {
-		return res
+	err := h.reload(ctx, batch)
+	if !isRefused(err) {
+		return settled(batch, err)
 	}
-	r := commitResult{}
-	if err := h.reload(ctx, batch); err != nil {
-		r = commitResult{Err: err.Error(), Partial: true}
+	rejected := h.check(ctx)
+	if rejected == nil {
+		rejected = err // refused, yet the check passes: say what HAProxy did
 	}
+	var ok []staged
 	for _, s := range batch {
+		if s.next != nil {
+			if cerr := h.checkOne(ctx, h.fragment(s.name)); cerr != nil {
+				res[s.name] = h.rolledBack(ctx, cerr, s)
+				continue
+			}
+		}
+		ok = append(ok, s)
+	}
+	if len(ok) > 0 && len(ok) < len(batch) {
+		// Without the changes HAProxy rejects on their own.
+		if rejected = h.check(ctx); rejected == nil {
+			if err := h.reload(ctx, ok); !isRefused(err) {
+				return settled(ok, err)
+			}
+			rejected = err
+		}
+	}
+	r := h.rolledBack(ctx, rejected, ok...)
+	for _, s := range ok {
 		res[s.name] = r
 	}
 	return res
@@ -345,7 +350,7 @@ func (h *Host) rolledBack(ctx context.Context, err error, changes ...staged) com
 	if rerr := h.rollback(ctx, changes); rerr != nil {
 		return commitResult{Err: fmt.Sprintf("%v; restoring the previous fragment failed too: %v", err, rerr)}
 	}
-	return commitResult{Err: fmt.Sprintf("%v; the previous configuration was restored and HAProxy was not reloaded", err)}
+	return commitResult{Err: fmt.Sprintf("%v; the previous configuration was restored and the running HAProxy keeps it", err)}
 }
 
 // rollback restores the fragments of batch as they were before their

@@ -3,8 +3,10 @@ package host
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,15 +40,24 @@ func (h *Host) masterCLI(ctx context.Context, cmd string) (string, error) {
 	return string(out), nil
 }
 
-// workers returns the pids of the current (not old) workers. An answer
-// without the master's own line (the master may close the connection
-// without an answer while it reloads) is an error, not "no workers".
-func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
+// procs is HAProxy's show proc: the current (not old) workers' pids and
+// the master's reload count, and how many reloads failed since the last
+// one that succeeded (HAProxy refused the configuration; the old workers
+// run on).
+type procs struct {
+	workers         map[string]bool
+	reloads, failed int
+}
+
+// showProc reads show proc. An answer without the master's own line (the
+// master may close the connection without an answer while it reloads) is
+// an error, not "no workers".
+func (h *Host) showProc(ctx context.Context) (procs, error) {
 	out, err := h.masterCLI(ctx, "show proc")
 	if err != nil {
-		return nil, err
+		return procs{}, err
 	}
-	pids := map[string]bool{}
+	p := procs{workers: map[string]bool{}}
 	master := false
 	section := ""
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -57,23 +68,43 @@ func (h *Host) workers(ctx context.Context) (map[string]bool, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		master = master || len(f) >= 2 && f[1] == "master"
+		if len(f) >= 3 && f[1] == "master" {
+			master = true
+			p.reloads, _ = strconv.Atoi(f[2])
+			// "<reloads> [failed: <n>]" (HAProxy 2.5+)
+			if len(f) >= 5 && f[3] == "[failed:" {
+				p.failed, _ = strconv.Atoi(strings.TrimSuffix(f[4], "]"))
+			}
+		}
 		if section == "# workers" && len(f) >= 2 && f[1] == "worker" {
-			pids[f[0]] = true
+			p.workers[f[0]] = true
 		}
 	}
 	if !master {
-		return nil, fmt.Errorf("%s: HAProxy's show proc answered %q", h.T, firstLine(out))
+		return procs{}, fmt.Errorf("%s: HAProxy's show proc answered %q", h.T, firstLine(out))
 	}
-	return pids, nil
+	return p, nil
+}
+
+// refusedError is a reload HAProxy's master refused: the configuration
+// did not load and the old workers run on with the old one.
+type refusedError struct{ host string }
+
+func isRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r)
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("%s: HAProxy refused the new configuration at reload; the running workers keep the old one", e.host)
 }
 
 // reload saves the server state (filtered for every load balancer of
 // batch: prev is what was running, next what will run, nil when removed),
 // reloads the master and waits until a new worker runs the new
-// configuration.
+// configuration. A configuration the master refuses is a *refusedError.
 func (h *Host) reload(ctx context.Context, batch []staged) error {
-	old, err := h.workers(ctx)
+	before, err := h.showProc(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,17 +135,20 @@ func (h *Host) reload(ctx context.Context, batch []staged) error {
 			return fmt.Errorf("%s: waiting for HAProxy's reload: %w", h.T, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
-		now, err := h.workers(ctx)
+		now, err := h.showProc(ctx)
 		if err != nil {
 			continue // the master re-executes itself during a reload
 		}
-		for pid := range now {
-			if !old[pid] {
+		for pid := range now.workers {
+			if !before.workers[pid] {
 				if !unbinds(batch) {
 					return nil
 				}
-				return h.waitUnbound(ctx, old)
+				return h.waitUnbound(ctx, before.workers)
 			}
+		}
+		if now.reloads > before.reloads && now.failed > 0 {
+			return &refusedError{host: h.T.String()}
 		}
 	}
 	return fmt.Errorf("%s: HAProxy did not start a worker with the new configuration within 15s (see 'show proc' on %s)", h.T, h.p("master.sock"))

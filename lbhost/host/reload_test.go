@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tfccm/tfccm/lbhost/transport"
@@ -40,9 +41,11 @@ func hostAnswering(t *testing.T, answer string) *Host {
 	return &Host{T: &transport.Netns{Name: "test"}, Dir: dir}
 }
 
-// TestWorkersWithoutAnswer: an empty answer to show proc is an error, not
-// "no workers" (which made every worker after the reload look new).
-func TestWorkersWithoutAnswer(t *testing.T) {
+// TestShowProc: an empty answer to show proc is an error, not "no
+// workers" (which made every worker after the reload look new); the
+// master's line gives its reloads and the failed ones (a refused
+// configuration).
+func TestShowProc(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
 		want         []string // nil: an error
@@ -50,11 +53,15 @@ func TestWorkersWithoutAnswer(t *testing.T) {
 		{"answer", "#<PID>          <type>          <reloads>       <uptime>        <version>\n" +
 			"2277            master          0 [failed: 0]   0d00h00m04s     2.6.12\n# workers\n" +
 			"2278            worker          0               0d00h00m04s     2.6.12\n# programs\n\n", []string{"2278"}},
+		{"after a refused reload", "#<PID>          <type>          <reloads>       <uptime>        <version>\n" +
+			"2277            master          3 [failed: 1]   0d00h00m04s     2.6.12\n# workers\n" +
+			"2278            worker          1               0d00h00m04s     2.6.12\n# programs\n\n", []string{"2278"}},
 		{"no answer (reloading)", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := hostAnswering(t, tc.answer)
-			got, err := h.workers(context.Background())
+			p, err := h.showProc(context.Background())
+			got := p.workers
 			if tc.want == nil {
 				if err == nil {
 					t.Fatalf("workers = %v, want an error", got)
@@ -63,6 +70,9 @@ func TestWorkersWithoutAnswer(t *testing.T) {
 			}
 			if err != nil || len(got) != len(tc.want) || !got[tc.want[0]] {
 				t.Fatalf("workers = %v, %v; want %v", got, err, tc.want)
+			}
+			if refused := strings.Contains(tc.answer, "[failed: 1]"); refused != (p.failed == 1) || p.reloads == 0 && refused {
+				t.Errorf("show proc %+v: reloads and failed reloads misread", p)
 			}
 		})
 	}

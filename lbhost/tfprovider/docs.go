@@ -101,10 +101,11 @@ Every change takes ` + "`flock <config_dir>/lock`" + `; commands are argv vector
 single-quoted for the remote shell, and every value is validated first). Load balancer changes are
 group commits: each new fragment is staged under the lock in ` + "`<config_dir>/pending/`" + `, outside what HAProxy
 loads, and checked there on its own with ` + "`haproxy -c`" + `; whoever holds ` + "`<config_dir>/commit.lock`" + ` then moves
-every staged fragment into ` + "`fragments/`" + `, checks the whole configuration and reloads HAProxy once, so
-applies that arrive together share one reload. A whole configuration HAProxy rejects restores every
-fragment of that commit and reloads nothing; a change staged by a provider that died goes in with the
-next commit.
+every staged fragment into ` + "`fragments/`" + ` and reloads HAProxy once, so applies that arrive together
+share one reload. When HAProxy's master refuses the whole configuration (its old workers run on), the
+fragments of that commit HAProxy rejects on their own are restored and fail, the others are reloaded
+without them; if it is refused without any of them (a fragment not lbhost's), every fragment of the
+commit is restored. A change staged by a provider that died goes in with the next commit.
 
 A host that cannot be connected to at all (ssh: no route, refused, 10 s connect timeout) does not
 fail the plan: its resources keep their last applied state with a warning naming the host, so a

@@ -64,6 +64,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("burst-%03d", i)
 	}
+	reloads0 := haproxyReloads(t, cloud)
 	start := time.Now()
 	var mu sync.Mutex
 	serviceOf := map[string]string{} // workspace -> Service, for a leak's log lines
@@ -82,6 +83,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	})
 	vips := waitAllIngress(t, client, names, 15*time.Minute)
 	ccmTime := time.Since(start)
+	ccmReloads := haproxyReloads(t, cloud) - reloads0
 	seen := map[string]string{}
 	for name, vip := range vips {
 		if other, dup := seen[vip]; dup {
@@ -128,6 +130,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
 	tofu := repo.Tofu(t)
+	reloads0 = haproxyReloads(t, cloud)
 	start = time.Now()
 	var rawInit, rawPlan, rawApply atomic.Int64
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
@@ -150,6 +153,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	})
 	rawOps := map[string]time.Duration{"init": time.Duration(rawInit.Load()), "plan": time.Duration(rawPlan.Load()), "apply": time.Duration(rawApply.Load())}
 	rawTime := time.Since(start)
+	rawReloads := haproxyReloads(t, cloud) - reloads0
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
 		_, err := localcloud.RunTofu(ctx, tofu, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 		return err
@@ -162,6 +166,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	// busy the engine's slots were over the burst (idle slots: the
 	// pipeline in front of the engine).
 	engineBusy, rawBusy := sumOps(engineOps), sumOps(rawOps)
+	t.Logf("BURST haproxy_reloads ccm=%d raw=%d (the LB host commits concurrent applies together)", ccmReloads, rawReloads)
 	t.Logf("BURST tofu_per_workspace ccm=%s (%s) raw=%s (%s); slots busy ccm=%.0f%% raw=%.0f%%",
 		(engineBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(engineOps, n),
 		(rawBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(rawOps, n),
@@ -331,4 +336,14 @@ func leakedLog(log, stateDir string, objects []string, serviceOf map[string]stri
 		}
 	}
 	return b.String()
+}
+
+// haproxyReloads is the local cloud's HAProxy reload count.
+func haproxyReloads(t *testing.T, cloud *localcloud.Cloud) int {
+	t.Helper()
+	n, err := cloud.HAProxyReloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

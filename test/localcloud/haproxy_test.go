@@ -2,26 +2,8 @@ package localcloud
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"time"
 )
-
-// haproxyCommand sends one command to an HAProxy CLI socket.
-func haproxyCommand(socket, cmd string) (string, error) {
-	conn, err := net.DialTimeout("unix", socket, 3*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(conn, cmd+"; quit\n"); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(conn)
-	return string(b), err
-}
 
 // serverStatus maps server name => status (UP, DOWN, ...) of a backend.
 func serverStatus(socket, backend string) (map[string]string, error) {
