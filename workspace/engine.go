@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -37,7 +36,6 @@ type Engine struct {
 	credentials map[string]string
 	scrub       *secret.Scrubber
 	self        claim         // this process, for claim files
-	runs        atomic.Uint64 // tofu commands started (procs.go)
 	sockets     string        // providers' socket directory, "" with mTLS (sockets.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one

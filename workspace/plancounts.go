@@ -20,13 +20,22 @@ var planLineRe = regexp.MustCompile(`^Plan: (?:\d+ to import, )?(\d+) to add, (\
 // line is short, a longer line is not it.
 const maxPlanLine = 256
 
-// planLineWriter is the stdout of `tofu plan`: it keeps only the counts
-// of the summary line, never the plan's text (which holds values).
+// noChangesPrefix starts the line tofu prints for a plan without changes
+// ("No changes. Your infrastructure matches the configuration.").
+const noChangesPrefix = "No changes."
+
+// planLineWriter is the stdout of `tofu plan` (or of an apply that plans
+// itself): it keeps only the counts of the summary line, never the plan's
+// text (which holds values).
 type planLineWriter struct {
 	line  []byte // the current line so far, up to maxPlanLine bytes
 	long  bool   // the current line is longer than maxPlanLine
 	found bool
+	none  bool        // the plan had no changes
 	plan  PendingPlan // Add, Change, Remove when found
+	// onSummary, when set, is called with the summary once the line is
+	// seen: an apply without a saved plan starts its changes right after.
+	onSummary func(summary string)
 }
 
 func (w *planLineWriter) Write(p []byte) (int, error) {
@@ -58,6 +67,11 @@ func (w *planLineWriter) endLine() {
 			change, _ := strconv.Atoi(string(m[2]))
 			remove, _ := strconv.Atoi(string(m[3]))
 			w.found, w.plan = true, PendingPlan{Add: add, Change: change, Remove: remove}
+			if w.onSummary != nil {
+				w.onSummary(w.plan.Summary())
+			}
+		} else if bytes.HasPrefix(w.line, []byte(noChangesPrefix)) {
+			w.none = true
 		}
 	}
 	w.line, w.long = w.line[:0], false
@@ -70,3 +84,8 @@ func (w *planLineWriter) summary() (string, bool) {
 	}
 	return w.plan.Summary(), true
 }
+
+// planning reports whether the command has not yet printed its plan's
+// summary (nor said it has no changes): an apply without a saved plan that
+// fails then failed while planning.
+func (w *planLineWriter) planning() bool { return w != nil && !w.found && !w.none }

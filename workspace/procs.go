@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -47,9 +48,15 @@ type proc struct {
 	cmd       string // argv[0]
 }
 
-// runID names one tofu command of this engine (the value of TFCCM_RUN).
+// runs counts the tofu commands this process started, over all its
+// engines: a run ID names one command of the process (two engines of one
+// process numbering their own commands gave two commands one ID, and one
+// engine's failed command ended the other's running apply).
+var runs atomic.Uint64
+
+// runID names one tofu command of this process (the value of TFCCM_RUN).
 func (e *Engine) runID() string {
-	return fmt.Sprintf("%d:%d:%d", e.self.PID, e.self.PIDStart, e.runs.Add(1))
+	return fmt.Sprintf("%d:%d:%d", e.self.PID, e.self.PIDStart, runs.Add(1))
 }
 
 // runEnv is the environment that marks a command's processes.

@@ -98,6 +98,24 @@ func (e *Engine) Approve(name, planHash string) error {
 	return nil
 }
 
+// applyUnsaved plans and applies in one command (`apply` without a saved
+// plan) and reports whether the plan had changes; onSummary gets the plan's
+// summary when tofu prints it, as the changes start.
+func (r *runner) applyUnsaved(ctx context.Context, onSummary func(string)) (changed bool, err error) {
+	err = r.withCredentials("apply", func(vf *tfexec.VarFileOption) error {
+		opts := []tfexec.ApplyOption{tfexec.LockTimeout("0s")}
+		if vf != nil {
+			opts = append(opts, vf)
+		}
+		return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
+			r.unsaved = &planLineWriter{onSummary: onSummary}
+			tf.SetStdout(r.unsaved)
+			return tf.Apply(ctx, opts...)
+		})
+	})
+	return !r.unsaved.none, err
+}
+
 // applyApproved applies the saved plan, after checking it is byte for byte
 // the one approved.
 func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {

@@ -3,9 +3,11 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -199,6 +201,9 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 // runApply plans and applies the plan if it has changes (in review mode,
 // publishes it for approval instead).
 func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+	if e.planless(r) {
+		return e.runFirstApply(ctx, r, spec, out)
+	}
 	changes, p, err := e.planOrPublish(ctx, r, spec, false)
 	if err != nil || p != nil {
 		return out.planned(p, err).keep(ctx, e, r)
@@ -216,6 +221,43 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
 	_ = os.Remove(filepath.Join(r.dir, planFile))
+	return e.finishApply(ctx, r, spec, out)
+}
+
+// planless reports whether a pass applies without a saved plan: the first
+// apply of a workspace when no plan is published or judged (no review
+// mode, no gate). Nothing reads the plan between plan and apply then, and
+// one apply that plans itself costs one command, not two.
+func (e *Engine) planless(r *runner) bool {
+	return r.created && !r.drift && !e.opts.Review && e.opts.Gate == nil
+}
+
+// runFirstApply applies a workspace never applied before in one command;
+// OnApplyStart is told as the plan's summary is printed, before the
+// changes start (and before the result is reported).
+func (e *Engine) runFirstApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+	var told sync.WaitGroup
+	onSummary := func(summary string) {
+		if e.opts.OnApplyStart == nil {
+			return
+		}
+		// Not on tofu's stdout: an Event and a status write may wait for
+		// the apiserver.
+		told.Go(func() { e.opts.OnApplyStart(spec.Name, summary) })
+	}
+	changed, err := r.applyUnsaved(ctx, onSummary)
+	told.Wait()
+	if err != nil {
+		var te *Error
+		if errors.As(err, &te) && te.Op == "plan" {
+			return out.fail("plan", err)
+		}
+		return out.fail("apply", err)
+	}
+	out.changed = changed
+	if !changed {
+		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
+	}
 	return e.finishApply(ctx, r, spec, out)
 }
 

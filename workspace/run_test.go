@@ -18,7 +18,8 @@ import (
 // exits: tofu, or the job runner's stand-in) without saving the plan
 // fails the pass at plan, saying so: no apply runs without its saved plan
 // (it failed with `Failed to load ".tfccm/plan.tfplan" as a plan file`).
-// The retry plans again and applies.
+// The retry plans again and applies. (A first apply plans itself: the
+// crash comes with the change after it.)
 func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	calls, crashed := filepath.Join(dir, "calls.log"), filepath.Join(dir, "crashed")
@@ -39,7 +40,11 @@ func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 			results = append(results, r)
 		},
 	})
-	spec := testSpec("crashed-plan", 1, 0)
+	if _, err := e.Apply(testSpec("crashed-plan", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, testSpec("crashed-plan", 1, 0))
+	spec := testSpec("crashed-plan", 2, 0)
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +56,10 @@ func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if len(results) < 2 {
-		t.Fatalf("results %+v; want a failed pass, then an applied one", results)
+	if len(results) < 3 {
+		t.Fatalf("results %+v; want the first apply, a failed pass, then an applied one", results)
 	}
-	first := results[0]
+	first := results[1]
 	if first.Err == nil || first.Op != "plan" || !strings.Contains(first.Err.Error(), "saved no plan") {
 		t.Errorf("first pass: op %q, err %v; want the plan failed for want of its saved plan", first.Op, first.Err)
 	}
@@ -73,7 +78,7 @@ func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 			cmds = append(cmds, c)
 		}
 	}
-	if got := strings.Join(cmds, " "); got != "plan plan apply" {
-		t.Errorf("plan and apply commands: %q, want \"plan plan apply\" (no apply after the plan that saved nothing)", got)
+	if got := strings.Join(cmds, " "); got != "apply plan plan apply" {
+		t.Errorf("plan and apply commands: %q, want \"apply plan plan apply\" (no apply after the plan that saved nothing)", got)
 	}
 }

@@ -35,6 +35,9 @@ type runner struct {
 	spec     *Spec // for init again (reinit)
 	reinited bool
 	planLine *planLineWriter // the last plan's summary line (plancounts.go)
+	// unsaved is the stdout of an apply that plans itself (applyUnsaved):
+	// it failed while planning until its plan's summary line is seen.
+	unsaved *planLineWriter
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
 	verdict        GateVerdict
@@ -253,7 +256,11 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
-		e := &Error{Op: op, Summary: r.scrub.Scrub(summarize(text)), Invalid: op == "plan" && invalidInput(text), Reinit: needsReinit(text)}
+		failed := op
+		if op == "apply" && r.unsaved.planning() {
+			failed = "plan" // an apply without a saved plan, while planning
+		}
+		e := &Error{Op: failed, Summary: r.scrub.Scrub(summarize(text)), Invalid: failed == "plan" && invalidInput(text), Reinit: needsReinit(text)}
 		if r.reinit(ctx, e) {
 			if op == "init" {
 				return nil // reinit has just run init

@@ -190,6 +190,12 @@ func (c *Cluster) Dir() string { return c.dir }
 // RESTConfig returns a copy of the admin client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rest) }
 
+// ControlPlanePIDs are the process IDs of etcd and kube-apiserver (for the
+// CPU a benchmark's control plane used).
+func (c *Cluster) ControlPlanePIDs() []int {
+	return []int{c.etcd.Process.Pid, c.apiserver.Process.Pid}
+}
+
 // Client returns an admin clientset.
 func (c *Cluster) Client() kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.RESTConfig())

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,13 +59,14 @@ func TestBurstVsRawTofu(t *testing.T) {
 		lb = strings.Replace(lb, "load_balancer {", fmt.Sprintf("load_balancer {\n  ensure_wait = %q", ensureWait), 1)
 	}
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), lb, fmt.Sprintf("parallelism = %d", burstParallelism))
-	ccm := startCCM(t, cluster, cfg) // the binary's defaults (README command line)
+	ccm := startCCM(t, cluster, cfg, strings.Fields(os.Getenv("TFCCM_BENCH_FLAGS"))...) // the binary's defaults (README command line)
 
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("burst-%03d", i)
 	}
 	reloads0 := haproxyReloads(t, cloud)
+	ccmCPU0, planeCPU0 := burstCPU(t, ccm.PID()), controlPlaneCPU(t, cluster)
 	start := time.Now()
 	var mu sync.Mutex
 	serviceOf := map[string]string{} // workspace -> Service, for a leak's log lines
@@ -84,6 +86,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	vips := waitAllIngress(t, client, names, 15*time.Minute)
 	ccmTime := time.Since(start)
 	ccmReloads := haproxyReloads(t, cloud) - reloads0
+	ccmCPU, planeCPU := burstCPU(t, ccm.PID()).Sub(ccmCPU0), controlPlaneCPU(t, cluster)-planeCPU0
 	seen := map[string]string{}
 	for name, vip := range vips {
 		if other, dup := seen[vip]; dup {
@@ -131,6 +134,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	// RunTofu gives tofu the same lbhost mirror the CCM's config names.
 	tofu := repo.Tofu(t)
 	reloads0 = haproxyReloads(t, cloud)
+	rawCPU0 := childrenCPU(t)
 	start = time.Now()
 	var rawInit, rawPlan, rawApply atomic.Int64
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
@@ -154,6 +158,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	rawOps := map[string]time.Duration{"init": time.Duration(rawInit.Load()), "plan": time.Duration(rawPlan.Load()), "apply": time.Duration(rawApply.Load())}
 	rawTime := time.Since(start)
 	rawReloads := haproxyReloads(t, cloud) - reloads0
+	rawCPU := childrenCPU(t) - rawCPU0
 	forEach(t, raw, burstParallelism, func(ctx context.Context, dir string) error {
 		_, err := localcloud.RunTofu(ctx, tofu, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 		return err
@@ -171,9 +176,50 @@ func TestBurstVsRawTofu(t *testing.T) {
 		(engineBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(engineOps, n),
 		(rawBusy / time.Duration(n)).Round(time.Millisecond), perWorkspace(rawOps, n),
 		100*engineBusy.Seconds()/(burstParallelism*ccmTime.Seconds()), 100*rawBusy.Seconds()/(burstParallelism*rawTime.Seconds()))
+	// CPU per Service (the machine's CPUs are what the two sides share):
+	// tofu and its providers on each side; the CCM itself and the control
+	// plane on tfccm's. HAProxy's reloads are the LB host's, left out.
+	perSvc := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(time.Millisecond) }
+	t.Logf("BURST cpu_per_service ccm: tofu=%s ccm=%s control_plane=%s total=%s; raw: tofu=%s",
+		perSvc(ccmCPU.Children), perSvc(ccmCPU.Own), perSvc(planeCPU), perSvc(ccmCPU.Children+ccmCPU.Own+planeCPU), perSvc(rawCPU))
 	if ratio > maxRatio {
 		t.Errorf("burst of %d Services took %.2fx raw tofu (goal <= %.2f)", n, ratio, maxRatio)
 	}
+}
+
+// burstCPU is the CCM's CPU time so far, its own and its tofu commands'.
+func burstCPU(t *testing.T, pid int) harness.CPU {
+	t.Helper()
+	c, err := harness.ProcessCPU(pid)
+	if err != nil {
+		t.Fatalf("CCM's CPU time: %v", err)
+	}
+	return c
+}
+
+// controlPlaneCPU is the CPU time etcd and kube-apiserver used so far.
+func controlPlaneCPU(t *testing.T, cluster *devcluster.Cluster) time.Duration {
+	t.Helper()
+	var sum time.Duration
+	for _, pid := range cluster.ControlPlanePIDs() {
+		c, err := harness.ProcessCPU(pid)
+		if err != nil {
+			t.Fatalf("control plane's CPU time: %v", err)
+		}
+		sum += c.Own
+	}
+	return sum
+}
+
+// childrenCPU is the CPU time of this test's children it waited for (raw
+// tofu commands, with the providers each started and waited for).
+func childrenCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // forEach runs f for every item with at most par at once and fails the test

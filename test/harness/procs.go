@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Processes returns the IDs of this machine's processes whose command line
@@ -65,4 +66,43 @@ func ProcessesUnder(dir string) []Process {
 		}
 	}
 	return out
+}
+
+// clockTick is the kernel's USER_HZ, the unit of /proc/PID/stat's times
+// (100 on every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// CPU is a process's CPU time: its own (user + system) and that of its
+// children it waited for (tofu and the providers tofu started, for the
+// CCM).
+type CPU struct {
+	Own, Children time.Duration
+}
+
+// Sub is c - o, the CPU used between two readings.
+func (c CPU) Sub(o CPU) CPU { return CPU{Own: c.Own - o.Own, Children: c.Children - o.Children} }
+
+// ProcessCPU reads pid's CPU times from /proc/PID/stat.
+func ProcessCPU(pid int) (CPU, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return CPU{}, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// the fields after its closing one start with the state (field 3).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return CPU{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return CPU{}, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(f))
+	}
+	var ticks [4]int64 // utime, stime, cutime, cstime: fields 14-17
+	for k := range ticks {
+		if ticks[k], err = strconv.ParseInt(f[11+k], 10, 64); err != nil {
+			return CPU{}, fmt.Errorf("/proc/%d/stat: field %d: %w", pid, 14+k, err)
+		}
+	}
+	return CPU{Own: time.Duration(ticks[0]+ticks[1]) * clockTick, Children: time.Duration(ticks[2]+ticks[3]) * clockTick}, nil
 }

@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestProcesses(t *testing.T) {
@@ -50,5 +53,32 @@ func TestProcessesUnder(t *testing.T) {
 	}
 	if !slices.Contains(pids, in) || !slices.Contains(pids, named) || slices.Contains(pids, out) {
 		t.Errorf("ProcessesUnder = %v; want %d and %d, not %d", pids, in, named, out)
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	// A shell that burns CPU itself, then waits for a child that burns
+	// more: the child's time shows as Children only once it was waited for.
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'; sleep 30`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var got CPU
+	err := Eventually(t.Context(), 30*time.Second, "the child's CPU counted", func(context.Context) error {
+		var err error
+		if got, err = ProcessCPU(cmd.Process.Pid); err != nil {
+			return err
+		}
+		if got.Own == 0 || got.Children == 0 {
+			return fmt.Errorf("%+v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProcessCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
