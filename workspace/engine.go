@@ -35,8 +35,8 @@ type Engine struct {
 	// declare CredentialsVar (credentials.go).
 	credentials map[string]string
 	scrub       *secret.Scrubber
-	self        claim         // this process, for claim files
-	sockets     string        // providers' socket directory, "" with mTLS (sockets.go)
+	self        claim  // this process, for claim files
+	sockets     string // providers' socket directory, "" with mTLS (sockets.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is

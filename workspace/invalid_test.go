@@ -43,6 +43,20 @@ resource "terraform_data" "x" {
   }
 }
 `, "UDP is not supported"},
+		// tofu checks this rule while planning, after it printed the plan
+		// (with its summary line): still the plan's failure.
+		{"validation of a variable of any type", `variable "port" {
+  type = any
+  validation {
+    condition     = alltrue([for p in [var.port] : p < 10])
+    error_message = "ports must be below 10."
+  }
+}
+
+resource "terraform_data" "x" {
+  input = 1
+}
+`, "ports must be below 10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin, calls := countingBinary(t)

@@ -20,6 +20,12 @@ var planLineRe = regexp.MustCompile(`^Plan: (?:\d+ to import, )?(\d+) to add, (\
 // line is short, a longer line is not it.
 const maxPlanLine = 256
 
+// planProblem is in the line that heads a plan tofu printed although
+// planning then failed ("OpenTofu planned the following actions, but then
+// encountered a problem:"): its summary line follows, and nothing is
+// applied.
+const planProblem = "planned the following actions, but then encountered a problem"
+
 // noChangesPrefix starts the line tofu prints for a plan without changes
 // ("No changes. Your infrastructure matches the configuration.").
 const noChangesPrefix = "No changes."
@@ -31,8 +37,11 @@ type planLineWriter struct {
 	line  []byte // the current line so far, up to maxPlanLine bytes
 	long  bool   // the current line is longer than maxPlanLine
 	found bool
-	none  bool        // the plan had no changes
-	plan  PendingPlan // Add, Change, Remove when found
+	none  bool // the plan had no changes
+	// problem: planning failed after printing the plan (planProblem); its
+	// summary line is not the summary of a plan.
+	problem bool
+	plan    PendingPlan // Add, Change, Remove when found
 	// onSummary, when set, is called with the summary once the line is
 	// seen: an apply without a saved plan starts its changes right after.
 	onSummary func(summary string)
@@ -62,7 +71,7 @@ func (w *planLineWriter) Write(p []byte) (int, error) {
 
 func (w *planLineWriter) endLine() {
 	if !w.long {
-		if m := planLineRe.FindSubmatch(bytes.TrimRight(w.line, "\r")); m != nil {
+		if m := planLineRe.FindSubmatch(bytes.TrimRight(w.line, "\r")); m != nil && !w.problem {
 			add, _ := strconv.Atoi(string(m[1]))
 			change, _ := strconv.Atoi(string(m[2]))
 			remove, _ := strconv.Atoi(string(m[3]))
@@ -72,6 +81,8 @@ func (w *planLineWriter) endLine() {
 			}
 		} else if bytes.HasPrefix(w.line, []byte(noChangesPrefix)) {
 			w.none = true
+		} else if bytes.Contains(w.line, []byte(planProblem)) {
+			w.problem = true
 		}
 	}
 	w.line, w.long = w.line[:0], false

@@ -22,6 +22,7 @@ func TestPlanLineWriter(t *testing.T) {
 		{"after a long line", long + "Plan: 2 to add, 0 to change, 0 to destroy.\n", "", false},
 		{"a long line before", long + "\nPlan: 2 to add, 0 to change, 0 to destroy.\n", "2 to add, 0 to change, 0 to destroy", false},
 		{"no changes", "\nNo changes. Your infrastructure matches the configuration.\n\nApply complete! Resources: 0 added, 0 changed, 0 destroyed.\n", "", true},
+		{"planned, then a problem", "OpenTofu planned the following actions, but then encountered a problem:\n\n  # terraform_data.x will be created\nPlan: 1 to add, 0 to change, 0 to destroy.\n", "", false},
 		{"no changes inside a value", "  + input = \"No changes.\"\n", "", false},
 		{"apply output", "Plan: 1 to add, 0 to change, 0 to destroy.\nlbhost_frontend.this: Creating...\nApply complete! Resources: 1 added, 0 changed, 0 destroyed.\n", "1 to add, 0 to change, 0 to destroy", false},
 	} {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/lbhosts"
@@ -286,13 +287,20 @@ func TestBaremetal(t *testing.T) {
 
 	t.Run("host reinstalled (lbhost's objects wiped): the drift check restores it", func(t *testing.T) {
 		wiped := b.hosts.Host("lb-b")
-		before := strings.Count(harness.Events(ctx, b.client, "default", "web"), "TerraformDriftRepaired")
+		repaired := func() int {
+			n, err := harness.EventCount(ctx, b.client, "default", "web", provider.ReasonDriftRepaired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := repaired()
 		if err := wiped.Wipe(); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		eventually(t, 2*time.Minute, "lb-b restored", func(context.Context) error {
-			if n := strings.Count(harness.Events(ctx, b.client, "default", "web"), "TerraformDriftRepaired"); n <= before {
+			if n := repaired(); n <= before {
 				return fmt.Errorf("no new TerraformDriftRepaired Event")
 			}
 			if got := b.objects(); !slices.Equal(got, want) {

@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -37,7 +37,11 @@ func TestDriftRepair(t *testing.T) {
 	vip := waitVIP(t, client, "drift")
 	backendsAre(t, vip, 80, "node-a")
 	repaired := func() int {
-		return strings.Count(harness.Events(ctx, client, svc.Namespace, svc.Name), "TerraformDriftRepaired")
+		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, provider.ReasonDriftRepaired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 
 	t.Run("fragment removed and HAProxy reloaded", func(t *testing.T) {

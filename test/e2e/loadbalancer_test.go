@@ -81,7 +81,7 @@ func TestLoadBalancer(t *testing.T) {
 		body := ccmMetrics(t, cluster, ccm)
 		for _, want := range []string{
 			`tfccm_workspace_operations_total{operation="apply",result="success"}`,
-			`tfccm_workspace_operation_duration_seconds_count{operation="plan"}`,
+			`tfccm_workspace_operation_duration_seconds_count{operation="apply"}`,
 			"tfccm_workspace_queue_depth",
 			"tfccm_workspace_runs_in_flight",
 		} {

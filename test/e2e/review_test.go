@@ -228,7 +228,11 @@ func TestReviewDriftRepair(t *testing.T) {
 	approvePlan(t, client, repair)
 	backendsAre(t, vip, 80, "node-a")
 	repaired := func() int {
-		return strings.Count(harness.Events(ctx, client, svc.Namespace, svc.Name), provider.ReasonDriftRepaired)
+		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, provider.ReasonDriftRepaired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 	eventually(t, time.Minute, "TerraformDriftRepaired Event", func(context.Context) error {
 		if repaired() == 0 {

@@ -26,3 +26,21 @@ func Events(ctx context.Context, client kubernetes.Interface, namespace, name st
 	}
 	return strings.Join(out, " | ")
 }
+
+// EventCount is how often Events with reason were recorded about the
+// object called name in namespace: the recorder folds a repeated Event
+// (same reason and message) into one object with a higher count, so
+// counting the listed Events misses a repeat.
+func EventCount(ctx context.Context, client kubernetes.Interface, namespace, name, reason string) (int, error) {
+	evs, err := client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n, nil
+}
