@@ -99,7 +99,8 @@ func TestJobRunnerKillsOnRealNodes(t *testing.T) {
 
 	k := &killer{t: t, client: client, ws: map[string]string{}}
 	created := []plannedKill{
-		{"kill-a", "init", false}, {"kill-b", "plan", true}, {"kill-c", "apply", false}, {"kill-d", "init", true}, {"kill-e", "apply", true},
+		// A new load balancer's first apply plans itself: no plan to kill.
+		{"kill-a", "init", false}, {"kill-b", "apply", true}, {"kill-c", "apply", false}, {"kill-d", "init", true}, {"kill-e", "apply", true},
 	}
 	updated := []plannedKill{
 		{"kill-a", "plan", false}, {"kill-b", "apply", false}, {"kill-c", "plan", true}, {"kill-d", "apply", false}, {"kill-e", "plan", false},
@@ -254,7 +255,7 @@ func (k *killer) kill(p plannedKill) bool {
 	var killed []int
 	var pod *corev1.Pod
 	// A new workspace's first command: init where the engine runs one,
-	// else the plan it starts with.
+	// else the apply it starts with (a plan in review mode).
 	first := p.cmd == "init"
 	err := harness.Eventually(context.Background(), 3*time.Minute, fmt.Sprintf("tofu %s of %s runs", p.cmd, p.svc), func(ctx context.Context) error {
 		if pod == nil {
