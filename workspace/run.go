@@ -234,7 +234,8 @@ func (e *Engine) planless(r *runner) bool {
 
 // runFirstApply applies a workspace never applied before in one command;
 // OnApplyStart is told as the plan's summary is printed, before the
-// changes start (and before the result is reported).
+// changes start (and before the result is reported). Inputs the template
+// rejects while it plans fail the pass at plan, as in a plan.
 func (e *Engine) runFirstApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	var told sync.WaitGroup
 	onSummary := func(summary string) {

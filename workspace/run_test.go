@@ -82,3 +82,46 @@ func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 		t.Errorf("plan and apply commands: %q, want \"apply plan plan apply\" (no apply after the plan that saved nothing)", got)
 	}
 }
+
+// A first apply (which plans itself) that fails while planning for any
+// reason but rejected inputs is the apply's failure and is retried: a
+// runner killed before its output came back may have applied already.
+func TestFirstApplyFailureIsTheApplys(t *testing.T) {
+	dir := t.TempDir()
+	failed := filepath.Join(dir, "failed")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = apply ] && [ ! -e '%s' ]; then touch '%s'; echo 'Error: the runner of this command ended without a result' >&2; exit 1; fi\nexec '%s' \"$@\"\n",
+		failed, failed, repo.Tofu(t))
+	bin := filepath.Join(dir, "tofu-failing")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var results []Result
+	e := newTestEngine(t, Options{
+		Binary:  bin,
+		Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 200 * time.Millisecond},
+		OnResult: func(_ string, r Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		},
+	})
+	spec := testSpec("first-failed", 1, 0)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 2*time.Minute, "the retry applies", func(context.Context) error {
+		if st := e.Status(spec.Name); st.Phase != PhaseApplied {
+			return fmt.Errorf("phase %s, err %v", st.Phase, st.Err)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) < 2 {
+		t.Fatalf("results %+v; want a failed pass, then an applied one", results)
+	}
+	if r := results[0]; r.Err == nil || r.Op != "apply" || IsInvalidInput(r.Err) || !strings.HasPrefix(r.Err.Error(), "apply: ") {
+		t.Errorf("first pass: op %q, err %v; want the apply failed (not invalid input)", r.Op, r.Err)
+	}
+}

@@ -36,7 +36,7 @@ type runner struct {
 	reinited bool
 	planLine *planLineWriter // the last plan's summary line (plancounts.go)
 	// unsaved is the stdout of an apply that plans itself (applyUnsaved):
-	// it failed while planning until its plan's summary line is seen.
+	// it is planning until its plan's summary line is seen.
 	unsaved *planLineWriter
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
@@ -256,11 +256,15 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
-		failed := op
-		if op == "apply" && r.unsaved.planning() {
-			failed = "plan" // an apply without a saved plan, while planning
+		// Inputs the template rejects, in a plan or in an apply that plans
+		// itself while it planned: the plan's failure. (Anything else in
+		// such an apply stays the apply's: a runner killed without a
+		// result may have applied.)
+		failed, invalid := op, false
+		if invalidInput(text) && (op == "plan" || op == "apply" && r.unsaved.planning()) {
+			failed, invalid = "plan", true
 		}
-		e := &Error{Op: failed, Summary: r.scrub.Scrub(summarize(text)), Invalid: failed == "plan" && invalidInput(text), Reinit: needsReinit(text)}
+		e := &Error{Op: failed, Summary: r.scrub.Scrub(summarize(text)), Invalid: invalid, Reinit: needsReinit(text)}
 		if r.reinit(ctx, e) {
 			if op == "init" {
 				return nil // reinit has just run init
