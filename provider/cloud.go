@@ -220,7 +220,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		c.lb.conds.setClient(client)
 		c.class.setClient(client)
 	}
-	b := record.NewBroadcaster()
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(eventCorrelation()))
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"regexp"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,22 @@ func (e *events) event(obj runtime.Object, eventType, reason, message string) {
 	if rec != nil && !repeat {
 		rec.Event(obj, eventType, reason, message)
 	}
+}
+
+// eventCorrelation is how tfccm's Event broadcaster filters spam: client-go's
+// token bucket (a burst of 25 Events, then one per 5 minutes) kept per object,
+// type and reason rather than per object and type. With client-go's key, a
+// Service that recorded 25 Warnings of one kind (drift checks failing every
+// interval while a host was away, say) lost every other Warning for minutes,
+// the drift repair that followed included.
+func eventCorrelation() record.CorrelatorOptions {
+	return record.CorrelatorOptions{SpamKeyFunc: spamKey}
+}
+
+// spamKey is client-go's spam key with the reason added.
+func spamKey(ev *corev1.Event) string {
+	o := ev.InvolvedObject
+	return strings.Join([]string{ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion, ev.Type, ev.Reason}, "\x00")
 }
 
 func truncateMessage(m string) string {

@@ -2,11 +2,13 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/tfccm/tfccm/internal/testkit"
@@ -94,4 +96,52 @@ func reasonDecl(name string) (Reason, bool) {
 		}
 	}
 	return Reason{}, false
+}
+
+// TestEventSpamIsPerReason: a run of Warnings of one reason on a Service
+// uses up that reason's burst only; the next Warning of another reason is
+// recorded (client-go's own key drops it), and the run itself is still
+// limited.
+func TestEventSpamIsPerReason(t *testing.T) {
+	svc := phaseService()
+	event := func(reason, message string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "web." + reason + message, Namespace: svc.Namespace},
+			InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID, APIVersion: "v1"},
+			Reason:         reason, Message: message, Type: corev1.EventTypeWarning,
+			Source: corev1.EventSource{Component: "tfccm"}, Count: 1,
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		opts         record.CorrelatorOptions
+		wantRecorded bool
+	}{
+		{"tfccm's key", eventCorrelation(), true},
+		{"client-go's key", record.CorrelatorOptions{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := record.NewEventCorrelatorWithOptions(tc.opts)
+			skipped := 0
+			for i := range 40 {
+				r, err := c.EventCorrelate(event(ReasonDriftFailed, fmt.Sprintf("re-plan failed: host %d unreachable", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Skip {
+					skipped++
+				}
+			}
+			if skipped == 0 {
+				t.Errorf("40 drift check failures in a row: none dropped, want the run limited")
+			}
+			r, err := c.EventCorrelate(event(ReasonDriftRepaired, "re-applied in 2s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recorded := !r.Skip; recorded != tc.wantRecorded {
+				t.Errorf("the drift repair after them recorded = %v, want %v", recorded, tc.wantRecorded)
+			}
+		})
+	}
 }

@@ -301,7 +301,7 @@ func TestBaremetal(t *testing.T) {
 		start := time.Now()
 		eventually(t, 2*time.Minute, "lb-b restored", func(context.Context) error {
 			if n := repaired(); n <= before {
-				return fmt.Errorf("no new TerraformDriftRepaired Event")
+				return fmt.Errorf("no new TerraformDriftRepaired Event; the Service's Events: %s", harness.Events(ctx, b.client, "default", "web"))
 			}
 			if got := b.objects(); !slices.Equal(got, want) {
 				return fmt.Errorf("objects %v, want %v", got, want)
