@@ -282,6 +282,15 @@ func TestBaremetal(t *testing.T) {
 		relinked = true
 		back := time.Now()
 		b.fragmentsServe(t, "node-a", "node-b", "node-c")
+		// Serving is not settled: a retry that staged lb-b's fragment may
+		// still be running, or due (the next step wipes the host, which a
+		// retry would repair without a drift check).
+		eventually(t, time.Minute, "web Programmed again since lb-b came back, no apply in flight", func(context.Context) error {
+			if _, c := conditionOf(t, b.client, "web", "tfccm.io/Programmed"); c == nil || c.Status != metav1.ConditionTrue || c.LastTransitionTime.Time.Before(back.Truncate(time.Second)) {
+				return fmt.Errorf("Programmed %+v", c)
+			}
+			return tofuApplying(b.workDir)
+		})
 		t.Logf("lb-b converged %s after it was reachable again", time.Since(back).Round(time.Millisecond))
 	})
 
@@ -299,7 +308,7 @@ func TestBaremetal(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		eventually(t, 2*time.Minute, "lb-b restored", func(context.Context) error {
+		err := harness.Eventually(ctx, 2*time.Minute, "lb-b restored", func(context.Context) error {
 			if n := repaired(); n <= before {
 				return fmt.Errorf("no new TerraformDriftRepaired Event; the Service's Events: %s", harness.Events(ctx, b.client, "default", "web"))
 			}
@@ -308,6 +317,11 @@ func TestBaremetal(t *testing.T) {
 			}
 			return nil
 		})
+		if err != nil {
+			onHost := harness.Processes(func(args []string) bool { return strings.Contains(strings.Join(args, " "), wiped.ConfigDir) })
+			t.Fatalf("%v\nobjects %v, want %v\nprocesses of the work dir: %v\nprocesses naming %s: %v\nCCM log:\n%s", err, b.objects(), want,
+				harness.ProcessesUnder(b.workDir), wiped.ConfigDir, onHost, b.ccm.LogTail(150))
+		}
 		t.Logf("lb-b restored %s after the wipe", time.Since(start).Round(time.Millisecond))
 		// It serves again: make it the master.
 		f, err := b.hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
