@@ -28,7 +28,7 @@ type Job struct {
 	CPU            string            `hcl:"cpu,optional" doc:"CPU request of a runner pod."`
 	Memory         string            `hcl:"memory,optional" doc:"Memory request of a runner pod."`
 	MemoryLimit    string            `hcl:"memory_limit,optional" doc:"Memory limit of a runner pod (tofu killed above it: the run fails and is retried)."`
-	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver)."`
+	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver); they then tolerate the route controller's node.kubernetes.io/network-unavailable taint."`
 	SecretMounts   map[string]string `hcl:"secret_mounts,optional" doc:"Secrets of the job namespace mounted read-only in runner pods, by path: files a provider reads by path (ssh_private_key_file) must be where the rendered workspace names them, e.g. { \"/etc/tfccm/ssh\" = \"tfccm-ssh\" }. Credentials in the CCM's environment reach runner pods through their input Secret."`
 	PluginCache    string            `hcl:"plugin_cache,optional" doc:"The node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR: providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs)."`
 }

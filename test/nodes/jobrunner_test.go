@@ -269,7 +269,35 @@ func runnerPods(client kubernetes.Interface) string {
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
-		fmt.Fprintf(&b, "%s %s %s %s\n", p.Name, p.Labels[jobrunner.LabelCommand], p.Spec.NodeName, p.Status.Phase)
+		fmt.Fprintf(&b, "%s %s %s %s created %s", p.Name, p.Labels[jobrunner.LabelCommand], p.Spec.NodeName, p.Status.Phase, p.CreationTimestamp.Format(time.TimeOnly))
+		if p.DeletionTimestamp != nil {
+			fmt.Fprintf(&b, " deleting")
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				fmt.Fprintf(&b, "; %s: %s %s", c.Type, c.Reason, c.Message)
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil {
+				fmt.Fprintf(&b, "; %s waiting: %s %s", c.Name, w.Reason, w.Message)
+			}
+			if x := c.State.Terminated; x != nil {
+				fmt.Fprintf(&b, "; %s terminated: %s %d", c.Name, x.Reason, x.ExitCode)
+			}
+		}
+		b.WriteString("\n")
+	}
+	jobs, err := client.BatchV1().Jobs("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+	if err != nil {
+		return b.String() + err.Error()
+	}
+	for _, j := range jobs.Items {
+		fmt.Fprintf(&b, "Job %s created %s suspended %v active %d", j.Name, j.CreationTimestamp.Format(time.TimeOnly), j.Spec.Suspend != nil && *j.Spec.Suspend, j.Status.Active)
+		for _, c := range j.Status.Conditions {
+			fmt.Fprintf(&b, "; %s=%s %s", c.Type, c.Status, c.Reason)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -205,7 +206,7 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 					EnableServiceLinks:            &no,
 					TerminationGracePeriodSeconds: &grace,
 					NodeSelector:                  c.NodeSelector,
-					Tolerations:                   c.Tolerations,
+					Tolerations:                   c.tolerations(),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -254,6 +255,21 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
 	return job
+}
+
+// tolerations are the runner pods' tolerations: the configured ones, and
+// on the host network the route controller's network-unavailable taint.
+// A host-network pod needs no pod network, and where tfccm routes the pod
+// network the routes workspace's own runs are what lifts that taint: a
+// failed routes apply left every node tainted, and no runner could be
+// scheduled to repair it.
+func (c *Config) tolerations() []corev1.Toleration {
+	if !c.HostNetwork {
+		return c.Tolerations
+	}
+	return append(slices.Clone(c.Tolerations), corev1.Toleration{
+		Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+	})
 }
 
 // Secrets that carry inputs and results: data key partKey; inputs are

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -153,5 +154,30 @@ func TestWorkspaceOf(t *testing.T) {
 	a, b := c.workspaceOf("/var/lib/tfccm/.probes/lb-a/health"), c.workspaceOf("/var/lib/tfccm/.probes/lb-b/health")
 	if c.selector(a) == c.selector(b) {
 		t.Errorf("the probes of two load balancers select the same Jobs: %s", c.selector(a))
+	}
+}
+
+// TestJobTolerations: runner pods on the host network tolerate the route
+// controller's network-unavailable taint (a failed routes apply taints every
+// node, and only a runner can repair it); on the pod network they do not
+// (they could not reach the apiserver); the configured ones stay.
+func TestJobTolerations(t *testing.T) {
+	for _, host := range []bool{false, true} {
+		c := testConfig()
+		c.HostNetwork = host
+		name := c.jobName("routes")
+		p := c.jobSpec(name, "routes", "apply", []string{inName(name, 0)}).Spec.Template.Spec
+		taint := &corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}
+		tolerated, dedicated := false, false
+		for _, tol := range p.Tolerations {
+			tolerated = tolerated || tol.ToleratesTaint(klog.Background(), taint, false)
+			dedicated = dedicated || tol.Key == "dedicated"
+		}
+		if tolerated != host || !dedicated {
+			t.Errorf("host network %v: tolerations %+v; want network-unavailable tolerated %v and the configured one", host, p.Tolerations, host)
+		}
+	}
+	if c := testConfig(); len(c.Tolerations) != 1 {
+		t.Errorf("the configuration's tolerations were changed: %+v", c.Tolerations)
 	}
 }
