@@ -150,10 +150,14 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		res.Exit = 1
 	}
 	if res.Exit != 0 {
-		res.Stderr += evictedPods(pods)
+		// What happened to the pod goes first: tofu's own diagnostics
+		// after it can be long (an interrupted apply reports every
+		// resource it halted), and an Event keeps 1 KiB of the message.
+		cause := evictedPods(pods)
 		if oomKilled(pods) && !strings.Contains(res.Stderr, "Runner out of memory") {
-			res.Stderr += "\n" + outOfMemory(command(args), limitOf(cfg), "")
+			cause += "\n" + outOfMemory(command(args), limitOf(cfg), "")
 		}
+		res.Stderr = strings.TrimPrefix(cause, "\n") + res.Stderr
 	}
 	return res, nil
 }

@@ -296,6 +296,9 @@ func TestRunEvictedRunner(t *testing.T) {
 	if res.Exit == 0 || !strings.Contains(res.Stderr, "Error: Runner pod evicted") || !strings.Contains(res.Stderr, "on node node-b") || !strings.Contains(res.Stderr, "EvictionByEvictionAPI") {
 		t.Errorf("result %+v; want the failure to say the runner pod on node-b was evicted", res)
 	}
+	if e, i := strings.Index(res.Stderr, "Error: Runner pod evicted"), strings.Index(res.Stderr, "Error: interrupted"); e < 0 || i < 0 || e > i {
+		t.Errorf("stderr %q: want the eviction before tofu's own error (an Event keeps the message's first 1 KiB)", res.Stderr)
+	}
 }
 
 // A plan the runner reports as succeeded (exit 2: changes, and how a
