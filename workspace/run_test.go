@@ -48,12 +48,7 @@ func TestPlanWithoutSavedPlanIsNotApplied(t *testing.T) {
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 2*time.Minute, "the retry applies", func(context.Context) error {
-		if st := e.Status(spec.Name); st.Phase != PhaseApplied {
-			return fmt.Errorf("phase %s, err %v", st.Phase, st.Err)
-		}
-		return nil
-	})
+	waitRetryApplied(t, e, spec.Name)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(results) < 3 {
@@ -110,12 +105,7 @@ func TestFirstApplyFailureIsTheApplys(t *testing.T) {
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 2*time.Minute, "the retry applies", func(context.Context) error {
-		if st := e.Status(spec.Name); st.Phase != PhaseApplied {
-			return fmt.Errorf("phase %s, err %v", st.Phase, st.Err)
-		}
-		return nil
-	})
+	waitRetryApplied(t, e, spec.Name)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(results) < 2 {
@@ -124,4 +114,16 @@ func TestFirstApplyFailureIsTheApplys(t *testing.T) {
 	if r := results[0]; r.Err == nil || r.Op != "apply" || IsInvalidInput(r.Err) || !strings.HasPrefix(r.Err.Error(), "apply: ") {
 		t.Errorf("first pass: op %q, err %v; want the apply failed (not invalid input)", r.Op, r.Err)
 	}
+}
+
+// waitRetryApplied waits until workspace name is applied after failed
+// passes (waitApplied ends at the first failure).
+func waitRetryApplied(t *testing.T, e *Engine, name string) {
+	t.Helper()
+	testkit.Eventually(t, 2*time.Minute, "the retry applies", func(context.Context) error {
+		if st := e.Status(name); st.Phase != PhaseApplied {
+			return fmt.Errorf("phase %s, err %v", st.Phase, st.Err)
+		}
+		return nil
+	})
 }
