@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // The stand-in for tofu (the engine's side of a run).
@@ -329,9 +330,15 @@ func interrupt(client kubernetes.Interface, cfg *Config, name string) error {
 // waitOthers waits until no other Job of this controller runs for ws (one
 // an earlier incarnation started) and deletes them: one workspace never
 // runs twice at once. A Job still suspended never started: it is deleted.
+// So is one whose pod was never scheduled (a node selector or toleration
+// no node matched, fixed since by an upgrade): its tofu never ran, and it
+// would otherwise hold the workspace until its active deadline. It is
+// deleted in the foreground and waited for, so a pod scheduled meanwhile
+// ends (tofu interrupted) before this run starts.
 func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, ws string) error {
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	bg := metav1.DeletePropagationBackground
+	fg := metav1.DeletePropagationForeground
 	for {
 		list, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: cfg.selector(ws)})
 		if err != nil {
@@ -344,6 +351,11 @@ func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, w
 				_ = jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 				continue
 			}
+			if j.DeletionTimestamp == nil && neverScheduled(ctx, client, cfg, j) {
+				if err := jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg}); err == nil {
+					klog.InfoS("Deleted an earlier runner Job whose pod was never scheduled", "job", j.Name, "workspace", ws)
+				}
+			}
 			running++
 		}
 		if running == 0 {
@@ -355,6 +367,24 @@ func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, w
 		case <-time.After(cfg.Poll):
 		}
 	}
+}
+
+// neverScheduled reports whether Job j has pods and none of them was ever
+// bound to a node (and none ended): no tofu of it ever ran.
+func neverScheduled(ctx context.Context, client kubernetes.Interface, cfg *Config, j *batchv1.Job) bool {
+	if j.Status.Failed > 0 || j.Status.Succeeded > 0 {
+		return false
+	}
+	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + j.Name})
+	if err != nil || len(pods.Items) == 0 {
+		return false
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending {
+			return false
+		}
+	}
+	return true
 }
 
 // readResult reads the result Secrets of Job name and syncs dir with the

@@ -54,3 +54,52 @@ func TestWaitJobWatches(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitOthersNeverScheduled: an earlier incarnation's Job whose pod was
+// never bound to a node is deleted (its tofu never ran) and the run goes
+// on; one whose pod was bound, or that has no pod yet, is waited for.
+func TestWaitOthersNeverScheduled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod // nil: the Job has no pod (yet)
+		failed  int32
+		deleted bool
+	}{
+		{name: "unschedulable", pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}}, deleted: true},
+		{name: "bound, pulling its image", pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}},
+		{name: "running", pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
+		{name: "no pod yet"},
+		{name: "an earlier pod failed", pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, failed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Poll = 10 * time.Millisecond
+			client := fake.NewClientset()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			old := cfg.jobSpec("old-run", "lb-a", "apply", []string{"x"})
+			old.Spec.Suspend = nil
+			old.Status.Failed = tc.failed
+			if _, err := client.BatchV1().Jobs(cfg.Namespace).Create(ctx, old, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.pod != nil {
+				tc.pod.ObjectMeta = metav1.ObjectMeta{Name: "old-run-abcde", Namespace: cfg.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": "old-run"}}
+				if _, err := client.CoreV1().Pods(cfg.Namespace).Create(ctx, tc.pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := waitOthers(ctx, client, cfg, "lb-a")
+			_, getErr := client.BatchV1().Jobs(cfg.Namespace).Get(context.Background(), "old-run", metav1.GetOptions{})
+			if tc.deleted {
+				if err != nil || getErr == nil {
+					t.Errorf("waitOthers: %v; the Job is still there (%v)", err, getErr)
+				}
+				return
+			}
+			if err == nil || getErr != nil {
+				t.Errorf("waitOthers did not wait (%v), or deleted the Job (%v)", err, getErr)
+			}
+		})
+	}
+}
