@@ -194,7 +194,8 @@ func (h *Host) commit(ctx context.Context, name, token string) error {
 // take returns the result of the change token of name and removes its
 // record, or nil if it has no result yet. A record with another token
 // means a later change of the same load balancer replaced this one
-// before it was committed.
+// before it was committed; no record, that the host lost its state
+// (wiped or reinstalled) under the change.
 func (h *Host) take(ctx context.Context, name, token string) (*commitResult, error) {
 	unlock, err := h.lock(ctx)
 	if err != nil {
@@ -205,7 +206,10 @@ func (h *Host) take(ctx context.Context, name, token string) (*commitResult, err
 	if err != nil {
 		return nil, err
 	}
-	if c == nil || c.Token != token {
+	if c == nil {
+		return nil, fmt.Errorf("%s: the record of the staged change of load balancer %s is gone (the host's state directory was removed or reinstalled meanwhile): whether HAProxy loaded it is unknown", h.T, name)
+	}
+	if c.Token != token {
 		return nil, fmt.Errorf("%s: the staged change of load balancer %s was replaced by another before HAProxy loaded it", h.T, name)
 	}
 	if c.Result == nil {
