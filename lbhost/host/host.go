@@ -33,6 +33,11 @@ type Host struct {
 	HAProxy string
 	// Keepalived is used by VIPs with VRRP.
 	Keepalived Keepalived
+	// Reserved lists addresses no VIP ever gets on this host: allocation
+	// skips them and a requested one is refused (the other hosts' own
+	// addresses, which this host cannot see, a gateway). Entries that are
+	// not IP addresses (host names) are ignored.
+	Reserved []string
 }
 
 // New checks dir and returns a Host. dir may be empty for a host that

@@ -292,22 +292,40 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 
 // claim allocates (or checks the requested) address and records owner's
 // claim on it (with share: an address others claim with the same token is
-// taken first). check, when set, runs once the address is chosen and
-// before anything is written: its error changes nothing. The caller holds
-// the host lock.
+// taken first). Neither a reserved address (Host.Reserved) nor one of
+// the host's own (ownAddrs) is ever allocated; requested, either is
+// refused. check, when
+// set, runs once the address is chosen and before anything is written:
+// its error changes nothing. The caller holds the host lock.
 func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix, addr string, check func() error) (string, error) {
 	claims, err := h.claims(ctx)
 	if err != nil {
 		return "", err
 	}
+	own, err := h.ownAddrs(ctx)
+	if err != nil {
+		return "", err
+	}
+	reserved := map[string]string{}
+	for _, e := range h.Reserved {
+		if a, err := netip.ParseAddr(e); err == nil && pool.Contains(a.Unmap()) {
+			reserved[a.Unmap().String()] = "reserved (the provider's reserved_addresses: another host's or a gateway's address)"
+		}
+	}
+	for a, ifc := range own {
+		reserved[a] = fmt.Sprintf("the address of %s itself (on %s), not a VIP", h.T, ifc)
+	}
 	if addr != "" {
+		if why, ok := reserved[addr]; ok {
+			return "", &FieldError{Field: "address", Msg: fmt.Sprintf("%s is %s: keep the hosts' own addresses out of the VIP pool %s", addr, why, pool)}
+		}
 		if cs := claims[addr]; !cs.admits(owner, share) {
 			return "", usedBy(addr, owner, cs, h.T)
 		}
 	} else {
-		addr = allocateShared(pool, owner, share, claims)
+		addr = allocateShared(pool, owner, share, claims, reserved)
 		if addr == "" {
-			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed", pool, h.T)}
+			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed (or the host's own, or excluded)", pool, h.T)}
 		}
 	}
 	if check != nil {
@@ -323,14 +341,62 @@ func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix
 	return addr, nil
 }
 
+// ownAddrs returns the host's own addresses (to the interface they are
+// on): those with a subnet's prefix, shorter than /32 (/128). VIPs are
+// never among them: lbhost and keepalived add VIPs as /32 (/128).
+func (h *Host) ownAddrs(ctx context.Context) (map[string]string, error) {
+	out, err := h.T.Run(ctx, nil, "ip", "-j", "addr", "show")
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the host's own addresses: %w", h.T, err)
+	}
+	own, err := parseOwnAddrs(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the host's own addresses: %w", h.T, err)
+	}
+	return own, nil
+}
+
+// parseOwnAddrs reads `ip -j addr show`.
+func parseOwnAddrs(out []byte) (map[string]string, error) {
+	var links []struct {
+		Ifname   string `json:"ifname"`
+		AddrInfo []struct {
+			Family    string `json:"family"`
+			Local     string `json:"local"`
+			Prefixlen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return nil, fmt.Errorf("ip -j addr show: %w", err)
+	}
+	own := map[string]string{}
+	for _, l := range links {
+		for _, a := range l.AddrInfo {
+			p, err := netip.ParseAddr(a.Local)
+			if err != nil || p.Is4() && a.Prefixlen >= 32 || p.Is6() && a.Prefixlen >= 128 {
+				continue
+			}
+			own[p.String()] = l.Ifname
+		}
+	}
+	return own, nil
+}
+
 func slicesEqual(a, b claimants) bool { return string(a.bytes()) == string(b.bytes()) }
 
 // allocateShared prefers owner's own claim, then (with share) the lowest
-// address of the pool claimed with the same token, then allocate's probe.
-func allocateShared(pool netip.Prefix, owner, share string, claims map[string]claimants) string {
+// address of the pool claimed with the same token, then allocate's probe;
+// never a reserved address (not even one owner claimed before).
+func allocateShared(pool netip.Prefix, owner, share string, claims map[string]claimants, reserved map[string]string) string {
 	byOwner := map[string]string{}
+	for a := range reserved {
+		byOwner[a] = "" // taken by nobody's claim
+	}
 	var mine, shared []string
 	for a, cs := range claims {
+		if _, ok := reserved[a]; ok {
+			continue
+		}
 		p, err := netip.ParseAddr(a)
 		inPool := err == nil && pool.Contains(p)
 		byOwner[a] = cs.other(owner)

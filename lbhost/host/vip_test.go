@@ -131,10 +131,56 @@ func TestClaimants(t *testing.T) {
 	}
 	pool := netip.MustParsePrefix("10.0.0.0/29")
 	claims := map[string]claimants{"10.0.0.3": cs, "10.0.0.2": parseClaimants([]byte("c1_x\n"))}
-	if got := allocateShared(pool, "c1_dns", "s1", claims); got != "10.0.0.3" {
+	if got := allocateShared(pool, "c1_dns", "s1", claims, nil); got != "10.0.0.3" {
 		t.Errorf("a sharer is allocated %s, want the shared 10.0.0.3", got)
 	}
-	if got := allocateShared(pool, "c1_dns", "s2", claims); got == "10.0.0.3" || got == "10.0.0.2" || got == "" {
+	if got := allocateShared(pool, "c1_dns", "s2", claims, nil); got == "10.0.0.3" || got == "10.0.0.2" || got == "" {
 		t.Errorf("another token is allocated %s, want a free address", got)
+	}
+}
+
+// TestAllocateReserved: a reserved address (the host's own, an excluded
+// one) is never allocated, not even to an owner that claimed it before
+// (a pool that once covered the hosts): the owner moves to a free one.
+func TestAllocateReserved(t *testing.T) {
+	pool := netip.MustParsePrefix("10.0.0.0/30") // hosts .1 and .2
+	for _, tc := range []struct {
+		name     string
+		claims   map[string]claimants
+		reserved map[string]string
+		want     string
+	}{
+		{name: "the other is reserved", reserved: map[string]string{"10.0.0.1": "own"}, want: "10.0.0.2"},
+		{name: "owner's old claim reserved", claims: map[string]claimants{"10.0.0.2": {{owner: "c1_web"}}}, reserved: map[string]string{"10.0.0.2": "own"}, want: "10.0.0.1"},
+		{name: "all reserved or claimed", claims: map[string]claimants{"10.0.0.2": {{owner: "c1_db"}}}, reserved: map[string]string{"10.0.0.1": "excluded"}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allocateShared(pool, "c1_web", "", tc.claims, tc.reserved); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseOwnAddrs: a host's own addresses are those with a subnet's
+// prefix; VIPs (/32, /128) are not.
+func TestParseOwnAddrs(t *testing.T) {
+	out := []byte(`[{"ifname":"lo","addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8},{"family":"inet","local":"10.252.0.40","prefixlen":32}]},
+{"ifname":"eth0","addr_info":[{"family":"inet","local":"10.252.0.2","prefixlen":24},{"family":"inet","local":"10.252.0.3","prefixlen":32},{"family":"inet6","local":"fd00:5::2","prefixlen":64},{"family":"inet6","local":"fd00:5::9","prefixlen":128}]}]`)
+	got, err := parseOwnAddrs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"127.0.0.1": "lo", "10.252.0.2": "eth0", "fd00:5::2": "eth0"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for a, ifc := range want {
+		if got[a] != ifc {
+			t.Errorf("%s: got %q, want %q", a, got[a], ifc)
+		}
+	}
+	if _, err := parseOwnAddrs([]byte("Object \"-j\" is unknown")); err == nil {
+		t.Error("no error for output that is not ip's JSON")
 	}
 }

@@ -40,6 +40,7 @@ type providerModel struct {
 	KAPIDFile types.String `tfsdk:"keepalived_pid_file"`
 	Netns     types.String `tfsdk:"netns"`
 	SSH       *sshModel    `tfsdk:"ssh"`
+	Reserved  types.List   `tfsdk:"reserved_addresses"`
 }
 
 type sshModel struct {
@@ -84,6 +85,13 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional:    true,
 				Description: "Pid file of keepalived's parent process (reloaded with SIGHUP). Default `/run/keepalived.pid`.",
 				Validators:  []validator.String{pathValidator{}},
+			},
+			"reserved_addresses": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType,
+				Description: "Addresses no VIP of this host ever gets: allocation from a pool skips them and a requested one is refused, naming this setting. " +
+					"For the addresses of the other load balancer hosts and of a gateway when they lie inside a VIP pool (the host's own addresses, " +
+					"those with a subnet's prefix, are skipped without it: VIPs are /32 or /128). Entries that are not IP addresses (host names) are ignored. " +
+					"A provider setting, not a resource's: changing it changes no plan.",
 			},
 			"netns": schema.StringAttribute{
 				Optional:    true,
@@ -152,6 +160,11 @@ func (c *conn) host(ctx context.Context) (*host.Host, error) {
 		}
 		if !c.cfg.KAPIDFile.IsNull() {
 			c.h.Keepalived.PIDFile = c.cfg.KAPIDFile.ValueString()
+		}
+		for _, e := range c.cfg.Reserved.Elements() {
+			if v, ok := e.(types.String); ok && !v.IsNull() && !v.IsUnknown() {
+				c.h.Reserved = append(c.h.Reserved, v.ValueString())
+			}
 		}
 	})
 	return c.h, c.err

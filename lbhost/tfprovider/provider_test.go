@@ -350,3 +350,58 @@ resource "lbhost_route" "hole" {
 		t.Fatalf("routes left after destroy:\n%s", r)
 	}
 }
+
+// TestVIPNeverTakesAHostsAddress: a pool that covers the hosts' subnet
+// never hands out the host's own address (seen on its interfaces) nor one
+// listed in the provider's reserved_addresses (another host's, which this
+// one cannot see); requested, the host's own is refused, and nothing is
+// claimed by a refused apply.
+func TestVIPNeverTakesAHostsAddress(t *testing.T) {
+	c := newCloud(t)
+	// 10.77.k.0/30: .1 (another host's, nodeA) and .2 (the namespace's own,
+	// the gateway, a /24 on its link).
+	pool := strings.TrimSuffix(c.gateway, ".2") + ".0/30"
+	vip := func(owner, address string) string {
+		b := fmt.Sprintf("resource \"lbhost_vip\" \"v\" {\n  owner = %q\n  pool  = %q\n", owner, pool)
+		if address != "" {
+			b += fmt.Sprintf("  address = %q\n", address)
+		}
+		return b + "}\noutput \"vip\" { value = lbhost_vip.v.address }\n"
+	}
+
+	reserved := newWorkspace(t, c, vip("c1_a", ""))
+	main := filepath.Join(reserved.dir, "main.tf")
+	b, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withReserved := strings.Replace(string(b), "provider \"lbhost\" {\n", fmt.Sprintf("provider \"lbhost\" {\n  reserved_addresses = [%q, \"lb-b.example\"]\n", c.nodeA), 1)
+	if withReserved == string(b) {
+		t.Fatal("no provider block to add reserved_addresses to")
+	}
+	if err := os.WriteFile(main, []byte(withReserved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := reserved.cmd("apply", "-auto-approve", "-input=false", "-no-color")
+	if code == 0 || !strings.Contains(out, "is exhausted") || !strings.Contains(out, "excluded") {
+		t.Fatalf("apply with every address reserved or the host's own: exit %d, want the pool exhausted\n%s", code, out)
+	}
+	if names, _ := os.ReadDir(filepath.Join(c.dir, "claims")); len(names) != 0 {
+		t.Fatalf("a refused apply left claims: %v", names)
+	}
+
+	free := newWorkspace(t, c, vip("c1_b", ""))
+	free.apply()
+	if got := free.output("vip"); got != c.nodeA {
+		t.Fatalf("allocated %s, want %s (%s is the host's own)", got, c.nodeA, c.gateway)
+	}
+
+	own := newWorkspace(t, c, vip("c1_c", c.gateway))
+	out, code = own.cmd("apply", "-auto-approve", "-input=false", "-no-color")
+	if code == 0 || !strings.Contains(out, c.gateway+" is the address of netns "+c.netns+" itself") {
+		t.Fatalf("apply requesting the host's own address: exit %d, want it refused\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "claims", c.gateway)); err == nil {
+		t.Errorf("the host's own address %s was claimed", c.gateway)
+	}
+}

@@ -20,6 +20,9 @@ provider "lbhost" {
   haproxy             = var.settings.haproxy
   keepalived_config   = each.value.keepalived_config != null ? each.value.keepalived_config : var.settings.keepalived_config
   keepalived_pid_file = each.value.keepalived_pid_file != null ? each.value.keepalived_pid_file : var.settings.keepalived_pid_file
+  # Every host's address: no VIP takes one, even when the VIP pool covers
+  # the hosts' subnet (a host sees only its own, and not a /32).
+  reserved_addresses = [for h in var.settings.hosts : h.address]
   ssh = {
     host             = each.value.address
     port             = each.value.ssh_port
