@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,7 +65,13 @@ func TestRunnersVsInProcess(t *testing.T) {
 	ic := newInCluster(t, imageArchive(t), benchNodes)
 	client := ic.client
 	lb := ic.hosts.LBSettings()
-	lb["vip_pool"] = ic.c.Cloud.VIPPool // the whole /24, not the hosts' /25
+	// The whole /24, not the hosts' /25 (too small for 200 VIPs), with
+	// tfccm's address pool keeping VIPs off its first addresses: the
+	// cloud's router (.1, which no LB host sees) and the hosts (.2, .3;
+	// lbhost reserves those itself too).
+	lb["vip_pool"] = ic.c.Cloud.VIPPool
+	vipPool := netip.MustParsePrefix(ic.c.Cloud.VIPPool)
+	first, last := vipPool.Addr().Next().Next().Next().Next(), lastAddr(vipPool).Prev()
 	lb["virtual_router_ids"] = "1-255"
 	base, err := inClusterValuesLB(ic.c, ic.hosts, lb, ic.ref,
 		"mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nuninstall:\n  loadBalancers: none\n")
@@ -77,7 +84,7 @@ func TestRunnersVsInProcess(t *testing.T) {
 	if !strings.Contains(base, "    load_balancer {\n") {
 		t.Fatal("the chart values have no load_balancer block to set health_interval in")
 	}
-	base = strings.Replace(base, "    load_balancer {\n", fmt.Sprintf("    load_balancer {\n      health_interval = %q\n", benchHealthInterval), 1)
+	base = strings.Replace(base, "    load_balancer {\n", fmt.Sprintf("    load_balancer {\n      health_interval = %q\n      address_pool \"bench\" {\n        addresses = [\"%s-%s\"]\n      }\n", benchHealthInterval, first, last), 1)
 	dir := t.TempDir()
 	baseFile := filepath.Join(dir, "base.yaml")
 	if err := os.WriteFile(baseFile, []byte(base), 0o600); err != nil {
@@ -308,4 +315,12 @@ func noRunnersLeft(t *testing.T, client kubernetes.Interface) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// lastAddr is the last address of an IPv4 prefix (its broadcast).
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	n |= 1<<(32-p.Bits()) - 1
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 }
