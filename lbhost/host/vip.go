@@ -294,9 +294,9 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 // claim on it (with share: an address others claim with the same token is
 // taken first). Neither a reserved address (Host.Reserved) nor one of
 // the host's own (ownAddrs) is ever allocated; requested, either is
-// refused. check, when
-// set, runs once the address is chosen and before anything is written:
-// its error changes nothing. The caller holds the host lock.
+// refused. check, when set, runs once the address is chosen and before
+// anything is written: its error changes nothing. The caller holds the
+// host lock.
 func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix, addr string, check func() error) (string, error) {
 	claims, err := h.claims(ctx)
 	if err != nil {
@@ -325,7 +325,7 @@ func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix
 	} else {
 		addr = allocateShared(pool, owner, share, claims, reserved)
 		if addr == "" {
-			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed (or the host's own, or excluded)", pool, h.T)}
+			return "", &FieldError{Field: "pool", Msg: fmt.Sprintf("the pool %s on %s is exhausted: every address is claimed, the host's own or reserved", pool, h.T)}
 		}
 	}
 	if check != nil {
