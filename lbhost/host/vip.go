@@ -95,13 +95,14 @@ func CheckInPool(pool netip.Prefix, address string) error {
 	if !pool.Contains(a) {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is outside the VIP pool %s", address, pool)}
 	}
-	if a == pool.Addr() || a.Is4() && a == lastAddr(pool) {
+	if a == pool.Addr() || a.Is4() && a == LastAddr(pool) {
 		return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is the network or broadcast address of the pool %s", address, pool)}
 	}
 	return nil
 }
 
-func lastAddr(p netip.Prefix) netip.Addr {
+// LastAddr is the last address of an IPv4 prefix (its broadcast).
+func LastAddr(p netip.Prefix) netip.Addr {
 	b := p.Addr().As4()
 	n := binary.BigEndian.Uint32(b[:]) | (1<<(32-p.Bits()) - 1)
 	binary.BigEndian.PutUint32(b[:], n)

@@ -26,7 +26,7 @@ func TestAllocate(t *testing.T) {
 			switch tc.want {
 			case "*":
 				a, err := netip.ParseAddr(got)
-				if err != nil || !pool.Contains(a) || a == pool.Addr() || a == lastAddr(pool) || tc.claims[got] != "" {
+				if err != nil || !pool.Contains(a) || a == pool.Addr() || a == LastAddr(pool) || tc.claims[got] != "" {
 					t.Fatalf("allocate = %q, want a free host address of %s", got, pool)
 				}
 			default:

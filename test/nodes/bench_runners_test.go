@@ -21,6 +21,7 @@ import (
 
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/lbhost/host"
 	"github.com/tfccm/tfccm/test/harness"
 )
 
@@ -71,7 +72,7 @@ func TestRunnersVsInProcess(t *testing.T) {
 	// lbhost reserves those itself too).
 	lb["vip_pool"] = ic.c.Cloud.VIPPool
 	vipPool := netip.MustParsePrefix(ic.c.Cloud.VIPPool)
-	first, last := vipPool.Addr().Next().Next().Next().Next(), lastAddr(vipPool).Prev()
+	first, last := vipPool.Addr().Next().Next().Next().Next(), host.LastAddr(vipPool).Prev()
 	lb["virtual_router_ids"] = "1-255"
 	base, err := inClusterValuesLB(ic.c, ic.hosts, lb, ic.ref,
 		"mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\nuninstall:\n  loadBalancers: none\n")
@@ -315,12 +316,4 @@ func noRunnersLeft(t *testing.T, client kubernetes.Interface) {
 	if err != nil {
 		t.Error(err)
 	}
-}
-
-// lastAddr is the last address of an IPv4 prefix (its broadcast).
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().As4()
-	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	n |= 1<<(32-p.Bits()) - 1
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 }

@@ -255,7 +255,7 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 type podsSeen map[string]corev1.Pod
 
 func (s podsSeen) read(ctx context.Context, client kubernetes.Interface, cfg *Config, job string) {
-	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
+	pods, err := jobPods(ctx, client, cfg, job)
 	if err != nil {
 		return
 	}
@@ -297,7 +297,7 @@ func podsEnded(ctx context.Context, client kubernetes.Interface, cfg *Config, na
 	defer cancel()
 	var seen []corev1.Pod
 	for ctx.Err() == nil {
-		pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+		pods, err := jobPods(ctx, client, cfg, name)
 		if err == nil && len(pods.Items) > 0 {
 			seen = pods.Items
 		}
@@ -369,13 +369,18 @@ func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, w
 	}
 }
 
+// jobPods lists the pods of Job name.
+func jobPods(ctx context.Context, client kubernetes.Interface, cfg *Config, name string) (*corev1.PodList, error) {
+	return client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+}
+
 // neverScheduled reports whether Job j has pods and none of them was ever
 // bound to a node (and none ended): no tofu of it ever ran.
 func neverScheduled(ctx context.Context, client kubernetes.Interface, cfg *Config, j *batchv1.Job) bool {
 	if j.Status.Failed > 0 || j.Status.Succeeded > 0 {
 		return false
 	}
-	pods, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + j.Name})
+	pods, err := jobPods(ctx, client, cfg, j.Name)
 	if err != nil || len(pods.Items) == 0 {
 		return false
 	}

@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -53,7 +52,7 @@ func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job 
 		}
 	}
 	if len(pods) == 0 {
-		if list, err := client.CoreV1().Pods(cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job.Name}); err == nil {
+		if list, err := jobPods(ctx, client, cfg, job.Name); err == nil {
 			pods = list.Items
 		}
 	}
