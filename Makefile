@@ -192,6 +192,11 @@ UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./state/... ./templat
 unit:
 	$(GO) test -short -count=1 $(UNIT_PKGS)
 
+## E2E_LANE: the e2e tests that run in a second go test process beside the rest of ./test/e2e/ and
+## every other package (about half of the package's time: LB hosts, the image, kill -9s, the soak),
+## so the longest package does not bound make test; -skip gives the first process every other test
+E2E_LANE = ^(TestBaremetal|TestDemoBaremetal|TestKill9DuringAppliesBaremetal|TestDegradedFromL4|TestDegradedFromHAProxy|TestContainerServesLoadBalancer|TestImageProviderMirror|TestSoak|TestHALeaderKilledMidApply|TestKill9DuringApplies)$$
+
 ## test: everything CI runs — lint, unit, integration and e2e tests, the fast subset of the upstream
 ## LoadBalancer conformance specs on real nodes, then a check that the tests left no namespace,
 ## process, link or cgroup of their own behind. ./test/e2e/ comes first: go test starts the package
@@ -201,7 +206,10 @@ unit:
 test: tools build standin lint
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before
 	nice -n 19 $(MAKE) --no-print-directory tools-nodes tools-e2e >.work/tools-nodes.log 2>&1 & nodes=$$!; \
-		rc=0; $(GO) test -count=1 -timeout 45m ./test/e2e/ ./... || rc=$$?; \
+		$(GO) test -count=1 -timeout 45m -run '$(E2E_LANE)' ./test/e2e/ >.work/e2e-lane.log 2>&1 & lane=$$!; \
+		rc=0; $(GO) test -count=1 -timeout 45m -skip '$(E2E_LANE)' ./test/e2e/ ./... || rc=$$?; \
+		wait $$lane || { rc=1; echo "the e2e lane failed (log below: .work/e2e-lane.log)"; }; \
+		echo "==> the e2e lane: go test -run '$(E2E_LANE)' ./test/e2e/"; cat .work/e2e-lane.log; \
 		if wait $$nodes; then cat .work/tools-nodes.log; $(CONFORMANCE_FAST_RUN) || rc=$$?; \
 		else cat .work/tools-nodes.log; echo "make tools-nodes tools-e2e failed (log above: .work/tools-nodes.log)"; rc=1; fi; \
 		bash hack/leftovers.sh check .work/leftovers.before || rc=1; exit $$rc
