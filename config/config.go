@@ -21,6 +21,8 @@ import (
 // Config is the decoded cloud config.
 type Config struct {
 	ClusterName string `hcl:"cluster_name" doc:"Names the cluster in every workspace and resource name: 1-63 characters of lowercase letters, digits and '-', starting with a letter."`
+	// Namespace is the admin's side of the trust boundary (docs/security.md).
+	Namespace   string `hcl:"namespace,optional" doc:"tfccm's own namespace, which only the cluster admin (and the approvers it names) may write: review mode's published plans, their sealed Secrets and key, and the records tfccm keeps about the cluster live here, never in a tenant's namespace. The Helm chart sets it to the release namespace."`
 	WorkDir     string `hcl:"work_dir,optional" doc:"Holds the workspace directories and, with the local backend, their state. A relative path is made absolute."`
 	TemplateSet string `hcl:"template_set,optional" doc:"The built-in template set (local, baremetal, hcloud, digitalocean, exoscale, google, oci, openstack, proxmox, vsphere)."`
 	OverrideDir string `hcl:"override_dir,optional" doc:"A directory of per-cluster template modules layered over the built-in set, module by module; re-read when it changes."`

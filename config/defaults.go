@@ -5,7 +5,10 @@ import "time"
 // Defaults applied by Parse when a setting is omitted: the one place they
 // are declared (the workspace engine and the state store use these too).
 const (
-	DefaultWorkDir     = "/var/lib/tfccm"
+	DefaultWorkDir = "/var/lib/tfccm"
+	// DefaultNamespace is tfccm's own namespace unless namespace names
+	// another (the chart names its release namespace).
+	DefaultNamespace   = "kube-system"
 	DefaultTemplateSet = "local"
 	// DefaultLoadBalancerClass is the spec.loadBalancerClass tfccm serves
 	// unless load_balancer_class names another.

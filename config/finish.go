@@ -86,6 +86,10 @@ func (c *Config) finishRoot(k *checker) {
 		k.errAt(at("cluster_name"), "Invalid cluster_name",
 			"cluster_name must be 1-63 characters of lowercase letters, digits and '-', starting with a letter.")
 	}
+	c.Namespace = orDefault(c.Namespace, DefaultNamespace)
+	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
+		k.errAt(at("namespace"), "Invalid namespace", fmt.Sprintf("namespace %q: %s.", c.Namespace, strings.Join(errs, "; ")))
+	}
 	c.WorkDir = orDefault(c.WorkDir, DefaultWorkDir)
 	if !filepath.IsAbs(c.WorkDir) {
 		abs, err := filepath.Abs(c.WorkDir)
