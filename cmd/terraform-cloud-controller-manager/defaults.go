@@ -17,11 +17,16 @@ import (
 //   - concurrent-service-syncs: upstream's 1 serializes every Service on
 //     EnsureLoadBalancer's wait for its apply (load_balancer.ensure_wait):
 //     a burst of Services then takes twice as long as tofu alone.
+//   - leader-elect-retry-period: a standby tries the Lease every retry
+//     period times a jitter of up to 2.2; at 750ms a Lease released on
+//     shutdown (handover.go) is taken within ~1.7 s instead of up to 4.4 s
+//     (upstream's 2s). The leader renews as often: ~1.3 Lease writes a second.
 //   - v: 2 logs every workspace run (plan, apply, destroy) and its result.
 var Defaults = map[string]string{
-	"cloud-provider":           provider.ProviderName,
-	"concurrent-service-syncs": "10",
-	"v":                        "2",
+	"cloud-provider":            provider.ProviderName,
+	"concurrent-service-syncs":  "10",
+	"leader-elect-retry-period": "750ms",
+	"v":                         "2",
 }
 
 // applyDefaults sets the flags' values and shown defaults before the

@@ -22,7 +22,7 @@ func command(t *testing.T) (*cobra.Command, *options.CloudControllerManagerOptio
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := newCommand(o)
+	cmd := newCommand(o, &handover{stopping: make(chan struct{})})
 	if err := applyDefaults(cmd.Flags()); err != nil {
 		t.Fatal(err)
 	}

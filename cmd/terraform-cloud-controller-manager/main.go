@@ -5,10 +5,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -34,18 +36,32 @@ func main() {
 	if err != nil {
 		klog.Fatalf("unable to initialize command options: %v", err)
 	}
-	command := newCommand(ccmOptions)
+	// SIGTERM (a pod stopping, an upgrade) stops the app and hands the
+	// leader Lease over (handover.go); a second signal kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	go func() { <-ctx.Done(); stop() }()
+	h := &handover{stopping: ctx.Done()}
+	command := newCommand(ccmOptions, h)
 	if err := applyDefaults(command.Flags()); err != nil {
 		klog.Fatal(err)
 	}
-	os.Exit(cli.Run(command))
+	rc := cli.Run(command)
+	if ctx.Err() != nil {
+		h.stop()
+	}
+	os.Exit(rc)
 }
 
-func newCommand(o *options.CloudControllerManagerOptions) *cobra.Command {
-	return app.NewCloudControllerManagerCommand(o, cloudInitializer, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+// newCommand is the upstream command with tfccm's cloud, stopped by h's
+// signal.
+func newCommand(o *options.CloudControllerManagerOptions, h *handover) *cobra.Command {
+	initCloud := func(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+		return h.wrap(c, cloudInitializer(c))
+	}
+	return app.NewCloudControllerManagerCommand(o, initCloud, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, h.stopping)
 }
 
-func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) *provider.Cloud {
 	shared := c.ComponentConfig.KubeCloudShared.CloudProvider
 	if shared.Name != provider.ProviderName {
 		klog.Fatalf("this binary only serves --cloud-provider=%s, got %q", provider.ProviderName, shared.Name)
@@ -54,8 +70,9 @@ func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.In
 	if err != nil {
 		klog.Fatalf("cloud provider %q: %v", shared.Name, err)
 	}
-	if cloud == nil {
+	tc, ok := cloud.(*provider.Cloud)
+	if !ok || tc == nil {
 		klog.Fatalf("cloud provider %q could not be initialized", shared.Name)
 	}
-	return cloud
+	return tc
 }

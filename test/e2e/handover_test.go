@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+)
+
+// TestLeaderHandOverOnStop: two replicas with the binary's own leader
+// election settings (as the chart runs them). The leader gets SIGTERM, as
+// a pod does in a rolling upgrade, while its tofu applies: it interrupts
+// tofu (which writes its state and unlocks), gives the Lease back, and the
+// other replica leads within 2 s of its exit — not a lease duration
+// (15 s) later — and finishes the load balancer. The Lease is given back
+// only at the end: the standby never holds it while the leader runs.
+func TestLeaderHandOverOnStop(t *testing.T) {
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	override := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(override, "loadbalancer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(slowModule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocks := fmt.Sprintf("override_dir = %q\n", override) +
+		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
+	cfgA, _ := writeCloudConfig(t, t.TempDir(), blocks)
+	cfgB, _ := writeCloudConfig(t, t.TempDir(), blocks)
+	start := func(cfg, host string) *harness.CCM {
+		c, err := harness.StartCCM(harness.CCMOptions{Binary: ccmBinary(t), Kubeconfig: cluster.Kubeconfig(), CloudConfig: cfg,
+			Dir: t.TempDir(), Hostname: host, StopGrace: 40 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Kill() })
+		return c
+	}
+	leader := func(ctx context.Context) string {
+		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	a := start(cfgA, "tfccm-a")
+	eventually(t, time.Minute, "replica a leads", func(ctx context.Context) error {
+		if !strings.HasPrefix(leader(ctx), "tfccm-a_") {
+			return fmt.Errorf("leader %q", leader(ctx))
+		}
+		return nil
+	})
+	b := start(cfgB, "tfccm-b")
+	eventually(t, time.Minute, "replica b waits for the Lease", func(context.Context) error {
+		if !strings.Contains(b.Log(), "attempting to acquire leader lease") {
+			return fmt.Errorf("replica b is not electing yet")
+		}
+		return nil
+	})
+	registerNode(t, client, harness.Node{Name: "node-a", InternalIPs: []string{"10.250.0.2"}})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "replica a's apply holds the state lock", func(ctx context.Context) error {
+		leases, err := client.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, l := range leases.Items {
+			if info := l.Annotations["app.terraform.io/lock-info"]; strings.Contains(info, "tfccm-a") && strings.Contains(info, "OperationTypeApply") && l.Spec.HolderIdentity != nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no apply lock held by replica a yet")
+	})
+
+	// Watch the Lease every 20ms while a stops: when b first holds it.
+	var (
+		mu     sync.Mutex
+		bLeads time.Time
+	)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for watchCtx.Err() == nil {
+			if strings.HasPrefix(leader(watchCtx), "tfccm-b_") {
+				mu.Lock()
+				bLeads = time.Now()
+				mu.Unlock()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	signalled := time.Now()
+	a.Stop() // SIGTERM, then waits for the process
+	exited := time.Now()
+	eventually(t, 10*time.Second, "replica b takes the leader Lease", func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if bLeads.IsZero() {
+			return fmt.Errorf("leader %q", leader(ctx))
+		}
+		return nil
+	})
+	mu.Lock()
+	gap, stopping := bLeads.Sub(exited), exited.Sub(signalled)
+	mu.Unlock()
+	t.Logf("replica a stopped %s after SIGTERM; replica b led %s after a exited", stopping.Round(10*time.Millisecond), gap.Round(10*time.Millisecond))
+	if !strings.Contains(a.Log(), "Released the leader Lease") {
+		t.Errorf("replica a did not release the Lease; its log ends:\n%s", tail(a.LogPath, 20))
+	}
+	if gap > 2*time.Second {
+		t.Errorf("replica b led %s after replica a exited, want <= 2s", gap)
+	}
+	// Released only once a's engine stopped: b cannot have led long
+	// before a exited (the release is a's last step before it exits).
+	if gap < -time.Second {
+		t.Errorf("replica b led %s before replica a exited: two leaders", -gap)
+	}
+	// The interrupted apply's lock was released by tofu itself: b applies.
+	if ip := waitVIP(t, client, "web"); ip != "192.0.2.10" {
+		t.Errorf("ingress %s", ip)
+	}
+}
