@@ -64,7 +64,7 @@ func TestLeaderHandOverOnStop(t *testing.T) {
 	})
 	b := start(cfgB, "tfccm-b")
 	eventually(t, time.Minute, "replica b waits for the Lease", func(context.Context) error {
-		if !strings.Contains(b.Log(), "attempting to acquire leader lease") {
+		if !strings.Contains(b.Log(), "Attempting to acquire leader lease") {
 			return fmt.Errorf("replica b is not electing yet")
 		}
 		return nil
