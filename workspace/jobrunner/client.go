@@ -423,7 +423,7 @@ func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, d
 func decodeResult(b []byte, dir string) (*result, error) {
 	u, err := unpack(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the runner's result: %w", err)
 	}
 	var res result
 	if err := json.Unmarshal(u.doc, &res); err != nil {

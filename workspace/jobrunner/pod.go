@@ -134,7 +134,10 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 	res := runTofu(ctx, tofu, ws, env, req.resolve(extra))
 	a := newArchive()
 	if err := a.addDir(ws); err != nil {
-		return nil, nil, err
+		// A link out of the workspace (made by a provider) or a file
+		// that cannot be read: tofu's output alone, and a failure that
+		// names it; the engine's copy stays as it was.
+		return noFiles(&result{Exit: 1, Stdout: res.Stdout, Stderr: res.Stderr + fmt.Sprintf("\nError: Runner result refused\n\nThe workspace the runner's tofu left cannot travel back: %v.\n", err)})
 	}
 	doc, err := json.Marshal(res)
 	if err != nil {
@@ -148,17 +151,26 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 		return nil, nil, err
 	}
 	if len(out) > PartSize*MaxParts {
-		// Too large to return the files: tofu's output alone, and a
-		// failure that names the size.
-		small := newArchive()
-		res = &result{Exit: 1, NoFiles: true, Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))}
-		doc, _ = json.Marshal(res)
-		if err := small.add(docName, 0o600, doc); err != nil {
-			return nil, nil, err
-		}
-		if out, err = small.bytes(); err != nil {
-			return nil, nil, err
-		}
+		// Too large to return the files: a failure that names the size.
+		return noFiles(&result{Exit: 1, Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))})
+	}
+	return out, res, nil
+}
+
+// noFiles is the result archive of res without the workspace's files.
+func noFiles(res *result) ([]byte, *result, error) {
+	res.NoFiles = true
+	doc, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := newArchive()
+	if err := a.add(docName, 0o600, doc); err != nil {
+		return nil, nil, err
+	}
+	out, err := a.bytes()
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, res, nil
 }

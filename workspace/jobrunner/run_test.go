@@ -399,3 +399,40 @@ output "x" {
 		t.Errorf("the refresh wrote no outputs (%v): %s", err, b)
 	}
 }
+
+// A runner pod is untrusted code: a provider there that leaves a link out
+// of the workspace (here a local-exec provisioner linking the pod's
+// ServiceAccount token path and another workspace) gets its run failed
+// with an error naming the link; the engine's copy gets no link, and the
+// next run packs nothing from outside its workspace.
+func TestRunRefusesALinkTheRunnerMade(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), "lb-e")
+	write(t, dir, map[string]string{"main.tf": `resource "terraform_data" "x" {
+  provisioner "local-exec" {
+    command = "ln -s /var/run/secrets/kubernetes.io/serviceaccount/token leak.auto.tfvars"
+  }
+}
+`})
+	ctx := context.Background()
+	for _, args := range [][]string{{"init", "-input=false", "-no-color"}, {"apply", "-input=false", "-no-color", "-auto-approve"}} {
+		res, err := Run(ctx, k.client, cfg, dir, args, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", args[0], err)
+		}
+		if args[0] == "init" {
+			if res.Exit != 0 {
+				t.Fatalf("init: %+v", res)
+			}
+			continue
+		}
+		if res.Exit != 1 || !strings.Contains(res.Stderr, "Error: Runner result refused") ||
+			!strings.Contains(res.Stderr, "link leak.auto.tfvars -> /var/run/secrets/kubernetes.io/serviceaccount/token is absolute") ||
+			!strings.Contains(res.Stdout, "Apply complete") {
+			t.Errorf("apply: exit %d, stdout %q, stderr %q; want a failure naming the link, with tofu's output", res.Exit, res.Stdout, res.Stderr)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "leak.auto.tfvars")); err == nil {
+		t.Error("the runner's link came back into the engine's workspace")
+	}
+}
