@@ -39,7 +39,12 @@ const (
 const defaultCLIConfig = "/etc/tfccm/tofurc"
 
 // PodMain is `tfccm run`: it returns the exit code of the runner itself
-// (0 once the result is written, whatever tofu's exit code).
+// (0 once the result is written, whatever tofu's exit code). A runner pod
+// runs it twice (jobSpec): in the container "tofu" (no token unless the
+// state backend needs one), which unpacks the inputs, runs tofu and
+// writes the result archive to --result-file; then in the container
+// "result" with --send-result, which writes that file into the result
+// Secrets of the Job --result.
 func PodMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,20 +53,28 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 	parts := fs.Int("parts", 1, "number of input parts")
 	work := fs.String("work", podWork, "writable directory for the workspace")
 	cache := fs.String("plugin-cache", podCache, "TF_PLUGIN_CACHE_DIR")
-	resultJob := fs.String("result", "", "the Job whose result Secrets to write")
+	resultFile := fs.String("result-file", "", "where to write the result archive")
+	send := fs.String("send-result", "", "write the result archive in this file into the result Secrets of the Job --result, and exit")
+	resultJob := fs.String("result", "", "the Job whose result Secrets to write (with --send-result)")
 	tofu := fs.String("tofu", "/usr/local/bin/tofu", "the tofu binary")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *prepare != "" {
+	switch {
+	case *prepare != "":
 		if err := os.Chown(*prepare, runnerUID, runnerGID); err != nil {
 			fmt.Fprintf(stderr, "tfccm run: %v\n", err)
 			return 1
 		}
 		return 0
-	}
-	if *resultJob == "" {
-		fmt.Fprintln(stderr, "tfccm run: --result is required")
+	case *send != "":
+		if *resultJob == "" {
+			fmt.Fprintln(stderr, "tfccm run: --send-result needs --result")
+			return 2
+		}
+		return sendResult(*send, *resultJob, stderr)
+	case *resultFile == "":
+		fmt.Fprintln(stderr, "tfccm run: --result-file or --send-result is required")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -77,9 +90,24 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "tfccm run: tofu exited %d\n", res.Exit)
+	if err := os.WriteFile(*resultFile, archive, 0o600); err != nil {
+		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// sendResult writes the result archive in file into the result Secrets of
+// Job job (the container "result").
+func sendResult(file, job string, stderr io.Writer) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm run: read the result: %v\n", err)
+		return 1
+	}
 	client, err := inClusterClient()
 	if err == nil {
-		err = writeResult(context.WithoutCancel(ctx), client, os.Getenv(envNamespace), *resultJob, os.Getenv(envJobUID), archive)
+		err = writeResult(context.Background(), client, os.Getenv(envNamespace), job, os.Getenv(envJobUID), b)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
