@@ -136,6 +136,10 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		_ = jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}()
 	done, pods, err := waitJob(ctx, client, cfg, job.Name)
+	var refusal *refusedError
+	if errors.As(err, &refusal) {
+		return &result{Exit: 1, Stderr: refusal.diagnostic()}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +240,11 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 			// now, while the pod still says why. It is gone by the time
 			// the Job ends.
 			stopping.read(ctx, client, cfg, name)
+		case err == nil:
+			// No pod yet: the namespace may refuse it (refused.go).
+			if err := refused(ctx, client, cfg, job); err != nil {
+				return nil, nil, err
+			}
 		}
 		// else running, or the apiserver briefly unreachable
 		select {

@@ -25,10 +25,13 @@ import (
 // clientset: each started Job's pod side runs in-process (runPacked with
 // real tofu, writeResult), or, with kill, the pod dies without a result.
 type kubelet struct {
-	t       *testing.T
-	client  kubernetes.Interface
-	tofu    string
-	kill    bool
+	t      *testing.T
+	client kubernetes.Interface
+	tofu   string
+	kill   bool
+	// refuse: the Job controller cannot create the pod (as Pod Security
+	// admission refuses it): a FailedCreate Event on the Job, no pod.
+	refuse  string
 	mu      sync.Mutex
 	started []string
 }
@@ -59,6 +62,17 @@ func (k *kubelet) loop(ctx context.Context, ns string) {
 }
 
 func (k *kubelet) run(ctx context.Context, j *batchv1.Job) {
+	if k.refuse != "" {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: j.Name + ".refused", Namespace: j.Namespace},
+			InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID},
+			Reason:         "FailedCreate", Message: k.refuse, Type: corev1.EventTypeWarning, LastTimestamp: metav1.Now(),
+		}
+		if _, err := k.client.CoreV1().Events(j.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			k.t.Errorf("event: %v", err)
+		}
+		return
+	}
 	cond := batchv1.JobComplete
 	if k.kill {
 		cond = batchv1.JobFailed
@@ -434,5 +448,31 @@ func TestRunRefusesALinkTheRunnerMade(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "leak.auto.tfvars")); err == nil {
 		t.Error("the runner's link came back into the engine's workspace")
+	}
+}
+
+// A runner pod the namespace refuses fails the run at once, with the
+// admission's words, instead of waiting out the Job's deadline; the Job
+// is deleted.
+func TestRunRefusedPod(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	k.refuse = `Error creating: pods "x" is forbidden: violates PodSecurity "restricted:latest": hostPath volumes (volume "plugin-cache")`
+	dir := filepath.Join(t.TempDir(), "lb-f")
+	write(t, dir, map[string]string{"main.tf": ""})
+	start := time.Now()
+	res, err := Run(context.Background(), k.client, cfg, dir, []string{"plan", "-no-color"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 1 || !strings.Contains(res.Stderr, "Error: Runner pod refused") || !strings.Contains(res.Stderr, `violates PodSecurity "restricted:latest": hostPath volumes`) ||
+		!strings.Contains(res.Stderr, "Namespace "+cfg.Namespace+" refused") {
+		t.Errorf("result %+v; want a failure with the admission's words", res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the refused run took %v", d)
+	}
+	jobs, _ := k.client.BatchV1().Jobs(cfg.Namespace).List(context.Background(), metav1.ListOptions{})
+	if len(jobs.Items) != 0 {
+		t.Errorf("%d Jobs left", len(jobs.Items))
 	}
 }
