@@ -151,3 +151,21 @@ func podMemoryLimit() string {
 	}
 	return ""
 }
+
+// TofuRunning reports whether runner pod p's tofu container runs (an init
+// container: the pod is Pending meanwhile) and p is not being deleted.
+func TofuRunning(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, st := range p.Status.InitContainerStatuses {
+		if st.Name == "tofu" {
+			return st.State.Running != nil
+		}
+	}
+	return false
+}
+
+// ContainerStatuses are the statuses of runner pod p's containers, tofu's
+// (an init container) first.
+func ContainerStatuses(p *corev1.Pod) []corev1.ContainerStatus { return containers(p) }
