@@ -45,6 +45,12 @@ type Options struct {
 	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
 	// CIDRs allocated from it, /24 each) and kube-scheduler, for real nodes.
 	ClusterCIDR string
+	// Controllers, when set and ClusterCIDR is not, starts
+	// kube-controller-manager with these controllers alone (e.g.
+	// "job-controller", "garbage-collector-controller") and no
+	// kube-scheduler: pods are created (and admitted) but never scheduled,
+	// which needs no real nodes.
+	Controllers []string
 }
 
 // Cluster is a running control plane.
@@ -166,8 +172,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.waitReady(ctx, opts.ReadyTimeout); err != nil {
 		return nil, err
 	}
-	if opts.ClusterCIDR != "" {
+	switch {
+	case opts.ClusterCIDR != "":
 		if err := c.startControllers(opts); err != nil {
+			return nil, err
+		}
+	case len(opts.Controllers) > 0:
+		if err := c.startControllerManager(opts, "--controllers="+strings.Join(opts.Controllers, ",")); err != nil {
 			return nil, err
 		}
 	}
