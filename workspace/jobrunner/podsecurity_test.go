@@ -74,31 +74,35 @@ func TestRunnerPodsUnderPodSecurity(t *testing.T) {
 				if took > time.Minute {
 					t.Errorf("the refused run took %v; want under a minute", took)
 				}
-				t.Logf("refused in %v", took.Round(time.Millisecond))
+				t.Logf("refused in %v: %s", took.Round(time.Millisecond), res.Stderr)
 				return
 			}
 			// Admitted: the Job's pod is created (never scheduled: no
 			// nodes); the run is then interrupted.
 			runCtx, cancel := context.WithCancel(ctx)
-			errc := make(chan error, 1)
+			ended, done := context.WithCancel(ctx)
+			var res *result
+			var runErr error
 			go func() {
-				_, err := Run(runCtx, client, cfg, dir, []string{"plan", "-no-color"}, nil)
-				errc <- err
+				defer done()
+				res, runErr = Run(runCtx, client, cfg, dir, []string{"plan", "-no-color"}, nil)
 			}()
-			pod, err := runnerPod(ctx, client, cfg)
+			pod, err := runnerPod(ended, client, cfg)
 			cancel()
+			<-ended.Done()
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v; the run: %+v, %v", err, res, runErr)
 			}
-			if err := <-errc; err == nil || !strings.Contains(err.Error(), "interrupted") {
-				t.Errorf("the interrupted run: %v", err)
+			if runErr == nil || !strings.Contains(runErr.Error(), "interrupted") {
+				t.Errorf("the interrupted run: %+v, %v", res, runErr)
 			}
 			checkTokens(t, pod, cfg.StateToken)
 		})
 	}
 }
 
-// runnerPod waits up to a minute for the pod of cfg's runner Job.
+// runnerPod waits up to a minute (while ctx lasts) for the pod of cfg's
+// runner Job.
 func runnerPod(ctx context.Context, client kubernetes.Interface, cfg *Config) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -109,7 +113,7 @@ func runnerPod(ctx context.Context, client kubernetes.Interface, cfg *Config) (*
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.New("no runner pod was created within a minute")
+			return nil, errors.New("no runner pod was created within a minute, or the run ended first")
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
