@@ -88,6 +88,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if kcm := filepath.Join(filepath.Dir(apiserverBin), "kube-controller-manager"); len(opts.Controllers) > 0 && !exists(kcm) {
+		return nil, fmt.Errorf("devcluster: kube-controller-manager not found at %s (run `make tools`)", kcm)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
@@ -453,4 +456,9 @@ func binaries(opts Options) (apiserver, etcd string, err error) {
 		return "", "", errors.New("devcluster: etcd not found (run `make tools`, which installs Debian's etcd-server)")
 	}
 	return apiserver, etcd, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
