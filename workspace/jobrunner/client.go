@@ -343,7 +343,8 @@ func interrupt(client kubernetes.Interface, cfg *Config, name string) error {
 // no node matched, fixed since by an upgrade): its tofu never ran, and it
 // would otherwise hold the workspace until its active deadline. It is
 // deleted in the foreground and waited for, so a pod scheduled meanwhile
-// ends (tofu interrupted) before this run starts.
+// ends (tofu interrupted) before this run starts. So is one whose pod the
+// namespace refused (refused.go): it never had one.
 func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, ws string) error {
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	bg := metav1.DeletePropagationBackground
@@ -363,6 +364,11 @@ func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, w
 			if j.DeletionTimestamp == nil && neverScheduled(ctx, client, cfg, j) {
 				if err := jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg}); err == nil {
 					klog.InfoS("Deleted an earlier runner Job whose pod was never scheduled", "job", j.Name, "workspace", ws)
+				}
+			}
+			if j.DeletionTimestamp == nil && refused(ctx, client, cfg, j) != nil {
+				if err := jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil {
+					klog.InfoS("Deleted an earlier runner Job whose pod the namespace refused", "job", j.Name, "workspace", ws)
 				}
 			}
 			running++
