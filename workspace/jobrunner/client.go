@@ -123,7 +123,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		return nil, err
 	}
 	name := cfg.jobName(ws)
-	job, err := start(ctx, client, cfg, name, ws, command(args), parts)
+	job, key, err := start(ctx, client, cfg, name, ws, command(args), parts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 	if err != nil {
 		return nil, err
 	}
-	res, err := readResult(ctx, client, cfg, dir, name)
+	res, err := readResult(ctx, client, cfg, dir, name, key)
 	if err != nil {
 		return nil, err
 	}
@@ -168,19 +168,25 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 }
 
 // start creates the Job (suspended), its input Secrets owned by it, and
-// lets it run.
-func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, ws, cmd string, parts [][]byte) (*batchv1.Job, error) {
+// lets it run. It returns the Job and the key its result is sealed with
+// (seal.go).
+func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, ws, cmd string, parts [][]byte) (*batchv1.Job, string, error) {
 	inputs := make([]string, len(parts))
 	for i := range parts {
 		inputs[i] = inName(name, i)
 	}
+	key, err := newResultKey()
+	if err != nil {
+		return nil, "", err
+	}
 	spec := cfg.jobSpec(name, ws, cmd, inputs)
+	setResultKey(spec, key)
 	yes := true
 	spec.Spec.Suspend = &yes
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	job, err := jobs.Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("create Job %s/%s: %w", cfg.Namespace, name, err)
+		return nil, "", fmt.Errorf("create Job %s/%s: %w", cfg.Namespace, name, err)
 	}
 	owner := jobOwner(name, string(job.UID))
 	for i, p := range parts {
@@ -188,14 +194,14 @@ func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, 
 		if _, err := client.CoreV1().Secrets(cfg.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			bg := metav1.DeletePropagationBackground
 			_ = jobs.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{PropagationPolicy: &bg})
-			return nil, fmt.Errorf("create input Secret %s/%s: %w", cfg.Namespace, inputs[i], err)
+			return nil, "", fmt.Errorf("create input Secret %s/%s: %w", cfg.Namespace, inputs[i], err)
 		}
 	}
 	job, err = jobs.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("start Job %s/%s: %w", cfg.Namespace, name, err)
+		return nil, "", fmt.Errorf("start Job %s/%s: %w", cfg.Namespace, name, err)
 	}
-	return job, nil
+	return job, key, nil
 }
 
 // finished reports whether job ended (complete or failed).
@@ -407,9 +413,10 @@ func neverScheduled(ctx context.Context, client kubernetes.Interface, cfg *Confi
 	return true
 }
 
-// readResult reads the result Secrets of Job name and syncs dir with the
-// files in them; nil when the runner wrote none.
-func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, dir, name string) (*result, error) {
+// readResult reads the result Secrets of Job name, checks them against
+// the Job's key and syncs dir with the files in them; nil when the runner
+// wrote none.
+func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, dir, name, key string) (*result, error) {
 	secrets := client.CoreV1().Secrets(cfg.Namespace)
 	first, err := secrets.Get(ctx, outName(name, 0), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -429,6 +436,9 @@ func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, d
 			return nil, fmt.Errorf("read result: %w", err)
 		}
 		b = append(b, s.Data[partKey]...)
+	}
+	if err := checkResult(key, first.Annotations[AnnoResultMAC], b); err != nil {
+		return nil, fmt.Errorf("result of Job %s/%s: %w", cfg.Namespace, name, err)
 	}
 	return decodeResult(b, dir)
 }

@@ -107,7 +107,7 @@ func sendResult(file, job string, stderr io.Writer) int {
 	}
 	client, err := inClusterClient()
 	if err == nil {
-		err = writeResult(context.Background(), client, os.Getenv(envNamespace), job, os.Getenv(envJobUID), b)
+		err = writeResult(context.Background(), client, os.Getenv(envNamespace), job, os.Getenv(envJobUID), os.Getenv(envResultKey), b)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
@@ -335,9 +335,10 @@ func inClusterClient() (kubernetes.Interface, error) {
 }
 
 // writeResult writes the result archive into Secrets owned by the Job:
-// parts 1..n-1 first, part 0 (which names the count) last, so that part
-// 0 means the result is complete.
-func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid string, b []byte) error {
+// parts 1..n-1 first, part 0 (which names the count and carries the
+// archive's HMAC under key, seal.go) last, so that part 0 means the result
+// is complete.
+func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid, key string, b []byte) error {
 	parts, err := split(b, "the result")
 	if err != nil {
 		return err
@@ -353,6 +354,9 @@ func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid 
 			n = len(parts)
 		}
 		s := partSecret(ns, outName(job, i), job, labels, parts[i], n, owner)
+		if i == 0 {
+			s.Annotations[AnnoResultMAC] = resultMAC(key, b)
+		}
 		var err error
 		for attempt := range 5 {
 			if _, err = client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {

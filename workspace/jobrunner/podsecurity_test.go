@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func runnerPod(ctx context.Context, client kubernetes.Interface, cfg *Config) (*
 
 // checkTokens checks the pod as admitted: no token mounted automatically,
 // the projected one in the container result and, with a state token, in
-// tofu's.
+// tofu's; the result's key in the container result alone.
 func checkTokens(t *testing.T, pod *corev1.Pod, stateToken bool) {
 	t.Helper()
 	for _, v := range pod.Spec.Volumes {
@@ -131,6 +132,10 @@ func checkTokens(t *testing.T, pod *corev1.Pod, stateToken bool) {
 	}
 	mounts := map[string]string{}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		keyed := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envResultKey && e.Value != "" })
+		if keyed != (c.Name == "result") {
+			t.Errorf("pod %s: container %s has the result key: %v", pod.Name, c.Name, keyed)
+		}
 		for _, m := range c.VolumeMounts {
 			if m.MountPath == podToken {
 				mounts[c.Name] = m.Name

@@ -31,7 +31,10 @@ type kubelet struct {
 	kill   bool
 	// refuse: the Job controller cannot create the pod (as Pod Security
 	// admission refuses it): a FailedCreate Event on the Job, no pod.
-	refuse  string
+	refuse string
+	// forge: the result is written with a key other than the Job's (as
+	// another runner pod that may write Secrets there would).
+	forge   bool
 	mu      sync.Mutex
 	started []string
 }
@@ -101,7 +104,7 @@ func (k *kubelet) run(ctx context.Context, j *batchv1.Job) {
 			k.t.Errorf("runner: %v", err)
 			return
 		}
-		if err := writeResult(ctx, k.client, j.Namespace, j.Name, string(j.UID), out); err != nil {
+		if err := writeResult(ctx, k.client, j.Namespace, j.Name, string(j.UID), k.keyOf(j), out); err != nil {
 			k.t.Errorf("write result: %v", err)
 			return
 		}
@@ -287,7 +290,7 @@ func TestRunEvictedRunner(t *testing.T) {
 			}
 			b, err := a.bytes()
 			if err == nil {
-				err = writeResult(ctx, client, j.Namespace, j.Name, string(j.UID), b)
+				err = writeResult(ctx, client, j.Namespace, j.Name, string(j.UID), resultKeyOf(&j), b)
 			}
 			if err != nil {
 				t.Error(err)
@@ -474,5 +477,42 @@ func TestRunRefusedPod(t *testing.T) {
 	jobs, _ := k.client.BatchV1().Jobs(cfg.Namespace).List(context.Background(), metav1.ListOptions{})
 	if len(jobs.Items) != 0 {
 		t.Errorf("%d Jobs left", len(jobs.Items))
+	}
+}
+
+// resultKeyOf is the key Job j's container "result" got (seal.go).
+func resultKeyOf(j *batchv1.Job) string {
+	for _, c := range j.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == envResultKey {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// keyOf is the key the kubelet's runner seals Job j's result with.
+func (k *kubelet) keyOf(j *batchv1.Job) string {
+	if k.forge {
+		return "forged"
+	}
+	return resultKeyOf(j)
+}
+
+// A result not sealed with its Job's key (written by someone else who may
+// create Secrets in the runner namespace) is refused: the run fails and
+// the engine's workspace stays as it was.
+func TestRunRefusesAForgedResult(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	k.forge = true
+	dir := filepath.Join(t.TempDir(), "lb-g")
+	write(t, dir, map[string]string{"main.tf": "# kept"})
+	_, err := Run(context.Background(), k.client, cfg, dir, []string{"init", "-no-color"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "tfccm.io/result-mac does not match") {
+		t.Fatalf("run: %v; want the forged result refused", err)
+	}
+	if got := tree(t, dir); got != "main.tf=# kept" {
+		t.Errorf("workspace after a forged result: %s", got)
 	}
 }
