@@ -118,7 +118,7 @@ release-check:
 	diff $(CURDIR)/.work/release-a/SHA256SUMS $(CURDIR)/.work/release-b/SHA256SUMS
 	@echo "release-check: identical SHA256SUMS ($$(wc -l < $(CURDIR)/.work/release-a/SHA256SUMS) files)"
 
-## tools: pinned OpenTofu and kube-apiserver into bin/ (cached), Debian packages
+## tools: pinned OpenTofu, kube-apiserver and kube-controller-manager into bin/ (cached), Debian packages
 tools:
 	bash hack/tools.sh
 

@@ -43,7 +43,6 @@ const (
 const (
 	DefaultJobNamespace      = "kube-system"
 	DefaultJobServiceAccount = "tfccm-runner"
-	DefaultJobPluginCache    = "/var/cache/tfccm/plugins"
 	DefaultJobCPU            = "250m"
 	DefaultJobMemory         = "256Mi"
 	DefaultJobMemoryLimit    = "1Gi"

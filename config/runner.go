@@ -28,9 +28,9 @@ type Job struct {
 	CPU            string            `hcl:"cpu,optional" doc:"CPU request of a runner pod."`
 	Memory         string            `hcl:"memory,optional" doc:"Memory request of a runner pod."`
 	MemoryLimit    string            `hcl:"memory_limit,optional" doc:"Memory limit of a runner pod (tofu killed above it: the run fails and is retried)."`
-	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver); they then tolerate the route controller's node.kubernetes.io/network-unavailable taint."`
+	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver); they then tolerate the route controller's node.kubernetes.io/network-unavailable taint. Admin: such pods need a runner namespace at Pod Security's privileged level (baseline refuses the host network)."`
 	SecretMounts   map[string]string `hcl:"secret_mounts,optional" doc:"Secrets of the job namespace mounted read-only in runner pods, by path: files a provider reads by path (ssh_private_key_file) must be where the rendered workspace names them, e.g. { \"/etc/tfccm/ssh\" = \"tfccm-ssh\" }. Credentials in the CCM's environment reach runner pods through their input Secret."`
-	PluginCache    string            `hcl:"plugin_cache,optional" doc:"The node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR: providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs)."`
+	PluginCache    string            `hcl:"plugin_cache,optional" doc:"Admin: a node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR, so providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs). Unset (the default), each runner pod has a cache of its own and meets Pod Security's restricted level; a hostPath cache needs a runner namespace at the privileged level (hostPath volumes and a root init container that makes the directory the runner user's)."`
 }
 
 func (c *Config) finishRunner(k *checker) {
@@ -49,7 +49,6 @@ func (c *Config) finishRunner(k *checker) {
 	j := t.Job
 	j.Namespace = orDefault(j.Namespace, DefaultJobNamespace)
 	j.ServiceAccount = orDefault(j.ServiceAccount, DefaultJobServiceAccount)
-	j.PluginCache = orDefault(j.PluginCache, DefaultJobPluginCache)
 	j.CPU = orDefault(j.CPU, DefaultJobCPU)
 	j.Memory = orDefault(j.Memory, DefaultJobMemory)
 	j.MemoryLimit = orDefault(j.MemoryLimit, DefaultJobMemoryLimit)
@@ -95,7 +94,7 @@ func (c *Config) finishRunner(k *checker) {
 			k.errAt(at("terraform", "job"), "Invalid job secret_mounts", fmt.Sprintf("terraform.job.secret_mounts: %q = %q: an absolute path and a Secret's name.", p, name))
 		}
 	}
-	if !strings.HasPrefix(j.PluginCache, "/") {
+	if j.PluginCache != "" && !strings.HasPrefix(j.PluginCache, "/") {
 		k.errAt(at("terraform", "job"), "Invalid job plugin_cache", "terraform.job.plugin_cache must be an absolute path on the nodes.")
 	}
 }

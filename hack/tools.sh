@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kubectl, helm, promtool) into bin/ from the Go module proxy and installs
+# Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kube-controller-manager, kubectl, helm, promtool) into bin/ from the Go module proxy and installs
 # the Debian packages the tests need. `tools.sh nodes` (make tools-nodes) also builds the parts of real
 # nodes: kubelet, kube-proxy, kube-controller-manager, kube-scheduler, containerd, CoreDNS, the CNI
 # plugins and agnhost. Reuses a keyed cache
@@ -185,6 +185,11 @@ tofu_promtool() {
 
 kube_helm() {
 	build kube-apiserver "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
+		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+	# kube-controller-manager (as tools-nodes builds it: one cache entry) for the
+	# tests that need its Job controller without real nodes (runner pods under
+	# Pod Security); most of its packages are kube-apiserver's, built just before.
+	build kube-controller-manager "$KUBE_VERSION" "$root/hack/tools/kube-node" k8s.io/kubernetes/cmd/kube-controller-manager \
 		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
 	build kubectl "$KUBE_VERSION" "$root/hack/tools/kube-apiserver" k8s.io/kubernetes/cmd/kubectl \
 		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"

@@ -66,6 +66,7 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		ServiceAccount: j.ServiceAccount,
 		NodeSelector:   j.NodeSelector,
 		PluginCache:    j.PluginCache,
+		StateToken:     cfg.Backend != nil && cfg.Backend.Type == "kubernetes",
 		HostNetwork:    j.HostNetwork,
 		SecretMounts:   j.SecretMounts,
 		WorkDir:        cfg.WorkDir,

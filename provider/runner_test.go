@@ -52,8 +52,23 @@ backend "kubernetes" {
 	if jc.Resources.Limits.Memory().String() != config.DefaultJobMemoryLimit || jc.Deadline <= workspace.DefaultTimeout {
 		t.Errorf("resources %v, deadline %s", jc.Resources, jc.Deadline)
 	}
+	// The kubernetes backend reads the runner pod's token; no plugin
+	// cache on the nodes unless the admin names one.
+	if !jc.StateToken || jc.PluginCache != "" {
+		t.Errorf("backend kubernetes: state token %v, plugin cache %q; want true and none", jc.StateToken, jc.PluginCache)
+	}
 	if !opts.GoneLockHolder("root@old-leader") || opts.GoneLockHolder("root@someone") {
 		t.Error("the earlier leaders' lock rule is lost")
+	}
+
+	// Any other backend: no token in tofu's container.
+	cfg.Backend.Type = "s3"
+	if _, err := jobRunner(cfg, &opts); err != nil {
+		t.Fatal(err)
+	}
+	jc = jobrunner.Config{}
+	if err := json.Unmarshal([]byte(opts.Exec.Env[jobrunner.EnvConfig]), &jc); err != nil || jc.StateToken {
+		t.Errorf("backend s3: state token %v (%v); want none", jc.StateToken, err)
 	}
 
 	cfg.Terraform.Runner = config.RunnerProcess

@@ -49,7 +49,7 @@ var probes sync.Map // copy dir -> *sync.Mutex
 // Probe reads the root module in subdirectory module of workspace name
 // and returns its outputs' values. inputs names a file of the workspace's
 // own (its generated *.auto.tfvars, "" for none) that the module reads too:
-// it is linked into the copy under the same name, so init (which may need
+// it is copied into the copy under the same name, so init (which may need
 // the values: a provider for_each) and plan load it. The copy is
 // initialized on its first probe (and again when its providers changed).
 func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[string]json.RawMessage, error) {
@@ -71,13 +71,8 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 		return nil, fmt.Errorf("probe %s/%s: %w", name, module, err)
 	}
 	if inputs != "" {
-		link := filepath.Join(dir, filepath.Base(inputs))
-		target := filepath.Join(e.Dir(name), inputs)
-		if cur, err := os.Readlink(link); err != nil || cur != target {
-			_ = os.Remove(link)
-			if err := os.Symlink(target, link); err != nil {
-				return nil, fmt.Errorf("probe %s/%s: link its inputs: %w", name, module, err)
-			}
+		if err := copyInputs(filepath.Join(e.Dir(name), inputs), filepath.Join(dir, filepath.Base(inputs))); err != nil {
+			return nil, fmt.Errorf("probe %s/%s: copy its inputs: %w", name, module, err)
 		}
 	}
 	r := &runner{e: e, dir: dir, scrub: e.scrub}
@@ -208,6 +203,24 @@ func syncProbe(src, dir, inputs string) error {
 		}
 		return nil
 	})
+}
+
+// copyInputs copies the workspace's inputs file src into the probe's copy
+// as dst, when it changed. A copy, not a link: with runner Jobs the copy
+// travels to a runner pod, and a link out of it would not (a runner's
+// archives carry no link out of their workspace, jobrunner/links.go).
+func copyInputs(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Lstat(dst); err == nil && !st.Mode().IsRegular() {
+		// An earlier version's link.
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	return fsutil.WriteFileAtomic(dst, data, 0o600)
 }
 
 // removeProbes deletes the probes' copies of workspace name's modules.

@@ -54,6 +54,21 @@ func TestProbe(t *testing.T) {
 		t.Errorf("the workspace's health/ holds %v after probes, want %v", got, want)
 	}
 	copyDir := filepath.Join(e.opts.WorkDir, probesDir, "probed", "health")
+	// The inputs are a copy, not a link out of the copy (with runner
+	// Jobs the copy travels to a runner pod, and no link out of a
+	// workspace travels), and follow the workspace's.
+	if st, err := os.Lstat(filepath.Join(copyDir, "tfccm.auto.tfvars")); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the probe's inputs: %v, %v; want a regular file", st, err)
+	}
+	changed := testSpec("probed", 22, 0)
+	changed.Files["health/main.tf"] = []byte(probeModule)
+	if _, err := e.Apply(changed); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, changed)
+	if out, err := e.Probe(context.Background(), "probed", "health", "tfccm.auto.tfvars"); err != nil || string(out["twice"]) != "44" {
+		t.Errorf("after the inputs changed: outputs %v, %v; want twice = 44", out, err)
+	}
 	for _, f := range []string{"terraform.tfstate", "terraform.tfstate.backup", "applied-by-probe"} {
 		if _, err := os.Stat(filepath.Join(copyDir, f)); err == nil {
 			t.Errorf("the probe left %s behind", f)

@@ -10,39 +10,23 @@ import (
 // opts.ClusterCIDR) and kube-scheduler, each as its own bootstrap RBAC
 // user, without serving ports or leader election.
 func (c *Cluster) startControllers(opts Options) error {
-	bin := filepath.Dir(c.binAPIServer)
-	kcm, err := c.UserKubeconfig("kube-controller-manager", "127.0.0.1", "system:kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	sched, err := c.UserKubeconfig("kube-scheduler", "127.0.0.1", "system:kube-scheduler")
-	if err != nil {
-		return err
-	}
 	mask := "24"
 	if strings.Contains(opts.ClusterCIDR, ":") {
 		mask = "64"
 	}
-	cmd, err := StartProcess(c.dir, "kube-controller-manager", opts.Detach, filepath.Join(bin, "kube-controller-manager"),
-		"--kubeconfig="+kcm,
-		"--authentication-kubeconfig="+kcm,
-		"--authorization-kubeconfig="+kcm,
-		"--secure-port=0",
-		"--leader-elect=false",
-		"--use-service-account-credentials=true",
-		"--service-account-private-key-file="+c.pki.SAKey,
-		"--root-ca-file="+c.pki.CACert,
+	if err := c.startControllerManager(opts,
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr="+opts.ClusterCIDR,
 		"--node-cidr-mask-size="+mask,
-		"--service-cluster-ip-range="+opts.ServiceCIDRs,
-		"--v=1",
-	)
+	); err != nil {
+		return err
+	}
+	bin := filepath.Dir(c.binAPIServer)
+	sched, err := c.UserKubeconfig("kube-scheduler", "127.0.0.1", "system:kube-scheduler")
 	if err != nil {
 		return err
 	}
-	c.controllers = append(c.controllers, cmd)
-	cmd, err = StartProcess(c.dir, "kube-scheduler", opts.Detach, filepath.Join(bin, "kube-scheduler"),
+	cmd, err := StartProcess(c.dir, "kube-scheduler", opts.Detach, filepath.Join(bin, "kube-scheduler"),
 		"--kubeconfig="+sched,
 		"--authentication-kubeconfig="+sched,
 		"--authorization-kubeconfig="+sched,
@@ -52,6 +36,35 @@ func (c *Cluster) startControllers(opts Options) error {
 	)
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
+	}
+	c.controllers = append(c.controllers, cmd)
+	return nil
+}
+
+// startControllerManager runs kube-controller-manager as its bootstrap RBAC
+// user (each controller with its own ServiceAccount's credentials), with
+// extra flags.
+func (c *Cluster) startControllerManager(opts Options, extra ...string) error {
+	bin := filepath.Dir(c.binAPIServer)
+	kcm, err := c.UserKubeconfig("kube-controller-manager", "127.0.0.1", "system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	args := append([]string{
+		"--kubeconfig=" + kcm,
+		"--authentication-kubeconfig=" + kcm,
+		"--authorization-kubeconfig=" + kcm,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + c.pki.SAKey,
+		"--root-ca-file=" + c.pki.CACert,
+		"--service-cluster-ip-range=" + opts.ServiceCIDRs,
+		"--v=1",
+	}, extra...)
+	cmd, err := StartProcess(c.dir, "kube-controller-manager", opts.Detach, filepath.Join(bin, "kube-controller-manager"), args...)
+	if err != nil {
+		return err
 	}
 	c.controllers = append(c.controllers, cmd)
 	return nil

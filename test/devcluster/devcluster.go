@@ -45,6 +45,12 @@ type Options struct {
 	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
 	// CIDRs allocated from it, /24 each) and kube-scheduler, for real nodes.
 	ClusterCIDR string
+	// Controllers, when set and ClusterCIDR is not, starts
+	// kube-controller-manager with these controllers alone (e.g.
+	// "job-controller", "garbage-collector-controller") and no
+	// kube-scheduler: pods are created (and admitted) but never scheduled,
+	// which needs no real nodes.
+	Controllers []string
 }
 
 // Cluster is a running control plane.
@@ -81,6 +87,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	apiserverBin, etcdBin, err := binaries(opts)
 	if err != nil {
 		return nil, err
+	}
+	if kcm := filepath.Join(filepath.Dir(apiserverBin), "kube-controller-manager"); len(opts.Controllers) > 0 && !exists(kcm) {
+		return nil, fmt.Errorf("devcluster: kube-controller-manager not found at %s (run `make tools`)", kcm)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
@@ -166,8 +175,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.waitReady(ctx, opts.ReadyTimeout); err != nil {
 		return nil, err
 	}
-	if opts.ClusterCIDR != "" {
+	switch {
+	case opts.ClusterCIDR != "":
 		if err := c.startControllers(opts); err != nil {
+			return nil, err
+		}
+	case len(opts.Controllers) > 0:
+		if err := c.startControllerManager(opts, "--controllers="+strings.Join(opts.Controllers, ",")); err != nil {
 			return nil, err
 		}
 	}
@@ -442,4 +456,9 @@ func binaries(opts Options) (apiserver, etcd string, err error) {
 		return "", "", errors.New("devcluster: etcd not found (run `make tools`, which installs Debian's etcd-server)")
 	}
 	return apiserver, etcd, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -268,7 +268,7 @@ func watchRunnerCosts(ctx context.Context, client kubernetes.Interface) *runnerC
 			r.pod.add(p.Size())
 		}
 		s.node = p.Spec.NodeName
-		for _, c := range p.Status.ContainerStatuses {
+		for _, c := range jobrunner.ContainerStatuses(p) {
 			if c.Name == "tofu" && (c.State.Running != nil || c.State.Terminated != nil) && s.running.IsZero() {
 				s.running = now
 			}

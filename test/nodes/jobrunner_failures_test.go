@@ -266,7 +266,7 @@ func (k *killer) kill(p plannedKill) bool {
 			for i := range pods.Items {
 				q := &pods.Items[i]
 				cmd := q.Labels[jobrunner.LabelCommand]
-				if q.Annotations[jobrunner.AnnoWorkspace] == ws && q.Status.Phase == corev1.PodRunning && q.DeletionTimestamp == nil &&
+				if q.Annotations[jobrunner.AnnoWorkspace] == ws && jobrunner.TofuRunning(q) &&
 					(cmd == p.cmd || first && (cmd == "plan" || cmd == "apply")) {
 					pod = q
 					p.cmd = cmd
@@ -280,7 +280,7 @@ func (k *killer) kill(p plannedKill) bool {
 			return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && args[1] == p.cmd
 		})
 		if len(tofu) == 0 {
-			if cur, err := k.client.CoreV1().Pods("kube-system").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || cur.Status.Phase != corev1.PodRunning {
+			if cur, err := k.client.CoreV1().Pods("kube-system").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || !jobrunner.TofuRunning(cur) {
 				pod = nil // ended first: the next run of the command
 				return errMissed
 			}
@@ -658,8 +658,8 @@ func (r *runnerPodLog) record(p *corev1.Pod) {
 	if p.Spec.NodeName != "" {
 		s.node = p.Spec.NodeName
 	}
-	s.running = p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
-	for _, st := range p.Status.ContainerStatuses {
+	s.running = jobrunner.TofuRunning(p)
+	for _, st := range jobrunner.ContainerStatuses(p) {
 		if st.State.Terminated != nil && st.State.Terminated.Reason == "OOMKilled" {
 			s.oom = true
 		}

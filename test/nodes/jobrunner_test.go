@@ -247,7 +247,7 @@ func (r *runners) waitPod(t *testing.T, cmd string, timeout time.Duration) *core
 		defer r.mu.Unlock()
 		for _, pods := range r.alive {
 			for _, p := range pods {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && (cmd == "" || p.Labels[jobrunner.LabelCommand] == cmd) && strings.HasPrefix(p.Annotations[jobrunner.AnnoWorkspace], "lb-") {
+				if jobrunner.TofuRunning(p) && (cmd == "" || p.Labels[jobrunner.LabelCommand] == cmd) && strings.HasPrefix(p.Annotations[jobrunner.AnnoWorkspace], "lb-") {
 					got = p
 					return nil
 				}
@@ -278,7 +278,7 @@ func runnerPods(client kubernetes.Interface) string {
 				fmt.Fprintf(&b, "; %s: %s %s", c.Type, c.Reason, c.Message)
 			}
 		}
-		for _, c := range p.Status.ContainerStatuses {
+		for _, c := range jobrunner.ContainerStatuses(&p) {
 			if w := c.State.Waiting; w != nil {
 				fmt.Fprintf(&b, "; %s waiting: %s %s", c.Name, w.Reason, w.Message)
 			}

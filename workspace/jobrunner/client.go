@@ -123,7 +123,7 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		return nil, err
 	}
 	name := cfg.jobName(ws)
-	job, err := start(ctx, client, cfg, name, ws, command(args), parts)
+	job, key, err := start(ctx, client, cfg, name, ws, command(args), parts)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +136,14 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 		_ = jobs.Delete(dctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}()
 	done, pods, err := waitJob(ctx, client, cfg, job.Name)
+	var refusal *refusedError
+	if errors.As(err, &refusal) {
+		return &result{Exit: 1, Stderr: refusal.diagnostic()}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	res, err := readResult(ctx, client, cfg, dir, name)
+	res, err := readResult(ctx, client, cfg, dir, name, key)
 	if err != nil {
 		return nil, err
 	}
@@ -164,19 +168,25 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg *Config, dir stri
 }
 
 // start creates the Job (suspended), its input Secrets owned by it, and
-// lets it run.
-func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, ws, cmd string, parts [][]byte) (*batchv1.Job, error) {
+// lets it run. It returns the Job and the key its result is sealed with
+// (seal.go).
+func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, ws, cmd string, parts [][]byte) (*batchv1.Job, string, error) {
 	inputs := make([]string, len(parts))
 	for i := range parts {
 		inputs[i] = inName(name, i)
 	}
+	key, err := newResultKey()
+	if err != nil {
+		return nil, "", err
+	}
 	spec := cfg.jobSpec(name, ws, cmd, inputs)
+	setResultKey(spec, key)
 	yes := true
 	spec.Spec.Suspend = &yes
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	job, err := jobs.Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("create Job %s/%s: %w", cfg.Namespace, name, err)
+		return nil, "", fmt.Errorf("create Job %s/%s: %w", cfg.Namespace, name, err)
 	}
 	owner := jobOwner(name, string(job.UID))
 	for i, p := range parts {
@@ -184,14 +194,14 @@ func start(ctx context.Context, client kubernetes.Interface, cfg *Config, name, 
 		if _, err := client.CoreV1().Secrets(cfg.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			bg := metav1.DeletePropagationBackground
 			_ = jobs.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{PropagationPolicy: &bg})
-			return nil, fmt.Errorf("create input Secret %s/%s: %w", cfg.Namespace, inputs[i], err)
+			return nil, "", fmt.Errorf("create input Secret %s/%s: %w", cfg.Namespace, inputs[i], err)
 		}
 	}
 	job, err = jobs.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("start Job %s/%s: %w", cfg.Namespace, name, err)
+		return nil, "", fmt.Errorf("start Job %s/%s: %w", cfg.Namespace, name, err)
 	}
-	return job, nil
+	return job, key, nil
 }
 
 // finished reports whether job ended (complete or failed).
@@ -236,6 +246,11 @@ func waitJob(ctx context.Context, client kubernetes.Interface, cfg *Config, name
 			// now, while the pod still says why. It is gone by the time
 			// the Job ends.
 			stopping.read(ctx, client, cfg, name)
+		case err == nil:
+			// No pod yet: the namespace may refuse it (refused.go).
+			if err := refused(ctx, client, cfg, job); err != nil {
+				return nil, nil, err
+			}
 		}
 		// else running, or the apiserver briefly unreachable
 		select {
@@ -334,7 +349,8 @@ func interrupt(client kubernetes.Interface, cfg *Config, name string) error {
 // no node matched, fixed since by an upgrade): its tofu never ran, and it
 // would otherwise hold the workspace until its active deadline. It is
 // deleted in the foreground and waited for, so a pod scheduled meanwhile
-// ends (tofu interrupted) before this run starts.
+// ends (tofu interrupted) before this run starts. So is one whose pod the
+// namespace refused (refused.go): it never had one.
 func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, ws string) error {
 	jobs := client.BatchV1().Jobs(cfg.Namespace)
 	bg := metav1.DeletePropagationBackground
@@ -354,6 +370,11 @@ func waitOthers(ctx context.Context, client kubernetes.Interface, cfg *Config, w
 			if j.DeletionTimestamp == nil && neverScheduled(ctx, client, cfg, j) {
 				if err := jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg}); err == nil {
 					klog.InfoS("Deleted an earlier runner Job whose pod was never scheduled", "job", j.Name, "workspace", ws)
+				}
+			}
+			if j.DeletionTimestamp == nil && refused(ctx, client, cfg, j) != nil {
+				if err := jobs.Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil {
+					klog.InfoS("Deleted an earlier runner Job whose pod the namespace refused", "job", j.Name, "workspace", ws)
 				}
 			}
 			running++
@@ -392,9 +413,10 @@ func neverScheduled(ctx context.Context, client kubernetes.Interface, cfg *Confi
 	return true
 }
 
-// readResult reads the result Secrets of Job name and syncs dir with the
-// files in them; nil when the runner wrote none.
-func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, dir, name string) (*result, error) {
+// readResult reads the result Secrets of Job name, checks them against
+// the Job's key and syncs dir with the files in them; nil when the runner
+// wrote none.
+func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, dir, name, key string) (*result, error) {
 	secrets := client.CoreV1().Secrets(cfg.Namespace)
 	first, err := secrets.Get(ctx, outName(name, 0), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -415,6 +437,9 @@ func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, d
 		}
 		b = append(b, s.Data[partKey]...)
 	}
+	if err := checkResult(key, first.Annotations[AnnoResultMAC], b); err != nil {
+		return nil, fmt.Errorf("result of Job %s/%s: %w", cfg.Namespace, name, err)
+	}
 	return decodeResult(b, dir)
 }
 
@@ -423,7 +448,7 @@ func readResult(ctx context.Context, client kubernetes.Interface, cfg *Config, d
 func decodeResult(b []byte, dir string) (*result, error) {
 	u, err := unpack(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the runner's result: %w", err)
 	}
 	var res result
 	if err := json.Unmarshal(u.doc, &res); err != nil {

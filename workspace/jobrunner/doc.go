@@ -8,10 +8,15 @@
 // a stand-in for tofu when TFCCM_JOB_RUNNER is in its environment. The
 // stand-in packs the workspace directory (pack.go), the command line and
 // its environment into input Secrets, creates a Job (job.go) whose pod
-// runs `tfccm run` (pod.go): it unpacks the inputs, runs tofu with the
-// node's shared plugin cache, and writes tofu's exit code, output and the
-// workspace files it changed into result Secrets owned by the Job. The
-// stand-in then writes those files back into the workspace directory and
+// runs `tfccm run` (pod.go) twice: in its init container "tofu" it unpacks
+// the inputs, runs tofu and writes tofu's exit code, output and the
+// workspace files it changed as an archive into the pod's work volume; in
+// its container "result", the only one with a token unless the state
+// backend needs one, it writes that archive into result Secrets owned by
+// the Job. A runner pod is untrusted code: no link out of the workspace
+// travels either way (links.go), and a namespace that refuses the pod
+// fails the run at once (refused.go). The stand-in then writes those
+// files back into the workspace directory and
 // tofu's output to its own stdout and stderr, and exits with tofu's code:
 // to the engine it is tofu (its lock errors, diagnostics and plan files
 // included).

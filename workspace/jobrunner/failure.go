@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,7 @@ func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job 
 		if p.Status.Reason != "" {
 			why += " (" + p.Status.Reason + ")"
 		}
-		for _, st := range p.Status.ContainerStatuses {
+		for _, st := range containers(&p) {
 			if t := st.State.Terminated; t != nil {
 				why += fmt.Sprintf(", container %s: %s, exit %d", st.Name, t.Reason, t.ExitCode)
 			}
@@ -78,13 +79,19 @@ func failure(ctx context.Context, client kubernetes.Interface, cfg *Config, job 
 // process died).
 func oomKilled(pods []corev1.Pod) bool {
 	for _, p := range pods {
-		for _, st := range p.Status.ContainerStatuses {
+		for _, st := range containers(&p) {
 			if t := st.State.Terminated; t != nil && t.Reason == "OOMKilled" {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// containers are the statuses of p's containers, init containers (tofu's)
+// first.
+func containers(p *corev1.Pod) []corev1.ContainerStatus {
+	return append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 }
 
 // evictedPods is the diagnostic of a failed command whose runner pod was
@@ -144,3 +151,21 @@ func podMemoryLimit() string {
 	}
 	return ""
 }
+
+// TofuRunning reports whether runner pod p's tofu container runs (an init
+// container: the pod is Pending meanwhile) and p is not being deleted.
+func TofuRunning(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, st := range p.Status.InitContainerStatuses {
+		if st.Name == "tofu" {
+			return st.State.Running != nil
+		}
+	}
+	return false
+}
+
+// ContainerStatuses are the statuses of runner pod p's containers, tofu's
+// (an init container) first.
+func ContainerStatuses(p *corev1.Pod) []corev1.ContainerStatus { return containers(p) }

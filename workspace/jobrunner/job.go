@@ -38,8 +38,16 @@ type Config struct {
 	// SecretMounts are Secrets mounted read-only (0440, the runner's
 	// group) in runner pods, by path.
 	SecretMounts map[string]string `json:"secretMounts,omitempty"`
-	// PluginCache is the node directory shared as TF_PLUGIN_CACHE_DIR.
-	PluginCache string `json:"pluginCache"`
+	// PluginCache, when set, is the node directory (hostPath) runner
+	// pods share as TF_PLUGIN_CACHE_DIR; "" is a cache of the pod's own
+	// (emptyDir), which keeps runner pods within Pod Security's
+	// restricted level.
+	PluginCache string `json:"pluginCache,omitempty"`
+	// StateToken: the state backend reads the pod's ServiceAccount token
+	// (backend "kubernetes", in_cluster_config), so tofu's container gets
+	// a short-lived one. Otherwise only the container that writes the
+	// result Secrets has a token, and it starts after tofu's has ended.
+	StateToken bool `json:"stateToken,omitempty"`
 	// WorkDir is the engine's work_dir: a command's workspace is its
 	// directory's path under it ("lb-...", or ".probes/lb-.../health" for a
 	// probe's copy), which names its Jobs; "" names it by the directory's
@@ -140,8 +148,15 @@ func (c *Config) labels(ws, cmd string) map[string]string {
 const (
 	podInputs = "/inputs"
 	podWork   = "/work"
+	podResult = "/work/result.tar.gz"
 	podCache  = "/plugin-cache"
 	podCLI    = "/usr/local/bin/tfccm"
+	// podToken is where client-go (rest.InClusterConfig) and the
+	// kubernetes backend look for the pod's ServiceAccount token.
+	podToken = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// tokenExpiry is the projected token's lifetime (the API's minimum;
+	// the kubelet renews it while the pod runs).
+	tokenExpiry = 600
 	// envJobUID carries the Job's UID into the pod (for its result
 	// Secrets' owner reference); envNamespace the pod's namespace.
 	envJobUID    = "TFCCM_JOB_UID"
@@ -150,6 +165,17 @@ const (
 
 // jobSpec is the Job that runs one command of workspace ws, whose inputs
 // are in the Secrets inputs (in order).
+//
+// Its pod runs tofu in the init container "tofu", which writes the result
+// archive into the pod's work volume, then the container "result", which
+// writes it into the result Secrets. The pod mounts no ServiceAccount
+// token of its own accord: "result" gets a short-lived projected one (it
+// may create Secrets), and "tofu" (where providers, untrusted code, run)
+// gets it only when its state backend needs it (StateToken). Every
+// container runs as the non-root runner user, without privilege
+// escalation or capabilities, read-only, with the runtime's seccomp
+// profile: Pod Security's restricted level, unless the admin asked for a
+// hostPath plugin cache or the host network (docs/scale.md).
 func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	labels := c.labels(ws, cmd)
 	zero := int32(0)
@@ -157,7 +183,6 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	deadline := int64(c.Deadline.Seconds())
 	grace := int64(c.Grace.Seconds())
 	uid, gid := int64(runnerUID), int64(runnerGID)
-	root := int64(0)
 	yes, no := true, false
 	var sources []corev1.VolumeProjection
 	for i, s := range inputs {
@@ -166,13 +191,17 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 			Items:                []corev1.KeyToPath{{Key: partKey, Path: partFile(i)}},
 		}})
 	}
-	hostPathType := corev1.HostPathDirectoryOrCreate
-	mounts := []corev1.VolumeMount{
+	tofuMounts := []corev1.VolumeMount{
 		{Name: "inputs", MountPath: podInputs, ReadOnly: true},
 		{Name: "work", MountPath: podWork},
 		{Name: "plugin-cache", MountPath: podCache},
 	}
-	var volumes []corev1.Volume
+	volumes := []corev1.Volume{
+		{Name: "inputs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
+		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		c.cacheVolume(),
+		tokenVolume(),
+	}
 	paths := make([]string, 0, len(c.SecretMounts))
 	for p := range c.SecretMounts {
 		paths = append(paths, p)
@@ -182,13 +211,28 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	for i, p := range paths {
 		v := fmt.Sprintf("secret-%d", i)
 		volumes = append(volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.SecretMounts[p], DefaultMode: &mode}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: p, ReadOnly: true})
+		tofuMounts = append(tofuMounts, corev1.VolumeMount{Name: v, MountPath: p, ReadOnly: true})
 	}
-	restricted := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: &no,
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		ReadOnlyRootFilesystem:   &yes,
+	token := corev1.VolumeMount{Name: "token", MountPath: podToken, ReadOnly: true}
+	if c.StateToken {
+		tofuMounts = append(tofuMounts, token)
 	}
+	var initContainers []corev1.Container
+	if c.PluginCache != "" {
+		initContainers = append(initContainers, c.cacheOwner())
+	}
+	initContainers = append(initContainers, corev1.Container{
+		Name:    "tofu",
+		Image:   c.Image,
+		Command: []string{podCLI, "run", "--inputs", podInputs, "--parts", strconv.Itoa(len(inputs)), "--work", podWork, "--plugin-cache", podCache, "--result-file", podResult},
+		Env: []corev1.EnvVar{
+			{Name: "USER", Value: name},
+			{Name: envMemoryLimit, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "tofu", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+		},
+		Resources:       c.Resources,
+		SecurityContext: restricted(),
+		VolumeMounts:    tofuMounts,
+	})
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: c.Namespace, Labels: labels,
@@ -203,46 +247,29 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 					RestartPolicy:                 corev1.RestartPolicyNever,
 					HostNetwork:                   c.HostNetwork,
 					ServiceAccountName:            c.ServiceAccount,
+					AutomountServiceAccountToken:  &no,
 					EnableServiceLinks:            &no,
 					TerminationGracePeriodSeconds: &grace,
 					NodeSelector:                  c.NodeSelector,
 					Tolerations:                   c.tolerations(),
 					SecurityContext: &corev1.PodSecurityContext{
-						RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
+						RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					// The node's plugin cache directory is created by the
-					// kubelet as root: made the runner user's once.
-					InitContainers: []corev1.Container{{
-						Name:    "plugin-cache",
-						Image:   c.Image,
-						Command: []string{podCLI, "run", "--prepare-cache", podCache},
-						SecurityContext: &corev1.SecurityContext{
-							RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no,
-							Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"CHOWN"}},
-							ReadOnlyRootFilesystem: &yes,
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "plugin-cache", MountPath: podCache}},
-					}},
+					InitContainers: initContainers,
 					Containers: []corev1.Container{{
-						Name:    "tofu",
+						Name:    "result",
 						Image:   c.Image,
-						Command: []string{podCLI, "run", "--inputs", podInputs, "--parts", strconv.Itoa(len(inputs)), "--work", podWork, "--plugin-cache", podCache, "--result", name},
+						Command: []string{podCLI, "run", "--send-result", podResult, "--result", name},
 						Env: []corev1.EnvVar{
 							{Name: envNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 							{Name: envJobUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']"}}},
-							{Name: "USER", Value: name},
-							{Name: envMemoryLimit, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
 						},
 						Resources:       c.Resources,
-						SecurityContext: restricted,
-						VolumeMounts:    mounts,
+						SecurityContext: restricted(),
+						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: podWork, ReadOnly: true}, token},
 					}},
-					Volumes: []corev1.Volume{
-						{Name: "inputs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}},
-						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-						{Name: "plugin-cache", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: c.PluginCache, Type: &hostPathType}}},
-					},
+					Volumes: volumes,
 				},
 			},
 		},
@@ -250,11 +277,63 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	if deadline > 0 {
 		job.Spec.ActiveDeadlineSeconds = &deadline
 	}
-	job.Spec.Template.Spec.Volumes = append(job.Spec.Template.Spec.Volumes, volumes...)
 	if c.HostNetwork {
 		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
 	return job
+}
+
+// restricted is a runner container's security context (Pod Security's
+// restricted level with the pod's).
+func restricted() *corev1.SecurityContext {
+	yes, no := true, false
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   &yes,
+	}
+}
+
+// cacheVolume is the plugin cache: the node directory PluginCache (the
+// admin's choice: hostPath, outside Pod Security's baseline level), else
+// one of the pod's own.
+func (c *Config) cacheVolume() corev1.Volume {
+	if c.PluginCache == "" {
+		return corev1.Volume{Name: "plugin-cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	}
+	t := corev1.HostPathDirectoryOrCreate
+	return corev1.Volume{Name: "plugin-cache", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: c.PluginCache, Type: &t}}}
+}
+
+// cacheOwner is the init container that makes the node's plugin cache
+// directory (created by the kubelet as root) the runner user's: root,
+// with CHOWN alone. Only with a hostPath cache.
+func (c *Config) cacheOwner() corev1.Container {
+	root := int64(0)
+	yes, no := true, false
+	return corev1.Container{
+		Name:    "plugin-cache",
+		Image:   c.Image,
+		Command: []string{podCLI, "run", "--prepare-cache", podCache},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no,
+			Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"CHOWN"}},
+			ReadOnlyRootFilesystem: &yes,
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "plugin-cache", MountPath: podCache}},
+	}
+}
+
+// tokenVolume is the pod's ServiceAccount token as the automatic mount
+// would have it (token, ca.crt, namespace), but short-lived and mounted
+// only where needed.
+func tokenVolume() corev1.Volume {
+	expiry := int64(tokenExpiry)
+	return corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expiry}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+	}}}}
 }
 
 // tolerations are the runner pods' tolerations: the configured ones, and

@@ -3,6 +3,7 @@ package jobrunner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,27 +58,81 @@ func TestJobSpec(t *testing.T) {
 	if job.Annotations[AnnoWorkspace] != ws || job.Labels[LabelCommand] != "apply" {
 		t.Errorf("labels %v annotations %v", job.Labels, job.Annotations)
 	}
-	var cache, inputs bool
+	var inputs bool
 	for _, v := range p.Volumes {
 		if v.ConfigMap != nil {
 			t.Errorf("volume %s is a ConfigMap: inputs may hold credentials", v.Name)
 		}
-		if v.HostPath != nil && v.HostPath.Path == c.PluginCache {
-			cache = true
-		}
-		if v.Projected != nil {
+		if v.Name == "inputs" {
 			inputs = len(v.Projected.Sources) == 2 && v.Projected.Sources[1].Secret.Name == inName(name, 1) && v.Projected.Sources[1].Secret.Items[0].Path == "part-1"
 		}
 	}
-	if !cache || !inputs {
-		t.Errorf("volumes %+v: want the plugin cache hostPath and both input Secrets", p.Volumes)
+	if !inputs {
+		t.Errorf("volumes %+v: want both input Secrets", p.Volumes)
 	}
-	sc := p.Containers[0].SecurityContext
-	if *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || p.SecurityContext.RunAsUser == nil || *p.SecurityContext.RunAsUser == 0 {
-		t.Error("the tofu container must run as the non-root user, read-only, without privilege escalation")
+	tofu := container(t, p, "tofu")
+	if got := strings.Join(tofu.Command, " "); !strings.Contains(got, "run --inputs /inputs --parts 2") || !strings.Contains(got, "--result-file "+podResult) {
+		t.Errorf("tofu's command %q", got)
 	}
-	if got := strings.Join(p.Containers[0].Command, " "); !strings.Contains(got, "run --inputs /inputs --parts 2") || !strings.Contains(got, "--result "+name) {
-		t.Errorf("command %q", got)
+	if got := strings.Join(container(t, p, "result").Command, " "); !strings.Contains(got, "--send-result "+podResult+" --result "+name) {
+		t.Errorf("result's command %q", got)
+	}
+}
+
+// container is the container or init container name of p.
+func container(t *testing.T, p corev1.PodSpec, name string) corev1.Container {
+	t.Helper()
+	for _, c := range append(slices.Clone(p.InitContainers), p.Containers...) {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("pod has no container %s", name)
+	return corev1.Container{}
+}
+
+// TestJobSpecTokens: runner pods mount no ServiceAccount token they do not
+// need. None is mounted automatically; the container "result", which
+// writes the result Secrets after tofu's container ended, gets a
+// short-lived projected one; tofu's container, where the providers run,
+// gets it only when its state backend needs it (backend "kubernetes").
+func TestJobSpecTokens(t *testing.T) {
+	for _, stateToken := range []bool{false, true} {
+		c := testConfig()
+		c.StateToken = stateToken
+		name := c.jobName("lb-a")
+		p := c.jobSpec(name, "lb-a", "apply", []string{inName(name, 0)}).Spec.Template.Spec
+		if p.AutomountServiceAccountToken == nil || *p.AutomountServiceAccountToken {
+			t.Errorf("state token %v: automountServiceAccountToken %v, want false", stateToken, p.AutomountServiceAccountToken)
+		}
+		var expiry int64
+		for _, v := range p.Volumes {
+			if v.Projected == nil {
+				continue
+			}
+			for _, src := range v.Projected.Sources {
+				if src.ServiceAccountToken != nil && src.ServiceAccountToken.ExpirationSeconds != nil {
+					expiry = *src.ServiceAccountToken.ExpirationSeconds
+				}
+			}
+		}
+		if expiry == 0 || expiry > 3600 {
+			t.Errorf("state token %v: projected token expiry %ds, want a short one", stateToken, expiry)
+		}
+		mounted := map[string]bool{}
+		for _, ctr := range append(slices.Clone(p.InitContainers), p.Containers...) {
+			for _, m := range ctr.VolumeMounts {
+				if m.Name == "token" {
+					mounted[ctr.Name] = m.MountPath == podToken && m.ReadOnly
+				}
+			}
+		}
+		if !mounted["result"] || mounted["tofu"] != stateToken || len(mounted) != map[bool]int{false: 1, true: 2}[stateToken] {
+			t.Errorf("state token %v: the token is mounted in %v; want result's container, and tofu's only with a state token", stateToken, mounted)
+		}
+		if p.InitContainers[len(p.InitContainers)-1].Name != "tofu" || len(p.Containers) != 1 {
+			t.Errorf("state token %v: tofu must run (and end) before the container that holds the token starts", stateToken)
+		}
 	}
 }
 

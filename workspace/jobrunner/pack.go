@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // What of a workspace directory travels to a runner pod and back.
@@ -42,19 +43,6 @@ func carried(rel string) bool {
 		return false
 	}
 	return true
-}
-
-// inside reports whether symlink p (under dir) names a path inside dir.
-func inside(dir, p string) bool {
-	target, err := os.Readlink(p)
-	if err != nil {
-		return false
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(p), target)
-	}
-	rel, err := filepath.Rel(dir, target)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // skipDir reports whether no carried file can be under directory rel.
@@ -109,36 +97,39 @@ func carriedFiles(dir string) ([]string, error) {
 }
 
 // addDir adds every carried regular file and symlink under dir, sorted.
+// A link travels as a link, never followed; one out of the workspace is
+// refused (links.go), naming it.
 func (a *archive) addDir(dir string) error {
 	rels, err := carriedFiles(dir)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", dir, err)
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	defer root.Close()
 	sort.Strings(rels)
 	for _, rel := range rels {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		st, err := os.Lstat(p)
+		name := filepath.FromSlash(rel)
+		st, err := root.Lstat(name)
 		if err != nil {
 			return fmt.Errorf("pack: %w", err)
 		}
-		if st.Mode()&fs.ModeSymlink != 0 && !inside(dir, p) {
-			// A link out of the workspace (a probe's copy links the
-			// workspace's inputs) travels as the file it names.
-			if st, err = os.Stat(p); err != nil {
-				return fmt.Errorf("pack: %w", err)
-			}
-		}
 		if st.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(p)
+			target, err := root.Readlink(name)
 			if err != nil {
 				return fmt.Errorf("pack: %w", err)
 			}
-			if err := a.tw.WriteHeader(&tar.Header{Name: wsPrefix + rel, Linkname: target, Typeflag: tar.TypeSymlink, Mode: 0o777}); err != nil {
+			if err := checkLink(rel, filepath.ToSlash(target)); err != nil {
+				return fmt.Errorf("pack %s: %w", dir, err)
+			}
+			if err := a.tw.WriteHeader(&tar.Header{Name: wsPrefix + rel, Linkname: filepath.ToSlash(target), Typeflag: tar.TypeSymlink, Mode: 0o777}); err != nil {
 				return err
 			}
 			continue
 		}
-		b, err := os.ReadFile(p)
+		b, err := readRegular(root, name)
 		if err != nil {
 			return fmt.Errorf("pack: %w", err)
 		}
@@ -147,6 +138,17 @@ func (a *archive) addDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// readRegular reads the regular file name in root without following a
+// link in its last element (one swapped in since the walk).
+func readRegular(root *os.Root, name string) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func (a *archive) bytes() ([]byte, error) {
@@ -186,6 +188,9 @@ func unpack(b []byte) (*unpacked, error) {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			if err := checkLinks(u.ws); err != nil {
+				return nil, fmt.Errorf("unpack: %w", err)
+			}
 			return u, nil
 		}
 		if err != nil {
@@ -227,42 +232,19 @@ func unpack(b []byte) (*unpacked, error) {
 // syncDir makes dir's carried files those of u: each written (a file
 // whose content and mode are unchanged is left alone), and every carried
 // file missing from u removed. Files that are not carried are untouched.
+// Every change is made through an os.Root of dir, and an entry beyond a
+// link already in dir is refused: nothing is written outside dir.
 func (u *unpacked) syncDir(dir string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	keep := map[string]bool{}
 	for _, e := range u.ws {
 		keep[e.rel] = true
-		p := filepath.Join(dir, filepath.FromSlash(e.rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
-		}
-		if e.link != "" {
-			if cur, err := os.Readlink(p); err == nil && cur == e.link {
-				continue
-			}
-			_ = os.RemoveAll(p)
-			if err := os.Symlink(e.link, p); err != nil {
-				return err
-			}
-			continue
-		}
-		if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, e.data) {
-			// Unchanged; a link out of the workspace stays a link.
-			if st, err := os.Lstat(p); err == nil && (st.Mode()&fs.ModeSymlink != 0 || st.Mode().Perm() == e.mode) {
-				continue
-			}
-		}
-		if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
-			_ = os.RemoveAll(p)
-		}
-		tmp := p + ".tfccm-sync"
-		if err := os.WriteFile(tmp, e.data, e.mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(tmp, e.mode); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, p); err != nil {
-			return err
+		if err := syncEntry(root, e); err != nil {
+			return fmt.Errorf("%s: %w", e.rel, err)
 		}
 	}
 	have, err := carriedFiles(dir)
@@ -273,11 +255,47 @@ func (u *unpacked) syncDir(dir string) error {
 		if keep[rel] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := root.Remove(filepath.FromSlash(rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	return nil
+}
+
+// syncEntry writes one entry into root.
+func syncEntry(root *os.Root, e entry) error {
+	if l := linkOnDisk(root, e.rel); l != "" {
+		return fmt.Errorf("lies beyond link %s: %w", l, ErrLink)
+	}
+	name := filepath.FromSlash(e.rel)
+	if err := root.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		return err
+	}
+	if e.link != "" {
+		if cur, err := root.Readlink(name); err == nil && cur == e.link {
+			return nil
+		}
+		_ = root.RemoveAll(name)
+		return root.Symlink(e.link, name)
+	}
+	st, err := root.Lstat(name)
+	if err == nil && st.Mode().IsRegular() && st.Mode().Perm() == e.mode {
+		if cur, err := readRegular(root, name); err == nil && bytes.Equal(cur, e.data) {
+			return nil
+		}
+	}
+	if err == nil && !st.Mode().IsRegular() {
+		_ = root.RemoveAll(name)
+	}
+	tmp := name + ".tfccm-sync"
+	_ = root.RemoveAll(tmp)
+	if err := root.WriteFile(tmp, e.data, e.mode); err != nil {
+		return err
+	}
+	if err := root.Chmod(tmp, e.mode); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
 }
 
 // split cuts b into parts of at most PartSize bytes; more than MaxParts is

@@ -39,7 +39,12 @@ const (
 const defaultCLIConfig = "/etc/tfccm/tofurc"
 
 // PodMain is `tfccm run`: it returns the exit code of the runner itself
-// (0 once the result is written, whatever tofu's exit code).
+// (0 once the result is written, whatever tofu's exit code). A runner pod
+// runs it twice (jobSpec): in the container "tofu" (no token unless the
+// state backend needs one), which unpacks the inputs, runs tofu and
+// writes the result archive to --result-file; then in the container
+// "result" with --send-result, which writes that file into the result
+// Secrets of the Job --result.
 func PodMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,20 +53,28 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 	parts := fs.Int("parts", 1, "number of input parts")
 	work := fs.String("work", podWork, "writable directory for the workspace")
 	cache := fs.String("plugin-cache", podCache, "TF_PLUGIN_CACHE_DIR")
-	resultJob := fs.String("result", "", "the Job whose result Secrets to write")
+	resultFile := fs.String("result-file", "", "where to write the result archive")
+	send := fs.String("send-result", "", "write the result archive in this file into the result Secrets of the Job --result, and exit")
+	resultJob := fs.String("result", "", "the Job whose result Secrets to write (with --send-result)")
 	tofu := fs.String("tofu", "/usr/local/bin/tofu", "the tofu binary")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *prepare != "" {
+	switch {
+	case *prepare != "":
 		if err := os.Chown(*prepare, runnerUID, runnerGID); err != nil {
 			fmt.Fprintf(stderr, "tfccm run: %v\n", err)
 			return 1
 		}
 		return 0
-	}
-	if *resultJob == "" {
-		fmt.Fprintln(stderr, "tfccm run: --result is required")
+	case *send != "":
+		if *resultJob == "" {
+			fmt.Fprintln(stderr, "tfccm run: --send-result needs --result")
+			return 2
+		}
+		return sendResult(*send, *resultJob, stderr)
+	case *resultFile == "":
+		fmt.Fprintln(stderr, "tfccm run: --result-file or --send-result is required")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -77,9 +90,24 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "tfccm run: tofu exited %d\n", res.Exit)
+	if err := os.WriteFile(*resultFile, archive, 0o600); err != nil {
+		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// sendResult writes the result archive in file into the result Secrets of
+// Job job (the container "result").
+func sendResult(file, job string, stderr io.Writer) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm run: read the result: %v\n", err)
+		return 1
+	}
 	client, err := inClusterClient()
 	if err == nil {
-		err = writeResult(context.WithoutCancel(ctx), client, os.Getenv(envNamespace), *resultJob, os.Getenv(envJobUID), archive)
+		err = writeResult(context.Background(), client, os.Getenv(envNamespace), job, os.Getenv(envJobUID), os.Getenv(envResultKey), b)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
@@ -134,7 +162,10 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 	res := runTofu(ctx, tofu, ws, env, req.resolve(extra))
 	a := newArchive()
 	if err := a.addDir(ws); err != nil {
-		return nil, nil, err
+		// A link out of the workspace (made by a provider) or a file
+		// that cannot be read: tofu's output alone, and a failure that
+		// names it; the engine's copy stays as it was.
+		return noFiles(&result{Exit: 1, Stdout: res.Stdout, Stderr: res.Stderr + fmt.Sprintf("\nError: Runner result refused\n\nThe workspace the runner's tofu left cannot travel back: %v.\n", err)})
 	}
 	doc, err := json.Marshal(res)
 	if err != nil {
@@ -148,17 +179,26 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 		return nil, nil, err
 	}
 	if len(out) > PartSize*MaxParts {
-		// Too large to return the files: tofu's output alone, and a
-		// failure that names the size.
-		small := newArchive()
-		res = &result{Exit: 1, NoFiles: true, Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))}
-		doc, _ = json.Marshal(res)
-		if err := small.add(docName, 0o600, doc); err != nil {
-			return nil, nil, err
-		}
-		if out, err = small.bytes(); err != nil {
-			return nil, nil, err
-		}
+		// Too large to return the files: a failure that names the size.
+		return noFiles(&result{Exit: 1, Stderr: fmt.Sprintf("Error: the runner's result packs to %.1f MiB, above the job runner's limit of %.1f MiB\n", float64(len(out))/(1<<20), float64(PartSize*MaxParts)/(1<<20))})
+	}
+	return out, res, nil
+}
+
+// noFiles is the result archive of res without the workspace's files.
+func noFiles(res *result) ([]byte, *result, error) {
+	res.NoFiles = true
+	doc, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := newArchive()
+	if err := a.add(docName, 0o600, doc); err != nil {
+		return nil, nil, err
+	}
+	out, err := a.bytes()
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, res, nil
 }
@@ -295,9 +335,10 @@ func inClusterClient() (kubernetes.Interface, error) {
 }
 
 // writeResult writes the result archive into Secrets owned by the Job:
-// parts 1..n-1 first, part 0 (which names the count) last, so that part
-// 0 means the result is complete.
-func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid string, b []byte) error {
+// parts 1..n-1 first, part 0 (which names the count and carries the
+// archive's HMAC under key, seal.go) last, so that part 0 means the result
+// is complete.
+func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid, key string, b []byte) error {
 	parts, err := split(b, "the result")
 	if err != nil {
 		return err
@@ -313,6 +354,9 @@ func writeResult(ctx context.Context, client kubernetes.Interface, ns, job, uid 
 			n = len(parts)
 		}
 		s := partSecret(ns, outName(job, i), job, labels, parts[i], n, owner)
+		if i == 0 {
+			s.Annotations[AnnoResultMAC] = resultMAC(key, b)
+		}
 		var err error
 		for attempt := range 5 {
 			if _, err = client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {

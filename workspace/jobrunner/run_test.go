@@ -25,10 +25,16 @@ import (
 // clientset: each started Job's pod side runs in-process (runPacked with
 // real tofu, writeResult), or, with kill, the pod dies without a result.
 type kubelet struct {
-	t       *testing.T
-	client  kubernetes.Interface
-	tofu    string
-	kill    bool
+	t      *testing.T
+	client kubernetes.Interface
+	tofu   string
+	kill   bool
+	// refuse: the Job controller cannot create the pod (as Pod Security
+	// admission refuses it): a FailedCreate Event on the Job, no pod.
+	refuse string
+	// forge: the result is written with a key other than the Job's (as
+	// another runner pod that may write Secrets there would).
+	forge   bool
 	mu      sync.Mutex
 	started []string
 }
@@ -59,6 +65,17 @@ func (k *kubelet) loop(ctx context.Context, ns string) {
 }
 
 func (k *kubelet) run(ctx context.Context, j *batchv1.Job) {
+	if k.refuse != "" {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: j.Name + ".refused", Namespace: j.Namespace},
+			InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID},
+			Reason:         "FailedCreate", Message: k.refuse, Type: corev1.EventTypeWarning, LastTimestamp: metav1.Now(),
+		}
+		if _, err := k.client.CoreV1().Events(j.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			k.t.Errorf("event: %v", err)
+		}
+		return
+	}
 	cond := batchv1.JobComplete
 	if k.kill {
 		cond = batchv1.JobFailed
@@ -87,7 +104,7 @@ func (k *kubelet) run(ctx context.Context, j *batchv1.Job) {
 			k.t.Errorf("runner: %v", err)
 			return
 		}
-		if err := writeResult(ctx, k.client, j.Namespace, j.Name, string(j.UID), out); err != nil {
+		if err := writeResult(ctx, k.client, j.Namespace, j.Name, string(j.UID), k.keyOf(j), out); err != nil {
 			k.t.Errorf("write result: %v", err)
 			return
 		}
@@ -273,7 +290,7 @@ func TestRunEvictedRunner(t *testing.T) {
 			}
 			b, err := a.bytes()
 			if err == nil {
-				err = writeResult(ctx, client, j.Namespace, j.Name, string(j.UID), b)
+				err = writeResult(ctx, client, j.Namespace, j.Name, string(j.UID), resultKeyOf(&j), b)
 			}
 			if err != nil {
 				t.Error(err)
@@ -397,5 +414,105 @@ output "x" {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate")); err != nil || !strings.Contains(string(b), `"read"`) {
 		t.Errorf("the refresh wrote no outputs (%v): %s", err, b)
+	}
+}
+
+// A runner pod is untrusted code: a provider there that leaves a link out
+// of the workspace (here a local-exec provisioner linking the pod's
+// ServiceAccount token path and another workspace) gets its run failed
+// with an error naming the link; the engine's copy gets no link, and the
+// next run packs nothing from outside its workspace.
+func TestRunRefusesALinkTheRunnerMade(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), "lb-e")
+	write(t, dir, map[string]string{"main.tf": `resource "terraform_data" "x" {
+  provisioner "local-exec" {
+    command = "ln -s /var/run/secrets/kubernetes.io/serviceaccount/token leak.auto.tfvars"
+  }
+}
+`})
+	ctx := context.Background()
+	for _, args := range [][]string{{"init", "-input=false", "-no-color"}, {"apply", "-input=false", "-no-color", "-auto-approve"}} {
+		res, err := Run(ctx, k.client, cfg, dir, args, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", args[0], err)
+		}
+		if args[0] == "init" {
+			if res.Exit != 0 {
+				t.Fatalf("init: %+v", res)
+			}
+			continue
+		}
+		if res.Exit != 1 || !strings.Contains(res.Stderr, "Error: Runner result refused") ||
+			!strings.Contains(res.Stderr, "link leak.auto.tfvars -> /var/run/secrets/kubernetes.io/serviceaccount/token is absolute") ||
+			!strings.Contains(res.Stdout, "Apply complete") {
+			t.Errorf("apply: exit %d, stdout %q, stderr %q; want a failure naming the link, with tofu's output", res.Exit, res.Stdout, res.Stderr)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "leak.auto.tfvars")); err == nil {
+		t.Error("the runner's link came back into the engine's workspace")
+	}
+}
+
+// A runner pod the namespace refuses fails the run at once, with the
+// admission's words, instead of waiting out the Job's deadline; the Job
+// is deleted.
+func TestRunRefusedPod(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	k.refuse = `Error creating: pods "x" is forbidden: violates PodSecurity "restricted:latest": hostPath volumes (volume "plugin-cache")`
+	dir := filepath.Join(t.TempDir(), "lb-f")
+	write(t, dir, map[string]string{"main.tf": ""})
+	start := time.Now()
+	res, err := Run(context.Background(), k.client, cfg, dir, []string{"plan", "-no-color"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 1 || !strings.Contains(res.Stderr, "Error: Runner pod refused") || !strings.Contains(res.Stderr, `violates PodSecurity "restricted:latest": hostPath volumes`) ||
+		!strings.Contains(res.Stderr, "Namespace "+cfg.Namespace+" refused") {
+		t.Errorf("result %+v; want a failure with the admission's words", res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the refused run took %v", d)
+	}
+	jobs, _ := k.client.BatchV1().Jobs(cfg.Namespace).List(context.Background(), metav1.ListOptions{})
+	if len(jobs.Items) != 0 {
+		t.Errorf("%d Jobs left", len(jobs.Items))
+	}
+}
+
+// resultKeyOf is the key Job j's container "result" got (seal.go).
+func resultKeyOf(j *batchv1.Job) string {
+	for _, c := range j.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == envResultKey {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// keyOf is the key the kubelet's runner seals Job j's result with.
+func (k *kubelet) keyOf(j *batchv1.Job) string {
+	if k.forge {
+		return "forged"
+	}
+	return resultKeyOf(j)
+}
+
+// A result not sealed with its Job's key (written by someone else who may
+// create Secrets in the runner namespace) is refused: the run fails and
+// the engine's workspace stays as it was.
+func TestRunRefusesAForgedResult(t *testing.T) {
+	k, cfg := startKubelet(t, false)
+	k.forge = true
+	dir := filepath.Join(t.TempDir(), "lb-g")
+	write(t, dir, map[string]string{"main.tf": "# kept"})
+	_, err := Run(context.Background(), k.client, cfg, dir, []string{"init", "-no-color"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "tfccm.io/result-mac does not match") {
+		t.Fatalf("run: %v; want the forged result refused", err)
+	}
+	if got := tree(t, dir); got != "main.tf=# kept" {
+		t.Errorf("workspace after a forged result: %s", got)
 	}
 }

@@ -56,15 +56,18 @@ func TestWaitJobWatches(t *testing.T) {
 }
 
 // TestWaitOthersNeverScheduled: an earlier incarnation's Job whose pod was
-// never bound to a node is deleted (its tofu never ran) and the run goes
-// on; one whose pod was bound, or that has no pod yet, is waited for.
+// never bound to a node, or refused by the namespace, is deleted (its tofu
+// never ran) and the run goes on; one whose pod was bound, or that has no
+// pod yet, is waited for.
 func TestWaitOthersNeverScheduled(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod // nil: the Job has no pod (yet)
 		failed  int32
+		refused bool // a FailedCreate Event on the Job
 		deleted bool
 	}{
+		{name: "refused by the namespace", refused: true, deleted: true},
 		{name: "unschedulable", pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}}}, deleted: true},
 		{name: "bound, pulling its image", pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}},
 		{name: "running", pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}},
@@ -82,6 +85,13 @@ func TestWaitOthersNeverScheduled(t *testing.T) {
 			old.Status.Failed = tc.failed
 			if _, err := client.BatchV1().Jobs(cfg.Namespace).Create(ctx, old, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
+			}
+			if tc.refused {
+				ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "old-run.1", Namespace: cfg.Namespace}, Reason: "FailedCreate",
+					InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: "old-run", Namespace: cfg.Namespace}, Message: "violates PodSecurity"}
+				if _, err := client.CoreV1().Events(cfg.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.pod != nil {
 				tc.pod.ObjectMeta = metav1.ObjectMeta{Name: "old-run-abcde", Namespace: cfg.Namespace, Labels: map[string]string{"batch.kubernetes.io/job-name": "old-run"}}

@@ -1,0 +1,57 @@
+package jobrunner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tfccm/tfccm/internal/repo"
+)
+
+// TestPodMainSteps: the pod's first step (container tofu, no token) runs
+// tofu on the inputs and leaves the result archive in the work volume for
+// the second (container result); each step refuses the other's flags
+// missing.
+func TestPodMainSteps(t *testing.T) {
+	tofu := repo.Tofu(t)
+	src, inputs, work := t.TempDir(), t.TempDir(), t.TempDir()
+	write(t, src, map[string]string{"main.tf": "output \"x\" {\n  value = \"y\"\n}\n"})
+	a := newArchive()
+	if err := a.addDir(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := newRequest(a, src, []string{"apply", "-auto-approve", "-no-color"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, inputs, map[string]string{partFile(0): string(b)})
+	resultFile := filepath.Join(work, "result.tar.gz")
+	var stdout, stderr bytes.Buffer
+	code := PodMain([]string{"--inputs", inputs, "--parts", "1", "--work", work, "--plugin-cache", t.TempDir(), "--tofu", tofu, "--result-file", resultFile}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "tofu exited 0") {
+		t.Fatalf("tofu step: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	out, err := os.ReadFile(resultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	res, err := decodeResult(out, dst)
+	if err != nil || res.Exit != 0 || !strings.Contains(res.Stdout, "Apply complete") {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "terraform.tfstate")); err != nil {
+		t.Errorf("the state did not come back: %v", err)
+	}
+	for _, args := range [][]string{{"--inputs", inputs}, {"--send-result", resultFile}} {
+		stderr.Reset()
+		if code := PodMain(args, &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr.String())
+		}
+	}
+}
