@@ -13,8 +13,11 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -114,6 +117,7 @@ func TestChartAccessMatrix(t *testing.T) {
 				}
 			}
 			t.Logf("%d rows: %d allowed, %d refused", len(accessMatrix), len(allowed), len(refused))
+			admissionChecks(t, cluster, vs)
 		})
 	}
 }
@@ -133,4 +137,72 @@ func mayDo(ctx context.Context, client kubernetes.Interface, a access) (bool, er
 		return false, fmt.Errorf("SubjectAccessReview of %s %s: %w", a.who, a.what(), err)
 	}
 	return r.Status.Allowed, nil
+}
+
+// admissionChecks patches, as the approver, each ConfigMap an approver row
+// names where RBAC allows it: an annotation goes through on a plan and is
+// refused by the approvers' admission policy where the row says so; a
+// plan's data never changes.
+func admissionChecks(t *testing.T, cluster *devcluster.Cluster, vs valueSet) {
+	t.Helper()
+	ctx := context.Background()
+	admin := cluster.Client()
+	approver := principalByKey("approver")
+	rc := cluster.RESTConfig()
+	rc.Impersonate = rest.ImpersonationConfig{UserName: approver.user, Groups: approver.groups}
+	as := kubernetes.NewForConfigOrDie(rc)
+	patch := func(name, body string) error {
+		_, err := as.CoreV1().ConfigMaps(releaseNS).Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	// The refused writes first: once one is refused, the policy is in
+	// force for the writes that must go through and those that must not.
+	var rows []access
+	for _, a := range accessMatrix {
+		if a.admission {
+			rows = append([]access{a}, rows...)
+		} else {
+			rows = append(rows, a)
+		}
+	}
+	var checked int
+	for _, a := range rows {
+		if a.who != "approver" || a.resource != "configmaps" || a.name == "" || a.namespace != releaseNS || !a.allowed[vs.name] {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: releaseNS}, Data: map[string]string{"plan.txt": "1 to add"}}
+		if _, err := admin.CoreV1().ConfigMaps(releaseNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		// The policy is in force once it refuses what it must (its
+		// informer, like RBAC's, needs a moment).
+		annotate := func() error { return patch(a.name, `{"metadata":{"annotations":{"example.com/approved":"x"}}}`) }
+		if a.admission {
+			err := testkit.Poll(ctx, testkit.Interval, 30*time.Second, "the approvers' policy refuses", func(context.Context) error {
+				if err := annotate(); err == nil {
+					return fmt.Errorf("the approver annotated %s", a.name)
+				} else if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		} else if err := annotate(); err != nil {
+			t.Errorf("the approver cannot annotate %s: %v", a.name, err)
+		}
+		if strings.HasPrefix(a.name, "tfccm-plan-") {
+			if err := patch(a.name, `{"data":{"plan.txt":"0 to destroy"}}`); err == nil {
+				t.Errorf("the approver rewrote the plan %s", a.name)
+			}
+			if err := patch(a.name, `{"metadata":{"labels":{"tfccm.io/service":"other"}}}`); err == nil {
+				t.Errorf("the approver relabelled the plan %s", a.name)
+			}
+		}
+		checked++
+	}
+	if vs.name == "all" && checked < 2 {
+		t.Errorf("only %d approver writes checked", checked)
+	}
 }

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/tfccm/tfccm/annotations"
 )
 
 // TestHelmReview: in a release namespace of its own, review.enabled writes
@@ -20,8 +23,11 @@ func TestHelmReview(t *testing.T) {
 	objs := objects(t, "review")
 	var approvers *rbacv1.RoleBinding
 	var approverRole *rbacv1.Role
+	var policy *admissionv1.ValidatingAdmissionPolicy
 	for _, o := range objs {
 		switch v := o.(type) {
+		case *admissionv1.ValidatingAdmissionPolicy:
+			policy = v
 		case *corev1.ConfigMap:
 			if v.Name != "tfccm-cloud-config" {
 				continue
@@ -59,6 +65,11 @@ func TestHelmReview(t *testing.T) {
 	}
 	if len(approverRole.Rules) != 1 || strings.Join(approverRole.Rules[0].Resources, " ") != "configmaps" || strings.Join(approverRole.Rules[0].Verbs, " ") != "get list watch patch" {
 		t.Errorf("approvers may %+v", approverRole.Rules)
+	}
+	// The approvers' admission policy knows the published plans' names
+	// (TestChartAccessMatrix checks what it lets through).
+	if policy == nil || len(policy.Spec.Validations) != 1 || !strings.Contains(policy.Spec.Validations[0].Expression, "startsWith('"+annotations.PlanConfigMapPrefix+"')") {
+		t.Errorf("approvers' admission policy %+v: not limited to plans %s*", policy, annotations.PlanConfigMapPrefix)
 	}
 	// The CCM: ConfigMaps and Secrets only in tfccm's namespaces, Secrets
 	// nowhere cluster-wide.
