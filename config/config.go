@@ -32,7 +32,7 @@ type Config struct {
 	ServeClassless    *bool  `hcl:"serve_classless,optional" doc:"Also serves Services without a spec.loadBalancerClass, through the cloud-provider service controller (default true). false leaves them to another implementation: the service controller is then not started (it logs that the provider has no load balancers) and only Services of load_balancer_class are served."`
 
 	Terraform     *Terraform     `hcl:"terraform,block" doc:"How tofu (or terraform) is run."`
-	Backend       *Backend       `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm."`
+	Backend       *Backend       `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm. The kubernetes backend's namespace is the cluster admin's and holds nothing but state: never kube-system (the Helm chart's is <release>-state)."`
 	LoadBalancer  *LoadBalancer  `hcl:"load_balancer,block" doc:"The LoadBalancer facet."`
 	Routes        *Routes        `hcl:"routes,block" doc:"The Routes facet."`
 	Instances     *Instances     `hcl:"instances,block" doc:"The Instances and Zones facets, answered from Terraform state."`

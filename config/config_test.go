@@ -49,7 +49,7 @@ terraform {
   pass_env    = ["AWS_PROFILE"]
 }
 backend "kubernetes" {
-  namespace = "kube-system"
+  namespace = "tfccm-state"
   in_cluster_config = true
 }
 load_balancer {
@@ -80,7 +80,7 @@ instances {
 	if c.Backend.Type != "kubernetes" || len(c.Backend.Attributes) != 2 || c.Backend.Attributes["in_cluster_config"] != cty.True {
 		t.Errorf("backend = %s %v", c.Backend.Type, c.Backend.Attributes)
 	}
-	if got := c.Backend.Attributes["namespace"].AsString(); got != "kube-system" {
+	if got := c.BackendNamespace(); got != "tfccm-state" {
 		t.Errorf("backend namespace = %q", got)
 	}
 	hc := c.LoadBalancer.HealthCheck

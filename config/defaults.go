@@ -41,7 +41,7 @@ const (
 
 // Defaults of the job runner.
 const (
-	DefaultJobNamespace      = "kube-system"
+	DefaultJobNamespace      = "tfccm-runners"
 	DefaultJobServiceAccount = "tfccm-runner"
 	DefaultJobCPU            = "250m"
 	DefaultJobMemory         = "256Mi"

@@ -50,6 +50,7 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	c.Terraform.finish(k, c)
 	c.finishBackend(k)
 	c.finishRunner(k)
+	c.finishNamespaces(k)
 	c.LoadBalancer.finish(k, c)
 	c.Routes.finish(k, c)
 	c.Instances.finish(k, c)

@@ -20,9 +20,9 @@ const (
 // Job configures the job runner: each tofu command of a workspace runs in
 // a Kubernetes Job from tfccm's image.
 type Job struct {
-	Namespace      string            `hcl:"namespace,optional" doc:"Where the runner Jobs, their input and result Secrets run and live. A namespace of their own keeps the runner's right to create Secrets away from everything else."`
+	Namespace      string            `hcl:"namespace,optional" doc:"Where the runner Jobs, their input and result Secrets run and live: a namespace of their own, owned by the cluster admin, keeps the runner's right to create Secrets away from everything else. Never kube-system nor the kubernetes backend's namespace (runner pods read every state Secret); the Helm chart's is <release>-runners."`
 	Image          string            `hcl:"image,optional" doc:"The runner image: tfccm's own (it carries tofu, the provider mirror and tfccm run). Required with runner = \"job\"; the Helm chart sets it to the CCM's image."`
-	ServiceAccount string            `hcl:"service_account,optional" doc:"The runner pods' ServiceAccount: it may create Secrets (its results) and what the state backend needs, nothing else (the Helm chart ships it)."`
+	ServiceAccount string            `hcl:"service_account,optional" doc:"The runner pods' ServiceAccount (runner pods are untrusted code): it may create Secrets (its results) in the job namespace and use the state backend's Secrets and Leases, nothing else (the Helm chart ships it)."`
 	NodeSelector   map[string]string `hcl:"node_selector,optional" doc:"Node labels a runner pod must match."`
 	Tolerations    []string          `hcl:"tolerations,optional" doc:"Taints runner pods tolerate, as key[=value][:effect] (no effect: every effect)."`
 	CPU            string            `hcl:"cpu,optional" doc:"CPU request of a runner pod."`

@@ -62,10 +62,19 @@ func caseValues(c string) []string {
 	return values
 }
 
+// caseNamespace is the release namespace case c renders in: kube-system,
+// except for review mode, which needs a namespace of its own.
+func caseNamespace(c string) string {
+	if c == "review" {
+		return "tfccm-system"
+	}
+	return "kube-system"
+}
+
 func render(t *testing.T, c string, set ...string) []byte {
 	t.Helper()
 	root, bin := helm(t)
-	out, err := HelmTemplate(bin, root, "tfccm", "kube-system", caseValues(c), set...)
+	out, err := HelmTemplate(bin, root, "tfccm", caseNamespace(c), caseValues(c), set...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +84,7 @@ func render(t *testing.T, c string, set ...string) []byte {
 func TestHelmLint(t *testing.T) {
 	root, bin := helm(t)
 	for _, c := range cases(t) {
-		args := []string{"lint", "--strict", filepath.Join(root, Chart)}
+		args := []string{"lint", "--strict", "--namespace", caseNamespace(c), filepath.Join(root, Chart)}
 		for _, v := range caseValues(c) {
 			args = append(args, "--values", v)
 		}
@@ -279,7 +288,7 @@ func TestHelmChartSettings(t *testing.T) {
 
 	// The uninstall guard: a pre-delete hook Job running tfccm services
 	// from the image, allowed to list (refuse) or also delete Services.
-	for mode, verbs := range map[string]string{"refuse": "get list", "delete": "get list delete", "none": ""} {
+	for mode, verbs := range map[string]string{"refuse": "list", "delete": "list delete", "none": ""} {
 		var job *batchv1.Job
 		var role *rbacv1.ClusterRole
 		for _, o := range objects(t, "default", "uninstall.loadBalancers="+mode) {
@@ -309,7 +318,7 @@ func TestHelmChartSettings(t *testing.T) {
 		if job.Spec.Template.Labels["app.kubernetes.io/name"] == "tfccm" {
 			t.Errorf("the hook's pod carries the CCM's selector labels")
 		}
-		if got := strings.Join(role.Rules[0].Verbs, " "); got != verbs || role.Rules[0].Resources[0] != "services" {
+		if got := strings.Join(role.Rules[0].Verbs, " "); got != verbs || role.Rules[0].Resources[0] != "services" || len(role.Rules) != 1 {
 			t.Errorf("uninstall.loadBalancers=%s: the hook may %s %v", mode, got, role.Rules[0].Resources)
 		}
 	}
@@ -340,6 +349,17 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"credentials: {existingSecret: s, keys: [\"A B\"]}", "is not an environment variable name", false},
 		{"logLevel: debug", "logLevel must be a number", false},
 		{"uninstall: {loadBalancers: keep}", "uninstall.loadBalancers must be refuse, delete or none", false},
+		// Namespaces: the admin's, never kube-system for state or runners,
+		// nor review's Secrets and approvers' ConfigMaps there.
+		{"stateBackend: {kubernetes: {namespace: kube-system}}", "stateBackend.kubernetes.namespace kube-system: whoever reads the state Secrets", false},
+		{"runner: {enabled: true, namespace: kube-system}", "runner.namespace kube-system: tfccm starts Jobs", false},
+		{"runner: {enabled: true, namespace: st}\nstateBackend: {kubernetes: {namespace: st}}", "runner.namespace st is the state's or the release's namespace", false},
+		{"runner: {enabled: true}\nstateBackend: {kubernetes: {namespace: kube-system}}", "stateBackend.kubernetes.namespace kube-system", false},
+		{"review: {enabled: true}", "review.enabled (or policy/change_windows blocks) in the release namespace kube-system", false},
+		{`cloudConfig: {inline: "policy \"x\" {\n}\n"}`, "in the release namespace kube-system", false},
+		{"review: {approvers: [{kind: Group, name: sre}]}", "review.approvers in the release namespace kube-system", false},
+		{`cloudConfig: {terraform: "review = true\n"}`, "cloudConfig.terraform sets review: set review.enabled instead", false},
+		{`cloudConfig: {inline: "namespace = \"x\"\n"}`, "cloudConfig.inline sets namespace", false},
 	} {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
@@ -357,9 +377,10 @@ func TestHelmRejectsBadValues(t *testing.T) {
 }
 
 // grants are what a set of RBAC objects lets one ServiceAccount do, by
-// rule, independent of how the objects are named: "NS GROUP RESOURCE VERB"
-// with NS * for cluster-wide, and "bind KIND NAME NS" for roles the
-// objects bind but do not define (system:auth-delegator, ...).
+// rule, independent of how the objects are named: "NS GROUP RESOURCE VERB
+// [NAMES]" (NAMES: the rule's resourceNames) with NS * for cluster-wide,
+// "* URL VERB" for non-resource URLs, and "bind KIND NAME NS" for roles
+// the objects bind but do not define (system:auth-delegator, ...).
 func grants(t *testing.T, objs []runtime.Object, saNamespace, saName string) []string {
 	t.Helper()
 	clusterRoles := map[string][]rbacv1.PolicyRule{}
@@ -378,8 +399,17 @@ func grants(t *testing.T, objs []runtime.Object, saNamespace, saName string) []s
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					for _, verb := range r.Verbs {
-						set[fmt.Sprintf("%s %s %s %s", ns, g, res, verb)] = true
+						g := fmt.Sprintf("%s %s %s %s", ns, g, res, verb)
+						if len(r.ResourceNames) > 0 {
+							g += " " + strings.Join(r.ResourceNames, ",")
+						}
+						set[g] = true
 					}
+				}
+			}
+			for _, u := range r.NonResourceURLs {
+				for _, verb := range r.Verbs {
+					set[fmt.Sprintf("%s %s %s", ns, u, verb)] = true
 				}
 			}
 		}

@@ -13,7 +13,8 @@ import (
 // TestHelmRunner: runner.enabled writes terraform { runner = "job" } with
 // the CCM's image, which tfccm accepts, and ships the runners'
 // ServiceAccount with only its result Secrets and the state backend's
-// Secrets and Leases; the CCM may drive Jobs in the runner namespace.
+// Secrets and Leases (in the state's namespace of its own, tfccm-state by
+// default); the CCM may drive Jobs in the runner namespace.
 func TestHelmRunner(t *testing.T) {
 	objs := objects(t, "default", "runner.enabled=true", "runner.hostNetwork=true", "runner.namespace=tfccm-runners", "runner.nodeSelector.pool=tofu", "runner.tolerations[0]=dedicated=tofu:NoSchedule", "sshKey.existingSecret=ssh")
 	var cfg *config.Config
@@ -45,15 +46,15 @@ func TestHelmRunner(t *testing.T) {
 	}
 	got := grants(t, objs, runnerSA.Namespace, runnerSA.Name)
 	want := []string{
-		"kube-system  secrets create", "kube-system  secrets delete", "kube-system  secrets get", "kube-system  secrets list", "kube-system  secrets update",
-		"kube-system coordination.k8s.io leases create", "kube-system coordination.k8s.io leases delete", "kube-system coordination.k8s.io leases get", "kube-system coordination.k8s.io leases list", "kube-system coordination.k8s.io leases update",
 		"tfccm-runners  secrets create",
+		"tfccm-state  secrets create", "tfccm-state  secrets delete", "tfccm-state  secrets get", "tfccm-state  secrets list", "tfccm-state  secrets update",
+		"tfccm-state coordination.k8s.io leases create", "tfccm-state coordination.k8s.io leases delete", "tfccm-state coordination.k8s.io leases get", "tfccm-state coordination.k8s.io leases list", "tfccm-state coordination.k8s.io leases update",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("runner grants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	ccm := strings.Join(grants(t, objs, ccmSA.Namespace, ccmSA.Name), "\n")
-	for _, g := range []string{"tfccm-runners batch jobs create", "tfccm-runners batch jobs patch", "tfccm-runners  pods get"} {
+	for _, g := range []string{"tfccm-runners batch jobs create", "tfccm-runners batch jobs patch", "tfccm-runners  pods list"} {
 		if !strings.Contains(ccm, g) {
 			t.Errorf("the CCM lacks %q", g)
 		}

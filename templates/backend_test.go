@@ -11,7 +11,7 @@ import (
 // TestBackendMatchesRender: the backend of a workspace name alone is the
 // one a full render of that workspace generates.
 func TestBackendMatchesRender(t *testing.T) {
-	cfg := testConfig(t, baseConfig+"\nbackend \"kubernetes\" {\n  namespace = \"kube-system\"\n}\n")
+	cfg := testConfig(t, baseConfig+"\nbackend \"kubernetes\" {\n  namespace = \"tfccm-state\"\n}\n")
 	ws, err := fullSet(t).RenderLoadBalancer(cfg, svc(nil), testNodes())
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestCatalog(t *testing.T) {
 		{"", "", ""},
 		{"backend \"local\" {}\n", "", ""},
 		{"backend \"http\" {\n  address = \"https://state.example/tfccm\"\n}\n", "", ""},
-		{"backend \"kubernetes\" {\n  namespace = \"kube-system\"\n}\n", "secret_suffix", "tfccm-catalog"},
+		{"backend \"kubernetes\" {\n  namespace = \"tfccm-state\"\n}\n", "secret_suffix", "tfccm-catalog"},
 		{"backend \"pg\" {}\n", "schema_name", "tfccm_tfccm_catalog"},
 		{"backend \"s3\" {\n  bucket = \"b\"\n}\n", "key", "tfccm/prod-eu/tfccm-catalog.tfstate"},
 	} {

@@ -36,7 +36,7 @@ func TestRenderLoadBalancerGolden(t *testing.T) {
 			s.Annotations["tfccm.io/vars"] = `{"subnet": "dmz"}`
 		})},
 		{"backend-kubernetes", baseConfig + `backend "kubernetes" {
-  namespace     = "kube-system"
+  namespace     = "tfccm-state"
   secret_suffix = "prod"
   token         = "s3cr3t-token"
 }`, svc(nil)},
@@ -388,7 +388,7 @@ func BenchmarkRenderLoadBalancer500Nodes(b *testing.B) {
 func TestBackendAttributes(t *testing.T) {
 	set := fullSet(t)
 	cfg := testConfig(t, baseConfig+`backend "kubernetes" {
-  namespace = "kube-system"
+  namespace = "tfccm-state"
   token     = "s3cr3t"
 }`)
 	ws, err := set.RenderLoadBalancer(cfg, svc(nil), nil)
@@ -396,7 +396,7 @@ func TestBackendAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ws.Backend.Type != "kubernetes" || ws.Backend.Attributes["secret_suffix"].AsString() != ws.Name ||
-		ws.Backend.Attributes["namespace"].AsString() != "kube-system" {
+		ws.Backend.Attributes["namespace"].AsString() != "tfccm-state" {
 		t.Fatalf("backend %s %#v", ws.Backend.Type, ws.Backend.Attributes)
 	}
 	// Secrets stay out of the files but reach the engine.

@@ -16,7 +16,7 @@ func TestRenderOfflineBackend(t *testing.T) {
 	t.Setenv("TFCCM_TEST_PASSPHRASE", "correct horse battery staple")
 	cfgPath := writeConfig(t, `backend "kubernetes" {
   in_cluster_config = true
-  namespace         = "kube-system"
+  namespace         = "tfccm-state"
 }
 encryption {
   key_provider "pbkdf2" "k" { passphrase = env.TFCCM_TEST_PASSPHRASE }

@@ -2,6 +2,7 @@
 # (configMapGenerator behavior: replace). Keep work_dir, cli_config_file and
 # override_dir: they are the image's and the Deployment's paths.
 cluster_name = "prod"
+namespace    = "kube-system" # tfccm's own: the Deployment's
 template_set = "baremetal" # your cloud's set (docs/install-*.md)
 work_dir     = "/var/lib/tfccm"
 override_dir = "/etc/tfccm/templates"
@@ -11,7 +12,8 @@ terraform {
   cli_config_file = "/etc/tfccm/tofurc"
 }
 
+# The state's namespace of its own (namespace.yaml), never kube-system.
 backend "kubernetes" {
-  namespace         = "kube-system"
+  namespace         = "tfccm-state"
   in_cluster_config = true
 }

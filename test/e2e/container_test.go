@@ -461,7 +461,8 @@ cloudConfig:
 	t.Logf("VIP %s served by the containerized CCM", vip)
 	backendsAre(t, vip, 80, "node-a", "node-b")
 
-	secrets, err := admin.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	// The chart's state namespace of its own (<release>-state).
+	secrets, err := admin.CoreV1().Secrets("tfccm-state").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,10 +478,10 @@ cloudConfig:
 		}
 	}
 	if len(stateSecrets) != 1 {
-		t.Errorf("state Secrets in kube-system: %v, want one (kubernetes backend through the chart's RBAC)", stateSecrets)
+		t.Errorf("state Secrets in tfccm-state: %v, want one (kubernetes backend through the chart's RBAC)", stateSecrets)
 	}
 	if len(catalog) != 2 {
-		t.Errorf("catalog Secrets in kube-system: %v, want the catalog's default workspace and the load balancer's entry", catalog)
+		t.Errorf("catalog Secrets in tfccm-state: %v, want the catalog's default workspace and the load balancer's entry", catalog)
 	}
 
 	if err := admin.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {

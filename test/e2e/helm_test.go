@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,7 +67,8 @@ func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name st
 	}
 	sa := kubernetes.NewForConfigOrDie(cfg)
 	eventually(t, 30*time.Second, "ServiceAccount grants visible", func(ctx context.Context) error {
-		if _, err := sa.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
+		// Not found is an answer: the leader Lease, by name, is granted.
+		if _, err := sa.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		_, err := sa.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
@@ -84,4 +88,29 @@ func TestCCMRunsUnderChartRBAC(t *testing.T) {
 	cfg, _ := writeCloudConfig(t, t.TempDir(), "")
 
 	ccmUsesOnlyItsGrants(t, cluster, kubeconfig, cfg, "chart-rbac")
+}
+
+// TestChartRefusesStateLeftInReleaseNamespace: a chart from before the
+// state's namespace of its own kept the kubernetes backend's state in the
+// release namespace; `helm install` (or upgrade) over such a namespace
+// fails naming the Secret and where the state goes now, instead of
+// starting a CCM that finds no state and creates every load balancer anew.
+func TestChartRefusesStateLeftInReleaseNamespace(t *testing.T) {
+	cluster := devcluster.ForTest(t)
+	ctx := context.Background()
+	old := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfstate-default-lb-e2e-0123456789", Namespace: "kube-system",
+		Labels: map[string]string{"tfstate": "true"}}}
+	if _, err := cluster.Client().CoreV1().Secrets("kube-system").Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	values := "replicas: 1\ncloudConfig: {clusterName: e2e, templateSet: local}\n" + noHookPods
+	_, err := harness.InstallChart(cluster.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "holds Terraform state (Secret tfstate-default-lb-e2e-0123456789, label tfstate=true)") || !strings.Contains(err.Error(), "now lives in tfccm-state") {
+		t.Fatalf("helm install over state left in kube-system: %v", err)
+	}
+	// Moved: the install goes through.
+	if err := cluster.Client().CoreV1().Secrets("kube-system").Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	helmInstall(t, cluster, values)
 }

@@ -33,6 +33,8 @@ func TestCCMRunsUnderShippedRBAC(t *testing.T) {
 	}
 	for _, o := range objs {
 		switch v := o.(type) {
+		case *corev1.Namespace:
+			_, err = admin.CoreV1().Namespaces().Create(ctx, v, metav1.CreateOptions{})
 		case *corev1.ServiceAccount:
 			_, err = admin.CoreV1().ServiceAccounts(v.Namespace).Create(ctx, v, metav1.CreateOptions{})
 		case *rbacv1.ClusterRole:

@@ -152,16 +152,16 @@ func (s objectSizes) String() string {
 }
 
 // stateSizes are the sizes of the load balancers' workspaces' state
-// Secrets and lock Leases in kube-system (the kubernetes backend's
+// Secrets and lock Leases in the state's namespace (the kubernetes backend's
 // tfstate-default-lb-... and lock-tfstate-default-lb-...).
 func stateSizes(t *testing.T, client kubernetes.Interface) (state, locks objectSizes) {
 	t.Helper()
 	ctx := context.Background()
-	secrets, err := client.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	secrets, err := client.CoreV1().Secrets(stateNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+	leases, err := client.CoordinationV1().Leases(stateNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ type podSeen struct {
 func watchRunnerCosts(ctx context.Context, client kubernetes.Interface) *runnerCosts {
 	r := &runnerCosts{}
 	r.reset()
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("kube-system"),
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(runnersNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = jobrunner.LabelRunner + "=job" }))
 	lbOnly := func(obj any) bool {
 		m, err := metaOf(obj)

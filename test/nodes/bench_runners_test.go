@@ -296,15 +296,15 @@ func noRunnersLeft(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: "tfccm.io/runner=job"}
 	err := harness.Eventually(context.Background(), 5*time.Minute, "no runner Job, pod or Secret left", func(ctx context.Context) error {
-		jobs, err := client.BatchV1().Jobs("kube-system").List(ctx, sel)
+		jobs, err := client.BatchV1().Jobs(runnersNamespace).List(ctx, sel)
 		if err != nil {
 			return err
 		}
-		pods, err := client.CoreV1().Pods("kube-system").List(ctx, sel)
+		pods, err := client.CoreV1().Pods(runnersNamespace).List(ctx, sel)
 		if err != nil {
 			return err
 		}
-		secrets, err := client.CoreV1().Secrets("kube-system").List(ctx, sel)
+		secrets, err := client.CoreV1().Secrets(runnersNamespace).List(ctx, sel)
 		if err != nil {
 			return err
 		}

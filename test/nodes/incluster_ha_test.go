@@ -96,7 +96,7 @@ func TestCCMInClusterHAOnRealNodes(t *testing.T) {
 		}
 	}
 	if lbStates != 2 {
-		t.Errorf("%d load-balancer states in kube-system, want 2", lbStates)
+		t.Errorf("%d load-balancer states in %s, want 2", lbStates, stateNamespace)
 	}
 
 	// Both go away cleanly under the new leader.

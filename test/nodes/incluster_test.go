@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -155,6 +156,17 @@ func (ic *inCluster) install(t *testing.T, chart, values string, baseFiles ...st
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With runner.enabled runner pods mount the SSH key in the runners'
+	// namespace of their own, which the chart created.
+	if _, err := ic.client.CoreV1().Namespaces().Get(context.Background(), runnersNamespace, metav1.GetOptions{}); err == nil {
+		_, err := ic.client.CoreV1().Secrets(runnersNamespace).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
+			Data:       map[string][]byte{"id_ed25519": ic.key},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(func() {
 		if err := ic.rel.Uninstall(2 * time.Minute); err != nil {
 			t.Error(err)
@@ -222,7 +234,7 @@ func testCCMInCluster(t *testing.T, archive, layout string) {
 		routesState = routesState || strings.Contains(s, `"lbhost_route"`)
 	}
 	if !lbState || !routesState {
-		t.Errorf("state Secrets in kube-system: load balancer %v, routes %v (of %d)", lbState, routesState, len(states))
+		t.Errorf("state Secrets in %s: load balancer %v, routes %v (of %d)", stateNamespace, lbState, routesState, len(states))
 	}
 
 	// Nothing tfccm keeps or shows holds the private key: not the
@@ -503,11 +515,18 @@ func runNetexecDeployment(t *testing.T, client kubernetes.Interface, replicas in
 	return names
 }
 
+// The chart's namespaces of their own (release tfccm): the kubernetes
+// backend's state and, with runner.enabled, the runner Jobs.
+const (
+	stateNamespace   = "tfccm-state"
+	runnersNamespace = "tfccm-runners"
+)
+
 // stateSecrets returns the Terraform states the kubernetes backend keeps
-// in kube-system (Secrets tfstate-*, gzip'd), decompressed.
+// in stateNamespace (Secrets tfstate-*, gzip'd), decompressed.
 func stateSecrets(t *testing.T, client kubernetes.Interface) []string {
 	t.Helper()
-	secrets, err := client.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	secrets, err := client.CoreV1().Secrets(stateNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

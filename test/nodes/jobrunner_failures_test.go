@@ -259,7 +259,7 @@ func (k *killer) kill(p plannedKill) bool {
 	first := p.cmd == "init"
 	err := harness.Eventually(context.Background(), 3*time.Minute, fmt.Sprintf("tofu %s of %s runs", p.cmd, p.svc), func(ctx context.Context) error {
 		if pod == nil {
-			pods, err := k.client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+			pods, err := k.client.CoreV1().Pods(runnersNamespace).List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 			if err != nil {
 				return err
 			}
@@ -280,7 +280,7 @@ func (k *killer) kill(p plannedKill) bool {
 			return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && args[1] == p.cmd
 		})
 		if len(tofu) == 0 {
-			if cur, err := k.client.CoreV1().Pods("kube-system").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || !jobrunner.TofuRunning(cur) {
+			if cur, err := k.client.CoreV1().Pods(runnersNamespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || !jobrunner.TofuRunning(cur) {
 				pod = nil // ended first: the next run of the command
 				return errMissed
 			}
@@ -352,7 +352,7 @@ func podProcesses(uid types.UID, match func(args []string) bool) []int {
 // lockHeld reports whether workspace ws's state lock (the kubernetes
 // backend's Lease) has a holder.
 func lockHeld(ctx context.Context, client kubernetes.Interface, ws string) bool {
-	leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+	leases, err := client.CoordinationV1().Leases(stateNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false
 	}
@@ -422,11 +422,11 @@ func waitPort(t *testing.T, vip string, want bool, ccmLog func() string) {
 func noRunnerJobs(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
 	err := harness.Eventually(context.Background(), 2*time.Minute, "no runner Job is left", func(ctx context.Context) error {
-		jobs, err := client.BatchV1().Jobs("kube-system").List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+		jobs, err := client.BatchV1().Jobs(runnersNamespace).List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 		if err != nil {
 			return err
 		}
-		secrets, err := client.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+		secrets, err := client.CoreV1().Secrets(runnersNamespace).List(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 		if err != nil {
 			return err
 		}
@@ -575,7 +575,7 @@ func TestJobRunnerDrainAndOOMOnRealNodes(t *testing.T) {
 	waitServes(t, oomVIP, webPods(t, client))
 	t.Logf("oom: applied %s after the limit was raised (%s for the whole out-of-memory scenario)", time.Since(raised).Round(time.Second), time.Since(phase).Round(time.Second))
 	err = harness.Eventually(ctx, 2*time.Minute, "the leftover Job "+leftover.Name+" is deleted by the new CCM", func(ctx context.Context) error {
-		if _, err := client.BatchV1().Jobs("kube-system").Get(ctx, leftover.Name, metav1.GetOptions{}); err == nil {
+		if _, err := client.BatchV1().Jobs(runnersNamespace).Get(ctx, leftover.Name, metav1.GetOptions{}); err == nil {
 			return fmt.Errorf("still there")
 		}
 		return nil
@@ -634,7 +634,7 @@ func watchRunnerPods(ctx context.Context, client kubernetes.Interface) *runnerPo
 // ends (watching again when a watch ends).
 func watchRunners(ctx context.Context, client kubernetes.Interface, seen func(watch.EventType, *corev1.Pod)) {
 	for ctx.Err() == nil {
-		w, err := client.CoreV1().Pods("kube-system").Watch(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+		w, err := client.CoreV1().Pods(runnersNamespace).Watch(ctx, metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 		if err != nil {
 			time.Sleep(time.Second)
 			continue
@@ -740,7 +740,7 @@ func leftoverJob(t *testing.T, client kubernetes.Interface, runs *runnerPodLog) 
 	yes := true
 	labels := map[string]string{jobrunner.LabelRunner: "job", jobrunner.LabelOwner: owner, jobrunner.LabelWorkspace: "leftover"}
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "tfccm-run-" + owner + "-leftover", Namespace: "kube-system", Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "tfccm-run-" + owner + "-leftover", Namespace: runnersNamespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			Suspend: &yes,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -749,7 +749,7 @@ func leftoverJob(t *testing.T, client kubernetes.Interface, runs *runnerPodLog) 
 			}},
 		},
 	}
-	job, err := client.BatchV1().Jobs("kube-system").Create(context.Background(), job, metav1.CreateOptions{})
+	job, err := client.BatchV1().Jobs(runnersNamespace).Create(context.Background(), job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,7 +851,7 @@ func waitNewCCMPod(t *testing.T, client kubernetes.Interface, old string) *corev
 func waitNoHeldLocks(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
 	err := harness.Eventually(context.Background(), 3*time.Minute, "no state lock is held", func(ctx context.Context) error {
-		leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+		leases, err := client.CoordinationV1().Leases(stateNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}

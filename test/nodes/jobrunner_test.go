@@ -120,7 +120,7 @@ func killLockedTofu(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, 
 	ws, uid := pod.Annotations[jobrunner.AnnoWorkspace], string(pod.UID)
 	var pid int
 	err := harness.Eventually(context.Background(), time.Minute, "tofu "+cmd+" in "+pod.Name+" holds the lock", func(ctx context.Context) error {
-		leases, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{})
+		leases, err := client.CoordinationV1().Leases(stateNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func serviceEventSays(t *testing.T, client kubernetes.Interface, name, text stri
 // Lease) has a holder.
 func noHeldLocks(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
-	leases, err := client.CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{})
+	leases, err := client.CoordinationV1().Leases(stateNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func (r *runners) waitPod(t *testing.T, cmd string, timeout time.Duration) *core
 
 // runnerPods describes the runner pods, for failure messages.
 func runnerPods(client kubernetes.Interface) string {
-	pods, err := client.CoreV1().Pods("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+	pods, err := client.CoreV1().Pods(runnersNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 	if err != nil {
 		return err.Error()
 	}
@@ -288,7 +288,7 @@ func runnerPods(client kubernetes.Interface) string {
 		}
 		b.WriteString("\n")
 	}
-	jobs, err := client.BatchV1().Jobs("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
+	jobs, err := client.BatchV1().Jobs(runnersNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: jobrunner.LabelRunner + "=job"})
 	if err != nil {
 		return b.String() + err.Error()
 	}

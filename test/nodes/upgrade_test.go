@@ -248,7 +248,7 @@ func countEvents(t *testing.T, client kubernetes.Interface, reason string) int {
 	return n
 }
 
-// stateSerials are the serials of the Terraform states in kube-system,
+// stateSerials are the serials of the Terraform states in the state's namespace,
 // in the order of their Secrets' names.
 func stateSerials(t *testing.T, client kubernetes.Interface) []int {
 	t.Helper()

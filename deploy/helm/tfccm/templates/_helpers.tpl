@@ -31,12 +31,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The state's namespace: a value, else <fullname>-state. */}}
 {{- define "tfccm.stateNamespace" -}}
-{{- default .Release.Namespace .Values.stateBackend.kubernetes.namespace -}}
+{{- default (printf "%s-state" (include "tfccm.fullname" . | trunc 57 | trimSuffix "-")) .Values.stateBackend.kubernetes.namespace -}}
 {{- end -}}
 
+{{/* The runner Jobs' namespace: a value, else <fullname>-runners. */}}
 {{- define "tfccm.runnerNamespace" -}}
-{{- default .Release.Namespace .Values.runner.namespace -}}
+{{- default (printf "%s-runners" (include "tfccm.fullname" . | trunc 55 | trimSuffix "-")) .Values.runner.namespace -}}
+{{- end -}}
+
+{{/* "true" when tfccm publishes plans for approval: review.enabled, or a
+cloud config the chart writes with policy or change_windows blocks. */}}
+{{- define "tfccm.publishesPlans" -}}
+{{- if or .Values.review.enabled (regexMatch "(?m)^\\s*(policy|change_windows)[\\s{\"]" .Values.cloudConfig.inline) -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{- define "tfccm.cloudConfigName" -}}
@@ -69,6 +79,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (regexMatch "^[a-z][a-z0-9-]{0,62}$" $c.clusterName) -}}
 {{- fail (printf "cloudConfig.clusterName %q must be 1-63 of a-z, 0-9 and -, starting with a letter" $c.clusterName) -}}
 {{- end -}}
+{{- if regexMatch "(?m)^namespace\\s*=" $c.inline -}}
+{{- fail "cloudConfig.inline sets namespace: the chart writes it (tfccm's own namespace is the release namespace)" -}}
+{{- end -}}
 {{- range $name := list "cluster_name" "template_set" "work_dir" "override_dir" "load_balancer_class" "serve_classless" -}}
 {{- if regexMatch (printf "(?m)^\\s*%s\\s*=" $name) $c.inline -}}
 {{- fail (printf "cloudConfig.inline sets %s: the chart writes it (from cloudConfig.clusterName, templateSet, loadBalancerClass, serveClassless, the image's work dir and the templates value)" $name) -}}
@@ -76,6 +89,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- if regexMatch "(?m)^\\s*terraform\\s*\\{" $c.inline -}}
 {{- fail "cloudConfig.inline has a terraform block: the chart writes it; put its attributes in cloudConfig.terraform" -}}
+{{- end -}}
+{{- if regexMatch "(?m)^\\s*review\\s*=" $c.terraform -}}
+{{- fail "cloudConfig.terraform sets review: set review.enabled instead (the chart then writes it and grants review mode's rights in the release namespace)" -}}
 {{- end -}}
 {{- if and (eq .Values.stateBackend.type "kubernetes") (regexMatch "(?m)^\\s*backend\\s" $c.inline) -}}
 {{- fail "cloudConfig.inline has a backend block: with stateBackend.type=kubernetes the chart adds it; set stateBackend.type=none to keep your own" -}}
@@ -90,6 +106,51 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- range .Values.credentials.keys -}}
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" .) -}}
 {{- fail (printf "credentials.keys: %q is not an environment variable name" .) -}}
+{{- end -}}
+{{- end -}}
+{{- $state := include "tfccm.stateNamespace" . -}}
+{{- $runners := include "tfccm.runnerNamespace" . -}}
+{{- if and (eq .Values.stateBackend.type "kubernetes") (eq $state "kube-system") -}}
+{{- fail "stateBackend.kubernetes.namespace kube-system: whoever reads the state Secrets (tfccm, runner pods) could read the cluster's own Secrets beside them; leave it empty for <release>-state or name a namespace of its own" -}}
+{{- end -}}
+{{- if and (eq .Values.stateBackend.type "kubernetes") (ne $state .Release.Namespace) -}}
+{{- /* helm install/upgrade only (lookup finds nothing in helm template):
+state a chart from before the state's own namespace left in the release
+namespace, which a CCM looking in $state would not find. */ -}}
+{{- range (get (lookup "v1" "Secret" .Release.Namespace "") "items" | default list) -}}
+{{- if eq (dig "metadata" "labels" "tfstate" "" .) "true" -}}
+{{- fail (printf "the release namespace %s holds Terraform state (Secret %s, label tfstate=true) of an earlier chart, which kept the state there; the state now lives in %s: move the tfstate=true Secrets there first (docs/install.md#namespaces-and-rbac), or tfccm would find no state and create every load balancer anew" $.Release.Namespace .metadata.name $state) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.runner.enabled -}}
+{{- if eq $runners "kube-system" -}}
+{{- fail "runner.namespace kube-system: tfccm starts Jobs and reads Secrets there and runner pods create Secrets there, which in kube-system reaches the cluster's own ServiceAccounts and Secrets; leave it empty for <release>-runners or name a namespace of its own" -}}
+{{- end -}}
+{{- if or (eq $runners $state) (eq $runners .Release.Namespace) -}}
+{{- fail (printf "runner.namespace %s is the state's or the release's namespace: runner pods would read every Secret of the state's namespace, and create Secrets beside tfccm's own; give the runners a namespace of their own" $runners) -}}
+{{- end -}}
+{{- if and (eq .Values.stateBackend.type "kubernetes") (eq $state .Release.Namespace) -}}
+{{- fail (printf "stateBackend.kubernetes.namespace %s is the release namespace: with runner.enabled, runner pods (untrusted code) would read every Secret there, the plan key and credentials included; give the state a namespace of its own" $state) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Release.Namespace "kube-system" -}}
+{{- if include "tfccm.publishesPlans" . -}}
+{{- fail "review.enabled (or policy/change_windows blocks) in the release namespace kube-system: publishing plans needs Secret create and get in the release namespace, which in kube-system would reach every control-plane Secret (tokens of any ServiceAccount there); install tfccm into a namespace of its own, e.g. helm install -n tfccm-system --create-namespace" -}}
+{{- end -}}
+{{- if .Values.review.approvers -}}
+{{- fail "review.approvers in the release namespace kube-system: approvers patch ConfigMaps of the release namespace, which in kube-system would reach the control plane's own; install tfccm into a namespace of its own, e.g. helm install -n tfccm-system --create-namespace" -}}
+{{- end -}}
+{{- end -}}
+{{- range .Values.review.approvers -}}
+{{- if not (has .kind (list "Group" "User" "ServiceAccount")) -}}
+{{- fail (printf "review.approvers: kind %v must be Group, User or ServiceAccount" .kind) -}}
+{{- end -}}
+{{- if not .name -}}
+{{- fail "review.approvers: every subject needs a name" -}}
+{{- end -}}
+{{- if and (eq .kind "ServiceAccount") (not .namespace) -}}
+{{- fail (printf "review.approvers: ServiceAccount %s needs a namespace" .name) -}}
 {{- end -}}
 {{- end -}}
 {{- if not (has .Values.uninstall.loadBalancers (list "refuse" "delete" "none")) -}}
@@ -114,6 +175,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 # Written by the tfccm chart from cloudConfig.clusterName, templateSet,
 # terraform and inline, credentials.keys and stateBackend.
 cluster_name = {{ $c.clusterName | quote }}
+# tfccm's own namespace: the release's.
+namespace    = {{ .Release.Namespace | quote }}
 template_set = {{ $c.templateSet | quote }}
 work_dir     = "/var/lib/tfccm"
 {{- with $c.loadBalancerClass }}
@@ -135,6 +198,10 @@ terraform {
   {{- end }}
   {{- with $c.terraform }}
   {{- . | trimSuffix "\n" | nindent 2 }}
+  {{- end }}
+  {{- if .Values.review.enabled }}
+  # review.enabled
+  review = true
   {{- end }}
   {{- if .Values.runner.enabled }}
   # runner.enabled
