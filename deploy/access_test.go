@@ -136,6 +136,7 @@ var accessMatrix = []access{
 	{who: "ccm", verb: "get", resource: "secrets", namespace: runnersNS, name: "tfccm-run-x-out-0", allowed: allOnly, why: "runner: reads a run's result"},
 	{who: "ccm", verb: "create", resource: "jobs", group: "batch", namespace: "kube-system", allowed: neither, why: "starts no Job in kube-system"},
 	{who: "ccm", verb: "create", resource: "pods", namespace: runnersNS, allowed: neither, why: "runs no pod of its own"},
+	{who: "ccm", verb: "list", resource: "events", namespace: runnersNS, allowed: allOnly, why: "runner: reads why a runner pod was refused (FailedCreate)"},
 	{who: "ccm", verb: "create", resource: "serviceaccounts", sub: "token", namespace: "kube-system", name: "default", allowed: neither, why: "mints no token"},
 	{who: "ccm", verb: "patch", resource: "services", sub: "status", namespace: tenantNS, allowed: both, why: "service controller: load balancer status"},
 	{who: "ccm", verb: "delete", resource: "services", namespace: tenantNS, allowed: neither, why: "never deletes a Service"},
