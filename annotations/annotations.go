@@ -245,9 +245,10 @@ var (
 	Template = declare(Prefix+"template", "string", "internal",
 		"Picks a load balancer template variant installed by the cluster admin: variant `NAME` is the module directory `loadbalancer.NAME/` of the override directory or the built-in set. Unset means the default `loadbalancer/`. An unknown variant is an error that lists the installed ones.",
 		parseVariant)
-	// Vars is merged over the cluster's load_balancer.settings.
+	// Vars is merged over the cluster's load_balancer.settings, for the keys
+	// the admin allows (load_balancer.service_vars): the tenant's side.
 	Vars = declare(Prefix+"vars", "JSON object", `{"size": "small"}`,
-		"A JSON object merged (top-level keys replace) over the cloud config's `load_balancer.settings` and passed to the template as `settings`. Each key must be an attribute of the template's declared `settings` type and its value must convert to that attribute's type; an unknown key or a wrong type is an error naming the key.",
+		"A JSON object merged (top-level keys replace) over the cloud config's `load_balancer.settings` and passed to the template as `settings`: the namespace tenant's choice of the settings the cluster admin lets a Service set, and only those. A key that `load_balancer.service_vars` does not list (by default none) is refused: a Warning Event naming the key and the allow-list, `tfccm.io/Accepted=False`, and nothing is applied. Each allowed key must be an attribute of the template's declared `settings` type and its value must convert to that attribute's type; an unknown key or a wrong type is an error naming the key.",
 		parseVars)
 	// ProxyProtocol asks the template to send the PROXY protocol to backends.
 	ProxyProtocol = declare(Prefix+"proxy-protocol", "bool", "true",

@@ -95,9 +95,12 @@ type HealthCheck struct {
 
 // LoadBalancer configures the LoadBalancer facet.
 type LoadBalancer struct {
-	Enabled       *bool         `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
-	HealthCheck   *HealthCheck  `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
-	Settings      cty.Value     `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings, merged with each Service's tfccm.io/vars."`
+	Enabled     *bool        `hcl:"enabled,optional" doc:"Serves Services of type LoadBalancer (default true)."`
+	HealthCheck *HealthCheck `hcl:"health_check,block" doc:"The load balancer's health check of the nodes, unless the Service has externalTrafficPolicy: Local (then its health check node port is used)."`
+	Settings    cty.Value    `hcl:"settings,optional" doc:"An object of cluster values passed to templates as settings (the admin's): a Service's tfccm.io/vars replaces only the keys service_vars lists."`
+	// ServiceVars is the admin's allow-list of the settings a Service (its
+	// tenant) may set through tfccm.io/vars (docs/security.md).
+	ServiceVars   []string      `hcl:"service_vars,optional" doc:"The settings keys a Service may set for itself through its tfccm.io/vars annotation (the admin's allow-list; a namespace tenant writes the annotation), e.g. [\"size\"]. Any other key in tfccm.io/vars is refused: the Service gets a Warning Event naming the key and this list, tfccm.io/Accepted=False, and its load balancer is left as last applied. Default none: tfccm.io/vars is refused whole. Allow only keys that shape the Service's own load balancer; never one that names a host, a path, a pool or an address (each template set's README says which of its settings are safe per Service)."`
 	EnsureWaitRaw string        `hcl:"ensure_wait,optional" doc:"How long EnsureLoadBalancer waits for the apply in flight to end before answering \"retry later\", which the service controller records as a SyncLoadBalancerFailed Warning (every error it gets is one): the default outlasts any apply within terraform.timeout, so a slow but healthy apply raises no Warning. Each wait holds one service worker (--concurrent-service-syncs). \"0s\" never waits."`
 	AddressPools  []AddressPool `hcl:"address_pool,block" doc:"A named pool of addresses tfccm allocates load balancer addresses from (one block per pool; docs/address-pools.md). With none, tfccm allocates nothing and the template does (the local and baremetal sets from settings.vip_pool)."`
 	// EnsureWait is parsed from EnsureWaitRaw.
@@ -105,6 +108,17 @@ type LoadBalancer struct {
 	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_load_balancer_backends_up: one read-only tofu refresh per load balancer (apply -refresh-only into a state of its own: nothing is created, changed or destroyed). \"0s\" turns it off."`
 	// HealthInterval is parsed from HealthIntervalRaw.
 	HealthInterval time.Duration
+}
+
+// AllowsServiceVar reports whether a Service may set settings key through
+// tfccm.io/vars: whether the admin listed it in service_vars.
+func (lb *LoadBalancer) AllowsServiceVar(key string) bool {
+	for _, k := range lb.ServiceVars {
+		if k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Routes configures the Routes facet.

@@ -27,6 +27,9 @@ func TestParseDefaults(t *testing.T) {
 	if !c.LoadBalancer.Settings.Type().Equals(cty.EmptyObject) {
 		t.Errorf("settings default = %#v", c.LoadBalancer.Settings)
 	}
+	if len(c.LoadBalancer.ServiceVars) != 0 || c.LoadBalancer.AllowsServiceVar("vip_pool") {
+		t.Errorf("service_vars default = %q, want none", c.LoadBalancer.ServiceVars)
+	}
 	if c.LoadBalancer.EnsureWait != DefaultEnsureWait {
 		t.Errorf("ensure_wait default %s", c.LoadBalancer.EnsureWait)
 	}
@@ -58,6 +61,7 @@ load_balancer {
     port     = 30000
   }
   settings = { vip_pool = "10.0.0.0/24", size = 2 }
+  service_vars = ["size"]
 }
 instances {
   ttl           = "1m"
@@ -90,6 +94,9 @@ instances {
 	if got := c.LoadBalancer.Settings.GetAttr("vip_pool").AsString(); got != "10.0.0.0/24" {
 		t.Errorf("settings.vip_pool = %q", got)
 	}
+	if !c.LoadBalancer.AllowsServiceVar("size") || c.LoadBalancer.AllowsServiceVar("vip_pool") {
+		t.Errorf("service_vars = %q: allows size %v, vip_pool %v", c.LoadBalancer.ServiceVars, c.LoadBalancer.AllowsServiceVar("size"), c.LoadBalancer.AllowsServiceVar("vip_pool"))
+	}
 	if len(c.Instances.Sources) != 1 || c.Instances.Sources[0].Dir != "/srv/infra" || c.Instances.TTL != time.Minute {
 		t.Errorf("instances = %+v", c.Instances)
 	}
@@ -113,6 +120,9 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 		{"bad ensure wait", "cluster_name = \"a\"\nload_balancer {\n  ensure_wait = \"3h\"\n}\n", []string{"cloud.hcl:3,17-21: Invalid ensure_wait"}},
 		{"bad coalesce", "cluster_name = \"a\"\nterraform {\n  coalesce_quiet = \"20s\"\n  coalesce_max = \"5s\"\n}\n", []string{"Invalid coalesce_max"}},
 		{"bad load balancer class", "cluster_name = \"a\"\nload_balancer_class = \"tfccm.io/a b\"\n", []string{"cloud.hcl:2,23-37: Invalid load_balancer_class"}},
+		{"service_vars not a key", "cluster_name = \"a\"\nload_balancer {\n  service_vars = [\"size\", \"a b\"]\n}\n", []string{"cloud.hcl:3,18-33: Invalid service_vars", `"a b" is not a settings key`}},
+		{"service_vars twice", "cluster_name = \"a\"\nload_balancer {\n  service_vars = [\"size\", \"size\"]\n}\n", []string{"Invalid service_vars", `"size" is listed twice`}},
+		{"service_vars not a list", "cluster_name = \"a\"\nload_balancer {\n  service_vars = \"size\"\n}\n", []string{"cloud.hcl:3,19-23: Unsuitable value type"}},
 		{"two errors reported", "cluster_name = \"A\"\nterraform {\n  timeout = \"x\"\n}\n", []string{"Invalid cluster_name", "Invalid timeout"}},
 	}
 	for _, tc := range cases {

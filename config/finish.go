@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -195,8 +196,26 @@ func (lb *LoadBalancer) finish(k *checker, c *Config) {
 		hc.Path = DefaultHealthCheckPath
 	}
 	lb.Settings = settings(k, lb.Settings, "load_balancer")
+	lb.finishServiceVars(k)
 	lb.finishPools(k)
 	c.parseDurations(k, "load_balancer")
+}
+
+// finishServiceVars checks the allow-list of tfccm.io/vars keys: each a
+// settings key (an HCL identifier), none twice.
+func (lb *LoadBalancer) finishServiceVars(k *checker) {
+	seen := map[string]bool{}
+	for _, key := range lb.ServiceVars {
+		switch {
+		case !hclsyntax.ValidIdentifier(key):
+			k.errAt(at("load_balancer", "service_vars"), "Invalid service_vars",
+				fmt.Sprintf("load_balancer.service_vars: %q is not a settings key (letters, digits, '_' and '-', starting with a letter).", key))
+		case seen[key]:
+			k.errAt(at("load_balancer", "service_vars"), "Invalid service_vars",
+				fmt.Sprintf("load_balancer.service_vars: %q is listed twice.", key))
+		}
+		seen[key] = true
+	}
 }
 
 func (r *Routes) finish(k *checker, c *Config) {

@@ -1,12 +1,15 @@
 package fleet
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/templates"
 )
 
 // TestServedFollowsTheClassRule: the fleet plan takes the Services the CCM
@@ -39,5 +42,43 @@ func TestServedFollowsTheClassRule(t *testing.T) {
 		if got := served(&tc.cfg, tc.svc); got != tc.want {
 			t.Errorf("%s: served = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestTargetsRefuseServiceVars: the fleet plan (tfccm plan) renders through
+// the controller's one render entry, so a Service whose tfccm.io/vars sets
+// a key load_balancer.service_vars does not allow is a row with the
+// refusal and no workspace to plan, beside a Service that renders.
+func TestTargetsRefuseServiceVars(t *testing.T) {
+	cfg, err := config.Parse([]byte(`cluster_name = "c"
+load_balancer {
+  settings = { state_dir = "/var/lib/cloud", cloud_netns = "tfccm-cloud", vip_pool = "10.252.0.0/24" }
+}`), "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := templates.LoadBuiltin("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := func(name, vars string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID(name + "-uid"), Annotations: map[string]string{}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
+		if vars != "" {
+			s.Annotations["tfccm.io/vars"] = vars
+		}
+		return s
+	}
+	targets := Targets(cfg, set, []*corev1.Service{svc("evil", `{"vip_pool": "10.250.0.0/24"}`), svc("web", "")}, nil)
+	if len(targets) != 2 {
+		t.Fatalf("%d targets, want 2", len(targets))
+	}
+	evil, web := targets[0], targets[1]
+	want := `render: annotation tfccm.io/vars: key "vip_pool" is not a setting a Service may set (load_balancer.service_vars of the cloud config allows none)`
+	if evil.Err == nil || !strings.Contains(evil.Err.Error(), want) || evil.Spec != nil {
+		t.Errorf("shop/evil: err %v, spec %v; want %q and no workspace", evil.Err, evil.Spec != nil, want)
+	}
+	if web.Err != nil || web.Spec == nil {
+		t.Errorf("shop/web: err %v, spec %v; want a workspace", web.Err, web.Spec != nil)
 	}
 }

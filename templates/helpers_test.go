@@ -30,7 +30,8 @@ const baseConfig = `
 cluster_name = "prod-eu"
 work_dir     = "/var/lib/tfccm"
 load_balancer {
-  settings = { vip_pool = "10.252.0.0/24", unused_by_variants = "x" }
+  settings     = { vip_pool = "10.252.0.0/24", unused_by_variants = "x" }
+  service_vars = ["size", "replicas", "subnet"]
 }
 routes {
   settings = { cloud_netns = "tfccm-cloud" }

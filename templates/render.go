@@ -79,7 +79,10 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 		return nil, err
 	}
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
-	settings, err := settingsVal(m, cfg.LoadBalancer.Settings, "load_balancer.settings", vars)
+	if err := checkServiceVars(cfg.LoadBalancer, vars); err != nil {
+		return nil, err
+	}
+	settings, err := settingsVal(m, cfg.LoadBalancer.Settings, "load_balancer.settings", vars, cfg.LoadBalancer.AllowsServiceVar)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +139,7 @@ func (s *Set) renderRoutes(cfg *config.Config, routes []Route) (*rendered, error
 	if len(vals) > 0 {
 		routesVal = cty.MapVal(vals)
 	}
-	settings, err := settingsVal(m, cfg.Routes.Settings, "routes.settings", nil)
+	settings, err := settingsVal(m, cfg.Routes.Settings, "routes.settings", nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -279,11 +282,12 @@ func healthCheckVal(cfg *config.Config, svc *corev1.Service) cty.Value {
 }
 
 // settingsVal merges the cluster settings (from field of the cloud config)
-// with per-Service vars and checks every key against the type the module
-// declares for settings. Keys of the cluster settings the template does not
-// declare are dropped (settings are shared by all variants); unknown keys in
-// tfccm.io/vars are errors.
-func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]json.RawMessage) (cty.Value, error) {
+// with per-Service vars (already checked against perService: whether
+// load_balancer.service_vars allows a key; nil for none) and checks every key against the type
+// the module declares for settings. Keys of the cluster settings the
+// template does not declare are dropped (settings are shared by all
+// variants); unknown keys in tfccm.io/vars are errors.
+func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]json.RawMessage, perService func(key string) bool) (cty.Value, error) {
 	v, declared := m.Variables[SettingsVar]
 	if !declared {
 		if len(vars) > 0 {
@@ -344,7 +348,7 @@ func settingsVal(m *Module, cluster cty.Value, field string, vars map[string]jso
 				continue
 			}
 			if !t.AttributeOptional(a) {
-				return cty.NilVal, fmt.Errorf("settings: template %s requires key %q; set it in %s of the cloud config or in annotation %s", m.Key, a, field, annotations.Vars.Name)
+				return cty.NilVal, fmt.Errorf("settings: template %s requires key %q; set it in %s of the cloud config%s", m.Key, a, field, orPerService(a, perService))
 			}
 			out[a] = cty.NullVal(t.AttributeType(a))
 		}

@@ -181,7 +181,7 @@ func TestRenderErrors(t *testing.T) {
 			`annotation tfccm.io/template: variant "public" is not installed (installed: default, internal)`},
 		{"traversal variant", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/template"] = "../../etc" }),
 			`annotation tfccm.io/template: "../../etc" is not a valid template variant name`},
-		{"unknown vars key", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `{"colour": "red"}` }),
+		{"unknown vars key", strings.Replace(baseConfig, `"subnet"]`, `"subnet", "colour"]`, 1), svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `{"colour": "red"}` }),
 			`annotation tfccm.io/vars: unknown key "colour" (template loadbalancer accepts: replicas, size, vip_pool)`},
 		{"wrong vars type", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `{"replicas": "many"}` }),
 			`annotation tfccm.io/vars: key "replicas": want number: a number is required`},
@@ -190,7 +190,7 @@ func TestRenderErrors(t *testing.T) {
 		{"vars not json", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `size=large` }),
 			`annotation tfccm.io/vars: not valid JSON`},
 		{"missing setting", `cluster_name = "c"`, svc(nil),
-			`settings: template loadbalancer requires key "vip_pool"; set it in load_balancer.settings of the cloud config or in annotation tfccm.io/vars`},
+			`settings: template loadbalancer requires key "vip_pool"; set it in load_balancer.settings of the cloud config`},
 		{"wrong cluster setting type", `
 cluster_name = "c"
 load_balancer {

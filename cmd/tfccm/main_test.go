@@ -26,7 +26,8 @@ func writeConfig(t *testing.T, extra string) string {
 work_dir     = "` + t.TempDir() + `"
 override_dir = "` + override + `"
 load_balancer {
-  settings = { vip_pool = "10.252.0.0/24" }
+  settings     = { vip_pool = "10.252.0.0/24" }
+  service_vars = ["size"]
 }
 routes {
   settings = { cloud_netns = "tfccm-cloud" }
@@ -184,6 +185,7 @@ func TestRenderErrors(t *testing.T) {
 	deployment := write("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n")
 	dupNodes := write("dup.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: a\n")
 	badCfg := write("bad.hcl", "cluster_name = \"Bad Name\"\n")
+	adminVars := write("admin-vars.yaml", strings.Replace(string(svc), `tfccm.io/vars: '{"size": "large"}'`, `tfccm.io/vars: '{"size": "large", "vip_pool": "10.250.0.0/24"}'`, 1))
 	tests := []struct {
 		name string
 		args []string
@@ -201,6 +203,8 @@ func TestRenderErrors(t *testing.T) {
 		{"nodes not nodes", []string{"render", "--config", cfgPath, "--service", "testdata/svc.yaml", "--nodes", deployment}, exitError, "want a v1 Node or NodeList"},
 		{"dup nodes", []string{"render", "--config", cfgPath, "--service", "testdata/svc.yaml", "--nodes", dupNodes}, exitError, `Node "a" appears twice`},
 		{"missing file", []string{"render", "--config", cfgPath, "--service", "testdata/none.yaml", "--nodes", "testdata/nodes.yaml"}, exitError, "no such file"},
+		{"a setting the admin did not allow", []string{"render", "--config", cfgPath, "--service", adminVars, "--nodes", "testdata/nodes.yaml"}, exitError,
+			`Service shop/web: annotation tfccm.io/vars: key "vip_pool" is not a setting a Service may set (load_balancer.service_vars of the cloud config allows: size)`},
 		{"bad config", []string{"render", "--config", badCfg, "--service", "testdata/svc.yaml", "--nodes", "testdata/nodes.yaml"}, exitError, "bad.hcl:1,16-26: Invalid cluster_name"},
 	}
 	for _, tt := range tests {

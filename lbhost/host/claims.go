@@ -126,5 +126,9 @@ func VRRPOwner(owner, share string) string {
 
 // usedBy is the error for owner asking for addr that others hold.
 func usedBy(addr, owner string, cs claimants, host fmt.Stringer) *FieldError {
-	return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, cs.other(owner), host)}
+	other := cs.other(owner)
+	if !ValidOwner(other) { // a claim file's line, not one lbhost wrote: never quoted
+		other = "(a claim lbhost did not write)"
+	}
+	return &FieldError{Field: "address", Msg: fmt.Sprintf("%s is already used by load balancer %s on %s", addr, other, host)}
 }

@@ -404,7 +404,7 @@ func (h *Host) settle(ctx context.Context, batch []staged, res map[string]commit
 func (h *Host) checkOne(ctx context.Context, file string) error {
 	_, err := h.T.Run(ctx, nil, h.HAProxy, "-c", "-q", "-f", h.p("base.cfg"), "-f", file)
 	if err != nil {
-		return fmt.Errorf("HAProxy rejected the configuration: %w", err)
+		return fmt.Errorf("HAProxy rejected the configuration: %w", ownOutput(err, file))
 	}
 	return nil
 }

@@ -39,9 +39,9 @@ func (h *Host) ReadFrontend(ctx context.Context, name string) (*haproxy.Frontend
 	}
 	f, err := haproxy.Parse(data)
 	if err != nil {
-		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg changed outside lbhost: %v", name, err)}
+		return nil, &Drift{Reason: "fragment " + notLbhosts(h.fragment(name))}
 	}
-	if f.Name != name {
+	if f.Name != name { // a valid name: Parse checked it
 		return nil, &Drift{Reason: fmt.Sprintf("fragment %s.cfg changed outside lbhost: it holds load balancer %s", name, f.Name)}
 	}
 	if live, err := h.live(ctx, f); err == nil && !live {
@@ -167,7 +167,7 @@ func (h *Host) checkPortsFree(ctx context.Context, f haproxy.Frontend) error {
 func (h *Host) check(ctx context.Context) error {
 	_, err := h.T.Run(ctx, nil, h.HAProxy, "-c", "-q", "-f", h.p("base.cfg"), "-f", h.p("fragments"))
 	if err != nil {
-		return fmt.Errorf("HAProxy rejected the configuration: %w", err)
+		return fmt.Errorf("HAProxy rejected the configuration: %w", ownOutput(err, h.p("fragments")+"/"))
 	}
 	return nil
 }

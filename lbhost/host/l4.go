@@ -165,11 +165,11 @@ func (h *Host) readL4(ctx context.Context, name string) (*l4.Config, l4.Loaded, 
 		return nil, l4.Loaded{}, fmt.Errorf("%s: %w", h.T, err)
 	}
 	c, err := l4.Parse(b)
-	if err == nil && c.Name != name {
-		err = fmt.Errorf("it holds load balancer %s", c.Name)
-	}
 	if err != nil {
-		return nil, l4.Loaded{}, &L4Drift{Reason: fmt.Sprintf("config %s.json changed outside lbhost: %v", name, err)}
+		return nil, l4.Loaded{}, &L4Drift{Reason: "config " + notLbhosts(h.l4File(name))}
+	}
+	if c.Name != name { // a valid name: Parse checked it
+		return nil, l4.Loaded{}, &L4Drift{Reason: fmt.Sprintf("config %s.json changed outside lbhost: it holds load balancer %s", name, c.Name)}
 	}
 	loaded, err := h.loadedL4(ctx)
 	if err != nil {

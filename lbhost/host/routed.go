@@ -101,11 +101,11 @@ func (h *Host) ReadRoutedVIP(ctx context.Context, owner, addr string) (*router.C
 		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
 	c, err := router.Parse(b)
-	if err == nil && c.Owner != owner {
-		err = fmt.Errorf("it holds the routed VIP of %s", c.Owner)
+	if err != nil || !ValidOwner(c.Owner) {
+		return nil, &Drift{Reason: "routed VIP config " + notLbhosts(h.routedFile(owner))}
 	}
-	if err != nil {
-		return nil, &Drift{Reason: fmt.Sprintf("routed VIP config %s.json changed outside lbhost: %v", owner, err)}
+	if c.Owner != owner {
+		return nil, &Drift{Reason: fmt.Sprintf("routed VIP config %s.json changed outside lbhost: it holds the routed VIP of %s", owner, c.Owner)}
 	}
 	if addr != "" && c.Address != addr {
 		return nil, &Drift{Reason: fmt.Sprintf("routed VIP config %s.json routes %s, not %s", owner, c.Address, addr)}

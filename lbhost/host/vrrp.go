@@ -39,11 +39,11 @@ func (h *Host) ReadVRRP(ctx context.Context, owner string) (*keepalived.Instance
 		return nil, fmt.Errorf("%s: %w", h.T, err)
 	}
 	in, err := keepalived.Parse(data)
-	if err != nil || in.Owner != owner {
-		if err == nil {
-			err = fmt.Errorf("it holds the instance of %s", in.Owner)
-		}
-		return nil, &Drift{Reason: fmt.Sprintf("keepalived fragment of %s changed outside lbhost: %v", owner, err)}
+	if err != nil {
+		return nil, &Drift{Reason: "keepalived fragment " + notLbhosts(h.vrrpFragment(owner))}
+	}
+	if in.Owner != owner { // a valid owner: Parse checked it
+		return nil, &Drift{Reason: fmt.Sprintf("keepalived fragment of %s changed outside lbhost: it holds the instance of %s", owner, in.Owner)}
 	}
 	return &in, nil
 }
@@ -69,6 +69,7 @@ func (h *Host) applyVRRP(ctx context.Context, in keepalived.Instance) error {
 		return fmt.Errorf("%s: %w", h.T, err)
 	}
 	if _, err := h.T.Run(ctx, nil, h.Keepalived.Binary, "-t", "-f", h.Keepalived.Config); err != nil {
+		err = ownOutput(err, file)
 		if exists {
 			rerr = h.T.WriteFile(ctx, file, old)
 		} else {
@@ -92,7 +93,7 @@ func (h *Host) reloadKeepalived(ctx context.Context) error {
 	}
 	pid := strings.TrimSpace(string(b))
 	if !rePID.MatchString(pid) {
-		return fmt.Errorf("%s: keepalived pid file %s holds %q", h.T, h.Keepalived.PIDFile, pid)
+		return fmt.Errorf("%s: keepalived pid file %s does not hold a process id (its content is not shown)", h.T, h.Keepalived.PIDFile)
 	}
 	if _, err := h.T.Run(ctx, nil, "kill", "-HUP", pid); err != nil {
 		return fmt.Errorf("reload keepalived: %w", err)

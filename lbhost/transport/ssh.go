@@ -96,7 +96,7 @@ func (cfg SSHConfig) HostKeyCallback() (ssh.HostKeyCallback, error) {
 	case cfg.KnownHostsFile != "":
 		cb, err := knownhosts.New(cfg.KnownHostsFile)
 		if err != nil {
-			return nil, fmt.Errorf("ssh: known_hosts_file: %w", err)
+			return nil, fmt.Errorf("ssh: known_hosts_file: %w", fileError(cfg.KnownHostsFile, "an OpenSSH known_hosts file", err))
 		}
 		return cb, nil
 	default:
@@ -124,7 +124,7 @@ func (cfg SSHConfig) auth() ([]ssh.AuthMethod, func(), error) {
 		signer, err := ssh.ParsePrivateKey(pem)
 		if err != nil {
 			cleanup()
-			return nil, func() {}, fmt.Errorf("ssh: private_key_file %s: %w", cfg.PrivateKeyFile, err)
+			return nil, func() {}, fmt.Errorf("ssh: private_key_file: %w", fileError(cfg.PrivateKeyFile, "an unencrypted private key (PEM or OpenSSH format)", err))
 		}
 		methods = append(methods, ssh.PublicKeys(signer))
 	}
@@ -132,6 +132,19 @@ func (cfg SSHConfig) auth() ([]ssh.AuthMethod, func(), error) {
 		return nil, cleanup, fmt.Errorf("ssh: agent_socket or private_key_file is required")
 	}
 	return methods, cleanup, nil
+}
+
+// fileError is the error of a file named by a setting that could not be
+// used: the file system's error as it is (it names the file, never its
+// content); a parse error only as what the file is not, since parsers
+// quote what they read (knownhosts quotes a line's marker, ssh a PEM
+// block's type) and the error reaches a Service's Events.
+func fileError(path, want string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s is not %s (its content is not shown)", path, want)
 }
 
 // DialTimeout bounds connecting to a host, so an unreachable host fails

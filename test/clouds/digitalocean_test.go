@@ -47,7 +47,8 @@ func digitalOceanCloud() cloud {
 		provider: "digitalocean",
 		config: `
 load_balancer {
-  settings = { region = "fra1", vpc_uuid = "c3a0c7e2-1111-2222-3333-444455556666" }
+  settings     = { region = "fra1", vpc_uuid = "c3a0c7e2-1111-2222-3333-444455556666" }
+  service_vars = ["hostname", "size_unit"]
 }
 `,
 		nodes: doNodes,

@@ -58,7 +58,8 @@ func googleCloud() cloud {
 		only:     []string{"google_compute_"},
 		config: `
 load_balancer {
-  settings = { region = "europe-west1", network = "k8s", subnetwork = "nodes", node_tags = ["k8s-node"] }
+  settings     = { region = "europe-west1", network = "k8s", subnetwork = "nodes", node_tags = ["k8s-node"] }
+  service_vars = ["allow_global_access"]
 }
 routes {
   settings = { project = "shop-prod", network = "k8s" }

@@ -28,7 +28,8 @@ func hcloudCloud() cloud {
 		provider: "hcloud",
 		config: `
 load_balancer {
-  settings = { location = "fsn1" }
+  settings     = { location = "fsn1" }
+  service_vars = ["algorithm", "hostname", "network_id"]
 }
 routes {
   settings = { network_id = 4711 }

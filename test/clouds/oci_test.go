@@ -56,6 +56,7 @@ load_balancer {
     compartment_id = "ocid1.compartment.oc1..aaaaaaaaexample"
     subnet_id      = "ocid1.subnet.oc1.eu-frankfurt-1.aaaaaaaalb"
   }
+  service_vars = ["vcn_id"]
 }
 routes {
   settings = {

@@ -64,7 +64,8 @@ func openStackCloud() cloud {
 		provider: "openstack",
 		config: `
 load_balancer {
-  settings = { subnet_id = "` + subnet + `", floating_network = "public" }
+  settings     = { subnet_id = "` + subnet + `", floating_network = "public" }
+  service_vars = ["floating_network", "lb_method", "loadbalancer_provider", "octavia_api_version"]
 }
 routes {
   settings = { router_id = "2b7d3c4e-aaaa-4bbb-8ccc-dddddddddddd" }
