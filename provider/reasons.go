@@ -81,7 +81,7 @@ var (
 // docs/address-pools.md).
 var (
 	ReasonAddressAssigned = declareReason("LoadBalancerIPAssigned", corev1.EventTypeNormal,
-		"With address pools: the Service's addresses changed (first assignment included); the message names them, their pool and the Services sharing them.")
+		"With address pools: the Service's addresses changed (first assignment included), or tfccm serves it for the first time and keeps the addresses in its status (a Service migrated from MetalLB or another implementation: \"kept from the Service's status\"; a Service tfccm served before a restart gets none); the message names them, their pool and the Services sharing them.")
 	ReasonAddressConflict = declareReason("LoadBalancerIPConflict", corev1.EventTypeWarning,
 		"An address the Service needs is held by another Service, named in the message, that does not share it with this one (no or another `tfccm.io/allow-shared-ip` key, a port and protocol both use, or `externalTrafficPolicy: Local` with another selector). Nothing is applied; the holder is untouched.")
 	ReasonAddressPoolExhausted = declareReason("AddressPoolExhausted", corev1.EventTypeWarning,
