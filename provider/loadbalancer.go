@@ -126,7 +126,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	st, err := l.submit(svc, nodes)
 	if err != nil {
-		return nil, err
+		return nil, refusedOnce(svc, err)
 	}
 	st = l.settle(ctx, l.approve(svc, st))
 	switch {
@@ -140,7 +140,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		l.addrs.observe(svc, status)
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
-		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
+		return nil, refusedOnce(svc, refusedInput(fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)))
 	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
 		return nil, fmt.Errorf("load balancer %s: plan denied: %w (not retried until the Service, its nodes, the templates or the policy change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
@@ -253,7 +253,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if err == nil {
 		l.approve(svc, st)
 	}
-	return err
+	return refusedOnce(svc, err)
 }
 
 // EnsureLoadBalancerDeleted destroys the workspace, removes its state and
@@ -328,7 +328,7 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		l.conds.set(svc, condition(ConditionAccepted, false, CondReasonInvalidInput, err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the Service's inputs do not render; the running load balancer (if any) is untouched"))
-		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
+		return workspace.Status{}, refusedInput(fmt.Errorf("render load balancer: %w", err))
 	}
 	if l.isDeleted(name) {
 		return workspace.Status{}, fmt.Errorf("load balancer %s: the Service is being deleted; nothing is applied", name)

@@ -290,7 +290,11 @@ func (l *loadBalancers) assignAddresses(svc *corev1.Service) error {
 		l.event(svc, corev1.EventTypeWarning, refused.reason, refused.Error())
 		l.conds.set(svc, condition(ConditionAccepted, false, CondReasonInvalidInput, refused.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the Service's addresses were refused; nothing is applied (the running load balancer, if any, is untouched)"))
-		return fmt.Errorf("load balancer addresses: %w", err)
+		err = fmt.Errorf("load balancer addresses: %w", err)
+		if refused.reason == ReasonAddressRefused { // the request itself; a conflict or an exhausted pool is retried
+			err = refusedInput(err)
+		}
+		return err
 	}
 	for _, n := range notices {
 		l.event(svc, corev1.EventTypeNormal, n.reason, n.message)

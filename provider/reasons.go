@@ -108,6 +108,12 @@ func eventsDocument() string {
 	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
 	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...), which tfccm's class loop records the same way on\n")
 	b.WriteString("Services of its `load_balancer_class`. Messages never carry a secret.\n\n")
+	b.WriteString("An input tfccm refuses (`TerraformRenderFailed`, `LoadBalancerIPRefused`, `TerraformInvalidInput`)\n")
+	b.WriteString("is one Warning, tfccm's, naming the problem, with `tfccm.io/Accepted=False`: the service controller\n")
+	b.WriteString("records every error EnsureLoadBalancer returns as `SyncLoadBalancerFailed` and retries it, so tfccm\n")
+	b.WriteString("answers it the no-op `cloudprovider.ImplementedElsewhere` (no Event, no status write, no retry) and\n")
+	b.WriteString("an edit of the Service is tried again. Other failures (a failed apply, a taken address, an exhausted\n")
+	b.WriteString("pool, a denied plan) are errors the service controller retries, each with its `SyncLoadBalancerFailed`.\n\n")
 	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
 	for _, r := range allReasons() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.Name, r.Type, strings.ReplaceAll(r.Doc, "|", `\|`))
