@@ -6,7 +6,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // TestRefusedInputOneWarning: an input tfccm refuses is one Warning, its
@@ -65,6 +71,57 @@ func TestRefusedInputOneWarning(t *testing.T) {
 			}
 			if len(eng.applied) != 0 {
 				t.Errorf("%d applies, want none", len(eng.applied))
+			}
+		})
+	}
+}
+
+// TestStatusAfterRefusal: a Service refused by the template (the service
+// controller told its no-op) whose workspace tfccm later applies by itself
+// (a template change re-rendered it) gets the load balancer status the
+// controller would have written; one the controller asked for again, or
+// never refused, is left to the controller.
+func TestStatusAfterRefusal(t *testing.T) {
+	invalid := workspace.Status{Phase: workspace.PhaseFailed, Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}
+	applied := workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}
+	for _, tc := range []struct {
+		name       string
+		first      workspace.Status // what the engine says when the controller asks
+		askedAgain bool             // the controller asks again (a Service edit) before the apply
+		want       string           // the status address afterwards
+	}{
+		{"refused, then applied by tfccm", invalid, false, "10.0.0.5"},
+		{"refused, then asked again", invalid, true, ""},
+		{"never refused", workspace.Status{Phase: workspace.PhaseRunning}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := phaseService()
+			client := fake.NewClientset(svc.DeepCopy())
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if err := idx.Add(svc.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			eng := &fakeLBEngine{status: tc.first}
+			l, _ := newPhaseTest(eng, fakeRenderer{})
+			l.conds.setClient(client)
+			l.conds.setLister(corelisters.NewServiceLister(idx))
+			_, _ = l.EnsureLoadBalancer(context.Background(), "c", svc, nil)
+			if tc.askedAgain {
+				eng.status = workspace.Status{Phase: workspace.PhaseRunning}
+				_, _ = l.EnsureLoadBalancer(context.Background(), "c", svc, nil)
+			}
+			eng.status = applied
+			l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Hash: "h"})
+			got, err := client.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ip := ""
+			if len(got.Status.LoadBalancer.Ingress) > 0 {
+				ip = got.Status.LoadBalancer.Ingress[0].IP
+			}
+			if ip != tc.want {
+				t.Errorf("status address %q, want %q", ip, tc.want)
 			}
 		})
 	}

@@ -111,8 +111,9 @@ func eventsDocument() string {
 	b.WriteString("An input tfccm refuses (`TerraformRenderFailed`, `LoadBalancerIPRefused`, `TerraformInvalidInput`)\n")
 	b.WriteString("is one Warning, tfccm's, naming the problem, with `tfccm.io/Accepted=False`: the service controller\n")
 	b.WriteString("records every error EnsureLoadBalancer returns as `SyncLoadBalancerFailed` and retries it, so tfccm\n")
-	b.WriteString("answers it the no-op `cloudprovider.ImplementedElsewhere` (no Event, no status write, no retry) and\n")
-	b.WriteString("an edit of the Service is tried again. Other failures (a failed apply, a taken address, an exhausted\n")
+	b.WriteString("answers it the no-op `cloudprovider.ImplementedElsewhere` (no Event, no status write, no retry): an\n")
+	b.WriteString("edit of the Service makes it ask again, and a template change (`override_dir`) that accepts the inputs\n")
+	b.WriteString("is applied by tfccm, which then writes the Service's address itself. Other failures (a failed apply, a taken address, an exhausted\n")
 	b.WriteString("pool, a denied plan) are errors the service controller retries, each with its `SyncLoadBalancerFailed`.\n\n")
 	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
 	for _, r := range allReasons() {

@@ -107,7 +107,8 @@ func waitHealth(t *testing.T, client kubernetes.Interface, flux *gitops.FluxChec
 // Progressing/InProgress while its apply is in flight (Programmed=False
 // Applying, the old address kept) and Healthy/Current once applied; a
 // Service the template refuses and an edit that does not render are
-// Degraded/Failed, naming what was refused.
+// Degraded/Failed, naming what was refused; the refused Service gets its
+// address once a template change accepts it.
 func TestGitOpsHealthOfLiveServices(t *testing.T) {
 	const sleep = 10 * time.Second
 	flux, err := gitops.NewFluxCheck()
@@ -168,6 +169,20 @@ func TestGitOpsHealthOfLiveServices(t *testing.T) {
 		}
 		editService(t, client, "web", func(svc *corev1.Service) { svc.Annotations = nil })
 		waitHealth(t, client, flux, "web", "Healthy", "Current", time.Minute)
+	})
+
+	// The refused Service was answered the service controller's no-op
+	// (one Warning); a template change that accepts it is applied by
+	// tfccm, which then writes the address the controller would have.
+	t.Run("a template change that accepts a refused Service gives it its address", func(t *testing.T) {
+		accepting := strings.Replace(module, `p.protocol == "TCP"`, `p.protocol == "TCP" || p.protocol == "UDP"`, 1)
+		if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(accepting), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h := waitHealth(t, client, flux, "udp", "Healthy", "Current", 2*time.Minute)
+		if _, err := harness.WaitForIngress(context.Background(), client, "default", "udp", time.Minute); err != nil {
+			t.Errorf("udp accepted and applied, but: %v (%v)", err, h)
+		}
 	})
 }
 
