@@ -67,7 +67,7 @@ func (l *loadBalancers) asked(svc *corev1.Service) {
 // applied its workspace by itself (a template change made it acceptable):
 // the controller would not ask again before the Service changes.
 func (l *loadBalancers) statusAfterRefusal(name string, r workspace.Result) {
-	if r.Op != "apply" || r.Err != nil || r.AwaitingApproval {
+	if r.Op != "apply" || r.Err != nil || r.AwaitingApproval || r.Drift { // a drift repair re-applies what was applied before
 		return
 	}
 	l.mu.Lock()

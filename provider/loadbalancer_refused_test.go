@@ -88,11 +88,13 @@ func TestStatusAfterRefusal(t *testing.T) {
 		name       string
 		first      workspace.Status // what the engine says when the controller asks
 		askedAgain bool             // the controller asks again (a Service edit) before the apply
+		drift      bool             // a drift check's repair comes first
 		want       string           // the status address afterwards
 	}{
-		{"refused, then applied by tfccm", invalid, false, "10.0.0.5"},
-		{"refused, then asked again", invalid, true, ""},
-		{"never refused", workspace.Status{Phase: workspace.PhaseRunning}, false, ""},
+		{"refused, then applied by tfccm", invalid, false, false, "10.0.0.5"},
+		{"refused, a drift repair, then applied by tfccm", invalid, false, true, "10.0.0.5"},
+		{"refused, then asked again", invalid, true, false, ""},
+		{"never refused", workspace.Status{Phase: workspace.PhaseRunning}, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := phaseService()
@@ -109,6 +111,10 @@ func TestStatusAfterRefusal(t *testing.T) {
 			if tc.askedAgain {
 				eng.status = workspace.Status{Phase: workspace.PhaseRunning}
 				_, _ = l.EnsureLoadBalancer(context.Background(), "c", svc, nil)
+			}
+			if tc.drift { // the old content re-applied: not the refused inputs' apply
+				eng.status = workspace.Status{Phase: workspace.PhaseApplied, Hash: "old", AppliedHash: "old", Outputs: ingressOutputs(`[{"ip":"10.0.0.9"}]`)}
+				l.onResult("lb-c-u1", workspace.Result{Op: "apply", Drift: true, Changed: true, Hash: "old"})
 			}
 			eng.status = applied
 			l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Hash: "h"})
