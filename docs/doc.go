@@ -1,8 +1,11 @@
 // Package docs holds tfccm's documentation (the Markdown pages in this
 // directory) and the tests that keep it true: every fenced shell block of
 // README.md and docs/*.md is marked as run or skipped (with a reason), the
-// runnable ones are run against the tools `make test` builds, and every
-// relative link resolves to a file and, for Markdown targets, a heading.
+// runnable ones are run against the tools `make test` builds, every
+// relative link resolves to a file and, for Markdown targets, a heading,
+// and every default a page states for a cloud config setting
+// ("`terraform.timeout` (10m)") is the one the generated reference,
+// configuration.md, declares (defaults_test.go).
 //
 // Markers are HTML comments on the line before a fence:
 //

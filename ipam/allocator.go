@@ -58,8 +58,8 @@ func New(pools []config.AddressPool) *Allocator {
 	}
 	sort.Slice(a.pools, func(i, j int) bool { return a.pools[i].Name < a.pools[j].Name })
 	for _, p := range a.pools {
-		capacity.WithLabelValues(p.Name).Set(float64(poolSize(p)))
-		inUse.WithLabelValues(p.Name).Set(0)
+		setCapacity(p.Name, poolSize(p))
+		setInUse(p.Name, 0)
 	}
 	return a
 }
@@ -434,7 +434,7 @@ func (a *Allocator) count() {
 		}
 	}
 	for _, p := range a.pools {
-		inUse.WithLabelValues(p.Name).Set(float64(n[p.Name]))
+		setInUse(p.Name, n[p.Name])
 	}
 }
 

@@ -82,6 +82,13 @@ func (c *conditions) setLister(l corelisters.ServiceLister) {
 	c.mu.Unlock()
 }
 
+// kube returns the client and the Service lister (nil until set).
+func (c *conditions) kube() (kubernetes.Interface, corelisters.ServiceLister) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client, c.lister
+}
+
 // set records conds on svc (each with svc's generation) and applies the
 // result if any of them changed. Transition times change only with a
 // condition's status.

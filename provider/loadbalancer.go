@@ -55,6 +55,10 @@ type loadBalancers struct {
 	// with their gone Services (review mode approves their destroy on the
 	// plan's ConfigMap: loadbalancer_sweep.go).
 	orphans map[string]*corev1.Service
+	// refused holds the workspaces whose inputs the service controller was
+	// last told are refused (loadbalancer_refused.go): it will not ask
+	// again until the Service changes.
+	refused map[string]bool
 
 	// resync re-renders workspaces whose rendered inputs changed outside
 	// the service controller's calls (see loadbalancer_watch.go).
@@ -78,7 +82,7 @@ type lbEntry struct {
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
 	return &loadBalancers{engine: engine, render: render, review: review, event: event, conds: newConditions(), remoteBackend: remoteBackend, ensureWait: ensureWait,
-		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{},
+		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{}, refused: map[string]bool{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
 
@@ -124,9 +128,10 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err := l.revive(svc); err != nil {
 		return nil, err
 	}
+	l.asked(svc)
 	st, err := l.submit(svc, nodes)
 	if err != nil {
-		return nil, err
+		return nil, l.refusedOnce(svc, err)
 	}
 	st = l.settle(ctx, l.approve(svc, st))
 	switch {
@@ -140,7 +145,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		l.addrs.observe(svc, status)
 		return status, nil
 	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
-		return nil, fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)
+		return nil, l.refusedOnce(svc, refusedInput(fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)))
 	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
 		return nil, fmt.Errorf("load balancer %s: plan denied: %w (not retried until the Service, its nodes, the templates or the policy change; the running load balancer is untouched)", st.Name, st.Err)
 	case st.Phase == workspace.PhaseFailed:
@@ -253,7 +258,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if err == nil {
 		l.approve(svc, st)
 	}
-	return err
+	return l.refusedOnce(svc, err)
 }
 
 // EnsureLoadBalancerDeleted destroys the workspace, removes its state and
@@ -328,7 +333,7 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 		l.event(svc, corev1.EventTypeWarning, ReasonRenderFailed, err.Error())
 		l.conds.set(svc, condition(ConditionAccepted, false, CondReasonInvalidInput, err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the Service's inputs do not render; the running load balancer (if any) is untouched"))
-		return workspace.Status{}, fmt.Errorf("render load balancer: %w", err)
+		return workspace.Status{}, refusedInput(fmt.Errorf("render load balancer: %w", err))
 	}
 	if l.isDeleted(name) {
 		return workspace.Status{}, fmt.Errorf("load balancer %s: the Service is being deleted; nothing is applied", name)
@@ -506,6 +511,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if r.Op == "destroy" && r.Err == nil {
 		l.forgetDestroyed(name)
 	}
+	l.statusAfterRefusal(name, r)
 	return true
 }
 

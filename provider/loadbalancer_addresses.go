@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -40,11 +41,17 @@ type addressBook struct {
 	services   corelisters.ServiceLister   // nil until watch
 	restored   bool
 	current    map[types.UID]*templates.Addresses
+	// kept are the Services tfccm has not served before (no tfccm.io/
+	// condition: migrated from another implementation, MetalLB say) whose
+	// addresses restore took from their status and no Event has named yet:
+	// such a Service keeps its address, and its first assignment says so
+	// once. One tfccm served before a restart gets no Event for it.
+	kept map[types.UID]bool
 }
 
 func newAddressBook(cfg *config.Config) *addressBook {
 	pools := cfg.LoadBalancer.AddressPools
-	b := &addressBook{alloc: ipam.New(pools), pooled: len(pools) > 0, cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]*templates.Addresses{}}
+	b := &addressBook{alloc: ipam.New(pools), pooled: len(pools) > 0, cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]*templates.Addresses{}, kept: map[types.UID]bool{}}
 	for _, p := range pools {
 		b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
 	}
@@ -131,13 +138,19 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 	b.mu.Lock()
 	old := b.current[svc.UID]
 	b.current[svc.UID] = addrs
+	kept := b.kept[svc.UID]
+	delete(b.kept, svc.UID)
 	b.mu.Unlock()
-	if old != nil && slices.Equal(old.IPs, addrs.IPs) && old.Shared == addrs.Shared {
+	unchanged := old != nil && slices.Equal(old.IPs, addrs.IPs) && old.Shared == addrs.Shared
+	if unchanged && !kept {
 		return nil, nil
 	}
 	msg := fmt.Sprintf("address %s (chosen)", joinAddrs(got.IPs))
 	if len(got.Pools) > 0 {
 		msg = fmt.Sprintf("address %s from pool %s", joinAddrs(got.IPs), strings.Join(slices.Compact(slices.Clone(got.Pools)), ", "))
+	}
+	if unchanged {
+		msg += ", kept from the Service's status"
 	}
 	if len(got.SharedWith) > 0 {
 		msg += ", shared with " + strings.Join(got.SharedWith, ", ")
@@ -196,6 +209,7 @@ func (b *addressBook) release(svc *corev1.Service) {
 	b.alloc.Release(string(svc.UID))
 	b.mu.Lock()
 	delete(b.current, svc.UID)
+	delete(b.kept, svc.UID)
 	b.mu.Unlock()
 }
 
@@ -231,9 +245,18 @@ func (b *addressBook) restore() {
 			continue
 		}
 		b.current[svc.UID] = &templates.Addresses{IPs: ips, Shared: ipam.ShareToken(b.cluster, req.Sharing)}
+		if !servedBefore(svc) {
+			b.kept[svc.UID] = true
+		}
 		n++
 	}
 	klog.InfoS("Restored load balancer addresses from Service status", "services", n)
+}
+
+// servedBefore reports whether tfccm wrote conditions on svc: it served
+// the Service before (this process or an earlier one).
+func servedBefore(svc *corev1.Service) bool {
+	return slices.ContainsFunc(svc.Status.Conditions, func(c metav1.Condition) bool { return strings.HasPrefix(c.Type, "tfccm.io/") })
 }
 
 func (b *addressBook) namespaceLabels(ns string) labels.Set {
@@ -267,7 +290,11 @@ func (l *loadBalancers) assignAddresses(svc *corev1.Service) error {
 		l.event(svc, corev1.EventTypeWarning, refused.reason, refused.Error())
 		l.conds.set(svc, condition(ConditionAccepted, false, CondReasonInvalidInput, refused.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the Service's addresses were refused; nothing is applied (the running load balancer, if any, is untouched)"))
-		return fmt.Errorf("load balancer addresses: %w", err)
+		err = fmt.Errorf("load balancer addresses: %w", err)
+		if refused.reason == ReasonAddressRefused { // the request itself; a conflict or an exhausted pool is retried
+			err = refusedInput(err)
+		}
+		return err
 	}
 	for _, n := range notices {
 		l.event(svc, corev1.EventTypeNormal, n.reason, n.message)

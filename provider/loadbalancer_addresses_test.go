@@ -43,11 +43,23 @@ func TestAddressBook(t *testing.T) {
 	// Restored from status: a restarted tfccm keeps what Services have.
 	held := addrService("held", 80)
 	held.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
+	// Served by tfccm before the restart (its conditions say so): kept
+	// without an Event.
+	ours := addrService("ours", 80)
+	ours.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.11"}}
+	ours.Status.Conditions = []metav1.Condition{{Type: ConditionProgrammed, Status: metav1.ConditionTrue, Reason: CondReasonApplied}}
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := idx.Add(held); err != nil {
-		t.Fatal(err)
+	for _, s := range []*corev1.Service{held, ours} {
+		if err := idx.Add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.services = corelisters.NewServiceLister(idx)
+
+	if n, err := b.assign(ours); err != nil || len(n) != 0 {
+		t.Fatalf("ours: %v, %v; want no notice (tfccm served it before)", n, err)
+	}
+	b.release(ours)
 
 	dns := addrService("dns", 53, "metallb.universe.tf/allow-shared-ip", "dns")
 	notices, err := b.assign(dns)
@@ -59,6 +71,15 @@ func TestAddressBook(t *testing.T) {
 	}
 	if n, err := b.assign(dns); err != nil || len(n) != 0 {
 		t.Fatalf("unchanged assignment: notices %v, %v; want none", n, err)
+	}
+	// The address restored from the status of a Service tfccm did not
+	// serve (MetalLB's, migrated) is kept, and its first assignment says
+	// so once.
+	if n, err := b.assign(held); err != nil || len(n) != 1 || n[0].reason != ReasonAddressAssigned || n[0].message != "address 10.0.0.10 from pool web, kept from the Service's status" {
+		t.Fatalf("held: %v, %v; want one notice of the kept address", n, err)
+	}
+	if n, err := b.assign(held); err != nil || len(n) != 0 {
+		t.Fatalf("held again: %v, %v; want none", n, err)
 	}
 	udp := addrService("dns-udp", 5353, "tfccm.io/allow-shared-ip", "dns")
 	if n, err := b.assign(udp); err != nil || !strings.Contains(n[0].message, "shared with default/dns") {

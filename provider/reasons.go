@@ -81,7 +81,7 @@ var (
 // docs/address-pools.md).
 var (
 	ReasonAddressAssigned = declareReason("LoadBalancerIPAssigned", corev1.EventTypeNormal,
-		"With address pools: the Service's addresses changed (first assignment included); the message names them, their pool and the Services sharing them.")
+		"With address pools: the Service's addresses changed (first assignment included), or tfccm serves it for the first time and keeps the addresses in its status (a Service migrated from MetalLB or another implementation: \"kept from the Service's status\"; a Service tfccm served before a restart gets none); the message names them, their pool and the Services sharing them.")
 	ReasonAddressConflict = declareReason("LoadBalancerIPConflict", corev1.EventTypeWarning,
 		"An address the Service needs is held by another Service, named in the message, that does not share it with this one (no or another `tfccm.io/allow-shared-ip` key, a port and protocol both use, or `externalTrafficPolicy: Local` with another selector). Nothing is applied; the holder is untouched.")
 	ReasonAddressPoolExhausted = declareReason("AddressPoolExhausted", corev1.EventTypeWarning,
@@ -108,6 +108,13 @@ func eventsDocument() string {
 	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
 	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...), which tfccm's class loop records the same way on\n")
 	b.WriteString("Services of its `load_balancer_class`. Messages never carry a secret.\n\n")
+	b.WriteString("An input tfccm refuses (`TerraformRenderFailed`, `LoadBalancerIPRefused`, `TerraformInvalidInput`)\n")
+	b.WriteString("is one Warning, tfccm's, naming the problem, with `tfccm.io/Accepted=False`: the service controller\n")
+	b.WriteString("records every error EnsureLoadBalancer returns as `SyncLoadBalancerFailed` and retries it, so tfccm\n")
+	b.WriteString("answers it the no-op `cloudprovider.ImplementedElsewhere` (no Event, no status write, no retry): an\n")
+	b.WriteString("edit of the Service makes it ask again, and a template change (`override_dir`) that accepts the inputs\n")
+	b.WriteString("is applied by tfccm, which then writes the Service's address itself. Other failures (a failed apply, a taken address, an exhausted\n")
+	b.WriteString("pool, a denied plan) are errors the service controller retries, each with its `SyncLoadBalancerFailed`.\n\n")
 	b.WriteString("| Reason | Type | When |\n|---|---|---|\n")
 	for _, r := range allReasons() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.Name, r.Type, strings.ReplaceAll(r.Doc, "|", `\|`))

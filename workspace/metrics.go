@@ -71,8 +71,14 @@ func registerMetrics() {
 // (engineCollector): workspaces by phase, the oldest plan awaiting
 // approval, each workspace's last successful apply.
 var (
-	workspacesDesc = metrics.NewDesc(metricsSubsystem+"_workspaces",
+	workspacesDesc = metrics.NewDesc("tfccm_workspaces",
 		"Workspaces by phase: Pending, Running, Applied, Failed, Invalid (the template rejected the inputs; not retried), AwaitingApproval.",
+		[]string{"phase"}, nil, metrics.ALPHA, "")
+	// deprecatedWorkspacesDesc is workspacesDesc's name before it lost its
+	// stutter, kept for one release (the same values) so that alerts and
+	// dashboards written against it keep working; removed in the next.
+	deprecatedWorkspacesDesc = metrics.NewDesc(metricsSubsystem+"_workspaces",
+		"Deprecated: use tfccm_workspaces (this name goes in the next release). Workspaces by phase.",
 		[]string{"phase"}, nil, metrics.ALPHA, "")
 	oldestApprovalDesc = metrics.NewDesc(metricsSubsystem+"_oldest_pending_approval_seconds",
 		"Age of the oldest plan awaiting approval (review mode); 0 when none waits.",
@@ -103,6 +109,7 @@ func (c *engineCollector) set(e *Engine) {
 
 func (c *engineCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- workspacesDesc
+	ch <- deprecatedWorkspacesDesc
 	ch <- oldestApprovalDesc
 	ch <- lastApplyDesc
 }
@@ -114,6 +121,7 @@ func (c *engineCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	g := e.gauges(time.Now())
 	for _, p := range collectedPhases {
 		ch <- metrics.NewLazyConstMetric(workspacesDesc, metrics.GaugeValue, float64(g.phases[p]), p)
+		ch <- metrics.NewLazyConstMetric(deprecatedWorkspacesDesc, metrics.GaugeValue, float64(g.phases[p]), p)
 	}
 	ch <- metrics.NewLazyConstMetric(oldestApprovalDesc, metrics.GaugeValue, g.oldestApproval.Seconds())
 	for name, at := range g.lastApply {

@@ -1,21 +1,25 @@
 -- Argo CD health check for Services served by tfccm (a resource
 -- customization of the core kind Service: argocd-cm key
--- resource.customizations.health.Service). It reads tfccm's conditions:
+-- resource.customizations.health.Service). It reads the conditions tfccm
+-- writes on a LoadBalancer Service (docs/gitops.md):
 --   tfccm.io/Accepted=False                          -> Degraded (the Service is refused)
 --   tfccm.io/Programmed=False, AwaitingApproval,
---     ChangeWindowClosed or Applying                 -> Progressing, with tfccm's message
---     (the plan hash and summary, or when the next change window opens)
+--     ChangeWindowClosed, Applying or PlanStale      -> Progressing, with tfccm's message
+--     (the plan hash and summary, when the next change window opens, what
+--     is being applied; a stale plan is planned again for approval)
 --   tfccm.io/Programmed=False, any other reason
 --     (ApplyFailed, PolicyDenied, InvalidInput)      -> Degraded
---   tfccm.io/Programmed=True                         -> Healthy
--- Conditions written for an older generation of the Service: Progressing
--- (tfccm has not acted on the change yet).
+--   tfccm.io/Programmed=True (Applied, DriftRepaired) -> Healthy
+-- An edit of the Service is Programmed=False Applying from the moment
+-- tfccm takes it up until its apply ends. Services have no
+-- metadata.generation and the conditions no observedGeneration, so the
+-- moment between the edit and tfccm taking it up (the service
+-- controller's next sync, normally well under a second) shows the
+-- previous health.
 -- Services of other types, or that tfccm has not written conditions on
 -- (another load balancer class), keep Argo CD's built-in rule: a
 -- LoadBalancer is Healthy once it has an ingress address.
 local hs = {}
-
-local generation = obj.metadata and obj.metadata.generation
 
 local function condition(type)
   if obj.status == nil or obj.status.conditions == nil then
@@ -29,14 +33,12 @@ local function condition(type)
   return nil
 end
 
-local function stale(c)
-  return c ~= nil and generation ~= nil and c.observedGeneration ~= nil and c.observedGeneration < generation
-end
-
 local function ingress()
   local lb = obj.status and obj.status.loadBalancer
   return lb ~= nil and lb.ingress ~= nil and #lb.ingress > 0
 end
+
+local progressing = { AwaitingApproval = true, ChangeWindowClosed = true, Applying = true, PlanStale = true }
 
 if obj.spec == nil or obj.spec.type ~= "LoadBalancer" then
   hs.status = "Healthy"
@@ -45,11 +47,6 @@ end
 
 local accepted = condition("tfccm.io/Accepted")
 local programmed = condition("tfccm.io/Programmed")
-if stale(accepted) or stale(programmed) then
-  hs.status = "Progressing"
-  hs.message = "tfccm has not acted on generation " .. tostring(generation) .. " of the Service yet"
-  return hs
-end
 
 if accepted ~= nil and accepted.status == "False" then
   hs.status = "Degraded"
@@ -61,7 +58,7 @@ if programmed ~= nil then
   hs.message = programmed.message
   if programmed.status == "True" then
     hs.status = "Healthy"
-  elseif programmed.reason == "AwaitingApproval" or programmed.reason == "ChangeWindowClosed" or programmed.reason == "Applying" then
+  elseif progressing[programmed.reason] then
     hs.status = "Progressing"
   else
     hs.status = "Degraded"

@@ -24,7 +24,8 @@ import (
 // own frontend; a Service clashing on a port is refused with an Event naming
 // the holder and gets nothing; chosen addresses come from a pool that never
 // auto-assigns; deleting one sharer keeps the other served; and a restarted
-// CCM never gives a held address to a newcomer.
+// CCM never gives a held address to a newcomer, and keeps a migrated
+// Service's address with one LoadBalancerIPAssigned saying so.
 func TestSharedAndChosenAddresses(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
@@ -122,12 +123,34 @@ compat {
 
 	t.Run("a restarted CCM keeps held addresses", func(t *testing.T) {
 		ccm.Stop()
+		// A Service another implementation gave an address of the pool
+		// (its status, no tfccm condition) while no CCM ran: a migration.
+		mk("migrated", 9090, 0, nil)
+		migrated, err := client.CoreV1().Services("default").Get(ctx, "migrated", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		migrated.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: at(17)}}
+		if _, err := client.CoreV1().Services("default").UpdateStatus(ctx, migrated, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		startCCM(t, cluster, cfg, "--concurrent-service-syncs=3")
 		mk("newcomer", 80, 30080, nil)
-		if got := waitVIP(t, client, "newcomer"); got == vip || got == at(40) || got == at(41) {
+		if got := waitVIP(t, client, "newcomer"); got == vip || got == at(17) || got == at(40) || got == at(41) {
 			t.Fatalf("newcomer got the held address %s", got)
 		}
 		backendsAre(t, vip, 8080, "node-a")
+		// The migrated Service keeps its address and is told so once;
+		// those tfccm served before the restart are not.
+		waitEvent(t, client, "migrated", "LoadBalancerIPAssigned", "address "+at(17)+" from pool auto, kept from the Service's status")
+		if got := waitVIP(t, client, "migrated"); got != at(17) {
+			t.Errorf("migrated got %s, want the %s it had", got, at(17))
+		}
+		for _, name := range []string{"api", "chosen", "legacy"} {
+			if ev := harness.Events(ctx, client, "default", name); strings.Contains(ev, "kept from the Service's status") {
+				t.Errorf("%s, served before the restart: %s", name, ev)
+			}
+		}
 	})
 }
 

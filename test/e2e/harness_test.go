@@ -258,7 +258,7 @@ func countEngine(body string) engineCounts {
 // engine with nothing queued, running or waiting to run.
 func engineIdle(body string) error {
 	var busy []string
-	for _, name := range []string{"tfccm_workspace_queue_depth", "tfccm_workspace_runs_in_flight", "tfccm_workspace_workspaces"} {
+	for _, name := range []string{"tfccm_workspace_queue_depth", "tfccm_workspace_runs_in_flight", "tfccm_workspaces"} {
 		found := false
 		eachSample(body, name, func(labels map[string]string, v float64) {
 			found = true

@@ -162,14 +162,24 @@ func TestMigrateFromMetalLB(t *testing.T) {
 		t.Logf("%s (%s:%d): interruption %s (no answer from %s to %s after the migration started)",
 			s.name, ips[s.name], s.port, p.longest().Round(10*time.Millisecond), p.gapFrom().Sub(start).Round(10*time.Millisecond), p.gapTo().Sub(start).Round(10*time.Millisecond))
 	}
-	// Restored from their status, the addresses are not news: no
-	// LoadBalancerIPAssigned, and no Warning on any Service but MetalLB's
-	// own about its old annotation forms.
+	// Restored from their status, the addresses are kept and each Service
+	// gets one LoadBalancerIPAssigned saying so (docs/migrate-from-metallb.md),
+	// and no Warning but MetalLB's own about its old annotation forms.
 	for _, s := range specs {
+		assigned := 0
 		for _, ev := range strings.Split(harness.Events(ctx, client, "default", s.name), " | ") {
-			if strings.HasPrefix(ev, "Warning ") && !strings.HasPrefix(ev, "Warning deprecatedAnnotation:") || strings.Contains(ev, "LoadBalancerIPAssigned") {
+			if strings.HasPrefix(ev, "Warning ") && !strings.HasPrefix(ev, "Warning deprecatedAnnotation:") {
 				t.Errorf("%s: Event during the migration: %s", s.name, ev)
 			}
+			if strings.Contains(ev, "LoadBalancerIPAssigned") {
+				assigned++
+				if !strings.Contains(ev, "address "+ips[s.name]+" ") || !strings.Contains(ev, "kept from the Service's status") {
+					t.Errorf("%s: %s, want its address %s kept from its status", s.name, ev, ips[s.name])
+				}
+			}
+		}
+		if assigned != 1 {
+			t.Errorf("%s: %d LoadBalancerIPAssigned Events, want 1", s.name, assigned)
 		}
 	}
 }
