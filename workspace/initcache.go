@@ -110,6 +110,8 @@ func (e *Engine) initKeyHash(kind string) hash.Hash {
 			h.Write(b)
 		}
 	}
+	fmt.Fprintf(h, "provider lock %d\n", len(e.pinnedLock))
+	h.Write(e.pinnedLock)
 	return h
 }
 

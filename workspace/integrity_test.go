@@ -1,0 +1,172 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/tfccm/tfccm/internal/providerlock"
+	"github.com/tfccm/tfccm/lbhost/mirror"
+)
+
+// flipByte changes (or restores) one byte in the middle of file.
+func flipByte(t *testing.T, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(file, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProviderChecksumMismatchRefused: with the build's lock file of the
+// mirror (terraform.provider_lock_file), one byte changed in the mirrored
+// lbhost provider makes every run of the workspace refuse it — an update
+// and a destroy, each an Error naming the provider, counted in the
+// metric — and the workspace's lock file is never deleted; restoring the
+// byte lets runs go on. A new build with its new lock file (a new image:
+// a new engine over the same work dir) is accepted.
+func TestProviderChecksumMismatchRefused(t *testing.T) {
+	dir, plugin, cliConfig := lbhostMirror(t)
+	lock := filepath.Join(t.TempDir(), "providers.lock.hcl")
+	if err := providerlock.WriteMirrorLock(dir, lock); err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	opts := Options{WorkDir: work, CLIConfigFile: cliConfig, ProviderLockFile: lock, Backoff: Backoff{Initial: time.Hour, Max: time.Hour}}
+	e := newTestEngine(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "integrity"
+	wsLock := filepath.Join(e.Dir(name), lockFile)
+	first := lbhostSpec(name, "1", nil)
+	if _, err := e.Apply(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, name, first.Hash); err != nil {
+		t.Fatalf("first apply: %v", err)
+	}
+	h1 := lockedHash(t, pinned)
+	if got, _ := os.ReadFile(wsLock); !strings.Contains(string(got), h1) {
+		t.Fatalf("the workspace's lock file does not hold the pinned checksum %s:\n%s", h1, got)
+	}
+
+	flipByte(t, plugin)
+	const want = "registry.opentofu.org/tfccm/lbhost " + mirror.Version
+	before := mismatches(t)
+	for i, run := range []struct {
+		what string
+		do   func(Spec) (Status, error)
+		spec Spec
+	}{{"update", e.Apply, lbhostSpec(name, "2", nil)}, {"destroy", e.Destroy, lbhostSpec(name, "2-destroy", nil)}} {
+		if _, err := run.do(run.spec); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.Wait(ctx, name, run.spec.Hash)
+		if got := ProviderMismatch(err); got != want {
+			t.Fatalf("%s with a changed provider: ProviderMismatch %q (want %q), error %v", run.what, got, want, err)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: the error does not name the provider: %v", run.what, err)
+		}
+		if got := mismatches(t) - before; got < float64(i+1) {
+			t.Errorf("after the %s: tfccm_workspace_provider_checksum_mismatches_total rose by %v, want at least %d", run.what, got, i+1)
+		}
+		if got, err := os.ReadFile(wsLock); err != nil || !strings.Contains(string(got), h1) {
+			t.Fatalf("after the refused %s the workspace's lock file is gone or changed (%v):\n%s", run.what, err, got)
+		}
+	}
+
+	flipByte(t, plugin) // restored
+	third := lbhostSpec(name, "3", nil)
+	if _, err := e.Apply(third); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.Wait(ctx, name, third.Hash); err != nil || st.Phase != PhaseApplied {
+		t.Fatalf("apply with the provider restored: %v %+v", err, st)
+	}
+
+	// A new build of the same version and its lock file: a new image.
+	cancel()
+	flipByte(t, plugin)
+	if err := providerlock.WriteMirrorLock(dir, lock); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel2()
+	e2 := newTestEngine(t, opts)
+	fourth := lbhostSpec(name, "4", nil)
+	if _, err := e2.Apply(fourth); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e2.Wait(ctx2, name, fourth.Hash); err != nil || st.Phase != PhaseApplied {
+		t.Fatalf("apply after a new build with its new lock file: %v %+v", err, st)
+	}
+}
+
+// TestProviderChecksumRecordedOnFirstUse: without a pinned lock file the
+// first init records what it found, and a later change of the package is
+// refused the same way (the lock file is kept).
+func TestProviderChecksumRecordedOnFirstUse(t *testing.T) {
+	_, plugin, cliConfig := lbhostMirror(t)
+	e := newTestEngine(t, Options{CLIConfigFile: cliConfig, Backoff: Backoff{Initial: time.Hour, Max: time.Hour}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const name = "tofu-first-use"
+	first := lbhostSpec(name, "1", nil)
+	if _, err := e.Apply(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, name, first.Hash); err != nil {
+		t.Fatalf("first apply: %v", err)
+	}
+	recorded, err := os.ReadFile(filepath.Join(e.Dir(name), lockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, plugin)
+	second := lbhostSpec(name, "2", nil)
+	if _, err := e.Apply(second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, name, second.Hash); ProviderMismatch(err) == "" {
+		t.Fatalf("apply with a changed provider: %v, want a checksum mismatch", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.Dir(name), lockFile)); string(got) != string(recorded) {
+		t.Fatalf("the lock file changed after the refusal:\n%s\nwas:\n%s", got, recorded)
+	}
+}
+
+// lockedHash is the first h1 hash in a lock file.
+func lockedHash(t *testing.T, lock []byte) string {
+	t.Helper()
+	i := strings.Index(string(lock), `"h1:`)
+	if i < 0 {
+		t.Fatalf("no h1 hash in the lock file:\n%s", lock)
+	}
+	s := string(lock[i+1:])
+	return s[:strings.IndexByte(s, '"')]
+}
+
+// mismatches reads the lbhost provider's checksum mismatch counter.
+func mismatches(t *testing.T) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(providerChecksumMismatches.WithLabelValues(mirror.Source))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return v
+}
