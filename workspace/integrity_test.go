@@ -34,7 +34,8 @@ func flipByte(t *testing.T, file string) {
 // and a destroy, each an Error naming the provider, counted in the
 // metric — and the workspace's lock file is never deleted; restoring the
 // byte lets runs go on. A new build with its new lock file (a new image:
-// a new engine over the same work dir) is accepted.
+// a new engine over the same work dir) is accepted by a workspace the old
+// build applied.
 func TestProviderChecksumMismatchRefused(t *testing.T) {
 	dir, plugin, cliConfig := lbhostMirror(t)
 	lock := filepath.Join(t.TempDir(), "providers.lock.hcl")
@@ -59,45 +60,57 @@ func TestProviderChecksumMismatchRefused(t *testing.T) {
 	if _, err := e.Wait(ctx, name, first.Hash); err != nil {
 		t.Fatalf("first apply: %v", err)
 	}
+	kept := lbhostSpec("integrity-kept", "1", nil) // applied by this build, updated by the next
+	if _, err := e.Apply(kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, kept.Name, kept.Hash); err != nil {
+		t.Fatalf("apply %s: %v", kept.Name, err)
+	}
 	h1 := lockedHash(t, pinned)
 	if got, _ := os.ReadFile(wsLock); !strings.Contains(string(got), h1) {
 		t.Fatalf("the workspace's lock file does not hold the pinned checksum %s:\n%s", h1, got)
 	}
 
-	flipByte(t, plugin)
 	const want = "registry.opentofu.org/tfccm/lbhost " + mirror.Version
-	before := mismatches(t)
-	for i, run := range []struct {
-		what string
-		do   func(Spec) (Status, error)
-		spec Spec
-	}{{"update", e.Apply, lbhostSpec(name, "2", nil)}, {"destroy", e.Destroy, lbhostSpec(name, "2-destroy", nil)}} {
-		if _, err := run.do(run.spec); err != nil {
+	refused := func(what string, do func(Spec) (Status, error), spec Spec) {
+		t.Helper()
+		before := mismatches(t)
+		if _, err := do(spec); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.Wait(ctx, name, run.spec.Hash)
+		_, err := e.Wait(ctx, name, spec.Hash)
 		if got := ProviderMismatch(err); got != want {
-			t.Fatalf("%s with a changed provider: ProviderMismatch %q (want %q), error %v", run.what, got, want, err)
+			t.Fatalf("%s with a changed provider: ProviderMismatch %q (want %q), error %v", what, got, want, err)
 		}
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: the error does not name the provider: %v", run.what, err)
+			t.Errorf("%s: the error does not name the provider: %v", what, err)
 		}
-		if got := mismatches(t) - before; got < float64(i+1) {
-			t.Errorf("after the %s: tfccm_workspace_provider_checksum_mismatches_total rose by %v, want at least %d", run.what, got, i+1)
+		if got := mismatches(t) - before; got < 1 {
+			t.Errorf("%s: tfccm_workspace_provider_checksum_mismatches_total rose by %v", what, got)
 		}
 		if got, err := os.ReadFile(wsLock); err != nil || !strings.Contains(string(got), h1) {
-			t.Fatalf("after the refused %s the workspace's lock file is gone or changed (%v):\n%s", run.what, err, got)
+			t.Fatalf("after the refused %s the workspace's lock file is gone or changed (%v):\n%s", what, err, got)
+		}
+	}
+	ok := func(what string, do func(Spec) (Status, error), spec Spec, phase Phase) {
+		t.Helper()
+		if _, err := do(spec); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.Wait(ctx, name, spec.Hash); err != nil || st.Phase != phase {
+			t.Fatalf("%s: %v %+v", what, err, st)
 		}
 	}
 
+	flipByte(t, plugin)
+	refused("update", e.Apply, lbhostSpec(name, "2", nil))
 	flipByte(t, plugin) // restored
-	third := lbhostSpec(name, "3", nil)
-	if _, err := e.Apply(third); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := e.Wait(ctx, name, third.Hash); err != nil || st.Phase != PhaseApplied {
-		t.Fatalf("apply with the provider restored: %v %+v", err, st)
-	}
+	ok("update with the provider restored", e.Apply, lbhostSpec(name, "3", nil), PhaseApplied)
+	flipByte(t, plugin)
+	refused("destroy", e.Destroy, lbhostSpec(name, "4", nil))
+	flipByte(t, plugin) // restored
+	ok("destroy with the provider restored", e.Destroy, lbhostSpec(name, "5", nil), PhaseDestroyed)
 
 	// A new build of the same version and its lock file: a new image.
 	cancel()
@@ -108,11 +121,11 @@ func TestProviderChecksumMismatchRefused(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel2()
 	e2 := newTestEngine(t, opts)
-	fourth := lbhostSpec(name, "4", nil)
+	fourth := lbhostSpec(kept.Name, "2", nil)
 	if _, err := e2.Apply(fourth); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := e2.Wait(ctx2, name, fourth.Hash); err != nil || st.Phase != PhaseApplied {
+	if st, err := e2.Wait(ctx2, fourth.Name, fourth.Hash); err != nil || st.Phase != PhaseApplied {
 		t.Fatalf("apply after a new build with its new lock file: %v %+v", err, st)
 	}
 }
