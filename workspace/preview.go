@@ -32,8 +32,11 @@ const (
 type PreviewOptions struct {
 	// Binary is tofu (or terraform).
 	Binary string
-	// Env is tofu's whole environment (tfenv.Build); it may hold secrets.
+	// Env is tofu's environment but the credentials (tfenv.Workspace).
 	Env map[string]string
+	// Credentials are the configured credentials; a preview gets the ones
+	// its module declares (CredentialsFile), as the engine's runs do.
+	Credentials map[string]string
 	// Scrub removes the secrets of Env from errors.
 	Scrub *secret.Scrubber
 }
@@ -72,6 +75,11 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	if env == nil {
 		env = map[string]string{}
 	}
+	names, err := declaredCredentials(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
+	}
+	maps.Copy(env, only(o.Credentials, names))
 	maps.Copy(env, benv)
 	tf, err := tfexec.NewTerraform(dir, o.Binary)
 	if err != nil {

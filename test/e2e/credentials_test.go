@@ -65,7 +65,7 @@ func TestCredentialsNeverStored(t *testing.T) {
 	// The override declares the credentials it takes (credentials.hcl):
 	// no other configured credential would reach it.
 	writeFile(t, filepath.Join(override, "loadbalancer"), "credentials.hcl", `env = ["GOOGLE_OAUTH_ACCESS_TOKEN", "TLS_PRIVATE_KEY"]`+"\n")
-	tf := append(standInTerraform(env, fmt.Sprintf("GOOGLE_OAUTH_ACCESS_TOKEN = %q", token), fmt.Sprintf("TLS_PRIVATE_KEY = %q", key)), "review = true")
+	tf := append(standInTerraform(t, env, fmt.Sprintf("GOOGLE_OAUTH_ACCESS_TOKEN = %q", token), fmt.Sprintf("TLS_PRIVATE_KEY = %q", key)), "review = true")
 	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`template_set = "google"
 override_dir = %q
 backend "kubernetes" {

@@ -23,8 +23,9 @@ type Env struct {
 	Store     string
 	Fixture   string
 	// Only, when set, limits the served types (EnvOnly).
-	Only []string
-	tofu string
+	Only     []string
+	tofu     string
+	settings string // the launchers' settings file (WriteSettings)
 }
 
 // Setup builds the stand-in, installs it for the named known providers
@@ -58,7 +59,28 @@ func Setup(t testing.TB, names ...string) *Env {
 	if err := os.WriteFile(e.Fixture, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	e.settings = SettingsFile(mirror)
+	e.WriteSettings(t)
 	return e
+}
+
+// WriteSettings writes the stand-in's settings (Log, Store, Fixture and
+// Only) into the file its launchers read: a CCM's tofu, which passes on
+// no undeclared variable, runs the stand-in configured as this Env.
+// Call it again after changing Only.
+func (e *Env) WriteSettings(t testing.TB) {
+	t.Helper()
+	vars := map[string]string{EnvLog: e.Log, EnvStore: e.Store, EnvFixture: e.Fixture}
+	if len(e.Only) > 0 {
+		vars[EnvOnly] = strings.Join(e.Only, ",")
+	}
+	data, err := json.Marshal(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.settings, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Environ is the environment for OpenTofu processes using the stand-in.
