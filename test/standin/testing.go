@@ -22,6 +22,9 @@ type Env struct {
 	Log       string
 	Store     string
 	Fixture   string
+	// Environ is where its processes record their environment
+	// (EnvEnviron, Environs).
+	EnvironLog string
 	// Only, when set, limits the served types (EnvOnly).
 	Only     []string
 	tofu     string
@@ -48,6 +51,7 @@ func Setup(t testing.TB, names ...string) *Env {
 	e := &Env{
 		Dir: dir, CLIConfig: filepath.Join(dir, "tofurc"), Log: filepath.Join(dir, "calls.jsonl"),
 		Store: filepath.Join(dir, "store"), Fixture: filepath.Join(dir, "fixture.json"), tofu: repo.Tofu(t),
+		EnvironLog: filepath.Join(dir, "environ.jsonl"),
 	}
 	mirror := filepath.Join(dir, "mirror")
 	if err := Install(mirror, bin, providers...); err != nil {
@@ -70,7 +74,7 @@ func Setup(t testing.TB, names ...string) *Env {
 // Call it again after changing Only.
 func (e *Env) WriteSettings(t testing.TB) {
 	t.Helper()
-	vars := map[string]string{EnvLog: e.Log, EnvStore: e.Store, EnvFixture: e.Fixture}
+	vars := map[string]string{EnvLog: e.Log, EnvStore: e.Store, EnvFixture: e.Fixture, EnvEnviron: e.EnvironLog}
 	if len(e.Only) > 0 {
 		vars[EnvOnly] = strings.Join(e.Only, ",")
 	}
