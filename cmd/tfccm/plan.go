@@ -124,7 +124,7 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		return nil, err
 	}
 	opts := fleet.Options{
-		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Credentials: creds, Scrub: secret.NewScrubber(secrets)},
+		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Credentials: creds, ProviderLockFile: t.ProviderLockFile, Scrub: secret.NewScrubber(secrets)},
 		Parallelism:    o.parallel,
 		ScratchDir:     scratch,
 		Policy:         rules,
