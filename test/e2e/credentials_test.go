@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/localcloud"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -259,5 +262,77 @@ backend "kubernetes" {
 	}
 	if seen[true] == 0 || seen[false] == 0 {
 		t.Fatalf("provider processes seen: %d of the declaring template, %d of the other; want some of each", seen[true], seen[false])
+	}
+}
+
+// TestLocalSetGetsNoCloudToken: with a cloud token in terraform.pass_env
+// (HCLOUD_TOKEN, as a cluster that also serves the hcloud set would have),
+// a Service on the built-in local set is applied by the CCM while a
+// watcher reads /proc/PID/environ of every terraform-provider-lbhost
+// process running in the CCM's work dir: none holds the token, since the
+// local set's modules declare no credential.
+func TestLocalSetGetsNoCloudToken(t *testing.T) {
+	const token = "marker-hcloud-local-5e0b"
+	t.Setenv("HCLOUD_TOKEN", token)
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), harness.Block("load_balancer", cloud.LBSettings()), `pass_env = ["HCLOUD_TOKEN"]`)
+	createNode(t, client, cloud, "node-a")
+
+	ctx, stop := context.WithCancel(context.Background())
+	seen := make(chan map[int][]string, 1)
+	go func() { seen <- watchProviderEnv(ctx, "terraform-provider-lbhost", workDir) }()
+	startCCM(t, cluster, cfg)
+	createHTTPService(t, client, "web", 80)
+	waitVIP(t, client, "web") // applied: HAProxy's frontend and the VIP are in the cloud
+	stop()
+	envs := <-seen
+	if len(envs) == 0 {
+		t.Fatal("no terraform-provider-lbhost process was seen running in the work dir")
+	}
+	for pid, env := range envs {
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "HCLOUD_TOKEN=") || strings.Contains(kv, token) {
+				t.Errorf("lbhost provider (pid %d) has the cloud token in its environment", pid)
+			}
+		}
+	}
+	t.Logf("%d lbhost provider processes read", len(envs))
+}
+
+// watchProviderEnv reads, every 5 ms until ctx ends, the environment of
+// each process whose executable is named name and whose working
+// directory is under dir, once per process.
+func watchProviderEnv(ctx context.Context, name, dir string) map[int][]string {
+	out := map[int][]string{}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			pid, err := strconv.Atoi(p.Name())
+			if err != nil || out[pid] != nil {
+				continue
+			}
+			exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
+			if err != nil || !strings.HasPrefix(filepath.Base(exe), name) {
+				continue
+			}
+			cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+			if err != nil || !strings.HasPrefix(cwd, dir) {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			if err != nil {
+				continue
+			}
+			out[pid] = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
 	}
 }
