@@ -65,7 +65,8 @@ LBHOST_BIN_TF  := $(LBHOST_MIRROR)/registry.terraform.io/tfccm/lbhost/$(LBHOST_P
 all: build
 
 ## build: the CCM, the tfccm CLI and devcluster into bin/; the lbhost provider into the
-## filesystem mirror bin/providers and a CLI config using it into bin/lbhost.tfrc
+## filesystem mirror bin/providers, a CLI config using it into bin/lbhost.tfrc and the
+## mirror's checksums into bin/providers.lock.hcl (terraform.provider_lock_file)
 build:
 	@mkdir -p $(BIN)
 	$(VGO) -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
@@ -78,6 +79,7 @@ build:
 	@mkdir -p $(dir $(LBHOST_BIN_TF))
 	cp -f $(LBHOST_BIN) $(LBHOST_BIN_TF)
 	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
+	$(LBHOST_BIN) -lock-file $(LBHOST_MIRROR) > $(BIN)/providers.lock.hcl
 
 ## image: OCI image (layout in $(IMAGE_DIR)/oci, `podman load` archive $(IMAGE_DIR)/tfccm.tar)
 ## The image's provider mirror always holds tfccm's own lbhost provider (the
@@ -258,4 +260,4 @@ demo-down:
 	bash hack/demo.sh down
 
 clean:
-	rm -rf $(addprefix $(BIN)/,$(BINARIES)) $(LBHOST_MIRROR) $(BIN)/lbhost.tfrc .work
+	rm -rf $(addprefix $(BIN)/,$(BINARIES)) $(LBHOST_MIRROR) $(BIN)/lbhost.tfrc $(BIN)/providers.lock.hcl .work

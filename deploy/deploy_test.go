@@ -57,6 +57,9 @@ func TestManifests(t *testing.T) {
 	if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
 		t.Errorf("base/cloud.hcl: cli_config_file %q, work_dir %q; want the image's %s and %s", cfg.Terraform.CLIConfigFile, cfg.WorkDir, image.CLIConfig, image.WorkDir)
 	}
+	if cfg.Terraform.ProviderLockFile != image.ProviderLockFile {
+		t.Errorf("base/cloud.hcl: provider_lock_file %q, want the image's %s", cfg.Terraform.ProviderLockFile, image.ProviderLockFile)
+	}
 	if _, err := templates.LoadBuiltin(cfg.TemplateSet); err != nil {
 		t.Errorf("base/cloud.hcl: template_set %q is not built in: %v", cfg.TemplateSet, err)
 	}

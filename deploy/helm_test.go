@@ -180,6 +180,9 @@ func TestHelmChartSettings(t *testing.T) {
 			if cfg.Terraform.CLIConfigFile != image.CLIConfig || cfg.WorkDir != image.WorkDir {
 				t.Errorf("cloud config: cli_config_file %q, work_dir %q; want the image's %s and %s", cfg.Terraform.CLIConfigFile, cfg.WorkDir, image.CLIConfig, image.WorkDir)
 			}
+			if cfg.Terraform.ProviderLockFile != image.ProviderLockFile {
+				t.Errorf("cloud config: provider_lock_file %q, want the image's %s", cfg.Terraform.ProviderLockFile, image.ProviderLockFile)
+			}
 		case *policyv1.PodDisruptionBudget:
 			pdb = v.Spec.MaxUnavailable != nil && v.Spec.MaxUnavailable.IntValue() == 1
 		}

@@ -118,6 +118,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		Env:               cfg.Terraform.Env,
 		PassEnv:           cfg.Terraform.PassEnv,
 		CLIConfigFile:     cfg.Terraform.CLIConfigFile,
+		ProviderLockFile:  cfg.Terraform.ProviderLockFile,
 		PluginCacheDir:    cfg.Terraform.PluginCacheDir,
 		ProviderMTLS:      cfg.Terraform.ProviderMTLS,
 		Encryption:        enc.Source,

@@ -35,18 +35,21 @@ const (
 
 // Condition reasons.
 const (
-	CondReasonAccepted           = "Accepted"
-	CondReasonInvalidInput       = "InvalidInput"
-	CondReasonApplying           = "Applying"
-	CondReasonApplied            = "Applied"
-	CondReasonAwaitingApproval   = "AwaitingApproval"
-	CondReasonPlanStale          = "PlanStale"
-	CondReasonApplyFailed        = "ApplyFailed"
-	CondReasonDriftRepaired      = "DriftRepaired"
-	CondReasonBackendsUnhealthy  = "BackendsUnhealthy"
-	CondReasonBackendsHealthy    = "BackendsHealthy"
-	CondReasonPolicyDenied       = "PolicyDenied"
-	CondReasonChangeWindowClosed = "ChangeWindowClosed"
+	CondReasonAccepted         = "Accepted"
+	CondReasonInvalidInput     = "InvalidInput"
+	CondReasonApplying         = "Applying"
+	CondReasonApplied          = "Applied"
+	CondReasonAwaitingApproval = "AwaitingApproval"
+	CondReasonPlanStale        = "PlanStale"
+	CondReasonApplyFailed      = "ApplyFailed"
+	// CondReasonProviderChecksumMismatch: a provider's package does not
+	// match its locked checksums (TerraformProviderChecksumMismatch).
+	CondReasonProviderChecksumMismatch = "ProviderChecksumMismatch"
+	CondReasonDriftRepaired            = "DriftRepaired"
+	CondReasonBackendsUnhealthy        = "BackendsUnhealthy"
+	CondReasonBackendsHealthy          = "BackendsHealthy"
+	CondReasonPolicyDenied             = "PolicyDenied"
+	CondReasonChangeWindowClosed       = "ChangeWindowClosed"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

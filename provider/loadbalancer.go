@@ -553,6 +553,9 @@ func resultConditions(r workspace.Result) []metav1.Condition {
 	case r.Err != nil && workspace.IsInvalidInput(r.Err):
 		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
 			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
+	case r.Err != nil && workspace.ProviderMismatch(r.Err) != "":
+		_, _, message := resultEvent(r)
+		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonProviderChecksumMismatch, message)}
 	case r.Drift && r.Err != nil:
 		return nil // the applied load balancer still runs; the Event says the check failed
 	case r.Err != nil:
@@ -576,6 +579,8 @@ func resultEvent(r workspace.Result) (string, string, string) {
 		return corev1.EventTypeWarning, ReasonStateLocked, fmt.Sprintf("state is locked by %s; not stealing it: %v", r.LockHolder, r.Err)
 	case errors.Is(r.Err, workspace.ErrStateChanged):
 		return corev1.EventTypeWarning, ReasonPlanStale, fmt.Sprintf("approval refused: %v", r.Err)
+	case workspace.ProviderMismatch(r.Err) != "":
+		return corev1.EventTypeWarning, ReasonProviderChecksumMismatch, fmt.Sprintf("%s %s refused provider %s: its package does not match the dependency lock file's checksums; nothing was applied and the lock file is kept (attempt %d): %v", tool(r), r.Op, workspace.ProviderMismatch(r.Err), r.Attempt, r.Err)
 	case r.Drift && r.Err != nil:
 		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
 	case r.Drift:

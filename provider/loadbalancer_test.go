@@ -14,6 +14,7 @@ import (
 
 func TestResultEvent(t *testing.T) {
 	fail := errors.New("Error: Resource precondition failed: UDP is not supported")
+	mismatch := &workspace.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "provider registry.opentofu.org/tfccm/lbhost 0.1.0 does not match"}
 	cases := []struct {
 		r                    workspace.Result
 		wantType, wantReason string
@@ -31,11 +32,28 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "plan", Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable: port must be below 10.", Invalid: true}}, corev1.EventTypeWarning, ReasonInvalidInput, "port must be below 10"},
 		{workspace.Result{Op: "apply", Err: fmt.Errorf("apply: serial 3, now 4: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused: apply: serial 3, now 4"},
 		{workspace.Result{Op: "apply", Drift: true, Err: fmt.Errorf("apply: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused"},
+		{workspace.Result{Op: "apply", Err: mismatch, Attempt: 1}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "refused provider registry.opentofu.org/tfccm/lbhost 0.1.0"},
+		{workspace.Result{Op: "destroy", Err: mismatch}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "lock file is kept"},
+		{workspace.Result{Op: "plan", Drift: true, Err: mismatch}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "registry.opentofu.org/tfccm/lbhost"},
 	}
 	for _, tc := range cases {
 		typ, reason, msg := resultEvent(tc.r)
 		if typ != tc.wantType || reason != tc.wantReason || !strings.Contains(msg, tc.wantIn) {
 			t.Errorf("resultEvent(%+v) = %s %s %q; want %s %s containing %q", tc.r, typ, reason, msg, tc.wantType, tc.wantReason, tc.wantIn)
+		}
+	}
+}
+
+// TestResultConditionsProviderMismatch: a refused provider sets
+// Programmed False with its own reason, naming the provider, also for a
+// drift check (whose other failures leave the conditions alone).
+func TestResultConditionsProviderMismatch(t *testing.T) {
+	mismatch := &workspace.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "does not match"}
+	for _, r := range []workspace.Result{{Op: "apply", Err: mismatch}, {Op: "plan", Drift: true, Err: mismatch}} {
+		conds := resultConditions(r)
+		if len(conds) != 1 || conds[0].Type != ConditionProgrammed || conds[0].Reason != CondReasonProviderChecksumMismatch ||
+			!strings.Contains(conds[0].Message, "registry.opentofu.org/tfccm/lbhost 0.1.0") {
+			t.Errorf("resultConditions(%+v) = %+v", r, conds)
 		}
 	}
 }

@@ -55,6 +55,8 @@ var (
 		"The periodic re-plan (`terraform.drift_interval`) found the infrastructure changed outside tfccm and re-applied the load balancer.")
 	ReasonDriftFailed = declareReason("TerraformDriftCheckFailed", corev1.EventTypeWarning,
 		"The periodic re-plan of an applied load balancer failed; it is tried again at the next interval.")
+	ReasonProviderChecksumMismatch = declareReason("TerraformProviderChecksumMismatch", corev1.EventTypeWarning,
+		"A provider's package does not match the checksums of the workspace's dependency lock file (the cluster admin's terraform.provider_lock_file, or the first init's): tofu refused to run it and nothing was applied. The message names the provider; the lock file is kept, and runs go on failing until the package matches (docs/operations.md#provider-integrity).")
 	ReasonInvalidInput = declareReason("TerraformInvalidInput", corev1.EventTypeWarning,
 		"The template's own validation or a precondition rejected the Service's inputs; nothing is retried until the Service (or its `tfccm.io/vars`) changes.")
 	ReasonTemplateRejected = declareReason("TerraformTemplateRejected", corev1.EventTypeWarning,

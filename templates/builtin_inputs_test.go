@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,4 +122,45 @@ func codeOnly(filename string, src []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// TestBuiltinCredentials: which configured credentials each built-in
+// module's workspaces receive (credentials.hcl): none for the sets on our
+// own lbhost provider, the provider's own variables for each cloud.
+func TestBuiltinCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		set, module string
+		has         string // "" = the module declares none
+	}{
+		{"local", "loadbalancer", ""},
+		{"local", "loadbalancer.l4", ""},
+		{"local", "routes", ""},
+		{"baremetal", "loadbalancer", ""},
+		{"baremetal", "routes", ""},
+		{"hcloud", "loadbalancer", "HCLOUD_TOKEN"},
+		{"hcloud", "routes", "HCLOUD_TOKEN"},
+		{"digitalocean", "loadbalancer", "DIGITALOCEAN_TOKEN"},
+		{"exoscale", "loadbalancer", "EXOSCALE_API_SECRET"},
+		{"google", "loadbalancer", "GOOGLE_CREDENTIALS"},
+		{"google", "routes", "GOOGLE_CREDENTIALS"},
+		{"oci", "loadbalancer", "OCI_PRIVATE_KEY"},
+		{"oci", "routes", "OCI_PRIVATE_KEY"},
+		{"openstack", "loadbalancer", "OS_APPLICATION_CREDENTIAL_SECRET"},
+		{"openstack", "routes", "OS_PASSWORD"},
+	} {
+		set, err := LoadBuiltin(tc.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := set.Module(tc.module)
+		if !ok {
+			t.Fatalf("%s has no module %s", tc.set, tc.module)
+		}
+		switch {
+		case tc.has == "" && len(m.Env) != 0:
+			t.Errorf("%s/%s declares credentials %v, want none", tc.set, tc.module, m.Env)
+		case tc.has != "" && !slices.Contains(m.Env, tc.has):
+			t.Errorf("%s/%s declares %v, want %s among them", tc.set, tc.module, m.Env, tc.has)
+		}
+	}
 }

@@ -56,8 +56,13 @@ type Module struct {
 	Health *Module
 	// Credentials is set when the module declares the ephemeral variable
 	// workspace.CredentialsVar: the engine hands it the configured
-	// credentials at every plan and apply.
+	// credentials it declares (Env) at every plan and apply.
 	Credentials bool
+	// Env names the configured credentials (terraform.env, pass_env) the
+	// module's tofu and providers receive, from its
+	// workspace.CredentialsFile (sorted; none without the file). The
+	// admin's declaration: no other credential reaches its workspaces.
+	Env []string
 }
 
 // kindOf maps a set entry name to a module kind and variant.
@@ -93,6 +98,12 @@ func parseModule(key string, kind Kind, variant, origin string, files []File) (*
 			continue // nested modules and data files: copied, not root inputs
 		}
 		name := origin + "/" + f.Path
+		if f.Path == workspace.CredentialsFile {
+			env, d := workspace.ParseCredentials(f.Data, name)
+			diags = append(diags, d...)
+			m.Env = env
+			continue
+		}
 		var hf *hcl.File
 		var d hcl.Diagnostics
 		switch {

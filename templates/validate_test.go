@@ -18,6 +18,7 @@ func TestValidateDir(t *testing.T) {
 		{"sets/full/routes", "", nil},
 		{"invalid/optional_missing_ok", "", nil},
 		{"invalid/credentials_ok", "", nil},
+		{"invalid/credentials_bad_name", "", []string{"credentials_bad_name/loadbalancer/credentials.hcl:1,7: error: Invalid credential name", "TF_VAR_token may not be set"}},
 		{"invalid/credentials_plain", "", []string{"credentials_plain/loadbalancer/main.tf:5,1: error: Credentials variable is not ephemeral", "ephemeral = true"}},
 		{"invalid/unknown_var", "", []string{"unknown_var/loadbalancer/main.tf:5,1: error: Unknown input", `Variable "flavor" has no default`}},
 		{"invalid/bad_attr", "", []string{"bad_attr/loadbalancer/main.tf:1,1: error: Incompatible input type", "service.color: tfccm provides no such attribute"}},

@@ -19,8 +19,9 @@ import (
 //	  ephemeral = true
 //	}
 //
-// gets the configured credentials (terraform.env and pass_env, by variable
-// name) in it at every plan, apply and destroy, for provider blocks and
+// gets the configured credentials its module declares (CredentialsFile,
+// credentials_decl.go; by variable name) in it at every plan, apply and
+// destroy, for provider blocks and
 // write-only arguments. The value goes in a var file under
 // work_dir/.secrets, outside every workspace, that exists only while the
 // command runs; an ephemeral variable is never saved in a plan or in state
@@ -66,9 +67,9 @@ func (r *runner) credentialsFile() (*tfexec.VarFileOption, func(), error) {
 	if r.spec == nil || !declaresCredentials(r.spec) {
 		return nil, func() {}, nil
 	}
-	creds := r.e.credentials
-	if creds == nil {
-		creds = map[string]string{}
+	creds, err := r.credentials()
+	if err != nil {
+		return nil, nil, fmt.Errorf("credentials: %w", err)
 	}
 	data, err := json.Marshal(map[string]map[string]string{CredentialsVar: creds})
 	if err != nil {
@@ -94,4 +95,18 @@ func (r *runner) withCredentials(op string, fn func(vf *tfexec.VarFileOption) er
 	}
 	defer cleanup()
 	return fn(vf)
+}
+
+// credentials are the configured credentials the runner's workspace
+// declares (credentials_decl.go): all its tofu and providers get.
+func (r *runner) credentials() (map[string]string, error) {
+	dir := r.declDir
+	if dir == "" {
+		dir = r.dir
+	}
+	names, err := declaredCredentials(dir)
+	if err != nil {
+		return nil, err
+	}
+	return only(r.e.credentials, names), nil
 }

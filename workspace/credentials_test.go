@@ -2,13 +2,16 @@ package workspace
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfccm/tfccm/internal/testkit"
 )
@@ -34,7 +37,8 @@ resource "terraform_data" "a" {
 `
 
 // TestCredentialsAreEphemeral: a template that declares the ephemeral
-// credentials variable gets the configured credentials at plan and at the
+// credentials variable gets the configured credentials it declares
+// (credentials.hcl) at plan and at the
 // apply of the approved saved plan; the token is in no file of the work
 // dir (saved plan included, read inside its zip), no published plan and no
 // state, and no var file is left behind.
@@ -45,6 +49,7 @@ func TestCredentialsAreEphemeral(t *testing.T) {
 	e := newTestEngine(t, Options{WorkDir: work, Review: true, Env: map[string]string{"API_TOKEN": token}})
 	spec := Spec{Name: "cred", Files: map[string][]byte{
 		"main.tf":           []byte(credentialsModule),
+		CredentialsFile:     []byte(`env = ["API_TOKEN"]` + "\n"),
 		"tfccm.auto.tfvars": fmt.Appendf(nil, "out = %q\n", out),
 	}}
 	spec.Hash = spec.ContentHash()
@@ -79,5 +84,116 @@ func noTokenUnder(t *testing.T, dir, token string) {
 	}
 	for _, f := range found {
 		t.Errorf("%s: the token is kept", f)
+	}
+}
+
+// TestCredentialsOnlyDeclared: with a cloud token in pass_env and another
+// credential in env, the lbhost provider's process (a wrapper in the
+// mirror records the environment it is started with, then runs the real
+// provider) gets neither when its module declares none (the local set),
+// and exactly the declared one when the module's credentials.hcl names it
+// (the hcloud set, an override); tofu's own environment is the same.
+func TestCredentialsOnlyDeclared(t *testing.T) {
+	const token = "marker-hcloud-3b7e1d"
+	t.Setenv("HCLOUD_TOKEN", token)
+	_, plugin, cliConfig := lbhostMirror(t)
+	real := filepath.Join(t.TempDir(), "terraform-provider-lbhost")
+	if err := os.Rename(plugin, real); err != nil {
+		t.Fatal(err)
+	}
+	dumps := t.TempDir()
+	wrapper := fmt.Sprintf("#!/bin/sh\nenv > \"%s/$PPID.env\"\nexec '%s' \"$@\"\n", dumps, real)
+	if err := os.WriteFile(plugin, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, Options{CLIConfigFile: cliConfig, PassEnv: []string{"HCLOUD_TOKEN"},
+		Env: map[string]string{"OTHER_CLOUD_SECRET": "marker-other-91c2"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name     string
+		declared string // credentials.hcl, "" for none
+		want     []string
+		refused  []string
+	}{
+		{"none-declared", "", nil, []string{"HCLOUD_TOKEN", "OTHER_CLOUD_SECRET"}},
+		{"hcloud-declared", "env = [\"HCLOUD_TOKEN\"]\n", []string{"HCLOUD_TOKEN=" + token}, []string{"OTHER_CLOUD_SECRET"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emptyDir(t, dumps)
+			extra := map[string]string{}
+			if tc.declared != "" {
+				extra[CredentialsFile] = tc.declared
+			}
+			spec := lbhostSpec(tc.name, "1", extra)
+			if _, err := e.Apply(spec); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Wait(ctx, tc.name, spec.Hash); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			envs, _ := filepath.Glob(filepath.Join(dumps, "*.env"))
+			if len(envs) == 0 {
+				t.Fatal("the provider was never started")
+			}
+			for _, f := range envs {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := strings.Split(string(b), "\n")
+				for _, w := range tc.want {
+					if !slices.Contains(lines, w) {
+						t.Errorf("%s: the provider's environment lacks %s", filepath.Base(f), strings.SplitN(w, "=", 2)[0])
+					}
+				}
+				for _, r := range tc.refused {
+					for _, l := range lines {
+						if strings.HasPrefix(l, r+"=") {
+							t.Errorf("%s: the provider's environment holds %s, which its module does not declare", filepath.Base(f), r)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// emptyDir empties dir.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestParseCredentials: the declaration's names, and the names and
+// shapes refused.
+func TestParseCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		src, want, err string
+	}{
+		{src: "", want: ""},
+		{src: `env = ["HCLOUD_TOKEN", "HCLOUD_ENDPOINT"]`, want: "HCLOUD_ENDPOINT,HCLOUD_TOKEN"},
+		{src: `env = ["TF_VAR_x"]`, err: "TF_VAR_x may not be set"},
+		{src: `env = ["TF_CLI_CONFIG_FILE"]`, err: "managed by tfccm"},
+		{src: `env = ["A", "A"]`, err: "names A twice"},
+		{src: `env = "A"`, err: "Unsuitable value type"},
+		{src: `other = ["A"]`, err: "Unsupported argument"},
+		{src: `env = [`, err: "Missing expression"},
+	} {
+		got, diags := ParseCredentials([]byte(tc.src), CredentialsFile)
+		if tc.err != "" {
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.err) {
+				t.Errorf("%q: diagnostics %v, want %q", tc.src, diags, tc.err)
+			}
+			continue
+		}
+		if diags.HasErrors() || strings.Join(got, ",") != tc.want {
+			t.Errorf("%q: %v %v, want %s", tc.src, got, diags, tc.want)
+		}
 	}
 }

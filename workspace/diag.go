@@ -26,6 +26,11 @@ type Error struct {
 	// providers or modules no longer match (a provider rebuilt or upgraded
 	// in the mirror, a new module source): init must run again.
 	Reinit bool
+	// Provider is set when tofu refused a provider whose package does
+	// not match the checksums of the dependency lock file: "ADDRESS
+	// VERSION" (integrity.go). The lock file is kept; runs go on failing
+	// until the package matches again.
+	Provider string
 	// Denied is set when the gate (policy) refused the plan: nothing is
 	// retried until the work changes.
 	Denied bool
@@ -43,6 +48,10 @@ var invalidInputDiagnostics = []string{
 }
 
 // reinitDiagnostics are tofu/terraform errors that `init` repairs.
+// A checksum mismatch is one when the installed copy is stale and the
+// package it came from matches: init installs it again, keeping the lock
+// file; if the package itself does not match, init refuses it
+// (integrity.go).
 var reinitDiagnostics = []string{
 	"does not match any of the checksums recorded in the dependency lock file",
 	"checksums previously recorded in the dependency lock file",

@@ -38,8 +38,11 @@
 // command starts is the stand-in of package workspace/jobrunner, which
 // runs the command in a Kubernetes Job and answers as tofu would; the
 // engine's passes are the same.
-// A new workspace's init starts from the dependency lock file an earlier
-// init of the same template wrote (initcache.go); the Event that says an
+// A new workspace's init starts from the pinned dependency lock file
+// (Options.ProviderLockFile) or the one an earlier init of the same
+// template wrote (initcache.go); a provider that does not match it is
+// refused, never re-trusted (integrity.go); a workspace's tofu gets only
+// the credentials its template declares (credentials_decl.go); the Event that says an
 // apply starts takes its counts from the plan's own output (plancounts.go).
 //
 // Files: engine.go (Engine, its API), lifecycle.go (phases and
@@ -48,7 +51,9 @@
 // plancounts.go (a plan's counts), backend.go (state and backend settings),
 // publish.go and review.go (review mode), planstore.go (pending plans kept
 // outside the work dir, across restarts; the state check of approved
-// plans), credentials.go (credentials as an ephemeral variable), procs.go
+// plans), credentials.go (credentials as an ephemeral variable),
+// credentials_decl.go (which credentials a workspace gets), integrity.go
+// (provider checksums), procs.go
 // (processes), paths.go (the files under .tfccm), queue.go, lock.go,
 // record.go, applied.go, tombstone.go.
 package workspace

@@ -31,12 +31,15 @@ type Engine struct {
 	// encryption identifies the encryption configuration (encryptionID).
 	encryption string
 	env        map[string]string
-	// credentials are the configured credentials, for templates that
-	// declare CredentialsVar (credentials.go).
+	// env is every tofu's environment but the credentials; credentials
+	// are the configured ones, each given only to the workspaces whose
+	// template declares it (credentials_decl.go).
 	credentials map[string]string
-	scrub       *secret.Scrubber
-	self        claim  // this process, for claim files
-	sockets     string // providers' socket directory, "" with mTLS (sockets.go)
+	// pinnedLock is Options.ProviderLockFile's content (integrity.go).
+	pinnedLock []byte
+	scrub      *secret.Scrubber
+	self       claim  // this process, for claim files
+	sockets    string // providers' socket directory, "" with mTLS (sockets.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -115,16 +118,23 @@ func New(opts Options) (*Engine, error) {
 		}
 		settings.PluginSocketDir = dir
 	}
-	env, secrets, err := tfenv.Build(settings)
+	env, creds, secrets, err := tfenv.Workspace(settings)
 	if err != nil {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
+	var pinned []byte
+	if opts.ProviderLockFile != "" {
+		if pinned, err = readProviderLock(opts.ProviderLockFile); err != nil {
+			return nil, fmt.Errorf("workspace engine: %w", err)
+		}
+	}
 	registerMetrics()
 	e := &Engine{
+		pinnedLock:  pinned,
 		opts:        opts,
 		encryption:  encryptionID(opts),
 		env:         env,
-		credentials: tfenv.Credentials(settings),
+		credentials: creds,
 		scrub:       secret.NewScrubber(secrets),
 		self:        selfClaim(opts.Identity, ""),
 		retries:     newRetryBackoff(opts.Backoff),

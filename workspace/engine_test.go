@@ -314,7 +314,7 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
     command = "echo \"token is $API_TOKEN\"; exit 3"
   }
 }
-`)}}
+`), CredentialsFile: []byte(`env = ["API_TOKEN"]`)}}
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ resource "terraform_data" "env" {
 output "n" {
   value = var.n
 }
-`)}}
+`), CredentialsFile: []byte(`env = ["GIVEN", "PASSED"]`)}}
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,11 @@ import (
 // ran init.
 //
 // tofu remains the judge of the lock file: a seeded lock file that no
-// longer fits (a changed constraint, another build of a provider) fails
-// init, which is then run again without it and the shared copy dropped.
+// longer fits (a changed constraint) fails init, which is then run again
+// without it and the shared copy dropped; one a provider's package does
+// not match is kept and the package refused (integrity.go). With a pinned
+// lock file (Options.ProviderLockFile) every init starts from that
+// instead, and the key includes it.
 // A shared copy whose checksum does not match is dropped unread, and a new
 // incarnation (maybe a new image, with another mirror) starts with none.
 
@@ -110,6 +113,8 @@ func (e *Engine) initKeyHash(kind string) hash.Hash {
 			h.Write(b)
 		}
 	}
+	fmt.Fprintf(h, "provider lock %d\n", len(e.pinnedLock))
+	h.Write(e.pinnedLock)
 	return h
 }
 

@@ -55,6 +55,16 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// providerChecksumMismatches counts tofu commands refused because a
+	// provider's package did not match the checksums of the workspace's
+	// dependency lock file (integrity.go).
+	providerChecksumMismatches = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "provider_checksum_mismatches_total",
+		Help:           "Terraform commands refused because a provider's package did not match the checksums of the workspace's dependency lock file (the pinned terraform.provider_lock_file, or the first init's), by provider address; the lock file is kept and the workspace's runs fail until the package matches.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider"})
+
 	registerOnce sync.Once
 )
 
@@ -62,7 +72,7 @@ var (
 // the CCM serves on /metrics.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(operationsTotal, operationDuration, queueDepth, inFlight)
+		legacyregistry.MustRegister(operationsTotal, operationDuration, queueDepth, inFlight, providerChecksumMismatches)
 		legacyregistry.CustomMustRegister(collector)
 	})
 }

@@ -38,6 +38,11 @@ type Options struct {
 	PassEnv []string
 	// CLIConfigFile is passed as TF_CLI_CONFIG_FILE.
 	CLIConfigFile string
+	// ProviderLockFile, when set, is the dependency lock file every init
+	// starts from (the cluster admin's: written by the build beside the
+	// provider mirror, internal/providerlock): a provider package that
+	// does not match it is refused (integrity.go).
+	ProviderLockFile string
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
 	PluginCacheDir string
 	// ProviderMTLS keeps go-plugin's automatic mTLS between tofu and its

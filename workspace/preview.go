@@ -32,8 +32,14 @@ const (
 type PreviewOptions struct {
 	// Binary is tofu (or terraform).
 	Binary string
-	// Env is tofu's whole environment (tfenv.Build); it may hold secrets.
+	// Env is tofu's environment but the credentials (tfenv.Workspace).
 	Env map[string]string
+	// Credentials are the configured credentials; a preview gets the ones
+	// its module declares (CredentialsFile), as the engine's runs do.
+	Credentials map[string]string
+	// ProviderLockFile, when set, is the dependency lock file init starts
+	// from (Options.ProviderLockFile, integrity.go).
+	ProviderLockFile string
 	// Scrub removes the secrets of Env from errors.
 	Scrub *secret.Scrubber
 }
@@ -72,6 +78,11 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	if env == nil {
 		env = map[string]string{}
 	}
+	names, err := declaredCredentials(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
+	}
+	maps.Copy(env, only(o.Credentials, names))
 	maps.Copy(env, benv)
 	tf, err := tfexec.NewTerraform(dir, o.Binary)
 	if err != nil {
@@ -79,6 +90,15 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	}
 	if err := tf.SetEnv(env); err != nil {
 		return nil, err
+	}
+	if o.ProviderLockFile != "" {
+		lock, err := readProviderLock(o.ProviderLockFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, lockFile), lock, 0o644); err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
+		}
 	}
 	initOpts := []tfexec.InitOption{tfexec.Upgrade(false)}
 	if len(bfile) > 0 {

@@ -75,7 +75,7 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 			return nil, fmt.Errorf("probe %s/%s: copy its inputs: %w", name, module, err)
 		}
 	}
-	r := &runner{e: e, dir: dir, scrub: e.scrub}
+	r := &runner{e: e, dir: dir, declDir: e.Dir(name), scrub: e.scrub}
 	// Initialized: its .terraform, or with runner Jobs its lock file alone
 	// (the providers, all a probe's .terraform holds, stay in the pod; the
 	// next pod links them again). A refresh that finds them missing
@@ -97,9 +97,8 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 	err := r.probeCommand(ctx, "refresh", refresh)
 	var perr *Error
 	if errors.As(err, &perr) && perr.Reinit {
-		if rerr := os.Remove(filepath.Join(dir, ".terraform.lock.hcl")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return nil, err
-		}
+		// The lock file is kept (integrity.go): init reinstalls what it
+		// locks or refuses the package.
 		if err := r.probeInit(ctx, false); err != nil {
 			return nil, err
 		}
@@ -246,7 +245,11 @@ func (r *runner) probeInit(ctx context.Context, fresh bool) error {
 	if err != nil {
 		return &Error{Op: "probe init", Summary: err.Error()}
 	}
-	if fresh && r.e.seedLockFile(r.dir, key) && r.e.seedPrepared(r.dir, key, nil) {
+	pinned, err := r.e.pinLockFile(r.dir)
+	if err != nil {
+		return &Error{Op: "probe init", Summary: err.Error()}
+	}
+	if fresh && (pinned || r.e.seedLockFile(r.dir, key)) && r.e.seedPrepared(r.dir, key, nil) {
 		operationsTotal.WithLabelValues("probe_init", resultPrepared).Inc()
 		return nil
 	}
@@ -274,7 +277,11 @@ func (r *runner) probeCommand(ctx context.Context, op string, fn func(context.Co
 	if err != nil {
 		operationsTotal.WithLabelValues("probe_"+op, resultError).Inc()
 		text := err.Error()
-		return &Error{Op: "probe " + op, Summary: r.scrub.Scrub(summarize(text)), Reinit: needsReinit(text)}
+		summary := r.scrub.Scrub(summarize(text))
+		if p := providerMismatch(text); p != "" && op == "init" {
+			return mismatchError("probe "+op, p, summary)
+		}
+		return &Error{Op: "probe " + op, Summary: summary, Reinit: needsReinit(text)}
 	}
 	operationsTotal.WithLabelValues("probe_"+op, resultSuccess).Inc()
 	return nil

@@ -56,7 +56,7 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 			removeClaim(r.dir)
 		}
 	}()
-	if initHash := spec.initHash(); out.rec.InitHash != initHash {
+	if initHash := e.recordInitHash(spec); out.rec.InitHash != initHash {
 		if err := r.init(ctx, spec, out.rec.InitHash != ""); err != nil {
 			return out.fail("init", err)
 		}

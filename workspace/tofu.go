@@ -33,6 +33,9 @@ type runner struct {
 	hadClaim bool
 	unlocked bool
 	spec     *Spec // for init again (reinit)
+	// declDir holds the workspace's CredentialsFile ("" = dir): a probe's
+	// copy reads its workspace's declaration.
+	declDir  string
 	reinited bool
 	planLine *planLineWriter // the last plan's summary line (plancounts.go)
 	// unsaved is the stdout of an apply that plans itself (applyUnsaved):
@@ -54,14 +57,20 @@ type runner struct {
 func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	key := r.e.initCacheKey(spec)
 	fresh := !migrate && !r.reinited && !exists(filepath.Join(r.dir, ".terraform"))
-	seeded := !r.reinited && r.e.seedLockFile(r.dir, key)
-	if fresh && seeded && r.e.seedPrepared(r.dir, key, spec) {
+	pinned, perr := r.e.pinLockFile(r.dir)
+	if perr != nil {
+		return &Error{Op: "init", Summary: perr.Error()}
+	}
+	seeded := !pinned && !r.reinited && r.e.seedLockFile(r.dir, key)
+	if fresh && (seeded || pinned) && r.e.seedPrepared(r.dir, key, spec) {
 		operationsTotal.WithLabelValues("init", resultPrepared).Inc()
 		return nil
 	}
 	unlinkPrepared(r.dir)
 	err := r.initDir(ctx, spec, migrate)
-	if err != nil && seeded && !r.reinited && ctx.Err() == nil {
+	// A shared lock file that does not fit is dropped; one a provider's
+	// package does not match is kept, and so is the refusal.
+	if err != nil && seeded && !r.reinited && ctx.Err() == nil && ProviderMismatch(err) == "" {
 		klog.InfoS("Init with the shared dependency lock file failed; dropping it and running init without it", "workspace", spec.Name, "err", err)
 		r.e.dropCachedLock(key)
 		if rerr := os.Remove(filepath.Join(r.dir, lockFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -117,10 +126,10 @@ func (r *runner) initDir(ctx context.Context, spec *Spec, migrate bool) error {
 }
 
 // reinit is init again after a step said the installed providers or
-// modules no longer match (see Error.Reinit), with the dependency lock
-// file removed first: in a generated workspace it is only tofu's record of
-// what it installed (templates cannot ship one), and the mirror now holds
-// another build, which may even carry the same version (a new image). It
+// modules no longer match (see Error.Reinit). The dependency lock file is
+// kept (integrity.go): init reinstalls what it locks (a stale copy in
+// .terraform), and refuses a package that does not match it; only a new
+// pinned lock file (a new image) changes which builds are accepted. It
 // runs at most once per run, and only when the failed step asked for it.
 func (r *runner) reinit(ctx context.Context, err error) bool {
 	spec := r.spec
@@ -131,12 +140,11 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 	r.reinited = true
 	klog.InfoS("Installed providers or modules no longer match; running init again", "workspace", spec.Name, "err", err)
 	r.e.dropCachedLock(r.e.initCacheKey(spec)) // it records the same builds
-	if rerr := os.Remove(filepath.Join(r.dir, lockFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		klog.InfoS("Remove the dependency lock file before init", "workspace", spec.Name, "err", rerr)
-		return false
-	}
 	if ierr := r.init(ctx, spec, false); ierr != nil {
 		klog.InfoS("Init after a provider or module change failed", "workspace", spec.Name, "err", ierr)
+		if ProviderMismatch(ierr) != "" {
+			e.Provider, e.Summary = ierr.(*Error).Provider, ierr.(*Error).Summary // init refused the package: that is the failure
+		}
 		return false
 	}
 	return true
@@ -154,8 +162,13 @@ func (r *runner) newTF(id string, sockets map[string]string) (*tfexec.Terraform,
 	if err != nil {
 		return nil, err
 	}
-	env := make(map[string]string, len(r.e.env)+len(r.env)+2)
+	creds, err := r.credentials()
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(r.e.env)+len(creds)+len(r.env)+2)
 	maps.Copy(env, r.e.env)
+	maps.Copy(env, creds) // only the ones its template declares
 	maps.Copy(env, r.env)
 	maps.Copy(env, runEnv(id, r.dir))
 	maps.Copy(env, sockets)
@@ -265,6 +278,12 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			failed, invalid = "plan", true
 		}
 		e := &Error{Op: failed, Summary: r.scrub.Scrub(summarize(text)), Invalid: invalid, Reinit: needsReinit(text)}
+		if p := providerMismatch(text); p != "" && (op == "init" || r.reinited) {
+			// The package itself does not match (init installs from it):
+			// refused, the lock file kept (integrity.go).
+			klog.InfoS("Provider package does not match the dependency lock file; refusing to run it", "workspace", filepath.Base(r.dir), "op", op, "provider", p, "output", r.scrub.Scrub(logLines(text)))
+			return mismatchError(op, p, e.Summary)
+		}
 		if r.reinit(ctx, e) {
 			if op == "init" {
 				return nil // reinit has just run init

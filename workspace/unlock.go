@@ -103,7 +103,7 @@ func newUnlockRunner(opts UnlockOptions, spec *Spec, dir string) (*runner, error
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
 	}
-	env, secrets, err := tfenv.Build(opts.Env)
+	env, creds, secrets, err := tfenv.Workspace(opts.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func newUnlockRunner(opts UnlockOptions, spec *Spec, dir string) (*runner, error
 		opts.Timeout = 5 * time.Minute
 	}
 	e := &Engine{opts: Options{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Identity: opts.Identity}, env: env,
-		credentials: tfenv.Credentials(opts.Env)}
+		credentials: creds}
 	backendEnv, _ := splitBackendSecrets(spec)
 	scrub := secret.NewScrubber(secrets, mapValues(spec.BackendConfig))
 	return &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, unlocked: true, spec: spec}, nil

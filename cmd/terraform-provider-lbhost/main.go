@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
 	"github.com/tfccm/tfccm/internal/parentwatch"
+	"github.com/tfccm/tfccm/internal/providerlock"
 	tfccmversion "github.com/tfccm/tfccm/internal/version"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
@@ -25,6 +27,7 @@ var version = tfprovider.Version
 func main() {
 	debug := flag.Bool("debug", false, "run as a debuggable process (prints TF_REATTACH_PROVIDERS)")
 	cliConfig := flag.String("cli-config", "", "print a CLI configuration installing this provider from the filesystem mirror at `DIR`, and exit")
+	lockFile := flag.String("lock-file", "", "print the dependency lock file (checksums) of every provider in the filesystem mirror at `DIR`, for terraform.provider_lock_file, and exit")
 	showVersion := flag.Bool("version", false, "print the provider's version and the tfccm build's, and exit")
 	flag.Parse()
 	if *showVersion {
@@ -33,6 +36,14 @@ func main() {
 	}
 	if *cliConfig != "" {
 		fmt.Print(mirror.CLIConfig(*cliConfig))
+		return
+	}
+	if *lockFile != "" {
+		ps, err := providerlock.Mirror(*lockFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		os.Stdout.Write(providerlock.File(ps))
 		return
 	}
 	if !*debug {

@@ -119,12 +119,12 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
-	env, secrets, err := tfenv.Build(t.EnvSettings(scratch))
+	env, creds, secrets, err := tfenv.Workspace(t.EnvSettings(scratch))
 	if err != nil {
 		return nil, err
 	}
 	opts := fleet.Options{
-		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Scrub: secret.NewScrubber(secrets)},
+		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Credentials: creds, ProviderLockFile: t.ProviderLockFile, Scrub: secret.NewScrubber(secrets)},
 		Parallelism:    o.parallel,
 		ScratchDir:     scratch,
 		Policy:         rules,

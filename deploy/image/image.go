@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/tfccm/tfccm/internal/providerlock"
 )
 
 // Paths inside the image. The Helm chart, deploy/base and the README rely on
@@ -38,6 +40,12 @@ const (
 	// ProviderMirror is the filesystem mirror of provider plugins (the
 	// layout `tofu providers mirror` writes); CLIConfig points at it.
 	ProviderMirror = "/usr/local/share/tfccm/providers"
+	// ProviderLockFile holds the checksums of every provider in
+	// ProviderMirror (internal/providerlock), written when the image is
+	// built from the packages it ships: the cloud config's
+	// terraform.provider_lock_file (the cluster admin's), so a package
+	// changed after the build is refused.
+	ProviderLockFile = "/usr/local/share/tfccm/providers.lock.hcl"
 	// CLIConfig is OpenTofu's CLI configuration, also named by the
 	// TF_CLI_CONFIG_FILE environment variable.
 	CLIConfig = "/etc/tfccm/tofurc"
@@ -292,6 +300,11 @@ func Layers(s Spec) ([]Layer, error) {
 		if err != nil {
 			return nil, err
 		}
+		locked, err := providerlock.Mirror(s.Providers)
+		if err != nil {
+			return nil, fmt.Errorf("image: %w", err)
+		}
+		pe = append(pe, data(ProviderLockFile, 0o644, root, string(providerlock.File(locked))))
 		specs = append(specs, struct {
 			by      string
 			entries []entry

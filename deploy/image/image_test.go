@@ -189,6 +189,10 @@ func TestContent(t *testing.T) {
 		t.Errorf("CLI config does not name the mirror:\n%s", rc)
 	}
 
+	if lock := files[ProviderLockFile].body; !strings.Contains(lock, `provider "example.com/acme/widget"`) || !strings.Contains(lock, `"h1:`) {
+		t.Errorf("the providers' lock file does not lock the mirror's provider:\n%s", lock)
+	}
+
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)

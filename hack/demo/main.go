@@ -244,8 +244,10 @@ func cloudConfig(work, bin string, cloud *localcloud.Cloud) harness.CloudConfig 
 		WorkDir:     filepath.Join(work, "tfccm"),
 		TemplateSet: "local",
 		Tofu:        filepath.Join(bin, "tofu"),
-		// The local set uses the lbhost provider from bin/providers (make build).
-		Terraform: []string{fmt.Sprintf("cli_config_file = %q", filepath.Join(bin, "lbhost.tfrc"))},
+		// The local set uses the lbhost provider from bin/providers (make
+		// build), held to the checksums make build wrote beside it.
+		Terraform: []string{fmt.Sprintf("cli_config_file = %q", filepath.Join(bin, "lbhost.tfrc")),
+			fmt.Sprintf("provider_lock_file = %q", filepath.Join(bin, "providers.lock.hcl"))},
 		Blocks: harness.Block("load_balancer", cloud.LBSettings()) +
 			harness.Block("routes", cloud.RoutesSettings()) +
 			fmt.Sprintf("instances {\n  source \"infra\" {\n    dir = %q\n  }\n}\n", cloud.InfraDir()),

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/deploy/image"
+	"github.com/tfccm/tfccm/internal/providerlock"
 	"github.com/tfccm/tfccm/internal/repo"
 )
 
@@ -155,6 +156,10 @@ func release(root string, o options, providerVersion string) error {
 		providerBins[p] = bins[p][providerBinary]
 	}
 	if err := writeProviderMirror(filepath.Join(out, "providers"), providerVersion, providerBins, created); err != nil {
+		return err
+	}
+	// Its checksums, for terraform.provider_lock_file beside a copy of it.
+	if err := providerlock.WriteMirrorLock(filepath.Join(out, "providers"), filepath.Join(out, "providers.lock.hcl")); err != nil {
 		return err
 	}
 

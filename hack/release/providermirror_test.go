@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/mod/sumdb/dirhash"
 
+	"github.com/tfccm/tfccm/internal/providerlock"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 )
@@ -147,6 +149,16 @@ func TestProviderFilesystemMirror(t *testing.T) {
 	lock := tofuInit(t, fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path = %s\n  }\n}\n", strconv.Quote(root)))
 	if h1 := zipH1(t, root); !strings.Contains(lock, strconv.Quote(h1)) {
 		t.Errorf("the lock file does not record the zip's %s (%s):\n%s", h1, zh, lock)
+	}
+	// The release's providers.lock.hcl (internal/providerlock) holds what
+	// tofu recorded, for every platform's zip.
+	ps, err := providerlock.Mirror(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].Address != mirror.Source || ps[0].Version != mirror.Version || len(ps[0].Hashes) != 4 ||
+		!slices.Contains(ps[0].Hashes, zipH1(t, root)) || !slices.Contains(ps[0].Hashes, zh) {
+		t.Errorf("the release's lock file of the mirror: %+v, want the h1 and zh of both platforms' zips (%s)", ps, zh)
 	}
 }
 

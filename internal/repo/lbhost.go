@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tfccm/tfccm/internal/providerlock"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 )
 
@@ -18,8 +19,8 @@ var lbhost struct {
 }
 
 // LBHostCLIConfig builds the lbhost provider from this repository into the
-// filesystem mirror bin/providers (as `make build` does; the build is
-// cached by Go) and returns bin/lbhost.tfrc, a CLI configuration that
+// filesystem mirror bin/providers (as `make build` does, with its lock file
+// bin/providers.lock.hcl; the build is cached by Go) and returns bin/lbhost.tfrc, a CLI configuration that
 // installs it from there. Once per process; the binary is replaced
 // atomically so concurrent test binaries never see a partial file.
 func LBHostCLIConfig() (string, error) {
@@ -53,6 +54,18 @@ func LBHostCLIConfig() (string, error) {
 				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
 				return
 			}
+		}
+		// The mirror's checksums, as make build writes them: a cloud
+		// config's provider_lock_file (make demo) must match this build.
+		lock := filepath.Join(root, "bin", "providers.lock.hcl")
+		tmpLock := fmt.Sprintf("%s.tmp%d", lock, os.Getpid())
+		if err := providerlock.WriteMirrorLock(providers, tmpLock); err != nil {
+			lbhost.err = fmt.Errorf("lbhost provider lock file: %w", err)
+			return
+		}
+		if err := os.Rename(tmpLock, lock); err != nil {
+			lbhost.err = fmt.Errorf("lbhost provider lock file: %w", err)
+			return
 		}
 		cfg := filepath.Join(root, "bin", "lbhost.tfrc")
 		tmpCfg := fmt.Sprintf("%s.tmp%d", cfg, os.Getpid())

@@ -170,3 +170,21 @@ func Credentials(s Settings) map[string]string {
 	}
 	return out
 }
+
+// Workspace splits Build for the workspace engine: env is the environment
+// without the credentials (Env and PassEnv), which a workspace gets only
+// by name as its template declares them (workspace.CredentialsFile);
+// creds are those credentials (Credentials); secrets are all of Build's.
+func Workspace(s Settings) (env, creds map[string]string, secrets []string, err error) {
+	_, secrets, err = Build(s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	base := s
+	base.Env, base.PassEnv = nil, nil
+	env, _, err = Build(base)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return env, Credentials(s), secrets, nil
+}

@@ -1,6 +1,7 @@
 package tfenv
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,33 @@ func TestValidBackendType(t *testing.T) {
 		if got := ValidBackendType(s); got != want {
 			t.Errorf("ValidBackendType(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestWorkspaceKeepsCredentialsApart: the environment every workspace
+// gets holds no credential of env or pass_env; they come apart, by name,
+// and are still scrubbed.
+func TestWorkspaceKeepsCredentialsApart(t *testing.T) {
+	t.Setenv("HCLOUD_TOKEN", "marker-pass")
+	env, creds, secrets, err := Workspace(Settings{Env: map[string]string{"API_TOKEN": "marker-env"}, PassEnv: []string{"HCLOUD_TOKEN", "UNSET_ONE"}, Home: "/h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"API_TOKEN", "HCLOUD_TOKEN", "UNSET_ONE"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("the shared environment holds %s", k)
+		}
+	}
+	if env["PATH"] == "" || env["CHECKPOINT_DISABLE"] != "1" {
+		t.Errorf("the shared environment lost its base: %v", env)
+	}
+	if creds["API_TOKEN"] != "marker-env" || creds["HCLOUD_TOKEN"] != "marker-pass" || len(creds) != 2 {
+		t.Errorf("credentials %v", creds)
+	}
+	if !slices.Contains(secrets, "marker-env") || !slices.Contains(secrets, "marker-pass") {
+		t.Errorf("secrets %v lack a credential", secrets)
+	}
+	if _, _, _, err := Workspace(Settings{PassEnv: []string{"TF_VAR_x"}}); err == nil {
+		t.Error("TF_VAR_x in pass_env was accepted")
 	}
 }

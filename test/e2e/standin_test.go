@@ -36,25 +36,25 @@ func applyStandInInfra(t *testing.T, env *standin.Env, set, serverType string) (
 }
 
 // writeStandInCloudConfig is writeCloudConfig for a set whose provider the
-// stand-in plays: its CLI config and call log, store and fixture reach
-// tofu through the terraform block (extraEnv adds credentials the real
-// provider would need).
+// stand-in plays: its CLI config in the terraform block, its call log,
+// store and fixture in its settings file (extraEnv adds credentials the
+// real provider would need, to terraform.env).
 func writeStandInCloudConfig(t *testing.T, env *standin.Env, blocks string, extraEnv ...string) (cfg, workDir string) {
 	t.Helper()
-	return writeCloudConfig(t, t.TempDir(), blocks, standInTerraform(env, extraEnv...)...)
+	return writeCloudConfig(t, t.TempDir(), blocks, standInTerraform(t, env, extraEnv...)...)
 }
 
 // standInTerraform are the terraform block's lines for the stand-in (its
-// CLI config; env with its settings and extraEnv).
-func standInTerraform(env *standin.Env, extraEnv ...string) []string {
-	vars := append([]string{
-		fmt.Sprintf("%s = %q", standin.EnvLog, env.Log), fmt.Sprintf("%s = %q", standin.EnvStore, env.Store),
-		fmt.Sprintf("%s = %q", standin.EnvFixture, env.Fixture),
-	}, extraEnv...)
-	if len(env.Only) > 0 {
-		vars = append(vars, fmt.Sprintf("%s = %q", standin.EnvOnly, strings.Join(env.Only, ",")))
+// CLI config; env with extraEnv). The stand-in's own settings go to its
+// settings file (written here, Only included): a workspace's tofu gets
+// only the credentials its template declares.
+func standInTerraform(t *testing.T, env *standin.Env, extraEnv ...string) []string {
+	env.WriteSettings(t)
+	lines := []string{fmt.Sprintf("cli_config_file = %q", env.CLIConfig)}
+	if len(extraEnv) > 0 {
+		lines = append(lines, "env = { "+strings.Join(extraEnv, ", ")+" }")
 	}
-	return []string{fmt.Sprintf("cli_config_file = %q", env.CLIConfig), "env = { " + strings.Join(vars, ", ") + " }"}
+	return lines
 }
 
 // waitStandInCalls waits until the calls the cloud received since the last

@@ -2,6 +2,8 @@ package standin
 
 import (
 	"embed"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -91,8 +93,12 @@ func Install(mirrorDir, binary string, providers ...Provider) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("install stand-in for %s: %w", p.Name, err)
 		}
-		script := fmt.Sprintf("#!/bin/sh\n# tfccm stand-in for %s %s (test tool; not the real provider)\nexec '%s' -provider %s \"$@\"\n",
-			p.Address, p.Version, abs, strconv.Quote(p.Address))
+		settings := SettingsFile(mirrorDir)
+		if strings.ContainsAny(settings, "'\n") {
+			return fmt.Errorf("install stand-in: unsupported character in path %q", settings)
+		}
+		script := fmt.Sprintf("#!/bin/sh\n# tfccm stand-in for %s %s (test tool; not the real provider)\nexec '%s' -provider %s -settings '%s' \"$@\"\n",
+			p.Address, p.Version, abs, strconv.Quote(p.Address), settings)
 		exe := filepath.Join(dir, "terraform-provider-"+typ+"_v"+p.Version)
 		if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
 			return fmt.Errorf("install stand-in for %s: %w", p.Name, err)
@@ -119,6 +125,39 @@ provider_installation {
 `, strconv.Quote(mirrorDir), strings.Join(addrs, ", "))
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("write stand-in CLI config: %w", err)
+	}
+	return nil
+}
+
+// SettingsFile is where the launchers of the mirror at mirrorDir look for
+// the stand-in's settings (beside the mirror): the Env* variables as a
+// JSON object, for those the stand-in's environment lacks. tfccm gives a
+// workspace only the credentials its template declares, so a test of the
+// CCM configures the stand-in here rather than in terraform.env.
+func SettingsFile(mirrorDir string) string {
+	return filepath.Join(filepath.Dir(mirrorDir), "standin-settings.json")
+}
+
+// LoadSettings sets the variables of the settings file that the
+// environment lacks; a missing file sets nothing.
+func LoadSettings(file string) error {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stand-in settings: %w", err)
+	}
+	var vars map[string]string
+	if err := json.Unmarshal(data, &vars); err != nil {
+		return fmt.Errorf("stand-in settings %s: %w", file, err)
+	}
+	for k, v := range vars {
+		if os.Getenv(k) == "" {
+			if err := os.Setenv(k, v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -69,8 +69,12 @@ type Server struct {
 var _ tfprotov6.ProviderServer = (*Server)(nil)
 
 // NewServer returns a server for schema, configured from the environment
-// (EnvLog, EnvFixture, EnvStore).
+// (EnvLog, EnvFixture, EnvStore), after recording that environment
+// (EnvEnviron).
 func NewServer(schema *ProviderSchema) (*Server, error) {
+	if err := recordEnviron(schema.Address); err != nil {
+		return nil, err
+	}
 	if only := os.Getenv(EnvOnly); only != "" {
 		schema = schema.Only(strings.Split(only, ","))
 	}

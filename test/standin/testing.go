@@ -22,9 +22,13 @@ type Env struct {
 	Log       string
 	Store     string
 	Fixture   string
+	// Environ is where its processes record their environment
+	// (EnvEnviron, Environs).
+	EnvironLog string
 	// Only, when set, limits the served types (EnvOnly).
-	Only []string
-	tofu string
+	Only     []string
+	tofu     string
+	settings string // the launchers' settings file (WriteSettings)
 }
 
 // Setup builds the stand-in, installs it for the named known providers
@@ -47,6 +51,7 @@ func Setup(t testing.TB, names ...string) *Env {
 	e := &Env{
 		Dir: dir, CLIConfig: filepath.Join(dir, "tofurc"), Log: filepath.Join(dir, "calls.jsonl"),
 		Store: filepath.Join(dir, "store"), Fixture: filepath.Join(dir, "fixture.json"), tofu: repo.Tofu(t),
+		EnvironLog: filepath.Join(dir, "environ.jsonl"),
 	}
 	mirror := filepath.Join(dir, "mirror")
 	if err := Install(mirror, bin, providers...); err != nil {
@@ -58,7 +63,28 @@ func Setup(t testing.TB, names ...string) *Env {
 	if err := os.WriteFile(e.Fixture, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	e.settings = SettingsFile(mirror)
+	e.WriteSettings(t)
 	return e
+}
+
+// WriteSettings writes the stand-in's settings (Log, Store, Fixture and
+// Only) into the file its launchers read: a CCM's tofu, which passes on
+// no undeclared variable, runs the stand-in configured as this Env.
+// Call it again after changing Only.
+func (e *Env) WriteSettings(t testing.TB) {
+	t.Helper()
+	vars := map[string]string{EnvLog: e.Log, EnvStore: e.Store, EnvFixture: e.Fixture, EnvEnviron: e.EnvironLog}
+	if len(e.Only) > 0 {
+		vars[EnvOnly] = strings.Join(e.Only, ",")
+	}
+	data, err := json.Marshal(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.settings, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Environ is the environment for OpenTofu processes using the stand-in.

@@ -190,8 +190,10 @@ override_dir = "/etc/tfccm/templates"
 {{- end }}
 
 terraform {
-  # The image's OpenTofu CLI config: providers from its mirror.
+  # The image's OpenTofu CLI config: providers from its mirror, held to the
+  # checksums written when the image was built.
   cli_config_file = "/etc/tfccm/tofurc"
+  provider_lock_file = "/usr/local/share/tfccm/providers.lock.hcl"
   {{- with .Values.credentials.keys }}
   # credentials.keys
   pass_env = [{{ range $i, $k := . }}{{ if $i }}, {{ end }}{{ $k | quote }}{{ end }}]

@@ -41,8 +41,14 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("terraform-provider-standin", flag.ContinueOnError)
 	provider := fs.String("provider", "", "known provider name or address to pose as")
 	schemaFile := fs.String("schema", "", "a `tofu providers schema -json` file (.json or .json.gz) instead of an embedded schema")
+	settings := fs.String("settings", "", "a JSON `file` of the stand-in's variables (TFCCM_STANDIN_*) for those the environment lacks")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *settings != "" {
+		if err := standin.LoadSettings(*settings); err != nil {
+			return err
+		}
 	}
 	var (
 		schema *standin.ProviderSchema

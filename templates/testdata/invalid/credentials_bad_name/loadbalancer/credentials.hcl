@@ -1,0 +1,1 @@
+env = ["HCLOUD_TOKEN", "TF_VAR_token"]

@@ -1,0 +1,2 @@
+# The credentials this module takes (credentials.hcl).
+env = ["API_TOKEN"]
