@@ -60,9 +60,12 @@ func TestAddressBook(t *testing.T) {
 	if n, err := b.assign(dns); err != nil || len(n) != 0 {
 		t.Fatalf("unchanged assignment: notices %v, %v; want none", n, err)
 	}
-	udp := addrService("dns-udp", 5353, "tfccm.io/allow-shared-ip", "dns")
+	udp := addrService("dns-udp", 5353, "metallb.io/allow-shared-ip", "dns")
 	if n, err := b.assign(udp); err != nil || !strings.Contains(n[0].message, "shared with default/dns") {
 		t.Fatalf("dns-udp: %v, %v", n, err)
+	}
+	if b.lookup(udp).Shared != b.lookup(dns).Shared {
+		t.Fatalf("sharers' tokens differ: %q, %q", b.lookup(udp).Shared, b.lookup(dns).Shared)
 	}
 
 	for _, tt := range []struct {
@@ -182,5 +185,60 @@ func TestAddressBookFamilies(t *testing.T) {
 				t.Fatalf("lookup = %+v, want %s", got, tt.ips)
 			}
 		})
+	}
+}
+
+// TestShareTokensPerNamespace: the token an LB host checks is the same for
+// Services of one namespace with one tfccm.io/allow-shared-ip key, and
+// differs between namespaces (so no host lets a tenant attach to another
+// namespace's address by guessing its key), unless the key is MetalLB's
+// (compat) or the pool shares across namespaces; those keep the
+// cluster-wide token of before.
+func TestShareTokensPerNamespace(t *testing.T) {
+	cfg, err := config.Parse([]byte(`cluster_name = "c1"
+compat {
+  metallb = true
+}
+load_balancer {
+  address_pool "web" {
+    addresses = ["10.0.0.10-10.0.0.11"]
+  }
+  address_pool "across" {
+    addresses               = ["10.0.1.10-10.0.1.11"]
+    auto_assign             = false
+    share_across_namespaces = true
+  }
+}
+`), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newAddressBook(cfg)
+	in := func(ns string, s *corev1.Service) *corev1.Service {
+		s.Namespace, s.UID = ns, types.UID("uid-"+ns+"-"+s.Name)
+		return s
+	}
+	token := func(s *corev1.Service) string {
+		t.Helper()
+		if _, err := b.assign(s); err != nil {
+			t.Fatalf("%s/%s: %v", s.Namespace, s.Name, err)
+		}
+		return b.lookup(s).Shared
+	}
+	a1 := token(in("a", addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")))
+	a2 := token(in("a", addrService("web", 80, "tfccm.io/allow-shared-ip", "k")))
+	b1 := token(in("b", addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")))
+	if a1 != a2 || a1 == b1 || a1 == "" || b1 == "" {
+		t.Fatalf("tokens a/dns %q a/web %q b/dns %q: want one per namespace", a1, a2, b1)
+	}
+	if ipA, ipB := b.lookup(in("a", addrService("dns", 53))).IPs, b.lookup(in("b", addrService("dns", 53))).IPs; ipA[0] == ipB[0] {
+		t.Fatalf("one key in two namespaces got one address %s", ipA[0])
+	}
+	m1 := token(in("a", addrService("m1", 53, "metallb.universe.tf/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
+	m2 := token(in("b", addrService("m2", 54, "metallb.io/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
+	x1 := token(in("a", addrService("x1", 55, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
+	x2 := token(in("b", addrService("x2", 56, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
+	if m1 != m2 || x1 != x2 || m1 == x1 {
+		t.Fatalf("cluster-wide tokens: metallb %q %q, across %q %q", m1, m2, x1, x2)
 	}
 }
