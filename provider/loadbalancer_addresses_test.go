@@ -242,3 +242,41 @@ load_balancer {
 		t.Fatalf("cluster-wide tokens: metallb %q %q, across %q %q", m1, m2, x1, x2)
 	}
 }
+
+// TestRestoreKeepsTheOlderSharer: two namespaces' Services that shared an
+// address by one tfccm.io/allow-shared-ip key before keys became per
+// namespace: after a restart the older keeps the address, however the
+// cache lists them, and the younger is given another.
+func TestRestoreKeepsTheOlderSharer(t *testing.T) {
+	// The cache lists from a map: 20 rounds see both orders.
+	for round := range 20 {
+		reversed := round%2 == 1
+		b := newAddressBook(addressConfig(t, ""))
+		older := addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")
+		older.Namespace, older.UID, older.CreationTimestamp = "team-a", "uid-older", metav1.Unix(100, 0)
+		younger := addrService("dns", 54, "tfccm.io/allow-shared-ip", "k")
+		younger.Namespace, younger.UID, younger.CreationTimestamp = "team-b", "uid-younger", metav1.Unix(200, 0)
+		for _, s := range []*corev1.Service{older, younger} {
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
+		}
+		if reversed {
+			older.Namespace, younger.Namespace = "team-b", "team-a"
+		}
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		for _, s := range []*corev1.Service{older, younger} {
+			if err := idx.Add(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.services = corelisters.NewServiceLister(idx)
+		if _, err := b.assign(younger); err != nil {
+			t.Fatalf("younger: %v", err)
+		}
+		if _, err := b.assign(older); err != nil {
+			t.Fatalf("older: %v", err)
+		}
+		if got, other := b.lookup(older).IPs[0].String(), b.lookup(younger).IPs[0].String(); got != "10.0.0.10" || other == got {
+			t.Fatalf("reversed=%v: older %s, younger %s; want the older to keep 10.0.0.10", reversed, got, other)
+		}
+	}
+}
