@@ -346,11 +346,15 @@ func (a *Allocator) fits(uid string, ip netip.Addr, req Request) error {
 	case u.backend != req.Backend:
 		return &ConflictError{IP: ip, Holder: holder, Why: "Services sharing an address with externalTrafficPolicy: Local must all have it and the same selector"}
 	}
+	// The users by name, so the one an error names is the same every time.
+	var users []*holding
 	for o := range u.users {
-		h := a.held[o]
-		if o == uid || h == nil {
-			continue
+		if h := a.held[o]; o != uid && h != nil {
+			users = append(users, h)
 		}
+	}
+	slices.SortFunc(users, func(x, y *holding) int { return strings.Compare(x.name, y.name) })
+	for _, h := range users {
 		switch {
 		case h.req.MetalLBSharing != req.MetalLBSharing:
 			return &ConflictError{IP: ip, Holder: h.name, Why: "one of the two sets its sharing key with MetalLB's allow-shared-ip annotation, the other with tfccm.io/allow-shared-ip: use the same annotation"}
