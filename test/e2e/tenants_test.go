@@ -123,6 +123,9 @@ func TestNameHeldByOneService(t *testing.T) {
 	vip := vipIn(t, client, "team-a", "web")
 	backendsAre(t, vip, 80, "node-a")
 	before := hostObjects(t, cloud)
+	if strings.Contains(before, "_shop") || !strings.Contains(before, "e2e_e2e-") {
+		t.Errorf("the LB host's objects are not keyed by the Service UID (load_balancer_id):\n%s", before)
+	}
 
 	// Created a second later at least: creationTimestamp has seconds.
 	time.Sleep(1100 * time.Millisecond)
@@ -185,6 +188,58 @@ func TestNameHeldByOneService(t *testing.T) {
 		backendsAre(t, vip2, 82, "node-a")
 	})
 	_, _ = first, second
+}
+
+// TestNameHeldByOneServiceOnBaremetal is TestNameHeldByOneService's first
+// part on two LB hosts (HAProxy and keepalived over SSH): the second
+// Service with the name gets nothing on either host, the first keeps
+// serving, and deleting the second changes no fragment, claim or VRRP
+// instance.
+func TestNameHeldByOneServiceOnBaremetal(t *testing.T) {
+	b := newBaremetal(t, "")
+	ctx := context.Background()
+	serveNodes(t, b.cloud, 30080, 30081)
+	createNode(t, b.client, b.cloud, "node-a")
+	createNamespaces(t, b.client, nil, "team-a", "team-b")
+	b.startCCM(t)
+	hostFiles := func() string {
+		var out strings.Builder
+		for _, o := range b.objects() {
+			host, rel, _ := strings.Cut(o, ":")
+			fmt.Fprintf(&out, "%s:\n%s\n", o, mustReadFile(t, filepath.Join(b.hosts.Host(host).ConfigDir, rel)))
+		}
+		return out.String()
+	}
+
+	createServiceIn(t, b.client, "team-a", "web", 80, 30080, map[string]string{"tfccm.io/name": "shop"})
+	vip := vipIn(t, b.client, "team-a", "web")
+	backendsAre(t, vip, 80, "node-a")
+	before := hostFiles()
+	if strings.Contains(before, "_shop") || !strings.Contains(before, "keepalived/e2e_e2e-") {
+		t.Errorf("the hosts' objects are not keyed by the Service UID (load_balancer_id):\n%s", before)
+	}
+
+	time.Sleep(1100 * time.Millisecond)
+	createServiceIn(t, b.client, "team-b", "web", 82, 30081, map[string]string{"tfccm.io/name": "shop"})
+	eventIn(t, b.client, "team-b", "web", "Warning", "LoadBalancerNameTaken", "held by Service team-a/web")
+	noIngress(t, b.client, "team-b", "web")
+	if after := hostFiles(); after != before {
+		t.Errorf("the hosts changed for the refused Service:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if err := b.client.CoreV1().Services("team-b").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitServiceDeleted(ctx, b.client, "team-b", "web", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if after := hostFiles(); after != before {
+		t.Errorf("the hosts changed when the refused Service was deleted:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	backendsAre(t, vip, 80, "node-a")
+	if _, err := get(vip, 82); err == nil {
+		t.Errorf("%s:82 answers: the refused Service's port is on the first one's VIP", vip)
+	}
 }
 
 // TestSharedIPsPerNamespace runs the local set with address pools: one
