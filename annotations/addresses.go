@@ -86,10 +86,10 @@ var (
 		parseIPs)
 	// AllowSharedIP lets Services with the same key share one address.
 	AllowSharedIP = declare(Prefix+"allow-shared-ip", "string", "dns",
-		"Services with the same key may share one address (MetalLB's rules): no two of them use the same port and protocol, and a Service with `externalTrafficPolicy: Local` shares only with Services of the same selector. Each keeps its own frontends; deleting one leaves the others served. A Service that breaks a rule gets an Event naming the Service it conflicts with, and nothing is applied. Needs `load_balancer.address_pool` (docs/address-pools.md).",
+		"Services with the same key may share one address (MetalLB's rules): no two of them use the same port and protocol, and a Service with `externalTrafficPolicy: Local` shares only with Services of the same selector. Each keeps its own frontends; deleting one leaves the others served. A key is the tenant's and shares only among the Services of one namespace: the same key in another namespace gets another address, unless the address's pool has `share_across_namespaces` (the admin's choice) or the key is set with MetalLB's own annotation under `compat { metallb = true }` (MetalLB's cluster-wide rule; Services sharing an address must then all use that annotation). A Service that breaks a rule gets an Event naming the Service it conflicts with, and nothing is applied. Needs `load_balancer.address_pool`, or the shared address chosen with `tfccm.io/load-balancer-ips` (docs/address-pools.md).",
 		parseSharingKey)
 	// AddressPool picks the pool the address comes from.
 	AddressPool = declare(Prefix+"address-pool", "string", "web",
-		"Allocates the load balancer's address from this `load_balancer.address_pool` (also one with `auto_assign = false`), ignoring the pools' selectors. An unknown pool is an error.",
+		"Allocates the load balancer's address from this `load_balancer.address_pool` (also one with `auto_assign = false`). A pool the admin restricted with `namespaces`, `namespace_selectors` or `service_selectors` serves only the Services it selects, named or not (MetalLB's serviceAllocation rule): naming another team's pool, or requesting one of its addresses, is refused with an Event, and nothing is applied. An unknown pool is an error.",
 		parsePoolName)
 )

@@ -264,7 +264,7 @@ var (
 		parseIP)
 	// Name sets the load balancer name explicitly.
 	Name = declare(Prefix+"name", "string", "web-prod",
-		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it.",
+		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it. A name belongs to one Service in the cluster: while another Service (in any namespace) holds it, the oldest by creation time, then UID, this Service is refused with Event `LoadBalancerNameTaken` and condition `tfccm.io/Accepted` False naming the holder, and nothing is applied. What identifies the load balancer on LB hosts never comes from this name (templates get `load_balancer_id`, from the UID).",
 		parseLBName)
 	// ApprovedPlan approves a plan in review mode.
 	ApprovedPlan = declare(Prefix+"approved-plan", "string (sha256 hex)", "3f1c9a0d6b2e4f5a8c7d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",

@@ -39,7 +39,7 @@ func check(t *testing.T, path, want string) {
 func TestSplice(t *testing.T) {
 	in := "intro\n" + beginMarker + "\nold\n" + endMarker + "\noutro\n"
 	out, ok := splice(in)
-	if !ok || !strings.HasPrefix(out, "intro\n"+beginMarker) || !strings.HasSuffix(out, endMarker+"\noutro\n") || strings.Contains(out, "old") {
+	if !ok || !strings.HasPrefix(out, "intro\n"+beginMarker) || !strings.HasSuffix(out, endMarker+"\noutro\n") || strings.Contains(out, "\nold\n") { // the old table line (the new one may well say "holds")
 		t.Fatalf("splice = %q", out)
 	}
 	if _, ok := splice("no markers"); ok {

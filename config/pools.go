@@ -12,14 +12,15 @@ import (
 // AddressPool is one named pool of load balancer addresses tfccm allocates
 // from (package ipam), as MetalLB's IPAddressPool.
 type AddressPool struct {
-	Name               string   `hcl:"name,label" doc:"The pool's name, as picked by annotation tfccm.io/address-pool: 1-63 lowercase letters, digits and '-'."`
-	Addresses          []string `hcl:"addresses" doc:"IPv4 and IPv6 CIDRs (10.252.0.0/26, 2001:db8::/120) or ranges (10.252.0.10-10.252.0.20). Pools may not overlap. With the local and baremetal sets they must lie inside settings.vip_pool (IPv6 ones inside settings.vip_pool6)."`
-	AutoAssign         *bool    `hcl:"auto_assign,optional" doc:"Whether Services that name no pool get addresses from it (default true). A pool with auto_assign = false gives addresses only to Services that name it or request one of its addresses."`
-	AvoidBuggyIPs      bool     `hcl:"avoid_buggy_ips,optional" doc:"Never allocates IPv4 addresses ending in .0 or .255."`
-	Priority           int      `hcl:"priority,optional" doc:"Among the pools whose selectors match a Service, the lower number is tried first; 0 (unset) comes after every set priority."`
-	Namespaces         []string `hcl:"namespaces,optional" doc:"Only Services in these namespaces get addresses from this pool automatically (MetalLB's serviceAllocation.namespaces)."`
-	NamespaceSelectors []string `hcl:"namespace_selectors,optional" doc:"Label selectors (kubectl syntax, e.g. \"team=web\" or \"env in (prod,staging)\"): only Services in a namespace matching one of them get addresses from this pool automatically."`
-	ServiceSelectors   []string `hcl:"service_selectors,optional" doc:"Label selectors: only Services whose labels match one of them get addresses from this pool automatically."`
+	Name                  string   `hcl:"name,label" doc:"The pool's name, as picked by annotation tfccm.io/address-pool: 1-63 lowercase letters, digits and '-'."`
+	Addresses             []string `hcl:"addresses" doc:"IPv4 and IPv6 CIDRs (10.252.0.0/26, 2001:db8::/120) or ranges (10.252.0.10-10.252.0.20). Pools may not overlap. With the local and baremetal sets they must lie inside settings.vip_pool (IPv6 ones inside settings.vip_pool6)."`
+	AutoAssign            *bool    `hcl:"auto_assign,optional" doc:"Whether Services that name no pool get addresses from it (default true). A pool with auto_assign = false gives addresses only to Services that name it or request one of its addresses."`
+	AvoidBuggyIPs         bool     `hcl:"avoid_buggy_ips,optional" doc:"Never allocates IPv4 addresses ending in .0 or .255."`
+	Priority              int      `hcl:"priority,optional" doc:"Among the pools whose selectors match a Service, the lower number is tried first; 0 (unset) comes after every set priority."`
+	Namespaces            []string `hcl:"namespaces,optional" doc:"Only Services in these namespaces get addresses from this pool automatically (MetalLB's serviceAllocation.namespaces)."`
+	NamespaceSelectors    []string `hcl:"namespace_selectors,optional" doc:"Label selectors (kubectl syntax, e.g. \"team=web\" or \"env in (prod,staging)\"): only Services in a namespace matching one of them get addresses from this pool automatically."`
+	ServiceSelectors      []string `hcl:"service_selectors,optional" doc:"Label selectors: only Services whose labels match one of them get addresses from this pool automatically."`
+	ShareAcrossNamespaces bool     `hcl:"share_across_namespaces,optional" doc:"Admin side of the trust boundary: lets Services of different namespaces share one of this pool's addresses by the same tfccm.io/allow-shared-ip key (default false: a key shares an address only among the Services of one namespace, so a tenant who guesses another team's key gets an address of its own). Set it only for a pool whose namespaces trust each other. MetalLB's own allow-shared-ip annotation (compat { metallb = true }) keeps MetalLB's cluster-wide rule in every pool."`
 
 	// Ranges are Addresses parsed: inclusive first and last address.
 	Ranges []AddrRange

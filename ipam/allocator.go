@@ -46,6 +46,9 @@ type Assignment struct {
 	Pools []string
 	// SharedWith are the other Services (namespace/name) on the addresses.
 	SharedWith []string
+	// ShareScope is the scope of the Service's sharing key (ShareScope):
+	// its namespace, or "" when the key is cluster-wide.
+	ShareScope string
 }
 
 // New returns an allocator over the cloud config's pools. With none it
@@ -96,14 +99,49 @@ type RefusedError struct{ Msg string }
 func (e *RefusedError) Error() string { return e.Msg }
 
 // ShareToken is what templates get as service.shared_ip for a sharing key:
-// the same for every Service of a cluster with that key, and nothing of
-// the key itself ("" for no key).
-func ShareToken(cluster, key string) string {
+// the same for every Service of a cluster with that key in one scope
+// (ShareScope: a namespace, or "" for cluster-wide), and nothing of the key
+// itself ("" for no key). An LB host lets owners with one token claim one
+// address, so two namespaces' Services with the same key get different
+// tokens: neither can attach to the other's address on the host, whatever
+// tfccm decided. A cluster-wide key keeps the token it had before scopes.
+func ShareToken(cluster, scope, key string) string {
 	if key == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(cluster + "\x00" + key))
+	in := cluster + "\x00" + key
+	if scope != "" {
+		in = cluster + "\x00" + scope + "\x00" + key
+	}
+	sum := sha256.Sum256([]byte(in))
 	return "s" + hex.EncodeToString(sum[:8])
+}
+
+// ShareScope is the scope of req's sharing key on ips: "" (cluster-wide)
+// for a key from MetalLB's annotation (MetalLB's rule) or when every
+// address is in a pool with share_across_namespaces, else the Service's
+// namespace; "" without a key.
+func (a *Allocator) ShareScope(req Request, ips []netip.Addr) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.shareScope(req, ips)
+}
+
+func (a *Allocator) shareScope(req Request, ips []netip.Addr) string {
+	if req.Sharing == "" || req.MetalLBSharing {
+		return ""
+	}
+	if len(ips) > 0 && !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !a.acrossNamespaces(ip) }) {
+		return ""
+	}
+	return req.Namespace
+}
+
+// acrossNamespaces: ip's pool lets Services of different namespaces share
+// it by key (the admin's share_across_namespaces).
+func (a *Allocator) acrossNamespaces(ip netip.Addr) bool {
+	p := a.poolOf(ip)
+	return p != nil && p.ShareAcrossNamespaces
 }
 
 // Assign gives the Service (uid, namespace/name) addresses for req,
@@ -159,6 +197,9 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 	if req.Pool != "" && a.pool(req.Pool) == nil {
 		return nil, &RefusedError{Msg: fmt.Sprintf("address pool %s does not exist (pools: %s)", req.Pool, strings.Join(a.poolNames(), ", "))}
 	}
+	if p := a.pool(req.Pool); p != nil && !selects(p, req, nsLabels) {
+		return nil, &RefusedError{Msg: notSelected(p, req)}
+	}
 	if len(req.IPs) > 0 {
 		for _, ip := range req.IPs {
 			p := a.poolOf(ip)
@@ -173,6 +214,8 @@ func (a *Allocator) choose(uid string, req Request, nsLabels labels.Set) ([]neti
 				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is outside every address pool (%s)", ip, a.describePools())}
 			case req.Pool != "" && (p == nil || p.Name != req.Pool):
 				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s is not in address pool %s (annotation)", ip, req.Pool)}
+			case p != nil && !selects(p, req, nsLabels):
+				return nil, &RefusedError{Msg: fmt.Sprintf("requested address %s: %s", ip, notSelected(p, req))}
 			}
 			if err := a.fits(uid, ip, req); err != nil {
 				return nil, err
@@ -303,6 +346,22 @@ func (a *Allocator) fits(uid string, ip netip.Addr, req Request) error {
 	case u.backend != req.Backend:
 		return &ConflictError{IP: ip, Holder: holder, Why: "Services sharing an address with externalTrafficPolicy: Local must all have it and the same selector"}
 	}
+	// The users by name, so the one an error names is the same every time.
+	var users []*holding
+	for o := range u.users {
+		if h := a.held[o]; o != uid && h != nil {
+			users = append(users, h)
+		}
+	}
+	slices.SortFunc(users, func(x, y *holding) int { return strings.Compare(x.name, y.name) })
+	for _, h := range users {
+		switch {
+		case h.req.MetalLBSharing != req.MetalLBSharing:
+			return &ConflictError{IP: ip, Holder: h.name, Why: "one of the two sets its sharing key with MetalLB's allow-shared-ip annotation, the other with tfccm.io/allow-shared-ip: use the same annotation"}
+		case h.req.Namespace != req.Namespace && !req.MetalLBSharing && !a.acrossNamespaces(ip):
+			return &ConflictError{IP: ip, Holder: h.name, Why: fmt.Sprintf("it is in namespace %s, and a tfccm.io/allow-shared-ip key shares an address only within one namespace (unless the address pool has share_across_namespaces)", h.req.Namespace)}
+		}
+	}
 	for _, p := range req.Ports {
 		if other, ok := u.ports[p]; ok && other != uid {
 			return &ConflictError{IP: ip, Holder: a.held[other].name, Why: fmt.Sprintf("port %s is used by both", p)}
@@ -322,7 +381,7 @@ func (a *Allocator) stillFits(uid string, h *holding, req Request, nsLabels labe
 		if p == nil || !slices.Contains(req.Families, familyOf(ip)) || i > 0 && familyOf(ip) == familyOf(h.ips[0]) {
 			return false
 		}
-		if req.Pool != "" && p.Name != req.Pool || req.Pool == "" && !slices.Contains(a.candidates(req, nsLabels), p) {
+		if req.Pool != "" && (p.Name != req.Pool || !selects(p, req, nsLabels)) || req.Pool == "" && !slices.Contains(a.candidates(req, nsLabels), p) {
 			return false
 		}
 		if a.fits(uid, ip, req) != nil {
@@ -357,6 +416,12 @@ func (a *Allocator) candidates(req Request, nsLabels labels.Set) []*config.Addre
 		return pi != 0 && (pj == 0 || pi < pj)
 	})
 	return append(pinned, rest...)
+}
+
+// notSelected says why p may not serve a Service it does not select.
+func notSelected(p *config.AddressPool, req Request) string {
+	return fmt.Sprintf("address pool %s serves only the Services its namespaces, namespace_selectors and service_selectors select, and not this one (namespace %s): "+
+		"an address pool the admin restricted is never given to other namespaces, named or not", p.Name, req.Namespace)
 }
 
 // selects is MetalLB's serviceAllocation match: the namespace (by name or
@@ -440,7 +505,7 @@ func (a *Allocator) count() {
 
 func (a *Allocator) assignment(uid string) Assignment {
 	h := a.held[uid]
-	out := Assignment{IPs: slices.Clone(h.ips)}
+	out := Assignment{IPs: slices.Clone(h.ips), ShareScope: a.shareScope(h.req, h.ips)}
 	seen := map[string]bool{}
 	for _, ip := range h.ips {
 		if p := a.poolOf(ip); p != nil {

@@ -118,7 +118,8 @@ func TestAssign(t *testing.T) {
 		{"sharing: same key, other ports", []step{
 			{svc: svc("tcp", []int32{53}, "tfccm.io/allow-shared-ip", "dns"), want: "10.0.0.0"},
 			{svc: svc("web", []int32{80}), want: "10.0.0.1"},
-			{svc: svc("udp", []int32{5353}, "metallb.io/allow-shared-ip", "dns"), want: "10.0.0.0"},
+			{svc: svc("udp", []int32{5353}, "tfccm.io/allow-shared-ip", "dns"), want: "10.0.0.0"},
+			{svc: svc("mlb", []int32{5354}, "metallb.io/allow-shared-ip", "dns", "tfccm.io/load-balancer-ips", "10.0.0.0"), want: "use the same annotation"},
 			{svc: svc("clash", []int32{53}, "tfccm.io/allow-shared-ip", "dns", "tfccm.io/load-balancer-ips", "10.0.0.0"), want: "address 10.0.0.0 is held by Service default/tcp: port 53/TCP is used by both"},
 			{svc: svc("otherkey", nil, "tfccm.io/allow-shared-ip", "x", "tfccm.io/load-balancer-ips", "10.0.0.0"), want: "its sharing key differs"},
 			{svc: svc("nokey", nil, "tfccm.io/load-balancer-ips", "10.0.0.0"), want: "this Service does not allow sharing"},
@@ -273,9 +274,98 @@ func TestRequestOf(t *testing.T) {
 }
 
 func TestShareToken(t *testing.T) {
-	a, b := ShareToken("c1", "dns"), ShareToken("c2", "dns")
-	if a == b || a != ShareToken("c1", "dns") || ShareToken("c1", "") != "" || strings.Contains(a, "dns") {
-		t.Fatalf("tokens %q %q", a, b)
+	for _, tt := range []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"one key in one namespace", ShareToken("c1", "web", "dns"), ShareToken("c1", "web", "dns"), true},
+		{"clusters differ", ShareToken("c1", "", "dns"), ShareToken("c2", "", "dns"), false},
+		{"namespaces differ", ShareToken("c1", "team-a", "dns"), ShareToken("c1", "team-b", "dns"), false},
+		{"namespaced differs from cluster-wide", ShareToken("c1", "team-a", "dns"), ShareToken("c1", "", "dns"), false},
+		{"no key, no token", ShareToken("c1", "team-a", ""), "", true},
+		{"a namespace cannot pose as another's key", ShareToken("c1", "a", "b\x00c"), ShareToken("c1", "a\x00b", "c"), true}, // documents the separator: names never contain NUL
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if (tt.a == tt.b) != tt.same || strings.Contains(tt.a, "dns") {
+				t.Fatalf("tokens %q %q, same = %v", tt.a, tt.b, tt.same)
+			}
+		})
+	}
+}
+
+// Sharing keys and restricted pools are per namespace: a tenant who names
+// another team's key, pool or address gets none of them (#44).
+func TestNamespaces(t *testing.T) {
+	const cfg = `
+address_pool "shared" {
+  addresses = ["10.0.0.0/30"]
+}
+address_pool "across" {
+  addresses               = ["10.0.1.0/30"]
+  auto_assign             = false
+  share_across_namespaces = true
+}
+address_pool "team" {
+  addresses  = ["10.0.2.0/30"]
+  namespaces = ["team-c"]
+}
+`
+	in := func(ns string, s *corev1.Service) *corev1.Service {
+		s.Namespace, s.UID = ns, types.UID("uid-"+ns+"-"+s.Name)
+		return s
+	}
+	type step struct {
+		svc   *corev1.Service
+		want  string // addresses, or the error's text
+		scope string // the ShareScope of a success
+	}
+	for _, tt := range []struct {
+		name  string
+		steps []step
+	}{
+		{"one key in two namespaces: two addresses", []step{
+			{svc: in("team-a", svc("dns", []int32{53}, "tfccm.io/allow-shared-ip", "k")), want: "10.0.0.0", scope: "team-a"},
+			{svc: in("team-b", svc("dns", []int32{54}, "tfccm.io/allow-shared-ip", "k")), want: "10.0.0.1", scope: "team-b"},
+			{svc: in("team-a", svc("web", []int32{80}, "tfccm.io/allow-shared-ip", "k")), want: "10.0.0.0", scope: "team-a"}, // same namespace shares
+			{svc: in("team-b", svc("steal", []int32{81}, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "10.0.0.0")),
+				want: "address 10.0.0.0 is held by Service team-a/dns: it is in namespace team-a, and a tfccm.io/allow-shared-ip key shares an address only within one namespace"},
+		}},
+		{"a pool with share_across_namespaces", []step{
+			{svc: in("team-a", svc("dns", []int32{53}, "tfccm.io/allow-shared-ip", "k", "tfccm.io/address-pool", "across")), want: "10.0.1.0", scope: ""},
+			{svc: in("team-b", svc("dns", []int32{54}, "tfccm.io/allow-shared-ip", "k", "tfccm.io/address-pool", "across")), want: "10.0.1.0", scope: ""},
+		}},
+		{"MetalLB's annotation keeps MetalLB's cluster-wide rule", []step{
+			{svc: in("team-a", svc("dns", []int32{53}, "metallb.io/allow-shared-ip", "k")), want: "10.0.0.0", scope: ""},
+			{svc: in("team-b", svc("dns", []int32{54}, "metallb.universe.tf/allow-shared-ip", "k")), want: "10.0.0.0", scope: ""},
+			{svc: in("team-b", svc("web", []int32{80}, "tfccm.io/allow-shared-ip", "k")), want: "10.0.0.1", scope: "team-b"},
+		}},
+		{"a restricted pool, named by another namespace", []step{
+			{svc: in("team-b", svc("web", nil, "tfccm.io/address-pool", "team")), want: "address pool team serves only the Services its namespaces, namespace_selectors and service_selectors select, and not this one (namespace team-b)"},
+			{svc: in("team-c", svc("web", nil, "tfccm.io/address-pool", "team")), want: "10.0.2.0"},
+		}},
+		{"a restricted pool's address, requested by another namespace", []step{
+			{svc: in("team-b", svc("web", nil, "tfccm.io/load-balancer-ips", "10.0.2.1")), want: "requested address 10.0.2.1: address pool team serves only"},
+			{svc: in("team-c", svc("web", nil, "tfccm.io/load-balancer-ips", "10.0.2.1")), want: "10.0.2.1"},
+		}},
+		{"an address held by another namespace, requested", []step{
+			{svc: in("team-a", svc("web", []int32{80})), want: "10.0.0.0"},
+			{svc: in("team-b", svc("web", []int32{81}, "tfccm.io/load-balancer-ips", "10.0.0.0")), want: "address 10.0.0.0 is held by Service team-a/web: it does not allow sharing"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(pools(t, cfg))
+			for i, st := range tt.steps {
+				got, err := assign(t, a, st.svc, nil)
+				text := ips(got)
+				if err != nil {
+					text = err.Error()
+				}
+				if !strings.Contains(text, st.want) || err == nil && (text != st.want || got.ShareScope != st.scope) {
+					t.Fatalf("step %d (%s/%s): got %q (scope %q), want %q (scope %q)", i, st.svc.Namespace, st.svc.Name, text, got.ShareScope, st.want, st.scope)
+				}
+			}
+		})
 	}
 }
 

@@ -27,7 +27,14 @@ type Request struct {
 	// Pool is the pool the Service named ("" = picked by selectors).
 	Pool string
 	// Sharing is the Service's sharing key ("" = shares with no one).
+	// A key shares an address only among Services of one namespace,
+	// unless the address's pool has share_across_namespaces or
+	// MetalLBSharing is set.
 	Sharing string
+	// MetalLBSharing: the key came from MetalLB's allow-shared-ip
+	// annotation (compat { metallb = true }), which keeps MetalLB's rule:
+	// one key, one address group, cluster-wide.
+	MetalLBSharing bool
 	// Backend is the Service's selector when its externalTrafficPolicy is
 	// Local ("" otherwise): sharing Services must agree on it.
 	Backend string
@@ -103,12 +110,14 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 		}
 	}
 	var err error
-	if r.Pool, err = firstOf(a, metallb, annotations.AddressPool, annotations.MetalLBAddressPool); err != nil {
+	if r.Pool, _, err = firstOf(a, metallb, annotations.AddressPool, annotations.MetalLBAddressPool); err != nil {
 		return r, err
 	}
-	if r.Sharing, err = firstOf(a, metallb, annotations.AllowSharedIP, annotations.MetalLBAllowSharedIP); err != nil {
+	var from string
+	if r.Sharing, from, err = firstOf(a, metallb, annotations.AllowSharedIP, annotations.MetalLBAllowSharedIP); err != nil {
 		return r, err
 	}
+	r.MetalLBSharing = r.Sharing != "" && from != annotations.AllowSharedIP.Name
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		r.Backend = labels.Set(svc.Spec.Selector).String()
 	}
@@ -143,30 +152,31 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 	return r, nil
 }
 
-// firstOf reads the tfccm.io/ key, then (with metallb) MetalLB's keys; two
-// that disagree are an error.
-func firstOf(a map[string]string, metallb bool, k annotations.Key[string], others []string) (string, error) {
+// firstOf reads the tfccm.io/ key, then (with metallb) MetalLB's keys, and
+// says which annotation the value came from; two that disagree are an
+// error.
+func firstOf(a map[string]string, metallb bool, k annotations.Key[string], others []string) (string, string, error) {
 	v, ok, err := k.Get(a)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	from := k.Name
 	if !metallb {
-		return v, nil
+		return v, from, nil
 	}
 	for _, name := range others {
 		o, has, err := k.GetFrom(a, name)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		switch {
 		case has && !ok:
 			v, ok, from = o, true, name
 		case has && o != v:
-			return "", fmt.Errorf("annotation %s (%s) conflicts with %s (%s): set only one", from, annotations.Quote(v), name, annotations.Quote(o))
+			return "", "", fmt.Errorf("annotation %s (%s) conflicts with %s (%s): set only one", from, annotations.Quote(v), name, annotations.Quote(o))
 		}
 	}
-	return v, nil
+	return v, from, nil
 }
 
 func familyOf(a netip.Addr) corev1.IPFamily {

@@ -156,6 +156,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
 		c.lb.addrs = addrs
+		c.lb.serves = cfg.ServesClass
 		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
 	}
 	if routesEnabled(cfg) {

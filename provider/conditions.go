@@ -37,6 +37,7 @@ const (
 const (
 	CondReasonAccepted         = "Accepted"
 	CondReasonInvalidInput     = "InvalidInput"
+	CondReasonNameTaken        = "NameTaken"
 	CondReasonApplying         = "Applying"
 	CondReasonApplied          = "Applied"
 	CondReasonAwaitingApproval = "AwaitingApproval"

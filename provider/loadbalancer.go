@@ -68,6 +68,9 @@ type loadBalancers struct {
 	health    healthState            // the backends gauges set (loadbalancer_health.go)
 	// addrs decides the Services' addresses (nil: none decided by tfccm).
 	addrs *addressBook
+	// serves says which classes of Services tfccm serves
+	// (config.ServesClass): those hold tfccm.io/name values. nil: all.
+	serves func(class *string) bool
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.
@@ -325,6 +328,9 @@ func (l *loadBalancers) submit(svc *corev1.Service, nodes []*corev1.Node) (works
 // renderAndApply renders and submits one workspace; the caller holds its
 // entry's submit lock.
 func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes []*corev1.Node) (workspace.Status, error) {
+	if err := l.checkName(svc); err != nil {
+		return workspace.Status{}, err
+	}
 	if err := l.assignAddresses(svc); err != nil {
 		return workspace.Status{}, err
 	}

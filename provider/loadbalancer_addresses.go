@@ -134,7 +134,7 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 		}
 		return nil, &addressError{ReasonAddressRefused, err}
 	}
-	addrs := &templates.Addresses{IPs: got.IPs, Shared: ipam.ShareToken(b.cluster, req.Sharing)}
+	addrs := &templates.Addresses{IPs: got.IPs, Shared: ipam.ShareToken(b.cluster, got.ShareScope, req.Sharing)}
 	b.mu.Lock()
 	old := b.current[svc.UID]
 	b.current[svc.UID] = addrs
@@ -230,6 +230,10 @@ func (b *addressBook) restore() {
 		klog.ErrorS(err, "List Services to restore their load balancer addresses")
 		return
 	}
+	// The older Service first: when two now conflict (an upgrade made
+	// sharing keys per namespace), the same one keeps its address on every
+	// restart, and the other is assigned anew.
+	sortByAge(svcs)
 	n := 0
 	for _, svc := range svcs {
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0 {
@@ -244,7 +248,7 @@ func (b *addressBook) restore() {
 			klog.InfoS("Not restoring a Service's load balancer addresses", "service", klog.KObj(svc), "addresses", joinAddrs(ips), "reason", err)
 			continue
 		}
-		b.current[svc.UID] = &templates.Addresses{IPs: ips, Shared: ipam.ShareToken(b.cluster, req.Sharing)}
+		b.current[svc.UID] = &templates.Addresses{IPs: ips, Shared: ipam.ShareToken(b.cluster, b.alloc.ShareScope(req, ips), req.Sharing)}
 		if !servedBefore(svc) {
 			b.kept[svc.UID] = true
 		}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/annotations"
 )
 
 // The service controller calls UpdateLoadBalancer only when a Node's
@@ -49,6 +51,17 @@ func (l *loadBalancers) watch(f informers.SharedInformerFactory) {
 			n, ok2 := newObj.(*corev1.Service)
 			if ok1 && ok2 && renderedServiceChanged(o, n) {
 				l.queueService(n)
+			}
+			if ok1 && ok2 && o.Annotations[annotations.Name.Name] != n.Annotations[annotations.Name.Name] {
+				l.queueSameName(o) // it no longer holds its old name
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if svc, ok := obj.(*corev1.Service); ok {
+				l.queueSameName(svc)
 			}
 		},
 	}); err != nil {

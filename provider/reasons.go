@@ -75,6 +75,8 @@ var (
 		"Review mode: an approved plan was made against a state that has changed since (another apply, an edit by hand, a plan kept across a controller restart while something else applied): it is not applied, and a new plan is published for approval. The message names both states' lineage and serial.")
 	ReasonClassAnnotationIgnored = declareReason("TerraformClassAnnotationIgnored", corev1.EventTypeWarning,
 		"The LoadBalancer Service carries `service.kubernetes.io/load-balancer-class`, an annotation only ever proposed and read by nothing; the class is the field `spec.loadBalancerClass`, which can only be set while changing the Service's type (to NodePort, then back to LoadBalancer with the class). Recorded once per annotation value.")
+	ReasonNameTaken = declareReason("LoadBalancerNameTaken", corev1.EventTypeWarning,
+		"The Service's `tfccm.io/name` is held by another Service, named in the message (in any namespace: the oldest Service by creation time, then UID, holds a name). Nothing is applied for this Service and its running load balancer, if any, is untouched; condition `tfccm.io/Accepted` is False with reason `NameTaken`. It is accepted once the holder is deleted or renamed.")
 	ReasonPlanAlreadyApplied = declareReason("TerraformPlanAlreadyApplied", corev1.EventTypeNormal,
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )

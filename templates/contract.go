@@ -92,6 +92,7 @@ var Inputs = map[Kind]map[string]cty.Type{
 	KindLoadBalancer: {
 		"cluster_name":       cty.String,
 		"load_balancer_name": cty.String,
+		"load_balancer_id":   cty.String,
 		"service":            ServiceType,
 		"nodes":              cty.List(NodeType),
 		"health_check":       healthCheckType,

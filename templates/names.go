@@ -41,6 +41,17 @@ func LoadBalancerName(cfg *config.Config, svc *corev1.Service) string {
 	return defaultLBName(cfg.ClusterName, string(svc.UID))
 }
 
+// LoadBalancerID is the name passed to the template as load_balancer_id:
+// "<cluster>-<hash of the Service UID>", whatever tfccm.io/name says. A
+// tenant chooses load_balancer_name; nobody chooses this one, so two
+// Services never have the same (the Service UID is unique): templates
+// key what identifies a load balancer where tfccm alone sees it (an LB
+// host's VIP claim, HAProxy fragment, VRRP instance, nft table) by it. It
+// equals load_balancer_name when tfccm.io/name is unset.
+func LoadBalancerID(cfg *config.Config, svc *corev1.Service) string {
+	return defaultLBName(cfg.ClusterName, string(svc.UID))
+}
+
 // LoadBalancerWorkspaceName is the workspace (directory and state key) of a
 // Service's load balancer: "lb-" + the default name, keyed by the Service UID
 // only, so that two Services can never share a workspace and renaming with

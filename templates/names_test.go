@@ -25,3 +25,36 @@ func TestIsLoadBalancerWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadBalancerID: the id templates key a load balancer's objects on LB
+// hosts by comes from the Service UID only: two Services with one
+// tfccm.io/name in two namespaces get two ids, a rename keeps the id, and
+// without a name the id is the name (the owners of earlier releases).
+func TestLoadBalancerID(t *testing.T) {
+	cfg := &config.Config{ClusterName: "demo"}
+	svc := func(ns, uid, name string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: types.UID(uid), Annotations: map[string]string{}}}
+		if name != "" {
+			s.Annotations["tfccm.io/name"] = name
+		}
+		return s
+	}
+	a, b := svc("team-a", "uid-a", "shop"), svc("team-b", "uid-b", "shop")
+	renamed := svc("team-a", "uid-a", "shop-2")
+	plain := svc("team-a", "uid-a", "")
+	for _, tt := range []struct {
+		name       string
+		got, other string
+		same       bool
+	}{
+		{"one name, two Services: two ids", LoadBalancerID(cfg, a), LoadBalancerID(cfg, b), false},
+		{"one name, two Services: one name", LoadBalancerName(cfg, a), LoadBalancerName(cfg, b), true},
+		{"a rename keeps the id", LoadBalancerID(cfg, a), LoadBalancerID(cfg, renamed), true},
+		{"without a name the id is the name", LoadBalancerID(cfg, plain), LoadBalancerName(cfg, plain), true},
+		{"the id is the workspace's default name", "lb-" + LoadBalancerID(cfg, a), LoadBalancerWorkspaceName(cfg, a), true},
+	} {
+		if (tt.got == tt.other) != tt.same {
+			t.Errorf("%s: %q vs %q", tt.name, tt.got, tt.other)
+		}
+	}
+}

@@ -89,6 +89,7 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	inputs := map[string]cty.Value{
 		"cluster_name":       str(cfg.ClusterName),
 		"load_balancer_name": str(LoadBalancerName(cfg, svc)),
+		"load_balancer_id":   str(LoadBalancerID(cfg, svc)),
 		"service":            service,
 		"nodes":              nodesVal(nodes),
 		"health_check":       healthCheckVal(cfg, svc),

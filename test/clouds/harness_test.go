@@ -306,7 +306,7 @@ func sharing(t testing.TB, svc *corev1.Service, key string) *templates.Addresses
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &templates.Addresses{IPs: req.IPs, Shared: ipam.ShareToken("prod", key)}
+	return &templates.Addresses{IPs: req.IPs, Shared: ipam.ShareToken("prod", "", key)}
 }
 
 // setErrors are the error summaries of a set's own checks (variable

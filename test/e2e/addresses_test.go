@@ -20,7 +20,9 @@ import (
 
 // TestSharedAndChosenAddresses runs the local set with two address pools
 // inside the cloud's VIP pool and MetalLB compatibility on: two Services
-// share one VIP (one by tfccm's annotation, one by MetalLB's), each with its
+// share one VIP (by MetalLB's annotation, both its spellings: with compat
+// keys are MetalLB's, cluster-wide; tfccm's own is per namespace, see
+// TestSharedIPsPerNamespace), each with its
 // own frontend; a Service clashing on a port is refused with an Event naming
 // the holder and gets nothing; chosen addresses come from a pool that never
 // auto-assigns; deleting one sharer keeps the other served; and a restarted
@@ -66,7 +68,7 @@ compat {
 			t.Fatal(err)
 		}
 	}
-	mk("web", 80, 30080, map[string]string{"tfccm.io/allow-shared-ip": "front"})
+	mk("web", 80, 30080, map[string]string{"metallb.io/allow-shared-ip": "front"})
 	mk("api", 8080, 30081, map[string]string{"metallb.universe.tf/allow-shared-ip": "front"})
 	mk("chosen", 80, 0, map[string]string{"tfccm.io/load-balancer-ips": at(40)})
 	mk("legacy", 80, 0, nil)
@@ -97,7 +99,7 @@ compat {
 	})
 
 	t.Run("a clash is an Event on the newcomer and nothing is applied", func(t *testing.T) {
-		mk("clash", 80, 0, map[string]string{"tfccm.io/allow-shared-ip": "front", "tfccm.io/load-balancer-ips": vip})
+		mk("clash", 80, 0, map[string]string{"metallb.io/allow-shared-ip": "front", "tfccm.io/load-balancer-ips": vip})
 		waitEvent(t, client, "clash", "LoadBalancerIPConflict", "held by Service default/web", "port 80/TCP")
 		mk("outside", 80, 0, map[string]string{"tfccm.io/load-balancer-ips": at(200)})
 		waitEvent(t, client, "outside", "LoadBalancerIPRefused", "outside every address pool")

@@ -92,7 +92,7 @@ func moduleOf(t testing.TB, cloud *localcloud.Cloud, hs *lbhosts.Hosts, module, 
 			ns = append(ns, fmt.Sprintf(`{ name = %q, addresses = [{ type = "InternalIP", address = %q }] }`, n, cloud.Node(n).Address))
 		}
 		body := fmt.Sprintf(`cluster_name = "c1"
-load_balancer_name = %q
+load_balancer_id = %q
 service = %s
 nodes = [%s]
 health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }

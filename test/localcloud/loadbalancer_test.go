@@ -58,9 +58,9 @@ func lbVars(name string, ports []port, mutate func(svc map[string]any)) map[stri
 		svc["load_balancer_ips"] = []string{ip}
 	}
 	return map[string]any{
-		"cluster_name":       cluster,
-		"load_balancer_name": name,
-		"service":            svc,
+		"cluster_name":     cluster,
+		"load_balancer_id": name,
+		"service":          svc,
 		"nodes": []map[string]any{
 			node("node-a", shared.Node("node-a").Address),
 			node("node-b", shared.Node("node-b").Address),
@@ -383,7 +383,7 @@ func TestLoadBalancerBadInput(t *testing.T) {
 		mutate func(v map[string]any)
 		want   string
 	}{
-		{"name", func(v map[string]any) { v["load_balancer_name"] = "Bad Name; rm -rf /" }, "load_balancer_name must be"},
+		{"name", func(v map[string]any) { v["load_balancer_id"] = "Bad Name; rm -rf /" }, "load_balancer_id must be"},
 		{"source range", func(v map[string]any) {
 			v["service"].(map[string]any)["source_ranges"] = []string{"10.0.0.0/8 } || true"}
 		}, "must be a CIDR"},

@@ -7,12 +7,15 @@ variable "cluster_name" {
   }
 }
 
-variable "load_balancer_name" {
+variable "load_balancer_id" {
+  # tfccm's "<cluster>-<hash of the Service UID>", never the tenant's
+  # tfccm.io/name: it keys this load balancer's VIP claim, frontend and
+  # VRRP instance on the hosts, so no two Services ever share them.
   type = string
 
   validation {
-    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,31}$", var.load_balancer_name))
-    error_message = "load_balancer_name must be 1-32 lowercase letters, digits or '-'."
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,31}$", var.load_balancer_id))
+    error_message = "load_balancer_id must be 1-32 lowercase letters, digits or '-'."
   }
 }
 

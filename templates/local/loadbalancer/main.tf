@@ -10,7 +10,7 @@ provider "lbhost" {
 locals {
   # Owner of this LB's fragment and VIP claim. '_' separates the two names
   # unambiguously: neither may contain it.
-  owner = "${var.cluster_name}_${var.load_balancer_name}"
+  owner = "${var.cluster_name}_${var.load_balancer_id}"
 
   ipv4 = "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
 

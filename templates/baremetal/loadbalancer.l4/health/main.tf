@@ -20,7 +20,7 @@ variable "cluster_name" {
   type = string
 }
 
-variable "load_balancer_name" {
+variable "load_balancer_id" {
   type = string
 }
 
@@ -71,7 +71,7 @@ data "lbhost_backend_health" "lb" {
   for_each = local.active
   provider = lbhost.host[each.key]
 
-  l4_frontend = "${var.cluster_name}_${var.load_balancer_name}"
+  l4_frontend = "${var.cluster_name}_${var.load_balancer_id}"
 }
 
 locals {

@@ -19,7 +19,7 @@ variable "cluster_name" {
   type = string
 }
 
-variable "load_balancer_name" {
+variable "load_balancer_id" {
   type = string
 }
 
@@ -79,7 +79,7 @@ data "lbhost_backend_health" "lb" {
 
   # The IPv4 frontend when the Service has one (both families' frontends
   # have the same backends), else the IPv6 one.
-  frontend = "${var.cluster_name}_${var.load_balancer_name}${contains(var.service.ip_families, "IPv4") ? "" : ".6"}"
+  frontend = "${var.cluster_name}_${var.load_balancer_id}${contains(var.service.ip_families, "IPv4") ? "" : ".6"}"
 }
 
 locals {

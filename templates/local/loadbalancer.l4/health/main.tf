@@ -16,7 +16,7 @@ variable "cluster_name" {
   type = string
 }
 
-variable "load_balancer_name" {
+variable "load_balancer_id" {
   type = string
 }
 
@@ -33,7 +33,7 @@ provider "lbhost" {
 }
 
 data "lbhost_backend_health" "lb" {
-  l4_frontend = "${var.cluster_name}_${var.load_balancer_name}"
+  l4_frontend = "${var.cluster_name}_${var.load_balancer_id}"
 }
 
 output "backends" {

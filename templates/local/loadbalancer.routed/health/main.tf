@@ -15,7 +15,7 @@ variable "cluster_name" {
   type = string
 }
 
-variable "load_balancer_name" {
+variable "load_balancer_id" {
   type = string
 }
 
@@ -39,7 +39,7 @@ provider "lbhost" {
 }
 
 data "lbhost_backend_health" "vip" {
-  routed_vip = "${var.cluster_name}_${var.load_balancer_name}"
+  routed_vip = "${var.cluster_name}_${var.load_balancer_id}"
 }
 
 locals {
