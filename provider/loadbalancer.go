@@ -511,7 +511,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if r.Op == "destroy" && r.Err == nil {
 		l.forgetDestroyed(name)
 	}
-	if r.Op != "destroy" && r.Err == nil && l.takeApproved(name) && l.afterApproval != nil {
+	if approved := l.takeApproved(name); approved && r.Op != "destroy" && r.Err == nil && l.afterApproval != nil {
 		go l.afterApproval(svc)
 	}
 	return true
