@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
@@ -30,8 +31,7 @@ func (rv *reviewer) reportLeftovers(ctx context.Context) {
 	if client == nil {
 		return
 	}
-	list, err := client.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		LabelSelector: annotations.ManagedBy + "=tfccm," + annotations.PlanServiceUID, Limit: leftoverListLimit})
+	found, err := leftovers(ctx, client, rv.namespace)
 	switch {
 	case apierrors.IsForbidden(err):
 		klog.V(2).InfoS("Not looking for plans an earlier tfccm left in Services' namespaces (no list on ConfigMaps in every namespace); they are ignored either way")
@@ -40,11 +40,25 @@ func (rv *reviewer) reportLeftovers(ctx context.Context) {
 		klog.ErrorS(err, "Look for plans an earlier tfccm left in Services' namespaces")
 		return
 	}
-	for _, cm := range list.Items {
-		if cm.Namespace == rv.namespace || !strings.HasPrefix(cm.Name, annotations.PlanConfigMapPrefix) {
-			continue
-		}
+	for _, cm := range found {
 		klog.InfoS("Ignoring a plan ConfigMap an earlier tfccm published in the Service's namespace: plans and approvals are read only in tfccm's namespace, so it approves nothing; delete it and the Secret of the same name",
-			"configMap", klog.KObj(&cm), "tfccmNamespace", rv.namespace)
+			"configMap", cm, "tfccmNamespace", rv.namespace)
 	}
+}
+
+// leftovers lists the plan ConfigMaps (namespace/name) outside tfccm's
+// namespace.
+func leftovers(ctx context.Context, client kubernetes.Interface, tfccmNamespace string) ([]string, error) {
+	list, err := client.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: annotations.ManagedBy + "=tfccm," + annotations.PlanServiceUID, Limit: leftoverListLimit})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, cm := range list.Items {
+		if cm.Namespace != tfccmNamespace && strings.HasPrefix(cm.Name, annotations.PlanConfigMapPrefix) {
+			out = append(out, cm.Namespace+"/"+cm.Name)
+		}
+	}
+	return out, nil
 }
