@@ -44,16 +44,16 @@ var (
 	// PlanOfLoadBalancer or PlanOfRoutes. tfccm watches the ConfigMaps of
 	// its namespace carrying it.
 	PlanKind = wire(Prefix+"plan", "label", "plan ConfigMap and Secret",
-		"`load-balancer` or `routes`: whose plan the object holds. tfccm watches the ConfigMaps of its namespace with this label for approvals (`kubectl get configmaps -n NAMESPACE -l "+Prefix+"plan`).")
+		"Admin side (tfccm's namespace): `load-balancer` or `routes`, whose plan the object holds. tfccm watches the ConfigMaps of its namespace with this label for approvals (`kubectl get configmaps -n NAMESPACE -l "+Prefix+"plan`).")
 	// PlanServiceUID on a plan ConfigMap is the owning Service's UID.
 	PlanServiceUID = wire(Prefix+"service-uid", "label", "plan ConfigMap and Secret",
 		"The UID of the Service whose load balancer plan the object holds (absent on the routes plan). A plan whose Service UID no longer exists (and whose load balancer is not being destroyed) is deleted by the orphan sweep.")
 	// PlanServiceNamespace on a plan ConfigMap is the Service's namespace.
 	PlanServiceNamespace = wire(Prefix+"service-namespace", "label", "plan ConfigMap and Secret",
-		"The namespace of the Service whose load balancer plan the object holds; `tfccm approve --namespace N --service S` selects by it and the next label, so an approver needs no access to the Service's namespace.")
+		"Admin side (tfccm's namespace): the namespace of the Service whose load balancer plan the object holds; an approver's `tfccm approve --namespace N --service S` selects by it and the next label, so an approver needs no access to the Service's namespace.")
 	// PlanServiceName on a plan ConfigMap is the Service's name.
 	PlanServiceName = wire(Prefix+"service-name", "label", "plan ConfigMap and Secret",
-		"The name of the Service whose load balancer plan the object holds.")
+		"Admin side (tfccm's namespace): the name of the Service whose load balancer plan the object holds.")
 	// ManagedBy marks the objects tfccm creates (value "tfccm").
 	ManagedBy = wire("app.kubernetes.io/managed-by", "label", "plan ConfigMap and Secret",
 		"`tfccm` on every object tfccm creates.")

@@ -46,7 +46,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	var kf kubeFlags
 	kf.register(fs)
 	var o approveOptions
-	fs.StringVar(&o.tfccmNamespace, "tfccm-namespace", config.DefaultNamespace, "tfccm's own namespace (the cloud config's namespace; the Helm chart's release namespace), where plans are published and approved")
+	fs.StringVar(&o.tfccmNamespace, "tfccm-namespace", config.DefaultNamespace, "tfccm's own namespace (the cloud config's namespace; the Helm chart's release namespace), where plans are published and approvers approve them")
 	fs.StringVar(&o.namespace, "namespace", "", "the Service's namespace (default: the context's); with --list, only this namespace's Services")
 	fs.StringVar(&o.service, "service", "", "the LoadBalancer Service whose plan to show or approve (also one deleted whose orphaned load balancer awaits its destroy)")
 	fs.BoolVar(&o.routes, "routes", false, "show or approve the routes plan instead of a Service's")
