@@ -266,8 +266,10 @@ var (
 	Name = declare(Prefix+"name", "string", "web-prod",
 		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it. A name belongs to one Service in the cluster: while another Service (in any namespace) holds it, the oldest by creation time, then UID, this Service is refused with Event `LoadBalancerNameTaken` and condition `tfccm.io/Accepted` False naming the holder, and nothing is applied. What identifies the load balancer on LB hosts never comes from this name (templates get `load_balancer_id`, from the UID).",
 		parseLBName)
-	// ApprovedPlan approves a plan in review mode.
+	// ApprovedPlan approves a plan in review mode, on the plan's
+	// ConfigMap in tfccm's namespace (an approver's write); on a Service
+	// it approves nothing.
 	ApprovedPlan = declare(Prefix+"approved-plan", "string (sha256 hex)", "3f1c9a0d6b2e4f5a8c7d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",
-		"Review mode only (`terraform { review = true }`): approves the load balancer plan whose hash this is, as published in the Event `TerraformPlanPendingApproval` and the ConfigMap `tfccm-plan-<workspace>` (annotation `tfccm.io/plan-hash`). tfccm applies exactly that saved plan; a hash that is not the pending plan's (stale or unknown) applies nothing. A new plan (changed Service or nodes, or a deletion) needs a new approval. `tfccm approve` sets it.",
+		"Review mode and `require-approval` policies: **not an approval on a Service.** A plan is approved by an approver (a group the cluster admin names) setting this key, with the plan's hash, on the plan's ConfigMap `tfccm-plan-<workspace>` in tfccm's namespace (cloud config `namespace`), which a namespace tenant cannot write; `tfccm approve` does it. tfccm then applies exactly that saved plan; a hash that is not the pending plan's (stale or unknown) applies nothing, and a new plan (changed Service or nodes, a deletion, an orphan's destroy) needs a new approval. On a Service this annotation is accepted (a Service annotated before approvals moved keeps working) but ignored: tfccm records a Warning Event `TerraformApprovalIgnored` naming the ConfigMap and the command, and applies nothing.",
 		parsePlanHash)
 )

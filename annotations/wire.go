@@ -32,34 +32,51 @@ func WireKeys() []Wire {
 	return out
 }
 
-// The review mode's wire keys.
+// The review mode's wire keys. Every object they mark lives in tfccm's own
+// namespace (the cloud config's `namespace`, default kube-system), which
+// only the cluster admin and the approvers it names may write: the admin's
+// side of the trust boundary (docs/security.md), never a tenant's.
 var (
 	// PlanHash on a plan ConfigMap is the hash to approve.
-	PlanHash = wire(Prefix+"plan-hash", "annotation", "plan ConfigMap",
-		"The sha256 of the saved plan the ConfigMap publishes: the value to put in `"+Prefix+"approved-plan` (or pass to `tfccm approve`).")
+	PlanHash = wire(Prefix+"plan-hash", "annotation", "plan ConfigMap and Secret",
+		"The sha256 of the saved plan the ConfigMap publishes: the value an approver puts in `"+Prefix+"approved-plan` on that ConfigMap (what `tfccm approve` does).")
+	// PlanKind on a plan ConfigMap or Secret says whose plan it is:
+	// PlanOfLoadBalancer or PlanOfRoutes. tfccm watches the ConfigMaps of
+	// its namespace carrying it.
+	PlanKind = wire(Prefix+"plan", "label", "plan ConfigMap and Secret",
+		"Admin side (tfccm's namespace): `load-balancer` or `routes`, whose plan the object holds. tfccm watches the ConfigMaps of its namespace with this label for approvals (`kubectl get configmaps -n NAMESPACE -l "+Prefix+"plan`).")
 	// PlanServiceUID on a plan ConfigMap is the owning Service's UID.
-	PlanServiceUID = wire(Prefix+"service-uid", "label", "plan ConfigMap",
-		"The UID of the Service whose load balancer plan the ConfigMap publishes (absent on the routes plan); `tfccm approve` selects by it.")
+	PlanServiceUID = wire(Prefix+"service-uid", "label", "plan ConfigMap and Secret",
+		"The UID of the Service whose load balancer plan the object holds (absent on the routes plan). A plan whose Service UID no longer exists (and whose load balancer is not being destroyed) is deleted by the orphan sweep.")
+	// PlanServiceNamespace on a plan ConfigMap is the Service's namespace.
+	PlanServiceNamespace = wire(Prefix+"service-namespace", "label", "plan ConfigMap and Secret",
+		"Admin side (tfccm's namespace): the namespace of the Service whose load balancer plan the object holds; an approver's `tfccm approve --namespace N --service S` selects by it and the next label, so an approver needs no access to the Service's namespace.")
+	// PlanServiceName on a plan ConfigMap is the Service's name.
+	PlanServiceName = wire(Prefix+"service-name", "label", "plan ConfigMap and Secret",
+		"Admin side (tfccm's namespace): the name of the Service whose load balancer plan the object holds.")
 	// ManagedBy marks the objects tfccm creates (value "tfccm").
-	ManagedBy = wire("app.kubernetes.io/managed-by", "label", "plan ConfigMap",
+	ManagedBy = wire("app.kubernetes.io/managed-by", "label", "plan ConfigMap and Secret",
 		"`tfccm` on every object tfccm creates.")
 	// PlanConfigMapPrefix starts the name of a plan ConfigMap:
 	// PlanConfigMapPrefix + workspace name.
-	PlanConfigMapPrefix = wire("tfccm-plan-", "name", "plan ConfigMap",
-		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>`: in the Service's namespace for a load balancer, in `"+RoutesPlanNamespace+"` for the routes workspace. The Secret of the same name (owned by the Service) keeps the saved plan itself, sealed, so that an approval still applies after a controller restart.")
-	// PlanKeySecret names the Secret (in RoutesPlanNamespace) holding the
+	PlanConfigMapPrefix = wire("tfccm-plan-", "name", "plan ConfigMap and Secret",
+		"A pending plan is published in ConfigMap `tfccm-plan-<workspace>` in tfccm's namespace (cloud config `namespace`), for a load balancer (the workspace name derives from the Service UID) as for the routes workspace; an approver approves it by setting `"+Prefix+"approved-plan` on that ConfigMap. The Secret of the same name keeps the saved plan itself, sealed, so that an approval still applies after a controller restart. Both are deleted once the plan is applied, superseded or destroyed, or its Service is gone. Objects of this name in a Service's own namespace (where earlier versions of tfccm published plans, and where a tenant may write anything) are never read.")
+	// PlanKeySecret names the Secret (in tfccm's namespace) holding the
 	// key that seals the plan Secrets.
-	PlanKeySecret = wire("tfccm-plan-key", "name", "Secret in kube-system",
+	PlanKeySecret = wire("tfccm-plan-key", "name", "Secret in tfccm's namespace",
 		"The key (32 random bytes, created by tfccm on first use) that seals review mode's plan Secrets `tfccm-plan-<workspace>` (AES-256-GCM). Deleting it makes the kept plans unreadable: pending plans are then planned again after a restart and need a new approval.")
 )
 
-// Incarnations names the ConfigMap (in RoutesPlanNamespace) where every
-// leader records the user@host its tofu runs lock state as.
-var Incarnations = wire("tfccm-incarnations", "name", "ConfigMap in kube-system",
-	"Each controller that becomes leader adds the `user@host` its tofu runs hold state locks as. A new leader releases a state lock held by an earlier entry (that incarnation no longer leads), so stale locks are recovered without a persistent `work_dir`; locks held by anyone else are only reported.")
+// The values of PlanKind.
+const (
+	PlanOfLoadBalancer = "load-balancer"
+	PlanOfRoutes       = "routes"
+)
 
-// RoutesPlanNamespace is where the routes workspace's plan is published.
-const RoutesPlanNamespace = "kube-system"
+// Incarnations names the ConfigMap (in tfccm's namespace) where every
+// leader records the user@host its tofu runs lock state as.
+var Incarnations = wire("tfccm-incarnations", "name", "ConfigMap in tfccm's namespace",
+	"Each controller that becomes leader adds the `user@host` its tofu runs hold state locks as. A new leader releases a state lock held by an earlier entry (that incarnation no longer leads), so stale locks are recovered without a persistent `work_dir`; locks held by anyone else are only reported.")
 
 // PlanConfigMapName is the ConfigMap that publishes workspace's pending plan.
 func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix + workspaceName }

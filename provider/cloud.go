@@ -95,7 +95,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	// Review mode keeps pending plans in Secrets; in any mode the engine
 	// deletes the kept plan of a workspace it destroys (an orphan's destroy
 	// plan published by a controller in review mode, say).
-	c.plans = newPlanSecrets(func(ws string) (*corev1.Service, bool) {
+	c.plans = newPlanSecrets(cfg.Namespace, func(ws string) (*corev1.Service, bool) {
 		if c.lb == nil {
 			return nil, false
 		}
@@ -150,7 +150,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 	// a change window holds it): its publication and approval are review
 	// mode's.
 	if cfg.Terraform.Review || gate != nil {
-		c.review = newReviewer(engine, render, c.events.event)
+		c.review = newReviewer(engine, render, c.events.event, cfg.Namespace)
 		lbRev, routesRev = c.review, c.review
 	}
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
@@ -158,6 +158,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 		c.lb.addrs = addrs
 		c.lb.serves = cfg.ServesClass
 		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
+		if c.review != nil {
+			c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted)
+			c.lb.afterApproval = c.class.approvedApplied
+		}
 	}
 	if routesEnabled(cfg) {
 		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)
@@ -227,9 +231,13 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := c.incarnations.record(ctx, client); err != nil {
+	if err := c.incarnations.record(ctx, client, c.cfg.Namespace); err != nil {
 		// Locks of earlier leaders are then reported instead of released.
-		klog.ErrorS(err, "Record this incarnation", "configMap", annotations.RoutesPlanNamespace+"/"+annotations.Incarnations)
+		klog.ErrorS(err, "Record this incarnation", "configMap", c.cfg.Namespace+"/"+annotations.Incarnations)
+	}
+	if c.review != nil {
+		c.review.watchPlans(ctx)
+		go c.review.reportLeftovers(ctx)
 	}
 	c.templates.OnChange(func(err error) { c.templatesChanged(ctx, err) })
 	go c.templates.Run(ctx)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
@@ -104,15 +105,19 @@ func (t templateRenderer) WithBackend(spec workspace.Spec) (workspace.Spec, erro
 
 // lbReview is what the LoadBalancer facet needs of review mode.
 type lbReview interface {
-	// approveService acts on the Service's approval annotation.
+	// approveService acts on the approval of the Service's plan (its ConfigMap
+	// in tfccm's namespace) and reports one on the Service as ignored.
 	approveService(svc *corev1.Service)
 	// loadBalancerResult publishes or withdraws the Service's pending plan.
 	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
 	// publishHeld publishes a plan a closed change window holds (gate.go).
 	publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan)
-	// approveOrphan acts on the approval annotation of the published
+	// approveOrphan acts on the approval of the published
 	// destroy plan of an orphan whose Service is gone (review_orphans.go).
 	approveOrphan(ctx context.Context, owner *corev1.Service, ws string)
+	// sweepPlans deletes the plans whose Service UID is not live and
+	// whose workspace keep does not claim (review_sweep.go).
+	sweepPlans(ctx context.Context, again *sweepAgain, live map[types.UID]bool, keep func(ws string) bool) (int, error)
 }
 
 // routesReview is what the Routes facet needs of review mode.

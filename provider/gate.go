@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/policy"
 	"github.com/tfccm/tfccm/templates"
@@ -102,7 +101,7 @@ func heldMessage(p *workspace.PendingPlan, v workspace.GateVerdict) string {
 func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{annotations.PlanServiceUID: string(svc.UID)}, p); err != nil {
+	if err := rv.publish(ctx, ws, svc, p); err != nil {
 		klog.ErrorS(err, "Publish held plan", "service", klog.KObj(svc))
 	}
 }

@@ -46,10 +46,10 @@ func (in *incarnations) gone(who string) bool {
 	return who != in.self && in.previous[who]
 }
 
-// record adds this incarnation to the ConfigMap and learns the earlier
+// record adds this incarnation to the ConfigMap in tfccm's namespace and learns the earlier
 // ones. Called once this process leads (Initialize).
-func (in *incarnations) record(ctx context.Context, client kubernetes.Interface) error {
-	cms := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace)
+func (in *incarnations) record(ctx context.Context, client kubernetes.Interface, namespace string) error {
+	cms := client.CoreV1().ConfigMaps(namespace)
 	var holders []string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, annotations.Incarnations, metav1.GetOptions{})
@@ -58,7 +58,7 @@ func (in *incarnations) record(ctx context.Context, client kubernetes.Interface)
 			return err
 		}
 		if create {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: annotations.Incarnations, Namespace: annotations.RoutesPlanNamespace,
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: annotations.Incarnations, Namespace: namespace,
 				Labels: map[string]string{annotations.ManagedBy: "tfccm"}}}
 		}
 		entries := parseIncarnations(cm.Data[incarnationsKey])

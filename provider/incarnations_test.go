@@ -17,14 +17,14 @@ func TestIncarnations(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	first := newIncarnations("root@pod-a")
-	if err := first.record(ctx, client); err != nil {
+	if err := first.record(ctx, client, "tfccm"); err != nil {
 		t.Fatal(err)
 	}
 	if first.gone("root@pod-a") || first.gone("root@pod-b") {
 		t.Fatal("the first leader treats itself or an unknown holder as gone")
 	}
 	second := newIncarnations("root@pod-b")
-	if err := second.record(ctx, client); err != nil {
+	if err := second.record(ctx, client, "tfccm"); err != nil {
 		t.Fatal(err)
 	}
 	for who, want := range map[string]bool{"root@pod-a": true, "root@pod-b": false, "alice@laptop": false, "": false} {
@@ -32,7 +32,7 @@ func TestIncarnations(t *testing.T) {
 			t.Errorf("gone(%q) = %v, want %v", who, got, want)
 		}
 	}
-	cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, annotations.Incarnations, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps("tfccm").Get(ctx, annotations.Incarnations, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

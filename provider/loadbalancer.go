@@ -59,6 +59,11 @@ type loadBalancers struct {
 	// last told are refused (loadbalancer_refused.go): it will not ask
 	// again until the Service changes.
 	refused map[string]bool
+	// approved are the workspaces whose pending plan was approved and not
+	// yet applied; afterApproval (nil: none) syncs their Service again
+	// once it is (loadbalancer_approved.go).
+	approved      map[string]bool
+	afterApproval func(svc *corev1.Service)
 
 	// resync re-renders workspaces whose rendered inputs changed outside
 	// the service controller's calls (see loadbalancer_watch.go).
@@ -85,7 +90,7 @@ type lbEntry struct {
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
 	return &loadBalancers{engine: engine, render: render, review: review, event: event, conds: newConditions(), remoteBackend: remoteBackend, ensureWait: ensureWait,
-		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{}, refused: map[string]bool{},
+		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{}, refused: map[string]bool{}, approved: map[string]bool{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
 
@@ -157,7 +162,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		// Not an error: the service controller would record a Warning at
 		// every retry while the plan waits, for hours perhaps. This answer
 		// is its documented no-op (no Event, no status write, no retry);
-		// the approval annotation makes it call again, and the pending
+		// the approval makes tfccm sync it again (loadbalancer_approved.go), and the pending
 		// plan is told by an Event and Programmed=False AwaitingApproval.
 		klog.V(2).InfoS("Load balancer awaits approval", "service", klog.KObj(svc), "workspace", st.Name, "state", phaseText(st))
 		return nil, cloudprovider.ImplementedElsewhere
@@ -211,7 +216,7 @@ func (l *loadBalancers) revive(svc *corev1.Service) error {
 	return nil
 }
 
-// approve acts on the Service's approval annotation in review mode and
+// approve acts on the approval of the Service's plan in review mode and
 // returns the workspace's status afterwards.
 func (l *loadBalancers) approve(svc *corev1.Service, st workspace.Status) workspace.Status {
 	if l.review == nil || st.Phase != workspace.PhaseAwaitingApproval {
@@ -368,7 +373,7 @@ func statusConditions(st workspace.Status) []metav1.Condition {
 			condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, heldMessage(st.Plan, st.Verdict))}
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
+			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval by an approver on its ConfigMap in tfccm's namespace (tfccm approve)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
 	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
 		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
 			condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", st.Err))}
@@ -518,6 +523,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 		l.forgetDestroyed(name)
 	}
 	l.statusAfterRefusal(name, r)
+	if approved := l.takeApproved(name); approved && r.Op != "destroy" && r.Err == nil && l.afterApproval != nil {
+		go l.afterApproval(svc)
+	}
 	return true
 }
 
@@ -553,7 +561,7 @@ func resultConditions(r workspace.Result) []metav1.Condition {
 		return nil
 	case r.AwaitingApproval && r.Plan != nil:
 		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
-			fmt.Sprintf("plan %s (%s) awaits approval (tfccm approve, or annotation tfccm.io/approved-plan)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
+			fmt.Sprintf("plan %s (%s) awaits approval by an approver on its ConfigMap in tfccm's namespace (tfccm approve)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
 	case errors.Is(r.Err, workspace.ErrStateChanged):
 		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPlanStale, r.Err.Error())}
 	case r.Err != nil && workspace.IsInvalidInput(r.Err):
@@ -621,7 +629,7 @@ func phaseText(st workspace.Status) string {
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
 		return "holding " + heldMessage(st.Plan, st.Verdict)
 	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
-		return fmt.Sprintf("awaiting approval of plan %s (%s; set annotation tfccm.io/approved-plan)", st.Plan.Hash, st.Plan.Summary())
+		return fmt.Sprintf("awaiting approval of plan %s (%s; an approver approves it with tfccm approve)", st.Plan.Hash, st.Plan.Summary())
 	case st.Phase == workspace.PhaseRunning && st.Destroy:
 		return "being destroyed"
 	case st.Phase == workspace.PhaseRunning:

@@ -152,7 +152,30 @@ func (l *loadBalancers) sweep(ctx context.Context, now time.Time) (int, time.Dur
 		return n, again.wait, err
 	}
 	m, err := l.sweepBackend(ctx, again, live)
-	return n + m, again.wait, err
+	if err != nil || l.review == nil {
+		return n + m, again.wait, err
+	}
+	if _, err := l.review.sweepPlans(ctx, again, live.uids, l.planInUse); err != nil {
+		return n + m, again.wait, err
+	}
+	return n + m, again.wait, nil
+}
+
+// planInUse reports whether workspace ws's plan is the engine's current
+// work: an orphan's destroy, or a workspace pending, running or awaiting
+// approval.
+func (l *loadBalancers) planInUse(ws string) bool {
+	l.mu.Lock()
+	_, orphan := l.orphans[ws]
+	l.mu.Unlock()
+	if orphan {
+		return true
+	}
+	switch l.engine.Status(ws).Phase {
+	case workspace.PhasePending, workspace.PhaseRunning, workspace.PhaseAwaitingApproval:
+		return true
+	}
+	return false
 }
 
 // sweepable tells whether workspace name may be an orphan: not a live

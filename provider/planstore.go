@@ -24,21 +24,21 @@ import (
 //
 //   - Each pending plan (its saved plan file, which holds every input of the
 //     plan, and the published forms) is sealed (internal/seal, AES-256-GCM)
-//     and kept in the Secret tfccm-plan-<workspace>: next to its Service and
-//     owned by it (the garbage collector removes it with the Service), or in
-//     kube-system for the routes workspace. An orphan's plan (its Service is
-//     gone: loadbalancer_sweep.go) is not owned, or the garbage collector
-//     would remove it at once; the controller that destroys the orphan, in
-//     review mode or not, deletes it (workspace.Options.Plans).
+//     and kept in the Secret tfccm-plan-<workspace> in tfccm's namespace
+//     (config.Namespace), never in the Service's: a tenant can neither
+//     read it nor plant one. It is labelled with its Service's namespace,
+//     name and UID; no owner reference (they cannot cross namespaces):
+//     the engine deletes it once the plan is applied, superseded or
+//     destroyed, and the orphan sweep deletes one whose Service UID no
+//     longer exists (review_sweep.go).
 //   - The key is tfccm's own: 32 random bytes in the Secret
-//     kube-system/tfccm-plan-key, created on first use. Not the
+//     tfccm-plan-key in the same namespace, created on first use. Not the
 //     encryption block's key: its key providers (KMS, OpenBao, external
 //     programs) are only reachable through tofu, and review mode works
-//     without an encryption block and with Terraform. So the plan Secrets
-//     are ciphertext for whoever reads Secrets in a Service's namespace;
-//     only readers of kube-system's Secrets (the controller itself, and
-//     cluster admins) can open them. With an encryption block that
-//     encrypts plans, the saved plan inside is tofu's ciphertext as well.
+//     without an encryption block and with Terraform. Only readers of
+//     that namespace's Secrets (the controller itself, and cluster admins)
+//     can open them. With an encryption block that encrypts plans, the
+//     saved plan inside is tofu's ciphertext as well.
 
 // planSecretKey is the data key of a plan Secret.
 const planSecretKey = "plan.sealed"
@@ -48,6 +48,9 @@ const planKeyDataKey = "key"
 
 // planSecrets is a workspace.PlanStore over Secrets.
 type planSecrets struct {
+	// namespace is tfccm's own (config.Namespace): every plan Secret and
+	// the key live there.
+	namespace string
 	// owner is the Service a load balancer workspace belongs to (the
 	// LoadBalancer facet knows it before it submits the workspace), and
 	// whether that Service is gone (an orphan's).
@@ -56,15 +59,12 @@ type planSecrets struct {
 	mu     sync.Mutex
 	client kubernetes.Interface // nil until Initialize
 	key    []byte               // loaded or created on first use
-	// placed is the namespace of each plan Secret this process wrote or
-	// read: DeletePlan finds it once the Service is forgotten.
-	placed map[string]string
 }
 
 var _ workspace.PlanStore = (*planSecrets)(nil)
 
-func newPlanSecrets(owner func(ws string) (*corev1.Service, bool)) *planSecrets {
-	return &planSecrets{owner: owner, placed: map[string]string{}}
+func newPlanSecrets(namespace string, owner func(ws string) (*corev1.Service, bool)) *planSecrets {
+	return &planSecrets{namespace: namespace, owner: owner}
 }
 
 func (s *planSecrets) setClient(client kubernetes.Interface) {
@@ -73,17 +73,16 @@ func (s *planSecrets) setClient(client kubernetes.Interface) {
 	s.mu.Unlock()
 }
 
-// where returns the namespace of ws's plan Secret, its Service (nil for
-// the routes workspace) and whether that Service is gone.
-func (s *planSecrets) where(ws string) (string, *corev1.Service, bool, error) {
+// whose returns the Service of ws's plan (nil for the routes workspace).
+func (s *planSecrets) whose(ws string) (*corev1.Service, error) {
 	if ws == templates.RoutesWorkspaceName {
-		return annotations.RoutesPlanNamespace, nil, false, nil
+		return nil, nil
 	}
-	svc, gone := s.owner(ws)
+	svc, _ := s.owner(ws)
 	if svc == nil || svc.UID == "" {
-		return "", nil, false, fmt.Errorf("plan of workspace %s: its Service is not known", ws)
+		return nil, fmt.Errorf("plan of workspace %s: its Service is not known", ws)
 	}
-	return svc.Namespace, svc, gone, nil
+	return svc, nil
 }
 
 // keyAndClient returns the cluster client and the sealing key, reading the
@@ -97,7 +96,7 @@ func (s *planSecrets) keyAndClient(ctx context.Context) (kubernetes.Interface, [
 	if s.key != nil {
 		return s.client, s.key, nil
 	}
-	secrets := s.client.CoreV1().Secrets(annotations.RoutesPlanNamespace)
+	secrets := s.client.CoreV1().Secrets(s.namespace)
 	cur, err := secrets.Get(ctx, annotations.PlanKeySecret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		key, kerr := seal.NewKey()
@@ -113,11 +112,11 @@ func (s *planSecrets) keyAndClient(ctx context.Context) (kubernetes.Interface, [
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("plan key Secret %s/%s: %w", annotations.RoutesPlanNamespace, annotations.PlanKeySecret, err)
+		return nil, nil, fmt.Errorf("plan key Secret %s/%s: %w", s.namespace, annotations.PlanKeySecret, err)
 	}
 	key := cur.Data[planKeyDataKey]
 	if len(key) != seal.KeySize {
-		return nil, nil, fmt.Errorf("plan key Secret %s/%s: %q holds %d bytes, want %d", annotations.RoutesPlanNamespace, annotations.PlanKeySecret, planKeyDataKey, len(key), seal.KeySize)
+		return nil, nil, fmt.Errorf("plan key Secret %s/%s: %q holds %d bytes, want %d", s.namespace, annotations.PlanKeySecret, planKeyDataKey, len(key), seal.KeySize)
 	}
 	s.key = key
 	return s.client, key, nil
@@ -130,7 +129,8 @@ func sealedFor(namespace, ws string) []byte {
 
 // SavePlan seals p into ws's plan Secret (create or replace).
 func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.SavedPlan) error {
-	namespace, svc, gone, err := s.where(ws)
+	namespace := s.namespace
+	svc, err := s.whose(ws)
 	if err != nil {
 		return err
 	}
@@ -150,16 +150,10 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   namespace,
-			Labels:      map[string]string{annotations.ManagedBy: "tfccm"},
+			Labels:      planLabels(svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Plan.Hash},
 		},
 		Data: map[string][]byte{planSecretKey: sealed},
-	}
-	if svc != nil {
-		want.Labels[annotations.PlanServiceUID] = string(svc.UID)
-	}
-	if svc != nil && !gone {
-		want.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}}
 	}
 	secrets := client.CoreV1().Secrets(namespace)
 	_, err = secrets.Create(ctx, want, metav1.CreateOptions{})
@@ -173,26 +167,15 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 	if err != nil {
 		return fmt.Errorf("keep plan in Secret %s/%s: %w", namespace, want.Name, err)
 	}
-	s.place(ws, namespace)
 	return nil
-}
-
-// place records where ws's plan Secret is ("" forgets it).
-func (s *planSecrets) place(ws, namespace string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if namespace == "" {
-		delete(s.placed, ws)
-		return
-	}
-	s.placed[ws] = namespace
 }
 
 // LoadPlan opens ws's plan Secret; nil when there is none. A Secret of
 // another Service (its UID label) is not ws's plan, and a workspace whose
 // Service is not known has none.
 func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.SavedPlan, error) {
-	namespace, svc, _, err := s.where(ws)
+	namespace := s.namespace
+	svc, err := s.whose(ws)
 	if err != nil {
 		return nil, nil
 	}
@@ -219,31 +202,20 @@ func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.Saved
 	if err := json.Unmarshal(plain, &p); err != nil {
 		return nil, fmt.Errorf("plan Secret %s/%s: %w", namespace, name, err)
 	}
-	s.place(ws, namespace)
 	return &p, nil
 }
 
 // DeletePlan deletes ws's plan Secret, if any.
 func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
 	s.mu.Lock()
-	client, namespace := s.client, s.placed[ws]
+	client := s.client
 	s.mu.Unlock()
-	if namespace == "" {
-		var err error
-		if namespace, _, _, err = s.where(ws); err != nil {
-			// Neither kept nor read by this process, and the Service is
-			// not known: nothing of ours to delete (a plan Secret goes
-			// with its Service, by its owner reference).
-			return nil
-		}
-	}
 	if client == nil {
 		return errors.New("no cluster client yet")
 	}
 	name := annotations.PlanConfigMapName(ws)
-	if err := client.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete plan Secret %s/%s: %w", namespace, name, err)
+	if err := client.CoreV1().Secrets(s.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete plan Secret %s/%s: %w", s.namespace, name, err)
 	}
-	s.place(ws, "")
 	return nil
 }

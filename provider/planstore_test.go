@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,17 +17,18 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// TestPlanSecrets: a kept plan is sealed in a Secret owned by its Service
-// (the routes plan in kube-system, unowned), opens again with the key
-// tfccm created once, and is not the plan of another Service or of a
-// Secret moved or altered.
+// TestPlanSecrets: a kept plan is sealed in a Secret in tfccm's namespace
+// (never the Service's), labelled with its Service and owned by nothing
+// (owner references cannot cross namespaces); it opens again with the key
+// tfccm created once there, and is not the plan of another Service or of
+// a Secret moved or altered.
 func TestPlanSecrets(t *testing.T) {
 	ctx := context.Background()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
 	owners := map[string]*corev1.Service{"lb-a": svc}
 	owner := func(ws string) (*corev1.Service, bool) { return owners[ws], false }
 	client := fake.NewClientset()
-	store := newPlanSecrets(owner)
+	store := newPlanSecrets("tfccm", owner)
 	if err := store.SavePlan(ctx, "lb-a", &workspace.SavedPlan{}); err == nil {
 		t.Fatal("saved without a cluster client")
 	}
@@ -36,14 +38,19 @@ func TestPlanSecrets(t *testing.T) {
 	if err := store.SavePlan(ctx, "lb-a", plan); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-a", metav1.GetOptions{})
+	if list, _ := client.CoreV1().Secrets("shop").List(ctx, metav1.ListOptions{}); len(list.Items) != 0 {
+		t.Fatalf("%d Secrets in the Service's namespace, want none", len(list.Items))
+	}
+	sec, err := client.CoreV1().Secrets("tfccm").Get(ctx, "tfccm-plan-lb-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := sec.OwnerReferences; len(o) != 1 || o[0].Kind != "Service" || o[0].UID != "uid-1" || o[0].Name != "web" {
-		t.Errorf("owners %+v, want the Service", o)
+	if o := sec.OwnerReferences; len(o) != 0 {
+		t.Errorf("owners %+v, want none", o)
 	}
-	if sec.Annotations[annotations.PlanHash] != "h1" || sec.Labels[annotations.PlanServiceUID] != "uid-1" {
+	wantLabels := map[string]string{annotations.PlanServiceUID: "uid-1", annotations.PlanServiceNamespace: "shop", annotations.PlanServiceName: "web",
+		annotations.PlanKind: annotations.PlanOfLoadBalancer, annotations.ManagedBy: "tfccm"}
+	if sec.Annotations[annotations.PlanHash] != "h1" || !maps.Equal(sec.Labels, wantLabels) {
 		t.Errorf("annotations %v, labels %v", sec.Annotations, sec.Labels)
 	}
 	if bytes.Contains(sec.Data[planSecretKey], []byte("hush-1")) {
@@ -62,22 +69,22 @@ func TestPlanSecrets(t *testing.T) {
 	if got, err := store.LoadPlan(ctx, "lb-a"); err != nil || got.Plan.Hash != "h2" {
 		t.Fatalf("after a new plan: %+v, %v", got, err)
 	}
-	keys, _ := client.CoreV1().Secrets(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanKeySecret, metav1.GetOptions{})
+	keys, _ := client.CoreV1().Secrets("tfccm").Get(ctx, annotations.PlanKeySecret, metav1.GetOptions{})
 	if keys == nil || len(keys.Data[planKeyDataKey]) != seal.KeySize {
 		t.Fatalf("key Secret %+v", keys)
 	}
 	// A new process (a restart) reads the same key.
-	restarted := newPlanSecrets(owner)
+	restarted := newPlanSecrets("tfccm", owner)
 	restarted.setClient(client)
 	if got, err := restarted.LoadPlan(ctx, "lb-a"); err != nil || got == nil || got.Plan.Hash != "h2" {
 		t.Fatalf("after a restart: %+v, %v", got, err)
 	}
 
-	// The routes plan lives in kube-system, without an owner.
+	// The routes plan lives there too.
 	if err := store.SavePlan(ctx, templates.RoutesWorkspaceName, plan); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := client.CoreV1().Secrets(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{}); err != nil || len(r.OwnerReferences) != 0 {
+	if r, err := client.CoreV1().Secrets("tfccm").Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{}); err != nil || r.Labels[annotations.PlanKind] != annotations.PlanOfRoutes {
 		t.Fatalf("routes plan Secret %+v, %v", r, err)
 	}
 
@@ -91,7 +98,7 @@ func TestPlanSecrets(t *testing.T) {
 	// A sealed plan copied to another workspace's Secret does not open.
 	copied := sec.DeepCopy()
 	copied.Name, copied.ResourceVersion = "tfccm-plan-lb-b", ""
-	if _, err := client.CoreV1().Secrets("shop").Create(ctx, copied, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Secrets("tfccm").Create(ctx, copied, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	owners["lb-b"] = svc
@@ -120,21 +127,20 @@ func TestPlanSecrets(t *testing.T) {
 }
 
 // TestPlanSecretOfOrphan: the plan of an orphan (its Service gone, found
-// by the sweep in the state backend) is not owned by that Service, which
-// the garbage collector would take as a reason to remove it at once; a
-// controller that never kept it (outside review mode) deletes it once it
-// destroyed the orphan.
+// by the sweep in the state backend) is kept in tfccm's namespace with the
+// gone Service's UID; a controller that never kept it (outside review
+// mode) deletes it once it destroyed the orphan.
 func TestPlanSecretOfOrphan(t *testing.T) {
 	ctx := context.Background()
 	gone := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-gone"}}
 	client := fake.NewClientset()
 	orphan := func(ws string) (*corev1.Service, bool) { return gone, true }
-	reviewer := newPlanSecrets(orphan)
+	reviewer := newPlanSecrets("tfccm", orphan)
 	reviewer.setClient(client)
 	if err := reviewer.SavePlan(ctx, "lb-o", &workspace.SavedPlan{Plan: workspace.PendingPlan{Hash: "h1", Destroy: true}}); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{})
+	sec, err := client.CoreV1().Secrets("tfccm").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +155,13 @@ func TestPlanSecretOfOrphan(t *testing.T) {
 	if err := newPlanSecretsWith(client, orphan).DeletePlan(ctx, "lb-o"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CoreV1().Secrets("shop").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{}); err == nil {
+	if _, err := client.CoreV1().Secrets("tfccm").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{}); err == nil {
 		t.Error("the orphan's plan Secret is still there")
 	}
 }
 
 func newPlanSecretsWith(client *fake.Clientset, owner func(string) (*corev1.Service, bool)) *planSecrets {
-	s := newPlanSecrets(owner)
+	s := newPlanSecrets("tfccm", owner)
 	s.setClient(client)
 	return s
 }

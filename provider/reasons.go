@@ -62,9 +62,11 @@ var (
 	ReasonTemplateRejected = declareReason("TerraformTemplateRejected", corev1.EventTypeWarning,
 		"A changed override directory (`override_dir`) is invalid; the last good templates keep serving. Recorded on every served Service.")
 	ReasonPlanPendingApproval = declareReason("TerraformPlanPendingApproval", corev1.EventTypeNormal,
-		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>`) and waits for `tfccm.io/approved-plan` with its hash (`tfccm approve`).")
+		"Review mode: a plan with changes was published (ConfigMap `tfccm-plan-<workspace>` in tfccm's namespace) and waits for an approver to set `tfccm.io/approved-plan` with its hash on that ConfigMap (`tfccm approve`).")
 	ReasonPlanNotApproved = declareReason("TerraformPlanApprovalRefused", corev1.EventTypeWarning,
-		"Review mode: `tfccm.io/approved-plan` names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+		"Review mode: `tfccm.io/approved-plan` on the plan's ConfigMap names a hash that is not the pending plan's (stale or unknown); nothing is applied.")
+	ReasonApprovalIgnored = declareReason("TerraformApprovalIgnored", corev1.EventTypeWarning,
+		"The Service carries `tfccm.io/approved-plan`: an annotation on a Service approves nothing, since the Service's namespace tenant writes it and a tenant may not approve their own plan. The message names the plan's ConfigMap in tfccm's namespace, where an approver approves it (`tfccm approve`). Recorded once per annotation value; nothing is applied.")
 	ReasonPlanDenied = declareReason("TerraformPlanDenied", corev1.EventTypeWarning,
 		"A `policy` rule of the cloud config with `action = \"deny\"` failed on the plan; the message names the rule. Nothing is applied (the old load balancer keeps serving) and nothing is retried until the Service, the templates or the policy change.")
 	ReasonPolicyWarning = declareReason("TerraformPlanPolicyWarning", corev1.EventTypeWarning,

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
@@ -21,27 +24,33 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// Review mode (terraform { review = true }) in Kubernetes terms:
+// Review mode (terraform { review = true }, or a policy rule that requires
+// approval) in Kubernetes terms. Everything lives in tfccm's own namespace
+// (config.Namespace), which only the cluster admin and the approvers write,
+// never in a tenant's (docs/security.md):
 //
-//   - A load balancer plan awaiting approval is published as the Event
-//     TerraformPlanPendingApproval on the Service and as the ConfigMap
-//     tfccm-plan-<workspace> in the Service's namespace (annotations.PlanHash
-//     names the plan). The reviewer approves by setting
-//     tfccm.io/approved-plan=<hash> on the Service.
-//   - The routes plan is published as the ConfigMap tfccm-plan-routes in
-//     kube-system and approved by the same annotation on that ConfigMap.
-//   - After the apply (or destroy) the ConfigMap is deleted.
+//   - A plan awaiting approval is published as the ConfigMap
+//     tfccm-plan-<workspace> (annotations.PlanHash names the plan; labels
+//     name the Service's namespace, name and UID) and, for a load balancer,
+//     as the Event TerraformPlanPendingApproval on the Service.
+//   - An approver approves by setting tfccm.io/approved-plan=<hash> on that
+//     ConfigMap (`tfccm approve`); the routes plan and an orphan's destroy
+//     alike. The annotation on a Service approves nothing: a Warning Event
+//     says where approvals go (review_ignored.go).
+//   - After the apply (or destroy) the ConfigMap is deleted; a new plan
+//     replaces it, dropping an approval of the old hash.
 //
-// Approvals are picked up by EnsureLoadBalancer, UpdateLoadBalancer and
-// EnsureLoadBalancerDeleted, by a Service informer (the service controller
-// does not resync unchanged Services) and, for routes, by a poll.
+// Approvals are noticed by an informer on the plan ConfigMaps of tfccm's
+// namespace (review_watch.go), and read again from its cache by
+// EnsureLoadBalancer, UpdateLoadBalancer, EnsureLoadBalancerDeleted and
+// the routes and orphan polls (a plan taken back after a restart).
 
 // maxPublishedPlan bounds a plan ConfigMap's data (ConfigMaps cap at 1 MiB
 // including metadata).
 const maxPublishedPlan = 900 << 10
 
-// routesApprovalPoll is how often the routes plan ConfigMap is read for an
-// approval while the routes plan awaits one.
+// routesApprovalPoll is how often the routes plan's approval is looked
+// for (in the informer's cache) while the routes plan awaits one.
 const routesApprovalPoll = 3 * time.Second
 
 // awaitingRetry is how soon the service controller asks again while a plan
@@ -61,21 +70,37 @@ type reviewer struct {
 	engine reviewEngine
 	render renderer // workspace names of Services
 	event  eventFunc
+	// namespace is tfccm's own (config.Namespace): plans and approvals.
+	namespace string
 
 	mu      sync.Mutex
-	client  kubernetes.Interface // nil until Initialize
-	refused map[string]string    // workspace -> approved hash already reported as refused
-	told    map[string]string    // workspace -> hash already reported as applied before
+	client  kubernetes.Interface        // nil until Initialize
+	plans   corelisters.ConfigMapLister // the plan ConfigMaps' cache; nil until watchPlans
+	synced  cache.InformerSynced
+	owner   func(ws string) (*corev1.Service, bool) // a load balancer workspace's Service (nil: not known)
+	applied func(ws string)                         // told when an approval was accepted
+	refused map[string]string                       // workspace -> approved hash already reported as refused
+	told    map[string]string                       // workspace -> hash already reported as applied before
+	ignored map[types.UID]string                    // Service -> its approval annotation already reported as ignored
 }
 
-func newReviewer(engine reviewEngine, render renderer, event eventFunc) *reviewer {
-	return &reviewer{engine: engine, render: render, event: event, refused: map[string]string{}, told: map[string]string{}}
+func newReviewer(engine reviewEngine, render renderer, event eventFunc, namespace string) *reviewer {
+	return &reviewer{engine: engine, render: render, event: event, namespace: namespace,
+		refused: map[string]string{}, told: map[string]string{}, ignored: map[types.UID]string{}}
 }
 
 // setClient gives the reviewer the cluster client (Initialize).
 func (rv *reviewer) setClient(client kubernetes.Interface) {
 	rv.mu.Lock()
 	rv.client = client
+	rv.mu.Unlock()
+}
+
+// setOwners tells the reviewer whose workspace is whose (the LoadBalancer
+// facet's planOwner) and whom to tell of an accepted approval.
+func (rv *reviewer) setOwners(owner func(ws string) (*corev1.Service, bool), applied func(ws string)) {
+	rv.mu.Lock()
+	rv.owner, rv.applied = owner, applied
 	rv.mu.Unlock()
 }
 
@@ -108,30 +133,48 @@ func planData(p *workspace.PendingPlan, limit int) map[string]string {
 	return data
 }
 
-// publish writes the plan ConfigMap (create or update).
-func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels map[string]string, p *workspace.PendingPlan) error {
+// planLabels are the labels of svc's plan ConfigMap and Secret (nil svc:
+// the routes plan's).
+func planLabels(svc *corev1.Service) map[string]string {
+	if svc == nil {
+		return map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: annotations.PlanOfRoutes}
+	}
+	return map[string]string{
+		annotations.ManagedBy:            "tfccm",
+		annotations.PlanKind:             annotations.PlanOfLoadBalancer,
+		annotations.PlanServiceUID:       string(svc.UID),
+		annotations.PlanServiceNamespace: svc.Namespace,
+		annotations.PlanServiceName:      svc.Name,
+	}
+}
+
+// publish writes the plan ConfigMap of workspace ws (create or update) in
+// tfccm's namespace. An approval of another hash (a superseded plan's) is
+// dropped; one of this hash (a plan taken back after a restart) is kept.
+func (rv *reviewer) publish(ctx context.Context, ws string, svc *corev1.Service, p *workspace.PendingPlan) error {
 	client := rv.kube()
 	if client == nil {
 		return nil
 	}
-	cms := client.CoreV1().ConfigMaps(namespace)
+	cms := client.CoreV1().ConfigMaps(rv.namespace)
 	want := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
-			Namespace:   namespace,
-			Labels:      map[string]string{annotations.ManagedBy: "tfccm"},
+			Namespace:   rv.namespace,
+			Labels:      planLabels(svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Hash},
 		},
 		Data: planData(p, maxPublishedPlan),
 	}
-	for k, v := range labels {
-		want.Labels[k] = v
-	}
-	cur, err := cms.Get(ctx, want.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = cms.Create(ctx, want, metav1.CreateOptions{})
-	case err == nil:
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cms.Get(ctx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = cms.Create(ctx, want, metav1.CreateOptions{})
+			return err
+		case err != nil:
+			return err
+		}
 		cur = cur.DeepCopy()
 		if cur.Labels == nil {
 			cur.Labels = map[string]string{}
@@ -142,24 +185,29 @@ func (rv *reviewer) publish(ctx context.Context, namespace, ws string, labels ma
 		for k, v := range want.Labels {
 			cur.Labels[k] = v
 		}
+		if approved, ok := cur.Annotations[annotations.ApprovedPlan.Name]; ok && strings.TrimSpace(approved) != p.Hash {
+			delete(cur.Annotations, annotations.ApprovedPlan.Name)
+		}
 		cur.Annotations[annotations.PlanHash] = p.Hash
 		cur.Data = want.Data
 		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
-	}
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("publish plan %s/%s: %w", namespace, want.Name, err)
+		return fmt.Errorf("publish plan %s/%s: %w", rv.namespace, want.Name, err)
 	}
 	return nil
 }
 
 // unpublish deletes the plan ConfigMap, if any.
-func (rv *reviewer) unpublish(ctx context.Context, namespace, ws string) {
-	if rv.kube() == nil {
+func (rv *reviewer) unpublish(ctx context.Context, ws string) {
+	client := rv.kube()
+	if client == nil {
 		return
 	}
-	err := rv.kube().CoreV1().ConfigMaps(namespace).Delete(ctx, annotations.PlanConfigMapName(ws), metav1.DeleteOptions{})
+	err := client.CoreV1().ConfigMaps(rv.namespace).Delete(ctx, annotations.PlanConfigMapName(ws), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		klog.ErrorS(err, "Delete published plan", "namespace", namespace, "configMap", annotations.PlanConfigMapName(ws))
+		klog.ErrorS(err, "Delete published plan", "namespace", rv.namespace, "configMap", annotations.PlanConfigMapName(ws))
 	}
 }
 
@@ -170,14 +218,14 @@ func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspa
 	defer cancel()
 	switch {
 	case r.AwaitingApproval && r.Plan != nil:
-		if err := rv.publish(ctx, svc.Namespace, ws, map[string]string{annotations.PlanServiceUID: string(svc.UID)}, r.Plan); err != nil {
+		if err := rv.publish(ctx, ws, svc, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish plan", "service", klog.KObj(svc))
 		}
 		if !r.Restored { // a plan taken back after a restart was told already
-			rv.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(svc.Namespace, ws, r.Plan, "the Service"))
+			rv.event(svc, corev1.EventTypeNormal, ReasonPlanPendingApproval, pendingMessage(rv.namespace, ws, r.Plan, approveCommand(svc)))
 		}
 	case r.Err == nil && !(r.Drift && !r.Changed):
-		rv.unpublish(ctx, svc.Namespace, ws)
+		rv.unpublish(ctx, ws)
 	}
 }
 
@@ -187,16 +235,25 @@ func (rv *reviewer) routesResult(r workspace.Result) {
 	defer cancel()
 	switch {
 	case r.AwaitingApproval && r.Plan != nil:
-		if err := rv.publish(ctx, annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
+		if err := rv.publish(ctx, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
 			klog.ErrorS(err, "Publish routes plan")
 		}
-		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName, r.Plan, "that ConfigMap"))
+		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(rv.namespace, templates.RoutesWorkspaceName, r.Plan, approveCommand(nil)))
 	case r.Err == nil && !(r.Drift && !r.Changed):
-		rv.unpublish(ctx, annotations.RoutesPlanNamespace, templates.RoutesWorkspaceName)
+		rv.unpublish(ctx, templates.RoutesWorkspaceName)
 	}
 }
 
-func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string) string {
+// approveCommand is the `tfccm approve` an approver runs for svc's plan
+// (nil: the routes plan).
+func approveCommand(svc *corev1.Service) string {
+	if svc == nil {
+		return "tfccm approve --routes"
+	}
+	return fmt.Sprintf("tfccm approve --namespace %s --service %s", svc.Namespace, svc.Name)
+}
+
+func pendingMessage(namespace, ws string, p *workspace.PendingPlan, command string) string {
 	verb := "apply"
 	switch {
 	case p.Destroy:
@@ -208,25 +265,67 @@ func pendingMessage(namespace, ws string, p *workspace.PendingPlan, where string
 	if p.Replaces != "" {
 		replaces = fmt.Sprintf(" (replaces plan %s: the inputs changed; that plan can no longer be approved)", p.Replaces)
 	}
-	return fmt.Sprintf("%s plan %s awaiting approval%s: %s. Review ConfigMap %s/%s; approve by setting the annotation %s=%s on %s",
-		verb, p.Hash, replaces, p.Summary(), namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, p.Hash, where)
+	return fmt.Sprintf("%s plan %s awaiting approval%s: %s. Review ConfigMap %s/%s; an approver approves it with `%s --plan-hash %s` (annotation %s=%s on that ConfigMap)",
+		verb, p.Hash, replaces, p.Summary(), namespace, annotations.PlanConfigMapName(ws), command, p.Hash, annotations.ApprovedPlan.Name, p.Hash)
 }
 
-// approveService approves the Service's pending plan if the Service
-// carries tfccm.io/approved-plan. A hash that is not the pending plan's is
-// reported once as a Warning Event; no pending plan is not an error (the
-// approval was already applied, or the plan is still being made).
+// approveService acts on the approval of the Service's pending plan (its
+// ConfigMap in tfccm's namespace); an approval annotation on the Service
+// itself is reported as ignored.
 func (rv *reviewer) approveService(svc *corev1.Service) {
-	hash, set, err := annotations.ApprovedPlan.Get(svc.Annotations)
+	rv.ignoreServiceApproval(svc)
+	rv.approveFrom(svc, rv.render.WorkspaceName(svc))
+}
+
+// approveFrom approves ws's pending plan if its ConfigMap carries an
+// approval. obj is the Service that gets the Events (nil: routes). A hash
+// that is not the pending plan's is reported once as a Warning Event; no
+// pending plan is not an error (the approval was already applied, or the
+// plan is still being made).
+func (rv *reviewer) approveFrom(obj *corev1.Service, ws string) {
+	raw, set := rv.approvalOf(ws)
 	if !set {
 		return
 	}
-	ws := rv.render.WorkspaceName(svc)
+	hash, err := annotations.ApprovedPlan.Parse(raw)
 	if err != nil {
-		rv.refuse(svc, ws, svc.Annotations[annotations.ApprovedPlan.Name], err.Error())
+		if obj != nil {
+			rv.refuse(obj, ws, raw, fmt.Sprintf("ConfigMap %s/%s: annotation %s: %v", rv.namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, err))
+		} else {
+			klog.InfoS("Routes approval refused", "err", err)
+		}
 		return
 	}
-	rv.approve(svc, ws, hash)
+	rv.approve(obj, ws, hash)
+}
+
+// approvalOf reads the approval annotation of ws's plan ConfigMap: from
+// the informer's cache once it has synced, else from the API.
+func (rv *reviewer) approvalOf(ws string) (string, bool) {
+	rv.mu.Lock()
+	lister, synced, client := rv.plans, rv.synced, rv.client
+	rv.mu.Unlock()
+	name := annotations.PlanConfigMapName(ws)
+	var cm *corev1.ConfigMap
+	var err error
+	switch {
+	case lister != nil && synced():
+		cm, err = lister.ConfigMaps(rv.namespace).Get(name)
+	case client != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cm, err = client.CoreV1().ConfigMaps(rv.namespace).Get(ctx, name, metav1.GetOptions{})
+		cancel()
+	default:
+		return "", false
+	}
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.ErrorS(err, "Read plan ConfigMap", "namespace", rv.namespace, "configMap", name)
+		}
+		return "", false
+	}
+	raw, ok := cm.Annotations[annotations.ApprovedPlan.Name]
+	return raw, ok
 }
 
 func (rv *reviewer) approve(obj *corev1.Service, ws, hash string) {
@@ -235,7 +334,12 @@ func (rv *reviewer) approve(obj *corev1.Service, ws, hash string) {
 	case err == nil:
 		rv.mu.Lock()
 		delete(rv.refused, ws)
+		applied := rv.applied
 		rv.mu.Unlock()
+		klog.InfoS("Plan approved on its ConfigMap", "workspace", ws, "planHash", hash, "configMap", rv.namespace+"/"+annotations.PlanConfigMapName(ws))
+		if applied != nil && obj != nil {
+			applied(ws)
+		}
 	case errors.Is(err, workspace.ErrPlanMismatch):
 		if obj != nil {
 			rv.refuse(obj, ws, hash, err.Error())
@@ -272,51 +376,18 @@ func (rv *reviewer) refuse(svc *corev1.Service, ws, hash, why string) {
 	}
 }
 
-// watchApprovals registers a Service handler on the shared informer: the
-// approval annotation is acted on as soon as it is set.
-func (rv *reviewer) watchApprovals(f informers.SharedInformerFactory) {
-	inf := f.Core().V1().Services().Informer()
-	handle := func(obj any) {
-		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-			rv.approveService(svc)
-		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: func(_, obj any) { handle(obj) },
-	}); err != nil {
-		klog.ErrorS(err, "Watch Services for plan approvals")
-	}
-}
-
-// pollRoutesApproval reads the routes plan ConfigMap while the routes plan
-// awaits approval, until ctx ends.
+// pollRoutesApproval looks for the routes plan's approval while the routes
+// plan awaits one, until ctx ends (the informer tells of a new approval at
+// once; the poll finds one made before a restart's plan was taken back).
 func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
-	wait.UntilWithContext(ctx, rv.checkRoutesApproval, routesApprovalPoll)
+	wait.UntilWithContext(ctx, func(context.Context) { rv.checkRoutesApproval() }, routesApprovalPoll)
 }
 
 // checkRoutesApproval approves the pending routes plan when its ConfigMap
 // names it.
-func (rv *reviewer) checkRoutesApproval(ctx context.Context) {
-	client := rv.kube()
-	if client == nil || rv.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
+func (rv *reviewer) checkRoutesApproval() {
+	if rv.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
 		return
 	}
-	cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, annotations.PlanConfigMapName(templates.RoutesWorkspaceName), metav1.GetOptions{})
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			klog.ErrorS(err, "Read routes plan ConfigMap")
-		}
-		return
-	}
-	raw, ok := cm.Annotations[annotations.ApprovedPlan.Name]
-	if !ok {
-		return
-	}
-	hash, err := annotations.ApprovedPlan.Parse(raw)
-	if err != nil {
-		klog.InfoS("Routes approval refused", "err", err)
-		return
-	}
-	rv.approve(nil, templates.RoutesWorkspaceName, hash)
+	rv.approveFrom(nil, templates.RoutesWorkspaceName)
 }

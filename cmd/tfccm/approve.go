@@ -7,50 +7,59 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/config"
 )
 
 // approveOptions are the flags of `tfccm approve`.
 type approveOptions struct {
-	namespace string
-	service   string
-	routes    bool
-	planHash  string
-	yes       bool
+	// tfccmNamespace is tfccm's own namespace (the cloud config's
+	// `namespace`), where plans are published and approved.
+	tfccmNamespace string
+	namespace      string
+	service        string
+	routes         bool
+	planHash       string
+	yes            bool
 }
 
-// runApprove answers `tfccm approve`: with --list it lists the plans
-// awaiting approval; otherwise it prints one plan awaiting approval (from
-// its ConfigMap) and, with --plan-hash or --yes, approves it by setting
-// tfccm.io/approved-plan on the Service (or, with --routes, on the routes
-// plan ConfigMap).
+// runApprove answers `tfccm approve`, the approver's command: with --list
+// it lists the plans awaiting approval; otherwise it prints one plan
+// awaiting approval (from its ConfigMap in tfccm's namespace) and, with
+// --plan-hash or --yes, approves exactly that plan by setting
+// tfccm.io/approved-plan on that ConfigMap. An approver needs get, list and
+// patch on ConfigMaps in tfccm's namespace, nothing in the Services'.
 func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm approve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var kf kubeFlags
 	kf.register(fs)
 	var o approveOptions
-	fs.StringVar(&o.namespace, "namespace", "", "the Service's namespace (default: the context's); with --list, only this namespace")
-	fs.StringVar(&o.service, "service", "", "the LoadBalancer Service whose plan to show or approve")
+	fs.StringVar(&o.tfccmNamespace, "tfccm-namespace", config.DefaultNamespace, "tfccm's own namespace (the cloud config's namespace; the Helm chart's release namespace), where plans are published and approvers approve them")
+	fs.StringVar(&o.namespace, "namespace", "", "the Service's namespace (default: the context's); with --list, only this namespace's Services")
+	fs.StringVar(&o.service, "service", "", "the LoadBalancer Service whose plan to show or approve (also one deleted whose orphaned load balancer awaits its destroy)")
 	fs.BoolVar(&o.routes, "routes", false, "show or approve the routes plan instead of a Service's")
 	fs.StringVar(&o.planHash, "plan-hash", "", "approve this plan hash (it must be the pending plan's)")
 	fs.BoolVar(&o.yes, "yes", false, "approve the plan shown")
-	list := fs.Bool("list", false, "list the plans awaiting approval (every namespace unless --namespace): target, age, hash, summary")
+	list := fs.Bool("list", false, "list the plans awaiting approval (every namespace's unless --namespace): target, age, hash, summary")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up talking to the cluster after this long")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	badList := *list && (o.service != "" || o.routes || o.planHash != "" || o.yes)
 	if fs.NArg() != 0 || badList || (!*list && (o.service == "") == !o.routes) {
-		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] [--context C] (--list [--namespace N] | [--namespace N] --service S | --routes) [--plan-hash H | --yes]")
+		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] [--context C] [--tfccm-namespace T] (--list [--namespace N] | [--namespace N] --service S | --routes) [--plan-hash H | --yes]")
 		return exitUsage
 	}
 	if o.planHash != "" {
@@ -69,7 +78,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if *list {
-		err = listPlans(ctx, client, o.namespace, time.Now(), stdout)
+		err = listPlans(ctx, client, o.tfccmNamespace, o.namespace, time.Now(), stdout)
 	} else {
 		if o.namespace == "" {
 			o.namespace = ns
@@ -83,7 +92,10 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// approve prints the pending plan and, if asked, approves it.
+// approve prints the pending plan and, if asked, approves it: the
+// approval names the hash shown and is written only if the ConfigMap is
+// still the one shown (its resourceVersion), so a plan replaced meanwhile
+// is never approved unseen.
 func approve(ctx context.Context, client kubernetes.Interface, o approveOptions, stdout io.Writer) error {
 	cm, target, err := pendingPlan(ctx, client, o)
 	if err != nil {
@@ -102,14 +114,13 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 	if !annotations.ValidPlanHash(hash) {
 		return fmt.Errorf("ConfigMap %s/%s has no valid %s annotation; nothing approved", cm.Namespace, cm.Name, annotations.PlanHash)
 	}
-	patch, err := approvalPatch(hash)
+	patch, err := approvalPatch(hash, cm.ResourceVersion)
 	if err != nil {
 		return err
 	}
-	if o.routes {
-		_, err = client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	} else {
-		_, err = client.CoreV1().Services(o.namespace).Patch(ctx, o.service, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("approve %s: ConfigMap %s/%s changed since it was read (a new plan?); nothing approved, review it again", target, cm.Namespace, cm.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("approve %s: %w", target, err)
@@ -118,39 +129,57 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 	return nil
 }
 
-// pendingPlan finds the ConfigMap publishing the plan to approve.
+// pendingPlan finds the ConfigMap in tfccm's namespace publishing the plan
+// to approve, by name (routes) or by the Service's labels: the Service
+// itself is not read (an approver needs no access to its namespace).
 func pendingPlan(ctx context.Context, client kubernetes.Interface, o approveOptions) (*corev1.ConfigMap, string, error) {
+	cms := client.CoreV1().ConfigMaps(o.tfccmNamespace)
 	if o.routes {
 		name := annotations.PlanConfigMapName("routes")
-		cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, "", fmt.Errorf("routes: %w", errNoPlan)
+		}
 		if err != nil {
-			return nil, "", fmt.Errorf("routes plan (ConfigMap %s/%s): %w", annotations.RoutesPlanNamespace, name, err)
+			return nil, "", fmt.Errorf("routes plan (ConfigMap %s/%s): %w", o.tfccmNamespace, name, err)
 		}
 		return cm, "routes", nil
 	}
 	target := fmt.Sprintf("Service %s/%s", o.namespace, o.service)
-	svc, err := client.CoreV1().Services(o.namespace).Get(ctx, o.service, metav1.GetOptions{})
+	sel := labels.SelectorFromSet(labels.Set{
+		annotations.ManagedBy:            "tfccm",
+		annotations.PlanKind:             annotations.PlanOfLoadBalancer,
+		annotations.PlanServiceNamespace: o.namespace,
+		annotations.PlanServiceName:      o.service,
+	})
+	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", target, err)
-	}
-	sel := labels.SelectorFromSet(labels.Set{annotations.ManagedBy: "tfccm", annotations.PlanServiceUID: string(svc.UID)})
-	list, err := client.CoreV1().ConfigMaps(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: list plan ConfigMaps: %w", target, err)
+		return nil, "", fmt.Errorf("%s: list plan ConfigMaps in %s: %w", target, o.tfccmNamespace, err)
 	}
 	switch len(list.Items) {
 	case 0:
 		return nil, "", fmt.Errorf("%s: %w", target, errNoPlan)
 	case 1:
 		return &list.Items[0], target, nil
-	default:
-		return nil, "", fmt.Errorf("%s: %d plan ConfigMaps carry its UID; expected one", target, len(list.Items))
 	}
+	var found []string
+	for _, cm := range list.Items {
+		found = append(found, fmt.Sprintf("%s (Service UID %s)", cm.Name, cm.Labels[annotations.PlanServiceUID]))
+	}
+	sort.Strings(found)
+	return nil, "", fmt.Errorf("%s: %d plans, of Services of this name with different UIDs (one deleted and created again?): %s; approve by hand on the right ConfigMap in %s",
+		target, len(list.Items), strings.Join(found, ", "), o.tfccmNamespace)
 }
 
-var errNoPlan = errors.New("no plan awaiting approval (is review mode on and the plan made?)")
+var errNoPlan = errors.New("no plan awaiting approval (is review mode on, the plan made, and --tfccm-namespace tfccm's namespace?)")
 
-// approvalPatch is the merge patch that sets the approval annotation.
-func approvalPatch(hash string) ([]byte, error) {
-	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.ApprovedPlan.Name: hash}}})
+// approvalPatch is the merge patch that sets the approval annotation on
+// the plan ConfigMap read at resourceVersion (the apiserver refuses it with
+// a conflict if the ConfigMap changed since).
+func approvalPatch(hash, resourceVersion string) ([]byte, error) {
+	meta := map[string]any{"annotations": map[string]string{annotations.ApprovedPlan.Name: hash}}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	return json.Marshal(map[string]any{"metadata": meta})
 }

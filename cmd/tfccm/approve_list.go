@@ -24,30 +24,27 @@ type pendingRow struct {
 	published                        time.Time
 }
 
-// listPlans prints the plans awaiting approval in namespace ("" = all):
-// the published plan ConfigMaps, each named by its Service (or routes).
-func listPlans(ctx context.Context, client kubernetes.Interface, namespace string, now time.Time, w io.Writer) error {
-	sel := labels.SelectorFromSet(labels.Set{annotations.ManagedBy: "tfccm"}).String()
-	cms, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("list plan ConfigMaps: %w", err)
+// listPlans prints the plans awaiting approval, published in tfccm's
+// namespace: every Service's (only namespace's when not "") and the
+// routes plan (when namespace is ""), each named by its Service (or
+// routes) from the ConfigMap's labels.
+func listPlans(ctx context.Context, client kubernetes.Interface, tfccmNamespace, namespace string, now time.Time, w io.Writer) error {
+	set := labels.Set{annotations.ManagedBy: "tfccm"}
+	if namespace != "" {
+		set[annotations.PlanServiceNamespace] = namespace
 	}
-	svcs, err := client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	cms, err := client.CoreV1().ConfigMaps(tfccmNamespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(set).String()})
 	if err != nil {
-		return fmt.Errorf("list Services: %w", err)
-	}
-	names := map[string]string{}
-	for _, s := range svcs.Items {
-		names[string(s.UID)] = s.Name
+		return fmt.Errorf("list plan ConfigMaps in %s: %w", tfccmNamespace, err)
 	}
 	var rows []pendingRow
 	for i := range cms.Items {
-		if r, ok := pendingOf(&cms.Items[i], names); ok {
+		if r, ok := pendingOf(&cms.Items[i]); ok {
 			rows = append(rows, r)
 		}
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(w, "No plans awaiting approval.")
+		fmt.Fprintf(w, "No plans awaiting approval in %s.\n", tfccmNamespace)
 		return nil
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -65,21 +62,20 @@ func listPlans(ctx context.Context, client kubernetes.Interface, namespace strin
 }
 
 // pendingOf reads one plan ConfigMap; ok is false for one that is not a
-// plan (no valid hash). A Service's plan whose Service is gone is listed
-// by its UID.
-func pendingOf(cm *corev1.ConfigMap, serviceNames map[string]string) (pendingRow, bool) {
+// plan (no valid hash, or neither a Service's nor the routes plan).
+func pendingOf(cm *corev1.ConfigMap) (pendingRow, bool) {
 	hash := cm.Annotations[annotations.PlanHash]
 	if !annotations.ValidPlanHash(hash) {
 		return pendingRow{}, false
 	}
-	r := pendingRow{namespace: cm.Namespace, hash: hash, summary: cm.Data["summary"], published: published(cm)}
-	switch uid := cm.Labels[annotations.PlanServiceUID]; {
-	case cm.Namespace == annotations.RoutesPlanNamespace && cm.Name == annotations.PlanConfigMapName("routes"):
-		r.target = "routes"
-	case serviceNames[uid] != "":
-		r.target = "service/" + serviceNames[uid]
+	r := pendingRow{hash: hash, summary: cm.Data["summary"], published: published(cm)}
+	switch {
+	case cm.Name == annotations.PlanConfigMapName("routes"):
+		r.namespace, r.target = "-", "routes"
+	case cm.Labels[annotations.PlanServiceName] != "":
+		r.namespace, r.target = cm.Labels[annotations.PlanServiceNamespace], "service/"+cm.Labels[annotations.PlanServiceName]
 	default:
-		r.target = "service uid " + uid + " (gone)"
+		return pendingRow{}, false
 	}
 	return r, true
 }

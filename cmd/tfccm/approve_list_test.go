@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -20,7 +21,8 @@ import (
 
 // TestApproveListAsKubectlPlugin runs `kubectl tfccm approve` through the
 // real kubectl's plugin lookup against a real apiserver: --list finds the
-// plans of every namespace (and only --namespace's when given), names each
+// plans of every Service in tfccm's namespace (only --namespace's Services
+// when given; never a ConfigMap in a Service's own namespace), names each
 // by its Service, and --context and $KUBECONFIG pick the cluster and the
 // default namespace as kubectl's own flags do.
 func TestApproveListAsKubectlPlugin(t *testing.T) {
@@ -56,11 +58,14 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 		return string(out), err
 	}
 
-	publishPlan := func(t *testing.T, ns, ws, uid, hash, summary string) {
+	publishPlan := func(t *testing.T, ns, ws string, svc *corev1.Service, hash, summary string) {
 		t.Helper()
-		labels := map[string]string{annotations.ManagedBy: "tfccm"}
-		if uid != "" {
-			labels[annotations.PlanServiceUID] = uid
+		labels := map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: annotations.PlanOfRoutes}
+		if svc != nil {
+			labels[annotations.PlanKind] = annotations.PlanOfLoadBalancer
+			labels[annotations.PlanServiceUID] = string(svc.UID)
+			labels[annotations.PlanServiceNamespace] = svc.Namespace
+			labels[annotations.PlanServiceName] = svc.Name
 		}
 		_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: annotations.PlanConfigMapName(ws), Labels: labels, Annotations: map[string]string{annotations.PlanHash: hash}},
@@ -71,10 +76,12 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 		}
 	}
 	hashes := map[string]string{}
-	for i, ns := range []string{"shop", "blog"} {
-		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	for _, ns := range []string{"kube-system", "shop", "blog"} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
+	}
+	for i, ns := range []string{"shop", "blog"} {
 		svc, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "web-" + ns, Namespace: ns},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
@@ -83,12 +90,15 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 			t.Fatal(err)
 		}
 		hashes[ns] = strings.Repeat(string("ab"[i])+"1", 32)
-		publishPlan(t, ns, "lb-"+ns, string(svc.UID), hashes[ns], ns+": 1 to add, 0 to change, 0 to destroy")
+		publishPlan(t, "kube-system", "lb-"+ns, svc, hashes[ns], ns+": 1 to add, 0 to change, 0 to destroy")
+		// What an earlier tfccm (or the tenant) left in the Service's
+		// namespace is not listed.
+		publishPlan(t, ns, "lb-"+ns, svc, strings.Repeat("ee", 32), "stale")
 	}
 	hashes["routes"] = strings.Repeat("c2", 32)
-	publishPlan(t, annotations.RoutesPlanNamespace, "routes", "", hashes["routes"], "routes: 0 to add, 1 to change, 0 to destroy")
+	publishPlan(t, "kube-system", "routes", nil, hashes["routes"], "routes: 0 to add, 1 to change, 0 to destroy")
 	// Not a plan: no hash.
-	if _, err := client.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{annotations.ManagedBy: "tfccm"}}}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{annotations.ManagedBy: "tfccm"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,8 +117,8 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 		t.Fatalf("want a header and 3 plans:\n%s", out)
 	}
 	for i, want := range [][]string{
+		{"-", "routes", hashes["routes"], "routes: 0 to add, 1 to change"},
 		{"blog", "service/web-blog", hashes["blog"], "blog: 1 to add"},
-		{"kube-system", "routes", hashes["routes"], "routes: 0 to add, 1 to change"},
 		{"shop", "service/web-shop", hashes["shop"], "shop: 1 to add"},
 	} {
 		f := strings.Fields(lines[i+1])
@@ -125,8 +135,8 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Approved plan "+hashes["shop"]+" for Service shop/web-shop") {
 		t.Fatalf("approve in the context's namespace: %v\n%s", err, out)
 	}
-	s, err := client.CoreV1().Services("shop").Get(ctx, "web-shop", metav1.GetOptions{})
-	if err != nil || s.Annotations[annotations.ApprovedPlan.Name] != hashes["shop"] {
-		t.Fatalf("approval not set: %v %v", err, s.Annotations)
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, annotations.PlanConfigMapName("lb-shop"), metav1.GetOptions{})
+	if err != nil || cm.Annotations[annotations.ApprovedPlan.Name] != hashes["shop"] {
+		t.Fatalf("approval not set: %v %v", err, cm.Annotations)
 	}
 }

@@ -139,7 +139,7 @@ func TestOrphanFromStateBackend(t *testing.T) {
 	b := startCCM(t, cluster, cfgB)
 	var plan *corev1.ConfigMap
 	eventually(t, 2*time.Minute, "the orphans' destroy plans are published", func(ctx context.Context) error {
-		cms, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		cms, err := client.CoreV1().ConfigMaps(tfccmNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func TestOrphanFromStateBackend(t *testing.T) {
 		t.Fatalf("%d load balancers destroyed before any approval", n)
 	}
 	plan.Annotations[annotations.ApprovedPlan.Name] = plan.Annotations[annotations.PlanHash]
-	if _, err := client.CoreV1().ConfigMaps("default").Update(ctx, plan, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(tfccmNamespace).Update(ctx, plan, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ws := strings.TrimPrefix(plan.Name, annotations.PlanConfigMapPrefix)

@@ -25,7 +25,7 @@ import (
 )
 
 // TestReviewPlanSurvivesRestart: a pending plan is kept, sealed, in a
-// Secret owned by its Service; a CCM restarted with an empty work dir takes
+// Secret in tfccm's namespace; a CCM restarted with an empty work dir takes
 // it back (no new plan, the same hash) and the approval of that hash
 // applies it. A plan whose state changed while no CCM ran is refused with a
 // TerraformPlanStale Event and planned again; the new plan's approval
@@ -78,7 +78,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 		t.Errorf("want one pending plan (the one made before the restart): %s", ev)
 	}
 	eventually(t, time.Minute, "plan Secret deleted after apply", func(ctx context.Context) error {
-		if _, err := client.CoreV1().Secrets("default").Get(ctx, sec.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := client.CoreV1().Secrets(tfccmNamespace).Get(ctx, sec.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("plan Secret still there (%v)", err)
 		}
 		return nil
@@ -113,13 +113,14 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	})
 }
 
-// planSecret waits for the Secret keeping svc's pending plan hash, owned
-// by svc, and returns it.
+// planSecret waits for the Secret keeping svc's pending plan hash in
+// tfccm's namespace, labelled with svc (none in svc's namespace), and
+// returns it.
 func planSecret(t *testing.T, client kubernetes.Interface, svc *corev1.Service, hash string) *corev1.Secret {
 	t.Helper()
 	var sec *corev1.Secret
 	eventually(t, time.Minute, "plan Secret", func(ctx context.Context) error {
-		list, err := client.CoreV1().Secrets(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID + "=" + string(svc.UID)})
+		list, err := client.CoreV1().Secrets(tfccmNamespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID + "=" + string(svc.UID)})
 		if err != nil {
 			return err
 		}
@@ -130,8 +131,11 @@ func planSecret(t *testing.T, client kubernetes.Interface, svc *corev1.Service, 
 		if got := sec.Annotations[annotations.PlanHash]; got != hash {
 			return fmt.Errorf("plan Secret %s keeps plan %s, want %s", sec.Name, got, hash)
 		}
-		if o := sec.OwnerReferences; len(o) != 1 || o[0].Kind != "Service" || o[0].UID != svc.UID {
-			return fmt.Errorf("plan Secret %s owners %+v, want the Service", sec.Name, o)
+		if sec.Labels[annotations.PlanServiceNamespace] != svc.Namespace || sec.Labels[annotations.PlanServiceName] != svc.Name {
+			return fmt.Errorf("plan Secret %s labels %v, want Service %s/%s", sec.Name, sec.Labels, svc.Namespace, svc.Name)
+		}
+		if own, err := client.CoreV1().Secrets(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID}); err != nil || len(own.Items) != 0 {
+			return fmt.Errorf("plan Secrets in the Service's namespace: %v", err)
 		}
 		return nil
 	})

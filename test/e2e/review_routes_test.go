@@ -16,7 +16,7 @@ import (
 )
 
 // TestReviewModeRoutes: in review mode the routes plan is published as
-// kube-system/tfccm-plan-routes and no kernel route exists until the plan's
+// tfccm-plan-routes in tfccm's namespace (kube-system by default) and no kernel route exists until the plan's
 // hash is approved on that ConfigMap.
 func TestReviewModeRoutes(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
@@ -31,7 +31,7 @@ func TestReviewModeRoutes(t *testing.T) {
 	name := annotations.PlanConfigMapName("routes")
 	var hash string
 	eventually(t, 2*time.Minute, "routes plan published", func(ctx context.Context) error {
-		cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := client.CoreV1().ConfigMaps(tfccmNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -46,12 +46,12 @@ func TestReviewModeRoutes(t *testing.T) {
 		t.Fatal("route in the kernel before its plan was approved")
 	}
 
-	cm, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Get(ctx, name, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps(tfccmNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Annotations[annotations.ApprovedPlan.Name] = hash
-	if _, err := client.CoreV1().ConfigMaps(annotations.RoutesPlanNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(tfccmNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "approved route in the kernel", func(context.Context) error {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -25,8 +26,8 @@ import (
 )
 
 // TestReviewMode: with terraform { review = true } nothing is applied or
-// destroyed until the exact plan is approved on the Service; the plan is
-// published as an Event and a ConfigMap.
+// destroyed until the exact plan is approved on its ConfigMap in tfccm's
+// namespace; the plan is published as an Event and that ConfigMap.
 func TestReviewMode(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
@@ -117,16 +118,31 @@ func TestReviewMode(t *testing.T) {
 	})
 }
 
-// planConfigMap reads the ConfigMap publishing svc's plan.
+// tfccmNamespace is tfccm's own namespace in the tests' cloud configs (the
+// default of the cloud config's namespace).
+const tfccmNamespace = config.DefaultNamespace
+
+// planConfigMap reads the ConfigMap publishing svc's plan in tfccm's
+// namespace.
 func planConfigMap(ctx context.Context, client kubernetes.Interface, svc *corev1.Service) (*corev1.ConfigMap, error) {
-	list, err := client.CoreV1().ConfigMaps(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID + "=" + string(svc.UID)})
+	return planConfigMapIn(ctx, client, tfccmNamespace, svc)
+}
+
+// planConfigMapIn reads the ConfigMap publishing svc's plan in namespace
+// (tfccm's).
+func planConfigMapIn(ctx context.Context, client kubernetes.Interface, namespace string, svc *corev1.Service) (*corev1.ConfigMap, error) {
+	list, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID + "=" + string(svc.UID)})
 	if err != nil {
 		return nil, err
 	}
 	if len(list.Items) != 1 {
 		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), fmt.Sprintf("plan of %s (%d found)", svc.Name, len(list.Items)))
 	}
-	return &list.Items[0], nil
+	cm := &list.Items[0]
+	if cm.Labels[annotations.PlanServiceNamespace] != svc.Namespace || cm.Labels[annotations.PlanServiceName] != svc.Name || cm.Labels[annotations.PlanKind] != annotations.PlanOfLoadBalancer {
+		return nil, fmt.Errorf("plan ConfigMap %s labels %v do not name Service %s/%s", cm.Name, cm.Labels, svc.Namespace, svc.Name)
+	}
+	return cm, nil
 }
 
 // waitPendingPlan waits for a plan of kind ("apply plan"/"destroy plan")
@@ -163,15 +179,31 @@ func waitPendingPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Serv
 	return hash
 }
 
-// approvePlan sets the approval annotation on the Service, as a reviewer
-// (or `tfccm approve`) does.
+// approvePlan approves hash on the plan ConfigMap of Service default/web
+// in tfccm's namespace, as an approver's `tfccm approve` does.
 func approvePlan(t *testing.T, client kubernetes.Interface, hash string) {
 	t.Helper()
+	approvePlanIn(t, client, tfccmNamespace, "default", "web", hash)
+}
+
+// approvePlanIn approves hash on the plan ConfigMap of Service ns/name in
+// tfccm's namespace tfccmNS.
+func approvePlanIn(t *testing.T, client kubernetes.Interface, tfccmNS, ns, name, hash string) {
+	t.Helper()
+	ctx := context.Background()
+	sel := annotations.PlanServiceNamespace + "=" + ns + "," + annotations.PlanServiceName + "=" + name
+	list, err := client.CoreV1().ConfigMaps(tfccmNS).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d plan ConfigMaps of %s/%s in %s", len(list.Items), ns, name, tfccmNS)
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.ApprovedPlan.Name: hash}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CoreV1().Services("default").Patch(context.Background(), "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(tfccmNS).Patch(ctx, list.Items[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
