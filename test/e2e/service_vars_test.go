@@ -73,8 +73,8 @@ func refused(t *testing.T, client kubernetes.Interface, name, want string) {
 	})
 }
 
-// noIngress fails if the Service got an address.
-func noIngress(t *testing.T, client kubernetes.Interface, name string) {
+// refusedNoAddress fails if the refused Service got an address.
+func refusedNoAddress(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
 	if svc, _ := conditionOf(t, client, name, provider.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) > 0 {
 		t.Errorf("%s was refused but got %v", name, svc.Status.LoadBalancer.Ingress)
@@ -135,7 +135,7 @@ func TestServiceVarsLocal(t *testing.T) {
 
 	createServiceWithVars(t, client, "web", 30080, adminVars(secret))
 	refused(t, client, "web", refusedVars)
-	noIngress(t, client, "web")
+	refusedNoAddress(t, client, "web")
 	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
 		t.Errorf("a refused Service has workspaces %v", ws)
 	}
@@ -188,7 +188,7 @@ func TestServiceVarsBaremetal(t *testing.T) {
 
 	createServiceWithVars(t, b.client, "evil", 30080, adminVars(secret))
 	refused(t, b.client, "evil", refusedVars)
-	noIngress(t, b.client, "evil")
+	refusedNoAddress(t, b.client, "evil")
 	if objs := b.objects(); len(objs) != 0 {
 		t.Errorf("a refused Service left objects on the hosts: %v", objs)
 	}
