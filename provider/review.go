@@ -263,7 +263,11 @@ func pendingMessage(namespace, ws string, p *workspace.PendingPlan, command stri
 	}
 	replaces := ""
 	if p.Replaces != "" {
-		replaces = fmt.Sprintf(" (replaces plan %s: the inputs changed; that plan can no longer be approved)", p.Replaces)
+		why := p.ReplacedWhy
+		if why == "" {
+			why = "the inputs changed"
+		}
+		replaces = fmt.Sprintf(" (replaces plan %s: %s; that plan can no longer be approved)", p.Replaces, why)
 	}
 	return fmt.Sprintf("%s plan %s awaiting approval%s: %s. Review ConfigMap %s/%s; an approver approves it with `%s --plan-hash %s` (annotation %s=%s on that ConfigMap)",
 		verb, p.Hash, replaces, p.Summary(), namespace, annotations.PlanConfigMapName(ws), command, p.Hash, annotations.ApprovedPlan.Name, p.Hash)

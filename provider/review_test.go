@@ -79,8 +79,14 @@ func TestPendingMessage(t *testing.T) {
 func TestReplacedPlanIsNamed(t *testing.T) {
 	old := strings.Repeat("a", 64)
 	p := &workspace.PendingPlan{Hash: strings.Repeat("b", 64), Replaces: old, Add: 1}
-	if msg := pendingMessage("tfccm", "lb-x", p, approveCommand(nil)); !strings.HasPrefix(msg, "apply plan "+p.Hash+" awaiting approval (replaces plan "+old) {
+	if msg := pendingMessage("tfccm", "lb-x", p, approveCommand(nil)); !strings.HasPrefix(msg, "apply plan "+p.Hash+" awaiting approval (replaces plan "+old+": the inputs changed;") {
 		t.Errorf("message %q does not name the replaced plan", msg)
+	}
+	// A plan replaced because the state changed under it says so, not that
+	// the inputs changed.
+	p.ReplacedWhy = "the state changed since it was made (serial 2 of lineage l, now serial 3 of lineage l)"
+	if msg := pendingMessage("tfccm", "lb-x", p, approveCommand(nil)); !strings.Contains(msg, "(replaces plan "+old+": "+p.ReplacedWhy+"; that plan can no longer be approved)") || strings.Contains(msg, "inputs") {
+		t.Errorf("message %q does not say the state changed", msg)
 	}
 }
 

@@ -82,6 +82,7 @@ type entry struct {
 	// Review mode (review.go).
 	pending      *PendingPlan // saved plan awaiting approval
 	replaced     string       // hash of a pending plan new work replaced
+	replacedWhy  string       // why it can no longer be approved
 	approved     string       // plan hash approved, to apply next
 	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
 	// verdict is the gate's verdict on the pending plan (gate.go).

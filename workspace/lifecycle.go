@@ -127,7 +127,7 @@ func (e *Engine) queueWork(en *entry, spec *Spec, destroy bool) {
 		// afresh and needs its own approval (its plan names the one it
 		// replaces).
 		if en.pending != nil {
-			en.replaced = en.pending.Hash
+			en.replaced, en.replacedWhy = en.pending.Hash, "the inputs changed"
 		}
 		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		running := en.status.Phase == PhaseRunning
@@ -296,7 +296,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	case out.err == nil && out.pending != nil && current && ctx.Err() == nil:
 		e.retries.Forget(en.name)
 		en.pending, en.verdict = out.pending, out.verdict
-		en.pending.Replaces, en.replaced = en.replaced, ""
+		en.pending.Replaces, en.pending.ReplacedWhy, en.replaced, en.replacedWhy = en.replaced, en.replacedWhy, "", ""
 		if heldApproved {
 			en.approved = p.approved.Hash // applied when the window opens
 		}
@@ -318,7 +318,10 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	case p.approved != nil && errors.Is(out.err, ErrStateChanged):
 		// The approved plan is stale: plan again at once; the new plan
 		// names the refused one as replaced.
-		en.replaced = p.approved.Hash
+		en.replaced, en.replacedWhy = p.approved.Hash, ErrStateChanged.Error()
+		if sc := (*StateChangedError)(nil); errors.As(out.err, &sc) {
+			en.replacedWhy = sc.Why()
+		}
 		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
 		e.enqueue(en.name)
 	case p.drift:
@@ -347,7 +350,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 // settleDone records a successful apply or destroy. The caller holds e.mu.
 func (e *Engine) settleDone(en *entry, spec *Spec, destroy bool, out runOutcome, current bool) {
 	e.retries.Forget(en.name)
-	en.replaced = ""
+	en.replaced, en.replacedWhy = "", ""
 	e.setStatus(en, func(s *Status) {
 		s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
 		if destroy {

@@ -56,6 +56,20 @@ func (s StateStamp) String() string {
 // is planned again.
 var ErrStateChanged = errors.New("the state changed since the plan was made")
 
+// StateChangedError is ErrStateChanged with the two stamps: the state the
+// plan was made against and the state now.
+type StateChangedError struct{ Was, Now StateStamp }
+
+func (e *StateChangedError) Error() string { return ErrStateChanged.Error() }
+
+// Is makes errors.Is(err, ErrStateChanged) true.
+func (e *StateChangedError) Is(target error) bool { return target == ErrStateChanged }
+
+// Why is what changed, for the plan made next (PendingPlan.ReplacedWhy).
+func (e *StateChangedError) Why() string {
+	return fmt.Sprintf("the state changed since it was made (%s, now %s)", e.Was, e.Now)
+}
+
 // planStoreTimeout bounds one PlanStore call.
 const planStoreTimeout = 30 * time.Second
 
@@ -88,7 +102,7 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 	if now == *p.State {
 		return nil
 	}
-	return &Error{Op: "apply", cause: ErrStateChanged, Summary: fmt.Sprintf(
+	return &Error{Op: "apply", cause: &StateChangedError{Was: *p.State, Now: now}, Summary: fmt.Sprintf(
 		"plan %s was made against %s, the state is now %s: the state changed since the plan was made, so it is not applied; planning again (the new plan needs its own approval)",
 		p.Hash, p.State, now)}
 }
@@ -167,7 +181,7 @@ func (e *Engine) restorePlan(spec *Spec, destroy bool) {
 		klog.InfoS("The stored pending plan no longer applies; planning again", "workspace", spec.Name, "planHash", p.Hash, "reason", why)
 		e.mu.Lock()
 		if en.desired == nil && en.pending == nil {
-			en.replaced = p.Hash
+			en.replaced, en.replacedWhy = p.Hash, why
 		}
 		e.mu.Unlock()
 		e.deleteStored(spec.Name)

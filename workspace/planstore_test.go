@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,10 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if p3.Hash == p2.Hash || p3.Replaces != p2.Hash {
 		t.Fatalf("new plan %s replaces %q: want a new plan replacing %s", p3.Hash, p3.Replaces, p2.Hash)
 	}
+	// It says what changed: the state (serial 2 then, 3 now), not the inputs.
+	if want := fmt.Sprintf("the state changed since it was made (%s, now ", p2.State); !strings.HasPrefix(p3.ReplacedWhy, want) || strings.Contains(p3.ReplacedWhy, "inputs") {
+		t.Errorf("the new plan says %q of the plan it replaces, want %q...", p3.ReplacedWhy, want)
+	}
 	if b, _ := os.ReadFile(filepath.Join(stateDir, "applied.log")); string(b) != "1\n3\n" {
 		t.Fatalf("applied.log %q: the refused plan must not apply", b)
 	}
@@ -218,8 +223,8 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if _, err := e4.Apply(spec4); err != nil {
 		t.Fatal(err)
 	}
-	if p4 := awaitPlan(t, e4, spec4); p4.Replaces != p2.Hash {
-		t.Errorf("plan %s replaces %q, want the dropped plan %s", p4.Hash, p4.Replaces, p2.Hash)
+	if p4 := awaitPlan(t, e4, spec4); p4.Replaces != p2.Hash || p4.ReplacedWhy != "the inputs changed since the plan was made" {
+		t.Errorf("plan %s replaces %q (%q), want the dropped plan %s, its inputs changed", p4.Hash, p4.Replaces, p4.ReplacedWhy, p2.Hash)
 	}
 }
 

@@ -44,6 +44,10 @@ type PendingPlan struct {
 	// Replaces is the hash of the plan that awaited approval before new
 	// inputs replaced it (that plan can no longer be approved), or "".
 	Replaces string
+	// ReplacedWhy says why the replaced plan can no longer be approved:
+	// "the inputs changed", or the state changed under it (with the state's
+	// serial and lineage then and now), or why a stored plan did not apply.
+	ReplacedWhy string `json:",omitempty"`
 	// Add, Change and Destroy count resource actions (a replacement counts
 	// as one add and one destroy).
 	Add, Change, Remove int
