@@ -91,6 +91,36 @@ func TestReviewTenantCannotApprove(t *testing.T) {
 	if own, err := tenant.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{LabelSelector: annotations.PlanServiceUID}); err != nil || len(own.Items) != 0 {
 		t.Fatalf("plan Secrets in the tenant's namespace: %v %v", err, own)
 	}
+	// The plan shows the admin's settings (here the VIP pool; on bare
+	// metal the LB hosts' addresses too) to the approver; nothing the
+	// tenant can read carries them (#46: published plans in the Service's
+	// namespace did).
+	adminOnly := []string{cloud.VIPPool}
+	if text := fmt.Sprint(plan.Data); !strings.Contains(text, cloud.VIPPool) {
+		t.Fatalf("the published plan does not show settings.vip_pool %s: the check below would prove nothing; plan:\n%s", cloud.VIPPool, text)
+	}
+	var readable strings.Builder
+	if cms, err := tenant.CoreV1().ConfigMaps(tenantNS).List(ctx, metav1.ListOptions{}); err == nil {
+		fmt.Fprint(&readable, cms.Items)
+	} else {
+		t.Fatal(err)
+	}
+	if secs, err := tenant.CoreV1().Secrets(tenantNS).List(ctx, metav1.ListOptions{}); err == nil {
+		fmt.Fprint(&readable, secs.Items)
+	} else {
+		t.Fatal(err)
+	}
+	if s, err := tenant.CoreV1().Services(tenantNS).Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		fmt.Fprint(&readable, s)
+	} else {
+		t.Fatal(err)
+	}
+	fmt.Fprint(&readable, harness.Events(ctx, admin, tenantNS, "web"))
+	for _, v := range adminOnly {
+		if strings.Contains(readable.String(), v) {
+			t.Errorf("the tenant's namespace shows the admin's setting %q", v)
+		}
+	}
 	notApplied := func(t *testing.T) {
 		t.Helper()
 		time.Sleep(5 * time.Second)
