@@ -149,7 +149,8 @@ func New(cfg *config.Config) (*Cloud, error) {
 	// A plan also waits for approval when a policy rule asks for it (or
 	// a change window holds it): its publication and approval are review
 	// mode's.
-	if cfg.Terraform.Review || gate != nil {
+	c.plans.publishing = cfg.Terraform.Review || gate != nil
+	if c.plans.publishing {
 		c.review = newReviewer(engine, render, c.events.event, cfg.Namespace)
 		lbRev, routesRev = c.review, c.review
 	}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/internal/seal"
@@ -55,6 +56,12 @@ type planSecrets struct {
 	// LoadBalancer facet knows it before it submits the workspace), and
 	// whether that Service is gone (an orphan's).
 	owner func(ws string) (svc *corev1.Service, gone bool)
+	// publishing is whether this controller publishes plans (review mode,
+	// or a gate: policies, change windows), which is when the chart grants
+	// it Secrets in its namespace. Without it a plan left by an earlier
+	// incarnation in review mode cannot be deleted, and that is no error:
+	// the next controller in review mode sweeps it.
+	publishing bool
 
 	mu     sync.Mutex
 	client kubernetes.Interface // nil until Initialize
@@ -214,8 +221,13 @@ func (s *planSecrets) DeletePlan(ctx context.Context, ws string) error {
 		return errors.New("no cluster client yet")
 	}
 	name := annotations.PlanConfigMapName(ws)
-	if err := client.CoreV1().Secrets(s.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete plan Secret %s/%s: %w", s.namespace, name, err)
+	err := client.CoreV1().Secrets(s.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err) && !s.publishing:
+		klog.V(4).InfoS("Not deleting a kept plan: this controller publishes no plans and has no rights to them", "secret", klog.KRef(s.namespace, name))
+		return nil
 	}
-	return nil
+	return fmt.Errorf("delete plan Secret %s/%s: %w", s.namespace, name, err)
 }

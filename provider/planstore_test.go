@@ -8,8 +8,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/internal/seal"
@@ -164,4 +168,24 @@ func newPlanSecretsWith(client *fake.Clientset, owner func(string) (*corev1.Serv
 	s := newPlanSecrets("tfccm", owner)
 	s.setClient(client)
 	return s
+}
+
+// TestDeletePlanWithoutRights: a controller that publishes no plans (no
+// review mode, no policy or change window) has no rights to plan Secrets
+// in the chart's RBAC; deleting a destroyed workspace's kept plan is then
+// no error. One that publishes them reports the refusal.
+func TestDeletePlanWithoutRights(t *testing.T) {
+	for _, publishing := range []bool{false, true} {
+		client := fake.NewClientset()
+		client.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "tfccm-plan-lb-x", errors.New("RBAC"))
+		})
+		s := newPlanSecrets("tfccm", func(string) (*corev1.Service, bool) { return nil, true })
+		s.publishing = publishing
+		s.setClient(client)
+		err := s.DeletePlan(context.Background(), "lb-x")
+		if publishing != (err != nil) {
+			t.Errorf("publishing %v: DeletePlan refused by RBAC = %v", publishing, err)
+		}
+	}
 }
