@@ -116,6 +116,7 @@ func useKeyServer(blk *hclwrite.Block, secrets []string, rng hcl.Range) ([]strin
 	blk.SetType("key_provider")
 	blk.SetLabels([]string{"external", name})
 	blk.Body().Clear()
+	blk.Body().AppendNewline() // Clear leaves the block on one line
 	vals := make([]cty.Value, len(cmd))
 	for i, s := range cmd {
 		vals[i] = cty.StringVal(s)

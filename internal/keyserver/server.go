@@ -272,3 +272,13 @@ func Default() (*Server, error) {
 	defaultOnce.Do(func() { defaultServer, defaultErr = New("", "") })
 	return defaultServer, defaultErr
 }
+
+// Swap makes s the process's server until restore is called: for tests
+// that restart the controller within one process (a new server has new
+// salts and an empty cache, as a new process would).
+func Swap(s *Server) (restore func()) {
+	defaultOnce.Do(func() {})
+	old, oldErr := defaultServer, defaultErr
+	defaultServer, defaultErr = s, nil
+	return func() { defaultServer, defaultErr = old, oldErr }
+}
