@@ -103,14 +103,21 @@ func localStateOutputs(path string) (map[string]outputMeta, error) {
 	return stateOutputs(b)
 }
 
+// errEncryptedState is stateOutputs' error for a state OpenTofu encrypted.
+var errEncryptedState = errors.New("the state is encrypted")
+
 // stateOutputs reads the outputs of a plain (not encrypted) state document.
 func stateOutputs(b []byte) (map[string]outputMeta, error) {
 	var st struct {
-		Version int                   `json:"version"`
-		Outputs map[string]outputMeta `json:"outputs"`
+		Version   int                   `json:"version"`
+		Outputs   map[string]outputMeta `json:"outputs"`
+		Encrypted json.RawMessage       `json:"encrypted_data"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("decode state: %w", err)
+	}
+	if st.Encrypted != nil {
+		return nil, errEncryptedState
 	}
 	if st.Version != 4 {
 		return nil, fmt.Errorf("state format version %d is not supported", st.Version)
