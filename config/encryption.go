@@ -25,7 +25,7 @@ import (
 // answered by the controller's key server (internal/keyserver), which
 // derives each key once per process (keyserver.go).
 type Encryption struct {
-	Body hcl.Body `hcl:",remain" doc:"OpenTofu's encryption settings, as in a terraform { encryption } block (key_provider, method, state, plan, remote_state_data_sources; enforced and fallback included); a key_provider attribute may be env.NAME, read from the controller's environment; key_provider tfccm_pbkdf2 (passphrase = env.NAME) derives its key once per controller process instead of twice per tofu command. Admin side of the trust boundary. OpenTofu only: refused with the terraform binary. See docs/encryption.md."`
+	Body hcl.Body `hcl:",remain" doc:"OpenTofu's encryption settings, as in a terraform { encryption } block (key_provider, method, state, plan, remote_state_data_sources; enforced and fallback included); a key_provider attribute may be env.NAME, read from the controller's environment; key_provider tfccm_pbkdf2 (passphrase = env.NAME) derives its key once per controller process instead of several times in every tofu command. Admin side of the trust boundary. OpenTofu only: refused with the terraform binary. See docs/encryption.md."`
 
 	// Source is the encryption configuration with every env.NAME replaced
 	// by its value: what TF_ENCRYPTION carries. Secret.
