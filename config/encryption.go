@@ -84,6 +84,11 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 		if b.Type == "state" || b.Type == "plan" {
 			hasMethod = true
 		}
+		if b.Type == "key_provider" && len(b.Labels) == 2 && b.Labels[0] == TfccmKeyProvider && c.Terraform.Runner == RunnerJob {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "tfccm_pbkdf2 needs tofu in the controller's pod",
+				Detail:  fmt.Sprintf("key_provider %q %q is answered by the controller over a local socket, which tofu in runner Jobs (terraform.runner = \"job\") cannot reach: use OpenTofu's pbkdf2 or a KMS key provider there (docs/encryption.md).", TfccmKeyProvider, b.Labels[1]),
+				Subject: b.DefRange().Ptr()})
+		}
 	}
 	if !hasMethod {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Encryption without a state or plan block", Detail: "Name the method that encrypts state and plans: state { method = method.aes_gcm.NAME } and plan { ... }.", Subject: rng.Ptr()})

@@ -89,6 +89,13 @@ func TestTfccmKeyProvider(t *testing.T) {
 			}
 		})
 	}
+	t.Run("runner jobs", func(t *testing.T) {
+		cfg := "backend \"kubernetes\" {\n secret_suffix = \"tfccm\"\n in_cluster_config = true\n}\nterraform {\n runner = \"job\"\n job {\n image = \"tfccm:1\"\n }\n}\nencryption {\n key_provider \"tfccm_pbkdf2\" \"k\" { passphrase = env.TFCCM_TEST_PASSPHRASE }\n method \"aes_gcm\" \"m\" { keys = key_provider.tfccm_pbkdf2.k }\n state { method = method.aes_gcm.m }\n}"
+		_, err := Parse([]byte("cluster_name = \"prod\"\n"+cfg+"\n"), "cloud.hcl")
+		if err == nil || !strings.Contains(err.Error(), "needs tofu in the controller's pod") {
+			t.Fatalf("error %v", err)
+		}
+	})
 	t.Run("name used twice", func(t *testing.T) {
 		cfg := "encryption {\n key_provider \"tfccm_pbkdf2\" \"k\" { passphrase = env.TFCCM_TEST_PASSPHRASE }\n key_provider \"external\" \"k\" { command = [\"x\"] }\n method \"aes_gcm\" \"m\" { keys = key_provider.tfccm_pbkdf2.k }\n state { method = method.aes_gcm.m }\n}"
 		_, err := Parse([]byte("cluster_name = \"prod\"\n"+cfg+"\n"), "cloud.hcl")
