@@ -282,3 +282,11 @@ func Swap(s *Server) (restore func()) {
 	defaultServer, defaultErr = s, nil
 	return func() { defaultServer, defaultErr = old, oldErr }
 }
+
+// Shutdown closes the process's server, if it was started, removing its
+// socket: for a binary's main before it exits.
+func Shutdown() {
+	if defaultServer != nil {
+		_ = defaultServer.Close()
+	}
+}
