@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/keyserver"
 	"github.com/tfccm/tfccm/internal/secret"
 )
 
@@ -100,7 +101,15 @@ func localStateOutputs(path string) (map[string]outputMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	return stateOutputs(b)
+	o, err := stateOutputs(b)
+	if errors.Is(err, errEncryptedState) {
+		// Written with a tfccm_pbkdf2 key of this process: opened here,
+		// without starting tofu. Anything else is left to tofu.
+		if plain, derr := keyserver.DecryptState(b); derr == nil {
+			return stateOutputs(plain)
+		}
+	}
+	return o, err
 }
 
 // errEncryptedState is stateOutputs' error for a state OpenTofu encrypted.

@@ -262,6 +262,7 @@ func (s *Server) derive(id string, k *key, m meta) ([]byte, error) {
 }
 
 var (
+	defaultMu     sync.Mutex // guards defaultServer after defaultOnce
 	defaultOnce   sync.Once
 	defaultServer *Server
 	defaultErr    error
@@ -269,7 +270,14 @@ var (
 
 // Default is the process's server, started on first use.
 func Default() (*Server, error) {
-	defaultOnce.Do(func() { defaultServer, defaultErr = New("", "") })
+	defaultOnce.Do(func() {
+		s, err := New("", "")
+		defaultMu.Lock()
+		defaultServer, defaultErr = s, err
+		defaultMu.Unlock()
+	})
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
 	return defaultServer, defaultErr
 }
 
@@ -278,14 +286,22 @@ func Default() (*Server, error) {
 // salts and an empty cache, as a new process would).
 func Swap(s *Server) (restore func()) {
 	defaultOnce.Do(func() {})
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
 	old, oldErr := defaultServer, defaultErr
 	defaultServer, defaultErr = s, nil
-	return func() { defaultServer, defaultErr = old, oldErr }
+	return func() {
+		defaultMu.Lock()
+		defer defaultMu.Unlock()
+		defaultServer, defaultErr = old, oldErr
+	}
 }
 
 // Shutdown closes the process's server, if it was started, removing its
 // socket: for a binary's main before it exits.
 func Shutdown() {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
 	if defaultServer != nil {
 		_ = defaultServer.Close()
 	}

@@ -126,6 +126,11 @@ func TestEncryptionKeyServer(t *testing.T) {
 	if json.Unmarshal(st, &doc) != nil || doc["encrypted_data"] == nil || bytes.Contains(st, []byte(vip)) || !bytes.Contains(st, []byte("key_provider.external.main")) {
 		t.Errorf("the state is not ciphertext of the key server's key:\n%.300s", st)
 	}
+	// Its outputs were read from the state file by the CCM itself (its
+	// key), not by a tofu output.
+	if _, _, ops := engineApplies(t, cluster, ccm); ops["output"] != 0 {
+		t.Errorf("the CCM ran tofu output (%s) to read an encrypted state's outputs", ops["output"])
+	}
 	ccm.Stop()
 	clean("first CCM")
 
@@ -153,8 +158,8 @@ func TestEncryptionKeyServer(t *testing.T) {
 	t.Setenv("TFCCM_E2E_PASSPHRASE", "wrong-passphrase-0123456789")
 	ccm = startCCM(t, cluster, cfg)
 	logs = append(logs, ccm.LogPath)
-	patch = []byte(`{"spec":{"ports":[{"name":"p80","port":80,"targetPort":8080,"protocol":"TCP"}]}}`)
-	if _, err := client.CoreV1().Services("default").Patch(ctx, "enc", "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+	patch = []byte(`{"spec":{"ports":[{"name":"p80","port":80,"targetPort":8080,"protocol":"TCP"}]}}`) // port 81 goes
+	if _, err := client.CoreV1().Services("default").Patch(ctx, "enc", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, client, "enc", "Warning", "decryption failed")
