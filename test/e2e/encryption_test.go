@@ -147,8 +147,8 @@ func TestEncryptionKeyServer(t *testing.T) {
 		}
 		return nil
 	})
-	if ev := harness.Events(ctx, client, "default", "enc"); strings.Contains(ev, "Warning") {
-		t.Errorf("Warnings before the wrong passphrase: %s", ev)
+	if ev := harness.Events(ctx, client, "default", "enc"); strings.Contains(ev, "Warning Terraform") || strings.Contains(ev, "Warning SyncLoadBalancerFailed") {
+		t.Errorf("tfccm's Warnings before the wrong passphrase: %s", ev)
 	}
 	ccm.Stop()
 	clean("restarted CCM")
