@@ -20,9 +20,12 @@ import (
 // tfccm_backend.tf. A secret is never written in the cloud config or a
 // rendered file: an attribute of a key_provider block may be env.NAME,
 // replaced by the controller's environment variable NAME (mounted from a
-// Secret), whose value is then scrubbed from every log and Event.
+// Secret), whose value is then scrubbed from every log and Event. A
+// key_provider "tfccm_pbkdf2" is given to tofu as an external key provider
+// answered by the controller's key server (internal/keyserver), which
+// derives each key once per process (keyserver.go).
 type Encryption struct {
-	Body hcl.Body `hcl:",remain" doc:"OpenTofu's encryption settings, as in a terraform { encryption } block (key_provider, method, state, plan, remote_state_data_sources; enforced and fallback included); a key_provider attribute may be env.NAME, read from the controller's environment. OpenTofu only: refused with the terraform binary. See docs/encryption.md."`
+	Body hcl.Body `hcl:",remain" doc:"OpenTofu's encryption settings, as in a terraform { encryption } block (key_provider, method, state, plan, remote_state_data_sources; enforced and fallback included); a key_provider attribute may be env.NAME, read from the controller's environment; key_provider tfccm_pbkdf2 (passphrase = env.NAME) derives its key once per controller process instead of several times in every tofu command. Admin side of the trust boundary. OpenTofu only: refused with the terraform binary. See docs/encryption.md."`
 
 	// Source is the encryption configuration with every env.NAME replaced
 	// by its value: what TF_ENCRYPTION carries. Secret.
@@ -30,7 +33,11 @@ type Encryption struct {
 	// Public is the configuration without the key_provider blocks that
 	// hold a value from the environment: what is written into workspaces.
 	Public []byte
-	// Secrets are the values read from the environment.
+	// Secrets are the values read from the environment, and the parts of
+	// Source that change with every process (the key server's socket and
+	// key ids of a tfccm_pbkdf2 key provider: not secret, but scrubbed
+	// like them so that the configuration's hash stays the same across
+	// restarts).
 	Secrets []string
 }
 
@@ -77,6 +84,11 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 		if b.Type == "state" || b.Type == "plan" {
 			hasMethod = true
 		}
+		if b.Type == "key_provider" && len(b.Labels) == 2 && b.Labels[0] == TfccmKeyProvider && c.Terraform.Runner == RunnerJob {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "tfccm_pbkdf2 needs tofu in the controller's pod",
+				Detail:  fmt.Sprintf("key_provider %q %q is answered by the controller over a local socket, which tofu in runner Jobs (terraform.runner = \"job\") cannot reach: use OpenTofu's pbkdf2 or a KMS key provider there (docs/encryption.md).", TfccmKeyProvider, b.Labels[1]),
+				Subject: b.DefRange().Ptr()})
+		}
 	}
 	if !hasMethod {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Encryption without a state or plan block", Detail: "Name the method that encrypts state and plans: state { method = method.aes_gcm.NAME } and plan { ... }.", Subject: rng.Ptr()})
@@ -88,11 +100,19 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 	if d.HasErrors() {
 		return d
 	}
+	if diags := renameTfccmProviders(full.Body(), rng); diags.HasErrors() {
+		return diags
+	}
 	public := hclwrite.NewEmptyFile()
 	var secrets []string
 	for _, blk := range full.Body().Blocks() {
 		fromEnv := false
-		if blk.Type() == "key_provider" {
+		if labels := blk.Labels(); blk.Type() == "key_provider" && len(labels) == 2 && labels[0] == TfccmKeyProvider {
+			var ds hcl.Diagnostics
+			secrets, ds = useKeyServer(blk, secrets, rng)
+			diags = append(diags, ds...)
+			fromEnv = true
+		} else if blk.Type() == "key_provider" {
 			var missing []string
 			fromEnv, missing, secrets = resolveEnv(blk.Body(), secrets)
 			for _, name := range missing {
@@ -128,23 +148,14 @@ func resolveEnv(body *hclwrite.Body, secrets []string) (bool, []string, []string
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		a := body.Attributes()[n]
-		expr, d := hclsyntax.ParseExpression(a.Expr().BuildTokens(nil).Bytes(), "", hcl.InitialPos)
-		if d.HasErrors() {
-			continue
-		}
-		st, ok := expr.(*hclsyntax.ScopeTraversalExpr)
-		if !ok || st.Traversal.RootName() != "env" || len(st.Traversal) != 2 {
-			continue
-		}
-		step, ok := st.Traversal[1].(hcl.TraverseAttr)
+		name, ok := envRef(body.Attributes()[n])
 		if !ok {
 			continue
 		}
 		found = true
-		v := os.Getenv(step.Name)
+		v := os.Getenv(name)
 		if v == "" {
-			missing = append(missing, step.Name)
+			missing = append(missing, name)
 			continue
 		}
 		body.SetAttributeValue(n, cty.StringVal(v))

@@ -16,6 +16,9 @@
 #   burst, 200 Services at once  ratio to raw tofu: goal <= 0.8 (fails above 1.2),
 #                           failed applies == 0, tofu time and CPU per Service of each
 #                           side, HAProxy reloads, the cost of ensure_wait (time, Warnings)
+#   encryption, 50 Services at once  key_provider "tfccm_pbkdf2" vs no encryption: ratio
+#                           <= 1.2 (TFCCM_BENCH_ENCRYPTION=N; TFCCM_BENCH_ENCRYPTION_PBKDF2=1
+#                           adds OpenTofu's own pbkdf2, a key derived in every tofu command)
 #   baremetal, two LB hosts over SSH   VRRP failover median of 10 < 3 s, <= 3
 #                           requests lost at 20 req/s; applies/Service per node change == 1
 #   baremetal l4 (nftables + conntrackd)   VRRP failover <= 3 s, <= 3 requests lost at
@@ -56,6 +59,12 @@ for wait in "" 0s; do
 	TFCCM_BENCH_BURST=${TFCCM_BENCH_BURST:-200} TFCCM_BENCH_ENSURE_WAIT=$wait \
 		go test -count=1 -timeout 40m -run '^TestBurstVsRawTofu$' -v ./test/e2e/ | grep -E 'BURST|CCM:|FAIL|ok ' || true
 done
+
+# Encryption: N Services at once without encryption, then with key_provider
+# "tfccm_pbkdf2" (keys derived once per CCM process), same run: goal <= 1.2.
+echo "### encryption: burst of ${TFCCM_BENCH_ENCRYPTION:-50} Services, tfccm_pbkdf2 vs none"
+TFCCM_BENCH_ENCRYPTION=${TFCCM_BENCH_ENCRYPTION:-50} \
+	go test -count=1 -timeout 60m -run '^TestEncryptionBurst$' -v ./test/e2e/ | grep -E 'ENCRYPTION|FAIL|ok ' || true
 
 # Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
 echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"

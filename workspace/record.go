@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/internal/keyserver"
 	"github.com/tfccm/tfccm/internal/secret"
 )
 
@@ -100,17 +101,32 @@ func localStateOutputs(path string) (map[string]outputMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	return stateOutputs(b)
+	o, err := stateOutputs(b)
+	if errors.Is(err, errEncryptedState) {
+		// Written with a tfccm_pbkdf2 key of this process: opened here,
+		// without starting tofu. Anything else is left to tofu.
+		if plain, derr := keyserver.DecryptState(b); derr == nil {
+			return stateOutputs(plain)
+		}
+	}
+	return o, err
 }
+
+// errEncryptedState is stateOutputs' error for a state OpenTofu encrypted.
+var errEncryptedState = errors.New("the state is encrypted")
 
 // stateOutputs reads the outputs of a plain (not encrypted) state document.
 func stateOutputs(b []byte) (map[string]outputMeta, error) {
 	var st struct {
-		Version int                   `json:"version"`
-		Outputs map[string]outputMeta `json:"outputs"`
+		Version   int                   `json:"version"`
+		Outputs   map[string]outputMeta `json:"outputs"`
+		Encrypted json.RawMessage       `json:"encrypted_data"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("decode state: %w", err)
+	}
+	if st.Encrypted != nil {
+		return nil, errEncryptedState
 	}
 	if st.Version != 4 {
 		return nil, fmt.Errorf("state format version %d is not supported", st.Version)

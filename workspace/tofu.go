@@ -350,12 +350,14 @@ func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta
 			return map[string]outputMeta{}, nil
 		}
 		o, err := localStateOutputs(p)
-		if err != nil {
+		if err == nil {
+			return o, nil
+		}
+		if !errors.Is(err, errEncryptedState) {
 			return nil, &Error{Op: "output", Summary: err.Error()}
 		}
-		return o, nil
-	}
-	if spec.Backend.Type == "kubernetes" && !spec.namedWorkspace() {
+		// OpenTofu's encryption: tofu decrypts.
+	} else if spec.Backend.Type == "kubernetes" && !spec.namedWorkspace() {
 		o, err := kubernetesStateOutputs(ctx, spec.Backend)
 		if err == nil {
 			return o, nil

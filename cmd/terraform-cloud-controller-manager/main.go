@@ -22,6 +22,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/internal/keyserver"
 	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
@@ -49,6 +50,7 @@ func main() {
 	if ctx.Err() != nil {
 		h.stop()
 	}
+	keyserver.Shutdown() // tfccm_pbkdf2's socket
 	os.Exit(rc)
 }
 

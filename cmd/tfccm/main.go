@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/tfccm/tfccm/internal/keyserver"
 )
 
 // command is one subcommand: it returns the process exit code.
@@ -30,7 +32,11 @@ var commands = map[string]command{
 	"version":    {"print tfccm's version", runVersion},
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	rc := run(os.Args[1:], os.Stdout, os.Stderr)
+	keyserver.Shutdown() // tfccm_pbkdf2's socket, if a command loaded one
+	os.Exit(rc)
+}
 
 // Exit codes.
 const (
