@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -44,15 +45,7 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	override := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(override, "loadbalancer"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(slowModule), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	blocks := fmt.Sprintf("override_dir = %q\n", override) +
-		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
+	blocks := slowReplicaBlocks(t, cluster)
 	cfgA, workA := writeCloudConfig(t, t.TempDir(), blocks)
 	cfgB, _ := writeCloudConfig(t, t.TempDir(), blocks)
 	const lease, renew, retry = 6 * time.Second, 4 * time.Second, time.Second
@@ -66,13 +59,7 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 		t.Cleanup(func() { c.Kill() })
 		return c
 	}
-	leader := func(ctx context.Context) string {
-		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	leader := func(ctx context.Context) string { return leaseHolder(ctx, client) }
 	a := start(cfgA, "tfccm-a")
 	eventually(t, time.Minute, "replica a leads", func(ctx context.Context) error {
 		if !strings.HasPrefix(leader(ctx), "tfccm-a_") {
@@ -156,4 +143,29 @@ func tofuOrProviders(workDir string) []harness.Process {
 		}
 	}
 	return out
+}
+
+// slowReplicaBlocks are the cloud config blocks of the replicas of the HA
+// tests: the slow load balancer module as an override, state in the
+// kubernetes backend (shared by the replicas).
+func slowReplicaBlocks(t *testing.T, cluster *devcluster.Cluster) string {
+	t.Helper()
+	override := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(override, "loadbalancer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(slowModule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("override_dir = %q\n", override) +
+		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
+}
+
+// leaseHolder is the holder of the CCM's leader Lease, "" if none.
+func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
+	l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,15 +26,7 @@ func TestLeaderHandOverOnStop(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
 	ctx := context.Background()
-	override := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(override, "loadbalancer"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(override, "loadbalancer", "main.tf"), []byte(slowModule), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	blocks := fmt.Sprintf("override_dir = %q\n", override) +
-		fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", cluster.Kubeconfig())
+	blocks := slowReplicaBlocks(t, cluster)
 	cfgA, _ := writeCloudConfig(t, t.TempDir(), blocks)
 	cfgB, _ := writeCloudConfig(t, t.TempDir(), blocks)
 	start := func(cfg, host string) *harness.CCM {
@@ -48,13 +38,7 @@ func TestLeaderHandOverOnStop(t *testing.T) {
 		t.Cleanup(func() { c.Kill() })
 		return c
 	}
-	leader := func(ctx context.Context) string {
-		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	leader := func(ctx context.Context) string { return leaseHolder(ctx, client) }
 	a := start(cfgA, "tfccm-a")
 	eventually(t, time.Minute, "replica a leads", func(ctx context.Context) error {
 		if !strings.HasPrefix(leader(ctx), "tfccm-a_") {
