@@ -329,6 +329,9 @@ type leaseSpan struct {
 	// acquired and renewed: the Lease's acquireTime and its last
 	// renewTime under the holder.
 	acquired, renewed time.Time
+	// released: when the Lease was seen without a holder after this one,
+	// which gave it back on shutdown (handover.go); zero if it was not.
+	released time.Time
 	// running: the CCM pods not terminating when the holder was first seen;
 	// runningAtNext: those of them still not terminating when the next
 	// holder was.
@@ -358,6 +361,9 @@ func watchLease(client kubernetes.Interface) *leaseWatch {
 		for ctx.Err() == nil {
 			l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
 			now := time.Now()
+			if n := len(w.spans); err == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "") && n > 0 && w.spans[n-1].released.IsZero() {
+				w.spans[n-1].released = now
+			}
 			if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 				h := *l.Spec.HolderIdentity
 				n := len(w.spans)
@@ -401,12 +407,11 @@ func (w *leaseWatch) stop() leaseSpans {
 // check: the lease went from holder to new ones, none twice (a holder
 // that came back would have led alongside its successor), each taking
 // over only once a pod that ran under the previous one was terminating
-// (the leader leaving, not a second one), and within 15 s of the previous
-// holder's last renewal: the CCM does not release its Lease when it
-// stops, so a successor waits out the lease duration (8 s) after a
-// renewal up to a retry period (1 s) before the stop, then acquires on
-// its next retry (1 s with up to 1.2 jitter): about 11 s, plus slack for
-// a loaded machine.
+// (the leader leaving, not a second one). A holder that gave the Lease
+// back is followed within 2 s of the release; one that did not (killed)
+// within 15 s of its last renewal: the lease duration (8 s) after a
+// renewal up to a retry period before the stop, then the successor's next
+// retry, plus slack for a loaded machine.
 func (s leaseSpans) check(holder string) error {
 	var hs []string
 	for _, sp := range s {
@@ -426,6 +431,14 @@ func (s leaseSpans) check(holder string) error {
 	if gap := s.maxGap(); gap > 15*time.Second {
 		return fmt.Errorf("lease holders %s: no leader for %s (lease duration 8 s)", s, gap)
 	}
+	// A stopping CCM gives its Lease back (handover.go): a successor takes
+	// it at its next retry (--leader-elect-retry-period 750ms, jitter up
+	// to 1.65 s), not a lease duration later.
+	for i := 1; i < len(s); i++ {
+		if !s[i-1].released.IsZero() && s.gapBefore(i) > 2*time.Second {
+			return fmt.Errorf("lease holders %s: %s gave the Lease back, its successor took it %s later, want <= 2 s", s, s[i-1].holder, s.gapBefore(i))
+		}
+	}
 	return nil
 }
 
@@ -439,7 +452,15 @@ func (s leaseSpans) maxGap() time.Duration {
 	return gap
 }
 
-func (s leaseSpans) gapBefore(i int) time.Duration { return s[i].acquired.Sub(s[i-1].renewed) }
+// gapBefore is the time without a leader before holder i: from its
+// predecessor's release, or its last renewal if it gave nothing back, to
+// holder i's acquisition.
+func (s leaseSpans) gapBefore(i int) time.Duration {
+	if r := s[i-1].released; !r.IsZero() {
+		return s[i].acquired.Sub(r)
+	}
+	return s[i].acquired.Sub(s[i-1].renewed)
+}
 
 func (s leaseSpans) String() string {
 	var b strings.Builder
