@@ -44,7 +44,6 @@ output "ingress" {
 func TestHALeaderKilledMidApply(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	client := cluster.Client()
-	ctx := context.Background()
 	blocks := slowReplicaBlocks(t, cluster)
 	cfgA, workA := writeCloudConfig(t, t.TempDir(), blocks)
 	cfgB, _ := writeCloudConfig(t, t.TempDir(), blocks)
@@ -68,25 +67,7 @@ func TestHALeaderKilledMidApply(t *testing.T) {
 		return nil
 	})
 	b := start(cfgB, "tfccm-b")
-	registerNode(t, client, harness.Node{Name: "node-a", InternalIPs: []string{"10.250.0.2"}})
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
-	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Kill the leader while its tofu apply holds the state lock.
-	eventually(t, time.Minute, "replica a's apply holds the state lock", func(ctx context.Context) error {
-		leases, err := client.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, l := range leases.Items {
-			if info := l.Annotations["app.terraform.io/lock-info"]; strings.Contains(info, "tfccm-a") && strings.Contains(info, "OperationTypeApply") && l.Spec.HolderIdentity != nil {
-				return nil
-			}
-		}
-		return fmt.Errorf("no apply lock held by replica a yet")
-	})
+	serveWebUntilApplyOfA(t, client)
 	killed := time.Now()
 	a.Kill()
 	// Its tofu dies with it, and so do the providers tofu started (the
@@ -168,4 +149,29 @@ func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+// serveWebUntilApplyOfA creates Service default/web over node-a and waits
+// until replica a's apply of it holds the state lock.
+func serveWebUntilApplyOfA(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	registerNode(t, client, harness.Node{Name: "node-a", InternalIPs: []string{"10.250.0.2"}})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "replica a's apply holds the state lock", func(ctx context.Context) error {
+		leases, err := client.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, l := range leases.Items {
+			if info := l.Annotations["app.terraform.io/lock-info"]; strings.Contains(info, "tfccm-a") && strings.Contains(info, "OperationTypeApply") && l.Spec.HolderIdentity != nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no apply lock held by replica a yet")
+	})
 }

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 )
@@ -53,24 +50,7 @@ func TestLeaderHandOverOnStop(t *testing.T) {
 		}
 		return nil
 	})
-	registerNode(t, client, harness.Node{Name: "node-a", InternalIPs: []string{"10.250.0.2"}})
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
-	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "replica a's apply holds the state lock", func(ctx context.Context) error {
-		leases, err := client.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, l := range leases.Items {
-			if info := l.Annotations["app.terraform.io/lock-info"]; strings.Contains(info, "tfccm-a") && strings.Contains(info, "OperationTypeApply") && l.Spec.HolderIdentity != nil {
-				return nil
-			}
-		}
-		return fmt.Errorf("no apply lock held by replica a yet")
-	})
+	serveWebUntilApplyOfA(t, client)
 
 	// Watch the Lease every 20ms while a stops: when b first holds it.
 	var (
