@@ -187,7 +187,7 @@ conformance-fast: tools-nodes tools-e2e build
 
 ## unit: the fast tests — the pure-logic packages, with -short skipping every test that runs
 ## OpenTofu or a control plane (repo.Tofu, devcluster.ForTest); no tools needed, ~1 min warm
-UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./state/... ./templates/... ./provider/... \
+UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./instances/... ./templates/... ./ccm/... \
 	./workspace/... ./cmd/... ./hack/conformance/... ./lbhost/haproxy/... ./lbhost/host/... \
 	./lbhost/keepalived/... ./lbhost/l4/... ./lbhost/router/... ./lbhost/transport/... ./fleet/... ./policy/... \
 	./window/... ./deploy/gitops/...

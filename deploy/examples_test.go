@@ -14,7 +14,7 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/deploy/image"
-	"github.com/tfccm/tfccm/state/mapping"
+	"github.com/tfccm/tfccm/instances/mapping"
 	"github.com/tfccm/tfccm/templates"
 )
 

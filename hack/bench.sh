@@ -39,10 +39,10 @@ run() { # run PKG BENCH-REGEXP BENCHTIME
 run ./workspace/ 'EngineVsRawTofu' 30x
 run ./workspace/ 'NewWorkspacesVsRawTofu' 1x
 run ./workspace/ 'ChurnCoalescing' 1x
-if grep -qs '^func BenchmarkRoutes' provider/*_test.go; then
-	run ./provider/ 'Routes' 1x
+if grep -qs '^func BenchmarkRoutes' ccm/*_test.go; then
+	run ./ccm/ 'Routes' 1x
 fi
-run ./state/ '.' 1s
+run ./instances/ '.' 1s
 run ./templates/ 'RenderLoadBalancer500Nodes' 10x
 run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/ccm"
 )
 
 // Defaults are the CCM's own flag defaults where tfccm needs other values
@@ -23,7 +23,7 @@ import (
 //     (upstream's 2s). The leader renews as often: ~1.3 Lease writes a second.
 //   - v: 2 logs every workspace run (plan, apply, destroy) and its result.
 var Defaults = map[string]string{
-	"cloud-provider":            provider.ProviderName,
+	"cloud-provider":            ccm.ProviderName,
 	"concurrent-service-syncs":  "10",
 	"leader-elect-retry-period": "750ms",
 	"v":                         "2",

@@ -10,9 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/cloud-provider/options"
 
+	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/provider"
 )
 
 // command builds the command as main does.
@@ -46,8 +46,8 @@ func TestDefaults(t *testing.T) {
 	if got := o.ServiceController.ConcurrentServiceSyncs; got != 10 {
 		t.Errorf("concurrent service syncs %d, want 10", got)
 	}
-	if got := o.KubeCloudShared.CloudProvider.Name; got != provider.ProviderName {
-		t.Errorf("cloud provider %q, want %q", got, provider.ProviderName)
+	if got := o.KubeCloudShared.CloudProvider.Name; got != ccm.ProviderName {
+		t.Errorf("cloud provider %q, want %q", got, ccm.ProviderName)
 	}
 	if !o.Generic.LeaderElection.LeaderElect || o.KubeCloudShared.UseServiceAccountCredentials {
 		t.Errorf("leader-elect %v, use-service-account-credentials %v", o.Generic.LeaderElection.LeaderElect, o.KubeCloudShared.UseServiceAccountCredentials)

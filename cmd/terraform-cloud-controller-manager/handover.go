@@ -25,7 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/ccm"
 )
 
 // stopWait bounds how long a stopping CCM waits for its engine (tofu
@@ -39,7 +39,7 @@ type handover struct {
 
 	mu       sync.Mutex
 	cfg      *cloudcontrollerconfig.CompletedConfig
-	cloud    *provider.Cloud
+	cloud    *ccm.Cloud
 	identity string // the Lease holder when this process started leading
 }
 
@@ -48,13 +48,13 @@ type handover struct {
 // and stops the Cloud's work on SIGTERM too. Every other method, and the
 // optional interfaces (InformerUser), are the Cloud's own.
 type leadingCloud struct {
-	*provider.Cloud
+	*ccm.Cloud
 	h *handover
 }
 
 // wrap remembers the app's configuration and the Cloud, and returns the
 // Cloud the app drives.
-func (h *handover) wrap(cfg *cloudcontrollerconfig.CompletedConfig, cloud *provider.Cloud) cloudprovider.Interface {
+func (h *handover) wrap(cfg *cloudcontrollerconfig.CompletedConfig, cloud *ccm.Cloud) cloudprovider.Interface {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.cfg, h.cloud = cfg, cloud

@@ -22,8 +22,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/internal/keyserver"
-	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
 
@@ -63,16 +63,16 @@ func newCommand(o *options.CloudControllerManagerOptions, h *handover) *cobra.Co
 	return app.NewCloudControllerManagerCommand(o, initCloud, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, h.stopping)
 }
 
-func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) *provider.Cloud {
+func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) *ccm.Cloud {
 	shared := c.ComponentConfig.KubeCloudShared.CloudProvider
-	if shared.Name != provider.ProviderName {
-		klog.Fatalf("this binary only serves --cloud-provider=%s, got %q", provider.ProviderName, shared.Name)
+	if shared.Name != ccm.ProviderName {
+		klog.Fatalf("this binary only serves --cloud-provider=%s, got %q", ccm.ProviderName, shared.Name)
 	}
 	cloud, err := cloudprovider.InitCloudProvider(shared.Name, shared.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("cloud provider %q: %v", shared.Name, err)
 	}
-	tc, ok := cloud.(*provider.Cloud)
+	tc, ok := cloud.(*ccm.Cloud)
 	if !ok || tc == nil {
 		klog.Fatalf("cloud provider %q could not be initialized", shared.Name)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/templates"
 )
 
@@ -52,7 +52,7 @@ func runState(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	store, err := state.StoreFromConfig(cfg, loader.Set().InstancesMapping)
+	store, err := instances.StoreFromConfig(cfg, loader.Set().InstancesMapping)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
@@ -75,22 +75,22 @@ func runState(args []string, stdout, stderr io.Writer) int {
 
 // query looks one instance up (by providerID, then name) or, with
 // neither, lists them all.
-func query(ctx context.Context, store *state.Store, providerID, name string) ([]*state.Instance, error) {
+func query(ctx context.Context, store *instances.Store, providerID, name string) ([]*instances.Instance, error) {
 	if name == "" && providerID == "" {
 		return store.Instances(ctx)
 	}
 	in, err := store.Lookup(ctx, providerID, name)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, instances.ErrNotFound) {
 		return nil, errors.New("not found: fresh state has no such instance")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []*state.Instance{in}, nil
+	return []*instances.Instance{in}, nil
 }
 
 // printInstances writes list as indented JSON or as a table.
-func printInstances(w io.Writer, list []*state.Instance, asJSON bool) error {
+func printInstances(w io.Writer, list []*instances.Instance, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -5,7 +5,7 @@
 #
 #   zone = region = the Droplet's region slug (e.g. fra1): DigitalOcean
 #   regions have no zones.
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "droplet" {
   match = resource.mode == "managed" && resource.type == "digitalocean_droplet"

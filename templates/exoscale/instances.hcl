@@ -9,7 +9,7 @@
 # Instances an instance pool creates are not in Terraform state (the pool
 # holds only their ids); register them through the Exoscale CCM or list them
 # as exoscale_compute_instance data sources in your infrastructure.
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "compute" {
   match = resource.type == "exoscale_compute_instance"

@@ -6,7 +6,7 @@
 #   instance type = the machine type (e.g. e2-standard-4)
 #   zone          = the instance's zone (e.g. europe-west1-b)
 #   region        = the zone without its last part (europe-west1)
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "compute" {
   match = resource.mode == "managed" && resource.type == "google_compute_instance"

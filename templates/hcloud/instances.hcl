@@ -4,7 +4,7 @@
 #
 #   zone   = the server's datacenter (e.g. fsn1-dc14)
 #   region = the server's location   (e.g. fsn1)
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "server" {
   match = resource.mode == "managed" && resource.type == "hcloud_server"

@@ -5,7 +5,7 @@
 #   { kind = "instance", name, netns, address, address_v6, zone, region,
 #     instance_type, running }
 # (see templates/CONTRACT.md). This file maps those resources to Kubernetes
-# instances; the format is documented in state/mapping (package doc).
+# instances; the format is documented in instances/mapping (package doc).
 
 instance "node" {
   match = (

@@ -6,7 +6,7 @@
 #   zone   = the availability domain without the tenancy prefix
 #            ("Uocm:EU-FRANKFURT-1-AD-1" -> "EU-FRANKFURT-1-AD-1")
 #   region = the instance's region
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "compute" {
   match = resource.mode == "managed" && resource.type == "oci_core_instance"

@@ -6,7 +6,7 @@
 #   instance type = the flavor name
 #   zone          = the server's availability zone (e.g. nova)
 #   region        = the provider region of the server (e.g. RegionOne)
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "server" {
   match = resource.mode == "managed" && resource.type == "openstack_compute_instance_v2"

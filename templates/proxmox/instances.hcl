@@ -13,7 +13,7 @@
 #   addresses     = the guest agent's IPv4/IPv6 addresses (loopback and
 #                   link-local left out) as InternalIP, and the name as Hostname
 # Templates (template = true) and VMs without a name are not instances.
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "vm" {
   match = (

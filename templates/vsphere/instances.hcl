@@ -13,7 +13,7 @@
 #                   values), or override this file
 #   addresses     = the guest's IP addresses (VMware Tools) as InternalIP,
 #                   the name as Hostname
-# The format is documented in state/mapping (package doc).
+# The format is documented in instances/mapping (package doc).
 
 instance "vm" {
   match = resource.mode == "managed" && resource.type == "vsphere_virtual_machine"

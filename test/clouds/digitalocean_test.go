@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -167,7 +167,7 @@ load_balancer {
 		},
 		infra:        "testdata/digitalocean/infra",
 		infraFixture: map[string]map[string]any{"digitalocean_droplet#node-c": {"status": "off"}, "digitalocean_droplet": {"status": "active"}},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

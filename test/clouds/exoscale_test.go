@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -106,7 +106,7 @@ load_balancer {
 			"exoscale_compute_instance":        {"state": "running", "ipv6_address": ""},
 			"exoscale_compute_instance#node-c": {"state": "stopped"},
 		},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/standin"
 )
@@ -275,7 +275,7 @@ routes {
 			"google_compute_instance":        {"current_status": "RUNNING", "machine_type": "projects/shop-prod/zones/europe-west1-b/machineTypes/e2-standard-4"},
 			"google_compute_instance#node-c": {"current_status": "TERMINATED"},
 		},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

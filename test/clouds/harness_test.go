@@ -21,11 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/instances"
+	"github.com/tfccm/tfccm/instances/mapping"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/ipam"
-	"github.com/tfccm/tfccm/state"
-	"github.com/tfccm/tfccm/state/mapping"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/standin"
 )
@@ -51,7 +51,7 @@ type cloud struct {
 	// instances: the infrastructure fixture dir and expected instances.
 	infra         string
 	infraFixture  map[string]map[string]any
-	wantInstances func(t *testing.T, got []*state.Instance)
+	wantInstances func(t *testing.T, got []*instances.Instance)
 }
 
 type lbCase struct {
@@ -452,7 +452,7 @@ func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := state.BuildIndex(m, &st)
+	ix := instances.BuildIndex(m, &st)
 	if errs, n := ix.Errors(); n > 0 {
 		t.Fatalf("mapping errors: %v", errs)
 	}
@@ -475,7 +475,7 @@ func runInstances(t *testing.T, env *standin.Env, set *templates.Set, c cloud) {
 // image, which holds none of these providers. It must list exactly want
 // (the JSON of the instances mapped above from `tofu show -json`, which
 // needs the plugins) and find the first instance by providerID and by name.
-func queryInstances(t *testing.T, set, infraDir string, want []byte, instances []*state.Instance) {
+func queryInstances(t *testing.T, set, infraDir string, want []byte, found []*instances.Instance) {
 	t.Helper()
 	noPlugins := filepath.Join(t.TempDir(), "empty.tofurc")
 	if err := os.WriteFile(noPlugins, nil, 0o644); err != nil {
@@ -505,7 +505,7 @@ instances {
 		if err != nil {
 			t.Fatalf("tfccm state query %v: %v\n%s", args, err, stderr.Bytes())
 		}
-		var got []*state.Instance
+		var got []*instances.Instance
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("tfccm state query %v: %v\n%s", args, err, out)
 		}
@@ -518,8 +518,8 @@ instances {
 		t.Errorf("tfccm state query lists\n%s\nwant\n%s", got, want)
 	}
 	var one bytes.Buffer
-	writeJSON(&one, instances[:1])
-	for _, args := range [][]string{{"--provider-id", instances[0].ProviderID}, {"--name", instances[0].Name}} {
+	writeJSON(&one, found[:1])
+	for _, args := range [][]string{{"--provider-id", found[0].ProviderID}, {"--name", found[0].Name}} {
 		if got := query(args...); !bytes.Equal(got, one.Bytes()) {
 			t.Errorf("tfccm state query %v:\n%s\nwant\n%s", args, got, one.Bytes())
 		}

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -195,7 +195,7 @@ routes {
 		},
 		infra:        "testdata/hcloud/infra",
 		infraFixture: map[string]map[string]any{"hcloud_server#node-c": {"status": "off"}, "hcloud_server": {"datacenter": "fsn1-dc14", "status": "running"}},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 )
 
 // addrs renders an instance's addresses as "Type address" strings.
-func addrs(in *state.Instance) string {
+func addrs(in *instances.Instance) string {
 	var out []string
 	for _, a := range in.Addresses {
 		out = append(out, a.Type+" "+a.Address)
@@ -30,7 +30,7 @@ func TestProxmox(t *testing.T) {
 			"proxmox_virtual_environment_vm#node-b": {"ipv4_addresses": [][]string{{"127.0.0.1"}, {"10.0.10.3"}}, "ipv6_addresses": [][]string{}},
 			"proxmox_virtual_environment_vm#node-c": {"ipv4_addresses": [][]string{}, "ipv6_addresses": [][]string{}},
 		},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3 (the template is none): %+v", len(got), got)
 			}
@@ -63,7 +63,7 @@ func TestVSphere(t *testing.T) {
 			"vsphere_virtual_machine#node-a": {"uuid": "4213A1B2-0000-4000-8000-00000000000A", "default_ip_address": "10.0.10.2", "guest_ip_addresses": []string{"10.0.10.2", "fe80::250:56ff:fe00:1", "fd00:10::2"}},
 			"vsphere_virtual_machine#node-c": {"power_state": "poweredOff"},
 		},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -262,7 +262,7 @@ routes {
 		infraFixture: map[string]map[string]any{"oci_core_instance#node-c": {"state": "STOPPED"}, "oci_core_instance": {
 			"state": "RUNNING", "region": "eu-frankfurt-1",
 		}},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

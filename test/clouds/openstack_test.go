@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tfccm/tfccm/state"
+	"github.com/tfccm/tfccm/instances"
 	"github.com/tfccm/tfccm/test/standin"
 )
 
@@ -301,7 +301,7 @@ routes {
 			"openstack_compute_instance_v2":        {"region": "RegionOne", "access_ip_v4": "", "network.fixed_ip_v6": ""},
 			"openstack_compute_instance_v2#node-a": {"access_ip_v4": "198.51.100.1"},
 		},
-		wantInstances: func(t *testing.T, got []*state.Instance) {
+		wantInstances: func(t *testing.T, got []*instances.Instance) {
 			if len(got) != 3 {
 				t.Fatalf("%d instances, want 3: %+v", len(got), got)
 			}

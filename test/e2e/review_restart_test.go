@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -47,7 +47,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	serveNodes(t, cloud, 30080, 30081)
 	createNode(t, client, cloud, "node-a")
 	createNode(t, client, cloud, "node-b")
-	ccm := startCCM(t, cluster, newConfig(), "--leader-elect=false")
+	proc := startCCM(t, cluster, newConfig(), "--leader-elect=false")
 	svc := createHTTPService(t, client, "web", 80)
 	hash := waitPendingPlan(t, client, svc, "apply plan", "to add")
 
@@ -58,11 +58,11 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	// A new CCM with an empty work dir takes the kept plan back.
 	restart := func(between func()) {
 		t.Helper()
-		ccm.Stop()
+		proc.Stop()
 		between()
-		ccm = startCCM(t, cluster, newConfig(), "--leader-elect=false")
+		proc = startCCM(t, cluster, newConfig(), "--leader-elect=false")
 		eventually(t, time.Minute, "plan taken back", func(context.Context) error {
-			if !strings.Contains(ccm.Log(), "Pending plan taken back") {
+			if !strings.Contains(proc.Log(), "Pending plan taken back") {
 				return fmt.Errorf("not in the log yet")
 			}
 			return nil
@@ -74,7 +74,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	approvePlan(t, client, hash)
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 80, "node-a", "node-b")
-	if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); strings.Count(ev, provider.ReasonPlanPendingApproval) != 1 {
+	if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); strings.Count(ev, ccm.ReasonPlanPendingApproval) != 1 {
 		t.Errorf("want one pending plan (the one made before the restart): %s", ev)
 	}
 	eventually(t, time.Minute, "plan Secret deleted after apply", func(ctx context.Context) error {
@@ -96,7 +96,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	restart(func() { bumpStateSerial(t, client, "default") })
 	approvePlan(t, client, stale)
 	eventually(t, 2*time.Minute, "TerraformPlanStale Event", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, provider.ReasonPlanStale) || !strings.Contains(ev, "state changed since the plan was made") {
+		if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, ccm.ReasonPlanStale) || !strings.Contains(ev, "state changed since the plan was made") {
 			return fmt.Errorf("events: %s", ev)
 		}
 		return nil

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/provider"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -78,8 +78,8 @@ func TestReviewTenantCannotApprove(t *testing.T) {
 		if !annotations.ValidPlanHash(cm.Annotations[annotations.PlanHash]) {
 			return fmt.Errorf("ConfigMap %s: hash %q", cm.Name, cm.Annotations[annotations.PlanHash])
 		}
-		if ev := harness.Events(ctx, admin, tenantNS, "web"); !strings.Contains(ev, provider.ReasonPlanPendingApproval) {
-			return fmt.Errorf("no %s Event: %s", provider.ReasonPlanPendingApproval, ev)
+		if ev := harness.Events(ctx, admin, tenantNS, "web"); !strings.Contains(ev, ccm.ReasonPlanPendingApproval) {
+			return fmt.Errorf("no %s Event: %s", ccm.ReasonPlanPendingApproval, ev)
 		}
 		plan = cm
 		return nil
@@ -143,7 +143,7 @@ func TestReviewTenantCannotApprove(t *testing.T) {
 		}
 		eventually(t, time.Minute, "a Warning Event saying why", func(ctx context.Context) error {
 			ev := harness.Events(ctx, admin, tenantNS, "web")
-			for _, want := range []string{provider.ReasonApprovalIgnored, "approves nothing", tfccmNS + "/" + plan.Name, "tfccm approve --namespace " + tenantNS + " --service web"} {
+			for _, want := range []string{ccm.ReasonApprovalIgnored, "approves nothing", tfccmNS + "/" + plan.Name, "tfccm approve --namespace " + tenantNS + " --service web"} {
 				if !strings.Contains(ev, want) {
 					return fmt.Errorf("events lack %q: %s", want, ev)
 				}

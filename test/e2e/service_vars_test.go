@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tfccm/tfccm/provider"
+	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -62,11 +62,11 @@ func createServiceWithVars(t *testing.T, client kubernetes.Interface, name strin
 func refused(t *testing.T, client kubernetes.Interface, name, want string) {
 	t.Helper()
 	eventually(t, time.Minute, name+": Warning Event and Accepted=False naming the keys", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "default", name); !strings.Contains(ev, "Warning "+provider.ReasonRenderFailed+": "+want) {
+		if ev := harness.Events(ctx, client, "default", name); !strings.Contains(ev, "Warning "+ccm.ReasonRenderFailed+": "+want) {
 			return fmt.Errorf("events: %s", ev)
 		}
-		if _, c := conditionOf(t, client, name, provider.ConditionAccepted); c == nil || c.Status != metav1.ConditionFalse ||
-			c.Reason != provider.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
+		if _, c := conditionOf(t, client, name, ccm.ConditionAccepted); c == nil || c.Status != metav1.ConditionFalse ||
+			c.Reason != ccm.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -76,7 +76,7 @@ func refused(t *testing.T, client kubernetes.Interface, name, want string) {
 // refusedNoAddress fails if the refused Service got an address.
 func refusedNoAddress(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
-	if svc, _ := conditionOf(t, client, name, provider.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) > 0 {
+	if svc, _ := conditionOf(t, client, name, ccm.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) > 0 {
 		t.Errorf("%s was refused but got %v", name, svc.Status.LoadBalancer.Ingress)
 	}
 }
@@ -131,7 +131,7 @@ func TestServiceVarsLocal(t *testing.T) {
 	cfg, workDir := writeCloudConfig(t, dir, harness.Block("load_balancer", cloud.LBSettings()))
 	serveNodes(t, cloud, 30080)
 	createNode(t, client, cloud, "node-a")
-	ccm := startCCM(t, cluster, cfg)
+	proc := startCCM(t, cluster, cfg)
 
 	createServiceWithVars(t, client, "web", 30080, adminVars(secret))
 	refused(t, client, "web", refusedVars)
@@ -147,7 +147,7 @@ func TestServiceVarsLocal(t *testing.T) {
 	}
 	backendsAre(t, vip, 80, "node-a")
 	eventually(t, time.Minute, "Accepted=True", func(context.Context) error {
-		if _, c := conditionOf(t, client, "web", provider.ConditionAccepted); c == nil || c.Status != metav1.ConditionTrue {
+		if _, c := conditionOf(t, client, "web", ccm.ConditionAccepted); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -163,13 +163,13 @@ func TestServiceVarsLocal(t *testing.T) {
 	})
 	refused(t, client, "web", `annotation tfccm.io/vars: key "vip_pool" is not a setting a Service may set (load_balancer.service_vars of the cloud config allows none)`)
 	backendsAre(t, vip, 80, "node-a")
-	if svc, _ := conditionOf(t, client, "web", provider.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != vip {
+	if svc, _ := conditionOf(t, client, "web", ccm.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != vip {
 		t.Errorf("ingress %v, want the last applied %s", svc.Status.LoadBalancer.Ingress, vip)
 	}
 	if after := readTree(t, lbDir); after != before {
 		t.Errorf("the workspace changed after a refused tfccm.io/vars")
 	}
-	noMarker(t, client, ccm.Log())
+	noMarker(t, client, proc.Log())
 }
 
 // TestServiceVarsBaremetal: on the baremetal set with two real LB hosts

@@ -1,0 +1,29 @@
+package ccm
+
+import (
+	"k8s.io/client-go/informers"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+var _ cloudprovider.InformerUser = (*Cloud)(nil)
+
+// SetInformers is called by the cloud-controller-manager with its shared
+// informers, before they start. The LoadBalancer facet watches Nodes and
+// Services to re-render workspaces whose template inputs changed, and the
+// class loop serves the Services of tfccm's load balancer class; review
+// mode watches Services for approvals; the Routes facet reads Nodes.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	if c.lb != nil {
+		c.lb.watch(f)
+		c.lb.addrs.watch(f)
+		c.class.watch(f)
+		if c.review != nil {
+			c.review.watchApprovals(f)
+		}
+	}
+	if c.routes != nil {
+		nodes := f.Core().V1().Nodes()
+		nodes.Informer() // registered before the factory starts
+		c.routes.setNodeLister(nodes.Lister())
+	}
+}
