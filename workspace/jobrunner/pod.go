@@ -39,7 +39,8 @@ const (
 const defaultCLIConfig = "/etc/tfccm/tofurc"
 
 // PodMain is `tfccm run`: it returns the exit code of the runner itself
-// (0 once the result is written, whatever tofu's exit code). A runner pod
+// (0 once the result is written, whatever tofu's exit code, unless the
+// OOM killer struck meanwhile). A runner pod
 // runs it twice (jobSpec): in the container "tofu" (no token unless the
 // state backend needs one), which unpacks the inputs, runs tofu and
 // writes the result archive to --result-file; then in the container
@@ -84,6 +85,7 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tfccm run: %v\n", err)
 		return 1
 	}
+	ooms := oomKills()
 	archive, res, err := runPacked(ctx, b, *work, *cache, *tofu)
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm run: %v\n", err)
@@ -94,8 +96,21 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tfccm run: write the result: %v\n", err)
 		return 1
 	}
+	if ooms >= 0 && oomKills() > ooms {
+		// The kubelet calls this container OOMKilled whatever its exit
+		// code, and never starts the containers after an init container
+		// it calls so: with exit 0 the pod would stay Pending and the
+		// Job never end. Failing it ends the Job, and the CCM's reading
+		// of the failed pod names the memory limit (failure.go).
+		fmt.Fprintf(stderr, "tfccm run: the kernel's OOM killer struck in this container (tofu exited %d); exiting %d so that the pod fails\n", res.Exit, exitOutOfMemory)
+		return exitOutOfMemory
+	}
 	return 0
 }
+
+// exitOutOfMemory is the runner's exit code when the OOM killer struck
+// while tofu ran.
+const exitOutOfMemory = 3
 
 // sendResult writes the result archive in file into the result Secrets of
 // Job job (the container "result").

@@ -55,3 +55,55 @@ func TestPodMainSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestPodMainFailsWhenTheOOMKillerStruck: when the OOM killer killed a
+// process of the tofu container while tofu ran, the step exits non-zero
+// (the kubelet would never start the result container after it, and the
+// Job would never end), its result still written.
+func TestPodMainFailsWhenTheOOMKillerStruck(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "memory.events")
+	write(t, dir, map[string]string{"memory.events": "oom 0\noom_kill 0\n"})
+	saved := oomCounters
+	oomCounters = []string{counter}
+	t.Cleanup(func() { oomCounters = saved })
+	for _, tc := range []struct {
+		name, script string
+		want         int
+	}{
+		{"no kill", "#!/bin/sh\nexit 0\n", 0},
+		{"tofu failed, no kill", "#!/bin/sh\nexit 1\n", 0},
+		{"a provider killed", "#!/bin/sh\nprintf 'oom 1\\noom_kill 1\\n' > " + counter + "\nexit 1\n", exitOutOfMemory},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			write(t, dir, map[string]string{"memory.events": "oom 0\noom_kill 0\n"})
+			tofu := filepath.Join(t.TempDir(), "tofu")
+			if err := os.WriteFile(tofu, []byte(tc.script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			src, inputs, work := t.TempDir(), t.TempDir(), t.TempDir()
+			write(t, src, map[string]string{"main.tf": "\n"})
+			a := newArchive()
+			if err := a.addDir(src); err != nil {
+				t.Fatal(err)
+			}
+			if err := newRequest(a, src, []string{"apply", "-auto-approve", "-no-color"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			b, err := a.bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, inputs, map[string]string{partFile(0): string(b)})
+			resultFile := filepath.Join(work, "result.tar.gz")
+			var stdout, stderr bytes.Buffer
+			code := PodMain([]string{"--inputs", inputs, "--parts", "1", "--work", work, "--plugin-cache", t.TempDir(), "--tofu", tofu, "--result-file", resultFile}, &stdout, &stderr)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.want, stderr.String())
+			}
+			if _, err := os.Stat(resultFile); err != nil {
+				t.Errorf("no result written: %v", err)
+			}
+		})
+	}
+}
