@@ -93,7 +93,7 @@ func TestEncryption(t *testing.T) {
 func TestEncryptionBody(t *testing.T) {
 	for _, tt := range []struct {
 		name, cfg, inner, err string
-		line, column         int
+		line, column          int
 	}{
 		{"indented", "  encryption {\n state {}\n}", "\n state {}\n", "", 2, 15},
 		{"block on lines", "encryption {\n  plan {}\n}", "\n  plan {}\n", "", 2, 13},
