@@ -38,6 +38,38 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestBlockDefaults: the defaults of settings inside blocks a minimal
+// config omits are applied by Parse itself, so readers (package policy,
+// package window, the job runner) read them from the parsed config.
+func TestBlockDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		got       func(*Config) string
+		want      string
+	}{
+		{"runner", ``, func(c *Config) string { return c.Terraform.Runner }, DefaultRunner},
+		{"job namespace", ``, func(c *Config) string { return c.Terraform.Job.Namespace }, DefaultJobNamespace},
+		{"policy action", "policy \"p\" {\n  validation {\n    expression = \"true\"\n  }\n}",
+			func(c *Config) string { return c.Policies[0].Action }, DefaultPolicyAction},
+		{"policy action given", "policy \"p\" {\n  action = \"warn\"\n  validation {\n    expression = \"true\"\n  }\n}",
+			func(c *Config) string { return c.Policies[0].Action }, PolicyWarn},
+		{"window time zone", "change_windows {\n  window \"w\" {\n    kind = \"allow\"\n    schedule = \"0 22 * * *\"\n    duration = \"1h\"\n  }\n}",
+			func(c *Config) string { return c.ChangeWindows.Windows[0].TimeZone }, DefaultWindowTimeZone},
+		{"window time zone given", "change_windows {\n  window \"w\" {\n    kind = \"allow\"\n    schedule = \"0 22 * * *\"\n    duration = \"1h\"\n    time_zone = \"Europe/Berlin\"\n  }\n}",
+			func(c *Config) string { return c.ChangeWindows.Windows[0].TimeZone }, "Europe/Berlin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte("cluster_name = \"prod\"\n"+tc.src+"\n"), "cloud.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.got(c); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseFull(t *testing.T) {
 	src := `
 cluster_name = "prod"

@@ -50,9 +50,7 @@ func (c *Config) finishPolicies(k *checker) {
 			k.errAt(at("policy"), "Duplicate policy", fmt.Sprintf("policy %q is declared twice.", p.Name))
 		}
 		seen[p.Name] = true
-		if p.Action == "" {
-			p.Action = PolicyDeny
-		}
+		p.Action = orDefault(p.Action, DefaultPolicyAction)
 		switch p.Action {
 		case PolicyDeny, PolicyWarn, PolicyRequireApproval:
 		default:
