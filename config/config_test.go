@@ -172,6 +172,31 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 	}
 }
 
+// TestDurationAtLeast: a duration that must not be shorter than another
+// of its block (its row's atLeast) is checked against the other's parsed
+// value, its default included; 0 (off) is never too short.
+func TestDurationAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"coalesce_max below the default quiet", "terraform {\n  coalesce_max = \"1s\"\n}", "terraform.coalesce_max (1s) must not be shorter than coalesce_quiet (2s)."},
+		{"coalesce_max off", "terraform {\n  coalesce_quiet = \"20s\"\n  coalesce_max = \"0s\"\n}", ""},
+		{"coalesce_max equal", "terraform {\n  coalesce_quiet = \"5s\"\n  coalesce_max = \"5s\"\n}", ""},
+		{"ttl above the default max_staleness", "instances {\n  ttl = \"20m\"\n}", "instances.max_staleness must not be shorter than instances.ttl."},
+		{"max_staleness equal", "instances {\n  ttl = \"5m\"\n  max_staleness = \"5m\"\n}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte("cluster_name = \"a\"\n"+tc.src+"\n"), "cloud.hcl")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestServesClass(t *testing.T) {
 	metallb, mine, other := "metallb.io/metallb", "example.com/lb", DefaultLoadBalancerClass
 	for _, tc := range []struct {

@@ -108,7 +108,8 @@ func (c *Config) finishRoot(k *checker) {
 	}
 }
 
-// parseDurations parses every duration setting of block (durations.go).
+// parseDurations parses every duration setting of block, then checks the
+// ones that must not be shorter than another (durations.go).
 func (c *Config) parseDurations(k *checker, block string) {
 	for _, d := range durations {
 		if d.block != block {
@@ -121,6 +122,15 @@ func (c *Config) parseDurations(k *checker, block string) {
 		}
 		*d.dst(c) = v
 	}
+	for _, d := range durations {
+		if d.block != block || d.atLeast == "" {
+			continue
+		}
+		least, _ := durationSetting(block, d.atLeast)
+		if v, lv := *d.dst(c), *least.dst(c); v > 0 && v < lv {
+			k.errAt(at(d.block, d.name), "Invalid "+d.name, d.short(v, lv))
+		}
+	}
 }
 
 func (t *Terraform) finish(k *checker, c *Config) {
@@ -132,9 +142,6 @@ func (t *Terraform) finish(k *checker, c *Config) {
 		k.errAt(at("terraform", "parallelism"), "Invalid parallelism", "terraform.parallelism must be positive.")
 	}
 	c.parseDurations(k, "terraform")
-	if t.CoalesceQuiet > t.CoalesceMax && t.CoalesceMax > 0 {
-		k.errAt(at("terraform", "coalesce_max"), "Invalid coalesce_max", fmt.Sprintf("terraform.coalesce_max (%s) must not be shorter than coalesce_quiet (%s).", t.CoalesceMax, t.CoalesceQuiet))
-	}
 	for name := range t.Env {
 		if err := tfenv.CheckName(name); err != nil {
 			k.errAt(at("terraform", "env"), "Invalid env", fmt.Sprintf("terraform.env: %v.", err))
@@ -225,9 +232,6 @@ func (r *Routes) finish(k *checker, c *Config) {
 
 func (in *Instances) finish(k *checker, c *Config) {
 	c.parseDurations(k, "instances")
-	if in.MaxStaleness < in.TTL {
-		k.errAt(at("instances", "max_staleness"), "Invalid max_staleness", "instances.max_staleness must not be shorter than instances.ttl.")
-	}
 	if in.RefreshRate == 0 {
 		in.RefreshRate = DefaultStateRefreshRate
 	}
