@@ -13,6 +13,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
+// The encryption block: its shape checked, and its key providers resolved
+// into what tofu's environment carries (Source) and what workspaces may
+// hold (Public).
+
 // Encryption is OpenTofu's state and plan encryption, in OpenTofu's own
 // syntax. tfccm passes it to every tofu it runs (the workspaces' init, plan,
 // apply and destroy, the state sources' reads, unlock) as TF_ENCRYPTION,

@@ -13,6 +13,10 @@ import (
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
+// The second half of Parse, after gohcl: every block's defaults filled in
+// and every check gohcl cannot make, one finish step per block, each
+// problem reported at the range of its setting.
+
 // checker gathers the diagnostics of one Parse, each at the range of the
 // setting it is about.
 type checker struct {

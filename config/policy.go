@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// The policy blocks: their declarations and the checks of their names and
+// actions (package policy compiles their expressions).
+
 // Policy actions: what a failed validation does to a plan.
 const (
 	PolicyDeny            = "deny"

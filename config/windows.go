@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// The change_windows block: its declarations and the checks of window
+// kinds and durations (package window reads the schedules).
+
 // Change window kinds.
 const (
 	WindowAllow = "allow"
