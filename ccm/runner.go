@@ -57,9 +57,6 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		tofu = p
 	}
 	timeout := t.Timeout
-	if timeout == 0 {
-		timeout = workspace.DefaultTimeout
-	}
 	jc := &jobrunner.Config{
 		Namespace:      j.Namespace,
 		Image:          j.Image,

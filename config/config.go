@@ -14,9 +14,11 @@ import (
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
+// The cloud config's declaration (Config and its blocks), Load and Parse.
 // The settings below are documented by their `doc` tags, which
-// docs/configuration.md is generated from (reference.go); defaults live in
-// defaults.go, duration settings in durations.go.
+// docs/configuration.md is generated from (reference.go); their defaults
+// are declared in defaults.go, the rules of the duration settings in
+// durations.go.
 
 // Config is the decoded cloud config.
 type Config struct {

@@ -38,6 +38,38 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestBlockDefaults: the defaults of settings inside blocks a minimal
+// config omits are applied by Parse itself, so readers (package policy,
+// package window, the job runner) read them from the parsed config.
+func TestBlockDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		got       func(*Config) string
+		want      string
+	}{
+		{"runner", ``, func(c *Config) string { return c.Terraform.Runner }, DefaultRunner},
+		{"job namespace", ``, func(c *Config) string { return c.Terraform.Job.Namespace }, DefaultJobNamespace},
+		{"policy action", "policy \"p\" {\n  validation {\n    expression = \"true\"\n  }\n}",
+			func(c *Config) string { return c.Policies[0].Action }, DefaultPolicyAction},
+		{"policy action given", "policy \"p\" {\n  action = \"warn\"\n  validation {\n    expression = \"true\"\n  }\n}",
+			func(c *Config) string { return c.Policies[0].Action }, PolicyWarn},
+		{"window time zone", "change_windows {\n  window \"w\" {\n    kind = \"allow\"\n    schedule = \"0 22 * * *\"\n    duration = \"1h\"\n  }\n}",
+			func(c *Config) string { return c.ChangeWindows.Windows[0].TimeZone }, DefaultWindowTimeZone},
+		{"window time zone given", "change_windows {\n  window \"w\" {\n    kind = \"allow\"\n    schedule = \"0 22 * * *\"\n    duration = \"1h\"\n    time_zone = \"Europe/Berlin\"\n  }\n}",
+			func(c *Config) string { return c.ChangeWindows.Windows[0].TimeZone }, "Europe/Berlin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte("cluster_name = \"prod\"\n"+tc.src+"\n"), "cloud.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.got(c); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseFull(t *testing.T) {
 	src := `
 cluster_name = "prod"
@@ -135,6 +167,31 @@ func TestParseErrorsNameFileLine(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestDurationAtLeast: a duration that must not be shorter than another
+// of its block (its row's atLeast) is checked against the other's parsed
+// value, its default included; 0 (off) is never too short.
+func TestDurationAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"coalesce_max below the default quiet", "terraform {\n  coalesce_max = \"1s\"\n}", "terraform.coalesce_max (1s) must not be shorter than coalesce_quiet (2s)."},
+		{"coalesce_max off", "terraform {\n  coalesce_quiet = \"20s\"\n  coalesce_max = \"0s\"\n}", ""},
+		{"coalesce_max equal", "terraform {\n  coalesce_quiet = \"5s\"\n  coalesce_max = \"5s\"\n}", ""},
+		{"ttl above the default max_staleness", "instances {\n  ttl = \"20m\"\n}", "instances.max_staleness must not be shorter than instances.ttl."},
+		{"max_staleness equal", "instances {\n  ttl = \"5m\"\n  max_staleness = \"5m\"\n}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte("cluster_name = \"a\"\n"+tc.src+"\n"), "cloud.hcl")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

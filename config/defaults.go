@@ -2,8 +2,12 @@ package config
 
 import "time"
 
-// Defaults applied by Parse when a setting is omitted: the one place they
-// are declared (the workspace engine and the state store use these too).
+// Defaults of the cloud config: what Parse fills in for an omitted
+// setting, each declared once here and applied once (finish.go and the
+// finish step of its block; duration settings through their row in
+// durations.go). Readers read the parsed config, never these; the
+// workspace engine and the state store fall back to them only for
+// options built without a cloud config (their tests).
 const (
 	DefaultWorkDir = "/var/lib/tfccm"
 	// DefaultNamespace is tfccm's own namespace unless namespace names
@@ -39,11 +43,27 @@ const (
 	DefaultStateRefreshBurst = 3
 )
 
-// Defaults of the job runner.
+// Defaults of terraform.runner and the job runner's terraform.job block.
 const (
+	DefaultRunner            = RunnerProcess
 	DefaultJobNamespace      = "tfccm-runners"
 	DefaultJobServiceAccount = "tfccm-runner"
 	DefaultJobCPU            = "250m"
 	DefaultJobMemory         = "256Mi"
 	DefaultJobMemoryLimit    = "1Gi"
 )
+
+// Defaults of the policy and change_windows blocks.
+const (
+	// DefaultPolicyAction is what a failed validation of a policy without
+	// an action does.
+	DefaultPolicyAction = PolicyDeny
+	// DefaultWindowTimeZone is the IANA time zone a change window's
+	// schedule is read in unless time_zone names another.
+	DefaultWindowTimeZone = "UTC"
+)
+
+// kubernetesBackendDefaultNamespace is where the kubernetes backend keeps
+// state when its namespace is omitted: the backend's own default, not one
+// tfccm fills in (BackendNamespace reads it).
+const kubernetesBackendDefaultNamespace = "default"

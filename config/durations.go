@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// The duration settings: each one's default, bounds, relation to another
+// setting and the message for a bad value are its row in durations, the
+// one place they are declared; Parse applies the rows (parseDurations)
+// and the reference shows them (reference.go).
+
 // duration is one duration setting: decoded as a string (its *Raw field),
 // parsed into its time.Duration field.
 type duration struct {
@@ -16,28 +21,38 @@ type duration struct {
 	max         string // the largest value allowed, "" for none
 	example     string // a valid value for the message
 	note        string // appended to the message's example
+	// atLeast names the setting of the same block this one must not be
+	// shorter than (unless this one is 0, off); short says so.
+	atLeast string
+	short   func(v, least time.Duration) string
 }
 
 // durations are every duration setting, in the order they are checked.
 var durations = []duration{
-	{"terraform", "timeout", func(c *Config) string { return c.Terraform.TimeoutRaw },
-		func(c *Config) *time.Duration { return &c.Terraform.Timeout }, DefaultOperationTimeout, false, "", "10m", ""},
-	{"terraform", "drift_interval", func(c *Config) string { return c.Terraform.DriftIntervalRaw },
-		func(c *Config) *time.Duration { return &c.Terraform.DriftInterval }, DefaultDriftInterval, true, "", "1h", ` ("0" turns drift repair off)`},
-	{"terraform", "coalesce_quiet", func(c *Config) string { return c.Terraform.CoalesceQuietRaw },
-		func(c *Config) *time.Duration { return &c.Terraform.CoalesceQuiet }, DefaultCoalesceQuiet, true, "10m", "", ""},
-	{"terraform", "coalesce_max", func(c *Config) string { return c.Terraform.CoalesceMaxRaw },
-		func(c *Config) *time.Duration { return &c.Terraform.CoalesceMax }, DefaultCoalesceMax, true, "10m", "", ""},
-	{"load_balancer", "ensure_wait", func(c *Config) string { return c.LoadBalancer.EnsureWaitRaw },
-		func(c *Config) *time.Duration { return &c.LoadBalancer.EnsureWait }, DefaultEnsureWait, true, "2h", "15m", ""},
-	{"load_balancer", "health_interval", func(c *Config) string { return c.LoadBalancer.HealthIntervalRaw },
-		func(c *Config) *time.Duration { return &c.LoadBalancer.HealthInterval }, DefaultHealthInterval, true, "", "30s", ` ("0s" turns it off)`},
-	{"routes", "batch_window", func(c *Config) string { return c.Routes.BatchWindowRaw },
-		func(c *Config) *time.Duration { return &c.Routes.BatchWindow }, DefaultBatchWindow, true, "", "2s", ""},
-	{"instances", "ttl", func(c *Config) string { return c.Instances.TTLRaw },
-		func(c *Config) *time.Duration { return &c.Instances.TTL }, DefaultStateTTL, false, "", "30s", ""},
-	{"instances", "max_staleness", func(c *Config) string { return c.Instances.MaxStalenessRaw },
-		func(c *Config) *time.Duration { return &c.Instances.MaxStaleness }, DefaultStateMaxStaleness, false, "", "30s", ""},
+	{block: "terraform", name: "timeout", raw: func(c *Config) string { return c.Terraform.TimeoutRaw },
+		dst: func(c *Config) *time.Duration { return &c.Terraform.Timeout }, def: DefaultOperationTimeout, example: "10m"},
+	{block: "terraform", name: "drift_interval", raw: func(c *Config) string { return c.Terraform.DriftIntervalRaw },
+		dst: func(c *Config) *time.Duration { return &c.Terraform.DriftInterval }, def: DefaultDriftInterval, zero: true, example: "1h", note: ` ("0" turns drift repair off)`},
+	{block: "terraform", name: "coalesce_quiet", raw: func(c *Config) string { return c.Terraform.CoalesceQuietRaw },
+		dst: func(c *Config) *time.Duration { return &c.Terraform.CoalesceQuiet }, def: DefaultCoalesceQuiet, zero: true, max: "10m"},
+	{block: "terraform", name: "coalesce_max", raw: func(c *Config) string { return c.Terraform.CoalesceMaxRaw },
+		dst: func(c *Config) *time.Duration { return &c.Terraform.CoalesceMax }, def: DefaultCoalesceMax, zero: true, max: "10m",
+		atLeast: "coalesce_quiet", short: func(v, least time.Duration) string {
+			return fmt.Sprintf("terraform.coalesce_max (%s) must not be shorter than coalesce_quiet (%s).", v, least)
+		}},
+	{block: "load_balancer", name: "ensure_wait", raw: func(c *Config) string { return c.LoadBalancer.EnsureWaitRaw },
+		dst: func(c *Config) *time.Duration { return &c.LoadBalancer.EnsureWait }, def: DefaultEnsureWait, zero: true, max: "2h", example: "15m"},
+	{block: "load_balancer", name: "health_interval", raw: func(c *Config) string { return c.LoadBalancer.HealthIntervalRaw },
+		dst: func(c *Config) *time.Duration { return &c.LoadBalancer.HealthInterval }, def: DefaultHealthInterval, zero: true, example: "30s", note: ` ("0s" turns it off)`},
+	{block: "routes", name: "batch_window", raw: func(c *Config) string { return c.Routes.BatchWindowRaw },
+		dst: func(c *Config) *time.Duration { return &c.Routes.BatchWindow }, def: DefaultBatchWindow, zero: true, example: "2s"},
+	{block: "instances", name: "ttl", raw: func(c *Config) string { return c.Instances.TTLRaw },
+		dst: func(c *Config) *time.Duration { return &c.Instances.TTL }, def: DefaultStateTTL, example: "30s"},
+	{block: "instances", name: "max_staleness", raw: func(c *Config) string { return c.Instances.MaxStalenessRaw },
+		dst: func(c *Config) *time.Duration { return &c.Instances.MaxStaleness }, def: DefaultStateMaxStaleness, example: "30s",
+		atLeast: "ttl", short: func(time.Duration, time.Duration) string {
+			return "instances.max_staleness must not be shorter than instances.ttl."
+		}},
 }
 
 // parse returns the setting's value (its default when unset) and whether

@@ -13,6 +13,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
+// The encryption block: its shape checked, and its key providers resolved
+// into what tofu's environment carries (Source) and what workspaces may
+// hold (Public).
+
 // Encryption is OpenTofu's state and plan encryption, in OpenTofu's own
 // syntax. tfccm passes it to every tofu it runs (the workspaces' init, plan,
 // apply and destroy, the state sources' reads, unlock) as TF_ENCRYPTION,
@@ -42,19 +46,49 @@ type Encryption struct {
 }
 
 // finishEncryption resolves the encryption block (src is the cloud
-// config's text).
+// config's text): its body checked, every env.NAME and tfccm_pbkdf2 key
+// provider resolved into Source, the part without them into Public.
 func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 	e := c.Encryption
 	if e == nil {
 		return nil
 	}
-	body, ok := e.Body.(*hclsyntax.Body)
+	body, inner, start, diags := c.encryptionBody(src)
+	if diags.HasErrors() {
+		return diags
+	}
+	if diags := c.checkEncryptionBlocks(body); diags.HasErrors() {
+		return diags
+	}
+	full, d := hclwrite.ParseConfig(inner, c.Filename, start)
+	if d.HasErrors() {
+		return d
+	}
+	rng := body.SrcRange
+	if diags := renameTfccmProviders(full.Body(), rng); diags.HasErrors() {
+		return diags
+	}
+	public, secrets, diags := resolveKeyProviders(full.Body(), rng)
+	if diags.HasErrors() {
+		return diags
+	}
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	e.Source, e.Public, e.Secrets = string(full.Bytes()), public, secrets
+	c.Terraform.Encryption = e
+	return nil
+}
+
+// encryptionBody is the encryption block's native-syntax body and its
+// text between the braces (inner, starting at start), refused with the
+// terraform binary.
+func (c *Config) encryptionBody(src []byte) (body *hclsyntax.Body, inner []byte, start hcl.Pos, diags hcl.Diagnostics) {
+	body, ok := c.Encryption.Body.(*hclsyntax.Body)
 	if !ok {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Detail: "The encryption block must be written in HCL native syntax."}}
+		return nil, nil, start, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Detail: "The encryption block must be written in HCL native syntax."}}
 	}
 	rng := body.SrcRange
 	if bin := c.Terraform.Binary; strings.HasPrefix(filepath.Base(bin), "terraform") {
-		return hcl.Diagnostics{{
+		return nil, nil, start, hcl.Diagnostics{{
 			Severity: hcl.DiagError, Summary: "Encryption needs OpenTofu",
 			Detail:  fmt.Sprintf("terraform.binary is %q: state and plan encryption is OpenTofu's (>= 1.7); Terraform would write the state in plaintext. Use tofu, or remove the encryption block.", bin),
 			Subject: rng.Ptr(),
@@ -63,11 +97,17 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 	// The body's range spans its braces.
 	start, end := body.SrcRange.Start, body.SrcRange.End
 	if end.Byte > len(src) || start.Byte >= end.Byte || src[start.Byte] != '{' || src[end.Byte-1] != '}' {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Subject: rng.Ptr()}}
+		return nil, nil, start, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid encryption block", Subject: rng.Ptr()}}
 	}
 	start.Byte++
 	start.Column++
-	inner := src[start.Byte : end.Byte-1]
+	return body, src[start.Byte : end.Byte-1], start, nil
+}
+
+// checkEncryptionBlocks checks the body's shape: blocks only, each one
+// OpenTofu knows, a state or plan block among them, and no tfccm_pbkdf2
+// key provider where tofu runs in runner Jobs.
+func (c *Config) checkEncryptionBlocks(body *hclsyntax.Body) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if len(body.Attributes) > 0 {
 		for _, a := range body.Attributes {
@@ -91,21 +131,22 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 		}
 	}
 	if !hasMethod {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Encryption without a state or plan block", Detail: "Name the method that encrypts state and plans: state { method = method.aes_gcm.NAME } and plan { ... }.", Subject: rng.Ptr()})
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Encryption without a state or plan block", Detail: "Name the method that encrypts state and plans: state { method = method.aes_gcm.NAME } and plan { ... }.", Subject: body.SrcRange.Ptr()})
 	}
-	if diags.HasErrors() {
-		return diags
-	}
-	full, d := hclwrite.ParseConfig(inner, c.Filename, start)
-	if d.HasErrors() {
-		return d
-	}
-	if diags := renameTfccmProviders(full.Body(), rng); diags.HasErrors() {
-		return diags
-	}
+	return diags
+}
+
+// resolveKeyProviders resolves the key providers of body in place (a
+// tfccm_pbkdf2 one into the key server's external provider, every
+// env.NAME into its value) and returns the configuration without the
+// key providers that hold a value from the environment (what is written
+// into workspaces) and the values read. rng is the block's, for the
+// diagnostics.
+func resolveKeyProviders(body *hclwrite.Body, rng hcl.Range) ([]byte, []string, hcl.Diagnostics) {
 	public := hclwrite.NewEmptyFile()
 	var secrets []string
-	for _, blk := range full.Body().Blocks() {
+	var diags hcl.Diagnostics
+	for _, blk := range body.Blocks() {
 		fromEnv := false
 		if labels := blk.Labels(); blk.Type() == "key_provider" && len(labels) == 2 && labels[0] == TfccmKeyProvider {
 			var ds hcl.Diagnostics
@@ -127,13 +168,7 @@ func (c *Config) finishEncryption(src []byte) hcl.Diagnostics {
 			public.Body().AppendBlock(blk)
 		}
 	}
-	if diags.HasErrors() {
-		return diags
-	}
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	e.Source, e.Public, e.Secrets = string(full.Bytes()), public.Bytes(), secrets
-	c.Terraform.Encryption = e
-	return nil
+	return public.Bytes(), secrets, diags
 }
 
 // resolveEnv replaces every attribute of body (and its nested blocks) that

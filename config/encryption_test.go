@@ -3,6 +3,9 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
 )
 
 func TestEncryption(t *testing.T) {
@@ -79,6 +82,44 @@ func TestEncryption(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "correct-horse") {
 				t.Errorf("error leaks the key: %v", err)
+			}
+		})
+	}
+}
+
+// TestEncryptionBody: the text handed to hclwrite is the block's between
+// its braces, starting where the body does (so that diagnostics point at
+// the cloud config's lines); the terraform binary is refused first.
+func TestEncryptionBody(t *testing.T) {
+	for _, tt := range []struct {
+		name, cfg, inner, err string
+		line, column          int
+	}{
+		{"indented", "  encryption {\n state {}\n}", "\n state {}\n", "", 2, 15},
+		{"block on lines", "encryption {\n  plan {}\n}", "\n  plan {}\n", "", 2, 13},
+		{"terraform binary", "terraform { binary = \"terraform\" }\nencryption {\n  state {}\n}", "", "Encryption needs OpenTofu", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := []byte("cluster_name = \"prod\"\n" + tt.cfg + "\n")
+			p := hclparse.NewParser()
+			f, diags := p.ParseHCL(src, "cloud.hcl")
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			var c Config
+			if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			c.fillBlocks()
+			_, inner, start, diags := c.encryptionBody(src)
+			if tt.err != "" {
+				if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.err) {
+					t.Fatalf("diagnostics %v, want %q", diags, tt.err)
+				}
+				return
+			}
+			if diags.HasErrors() || string(inner) != tt.inner || start.Line != tt.line || start.Column != tt.column {
+				t.Errorf("inner %q at %d:%d (%v), want %q at %d:%d", inner, start.Line, start.Column, diags, tt.inner, tt.line, tt.column)
 			}
 		})
 	}

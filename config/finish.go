@@ -13,6 +13,10 @@ import (
 	"github.com/tfccm/tfccm/internal/tfenv"
 )
 
+// The second half of Parse, after gohcl: every block's defaults filled in
+// and every check gohcl cannot make, one finish step per block, each
+// problem reported at the range of its setting.
+
 // checker gathers the diagnostics of one Parse, each at the range of the
 // setting it is about.
 type checker struct {
@@ -108,7 +112,8 @@ func (c *Config) finishRoot(k *checker) {
 	}
 }
 
-// parseDurations parses every duration setting of block (durations.go).
+// parseDurations parses every duration setting of block, then checks the
+// ones that must not be shorter than another (durations.go).
 func (c *Config) parseDurations(k *checker, block string) {
 	for _, d := range durations {
 		if d.block != block {
@@ -121,6 +126,15 @@ func (c *Config) parseDurations(k *checker, block string) {
 		}
 		*d.dst(c) = v
 	}
+	for _, d := range durations {
+		if d.block != block || d.atLeast == "" {
+			continue
+		}
+		least, _ := durationSetting(block, d.atLeast)
+		if v, lv := *d.dst(c), *least.dst(c); v > 0 && v < lv {
+			k.errAt(at(d.block, d.name), "Invalid "+d.name, d.short(v, lv))
+		}
+	}
 }
 
 func (t *Terraform) finish(k *checker, c *Config) {
@@ -132,9 +146,6 @@ func (t *Terraform) finish(k *checker, c *Config) {
 		k.errAt(at("terraform", "parallelism"), "Invalid parallelism", "terraform.parallelism must be positive.")
 	}
 	c.parseDurations(k, "terraform")
-	if t.CoalesceQuiet > t.CoalesceMax && t.CoalesceMax > 0 {
-		k.errAt(at("terraform", "coalesce_max"), "Invalid coalesce_max", fmt.Sprintf("terraform.coalesce_max (%s) must not be shorter than coalesce_quiet (%s).", t.CoalesceMax, t.CoalesceQuiet))
-	}
 	for name := range t.Env {
 		if err := tfenv.CheckName(name); err != nil {
 			k.errAt(at("terraform", "env"), "Invalid env", fmt.Sprintf("terraform.env: %v.", err))
@@ -225,9 +236,6 @@ func (r *Routes) finish(k *checker, c *Config) {
 
 func (in *Instances) finish(k *checker, c *Config) {
 	c.parseDurations(k, "instances")
-	if in.MaxStaleness < in.TTL {
-		k.errAt(at("instances", "max_staleness"), "Invalid max_staleness", "instances.max_staleness must not be shorter than instances.ttl.")
-	}
 	if in.RefreshRate == 0 {
 		in.RefreshRate = DefaultStateRefreshRate
 	}

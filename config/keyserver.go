@@ -13,6 +13,10 @@ import (
 	"github.com/tfccm/tfccm/internal/keyserver"
 )
 
+// The tfccm_pbkdf2 key provider: its passphrase registered with the
+// process's key server and the block rewritten into the external key
+// provider that asks it.
+
 // TfccmKeyProvider is the key provider type tfccm answers itself: PBKDF2
 // from a passphrase in the controller's environment, derived once per
 // process by internal/keyserver and handed to tofu through OpenTofu's

@@ -15,10 +15,6 @@ import (
 // state backend nor the job runner may keep theirs there.
 const SystemNamespace = "kube-system"
 
-// kubernetesBackendDefaultNamespace is where the kubernetes backend keeps
-// state when its namespace is omitted (the backend's own default).
-const kubernetesBackendDefaultNamespace = "default"
-
 // BackendNamespace is the namespace of the kubernetes backend's state
 // Secrets and lock Leases; "" for any other backend.
 func (c *Config) BackendNamespace() string {

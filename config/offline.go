@@ -2,6 +2,8 @@ package config
 
 import "github.com/zclconf/go-cty/cty"
 
+// The cloud config as an offline render (tfccm render, CI) uses it.
+
 // OfflineBackendPath is the local backend's path in an offline render: "."
 // keeps each workspace's state beside its files ("<workspace>.tfstate").
 const OfflineBackendPath = "."

@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// The policy blocks: their declarations and the checks of their names and
+// actions (package policy compiles their expressions).
+
 // Policy actions: what a failed validation does to a plan.
 const (
 	PolicyDeny            = "deny"
@@ -50,9 +53,7 @@ func (c *Config) finishPolicies(k *checker) {
 			k.errAt(at("policy"), "Duplicate policy", fmt.Sprintf("policy %q is declared twice.", p.Name))
 		}
 		seen[p.Name] = true
-		if p.Action == "" {
-			p.Action = PolicyDeny
-		}
+		p.Action = orDefault(p.Action, DefaultPolicyAction)
 		switch p.Action {
 		case PolicyDeny, PolicyWarn, PolicyRequireApproval:
 		default:

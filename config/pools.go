@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
+// The load_balancer.address_pool blocks: their declarations, address
+// ranges and selectors, and their checks (package ipam allocates from them).
+
 // AddressPool is one named pool of load balancer addresses tfccm allocates
 // from (package ipam), as MetalLB's IPAddressPool.
 type AddressPool struct {

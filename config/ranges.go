@@ -2,6 +2,9 @@ package config
 
 import "github.com/hashicorp/hcl/v2"
 
+// Where a setting is in the cloud config's text, for diagnostics: the
+// schema of the top level and the lookup of a block's or attribute's range.
+
 var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "cluster_name"}, {Name: "work_dir"}, {Name: "template_set"}, {Name: "override_dir"},
 		{Name: "load_balancer_class"}, {Name: "serve_classless"}},

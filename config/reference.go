@@ -9,6 +9,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
+// The generated configuration reference (docs/configuration.md), written
+// from the settings' declarations and the defaults Parse fills in.
+
 // Reference renders docs/configuration.md from the declarations: every
 // setting's name, type and documentation come from the struct fields' hcl
 // and doc tags, its default from what Parse fills in for a config that

@@ -37,7 +37,7 @@ func (c *Config) finishRunner(k *checker) {
 	t := c.Terraform
 	switch t.Runner {
 	case "":
-		t.Runner = RunnerProcess
+		t.Runner = DefaultRunner
 	case RunnerProcess, RunnerJob:
 	default:
 		k.errAt(at("terraform", "runner"), "Invalid runner", fmt.Sprintf("terraform.runner must be %q or %q, got %q.", RunnerProcess, RunnerJob, t.Runner))

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// The change_windows block: its declarations and the checks of window
+// kinds and durations (package window reads the schedules).
+
 // Change window kinds.
 const (
 	WindowAllow = "allow"
@@ -47,6 +50,7 @@ func (c *Config) finishWindows(k *checker) {
 			k.errAt(at("change_windows"), "Duplicate window", fmt.Sprintf("change_windows: window %q is declared twice.", w.Name))
 		}
 		seen[w.Name] = true
+		w.TimeZone = orDefault(w.TimeZone, DefaultWindowTimeZone)
 		if w.Kind != WindowAllow && w.Kind != WindowDeny {
 			k.errAt(at("change_windows"), "Invalid window kind", fmt.Sprintf("change_windows: window %q: kind is allow or deny, not %q.", w.Name, w.Kind))
 		}

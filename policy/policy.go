@@ -95,7 +95,7 @@ func Compile(policies []config.Policy) (*Set, error) {
 	for _, p := range policies {
 		r := rule{name: p.Name, action: p.Action}
 		if r.action == "" {
-			r.action = config.PolicyDeny
+			r.action = config.DefaultPolicyAction
 		}
 		for _, v := range p.Variables {
 			prog, err := compile(env, v.Expression, nil)

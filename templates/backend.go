@@ -103,10 +103,7 @@ func Backend(cfg *config.Config, name string) (*workspace.Spec, error) {
 // list: http (no Terraform workspaces) and backends without a
 // per-workspace key (their workspaces are Terraform workspaces already).
 func Catalog(cfg *config.Config) (*workspace.Spec, error) {
-	typ := config.DefaultBackendType
-	if cfg.Backend != nil {
-		typ = cfg.Backend.Type
-	}
+	typ := cfg.Backend.Type
 	if _, keyed := keyedBackends[typ]; !keyed || typ == "local" || typ == "http" {
 		return nil, nil
 	}
@@ -128,9 +125,6 @@ func WithBackend(cfg *config.Config, spec workspace.Spec) (workspace.Spec, error
 // addBackend renders tfccm_backend.tf from the cloud config's backend.
 func addBackend(w *workspace.Spec, cfg *config.Config) error {
 	b := cfg.Backend
-	if b == nil {
-		b = &config.Backend{Type: config.DefaultBackendType, Attributes: map[string]cty.Value{}}
-	}
 	if !tfenv.ValidBackendType(b.Type) {
 		return fmt.Errorf("backend type %q is not a valid name", b.Type)
 	}

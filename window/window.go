@@ -45,13 +45,9 @@ func New(c *config.ChangeWindows) (*Schedule, error) {
 	s := &Schedule{freeze: c.Freeze, allowCreates: c.AllowCreates, allowDeletes: c.AllowDeletes}
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	for _, w := range c.Windows {
-		loc := time.UTC
-		if w.TimeZone != "" {
-			l, err := time.LoadLocation(w.TimeZone)
-			if err != nil {
-				return nil, fmt.Errorf("change window %q: time_zone %q: %w", w.Name, w.TimeZone, err)
-			}
-			loc = l
+		loc, err := time.LoadLocation(w.TimeZone) // config.DefaultWindowTimeZone when omitted
+		if err != nil {
+			return nil, fmt.Errorf("change window %q: time_zone %q: %w", w.Name, w.TimeZone, err)
 		}
 		sched, err := parser.Parse(w.Schedule)
 		if err != nil {

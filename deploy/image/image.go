@@ -35,7 +35,8 @@ const (
 	BinDir = "/usr/local/bin"
 	// CCM is the entrypoint.
 	CCM = BinDir + "/terraform-cloud-controller-manager"
-	// WorkDir is the default work_dir, writable by User.
+	// WorkDir is writable by User: the cloud config's default work_dir
+	// (config.DefaultWorkDir, kept equal by a test).
 	WorkDir = "/var/lib/tfccm"
 	// ProviderMirror is the filesystem mirror of provider plugins (the
 	// layout `tofu providers mirror` writes); CLIConfig points at it.
@@ -232,31 +233,81 @@ func assemble(config v1.Config, arch string, createdAt time.Time, layers []Layer
 // Layers builds the image's layers, least likely to change first: the base
 // file system, OpenTofu, tfccm's binaries and, when given, the providers.
 func Layers(s Spec) ([]Layer, error) {
-	for what, p := range map[string]string{"CCM binary": s.CCM, "tfccm binary": s.CLI, "tofu binary": s.Tofu, "CA bundle": s.CABundle, "LICENSE": s.License} {
-		if p == "" {
-			return nil, fmt.Errorf("image: no %s given", what)
-		}
+	if err := s.check(); err != nil {
+		return nil, err
 	}
-	ca, err := os.ReadFile(s.CABundle)
+	ca, license, providers, err := s.readBase()
 	if err != nil {
-		return nil, fmt.Errorf("image: CA bundle: %w", err)
+		return nil, err
 	}
-	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
-		return nil, fmt.Errorf("image: %s holds no PEM certificate", s.CABundle)
-	}
-	license, err := os.ReadFile(s.License)
+	specs := []layerSpec{{"base: user 65532, CA bundle, OpenTofu CLI config, work dir, LICENSE", baseFS(ca, license, providers)}}
+	bins, err := s.binaryLayers()
 	if err != nil {
-		return nil, fmt.Errorf("image: LICENSE: %w", err)
+		return nil, err
 	}
-	var providers []string
+	specs = append(specs, bins...)
 	if s.Providers != "" {
-		if providers, err = mirrored(s.Providers); err != nil {
+		pl, err := providerLayer(s.Providers)
+		if err != nil {
 			return nil, err
 		}
+		specs = append(specs, pl)
 	}
+	var out []Layer
+	for _, sp := range specs {
+		l, err := layer(sp.entries, s.Created, sp.by)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// layerSpec is one layer to build: its entries and the history's
+// created_by line.
+type layerSpec struct {
+	by      string
+	entries []entry
+}
+
+// check refuses a Spec that lacks one of the files every image carries.
+func (s Spec) check() error {
+	for what, p := range map[string]string{"CCM binary": s.CCM, "tfccm binary": s.CLI, "tofu binary": s.Tofu, "CA bundle": s.CABundle, "LICENSE": s.License} {
+		if p == "" {
+			return fmt.Errorf("image: no %s given", what)
+		}
+	}
+	return nil
+}
+
+// readBase reads what the base layer is written from: the CA bundle (it
+// must hold a PEM certificate), the licence and the providers in the
+// mirror, if any (for the CLI config).
+func (s Spec) readBase() (ca, license []byte, providers []string, err error) {
+	if ca, err = os.ReadFile(s.CABundle); err != nil {
+		return nil, nil, nil, fmt.Errorf("image: CA bundle: %w", err)
+	}
+	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, nil, nil, fmt.Errorf("image: %s holds no PEM certificate", s.CABundle)
+	}
+	if license, err = os.ReadFile(s.License); err != nil {
+		return nil, nil, nil, fmt.Errorf("image: LICENSE: %w", err)
+	}
+	if s.Providers != "" {
+		if providers, err = mirrored(s.Providers); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ca, license, providers, nil
+}
+
+// baseFS is the base layer's file system: directories, the users, the
+// OpenTofu CLI config for providers, the CA bundle ca and the licence.
+func baseFS(ca, license []byte, providers []string) []entry {
 	root := owner{}
 	user := owner{UID, GID}
-	baseFS := []entry{
+	return []entry{
 		dir("/etc", 0o755, root),
 		dir("/etc/ssl/certs", 0o755, root),
 		dir("/etc/tfccm", 0o755, root),
@@ -275,6 +326,11 @@ func Layers(s Spec) ([]Layer, error) {
 		data(CABundle, 0o644, root, string(ca)),
 		data(LicenseFile, 0o644, root, string(license)),
 	}
+}
+
+// binaryLayers are the layers of the binaries: OpenTofu, then tfccm's two
+// (which change with every commit).
+func (s Spec) binaryLayers() ([]layerSpec, error) {
 	tofu, err := file(BinDir+"/tofu", s.Tofu, 0o755)
 	if err != nil {
 		return nil, err
@@ -287,38 +343,25 @@ func Layers(s Spec) ([]Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs := []struct {
-		by      string
-		entries []entry
-	}{
-		{"base: user 65532, CA bundle, OpenTofu CLI config, work dir, LICENSE", baseFS},
+	return []layerSpec{
 		{"tofu", []entry{tofu}},
 		{"terraform-cloud-controller-manager, tfccm", []entry{ccm, cli}},
+	}, nil
+}
+
+// providerLayer is the provider mirror's layer: the host directory mirror
+// copied into ProviderMirror, with the lock file of its packages.
+func providerLayer(mirror string) (layerSpec, error) {
+	pe, err := tree(mirror, ProviderMirror)
+	if err != nil {
+		return layerSpec{}, err
 	}
-	if s.Providers != "" {
-		pe, err := tree(s.Providers, ProviderMirror)
-		if err != nil {
-			return nil, err
-		}
-		locked, err := providerlock.Mirror(s.Providers)
-		if err != nil {
-			return nil, fmt.Errorf("image: %w", err)
-		}
-		pe = append(pe, data(ProviderLockFile, 0o644, root, string(providerlock.File(locked))))
-		specs = append(specs, struct {
-			by      string
-			entries []entry
-		}{"providers from " + filepath.Base(s.Providers), pe})
+	locked, err := providerlock.Mirror(mirror)
+	if err != nil {
+		return layerSpec{}, fmt.Errorf("image: %w", err)
 	}
-	var out []Layer
-	for _, sp := range specs {
-		l, err := layer(sp.entries, s.Created, sp.by)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	pe = append(pe, data(ProviderLockFile, 0o644, owner{}, string(providerlock.File(locked))))
+	return layerSpec{"providers from " + filepath.Base(mirror), pe}, nil
 }
 
 // layer is one OCI layer of entries.

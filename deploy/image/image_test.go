@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/tfccm/tfccm/config"
 )
 
 var created = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -321,5 +324,52 @@ func TestUnpack(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, CCM)); err != nil || st.Mode().Perm() != 0o755 || !st.ModTime().Equal(created) {
 		t.Errorf("CCM mode/mtime: %v %v", st, err)
+	}
+}
+
+// TestLayersRefuse: each step of Layers refuses what it reads with an
+// error naming it: a file not given, the base layer's inputs, a binary,
+// the provider mirror; with every input there, four layers in order.
+func TestLayersRefuse(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mod  func(*Spec)
+		want string
+	}{
+		{"no CCM", func(s *Spec) { s.CCM = "" }, "image: no CCM binary given"},
+		{"no licence", func(s *Spec) { s.License = "" }, "image: no LICENSE given"},
+		{"unreadable CA bundle", func(s *Spec) { s.CABundle = "/nonexistent/ca.crt" }, "image: CA bundle: open /nonexistent/ca.crt"},
+		{"unreadable licence", func(s *Spec) { s.License = "/nonexistent/LICENSE" }, "image: LICENSE: open /nonexistent/LICENSE"},
+		{"missing mirror", func(s *Spec) { s.Providers = "/nonexistent/mirror" }, "image: providers: open /nonexistent/mirror"},
+		{"missing tofu", func(s *Spec) { s.Tofu = "/nonexistent/tofu" }, "/nonexistent/tofu"},
+		{"missing tfccm", func(s *Spec) { s.CLI = "/nonexistent/tfccm" }, "/nonexistent/tfccm"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := inputs(t, time.Now(), order1)
+			tt.mod(&s)
+			if _, err := Layers(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	ls, err := Layers(inputs(t, time.Now(), order1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var by []string
+	for _, l := range ls {
+		by = append(by, l.CreatedBy)
+	}
+	want := []string{"base: user 65532, CA bundle, OpenTofu CLI config, work dir, LICENSE", "tofu", "terraform-cloud-controller-manager, tfccm", "providers from mirror"}
+	if !slices.Equal(by, want) {
+		t.Errorf("layers %q, want %q", by, want)
+	}
+}
+
+// TestWorkDirIsConfigDefault: the image's writable work dir is where the
+// cloud config puts work_dir when it names none.
+func TestWorkDirIsConfigDefault(t *testing.T) {
+	if WorkDir != config.DefaultWorkDir {
+		t.Errorf("image work dir %s, cloud config default %s", WorkDir, config.DefaultWorkDir)
 	}
 }

@@ -181,9 +181,39 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 	zero := int32(0)
 	ttl := int32(600)
 	deadline := int64(c.Deadline.Seconds())
-	grace := int64(c.Grace.Seconds())
-	uid, gid := int64(runnerUID), int64(runnerGID)
-	yes, no := true, false
+	volumes, tofuMounts := c.podVolumes(inputs)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: c.Namespace, Labels: labels,
+			Annotations: map[string]string{AnnoWorkspace: ws},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            &zero,
+			TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnoWorkspace: ws}},
+				Spec:       c.podSpec(name, len(inputs), volumes, tofuMounts),
+			},
+		},
+	}
+	if deadline > 0 {
+		job.Spec.ActiveDeadlineSeconds = &deadline
+	}
+	if c.HostNetwork {
+		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	return job
+}
+
+// tokenMount mounts the pod's projected ServiceAccount token (tokenVolume)
+// where client-go and the kubernetes backend look for it.
+var tokenMount = corev1.VolumeMount{Name: "token", MountPath: podToken, ReadOnly: true}
+
+// podVolumes are a runner pod's volumes (its inputs projected from the
+// Secrets inputs, the work volume, the plugin cache, the token and the
+// SecretMounts, by path) and the mounts of its container "tofu": all of
+// them but the token, which it gets only with StateToken.
+func (c *Config) podVolumes(inputs []string) ([]corev1.Volume, []corev1.VolumeMount) {
 	var sources []corev1.VolumeProjection
 	for i, s := range inputs {
 		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
@@ -213,74 +243,76 @@ func (c *Config) jobSpec(name, ws, cmd string, inputs []string) *batchv1.Job {
 		volumes = append(volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.SecretMounts[p], DefaultMode: &mode}}})
 		tofuMounts = append(tofuMounts, corev1.VolumeMount{Name: v, MountPath: p, ReadOnly: true})
 	}
-	token := corev1.VolumeMount{Name: "token", MountPath: podToken, ReadOnly: true}
 	if c.StateToken {
-		tofuMounts = append(tofuMounts, token)
+		tofuMounts = append(tofuMounts, tokenMount)
 	}
+	return volumes, tofuMounts
+}
+
+// podSpec is the pod of Job name: the init containers (the plugin cache's
+// owner, then "tofu" reading parts input parts), the container "result",
+// placement, and the non-root, token-less pod security.
+func (c *Config) podSpec(name string, parts int, volumes []corev1.Volume, tofuMounts []corev1.VolumeMount) corev1.PodSpec {
+	grace := int64(c.Grace.Seconds())
+	uid, gid := int64(runnerUID), int64(runnerGID)
+	yes, no := true, false
 	var initContainers []corev1.Container
 	if c.PluginCache != "" {
 		initContainers = append(initContainers, c.cacheOwner())
 	}
-	initContainers = append(initContainers, corev1.Container{
+	initContainers = append(initContainers, c.tofuContainer(name, parts, tofuMounts))
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		HostNetwork:                   c.HostNetwork,
+		ServiceAccountName:            c.ServiceAccount,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		TerminationGracePeriodSeconds: &grace,
+		NodeSelector:                  c.NodeSelector,
+		Tolerations:                   c.tolerations(),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		InitContainers: initContainers,
+		Containers:     []corev1.Container{c.resultContainer(name)},
+		Volumes:        volumes,
+	}
+}
+
+// tofuContainer is the init container "tofu" of Job name: tfccm run over
+// the parts input parts, writing the result archive into the work volume.
+func (c *Config) tofuContainer(name string, parts int, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
 		Name:    "tofu",
 		Image:   c.Image,
-		Command: []string{podCLI, "run", "--inputs", podInputs, "--parts", strconv.Itoa(len(inputs)), "--work", podWork, "--plugin-cache", podCache, "--result-file", podResult},
+		Command: []string{podCLI, "run", "--inputs", podInputs, "--parts", strconv.Itoa(parts), "--work", podWork, "--plugin-cache", podCache, "--result-file", podResult},
 		Env: []corev1.EnvVar{
 			{Name: "USER", Value: name},
 			{Name: envMemoryLimit, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "tofu", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
 		},
 		Resources:       c.Resources,
 		SecurityContext: restricted(),
-		VolumeMounts:    tofuMounts,
-	})
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: c.Namespace, Labels: labels,
-			Annotations: map[string]string{AnnoWorkspace: ws},
+		VolumeMounts:    mounts,
+	}
+}
+
+// resultContainer is the container "result" of Job name: it reads the
+// result archive (work volume, read-only) and writes the result Secrets
+// with the pod's projected token.
+func (c *Config) resultContainer(name string) corev1.Container {
+	return corev1.Container{
+		Name:    "result",
+		Image:   c.Image,
+		Command: []string{podCLI, "run", "--send-result", podResult, "--result", name},
+		Env: []corev1.EnvVar{
+			{Name: envNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			{Name: envJobUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']"}}},
 		},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:            &zero,
-			TTLSecondsAfterFinished: &ttl,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnoWorkspace: ws}},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					HostNetwork:                   c.HostNetwork,
-					ServiceAccountName:            c.ServiceAccount,
-					AutomountServiceAccountToken:  &no,
-					EnableServiceLinks:            &no,
-					TerminationGracePeriodSeconds: &grace,
-					NodeSelector:                  c.NodeSelector,
-					Tolerations:                   c.tolerations(),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					InitContainers: initContainers,
-					Containers: []corev1.Container{{
-						Name:    "result",
-						Image:   c.Image,
-						Command: []string{podCLI, "run", "--send-result", podResult, "--result", name},
-						Env: []corev1.EnvVar{
-							{Name: envNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-							{Name: envJobUID, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['batch.kubernetes.io/controller-uid']"}}},
-						},
-						Resources:       c.Resources,
-						SecurityContext: restricted(),
-						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: podWork, ReadOnly: true}, token},
-					}},
-					Volumes: volumes,
-				},
-			},
-		},
+		Resources:       c.Resources,
+		SecurityContext: restricted(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: podWork, ReadOnly: true}, tokenMount},
 	}
-	if deadline > 0 {
-		job.Spec.ActiveDeadlineSeconds = &deadline
-	}
-	if c.HostNetwork {
-		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-	}
-	return job
 }
 
 // restricted is a runner container's security context (Pod Security's

@@ -236,3 +236,48 @@ func TestJobTolerations(t *testing.T) {
 		t.Errorf("the configuration's tolerations were changed: %+v", c.Tolerations)
 	}
 }
+
+// TestPodVolumes: the pod's volumes and tofu's mounts, step by step: the
+// Secrets of SecretMounts in path order, the token mounted in "tofu" only
+// with StateToken, every input Secret projected as its part.
+func TestPodVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		c          Config
+		inputs     []string
+		wantVols   []string
+		wantMounts []string
+	}{
+		{"no secrets, no token", Config{}, []string{"in-0"},
+			[]string{"inputs", "work", "plugin-cache", "token"},
+			[]string{podInputs, podWork, podCache}},
+		{"state token", Config{StateToken: true}, []string{"in-0", "in-1"},
+			[]string{"inputs", "work", "plugin-cache", "token"},
+			[]string{podInputs, podWork, podCache, podToken}},
+		{"secret mounts by path", Config{SecretMounts: map[string]string{"/z": "sz", "/a": "sa"}}, nil,
+			[]string{"inputs", "work", "plugin-cache", "token", "secret-0", "secret-1"},
+			[]string{podInputs, podWork, podCache, "/a", "/z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vols, mounts := tc.c.podVolumes(tc.inputs)
+			var gotVols, gotMounts []string
+			for _, v := range vols {
+				gotVols = append(gotVols, v.Name)
+			}
+			for _, m := range mounts {
+				gotMounts = append(gotMounts, m.MountPath)
+			}
+			if !slices.Equal(gotVols, tc.wantVols) || !slices.Equal(gotMounts, tc.wantMounts) {
+				t.Errorf("volumes %v, tofu mounts %v; want %v, %v", gotVols, gotMounts, tc.wantVols, tc.wantMounts)
+			}
+			if got := len(vols[0].Projected.Sources); got != len(tc.inputs) {
+				t.Errorf("%d input parts projected, want %d", got, len(tc.inputs))
+			}
+			for i, v := range vols[4:] {
+				if path := tc.wantMounts[3+i]; v.Secret.SecretName != tc.c.SecretMounts[path] {
+					t.Errorf("%s mounts Secret %s at %s, want %s", v.Name, v.Secret.SecretName, path, tc.c.SecretMounts[path])
+				}
+			}
+		})
+	}
+}
