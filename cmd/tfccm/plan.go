@@ -16,10 +16,10 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/fleet"
+	"github.com/tfccm/tfccm/gate"
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
-	"github.com/tfccm/tfccm/policy"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -104,7 +104,7 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules, err := policy.Compile(cfg.Policies)
+	g, err := gate.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Credentials: creds, ProviderLockFile: t.ProviderLockFile, Scrub: secret.NewScrubber(secrets)},
 		Parallelism:    o.parallel,
 		ScratchDir:     scratch,
-		Policy:         rules,
+		Gate:           g,
 	}
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = t.Parallelism
