@@ -1,11 +1,13 @@
 package ipam
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
 )
@@ -103,5 +105,103 @@ func TestBookFor(t *testing.T) {
 				t.Fatalf("For = %+v, %v; want %s unshared", got, err, tt.ips)
 			}
 		})
+	}
+}
+
+// TestShareTokensPerNamespace: the token an LB host checks is the same for
+// Services of one namespace with one tfccm.io/allow-shared-ip key, and
+// differs between namespaces (so no host lets a tenant attach to another
+// namespace's address by guessing its key), unless the key is MetalLB's
+// (compat) or the pool shares across namespaces; those keep the
+// cluster-wide token of before.
+func TestShareTokensPerNamespace(t *testing.T) {
+	cfg, err := config.Parse([]byte(`cluster_name = "c1"
+compat {
+  metallb = true
+}
+load_balancer {
+  address_pool "web" {
+    addresses = ["10.0.0.10-10.0.0.11"]
+  }
+  address_pool "across" {
+    addresses               = ["10.0.1.10-10.0.1.11"]
+    auto_assign             = false
+    share_across_namespaces = true
+  }
+}
+`), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBook(cfg)
+	in := func(ns string, s *corev1.Service) *corev1.Service {
+		s.Namespace, s.UID = ns, types.UID("uid-"+ns+"-"+s.Name)
+		return s
+	}
+	token := func(s *corev1.Service) string {
+		t.Helper()
+		a, _, err := b.Assign(s)
+		if err != nil {
+			t.Fatalf("%s/%s: %v", s.Namespace, s.Name, err)
+		}
+		return a.Shared
+	}
+	addrs := func(s *corev1.Service) []netip.Addr {
+		t.Helper()
+		a, err := b.For(s)
+		if err != nil || len(a.IPs) == 0 {
+			t.Fatalf("%s/%s: %+v, %v", s.Namespace, s.Name, a, err)
+		}
+		return a.IPs
+	}
+	a1 := token(in("a", svc("dns", []int32{53}, "tfccm.io/allow-shared-ip", "k")))
+	a2 := token(in("a", svc("web", []int32{80}, "tfccm.io/allow-shared-ip", "k")))
+	b1 := token(in("b", svc("dns", []int32{53}, "tfccm.io/allow-shared-ip", "k")))
+	if a1 != a2 || a1 == b1 || a1 == "" || b1 == "" {
+		t.Fatalf("tokens a/dns %q a/web %q b/dns %q: want one per namespace", a1, a2, b1)
+	}
+	if ipA, ipB := addrs(in("a", svc("dns", []int32{53}))), addrs(in("b", svc("dns", []int32{53}))); ipA[0] == ipB[0] {
+		t.Fatalf("one key in two namespaces got one address %s", ipA[0])
+	}
+	m1 := token(in("a", svc("m1", []int32{53}, "metallb.universe.tf/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
+	m2 := token(in("b", svc("m2", []int32{54}, "metallb.io/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
+	x1 := token(in("a", svc("x1", []int32{55}, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
+	x2 := token(in("b", svc("x2", []int32{56}, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
+	if m1 != m2 || x1 != x2 || m1 == x1 {
+		t.Fatalf("cluster-wide tokens: metallb %q %q, across %q %q", m1, m2, x1, x2)
+	}
+}
+
+// TestRestoreKeepsTheOlderSharer: two namespaces' Services that shared an
+// address by one tfccm.io/allow-shared-ip key before keys became per
+// namespace: after a restart the older keeps the address, in whichever
+// order the Services are listed, and the younger is given another.
+func TestRestoreKeepsTheOlderSharer(t *testing.T) {
+	cfg := bookConfig(t)
+	for _, reversed := range []bool{false, true} {
+		older := svc("dns", []int32{53}, "tfccm.io/allow-shared-ip", "k")
+		older.Namespace, older.UID, older.CreationTimestamp = "team-a", "uid-older", metav1.Unix(100, 0)
+		younger := svc("dns", []int32{54}, "tfccm.io/allow-shared-ip", "k")
+		younger.Namespace, younger.UID, younger.CreationTimestamp = "team-b", "uid-younger", metav1.Unix(200, 0)
+		for _, s := range []*corev1.Service{older, younger} {
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.16"}}
+		}
+		listed := []*corev1.Service{older, younger}
+		if reversed {
+			listed = []*corev1.Service{younger, older}
+		}
+		b := NewBook(cfg)
+		b.Live = func() ([]*corev1.Service, error) { return listed, nil }
+		got := map[*corev1.Service]Addresses{}
+		for _, s := range []*corev1.Service{younger, older} {
+			a, _, err := b.Assign(s)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Namespace, err)
+			}
+			got[s] = a
+		}
+		if o, y := got[older].IPs[0].String(), got[younger].IPs[0].String(); o != "10.0.0.16" || y == o {
+			t.Fatalf("reversed=%v: older %s, younger %s; want the older to keep 10.0.0.16", reversed, o, y)
+		}
 	}
 }
