@@ -74,13 +74,21 @@ type renderer interface {
 type templateRenderer struct {
 	cfg    *config.Config
 	loader *templates.Loader
-	addrs  *addressBook // the addresses tfccm allocated (nil: none)
+	addrs  *addressBook // the Services' addresses (nil: each Service's own)
 }
 
 var _ renderer = templateRenderer{}
 
 func (t templateRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
-	return t.loader.Set().RenderLoadBalancerWith(t.cfg, svc, nodes, t.addrs.lookup(svc))
+	book := t.addrs
+	if book == nil {
+		book = newAddressBook(t.cfg)
+	}
+	addrs, err := book.lookup(svc)
+	if err != nil {
+		return nil, err
+	}
+	return t.loader.Set().RenderLoadBalancer(t.cfg, svc, nodes, addrs)
 }
 
 func (t templateRenderer) RenderRoutes(routes []templates.Route) (*workspace.Spec, error) {

@@ -1,3 +1,5 @@
+// The engine's gate (package gate adapted to workspace.Gate) and the
+// Events and conditions of a plan a closed change window holds.
 package ccm
 
 import (
@@ -9,19 +11,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/policy"
+	"github.com/tfccm/tfccm/gate"
 	"github.com/tfccm/tfccm/templates"
-	"github.com/tfccm/tfccm/window"
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// planGate is the engine's one gate (workspace.Options.Gate): the cloud
-// config's policy rules over every plan with changes, then its change
-// windows.
+// planGate is the engine's one gate (workspace.Options.Gate): package
+// gate (policy rules, then change windows) adapted to the engine's types.
 type planGate struct {
-	policy  *policy.Set
-	windows *window.Schedule
-	now     func() time.Time
+	gate *gate.Gate
 }
 
 var _ workspace.Gate = (*planGate)(nil).judge
@@ -29,18 +27,11 @@ var _ workspace.Gate = (*planGate)(nil).judge
 // newGate compiles the config's policies and change windows; nil when
 // there is nothing to check (every plan passes at once).
 func newGate(cfg *config.Config) (*planGate, error) {
-	set, err := policy.Compile(cfg.Policies)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+	g, err := gate.New(cfg)
+	if err != nil || g == nil {
+		return nil, err
 	}
-	windows, err := window.New(cfg.ChangeWindows)
-	if err != nil {
-		return nil, fmt.Errorf("change_windows: %w", err)
-	}
-	if set.Empty() && windows == nil {
-		return nil, nil
-	}
-	return &planGate{policy: set, windows: windows, now: time.Now}, nil
+	return &planGate{gate: g}, nil
 }
 
 // engineGate is the engine's gate: nil without rules.
@@ -53,22 +44,12 @@ func (g *planGate) engineGate() workspace.Gate {
 
 // judge is the workspace.Gate.
 func (g *planGate) judge(in workspace.GateInput) workspace.GateVerdict {
-	var v workspace.GateVerdict
-	deny, approval, warnings := policy.Verdict(g.policy.Check(policyInput(in)))
-	if deny != nil {
-		v.Denied = deny.String()
-		return v
+	kind := templates.KindLoadBalancer
+	if in.Workspace == templates.RoutesWorkspaceName {
+		kind = templates.KindRoutes
 	}
-	if approval != nil {
-		v.Approval = approval.String() + " (requires approval)"
-	}
-	for _, w := range warnings {
-		v.Warnings = append(v.Warnings, w.String())
-	}
-	if d := g.windows.Check(g.now(), window.Change{Create: in.Create, Delete: in.Destroy}); !d.Open {
-		v.Hold, v.HoldUntil = "not applied: "+d.Message(), d.Next
-	}
-	return v
+	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift})
+	return workspace.GateVerdict{Denied: v.Denied, Approval: v.Approval, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
 }
 
 // heldResult records a plan a closed change window holds: published (as
@@ -104,13 +85,4 @@ func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *workspace.Pen
 	if err := rv.publish(ctx, ws, svc, p); err != nil {
 		klog.ErrorS(err, "Publish held plan", "service", klog.KObj(svc))
 	}
-}
-
-// policyInput is what policy rules see of a gated plan.
-func policyInput(in workspace.GateInput) policy.Input {
-	kind := policy.KindLoadBalancer
-	if in.Workspace == templates.RoutesWorkspaceName {
-		kind = policy.KindRoutes
-	}
-	return policy.Input{Plan: in.Plan, Workspace: policy.Workspace{Name: in.Workspace, Kind: kind, Destroy: in.Destroy, Drift: in.Drift, Create: in.Create}}
 }

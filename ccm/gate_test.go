@@ -96,7 +96,7 @@ change_windows {
 	if err != nil || gate == nil {
 		t.Fatalf("gate %v, %v", gate, err)
 	}
-	gate.now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
+	gate.gate.Now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
 	v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1"})
 	if !strings.Contains(v.Hold, "next window opens at 2026-11-25T22:00:00Z") || !v.HoldUntil.Equal(time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC)) {
 		t.Errorf("verdict %+v", v)
@@ -107,7 +107,7 @@ change_windows {
 	if v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Destroy: true}); v.Hold == "" {
 		t.Errorf("a delete passed: %+v", v)
 	}
-	gate.now = func() time.Time { return time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC) }
+	gate.gate.Now = func() time.Time { return time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC) }
 	if v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1"}); v.Hold != "" {
 		t.Errorf("held inside the window: %+v", v)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/ipam"
+	"github.com/tfccm/tfccm/templates"
 )
 
 func addressConfig(t *testing.T, extra string) *config.Config {
@@ -66,7 +68,7 @@ func TestAddressBook(t *testing.T) {
 	if err != nil || len(notices) != 1 || notices[0].reason != ReasonAddressAssigned || !strings.Contains(notices[0].message, "10.0.0.11 from pool web") {
 		t.Fatalf("dns: %v, %v", notices, err)
 	}
-	if got := b.lookup(dns); got == nil || got.IPs[0].String() != "10.0.0.11" || got.Shared == "" {
+	if got := look(t, b, dns); got == nil || got.IPs[0].String() != "10.0.0.11" || got.Shared == "" {
 		t.Fatalf("lookup(dns) = %+v", got)
 	}
 	if n, err := b.assign(dns); err != nil || len(n) != 0 {
@@ -85,8 +87,8 @@ func TestAddressBook(t *testing.T) {
 	if n, err := b.assign(udp); err != nil || !strings.Contains(n[0].message, "shared with default/dns") {
 		t.Fatalf("dns-udp: %v, %v", n, err)
 	}
-	if b.lookup(udp).Shared != b.lookup(dns).Shared {
-		t.Fatalf("sharers' tokens differ: %q, %q", b.lookup(udp).Shared, b.lookup(dns).Shared)
+	if look(t, b, udp).Shared != look(t, b, dns).Shared {
+		t.Fatalf("sharers' tokens differ: %q, %q", look(t, b, udp).Shared, look(t, b, dns).Shared)
 	}
 
 	for _, tt := range []struct {
@@ -120,11 +122,11 @@ func TestAddressBook(t *testing.T) {
 	if _, err := none.assign(addrService("s", 80, "tfccm.io/allow-shared-ip", "k")); err == nil || !strings.Contains(err.Error(), "needs address pools") {
 		t.Fatalf("sharing without pools or a chosen address: %v", err)
 	}
-	if n, err := none.assign(addrService("plain", 80)); err != nil || n != nil || none.lookup(addrService("plain", 80)) != nil {
+	if n, err := none.assign(addrService("plain", 80)); err != nil || n != nil || look(t, none, addrService("plain", 80)) != nil {
 		t.Fatalf("without pools: %v, %v", n, err)
 	}
 	a := addrService("a", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")
-	if n, err := none.assign(a); err != nil || !strings.Contains(n[0].message, "203.0.113.5 (chosen)") || none.lookup(a).Shared == "" {
+	if n, err := none.assign(a); err != nil || !strings.Contains(n[0].message, "203.0.113.5 (chosen)") || look(t, none, a).Shared == "" {
 		t.Fatalf("chosen shared address without pools: %v, %v", n, err)
 	}
 	if _, err := none.assign(addrService("b", 80, "tfccm.io/allow-shared-ip", "k", "tfccm.io/load-balancer-ips", "203.0.113.5")); err == nil || !strings.Contains(err.Error(), "port 80/TCP") {
@@ -194,110 +196,34 @@ func TestAddressBookFamilies(t *testing.T) {
 				if !errors.As(err, &ae) || ae.reason != tt.reason || !strings.Contains(err.Error(), tt.text) {
 					t.Fatalf("assign = %v, want %s %q", err, tt.reason, tt.text)
 				}
-				if b.lookup(tt.svc) != nil {
-					t.Fatal("a refused Service has addresses for the renderer")
+				// Nothing was decided: the renderer would get only what the
+				// Service asked for, shared with no one.
+				req, _ := ipam.RequestOf(tt.svc, false)
+				if got := look(t, b, tt.svc); got != nil && (got.Shared != "" || joinAddrs(got.IPs) != joinAddrs(req.IPs)) {
+					t.Fatalf("a refused Service has addresses decided for it: %+v", got)
 				}
 				return
 			}
 			if err != nil || len(notices) != 1 || !strings.Contains(notices[0].message, tt.text) {
 				t.Fatalf("assign = %v, %v; want one Event with %q", notices, err, tt.text)
 			}
-			if got := b.lookup(tt.svc); got == nil || joinAddrs(got.IPs) != tt.ips {
+			if got := look(t, b, tt.svc); got == nil || joinAddrs(got.IPs) != tt.ips {
 				t.Fatalf("lookup = %+v, want %s", got, tt.ips)
 			}
 		})
 	}
 }
 
-// TestShareTokensPerNamespace: the token an LB host checks is the same for
-// Services of one namespace with one tfccm.io/allow-shared-ip key, and
-// differs between namespaces (so no host lets a tenant attach to another
-// namespace's address by guessing its key), unless the key is MetalLB's
-// (compat) or the pool shares across namespaces; those keep the
-// cluster-wide token of before.
-func TestShareTokensPerNamespace(t *testing.T) {
-	cfg, err := config.Parse([]byte(`cluster_name = "c1"
-compat {
-  metallb = true
-}
-load_balancer {
-  address_pool "web" {
-    addresses = ["10.0.0.10-10.0.0.11"]
-  }
-  address_pool "across" {
-    addresses               = ["10.0.1.10-10.0.1.11"]
-    auto_assign             = false
-    share_across_namespaces = true
-  }
-}
-`), "test.hcl")
+// look is the addresses the renderer gets for svc, nil when they are none
+// (the template allocates).
+func look(t *testing.T, b *addressBook, svc *corev1.Service) *templates.Addresses {
+	t.Helper()
+	a, err := b.lookup(svc)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("lookup %s: %v", svc.Name, err)
 	}
-	b := newAddressBook(cfg)
-	in := func(ns string, s *corev1.Service) *corev1.Service {
-		s.Namespace, s.UID = ns, types.UID("uid-"+ns+"-"+s.Name)
-		return s
+	if len(a.IPs) == 0 && a.Shared == "" {
+		return nil
 	}
-	token := func(s *corev1.Service) string {
-		t.Helper()
-		if _, err := b.assign(s); err != nil {
-			t.Fatalf("%s/%s: %v", s.Namespace, s.Name, err)
-		}
-		return b.lookup(s).Shared
-	}
-	a1 := token(in("a", addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")))
-	a2 := token(in("a", addrService("web", 80, "tfccm.io/allow-shared-ip", "k")))
-	b1 := token(in("b", addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")))
-	if a1 != a2 || a1 == b1 || a1 == "" || b1 == "" {
-		t.Fatalf("tokens a/dns %q a/web %q b/dns %q: want one per namespace", a1, a2, b1)
-	}
-	if ipA, ipB := b.lookup(in("a", addrService("dns", 53))).IPs, b.lookup(in("b", addrService("dns", 53))).IPs; ipA[0] == ipB[0] {
-		t.Fatalf("one key in two namespaces got one address %s", ipA[0])
-	}
-	m1 := token(in("a", addrService("m1", 53, "metallb.universe.tf/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
-	m2 := token(in("b", addrService("m2", 54, "metallb.io/allow-shared-ip", "m", "metallb.universe.tf/address-pool", "across")))
-	x1 := token(in("a", addrService("x1", 55, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
-	x2 := token(in("b", addrService("x2", 56, "tfccm.io/allow-shared-ip", "x", "tfccm.io/address-pool", "across")))
-	if m1 != m2 || x1 != x2 || m1 == x1 {
-		t.Fatalf("cluster-wide tokens: metallb %q %q, across %q %q", m1, m2, x1, x2)
-	}
-}
-
-// TestRestoreKeepsTheOlderSharer: two namespaces' Services that shared an
-// address by one tfccm.io/allow-shared-ip key before keys became per
-// namespace: after a restart the older keeps the address, however the
-// cache lists them, and the younger is given another.
-func TestRestoreKeepsTheOlderSharer(t *testing.T) {
-	// The cache lists from a map: 20 rounds see both orders.
-	for round := range 20 {
-		reversed := round%2 == 1
-		b := newAddressBook(addressConfig(t, ""))
-		older := addrService("dns", 53, "tfccm.io/allow-shared-ip", "k")
-		older.Namespace, older.UID, older.CreationTimestamp = "team-a", "uid-older", metav1.Unix(100, 0)
-		younger := addrService("dns", 54, "tfccm.io/allow-shared-ip", "k")
-		younger.Namespace, younger.UID, younger.CreationTimestamp = "team-b", "uid-younger", metav1.Unix(200, 0)
-		for _, s := range []*corev1.Service{older, younger} {
-			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.10"}}
-		}
-		if reversed {
-			older.Namespace, younger.Namespace = "team-b", "team-a"
-		}
-		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-		for _, s := range []*corev1.Service{older, younger} {
-			if err := idx.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b.services = corelisters.NewServiceLister(idx)
-		if _, err := b.assign(younger); err != nil {
-			t.Fatalf("younger: %v", err)
-		}
-		if _, err := b.assign(older); err != nil {
-			t.Fatalf("older: %v", err)
-		}
-		if got, other := b.lookup(older).IPs[0].String(), b.lookup(younger).IPs[0].String(); got != "10.0.0.10" || other == got {
-			t.Fatalf("reversed=%v: older %s, younger %s; want the older to keep 10.0.0.10", reversed, got, other)
-		}
-	}
+	return &a
 }

@@ -111,7 +111,7 @@ func TestHelmExamples(t *testing.T) {
 			}
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://1"},
 				Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.10"}}}}
-			if _, err := set.RenderLoadBalancer(cfg, svc, []*corev1.Node{node}); err != nil {
+			if _, err := set.RenderLoadBalancer(cfg, svc, []*corev1.Node{node}, templates.Addresses{}); err != nil {
 				t.Errorf("a LoadBalancer Service does not render with the example's settings: %v", err)
 			}
 			// Credentials are declared once: env from the Secret and pass_env.

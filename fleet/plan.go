@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/tfccm/tfccm/policy"
+	"github.com/tfccm/tfccm/gate"
+	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -17,8 +18,9 @@ type Options struct {
 	Parallelism int
 	// ScratchDir holds one scratch directory per workspace, removed after.
 	ScratchDir string
-	// Policy judges each plan; its findings go into the row.
-	Policy *policy.Set
+	// Gate judges each plan as the live gate would (policy rules, then
+	// change windows); its findings and hold go into the row (nil: none).
+	Gate *gate.Gate
 }
 
 // Plan plans every target read-only and returns the report, rows in the
@@ -57,11 +59,12 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 	r.Add, r.Change, r.Destroy, r.Replaced, r.New = p.Add, p.Change, p.Remove, p.Replaced, p.NoState
 	r.Summary = p.Summary
 	if p.Add+p.Change+p.Remove > 0 {
-		kind := policy.KindLoadBalancer
+		kind := templates.KindLoadBalancer
 		if t.Routes {
-			kind = policy.KindRoutes
+			kind = templates.KindRoutes
 		}
-		r.Findings = o.Policy.Check(policy.Input{Plan: p.Document, Workspace: policy.Workspace{Name: t.Spec.Name, Kind: kind, Create: p.NoState}})
+		v := o.Gate.Judge(gate.Input{Plan: p.Document, Workspace: t.Spec.Name, Kind: string(kind), Create: p.NoState})
+		r.Findings, r.Held = v.Findings, v.Hold
 	}
 	return r
 }

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/policy"
+	"github.com/tfccm/tfccm/gate/policy"
 )
 
 // Row is one workspace's line in the fleet plan.
@@ -30,6 +30,9 @@ type Row struct {
 	Summary string `json:"summary,omitempty"`
 	// Findings are the policy's verdicts on the plan.
 	Findings []policy.Finding `json:"policy,omitempty"`
+	// Held is what a closed change window says of the plan ("" = open):
+	// the live controller would publish it and wait.
+	Held string `json:"held,omitempty"`
 	// Error is why the workspace could not be rendered or planned.
 	Error string `json:"error,omitempty"`
 }
@@ -114,12 +117,15 @@ func findings(row Row) string {
 	if row.Error != "" {
 		return row.Error
 	}
-	if len(row.Findings) == 0 {
+	if len(row.Findings) == 0 && row.Held == "" {
 		return "-"
 	}
 	var parts []string
 	for _, f := range row.Findings {
 		parts = append(parts, fmt.Sprintf("%s %s: %s", f.Action, f.Rule, f.Message))
+	}
+	if row.Held != "" {
+		parts = append(parts, "held: "+row.Held)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -147,7 +153,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|")
 	unchanged := 0
 	for _, row := range r.Rows {
-		if row.Error == "" && !row.Changes() && len(row.Findings) == 0 {
+		if row.Error == "" && !row.Changes() && len(row.Findings) == 0 && row.Held == "" {
 			unchanged++
 			continue
 		}

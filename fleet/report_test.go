@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/tfccm/tfccm/gate/policy"
 	"github.com/tfccm/tfccm/internal/testkit"
-	"github.com/tfccm/tfccm/policy"
 )
 
 // sample has a row of each kind: unchanged, changed with a replacement
-// and a denial, new, and failed (with Markdown syntax in its message).
+// and a denial, new, held by a closed change window, and failed (with Markdown syntax in its message).
 func sample() *Report {
 	return &Report{Set: "hcloud", Rows: []Row{
 		{Target: "blog/db", Namespace: "blog", Name: "db", Module: "loadbalancer", Workspace: "lb-prod-1"},
@@ -17,6 +17,8 @@ func sample() *Report {
 			Replaced: []string{"hcloud_load_balancer.this"}, Findings: []policy.Finding{{Rule: "no-public-ip-replacement", Action: "deny", Message: "replaces hcloud_load_balancer.this, which holds a public address"}}},
 		{Target: "shop/new", Namespace: "shop", Name: "new", Module: "loadbalancer", Workspace: "lb-prod-3", Add: 3, New: true,
 			Findings: []policy.Finding{{Rule: "few-destroys", Action: "warn", Message: "3 resources"}}},
+		{Target: "shop/late", Namespace: "shop", Name: "late", Module: "loadbalancer", Workspace: "lb-prod-4", Change: 1,
+			Held: "not applied: change window business-hours is closed; the next opens at 2026-11-26T08:00:00Z"},
 		{Target: "shop/bad", Namespace: "shop", Name: "bad", Error: "render: annotation tfccm.io/vars: <x> | `y`"},
 	}}
 }
@@ -38,7 +40,7 @@ func TestReportFormats(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	if got, want := sample().Counts(), (Counts{Workspaces: 4, Changed: 2, Denied: 1, Errors: 1}); got != want {
+	if got, want := sample().Counts(), (Counts{Workspaces: 5, Changed: 3, Denied: 1, Errors: 1}); got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
 	}
 }

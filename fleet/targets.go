@@ -5,9 +5,11 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/lbnodes"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -30,6 +32,19 @@ func (t Target) ID() string {
 	return t.Namespace + "/" + t.Name
 }
 
+// loadBalancer renders svc's workspace with its addresses from book.
+func loadBalancer(cfg *config.Config, set *templates.Set, book *ipam.Book, svc *corev1.Service, nodes []*corev1.Node) Target {
+	t := Target{Namespace: svc.Namespace, Name: svc.Name}
+	a, err := book.Decide(svc)
+	if err == nil {
+		t.Spec, err = set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared})
+	}
+	if err != nil {
+		t.Err = fmt.Errorf("render: %w", err)
+	}
+	return t
+}
+
 // served reports whether tfccm serves svc: a LoadBalancer Service of a
 // class tfccm serves (config.ServesClass), not being deleted.
 func served(cfg *config.Config, svc *corev1.Service) bool {
@@ -37,23 +52,20 @@ func served(cfg *config.Config, svc *corev1.Service) bool {
 }
 
 // Targets renders, with cfg and set (the candidate), the workspace of every
-// Service tfccm serves and, when the Routes facet is on, the routes
+// Service tfccm serves, with the addresses the controller's address book
+// gives it (built from the same Services; nsLabels gives a namespace's
+// labels, nil: none), and, when the Routes facet is on, the routes
 // workspace, sorted by ID. A Service that does not render is a target with
 // its error.
-func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node) []Target {
+func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node, nsLabels func(string) labels.Set) []Target {
 	var out []Target
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		lb := lbnodes.Filter(nodes)
+		book := ipam.Offline(cfg, services, nsLabels)
 		for _, svc := range services {
-			if !served(cfg, svc) {
-				continue
+			if served(cfg, svc) {
+				out = append(out, loadBalancer(cfg, set, book, svc, lb))
 			}
-			t := Target{Namespace: svc.Namespace, Name: svc.Name}
-			t.Spec, t.Err = set.RenderLoadBalancer(cfg, svc, lb)
-			if t.Err != nil {
-				t.Err = fmt.Errorf("render: %w", t.Err)
-			}
-			out = append(out, t)
 		}
 	}
 	if cfg.RoutesEnabled() {

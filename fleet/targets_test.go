@@ -69,7 +69,7 @@ load_balancer {
 		}
 		return s
 	}
-	targets := Targets(cfg, set, []*corev1.Service{svc("evil", `{"vip_pool": "10.250.0.0/24"}`), svc("web", "")}, nil)
+	targets := Targets(cfg, set, []*corev1.Service{svc("evil", `{"vip_pool": "10.250.0.0/24"}`), svc("web", "")}, nil, nil)
 	if len(targets) != 2 {
 		t.Fatalf("%d targets, want 2", len(targets))
 	}

@@ -242,6 +242,11 @@ func TestRequestOf(t *testing.T) {
 	if r, err := RequestOf(legacy, false); err != nil || r.Deprecated != "spec.loadBalancerIP" || r.IPs[0].String() != "10.0.0.3" {
 		t.Fatalf("spec.loadBalancerIP: %+v, %v", r, err)
 	}
+	// The field and an annotation that disagree name both.
+	legacy.Annotations["tfccm.io/load-balancer-ip"] = "10.0.0.4"
+	if _, err := RequestOf(legacy, false); err == nil || !strings.Contains(err.Error(), "annotation tfccm.io/load-balancer-ip (10.0.0.4) conflicts with spec.loadBalancerIP (10.0.0.3)") {
+		t.Fatalf("spec.loadBalancerIP against the annotation: %v", err)
+	}
 	for _, tt := range []struct {
 		name    string
 		s       *corev1.Service

@@ -66,50 +66,10 @@ type Request struct {
 func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 	a := svc.Annotations
 	r := Request{Namespace: svc.Namespace, Labels: labels.Set(svc.Labels)}
-	type source struct {
-		name string
-		ips  []netip.Addr
-	}
-	var sources []source
-	if ips, ok, err := annotations.LoadBalancerIPs.Get(a); err != nil {
-		return r, err
-	} else if ok {
-		sources = append(sources, source{"annotation " + annotations.LoadBalancerIPs.Name, ips})
-	}
-	if ip, ok, err := annotations.LoadBalancerIP.Get(a); err != nil {
-		return r, err
-	} else if ok {
-		sources = append(sources, source{"annotation " + annotations.LoadBalancerIP.Name, []netip.Addr{ip}})
-	}
-	if metallb {
-		for _, k := range annotations.MetalLBLoadBalancerIPs {
-			ips, ok, err := annotations.LoadBalancerIPs.GetFrom(a, k)
-			if err != nil {
-				return r, err
-			}
-			if ok {
-				sources = append(sources, source{"annotation " + k, ips})
-			}
-		}
-	}
-	if s := strings.TrimSpace(svc.Spec.LoadBalancerIP); s != "" {
-		ip, err := netip.ParseAddr(s)
-		if err != nil || ip.Zone() != "" {
-			return r, fmt.Errorf("spec.loadBalancerIP %s is not an IPv4 or IPv6 address", annotations.Quote(s))
-		}
-		sources = append(sources, source{"spec.loadBalancerIP", []netip.Addr{ip.Unmap()}})
-		r.Deprecated = "spec.loadBalancerIP"
-	}
-	for i, s := range sources {
-		if i == 0 {
-			r.IPs = s.ips
-			continue
-		}
-		if !slices.Equal(s.ips, sources[0].ips) {
-			return r, fmt.Errorf("%s (%s) conflicts with %s (%s): set only one", sources[0].name, join(sources[0].ips), s.name, join(s.ips))
-		}
-	}
 	var err error
+	if r.IPs, r.Deprecated, err = chosenIPs(svc, metallb); err != nil {
+		return r, err
+	}
 	if r.Pool, _, err = firstOf(a, metallb, annotations.AddressPool, annotations.MetalLBAddressPool); err != nil {
 		return r, err
 	}
@@ -133,23 +93,80 @@ func RequestOf(svc *corev1.Service, metallb bool) (Request, error) {
 			r.Current = append(r.Current, ip.Unmap())
 		}
 	}
-	r.Families = slices.Clone(svc.Spec.IPFamilies)
-	if len(r.Families) == 0 {
-		r.Families = []corev1.IPFamily{corev1.IPv4Protocol}
+	r.Families, r.Require, r.Prefer = familiesOf(svc)
+	return r, nil
+}
+
+// chosenIPs reads the addresses a Service chose and, when it chose them
+// with spec.loadBalancerIP, that deprecated field's name. Two sources that
+// disagree are an error naming both.
+func chosenIPs(svc *corev1.Service, metallb bool) ([]netip.Addr, string, error) {
+	a := svc.Annotations
+	type source struct {
+		name string
+		ips  []netip.Addr
+	}
+	var sources []source
+	if ips, ok, err := annotations.LoadBalancerIPs.Get(a); err != nil {
+		return nil, "", err
+	} else if ok {
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIPs.Name, ips})
+	}
+	if ip, ok, err := annotations.LoadBalancerIP.Get(a); err != nil {
+		return nil, "", err
+	} else if ok {
+		sources = append(sources, source{"annotation " + annotations.LoadBalancerIP.Name, []netip.Addr{ip}})
+	}
+	if metallb {
+		for _, k := range annotations.MetalLBLoadBalancerIPs {
+			ips, ok, err := annotations.LoadBalancerIPs.GetFrom(a, k)
+			if err != nil {
+				return nil, "", err
+			}
+			if ok {
+				sources = append(sources, source{"annotation " + k, ips})
+			}
+		}
+	}
+	deprecated := ""
+	if s := strings.TrimSpace(svc.Spec.LoadBalancerIP); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return nil, "", fmt.Errorf("spec.loadBalancerIP %s is not an IPv4 or IPv6 address", annotations.Quote(s))
+		}
+		sources = append(sources, source{"spec.loadBalancerIP", []netip.Addr{ip.Unmap()}})
+		deprecated = "spec.loadBalancerIP"
+	}
+	if len(sources) == 0 {
+		return nil, deprecated, nil
+	}
+	for _, s := range sources[1:] {
+		if !slices.Equal(s.ips, sources[0].ips) {
+			return nil, "", fmt.Errorf("%s (%s) conflicts with %s (%s): set only one", sources[0].name, join(sources[0].ips), s.name, join(s.ips))
+		}
+	}
+	return sources[0].ips, deprecated, nil
+}
+
+// familiesOf is the IP families a Service wants, primary first; require:
+// every one must be served (RequireDualStack); prefer: a second is welcome
+// (PreferDualStack). Otherwise only the first.
+func familiesOf(svc *corev1.Service) (families []corev1.IPFamily, require, prefer bool) {
+	families = slices.Clone(svc.Spec.IPFamilies)
+	if len(families) == 0 {
+		families = []corev1.IPFamily{corev1.IPv4Protocol}
 	}
 	policy := corev1.IPFamilyPolicySingleStack
 	if svc.Spec.IPFamilyPolicy != nil {
 		policy = *svc.Spec.IPFamilyPolicy
 	}
 	switch {
-	case policy == corev1.IPFamilyPolicyRequireDualStack && len(r.Families) > 1:
-		r.Require = true
-	case policy == corev1.IPFamilyPolicyPreferDualStack && len(r.Families) > 1:
-		r.Prefer = true
-	default:
-		r.Families = r.Families[:1]
+	case policy == corev1.IPFamilyPolicyRequireDualStack && len(families) > 1:
+		return families, true, false
+	case policy == corev1.IPFamilyPolicyPreferDualStack && len(families) > 1:
+		return families, false, true
 	}
-	return r, nil
+	return families[:1], false, false
 }
 
 // firstOf reads the tfccm.io/ key, then (with metallb) MetalLB's keys, and

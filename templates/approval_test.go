@@ -15,7 +15,7 @@ import (
 func TestApprovalDoesNotChangeTheWorkspace(t *testing.T) {
 	cfg := testConfig(t, baseConfig)
 	set := fullSet(t)
-	plain, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+	plain, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestApprovalDoesNotChangeTheWorkspace(t *testing.T) {
 			s.Annotations = map[string]string{}
 		}
 		s.Annotations[annotations.ApprovedPlan.Name] = strings.Repeat("a", 64)
-	}), testNodes())
+	}), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}

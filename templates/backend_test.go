@@ -12,7 +12,7 @@ import (
 // one a full render of that workspace generates.
 func TestBackendMatchesRender(t *testing.T) {
 	cfg := testConfig(t, baseConfig+"\nbackend \"kubernetes\" {\n  namespace = \"tfccm-state\"\n}\n")
-	ws, err := fullSet(t).RenderLoadBalancer(cfg, svc(nil), testNodes())
+	ws, err := fullSet(t).RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ encryption {
   }
 }
 `)
-	ws, err := fullSet(t).RenderLoadBalancer(cfg, svc(nil), testNodes())
+	ws, err := fullSet(t).RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,12 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// Kind is what a module is for.
+// Kind is what a module is for: the one declaration of the workspace
+// kinds, which policy rules also see (workspace.kind, through package
+// gate).
 type Kind string
 
-// Module kinds.
+// Module and workspace kinds.
 const (
 	KindLoadBalancer Kind = "loadbalancer"
 	KindRoutes       Kind = "routes"

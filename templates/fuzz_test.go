@@ -169,7 +169,7 @@ func FuzzRenderLoadBalancer(f *testing.F) {
 		s.Spec.Ports = []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: int32(port), NodePort: int32(nodePort)}}
 		nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{labelKey: labelVal}},
 			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: labelVal}}}}}
-		ws, err := set.renderLoadBalancer(cfg, s, nodes, nil)
+		ws, err := set.renderLoadBalancer(cfg, s, nodes, Addresses{})
 		if err != nil {
 			if strings.HasPrefix(annKey, "tfccm.io/") {
 				return // our own annotations are validated; rejecting is correct

@@ -92,7 +92,7 @@ func TestLoaderOverrideSwap(t *testing.T) {
 		t.Fatalf("variants %s", got)
 	}
 	// Rendering with the override: only cluster_name is written.
-	ws, err := s1.RenderLoadBalancer(testConfig(t, baseConfig), svc(nil), testNodes())
+	ws, err := s1.RenderLoadBalancer(testConfig(t, baseConfig), svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestRenderMatchesHCLWrite(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			ws, err := set.renderLoadBalancer(cfg, c.svc, c.nodes, nil)
+			ws, err := set.renderLoadBalancer(cfg, c.svc, c.nodes, Addresses{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ routes {
   settings = { cloud_netns = "tfccm-cloud" }
 }
 `)
-		ws, err := local.renderLoadBalancer(localCfg, svc(nil), many, nil)
+		ws, err := local.renderLoadBalancer(localCfg, svc(nil), many, Addresses{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ routes {
 					ws, err = set.renderRoutes(cfg, []Route{{Name: RouteName(str(0), str(1)), DestinationCIDR: str(1), TargetNode: str(0),
 						TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: str(2)}}}})
 				} else {
-					ws, err = set.renderLoadBalancer(cfg, fuzzService(args), fuzzNodes(args), nil)
+					ws, err = set.renderLoadBalancer(cfg, fuzzService(args), fuzzNodes(args), Addresses{})
 				}
 				if err != nil {
 					t.Skipf("rejected: %v", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/tfvars"
-	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/workspace"
 )
 
@@ -30,28 +29,24 @@ type Route struct {
 	Blackhole           bool
 }
 
-// RenderLoadBalancer renders the workspace of svc's load balancer over
-// nodes (already filtered by the service controller). Errors are
-// user-facing: they name the annotation or field and what was wrong.
-func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node) (*workspace.Spec, error) {
-	return s.RenderLoadBalancerWith(cfg, svc, nodes, nil)
-}
-
-// Addresses are the load balancer addresses tfccm allocated for a Service
-// (package ipam), when it allocates them.
+// Addresses are a Service's load balancer addresses as the address book
+// (package ipam) decided them: allocated from a pool, chosen by
+// annotation, shared, or kept from the Service's status.
 type Addresses struct {
-	// IPs are one address per family, primary first; they replace the
-	// addresses the Service requested.
+	// IPs are one address per family, primary first (none: the template
+	// allocates).
 	IPs []netip.Addr
-	// Shared is the Service's share token (ipam.ShareToken), "" if it
-	// shares with no one.
+	// Shared is the Service's share token, "" if it shares with no one.
 	Shared string
 }
 
-// RenderLoadBalancerWith renders like RenderLoadBalancer with the
-// addresses tfccm allocated (nil: the Service's requested addresses, no
-// sharing).
-func (s *Set) RenderLoadBalancerWith(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs *Addresses) (*workspace.Spec, error) {
+// RenderLoadBalancer renders the workspace of svc's load balancer over
+// nodes (already filtered by the service controller) with the Service's
+// addresses from the address book. It is the one render entry point of a
+// load balancer: the controller, `tfccm render` and `tfccm plan` call it.
+// Errors are user-facing: they name the annotation or field and what was
+// wrong.
+func (s *Set) RenderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs Addresses) (*workspace.Spec, error) {
 	r, err := s.renderLoadBalancer(cfg, svc, nodes, addrs)
 	if err != nil {
 		return nil, err
@@ -60,7 +55,7 @@ func (s *Set) RenderLoadBalancerWith(cfg *config.Config, svc *corev1.Service, no
 	return r.Spec, nil
 }
 
-func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs *Addresses) (*rendered, error) {
+func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, addrs Addresses) (*rendered, error) {
 	if svc == nil {
 		return nil, fmt.Errorf("render load balancer: no Service")
 	}
@@ -74,10 +69,7 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
-	service, err := serviceVal(svc, cfg.Compat.MetalLB, addrs)
-	if err != nil {
-		return nil, err
-	}
+	service := serviceVal(svc, addrs)
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
 	if err := checkServiceVars(cfg.LoadBalancer, vars); err != nil {
 		return nil, err
@@ -203,22 +195,11 @@ func (s *Set) loadBalancerModule(svc *corev1.Service) (*Module, error) {
 	return m, nil
 }
 
-func serviceVal(svc *corev1.Service, metallb bool, addrs *Addresses) (cty.Value, error) {
+func serviceVal(svc *corev1.Service, addrs Addresses) cty.Value {
 	a := svc.Annotations
 	proxy, _, _ := annotations.ProxyProtocol.Get(a)
 	internal, _, _ := annotations.Internal.Get(a)
-	var ips []netip.Addr
-	shared := cty.NullVal(cty.String)
-	if addrs != nil {
-		ips = addrs.IPs
-		shared = optStr(addrs.Shared)
-	} else {
-		req, err := ipam.RequestOf(svc, metallb)
-		if err != nil {
-			return cty.NilVal, err
-		}
-		ips = req.IPs
-	}
+	ips, shared := addrs.IPs, optStr(addrs.Shared)
 	lbIP, lbIPs := cty.NullVal(cty.String), cty.ListValEmpty(cty.String)
 	if len(ips) > 0 {
 		lbIP = str(ips[0].String())
@@ -269,7 +250,7 @@ func serviceVal(svc *corev1.Service, metallb bool, addrs *Addresses) (cty.Value,
 		"session_affinity":        str(affinity),
 		"proxy_protocol":          cty.BoolVal(proxy),
 		"internal":                cty.BoolVal(internal),
-	}), nil
+	})
 }
 
 // healthCheckVal: ETP=Local checks kube-proxy's per-Service health check

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -17,8 +18,9 @@ func TestRenderLoadBalancerGolden(t *testing.T) {
 		name   string
 		config string
 		svc    *corev1.Service
+		addrs  Addresses // from the address book (package ipam)
 	}{
-		{"lb-basic", baseConfig, svc(nil)},
+		{"lb-basic", baseConfig, svc(nil), Addresses{}},
 		{"lb-etp-local-dualstack", baseConfig, svc(func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			s.Spec.HealthCheckNodePort = 31999
@@ -29,44 +31,44 @@ func TestRenderLoadBalancerGolden(t *testing.T) {
 			s.Annotations["tfccm.io/proxy-protocol"] = "true"
 			s.Annotations["tfccm.io/name"] = "web-prod"
 			s.Annotations["tfccm.io/vars"] = `{"size": "large", "replicas": 3}`
-		})},
+		}), Addresses{IPs: []netip.Addr{netip.MustParseAddr("10.252.0.10")}}},
 		{"lb-variant-internal", baseConfig, svc(func(s *corev1.Service) {
 			s.Annotations["tfccm.io/template"] = "internal"
 			s.Annotations["tfccm.io/internal"] = "true"
 			s.Annotations["tfccm.io/vars"] = `{"subnet": "dmz"}`
-		})},
+		}), Addresses{}},
 		{"backend-kubernetes", baseConfig + `backend "kubernetes" {
   namespace     = "tfccm-state"
   secret_suffix = "prod"
   token         = "s3cr3t-token"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 		{"backend-pg", baseConfig + `backend "pg" {
   conn_str = "postgres://u:p4ss@db/tf"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 		{"backend-s3", baseConfig + `backend "s3" {
   bucket     = "states"
   key        = "clusters/prod-eu/"
   region     = "eu-west-1"
   access_key = "AKIAEXAMPLE"
   secret_key = "wJalrEXAMPLEKEY"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 		{"backend-gcs", baseConfig + `backend "gcs" {
   bucket = "states"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 		{"backend-http", baseConfig + `backend "http" {
   address        = "https://state.example/tf/"
   lock_address   = "https://state.example/lock"
   username       = "tfccm"
   password       = "hunter2"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 		{"backend-passthrough-oss", baseConfig + `backend "oss" {
   bucket = "states"
   prefix = "tfccm"
-}`, svc(nil)},
+}`, svc(nil), Addresses{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ws, err := set.RenderLoadBalancer(testConfig(t, tt.config), tt.svc, testNodes())
+			ws, err := set.RenderLoadBalancer(testConfig(t, tt.config), tt.svc, testNodes(), tt.addrs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +119,7 @@ routes {
   settings = { cloud_netns = "tfccm-cloud" }
 }
 `)
-	ws, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+	ws, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ routes {
 func TestRenderDeterministic(t *testing.T) {
 	set := fullSet(t)
 	cfg := testConfig(t, baseConfig)
-	a, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+	a, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestRenderDeterministic(t *testing.T) {
 	for k, v := range svc(nil).Annotations {
 		s.Annotations[k] = v
 	}
-	b, err := set.RenderLoadBalancer(cfg, s, nodes)
+	b, err := set.RenderLoadBalancer(cfg, s, nodes, Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestRenderDeterministic(t *testing.T) {
 		t.Fatal("same objects rendered differently")
 	}
 	// A real change changes the hash.
-	c, err := set.RenderLoadBalancer(cfg, svc(func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }), testNodes())
+	c, err := set.RenderLoadBalancer(cfg, svc(func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +198,6 @@ cluster_name = "c"
 load_balancer {
   settings = { vip_pool = ["a"] }
 }`, svc(nil), `load_balancer.settings.vip_pool in the cloud config: want string`},
-		{"ip conflict", baseConfig, svc(func(s *corev1.Service) {
-			s.Spec.LoadBalancerIP = "10.252.0.9"
-			s.Annotations["tfccm.io/load-balancer-ip"] = "10.252.0.10"
-		}), `annotation tfccm.io/load-balancer-ip (10.252.0.10) conflicts with spec.loadBalancerIP (10.252.0.9)`},
 		{"bad name", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/name"] = "Web_Prod" }),
 			`annotation tfccm.io/name: "Web_Prod" is not a valid load balancer name`},
 		{"unknown annotation", baseConfig, svc(func(s *corev1.Service) { s.Annotations["tfccm.io/proxy_protocol"] = "true" }),
@@ -209,7 +207,7 @@ load_balancer {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := set.RenderLoadBalancer(testConfig(t, tt.config), tt.svc, testNodes())
+			_, err := set.RenderLoadBalancer(testConfig(t, tt.config), tt.svc, testNodes(), Addresses{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v\nwant containing %q", err, tt.want)
 			}
@@ -234,7 +232,7 @@ func TestRenderInstancesOnlySets(t *testing.T) {
 				t.Fatalf("instances.hcl: %v", err)
 			}
 			cfg := testConfig(t, `cluster_name = "c"`)
-			_, err = set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+			_, err = set.RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 			if err == nil || !strings.Contains(err.Error(), "the template set has no load balancer module (its cloud has no load balancer product): add one with override_dir") {
 				t.Errorf("load balancer: err = %v", err)
 			}
@@ -317,7 +315,7 @@ func lbNameOK(s string) bool {
 func TestWriteDir(t *testing.T) {
 	set := fullSet(t)
 	cfg := testConfig(t, baseConfig)
-	ws, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes())
+	ws, err := set.RenderLoadBalancer(cfg, svc(nil), testNodes(), Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +377,7 @@ func BenchmarkRenderLoadBalancer500Nodes(b *testing.B) {
 	s := svc(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := set.RenderLoadBalancer(cfg, s, nodes); err != nil {
+		if _, err := set.RenderLoadBalancer(cfg, s, nodes, Addresses{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -391,7 +389,7 @@ func TestBackendAttributes(t *testing.T) {
   namespace = "tfccm-state"
   token     = "s3cr3t"
 }`)
-	ws, err := set.RenderLoadBalancer(cfg, svc(nil), nil)
+	ws, err := set.RenderLoadBalancer(cfg, svc(nil), nil, Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}

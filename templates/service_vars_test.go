@@ -51,7 +51,7 @@ func TestServiceVarsAllowList(t *testing.T) {
 					s.Annotations["tfccm.io/vars"] = tt.vars
 				}
 			})
-			r, err := set.renderLoadBalancer(testConfig(t, cfgWith(tt.allow)), s, testNodes(), nil)
+			r, err := set.renderLoadBalancer(testConfig(t, cfgWith(tt.allow)), s, testNodes(), Addresses{})
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
@@ -106,14 +106,14 @@ load_balancer {
 		}
 		if name == "baremetal" {
 			s := svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = `{"advert_int": 2}` })
-			if _, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes()); err != nil {
+			if _, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{}); err != nil {
 				t.Errorf("baremetal with an allowed advert_int: %v", err)
 			}
 		}
 		for _, vars := range overrides {
 			t.Run(name+"/"+vars, func(t *testing.T) {
 				s := svc(func(s *corev1.Service) { s.Annotations["tfccm.io/vars"] = vars })
-				_, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes())
+				_, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
 				if err == nil || !strings.Contains(err.Error(), "is not a setting a Service may set") {
 					t.Fatalf("err = %v, want the key refused", err)
 				}

@@ -43,7 +43,7 @@ load_balancer {
 	})
 	nodes := testNodes()
 	nodes[2].Labels = map[string]string{hostile[1]: hostile[2], hostile[7]: hostile[6]}
-	ws, err := set.renderLoadBalancer(cfg, s, nodes, nil)
+	ws, err := set.renderLoadBalancer(cfg, s, nodes, Addresses{})
 	if err != nil {
 		t.Fatal(err)
 	}

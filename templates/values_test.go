@@ -159,7 +159,7 @@ func BenchmarkRenderLoadBalancer500NodesChurn(b *testing.B) {
 	for b.Loop() {
 		i++
 		nodes[i%len(nodes)].Labels["churn"] = fmt.Sprint(i)
-		if _, err := set.RenderLoadBalancer(cfg, s, nodes); err != nil {
+		if _, err := set.RenderLoadBalancer(cfg, s, nodes, Addresses{}); err != nil {
 			b.Fatal(err)
 		}
 	}

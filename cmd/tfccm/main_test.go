@@ -10,8 +10,10 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/manifest"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // writeConfig writes a cloud config using the testdata template set of
@@ -90,7 +92,11 @@ func TestRenderMatchesController(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return s.RenderLoadBalancer(cfg, svc, nodes)
+				a, err := ipam.Offline(cfg, []*corev1.Service{svc}, nil).Decide(svc)
+				if err != nil {
+					return nil, err
+				}
+				return s.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared})
 			}},
 		{"routes", []string{"--routes", "--nodes", "testdata/nodes-multi.yaml"},
 			func(cfg *config.Config, s *templates.Set) (*workspace.Spec, error) {

@@ -7,17 +7,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/fleet"
+	"github.com/tfccm/tfccm/gate"
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
-	"github.com/tfccm/tfccm/policy"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -102,11 +104,15 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules, err := policy.Compile(cfg.Policies)
+	g, err := gate.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	svcs, nodes, err := clusterObjects(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	nsLabels, err := namespaceLabels(ctx, o, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +133,12 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 		PreviewOptions: workspace.PreviewOptions{Binary: t.Binary, Env: env, Credentials: creds, ProviderLockFile: t.ProviderLockFile, Scrub: secret.NewScrubber(secrets)},
 		Parallelism:    o.parallel,
 		ScratchDir:     scratch,
-		Policy:         rules,
+		Gate:           g,
 	}
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = t.Parallelism
 	}
-	report := fleet.Plan(ctx, opts, fleet.Targets(cfg, loader.Set(), svcs, nodes))
+	report := fleet.Plan(ctx, opts, fleet.Targets(cfg, loader.Set(), svcs, nodes, nsLabels))
 	report.Set = cfg.TemplateSet
 	if cfg.OverrideDir != "" {
 		report.Set += " + " + cfg.OverrideDir
@@ -166,6 +172,28 @@ func clusterObjects(ctx context.Context, o planOptions) ([]*corev1.Service, []*c
 		nodes[i] = &nl.Items[i]
 	}
 	return svcs, nodes, nil
+}
+
+// namespaceLabels gives the namespaces' labels when an address pool
+// selects by them and the objects come from the cluster (nil otherwise: a
+// dump has no Namespaces).
+func namespaceLabels(ctx context.Context, o planOptions, cfg *config.Config) (func(string) labels.Set, error) {
+	if o.objects != "" || !slices.ContainsFunc(cfg.LoadBalancer.AddressPools, func(p config.AddressPool) bool { return len(p.NamespaceSels) > 0 }) {
+		return nil, nil
+	}
+	client, _, err := o.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	nl, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Namespaces (an address pool selects by their labels): %w", err)
+	}
+	byName := make(map[string]labels.Set, len(nl.Items))
+	for _, n := range nl.Items {
+		byName[n.Name] = labels.Set(n.Labels)
+	}
+	return func(ns string) labels.Set { return byName[ns] }, nil
 }
 
 // cliConfig is the CLI config tofu gets: --cli-config (which must exist),

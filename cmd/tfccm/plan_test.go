@@ -93,7 +93,7 @@ func TestFleetPlanBuiltinTemplateChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := fleet.Targets(cfg, loader.Set(), svcs, nodes)
+	targets := fleet.Targets(cfg, loader.Set(), svcs, nodes, nil)
 	if len(targets) != 3 {
 		t.Fatalf("targets = %v, want the 3 Services tfccm serves", targets)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/manifest"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -109,7 +110,13 @@ func render(cfgPath, svcPath, nodesPath string, routes, offline bool) (*workspac
 	if !cfg.ServesClass(svc.Spec.LoadBalancerClass) {
 		return nil, fmt.Errorf("%s: Service %s/%s: %s", svcPath, svc.Namespace, svc.Name, notServed(cfg, svc.Spec.LoadBalancerClass))
 	}
-	ws, err := set.RenderLoadBalancer(cfg, svc, nodes)
+	// No cluster: the book knows the Service's own status (the addresses
+	// it has, kept as the controller keeps them).
+	a, err := ipam.Offline(cfg, []*corev1.Service{svc}, nil).Decide(svc)
+	if err != nil {
+		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared})
 	if err != nil {
 		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}

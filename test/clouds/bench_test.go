@@ -135,7 +135,7 @@ func benchPlanner(b *testing.B, c cloud) func(*testing.B) {
 	svc := service(nil)
 	dir := filepath.Join(work, "ws")
 	render := func(b *testing.B) {
-		ws, err := set.RenderLoadBalancer(cfg, svc, nodes)
+		ws, err := set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{})
 		if err != nil {
 			b.Fatal(err)
 		}

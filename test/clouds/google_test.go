@@ -360,7 +360,7 @@ resource "google_compute_address" "dns" {
 		svc.Name = name
 		svc.Annotations["tfccm.io/internal"] = "true"
 		svc.Annotations["tfccm.io/load-balancer-ips"] = "10.132.0.70"
-		ws, err := set.RenderLoadBalancerWith(cfg, svc, gceNodes(), sharing(t, svc, "dns"))
+		ws, err := set.RenderLoadBalancer(cfg, svc, gceNodes(), sharing(t, svc, "dns"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -203,7 +203,7 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 	if tc.nodes != nil {
 		nodes = tc.nodes
 	}
-	ws, err := set.RenderLoadBalancerWith(cfg, svc, nodes(), sharing(t, svc, tc.shared))
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes(), sharing(t, svc, tc.shared))
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -263,7 +263,7 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 
 	// One node fewer: only that node's target goes.
 	fewer := nodes()
-	ws2, err := set.RenderLoadBalancerWith(cfg, svc, fewer[:len(fewer)-1], sharing(t, svc, tc.shared))
+	ws2, err := set.RenderLoadBalancer(cfg, svc, fewer[:len(fewer)-1], sharing(t, svc, tc.shared))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,16 +297,13 @@ func runLB(t *testing.T, env *standin.Env, set *templates.Set, c cloud, tc lbCas
 }
 
 // sharing is what tfccm passes the template for a Service sharing its
-// address under key (nil for none: the Service's requested addresses).
-func sharing(t testing.TB, svc *corev1.Service, key string) *templates.Addresses {
-	if key == "" {
-		return nil
-	}
+// address under key (none: the Service's requested addresses, unshared).
+func sharing(t testing.TB, svc *corev1.Service, key string) templates.Addresses {
 	req, err := ipam.RequestOf(svc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &templates.Addresses{IPs: req.IPs, Shared: ipam.ShareToken("prod", "", key)}
+	return templates.Addresses{IPs: req.IPs, Shared: ipam.ShareToken("prod", "", key)}
 }
 
 // setErrors are the error summaries of a set's own checks (variable

@@ -44,7 +44,7 @@ var (
 // loadExample compiles one shipped example as part of a cloud config.
 func loadExample(t *testing.T, name string) *Set {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "examples", "policy", name))
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "policy", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func loadExample(t *testing.T, name string) *Set {
 // TestShippedExamples evaluates every example in examples/policy on plans
 // it must pass and plans it must stop, with the message it must give.
 func TestShippedExamples(t *testing.T) {
-	lbWs := Workspace{Name: "lb-prod-1", Kind: KindLoadBalancer}
-	destroyWs := Workspace{Name: "lb-prod-1", Kind: KindLoadBalancer, Destroy: true}
+	lbWs := Workspace{Name: "lb-prod-1", Kind: "loadbalancer"}
+	destroyWs := Workspace{Name: "lb-prod-1", Kind: "loadbalancer", Destroy: true}
 	type tc struct {
 		name string
 		ws   Workspace
@@ -99,7 +99,7 @@ func TestShippedExamples(t *testing.T) {
 				[]string{"warn destroys-warn: the plan destroys resources of a load balancer that stays"}},
 		},
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "examples", "policy", "*.hcl"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "policy", "*.hcl"))
 	if len(files) != len(cases) {
 		t.Fatalf("examples/policy has %d files, the test covers %d: test every shipped example", len(files), len(cases))
 	}

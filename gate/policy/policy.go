@@ -34,14 +34,8 @@ type Input struct {
 	Workspace Workspace
 }
 
-// Workspace kinds.
-const (
-	KindLoadBalancer = "loadbalancer"
-	KindRoutes       = "routes"
-)
-
-// Workspace is the workspace variable: its name, kind (KindLoadBalancer,
-// KindRoutes) and what the plan is for: a destroy (Service deleted), a
+// Workspace is the workspace variable: its name, kind (the template
+// contract's, templates.Kind: "loadbalancer" or "routes") and what the plan is for: a destroy (Service deleted), a
 // drift repair, or the first apply (create).
 type Workspace struct {
 	Name, Kind             string

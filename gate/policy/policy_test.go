@@ -40,7 +40,7 @@ func TestEvaluationFailureFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.Check(Input{Plan: plan(), Workspace: Workspace{Name: "lb", Kind: KindLoadBalancer}})
+	got := s.Check(Input{Plan: plan(), Workspace: Workspace{Name: "lb", Kind: "loadbalancer"}})
 	want := []string{
 		"warn missing-key: variable x: no such key: no_such_key",
 		"deny fallback: static",

@@ -1,6 +1,6 @@
-// Package window decides when plans may be applied: the cloud config's
-// change windows (config.ChangeWindows), evaluated as Argo CD evaluates
-// sync windows. A deny window that is open closes everything (deny wins);
+// Package window owns when plans may be applied, the second half of
+// package gate: the cloud config's change windows (config.ChangeWindows),
+// evaluated as Argo CD evaluates sync windows. A deny window that is open closes everything (deny wins);
 // otherwise, if any allow window is declared, changes pass only while one
 // is open; with only deny windows they pass outside them. The freeze
 // switch closes everything. Creates (nothing applied yet) and deletes may
