@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,7 +369,8 @@ func docProblems(p *goPackage) []string {
 		problems = append(problems, fmt.Sprintf("%s: its doc starts %q, not %q", p.rel, strings.Join(first, " "), want))
 	}
 	if names := fileNameRE.FindAllString(p.docText, -1); len(names) > 0 {
-		problems = append(problems, fmt.Sprintf("%s: its doc names files (%s): say what the package owns; each file's first comment says what it holds", p.rel, strings.Join(names, ", ")))
+		sort.Strings(names)
+		problems = append(problems, fmt.Sprintf("%s: its doc names files (%s): say what the package owns; each file's first comment says what it holds", p.rel, strings.Join(slices.Compact(names), ", ")))
 	}
 	return problems
 }
@@ -394,7 +397,7 @@ func TestDocProblems(t *testing.T) {
 		{"missing", "x", "x", "", "x has no package doc"},
 		{"old name", "instances", "instances", "Package state answers lookups.\n", `its doc starts "Package state", not "Package instances "`},
 		{"command named as package", "main", "cmd/tfccm", "Package main runs.\n", `not "Command tfccm "`},
-		{"file list", "harness", "test/harness", "Package harness starts the CCM (ccm.go) and nodes (nodes.go).\n", "its doc names files (ccm.go, nodes.go)"},
+		{"file list", "harness", "test/harness", "Package harness starts the CCM (ccm.go), nodes (nodes.go) and the CCM again (ccm.go).\n", "its doc names files (ccm.go, nodes.go)"},
 	} {
 		p := &goPackage{Name: tc.pkgName, Dir: filepath.FromSlash("/repo/" + tc.dir), rel: tc.dir, docText: tc.doc}
 		got := strings.Join(docProblems(p), "\n")
