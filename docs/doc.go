@@ -1,5 +1,5 @@
 // Package docs holds tfccm's documentation (the Markdown pages in this
-// directory) and the tests that keep it true: every fenced shell block of
+// directory) and the tests that keep it true. Every fenced shell block of
 // README.md and docs/*.md is marked as run or skipped (with a reason), the
 // runnable ones are run against the tools `make test` builds, every
 // relative link resolves to a file and, for Markdown targets, a heading,

@@ -1,7 +1,7 @@
 // Package harness owns what drives the real CCM against a real control
-// plane, shared by test/e2e, test/nodes, test/lbhosts, `make demo`
-// (hack/demo) and `make conformance` (hack/conformance): starting and stopping the
-// terraform-cloud-controller-manager process with the standard flags,
+// plane. test/e2e, test/nodes, test/lbhosts, `make demo` (hack/demo) and
+// `make conformance` (hack/conformance) share it for starting and stopping
+// the terraform-cloud-controller-manager process with the standard flags,
 // registering Nodes the way a kubelet with --cloud-provider=external does,
 // waiting for conditions (polling with internal/testkit), dumping an
 // object's Events, writing a cloud config, installing the Helm chart and
