@@ -56,7 +56,8 @@ var (
 // imports).
 func modulePackages(t *testing.T) []*goPackage {
 	t.Helper()
-	loadOnce.Do(func() { loaded, loadErr = loadPackages(root(t)) })
+	repoRoot := root(t)
+	loadOnce.Do(func() { loaded, loadErr = loadPackages(repoRoot) })
 	if loadErr != nil {
 		t.Fatal(loadErr)
 	}
