@@ -34,9 +34,10 @@ type goPackage struct {
 	CgoFiles   []string
 	Module     struct{ Path string }
 
-	rel     string         // import path relative to the module ("" for the root)
-	docText string         // the whole package doc
-	imports []sourceImport // the module's packages its non-test files import
+	rel      string         // import path relative to the module ("" for the root)
+	docText  string         // the whole package doc
+	docFiles []string       // the files that carry a package doc
+	imports  []sourceImport // the module's packages its non-test files import
 }
 
 // sourceImport is one import of a package of the module by one file.
@@ -110,6 +111,7 @@ func (p *goPackage) parse(repoRoot string) error {
 		}
 		if f.Doc != nil {
 			docs = append(docs, f.Doc.Text())
+			p.docFiles = append(p.docFiles, name)
 		}
 		rel, err := filepath.Rel(repoRoot, path)
 		if err != nil {
@@ -352,14 +354,17 @@ func TestLayerViolations(t *testing.T) {
 // package owns, and a list of its files rots as soon as one is added.
 var fileNameRE = regexp.MustCompile(`\b\w+\.go\b`)
 
-// docProblems says what is wrong with a package doc: missing, not
-// starting with "Package NAME" ("Command NAME" for a main), or naming Go
-// files.
+// docProblems says what is wrong with a package doc: missing, written in
+// two files, not starting with "Package NAME" ("Command NAME" for a main),
+// or naming Go files.
 func docProblems(p *goPackage) []string {
 	if strings.TrimSpace(p.docText) == "" {
 		return []string{fmt.Sprintf("%s has no package doc: add a doc.go saying what the package owns", p.rel)}
 	}
 	var problems []string
+	if len(p.docFiles) > 1 {
+		problems = append(problems, fmt.Sprintf("%s: a package doc in %d files (%s): keep one, in doc.go or the package's main file", p.rel, len(p.docFiles), strings.Join(p.docFiles, ", ")))
+	}
 	want := "Package " + p.Name + " "
 	if p.Name == "main" {
 		want = "Command " + filepath.Base(p.Dir) + " "
@@ -395,16 +400,18 @@ func TestPackageDocs(t *testing.T) {
 func TestDocProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name, pkgName, dir, doc, want string
+		docFiles                      []string
 	}{
-		{"owns", "fsutil", "internal/fsutil", "Package fsutil holds the one way tfccm writes files.\n", ""},
-		{"command", "main", "cmd/tfccm", "Command tfccm is the offline CLI.\n", ""},
-		{"a Go module is no file", "tools", "hack/tools", "Package tools builds from go.mod and client-go.\n", ""},
-		{"missing", "x", "x", "", "x has no package doc"},
-		{"old name", "instances", "instances", "Package state answers lookups.\n", `its doc starts "Package state", not "Package instances "`},
-		{"command named as package", "main", "cmd/tfccm", "Package main runs.\n", `not "Command tfccm "`},
-		{"file list", "harness", "test/harness", "Package harness starts the CCM (ccm.go), nodes (nodes.go) and the CCM again (ccm.go).\n", "its doc names files (ccm.go, nodes.go)"},
+		{"owns", "fsutil", "internal/fsutil", "Package fsutil holds the one way tfccm writes files.\n", "", nil},
+		{"command", "main", "cmd/tfccm", "Command tfccm is the offline CLI.\n", "", nil},
+		{"a Go module is no file", "tools", "hack/tools", "Package tools builds from go.mod and client-go.\n", "", nil},
+		{"missing", "x", "x", "", "x has no package doc", nil},
+		{"old name", "instances", "instances", "Package state answers lookups.\n", `its doc starts "Package state", not "Package instances "`, nil},
+		{"command named as package", "main", "cmd/tfccm", "Package main runs.\n", `not "Command tfccm "`, nil},
+		{name: "two docs", pkgName: "x", dir: "x", doc: "Package x owns x.\n\nPackage x owns y.\n", docFiles: []string{"doc.go", "y.go"}, want: "x: a package doc in 2 files (doc.go, y.go)"},
+		{"file list", "harness", "test/harness", "Package harness starts the CCM (ccm.go), nodes (nodes.go) and the CCM again (ccm.go).\n", "its doc names files (ccm.go, nodes.go)", nil},
 	} {
-		p := &goPackage{Name: tc.pkgName, Dir: filepath.FromSlash("/repo/" + tc.dir), rel: tc.dir, docText: tc.doc}
+		p := &goPackage{Name: tc.pkgName, Dir: filepath.FromSlash("/repo/" + tc.dir), rel: tc.dir, docText: tc.doc, docFiles: tc.docFiles}
 		got := strings.Join(docProblems(p), "\n")
 		switch {
 		case tc.want == "" && got != "":
