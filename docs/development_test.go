@@ -38,6 +38,9 @@ func layoutBlock(layers []Layer, pkgs []*goPackage) (string, error) {
 		if l.Peers {
 			peers = "; its packages may import each other"
 		}
+		if len(l.Only) > 0 {
+			peers += "; imports only from " + strings.Join(l.Only, ", ")
+		}
 		fmt.Fprintf(&b, "\n**%d. %s** (`%s`%s): %s.\n\n", i+1, l.Name, strings.Join(l.Patterns, "`, `"), peers, l.Owns)
 		b.WriteString("| package | its doc's first sentence |\n|---|---|\n")
 		sort.Slice(byLayer[i], func(x, y int) bool { return byLayer[i][x].rel < byLayer[i][y].rel })
@@ -107,7 +110,7 @@ func TestLayoutUpToDate(t *testing.T) {
 func TestLayoutBlock(t *testing.T) {
 	layers := []Layer{
 		{Name: "low", Owns: "leaves", Patterns: []string{"internal/*"}},
-		{Name: "top", Owns: "binaries", Patterns: []string{"cmd/*", "test"}, Peers: true},
+		{Name: "top", Owns: "binaries", Patterns: []string{"cmd/*", "test"}, Peers: true, Only: []string{"low"}},
 	}
 	pkgs := []*goPackage{
 		{rel: "cmd/tool", Name: "main", Dir: "/r/cmd/tool", Doc: "Command tool prints a | b."},
@@ -123,7 +126,7 @@ func TestLayoutBlock(t *testing.T) {
 		"| package | its doc's first sentence |\n|---|---|\n" +
 		"| `internal/a/` | Package state is misnamed. |\n" +
 		"| `internal/b/` | owns b. |\n" +
-		"\n**2. top** (`cmd/*`, `test`; its packages may import each other): binaries.\n\n" +
+		"\n**2. top** (`cmd/*`, `test`; its packages may import each other; imports only from low): binaries.\n\n" +
 		"| package | its doc's first sentence |\n|---|---|\n" +
 		"| `cmd/tool/` | prints a \\| b. |\n" +
 		"| `test/` | (no package doc) |\n"

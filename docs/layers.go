@@ -5,9 +5,10 @@
 package docs
 
 // Layer is one level of tfccm's package order. A package may import the
-// packages of lower layers; within its own layer, only packages of its own
-// family (the same pattern), unless Peers says the layer's families may
-// import each other. Test code (_test.go files) is above every layer.
+// packages of lower layers (of those Only names, when it names any);
+// within its own layer, only packages of its own family (the same
+// pattern), unless Peers says the layer's families may import each other.
+// Test code (_test.go files) is above every layer.
 type Layer struct {
 	// Name is the layer's short name, shown in development.md.
 	Name string
@@ -23,6 +24,9 @@ type Layer struct {
 	Patterns []string
 	// Peers lets a family import another family of the same layer.
 	Peers bool
+	// Only, when set, names the only lower layers the layer's packages
+	// may import: a product kept apart from the layers between.
+	Only []string
 }
 
 // Layers is tfccm's package order, from the bottom up. A new package falls
@@ -33,11 +37,6 @@ var Layers = []Layer{
 		Name:     "internal",
 		Owns:     "small rules and helpers shared by the layers above (the tofu environment, secrets, atomic writes, the inputs printer, encryption keys); each imports nothing of tfccm",
 		Patterns: []string{"internal/*"},
-	},
-	{
-		Name:     "lbhost",
-		Owns:     "the lbhost product: tfccm's own Terraform provider for Linux load-balancer hosts and the services those hosts run, apart from the CCM",
-		Patterns: []string{"lbhost"},
 	},
 	{
 		Name:     "declarations",
@@ -68,6 +67,12 @@ var Layers = []Layer{
 		Name:     "ccm",
 		Owns:     "the cloudprovider.Interface façade the cloud-controller-manager calls",
 		Patterns: []string{"ccm"},
+	},
+	{
+		Name:     "lbhost",
+		Owns:     "the lbhost product: tfccm's own Terraform provider for Linux load-balancer hosts and the services those hosts run, kept apart from the CCM, whose layers are all below it",
+		Patterns: []string{"lbhost"},
+		Only:     []string{"internal"},
 	},
 	{
 		Name:     "deploy",

@@ -212,8 +212,13 @@ func layerViolations(layers []Layer, pkgs []*goPackage) []string {
 // importProblem says what is wrong with an import from one placement to
 // another, or "" when the layer order allows it.
 func importProblem(layers []Layer, from, to placement) string {
+	only := layers[from.layer].Only
 	switch {
-	case to.layer < from.layer, to.family == from.family:
+	case to.family == from.family:
+		return ""
+	case to.layer < from.layer && len(only) > 0 && !slices.Contains(only, layers[to.layer].Name):
+		return fmt.Sprintf("layer %d %q imports only layers %s, not layer %d %q", from.layer+1, layers[from.layer].Name, strings.Join(only, ", "), to.layer+1, layers[to.layer].Name)
+	case to.layer < from.layer:
 		return ""
 	case to.layer > from.layer:
 		return fmt.Sprintf("layer %d %q imports layer %d %q, above it", from.layer+1, layers[from.layer].Name, to.layer+1, layers[to.layer].Name)
@@ -235,8 +240,14 @@ func TestLayerOrder(t *testing.T) {
 // valid form and still covers a package, and every layer says what it owns.
 func TestLayersDeclared(t *testing.T) {
 	pkgs := modulePackages(t)
-	seen := map[string]string{}
+	seen, below := map[string]string{}, map[string]bool{}
 	for _, l := range Layers {
+		for _, name := range l.Only {
+			if !below[name] {
+				t.Errorf("layer %q: Only names %q, which is no layer below it", l.Name, name)
+			}
+		}
+		below[l.Name] = true
 		if l.Name == "" || l.Owns == "" || len(l.Patterns) == 0 {
 			t.Errorf("layer %q: a layer needs a name, what it owns and at least one pattern", l.Name)
 		}
@@ -316,6 +327,7 @@ func TestLayerViolations(t *testing.T) {
 	layers := []Layer{
 		{Name: "base", Patterns: []string{"internal/*"}},
 		{Name: "decl", Patterns: []string{"config", "annotations"}},
+		{Name: "product", Patterns: []string{"lbhost"}, Only: []string{"base"}},
 		{Name: "top", Patterns: []string{"cmd/*", "test"}, Peers: true},
 	}
 	pkg := func(rel string, imports ...string) *goPackage {
@@ -335,7 +347,11 @@ func TestLayerViolations(t *testing.T) {
 		{"own child family", pkg("internal/a", "internal/a/sub"), ""},
 		{"peers", pkg("test/e2e", "cmd/x", "test"), ""},
 		{"up", pkg("internal/a", "config"), `internal/a/x.go imports config: layer 1 "base" imports layer 2 "decl", above it`},
-		{"up from a sub-package", pkg("config/sub", "cmd/x"), `config/sub/x.go imports cmd/x: layer 2 "decl" imports layer 3 "top"`},
+		{"up from a sub-package", pkg("config/sub", "cmd/x"), `config/sub/x.go imports cmd/x: layer 2 "decl" imports layer 4 "top"`},
+		{"up to a product", pkg("config", "lbhost/host"), `config/x.go imports lbhost/host: layer 2 "decl" imports layer 3 "product", above it`},
+		{"a product to its only layer and itself", pkg("lbhost/tfprovider", "internal/a", "lbhost/host"), ""},
+		{"a product past its only layer", pkg("lbhost/host", "config"), `lbhost/host/x.go imports config: layer 3 "product" imports only layers base, not layer 2 "decl"`},
+		{"above a product", pkg("cmd/x", "lbhost/host", "config"), ""},
 		{"sibling without peers", pkg("annotations", "config"), `annotations/x.go imports config: annotations and config are both in layer 2 "decl", whose families do not import each other`},
 		{"children of a /* pattern", pkg("internal/a", "internal/b"), "internal/a and internal/b are both in layer 1"},
 		{"undeclared importer", pkg("newtop", "config"), "package newtop is in no layer"},
