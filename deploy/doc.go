@@ -1,4 +1,6 @@
-// Package deploy holds tfccm's deployment manifests (deploy/base: a
-// kustomize base with the ServiceAccount, RBAC and a leader-elected
-// Deployment) and the test that they decode and grant what the CCM needs.
+// Package deploy owns tfccm's deployment manifests: the kustomize base
+// (deploy/base: the ServiceAccount, RBAC and a leader-elected Deployment)
+// and the Helm chart (deploy/helm/tfccm). It decodes them strictly and
+// renders the chart with helm: for its tests (what they grant and run),
+// for the test harness that installs them and for the release.
 package deploy

@@ -1,9 +1,10 @@
-// Package state answers instance lookups from Terraform state.
+// Package instances owns the instances index: it answers the CCM's
+// instance lookups (by providerID and node name) from Terraform state.
 //
 // A Store reads one or more state sources (a Terraform working directory,
 // read through the backend block it declares with `tofu state pull` from a
 // scratch directory, or a state file, read directly) as raw state, without
-// any provider plugin or schema (raw.go turns it into show -json's shape),
+// any provider plugin or schema (turned into show -json's shape here),
 // maps their resources to instances with an instances.hcl mapping (package
 // instances/mapping) and serves lookups by providerID and node name from an
 // in-memory index. With the cloud config's encryption, tofu decrypts.

@@ -1,7 +1,8 @@
 // Command terraform-cloud-controller-manager is the Kubernetes
 // cloud-controller-manager whose cloud is described in Terraform. It is the
 // standard k8s.io/cloud-provider/app command with the "terraform" provider
-// registered and its own flag defaults (defaults.go).
+// registered, its own flag defaults (the Helm chart's, held equal to them
+// by a test) and a leader hand-over on shutdown.
 package main
 
 import (

@@ -1,21 +1,18 @@
-// Command tfccm is the offline CLI over the packages the controller uses:
+// Command tfccm is the offline CLI over the packages the controller uses.
+// It owns no logic of its own: each subcommand parses its flags, calls the
+// package that does the work and prints the result, for an admin, an
+// approver or a GitOps pipeline. For example:
 //
 //	tfccm render --config cloud.hcl --service svc.yaml --nodes nodes.yaml --out DIR
-//	tfccm render --routes --config cloud.hcl --nodes nodes.yaml --out DIR
+//	tfccm plan --config cloud.hcl [--objects dump.yaml] [--format text|markdown|json]
 //	tfccm validate [--kind loadbalancer|routes] DIR...
 //	tfccm state query --config cloud.hcl [--name NODE] [--provider-id ID] [--json]
-//	tfccm approve [--tfccm-namespace T] (--list [--namespace N] | [--namespace N] --service S | --routes) [--plan-hash H | --yes]
 //	tfccm unlock --config cloud.hcl --workspace NAME [--dry-run] [--force]
 //
 // render writes exactly the workspace the controller would apply (same
-// templates.Loader, same Render function, same workspace.Spec.WriteDir), ready
-// for `tofu init && tofu plan`. validate checks template sets or modules
-// against the template contract and prints file:line diagnostics. state
-// answers node lookups from Terraform state as the controller does; approve
-// (an approver's command) shows and approves a published plan in review
-// mode, on its ConfigMap in tfccm's namespace; unlock releases a state lock
-// whose holder is gone.
+// templates.Loader, same Render function, same workspace.Spec.WriteDir),
+// ready for `tofu init && tofu plan`.
 //
-// Each command lives in the file named after it; the commands map in
-// main.go is the one registry (`tfccm help` lists it).
+// Each subcommand lives in the file named after it, and the commands table
+// is its one registry: `tfccm help` lists every subcommand from it.
 package main

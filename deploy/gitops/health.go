@@ -1,9 +1,10 @@
 // Package gitops evaluates the Argo CD and Flux health checks for Services
-// shipped in this directory (argocd-service-health.lua,
-// flux-service-health.yaml) the way Argo CD and kustomize-controller do:
-// the Lua script in a Lua interpreter with the object as obj, the CEL
-// expressions with cel-go over the object's top-level fields. The tests
-// here run them on fixtures, test/e2e on Services a running CCM wrote.
+// shipped in this directory the way Argo CD and kustomize-controller do.
+// It runs the Lua script (argocd-service-health.lua) in a Lua interpreter
+// with the object as obj, and the CEL expressions
+// (flux-service-health.yaml) with cel-go over the object's top-level
+// fields. The tests here run them on fixtures, test/e2e on Services a
+// running CCM wrote.
 package gitops
 
 import (

@@ -1,6 +1,6 @@
 // Command conformance runs the upstream Kubernetes e2e LoadBalancer specs
 // (bin/e2e.test, make tools-e2e) against tfccm on real nodes (make
-// conformance, make conformance-fast):
+// conformance, make conformance-fast).
 //
 //	go run ./hack/conformance [--nodes 3] [--focus RE] [--skip RE] [--parallel N] [--dir DIR] [--out FILE]
 //

@@ -1,7 +1,8 @@
 // Command demo runs tfccm's main job on the local embedded default, for
-// `make demo`: a local control plane, the local cloud (network namespaces,
-// HAProxy), the CCM binary, the nodes of the local cloud registered as
-// Nodes, a server on each node's NodePort, and examples/local/service.yaml.
+// `make demo`. It starts a local control plane, the local cloud (network
+// namespaces, HAProxy), the CCM binary, the nodes of the local cloud
+// registered as Nodes and a server on each node's NodePort, and applies
+// examples/local/service.yaml.
 // With --nodes N (make demo NODES=N) it runs on real nodes instead (see
 // runNodes).
 // It prints `kubectl get svc` and the reply of a request through the load

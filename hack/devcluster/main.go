@@ -1,6 +1,6 @@
 // Command devcluster starts and stops tfccm's local control plane (etcd +
 // kube-apiserver on loopback) for `make demo` and manual work, optionally
-// with real nodes in a local cloud:
+// with real nodes in a local cloud.
 //
 //	devcluster up   [--dir DIR] [--nodes N]  start detached, print the kubeconfig path
 //	devcluster down [--dir DIR]              stop it and remove DIR

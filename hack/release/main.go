@@ -1,6 +1,6 @@
 // Command release writes a tfccm release into a directory (`make release
-// VERSION=vX.Y.Z`, docs/releasing.md): for every platform the CCM, tfccm,
-// lbhost-router and the lbhost provider as tar.gz, the image as a
+// VERSION=vX.Y.Z`, docs/releasing.md). It writes, for every platform, the
+// CCM, tfccm, lbhost-router and the lbhost provider as tar.gz, the image as a
 // multi-platform OCI archive and one `podman load` archive per platform,
 // the packaged Helm chart, the lbhost provider as a provider mirror, a
 // CycloneDX SBOM per binary archive and per image, and SHA256SUMS.

@@ -1,7 +1,7 @@
 // Package manifest reads the Kubernetes objects tfccm's tools take from
-// files (YAML or JSON, one or more documents): a Service (ReadService),
-// Nodes (ReadNodes) and a cluster dump of both (ReadCluster), decoded
-// strictly so a misspelt field is an error. `tfccm render`, `tfccm plan`
+// files. It reads YAML or JSON, one or more documents: a Service
+// (ReadService), Nodes (ReadNodes) and a cluster dump of both
+// (ReadCluster), decoded strictly so a misspelt field is an error. `tfccm render`, `tfccm plan`
 // and the demo (hack/demo) read theirs with it.
 package manifest
 

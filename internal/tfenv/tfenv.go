@@ -1,6 +1,6 @@
-// Package tfenv owns what tfccm hands every tofu process it starts besides
-// a workspace's files: the one explicit environment (Build) — PATH, HOME,
-// the configured credentials and CLI settings, and nothing else of the
+// Package tfenv owns what tfccm hands every tofu process it starts besides a
+// workspace's files. That is the one explicit environment (Build) — PATH,
+// HOME, the configured credentials and CLI settings, and nothing else of the
 // controller's environment, in particular no TF_VAR_*, TF_LOG or a stray
 // TF_CLI_CONFIG_FILE — with the rule on which variable names the cloud
 // config may set (CheckName), and the rule on backend type names

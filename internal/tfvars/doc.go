@@ -5,6 +5,6 @@
 // hclwrite would (Reference), formatting included, so the file is `tofu
 // fmt` clean and reviewable. Values are only ever written as quoted,
 // escaped literals: no Service field or annotation can become HCL syntax.
-// The equivalence and injection fuzzers live next to it (printer_test.go)
-// and in templates (render tests).
+// The equivalence and injection fuzzers live beside the printer and in
+// templates (render tests).
 package tfvars

@@ -1,6 +1,6 @@
-// Package version is the version of this tfccm build: one string, from
-// `git describe --tags --always --dirty` (or VERSION=), set at link time by
-// `make build`, `make image` and `make release` with
+// Package version owns the version of this tfccm build. It is one string,
+// from `git describe --tags --always --dirty` (or VERSION=), set at link
+// time by `make build`, `make image` and `make release` with
 //
 //	-ldflags "-X github.com/tfccm/tfccm/internal/version.version=v1.2.3 -X ...commit=SHA"
 //

@@ -1,6 +1,6 @@
-// Package clouds tests the built-in real-cloud template sets (hcloud,
-// digitalocean, oci, openstack, google, exoscale; proxmox and vsphere are
-// instances only) end to end without the clouds: each set is rendered
+// Package clouds tests the built-in real-cloud template sets end to end
+// without the clouds. Each set (hcloud, digitalocean, oci, openstack,
+// google, exoscale; proxmox and vsphere are instances only) is rendered
 // (golden files in testdata/golden, rewritten with -update), validated,
 // and planned, applied, updated and destroyed by the real OpenTofu through
 // the schema-backed stand-in provider (test/standin) for a matrix of

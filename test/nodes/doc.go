@@ -1,5 +1,5 @@
 // Package nodes runs real Kubernetes nodes on one machine for tests,
-// `bin/devcluster up --nodes N` and the demo: each node is a network
+// `bin/devcluster up --nodes N` and the demo. Each node is a network
 // namespace of the local cloud (test/localcloud) with its own mount
 // namespace in which containerd, kubelet (--cloud-provider=external, so
 // nodes start tainted uninitialized) and kube-proxy run, plus the cluster's

@@ -11,13 +11,13 @@
 // attributes, wrong types, missing required arguments and block nesting or
 // min/max item counts are OpenTofu's own errors, exactly as with the real
 // plugin. What OpenTofu leaves to the provider, the stand-in checks as the
-// real provider does (rules.go): a required argument whose value is null
+// real provider does: a required argument whose value is null
 // ("Missing required argument", when the plan reaches the resource, so
 // before the preconditions of resources that depend on it), and the
 // documented conflicts, exactly-one-of, at-least-one-of and value rules of
 // the resources the built-in sets use, which `tofu providers schema -json`
 // does not carry; a data source lookup the cloud's API refuses fails the
-// read; what a cloud refuses only at apply (cloudrules.go) fails the apply.
+// read; what a cloud refuses only at apply fails the apply.
 //
 // Behaviour as far as OpenTofu can see:
 //   - plan: computed attributes with no value are unknown ("known after
