@@ -1,5 +1,6 @@
 // The engine's gate (package gate adapted to workspace.Gate) and the
 // Events and conditions of a plan a closed change window holds.
+
 package ccm
 
 import (

@@ -1,5 +1,6 @@
 // The controller's address book (over ipam.Book) and the Events and
 // conditions a Service's address assignment gives.
+
 package ccm
 
 import (

@@ -46,7 +46,7 @@ var Layers = []Layer{
 	{
 		Name:     "features",
 		Owns:     "one decision each over the declarations: addresses, policy rules, change windows, the instances index read from Terraform state",
-		Patterns: []string{"ipam", "policy", "window", "instances"},
+		Patterns: []string{"ipam", "gate", "instances"},
 	},
 	{
 		Name:     "engine",

@@ -1,4 +1,5 @@
 // Gate: policy rules then change windows over one plan, and the verdict.
+
 package gate
 
 import (

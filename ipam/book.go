@@ -1,6 +1,7 @@
 // Book: every Service's load balancer addresses, from one set of inputs
 // (the cloud config's pools and the live Services), for the controller and
 // the CLI alike.
+
 package ipam
 
 import (
