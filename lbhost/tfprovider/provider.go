@@ -108,7 +108,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
 					"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
 					"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
-					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `deploy/lbhost/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
+					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `lbhost/hostfiles/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
 				},
 			},
 		},

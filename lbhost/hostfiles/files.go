@@ -4,9 +4,9 @@
 // and the sudoers rules of a non-root SSH login. They are written for the
 // default paths (config_dir /etc/tfccm/lbhost, login tfccm); the functions
 // here give them for other paths, so the test suite's LB hosts
-// (test/lbhosts) run from these very files. Check connects to a host and
+// (lbhost/hosttest) run from these very files. Check connects to a host and
 // names what is missing or wrong, with the command that fixes it.
-package lbhost
+package hostfiles
 
 import (
 	"embed"
@@ -34,7 +34,7 @@ const (
 func File(name string) string {
 	b, err := files.ReadFile(name)
 	if err != nil {
-		panic(fmt.Sprintf("deploy/lbhost: no file %s", name))
+		panic(fmt.Sprintf("lbhost/hostfiles: no file %s", name))
 	}
 	return string(b)
 }

@@ -1,4 +1,4 @@
-package lbhosts
+package hosttest
 
 import (
 	"bufio"
