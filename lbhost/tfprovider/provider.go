@@ -198,15 +198,21 @@ func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSo
 	return []func() datasource.DataSource{newBackendHealthDataSource}
 }
 
-// configureConn is the shared resource Configure.
-func configureConn(req resource.ConfigureRequest, resp *resource.ConfigureResponse) *conn {
+
+// connected is what every resource embeds: the provider's connection to
+// the host, which Configure hands it.
+type connected struct{ c *conn }
+
+// Configure takes the provider's connection (none yet while the provider
+// is not configured).
+func (r *connected) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	if req.ProviderData == nil {
-		return nil
+		return
 	}
 	c, ok := req.ProviderData.(*conn)
 	if !ok {
 		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
-		return nil
+		return
 	}
-	return c
+	r.c = c
 }
