@@ -1,8 +1,5 @@
-// Package haproxy renders one load balancer's HAProxy configuration fragment
-// from a typed Frontend, parses such a fragment back (so that what is really
-// on a host can be compared with what was applied), and filters HAProxy's
-// server-state file so that health state survives a reload only for servers
-// whose address, port and check are unchanged. It is pure: no I/O.
+// Frontend, the typed load balancer Render writes, and its validation.
+
 package haproxy
 
 import (

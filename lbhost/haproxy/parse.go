@@ -1,5 +1,6 @@
 // Reading a fragment back into a Frontend: the header, the sections, each
 // port's frontend and backend, and the server options every port shares.
+
 package haproxy
 
 import (

@@ -1,5 +1,6 @@
 // Rendering one load balancer's fragment from a Frontend: the header,
 // a frontend and a backend per port, the servers and their options.
+
 package haproxy
 
 import (

@@ -2,6 +2,7 @@
 // owner from a pool on the host, perhaps shared by token — the attributes
 // that declare the claim, reading the pool and the requested address, and
 // the Create and Delete of a claim.
+
 package tfprovider
 
 import (

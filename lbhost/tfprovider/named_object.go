@@ -2,6 +2,7 @@
 // (lbhost_frontend, lbhost_l4_frontend): what each declares (namedObject),
 // and the Create, Update, Read, Delete and ImportState they
 // share (namedResource).
+
 package tfprovider
 
 import (

@@ -1,10 +1,5 @@
-// Package tfprovider is the Terraform provider "lbhost" built with
-// terraform-plugin-framework: the resources lbhost_frontend (an HAProxy
-// load balancer), lbhost_l4_frontend (a layer-4 nftables load balancer),
-// lbhost_vip (an address claimed from a pool), lbhost_routed_vip (a VIP the
-// host routes) and lbhost_route (a kernel route) on one Linux load-balancer host, reached
-// through the netns or the ssh transport. Host-side work lives in package
-// host; this package maps Terraform's plans and state onto it.
+// The provider: its configuration, the connection to the host, and the resources and data sources it serves.
+
 package tfprovider
 
 import (
