@@ -79,9 +79,8 @@ func (r *namedResource[M, T]) applyPlan(ctx context.Context, plan tfsdk.Plan, st
 // empty lists) while the host has the same object.
 func (r *namedResource[M, T]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	o := r.obj
-	var prior M
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
+	prior, ok := readPrior[M](ctx, req, resp)
+	if !ok {
 		return
 	}
 	got := readHosted(ctx, r.c, resp, o.typeName+" "+o.name(prior), func(h *host.Host) (*T, error) {

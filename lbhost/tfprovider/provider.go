@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -193,7 +194,6 @@ func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSo
 	return []func() datasource.DataSource{newBackendHealthDataSource}
 }
 
-
 // connected is what every resource embeds: the provider's connection to
 // the host, which Configure hands it.
 type connected struct{ c *conn }
@@ -201,13 +201,28 @@ type connected struct{ c *conn }
 // Configure takes the provider's connection (none yet while the provider
 // is not configured).
 func (r *connected) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if c := providerConn(req.ProviderData, &resp.Diagnostics); c != nil {
+		r.c = c
 	}
-	c, ok := req.ProviderData.(*conn)
+}
+
+// providerConn is the connection in the provider data that Configure of a
+// resource or data source gets; nil while the provider is not configured.
+func providerConn(data any, diags *diag.Diagnostics) *conn {
+	if data == nil {
+		return nil
+	}
+	c, ok := data.(*conn)
 	if !ok {
-		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
-		return
+		diags.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", data))
+		return nil
 	}
-	r.c = c
+	return c
+}
+
+// readPrior reads Read's prior state into a model; false when it could not.
+func readPrior[M any](ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) (M, bool) {
+	var m M
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	return m, !resp.Diagnostics.HasError()
 }

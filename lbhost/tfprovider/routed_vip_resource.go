@@ -126,9 +126,8 @@ func (r *routedVIPResource) Create(ctx context.Context, req resource.CreateReque
 func (m routedVIPModel) summary() string { return "lbhost_routed_vip " + m.Owner.ValueString() }
 
 func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m routedVIPModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := readPrior[routedVIPModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	c := readHosted(ctx, r.c, resp, m.summary(), func(h *host.Host) (*router.Config, error) {

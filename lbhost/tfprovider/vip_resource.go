@@ -272,9 +272,8 @@ func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, re
 func (m vipModel) summary() string { return "lbhost_vip " + m.Owner.ValueString() }
 
 func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m vipModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := readPrior[vipModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	held := readHosted(ctx, r.c, resp, m.summary(), func(h *host.Host) (*host.HeldVIP, error) {
