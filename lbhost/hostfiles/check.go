@@ -1,3 +1,6 @@
+// Check: a host against the host files, each finding with the command that
+// fixes it.
+
 package hostfiles
 
 import (

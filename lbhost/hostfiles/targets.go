@@ -1,3 +1,6 @@
+// The hosts Check connects to, from the cloud config's load_balancer
+// settings.
+
 package hostfiles
 
 import (

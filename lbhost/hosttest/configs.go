@@ -1,3 +1,6 @@
+// sshd's, HAProxy's and keepalived's configurations of a test host, from
+// lbhost/hostfiles.
+
 package hosttest
 
 import (

@@ -1,3 +1,5 @@
+// Measuring a VIP's availability while a failover happens.
+
 package hosttest
 
 import (

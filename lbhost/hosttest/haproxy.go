@@ -1,3 +1,5 @@
+// Waiting for a test host's HAProxy, and commands on its master socket.
+
 package hosttest
 
 import (

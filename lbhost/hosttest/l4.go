@@ -1,3 +1,6 @@
+// The layer-4 variant on test hosts: lbhost-router, conntrackd and conntrack
+// entries.
+
 package hosttest
 
 import (

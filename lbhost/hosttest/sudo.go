@@ -1,3 +1,5 @@
+// The unprivileged login of the test hosts and its sudoers rules.
+
 package hosttest
 
 import (

@@ -1,3 +1,5 @@
+// The lbhost_backend_health data source.
+
 package tfprovider
 
 import (

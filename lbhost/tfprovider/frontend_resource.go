@@ -1,3 +1,6 @@
+// The lbhost_frontend resource: its schema, model and conversions to the
+// host's haproxy.Frontend.
+
 package tfprovider
 
 import (

@@ -1,3 +1,6 @@
+// The lbhost_l4_frontend resource: its schema, model, conversions to the
+// host's l4.Config, and the SCTP check at plan.
+
 package tfprovider
 
 import (

@@ -1,3 +1,5 @@
+// The lbhost_route resource.
+
 package tfprovider
 
 import (

@@ -1,3 +1,5 @@
+// The lbhost_routed_vip resource.
+
 package tfprovider
 
 import (

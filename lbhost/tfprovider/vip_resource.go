@@ -1,3 +1,5 @@
+// The lbhost_vip resource, with its VRRP instance.
+
 package tfprovider
 
 import (

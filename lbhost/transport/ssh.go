@@ -1,3 +1,6 @@
+// The ssh transport: commands on a remote host over SSH, optionally through
+// sudo.
+
 package transport
 
 import (
