@@ -73,9 +73,9 @@ build:
 	$(VGO) -o $(BIN)/tfccm ./cmd/tfccm
 	ln -sf tfccm $(BIN)/kubectl-tfccm  # kubectl plugin: kubectl tfccm approve --list
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
-	$(VGO) -o $(BIN)/lbhost-router ./cmd/lbhost-router
+	$(VGO) -o $(BIN)/lbhost-router ./lbhost/cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))
-	$(VGO) -o $(LBHOST_BIN) ./cmd/terraform-provider-lbhost
+	$(VGO) -o $(LBHOST_BIN) ./lbhost/cmd/terraform-provider-lbhost
 	@mkdir -p $(dir $(LBHOST_BIN_TF))
 	cp -f $(LBHOST_BIN) $(LBHOST_BIN_TF)
 	$(LBHOST_BIN) -cli-config $(LBHOST_MIRROR) > $(BIN)/lbhost.tfrc
@@ -89,7 +89,7 @@ image: tools
 	$(STATIC) -o $(IMAGE_DIR)/bin/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(STATIC) -o $(IMAGE_DIR)/bin/tfccm ./cmd/tfccm
 	rm -rf $(IMAGE_DIR)/mirror
-	$(STATIC) -o $(IMAGE_DIR)/mirror/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM) ./cmd/terraform-provider-lbhost
+	$(STATIC) -o $(IMAGE_DIR)/mirror/registry.opentofu.org/tfccm/lbhost/$(LBHOST_PLATFORM) ./lbhost/cmd/terraform-provider-lbhost
 	$(if $(PROVIDERS),cp -R $(abspath $(PROVIDERS))/. $(IMAGE_DIR)/mirror/)
 	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $(GIT_COMMIT) \
 		--created $(SOURCE_DATE_EPOCH) --license LICENSE \

@@ -71,12 +71,7 @@ func parseSharingKey(s string) (string, error) {
 // poolRE is config's pool name rule (config.AddressPool.Name).
 var poolRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-func parsePoolName(s string) (string, error) {
-	if !poolRE.MatchString(s) {
-		return "", fmt.Errorf("%s is not an address pool name (1-63 lowercase letters, digits and '-')", Quote(s))
-	}
-	return s, nil
-}
+var parsePoolName = matching(poolRE, "an address pool name (1-63 lowercase letters, digits and '-')")
 
 // The address annotations (docs/address-pools.md).
 var (

@@ -37,16 +37,7 @@ type Key[T any] struct {
 // Get returns the parsed value of the annotation in annotations, whether it
 // was set, and an error naming the annotation if the value is invalid.
 func (k Key[T]) Get(annotations map[string]string) (T, bool, error) {
-	var zero T
-	raw, ok := annotations[k.Name]
-	if !ok {
-		return zero, false, nil
-	}
-	v, err := k.parse(raw)
-	if err != nil {
-		return zero, true, fmt.Errorf("annotation %s: %w", k.Name, err)
-	}
-	return v, true, nil
+	return k.GetFrom(annotations, k.Name)
 }
 
 // Parse parses a raw value with the annotation's parser.
@@ -173,11 +164,17 @@ var lbNameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$`)
 // ValidVariant reports whether s is a syntactically valid variant name.
 func ValidVariant(s string) bool { return variantRE.MatchString(s) }
 
-func parseVariant(s string) (string, error) {
-	if !variantRE.MatchString(s) {
-		return "", fmt.Errorf("%s is not a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)", Quote(s))
+var parseVariant = matching(variantRE, "a valid template variant name (1-32 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)")
+
+// matching is the parser of a name of the shape re: the name itself, or
+// an error saying the value is not what.
+func matching(re *regexp.Regexp, what string) func(string) (string, error) {
+	return func(s string) (string, error) {
+		if !re.MatchString(s) {
+			return "", fmt.Errorf("%s is not %s", Quote(s), what)
+		}
+		return s, nil
 	}
-	return s, nil
 }
 
 func parseBool(s string) (bool, error) {
@@ -196,12 +193,7 @@ func parseIP(s string) (netip.Addr, error) {
 	return a.Unmap(), nil
 }
 
-func parseLBName(s string) (string, error) {
-	if !lbNameRE.MatchString(s) {
-		return "", fmt.Errorf("%s is not a valid load balancer name (1-32 characters of a-z, 0-9 and '-', starting with a letter, not ending with '-')", Quote(s))
-	}
-	return s, nil
-}
+var parseLBName = matching(lbNameRE, "a valid load balancer name (1-32 characters of a-z, 0-9 and '-', starting with a letter, not ending with '-')")
 
 // planHashRE is the shape of a plan hash: sha256, lowercase hex.
 var planHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -209,12 +201,9 @@ var planHashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // ValidPlanHash reports whether s is a syntactically valid plan hash.
 func ValidPlanHash(s string) bool { return planHashRE.MatchString(s) }
 
+// parsePlanHash accepts a plan hash with surrounding space.
 func parsePlanHash(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if !planHashRE.MatchString(s) {
-		return "", fmt.Errorf("%s is not a plan hash (64 lowercase hex digits, the sha256 of the saved plan as published in the tfccm-plan-* ConfigMap)", Quote(s))
-	}
-	return s, nil
+	return matching(planHashRE, "a plan hash (64 lowercase hex digits, the sha256 of the saved plan as published in the tfccm-plan-* ConfigMap)")(strings.TrimSpace(s))
 }
 
 // parseVars accepts a JSON object; each member stays raw JSON so that the

@@ -47,7 +47,7 @@ run ./templates/ 'RenderLoadBalancer500Nodes' 10x
 run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
-run ./test/lbhosts/ 'BaremetalL4Failover' 1x
+run ./lbhost/hosttest/ 'BaremetalL4Failover' 1x
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
 # defaults: 10 service workers, as the chart) vs raw tofu

@@ -102,7 +102,7 @@ apt_install() {
 	[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 	command -v ssh-keygen >/dev/null || missing+=(openssh-client)
 	command -v flock >/dev/null || missing+=(util-linux)
-	# The ssh transport's sudo mode (a non-root login with deploy/lbhost's sudoers rules).
+	# The ssh transport's sudo mode (a non-root login with lbhost/hostfiles' sudoers rules).
 	command -v sudo >/dev/null || [[ -x /usr/bin/sudo ]] || missing+=(sudo)
 	# lbhost-router hashes client-affinity routed VIPs by client with nftables.
 	command -v nft >/dev/null || [[ -x /usr/sbin/nft ]] || missing+=(nftables)

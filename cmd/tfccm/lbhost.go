@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
-	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/lbhost/hostfiles"
 	"github.com/tfccm/tfccm/lbhost/transport"
 )
 

@@ -9,7 +9,7 @@ import (
 )
 
 // The command's own errors (the checks themselves run against real hosts
-// in test/lbhosts' TestLBHostCheck).
+// in lbhost/hosttest' TestLBHostCheck).
 func TestLBHostCheckUsage(t *testing.T) {
 	dir := t.TempDir()
 	noHosts := filepath.Join(dir, "cloud.hcl")

@@ -30,9 +30,9 @@ import (
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -119,10 +119,10 @@ func run(work, prefix, set string, n int, once bool) (err error) {
 	}
 
 	cfg := cloudConfig(work, bin, cloud)
-	var hosts *lbhosts.Hosts
+	var hosts *hosttest.Hosts
 	if set == "baremetal" {
 		say("starting two LB hosts (sshd, HAProxy, keepalived in network namespaces) on the cloud's node network")
-		if hosts, err = lbhosts.Start(ctx, lbhosts.Options{Cloud: cloud, Dir: filepath.Join(work, "lbhosts")}); err != nil {
+		if hosts, err = hosttest.Start(ctx, hosttest.Options{Cloud: cloud, Dir: filepath.Join(work, "lbhosts")}); err != nil {
 			return err
 		}
 		cleanups = append(cleanups, func() {
@@ -258,7 +258,7 @@ func cloudConfig(work, bin string, cloud *localcloud.Cloud) harness.CloudConfig 
 // baremetalConfig switches cfg to the baremetal set on hosts: LB hosts and
 // router over SSH; instances still from the local cloud's infra, through
 // the local set's mapping (the baremetal set has none).
-func baremetalConfig(cfg harness.CloudConfig, root string, cloud *localcloud.Cloud, hosts *lbhosts.Hosts) harness.CloudConfig {
+func baremetalConfig(cfg harness.CloudConfig, root string, cloud *localcloud.Cloud, hosts *hosttest.Hosts) harness.CloudConfig {
 	cfg.TemplateSet = "baremetal"
 	cfg.Blocks = harness.Block("load_balancer", hosts.LBSettings()) +
 		harness.Block("routes", hosts.RoutesSettings()) +
@@ -269,7 +269,7 @@ func baremetalConfig(cfg harness.CloudConfig, root string, cloud *localcloud.Clo
 
 // showFailover stops keepalived on the VIP's VRRP master while requests
 // go to the VIP, prints what happened, and restarts it (as a backup).
-func showFailover(hosts *lbhosts.Hosts, vip string) error {
+func showFailover(hosts *hosttest.Hosts, vip string) error {
 	for _, h := range hosts.Hosts {
 		role := "backup"
 		if h.HasAddress(vip) {
@@ -278,7 +278,7 @@ func showFailover(hosts *lbhosts.Hosts, vip string) error {
 		say("LB host %s (%s, ssh root@%s): VRRP %s for %s", h.Name, h.Netns, h.Address, role, vip)
 	}
 	say("stopping keepalived on the master while 20 requests per second go to http://%s/", vip)
-	f, err := hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
+	f, err := hosts.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
 	if err != nil {
 		return err
 	}

@@ -38,8 +38,8 @@ type binary struct {
 var binaries = []binary{
 	{"terraform-cloud-controller-manager", "./cmd/terraform-cloud-controller-manager"},
 	{"tfccm", "./cmd/tfccm"},
-	{"lbhost-router", "./cmd/lbhost-router"},
-	{providerBinary, "./cmd/terraform-provider-lbhost"},
+	{"lbhost-router", "./lbhost/cmd/lbhost-router"},
+	{providerBinary, "./lbhost/cmd/terraform-provider-lbhost"},
 }
 
 const providerBinary = "terraform-provider-lbhost"

@@ -39,7 +39,7 @@ func LBHostCLIConfig() (string, error) {
 			}
 			tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
 			if i == 0 {
-				cmd := exec.Command("go", "build", "-o", tmp, "./cmd/terraform-provider-lbhost")
+				cmd := exec.Command("go", "build", "-o", tmp, "./lbhost/cmd/terraform-provider-lbhost")
 				cmd.Dir = root
 				if out, err := cmd.CombinedOutput(); err != nil {
 					os.Remove(tmp)

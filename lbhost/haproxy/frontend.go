@@ -1,8 +1,5 @@
-// Package haproxy renders one load balancer's HAProxy configuration fragment
-// from a typed Frontend, parses such a fragment back (so that what is really
-// on a host can be compared with what was applied), and filters HAProxy's
-// server-state file so that health state survives a reload only for servers
-// whose address, port and check are unchanged. It is pure: no I/O.
+// Frontend, the typed load balancer Render writes, and its validation.
+
 package haproxy
 
 import (
@@ -117,7 +114,8 @@ func ValidPrefix(s string) bool {
 func validPort(p int) bool { return p >= 1 && p <= 65535 }
 
 // Validate checks every value that Render writes into HAProxy's config.
-// Nothing unvalidated ever reaches the fragment.
+// Nothing unvalidated ever reaches the fragment. The steps run in this
+// order and the first error wins.
 func (f *Frontend) Validate() error {
 	if !ValidName(f.Name) {
 		return fieldErr("name", "%q must be 1-100 lowercase letters, digits, '_', '.' or '-', starting with a letter or digit", f.Name)
@@ -125,6 +123,17 @@ func (f *Frontend) Validate() error {
 	if !ValidIP(f.Address) {
 		return fieldErr("address", "%q is not an IPv4 or IPv6 address", f.Address)
 	}
+	for _, step := range []func() error{f.validatePorts, f.validateBackends, f.HealthCheck.validate, f.validateOptions} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validatePorts: at least one port, each listening port once, every port
+// and node port from 1 to 65535.
+func (f *Frontend) validatePorts() error {
 	if len(f.Ports) == 0 {
 		return fieldErr("ports", "at least one port is required")
 	}
@@ -141,6 +150,12 @@ func (f *Frontend) Validate() error {
 		}
 		seen[p.Port] = true
 	}
+	return nil
+}
+
+// validateBackends: every server a node name and an IP address, each name
+// once.
+func (f *Frontend) validateBackends() error {
 	names := map[string]bool{}
 	for i, b := range f.Backends {
 		if !ValidServerName(b.Name) {
@@ -154,7 +169,12 @@ func (f *Frontend) Validate() error {
 		}
 		names[b.Name] = true
 	}
-	hc := f.HealthCheck
+	return nil
+}
+
+// validate checks the health check's protocol and path, port, interval,
+// rise and fall.
+func (hc HealthCheck) validate() error {
 	switch hc.Protocol {
 	case "", "TCP":
 		if hc.Path != "" {
@@ -179,6 +199,12 @@ func (f *Frontend) Validate() error {
 	if hc.Fall < 0 || hc.Fall > 100 {
 		return fieldErr("health_check.fall", "%d must be from 1 to 100", hc.Fall)
 	}
+	return nil
+}
+
+// validateOptions checks the source ranges, the PROXY protocol version,
+// the session affinity and the timeouts.
+func (f *Frontend) validateOptions() error {
 	for i, r := range f.SourceRanges {
 		if !ValidPrefix(r) {
 			return fieldErr(fmt.Sprintf("source_ranges[%d]", i), "%q is not a CIDR such as 10.0.0.0/8", r)

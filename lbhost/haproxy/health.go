@@ -1,3 +1,5 @@
+// Reading the servers' health from HAProxy's `show servers state` output.
+
 package haproxy
 
 import (

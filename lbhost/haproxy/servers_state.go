@@ -1,3 +1,6 @@
+// Filtering HAProxy's server-state file before a reload: state kept only for
+// unchanged servers.
+
 package haproxy
 
 import (

@@ -1,3 +1,6 @@
+// The claim files: who claims an address, share tokens, and the VRRP owner
+// of a shared address.
+
 package host
 
 import (

@@ -1,3 +1,6 @@
+// Staging frontend fragments and committing them in batches: one check, one
+// reload, rollback on refusal.
+
 package host
 
 import (

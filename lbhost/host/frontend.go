@@ -1,3 +1,6 @@
+// HAProxy frontends on the host: apply, read back (Drift when not in effect)
+// and delete.
+
 package host
 
 import (

@@ -1,3 +1,6 @@
+// Health as the host sees it: HAProxy's servers, routed VIPs' next hops,
+// layer-4 backends.
+
 package host
 
 import (

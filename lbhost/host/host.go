@@ -1,8 +1,5 @@
-// Package host applies lbhost's objects (HAProxy frontends, VIPs, kernel
-// routes) to one load-balancer host through a transport, and reads back
-// what is really there. Every change happens under the host's lock file,
-// is checked on the host before it takes effect, and leaves the host as it
-// was when the check fails.
+// Host, one load-balancer host reached through a transport: its directory, its lock, and the errors it reports.
+
 package host
 
 import (

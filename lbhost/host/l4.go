@@ -1,3 +1,6 @@
+// Layer-4 load balancers on the host: the config files, waiting for the
+// router to load them, L4Drift.
+
 package host
 
 import (

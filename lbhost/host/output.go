@@ -1,3 +1,5 @@
+// What of a file or a command's output an error may quote.
+
 package host
 
 // What of a file or a command's output may go into an error. lbhost's

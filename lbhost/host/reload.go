@@ -1,3 +1,6 @@
+// Reloading HAProxy through its master CLI, and waiting for old workers to
+// unbind.
+
 package host
 
 import (

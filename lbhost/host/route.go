@@ -1,3 +1,5 @@
+// Kernel routes on the host: apply, read back and delete.
+
 package host
 
 import (

@@ -1,3 +1,5 @@
+// Routed VIPs on the host: the claim and the router's config file.
+
 package host
 
 import (

@@ -1,3 +1,6 @@
+// VIPs on the host: pools, claiming and allocating addresses (and VRRP ids),
+// configuring and releasing them.
+
 package host
 
 import (

@@ -1,3 +1,5 @@
+// keepalived VRRP instances on the host: fragments, reloads, read back.
+
 package host
 
 import (

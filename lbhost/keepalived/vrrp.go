@@ -1,6 +1,5 @@
-// Package keepalived renders one VIP's keepalived VRRP instance (unicast
-// peers, priority, nopreempt) as a configuration fragment and parses such
-// a fragment back. It is pure: no I/O.
+// Instance, one VIP's VRRP instance: rendered, validated and parsed back.
+
 package keepalived
 
 import (

@@ -1,3 +1,6 @@
+// What the kernel has loaded of the nftables table, compared with what a
+// config expects.
+
 package l4
 
 import (

@@ -1,3 +1,5 @@
+// The nftables table of the layer-4 load balancers, built as nft's JSON.
+
 package l4
 
 import (

@@ -1,3 +1,6 @@
+// The layer-4 service loop: reading configs, health checks, syncing the
+// table, flushing stale UDP flows.
+
 package l4
 
 import (

@@ -1,6 +1,5 @@
-// Package mirror knows where the lbhost provider lives in a filesystem
-// mirror and writes the CLI configuration that makes OpenTofu (or
-// Terraform) install it from there and never from the network.
+// The provider's place in a filesystem mirror, and the CLI configuration that installs it from there.
+
 package mirror
 
 import (

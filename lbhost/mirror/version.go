@@ -1,3 +1,5 @@
+// The lbhost provider's version.
+
 package mirror
 
 // Version is the provider's version: the directory it is installed under

@@ -1,3 +1,6 @@
+// Client-address hashing of routed VIPs: per-next-hop routing tables and the
+// nftables marks.
+
 package router
 
 import (

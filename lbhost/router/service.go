@@ -1,3 +1,6 @@
+// The routed-VIP service loop: reading configs, probing next hops, syncing
+// routes.
+
 package router
 
 import (

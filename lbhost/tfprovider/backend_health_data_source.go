@@ -1,8 +1,9 @@
+// The lbhost_backend_health data source.
+
 package tfprovider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -59,15 +60,9 @@ func (d *backendHealthDataSource) Schema(_ context.Context, _ datasource.SchemaR
 }
 
 func (d *backendHealthDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if c := providerConn(req.ProviderData, &resp.Diagnostics); c != nil {
+		d.c = c
 	}
-	c, ok := req.ProviderData.(*conn)
-	if !ok {
-		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
-		return
-	}
-	d.c = c
 }
 
 func (d *backendHealthDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -1,3 +1,5 @@
+// docs/lbhost.md generated from the provider's schemas.
+
 package tfprovider
 
 import (

@@ -1,3 +1,6 @@
+// The lbhost_frontend resource: its schema, model and conversions to the
+// host's haproxy.Frontend.
+
 package tfprovider
 
 import (
@@ -5,7 +8,6 @@ import (
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -14,16 +16,21 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/haproxy"
 	"github.com/tfccm/tfccm/lbhost/host"
 )
 
-type frontendResource struct{ c *conn }
+type frontendResource struct {
+	namedResource[frontendModel, haproxy.Frontend]
+}
 
-func newFrontendResource() resource.Resource { return &frontendResource{} }
+var _ resource.ResourceWithImportState = (*frontendResource)(nil)
+
+func newFrontendResource() resource.Resource {
+	return &frontendResource{namedResource[frontendModel, haproxy.Frontend]{obj: frontendObject}}
+}
 
 type frontendModel struct {
 	ID              types.String     `tfsdk:"id"`
@@ -153,12 +160,6 @@ func (r *frontendResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	}
 }
 
-func (r *frontendResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if c := configureConn(req, resp); c != nil {
-		r.c = c
-	}
-}
-
 func str(p *string) string {
 	if p == nil {
 		return ""
@@ -233,12 +234,7 @@ func fromFrontend(f haproxy.Frontend) frontendModel {
 // lists alike).
 func sameFrontend(a, b haproxy.Frontend) bool {
 	norm := func(f haproxy.Frontend) haproxy.Frontend {
-		if len(f.SourceRanges) == 0 {
-			f.SourceRanges = nil
-		}
-		if len(f.Backends) == 0 {
-			f.Backends = nil
-		}
+		f.SourceRanges, f.Backends = nilIfEmpty(f.SourceRanges), nilIfEmpty(f.Backends)
 		if f.SessionAffinity == "" {
 			f.SessionAffinity = "None"
 		}
@@ -250,88 +246,19 @@ func sameFrontend(a, b haproxy.Frontend) bool {
 	return reflect.DeepEqual(norm(a), norm(b))
 }
 
-func (r *frontendResource) apply(ctx context.Context, m *frontendModel) error {
-	h, err := r.c.host(ctx)
-	if err != nil {
-		return err
-	}
-	m.ID = types.StringValue(m.Name)
-	return h.ApplyFrontend(ctx, m.toFrontend())
-}
-
-func (r *frontendResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
-}
-
-func (r *frontendResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
-}
-
-// applyPlan writes the planned frontend to the host (Create and Update
-// alike: the host's write is idempotent) and records it in state; after a
-// partial failure the fragment is on the host, so it is recorded too and
-// the next apply resumes.
-func (r *frontendResource) applyPlan(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
-	var m frontendModel
-	diags.Append(plan.Get(ctx, &m)...)
-	if diags.HasError() {
-		return
-	}
-	if err := r.apply(ctx, &m); err != nil {
-		addError(diags, "lbhost_frontend "+m.Name, err)
-		if host.IsPartial(err) {
-			diags.Append(state.Set(ctx, &m)...)
-		}
-		return
-	}
-	diags.Append(state.Set(ctx, &m)...)
-}
-
-func (r *frontendResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior frontendModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	f := readHosted(ctx, r.c, resp, "lbhost_frontend "+prior.Name, func(h *host.Host) (*haproxy.Frontend, error) {
-		return h.ReadFrontend(ctx, prior.Name)
-	}, func() diag.Diagnostics {
-		inert := prior
-		inert.Ports = []portModel{} // no port of it is served
-		return resp.State.Set(ctx, &inert)
-	})
-	if f == nil {
-		return
-	}
-	if sameFrontend(*f, prior.toFrontend()) {
-		return // keep the prior state exactly (nulls, empty lists)
-	}
-	m := fromFrontend(*f)
-	if m.SourceRanges == nil && prior.SourceRanges != nil {
-		m.SourceRanges = []string{}
-	}
-	if m.Backends == nil && prior.Backends != nil {
-		m.Backends = []backendModel{}
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-
-func (r *frontendResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var m frontendModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.DeleteFrontend(ctx, m.Name)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_frontend "+m.Name, err)
-	}
-}
-
-func (r *frontendResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importHosted(ctx, r.c, resp, "import lbhost_frontend", "load balancer", req.ID,
-		func(h *host.Host) (*haproxy.Frontend, error) { return h.ReadFrontend(ctx, req.ID) }, fromFrontend)
+// frontendObject declares lbhost_frontend as one object on the host.
+var frontendObject = namedObject[frontendModel, haproxy.Frontend]{
+	typeName: "lbhost_frontend", what: "load balancer",
+	name:   func(m frontendModel) string { return m.Name },
+	withID: func(m *frontendModel) { m.ID = types.StringValue(m.Name) },
+	toHost: frontendModel.toFrontend, fromHost: fromFrontend, same: sameFrontend,
+	inert: func(prior frontendModel) frontendModel {
+		prior.Ports = []portModel{} // no port of it is served
+		return prior
+	},
+	keepEmpty: func(prior frontendModel, m *frontendModel) {
+		emptyLike(&m.SourceRanges, prior.SourceRanges)
+		emptyLike(&m.Backends, prior.Backends)
+	},
+	apply: (*host.Host).ApplyFrontend, read: (*host.Host).ReadFrontend, remove: (*host.Host).DeleteFrontend,
 }

@@ -1,10 +1,12 @@
+// The lbhost_l4_frontend resource: its schema, model, conversions to the
+// host's l4.Config, and the SCTP check at plan.
+
 package tfprovider
 
 import (
 	"context"
 	"reflect"
 
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -14,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
@@ -22,14 +23,18 @@ import (
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
-type l4FrontendResource struct{ c *conn }
+type l4FrontendResource struct {
+	namedResource[l4Model, l4.Config]
+}
 
 var (
 	_ resource.ResourceWithModifyPlan  = (*l4FrontendResource)(nil)
 	_ resource.ResourceWithImportState = (*l4FrontendResource)(nil)
 )
 
-func newL4FrontendResource() resource.Resource { return &l4FrontendResource{} }
+func newL4FrontendResource() resource.Resource {
+	return &l4FrontendResource{namedResource[l4Model, l4.Config]{obj: l4Object}}
+}
 
 type l4Model struct {
 	ID              types.String   `tfsdk:"id"`
@@ -119,12 +124,6 @@ func (r *l4FrontendResource) Schema(_ context.Context, _ resource.SchemaRequest,
 	}
 }
 
-func (r *l4FrontendResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if c := configureConn(req, resp); c != nil {
-		r.c = c
-	}
-}
-
 func (m l4Model) config() l4.Config {
 	c := l4.Config{Name: m.Name, Address: m.Address, SourceRanges: m.SourceRanges, Affinity: m.SessionAffinity, SNAT: m.SNAT,
 		Check: router.Check{Protocol: m.HealthCheck.Protocol, Port: int(m.HealthCheck.Port), Path: str(m.HealthCheck.Path),
@@ -135,9 +134,7 @@ func (m l4Model) config() l4.Config {
 	for _, b := range m.Backends {
 		c.Backends = append(c.Backends, l4.Backend{Name: b.Name, Address: b.Address})
 	}
-	if len(c.SourceRanges) == 0 {
-		c.SourceRanges = nil
-	}
+	c.SourceRanges = nilIfEmpty(c.SourceRanges)
 	return c
 }
 
@@ -159,12 +156,7 @@ func l4FromConfig(c l4.Config) l4Model {
 // alike).
 func sameL4(a, b l4.Config) bool {
 	norm := func(c l4.Config) l4.Config {
-		if len(c.Backends) == 0 {
-			c.Backends = nil
-		}
-		if len(c.SourceRanges) == 0 {
-			c.SourceRanges = nil
-		}
+		c.Backends, c.SourceRanges = nilIfEmpty(c.Backends), nilIfEmpty(c.SourceRanges)
 		return c
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
@@ -201,83 +193,21 @@ func (r *l4FrontendResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 }
 
-func (r *l4FrontendResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
-}
-
-func (r *l4FrontendResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.applyPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
-}
-
-// applyPlan writes the planned config and waits for the router to load
-// it; a config written but not loaded in time is recorded (the next apply
-// checks again).
-func (r *l4FrontendResource) applyPlan(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
-	var m l4Model
-	diags.Append(plan.Get(ctx, &m)...)
-	if diags.HasError() {
-		return
-	}
-	m.ID = types.StringValue(m.Name)
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.ApplyL4(ctx, m.config())
-	}
-	if err != nil {
-		addError(diags, "lbhost_l4_frontend "+m.Name, err)
-		if host.IsPartial(err) {
-			diags.Append(state.Set(ctx, &m)...)
-		}
-		return
-	}
-	diags.Append(state.Set(ctx, &m)...)
-}
-
-func (r *l4FrontendResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior l4Model
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c := readHosted(ctx, r.c, resp, "lbhost_l4_frontend "+prior.Name, func(h *host.Host) (*l4.Config, error) {
-		return h.ReadL4(ctx, prior.Name)
-	}, func() diag.Diagnostics {
-		inert := prior
-		inert.Ports = []l4PortModel{} // no port of it is forwarded
-		return resp.State.Set(ctx, &inert)
-	})
-	if c == nil {
-		return
-	}
-	if sameL4(*c, prior.config()) {
-		return // keep the prior state exactly (nulls, empty lists)
-	}
-	m := l4FromConfig(*c)
-	if m.Backends == nil && prior.Backends != nil {
-		m.Backends = []backendModel{}
-	}
-	if m.SourceRanges == nil && prior.SourceRanges != nil {
-		m.SourceRanges = []string{}
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-
-func (r *l4FrontendResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var m l4Model
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.DeleteL4(ctx, m.Name)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_l4_frontend "+m.Name, err)
-	}
-}
-
-func (r *l4FrontendResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importHosted(ctx, r.c, resp, "import lbhost_l4_frontend", "layer-4 load balancer", req.ID,
-		func(h *host.Host) (*l4.Config, error) { return h.ReadL4(ctx, req.ID) }, l4FromConfig)
+// l4Object declares lbhost_l4_frontend as one object on the host; a
+// config written but not loaded by the router in time is a partial
+// failure (recorded: the next apply checks again).
+var l4Object = namedObject[l4Model, l4.Config]{
+	typeName: "lbhost_l4_frontend", what: "layer-4 load balancer",
+	name:   func(m l4Model) string { return m.Name },
+	withID: func(m *l4Model) { m.ID = types.StringValue(m.Name) },
+	toHost: l4Model.config, fromHost: l4FromConfig, same: sameL4,
+	inert: func(prior l4Model) l4Model {
+		prior.Ports = []l4PortModel{} // no port of it is forwarded
+		return prior
+	},
+	keepEmpty: func(prior l4Model, m *l4Model) {
+		emptyLike(&m.Backends, prior.Backends)
+		emptyLike(&m.SourceRanges, prior.SourceRanges)
+	},
+	apply: (*host.Host).ApplyL4, read: (*host.Host).ReadL4, remove: (*host.Host).DeleteL4,
 }

@@ -1,10 +1,5 @@
-// Package tfprovider is the Terraform provider "lbhost" built with
-// terraform-plugin-framework: the resources lbhost_frontend (an HAProxy
-// load balancer), lbhost_l4_frontend (a layer-4 nftables load balancer),
-// lbhost_vip (an address claimed from a pool), lbhost_routed_vip (a VIP the
-// host routes) and lbhost_route (a kernel route) on one Linux load-balancer host, reached
-// through the netns or the ssh transport. Host-side work lives in package
-// host; this package maps Terraform's plans and state onto it.
+// The provider: its configuration, the connection to the host, and the resources and data sources it serves.
+
 package tfprovider
 
 import (
@@ -13,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -108,7 +104,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
 					"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
 					"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
-					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `deploy/lbhost/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
+					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `lbhost/hostfiles/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
 				},
 			},
 		},
@@ -198,15 +194,35 @@ func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSo
 	return []func() datasource.DataSource{newBackendHealthDataSource}
 }
 
-// configureConn is the shared resource Configure.
-func configureConn(req resource.ConfigureRequest, resp *resource.ConfigureResponse) *conn {
-	if req.ProviderData == nil {
+// connected is what every resource embeds: the provider's connection to
+// the host, which Configure hands it.
+type connected struct{ c *conn }
+
+// Configure takes the provider's connection (none yet while the provider
+// is not configured).
+func (r *connected) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if c := providerConn(req.ProviderData, &resp.Diagnostics); c != nil {
+		r.c = c
+	}
+}
+
+// providerConn is the connection in the provider data that Configure of a
+// resource or data source gets; nil while the provider is not configured.
+func providerConn(data any, diags *diag.Diagnostics) *conn {
+	if data == nil {
 		return nil
 	}
-	c, ok := req.ProviderData.(*conn)
+	c, ok := data.(*conn)
 	if !ok {
-		resp.Diagnostics.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
+		diags.AddError("lbhost: unexpected provider data", fmt.Sprintf("%T", data))
 		return nil
 	}
 	return c
+}
+
+// readPrior reads Read's prior state into a model; false when it could not.
+func readPrior[M any](ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) (M, bool) {
+	var m M
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	return m, !resp.Diagnostics.HasError()
 }

@@ -1,3 +1,6 @@
+// The Read and ImportState rules of every resource whose object is on the
+// host.
+
 package tfprovider
 
 import (

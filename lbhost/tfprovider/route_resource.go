@@ -1,3 +1,5 @@
+// The lbhost_route resource.
+
 package tfprovider
 
 import (
@@ -15,7 +17,7 @@ import (
 	"github.com/tfccm/tfccm/lbhost/host"
 )
 
-type routeResource struct{ c *conn }
+type routeResource struct{ connected }
 
 func newRouteResource() resource.Resource { return &routeResource{} }
 
@@ -44,12 +46,6 @@ func (r *routeResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			"blackhole": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "Drop traffic to the destination instead."},
 		},
-	}
-}
-
-func (r *routeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if c := configureConn(req, resp); c != nil {
-		r.c = c
 	}
 }
 

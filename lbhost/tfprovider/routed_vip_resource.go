@@ -1,10 +1,11 @@
+// The lbhost_routed_vip resource.
+
 package tfprovider
 
 import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -13,9 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -23,7 +22,7 @@ import (
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
-type routedVIPResource struct{ c *conn }
+type routedVIPResource struct{ connected }
 
 func newRoutedVIPResource() resource.Resource { return &routedVIPResource{} }
 
@@ -52,7 +51,6 @@ func (r *routedVIPResource) Metadata(_ context.Context, req resource.MetadataReq
 }
 
 func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
 		Description: "A virtual IP claimed from a pool on the host (like `lbhost_vip`, allocated at apply time under the host's lock " +
 			"unless `address` is set) that the host routes, instead of holding it: the host's router service (`lbhost-router`, " +
@@ -62,20 +60,12 @@ func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"place. Read reports a config or claim removed or changed on the host as routing to no next hop (`nexthops` empty): kept in state, " +
 			"so a destroy removes what is left, and written again by the next apply; a routed VIP of which nothing is left is gone from state. " +
 			"Import with the owner.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"owner": schema.StringAttribute{Required: true, Description: "Who holds the claim (e.g. `<cluster>_<load balancer>`).",
-				PlanModifiers: replace},
-			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR the address comes from.", PlanModifiers: replace},
-			"address": schema.StringAttribute{Optional: true, Computed: true,
-				Description:   "The VIP. Set it to request an address; otherwise one is allocated at apply time.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
-			"share": schema.StringAttribute{Optional: true,
-				Description: "A share token, as `lbhost_vip`'s: owners with the same token may route one address, each with its own " +
-					"config; the router routes the address once, over the next hops of the config of the lowest owner.",
-				Validators:    []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
-				PlanModifiers: replace},
+		Attributes: claimSchema{
+			pool:    "IPv4 CIDR the address comes from.",
+			address: "The VIP. Set it to request an address; otherwise one is allocated at apply time.",
+			share: "A share token, as `lbhost_vip`'s: owners with the same token may route one address, each with its own " +
+				"config; the router routes the address once, over the next hops of the config of the lowest owner.",
+		}.attributes(map[string]schema.Attribute{
 			"nexthops": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Description: "IPv4 addresses the VIP is routed to while they pass the health check."},
 			"hash": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(router.HashFlow),
@@ -97,33 +87,23 @@ func (r *routedVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 						Description: "Failures before a next hop is no longer routed to."},
 				},
 			},
-		},
-	}
-}
-
-func (r *routedVIPResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if c := configureConn(req, resp); c != nil {
-		r.c = c
+		}),
 	}
 }
 
 func (m routedVIPModel) routed() (host.RoutedVIP, error) {
-	pool, err := netip.ParsePrefix(m.Pool.ValueString())
+	pool, err := parsePool(m.Pool)
 	if err != nil {
-		return host.RoutedVIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
+		return host.RoutedVIP{}, err
 	}
 	hc := m.HealthCheck
 	if hc == nil {
 		return host.RoutedVIP{}, &host.FieldError{Field: "health_check", Msg: "is required"}
 	}
-	v := host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Nexthops: slices.Clone(m.Nexthops), Hash: m.Hash.ValueString(), Share: m.Share.ValueString(), Check: router.Check{
+	return host.RoutedVIP{Owner: m.Owner.ValueString(), Pool: pool, Address: requested(m.Address), Nexthops: slices.Clone(m.Nexthops), Hash: m.Hash.ValueString(), Share: m.Share.ValueString(), Check: router.Check{
 		Protocol: hc.Protocol, Port: int(hc.Port), Path: hc.Path.ValueString(),
 		IntervalMS: int(hc.IntervalMS.ValueInt64()), Rise: int(hc.Rise.ValueInt64()), Fall: int(hc.Fall.ValueInt64()),
-	}}
-	if !m.Address.IsNull() && !m.Address.IsUnknown() {
-		v.Address = m.Address.ValueString()
-	}
-	return v, nil
+	}}, nil
 }
 
 // write claims the address and writes the router's config.
@@ -140,28 +120,19 @@ func (r *routedVIPResource) write(ctx context.Context, m *routedVIPModel) (strin
 }
 
 func (r *routedVIPResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var m routedVIPModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	addr, err := r.write(ctx, &m)
-	if addr != "" {
-		m.ID, m.Address = m.Owner, types.StringValue(addr)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
-	}
+	createClaim(ctx, req, resp, routedVIPModel.summary, func(m *routedVIPModel) (string, error) { return r.write(ctx, m) },
+		func(m *routedVIPModel, addr string, _ error) { m.ID, m.Address = m.Owner, types.StringValue(addr) })
 }
 
+// summary names the routed VIP in a diagnostic.
+func (m routedVIPModel) summary() string { return "lbhost_routed_vip " + m.Owner.ValueString() }
+
 func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m routedVIPModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := readPrior[routedVIPModel](ctx, req, resp)
+	if !ok {
 		return
 	}
-	c := readHosted(ctx, r.c, resp, "lbhost_routed_vip "+m.Owner.ValueString(), func(h *host.Host) (*router.Config, error) {
+	c := readHosted(ctx, r.c, resp, m.summary(), func(h *host.Host) (*router.Config, error) {
 		return h.ReadRoutedVIP(ctx, m.Owner.ValueString(), m.Address.ValueString())
 	}, func() diag.Diagnostics {
 		inert := m
@@ -193,25 +164,16 @@ func (r *routedVIPResource) Update(ctx context.Context, req resource.UpdateReque
 		return
 	}
 	if _, err := r.write(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
+		addError(&resp.Diagnostics, m.summary(), err)
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 func (r *routedVIPResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var m routedVIPModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.DeleteRoutedVIP(ctx, m.Owner.ValueString(), m.Address.ValueString())
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_routed_vip "+m.Owner.ValueString(), err)
-	}
+	deleteHosted(ctx, r.c, req, resp, routedVIPModel.summary, func(h *host.Host, m routedVIPModel) error {
+		return h.DeleteRoutedVIP(ctx, m.Owner.ValueString(), m.Address.ValueString())
+	})
 }
 
 // ImportState takes "<owner>,<pool>"; Read fills in the rest from the host.

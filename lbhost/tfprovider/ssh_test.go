@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 )
 
 // startSSHD runs Debian's sshd inside the cloud namespace with a host key
@@ -27,7 +27,7 @@ func startSSHD(t *testing.T, c *cloud, hostKeyOverride string) (sshBlock, client
 		t.Fatal(err)
 	}
 	const port = 2222
-	cfg := lbhosts.SSHDConfig(c.gateway, port, dir)
+	cfg := hosttest.SSHDConfig(c.gateway, port, dir)
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/lbhost/mirror"
 	"github.com/tfccm/tfccm/lbhost/tfprovider"
-	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // cliConfig is the CLI configuration every test's tofu uses: the provider
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/terraform-provider-lbhost")
+		cmd := exec.Command("go", "build", "-o", bin, "./lbhost/cmd/terraform-provider-lbhost")
 		cmd.Dir = root
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -133,14 +133,14 @@ func newCloud(t *testing.T) *cloud {
 			t.Fatal(err)
 		}
 	}
-	base := lbhosts.HAProxyBase(c.dir)
+	base := hosttest.HAProxyBase(c.dir)
 	if err := os.WriteFile(filepath.Join(c.dir, "base.cfg"), []byte(base), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, "ip", "netns", "exec", c.netns, "haproxy", "-W", "-D", "-S", c.dir+"/master.sock,mode,600",
 		"-p", c.dir+"/haproxy.pid", "-f", c.dir+"/base.cfg", "-f", c.dir+"/fragments")
 	t.Cleanup(func() { killPIDFile(filepath.Join(c.dir, "haproxy.pid")) })
-	if err := lbhosts.WaitHAProxy(filepath.Join(c.dir, "master.sock"), 15*time.Second); err != nil {
+	if err := hosttest.WaitHAProxy(filepath.Join(c.dir, "master.sock"), 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return c

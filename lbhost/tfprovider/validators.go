@@ -1,3 +1,5 @@
+// The schema validators the resources share.
+
 package tfprovider
 
 import (

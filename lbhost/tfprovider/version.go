@@ -1,3 +1,5 @@
+// The provider's version.
+
 package tfprovider
 
 import "github.com/tfccm/tfccm/lbhost/mirror"

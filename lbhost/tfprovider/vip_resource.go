@@ -1,9 +1,10 @@
+// The lbhost_vip resource, with its VRRP instance.
+
 package tfprovider
 
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -27,7 +28,7 @@ import (
 	"github.com/tfccm/tfccm/lbhost/keepalived"
 )
 
-type vipResource struct{ c *conn }
+type vipResource struct{ connected }
 
 func newVIPResource() resource.Resource { return &vipResource{} }
 
@@ -104,17 +105,17 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"time and again under the lock. Claims are files `claims/<address>` holding the owner (an IPv6 address with `_` for `:`). Read reports a claim " +
 			"without its address, or an address without its claim, as not in effect (`in_effect`): kept in state, so a destroy removes what is left, and " +
 			"restored in place by the next apply, with the same address; a VIP of which nothing is left is gone from state. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, Description: "The owner.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"owner": schema.StringAttribute{Required: true, Description: "Who holds the claim (e.g. `<cluster>_<load balancer>`).",
-				Validators: []validator.String{ownerCheck}, PlanModifiers: replace},
-			"pool": schema.StringAttribute{Required: true, Description: "IPv4 CIDR (/30 or larger) or IPv6 CIDR (/126 or larger) the address comes from; of an IPv6 pool, allocation considers the first 65536 addresses.",
-				Validators: []validator.String{cidrCheck}, PlanModifiers: replace},
-			"address": schema.StringAttribute{Optional: true, Computed: true,
-				Description:   "The address: requested, or allocated at apply time (known after apply on create).",
-				Validators:    []validator.String{ipCheck},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}},
+		Attributes: claimSchema{
+			ownerValidators:   []validator.String{ownerCheck},
+			pool:              "IPv4 CIDR (/30 or larger) or IPv6 CIDR (/126 or larger) the address comes from; of an IPv6 pool, allocation considers the first 65536 addresses.",
+			poolValidators:    []validator.String{cidrCheck},
+			address:           "The address: requested, or allocated at apply time (known after apply on create).",
+			addressValidators: []validator.String{ipCheck},
+			share: "A share token (tfccm's `service.shared_ip`): owners with the same token may claim one address, each its own " +
+				"line of the claim file; allocation takes an address claimed with the token first. The address (with `vrrp`: one VRRP " +
+				"instance, `keepalived/share.<token>.conf`) stays until its last sharer is destroyed. Whether the sharers' ports clash " +
+				"is checked by whoever sets the token (tfccm), not here.",
+		}.attributes(map[string]schema.Attribute{
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
 				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
@@ -123,13 +124,6 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					"held by its VRRP instance). A refresh that finds only part of it on the host sets it false, and the next apply " +
 					"configures the VIP again in place.",
 				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}},
-			"share": schema.StringAttribute{Optional: true,
-				Description: "A share token (tfccm's `service.shared_ip`): owners with the same token may claim one address, each its own " +
-					"line of the claim file; allocation takes an address claimed with the token first. The address (with `vrrp`: one VRRP " +
-					"instance, `keepalived/share.<token>.conf`) stays until its last sharer is destroyed. Whether the sharers' ports clash " +
-					"is checked by whoever sets the token (tfccm), not here.",
-				Validators:    []validator.String{stringCheck{desc: "1-63 lowercase letters, digits or '-'", ok: func(s string) bool { return s != "" && host.ValidShare(s) }}},
-				PlanModifiers: replace},
 			"vrrp": schema.SingleNestedAttribute{
 				Optional: true,
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(
@@ -166,20 +160,14 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 						Description: "The other hosts' addresses, of the VIP's family: unicast VRRP, for networks that filter multicast. Unset: multicast (224.0.0.18, or ff02::12 from the interface's link-local address for an IPv6 VIP)."},
 				},
 			},
-		},
-	}
-}
-
-func (r *vipResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if c := configureConn(req, resp); c != nil {
-		r.c = c
+		}),
 	}
 }
 
 func (m vipModel) vip() (host.VIP, error) {
-	pool, err := netip.ParsePrefix(m.Pool.ValueString())
+	pool, err := parsePool(m.Pool)
 	if err != nil {
-		return host.VIP{}, &host.FieldError{Field: "pool", Msg: fmt.Sprintf("%q is not a CIDR", m.Pool.ValueString())}
+		return host.VIP{}, err
 	}
 	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString(), Share: m.Share.ValueString()}
 	if m.VRRP != nil {
@@ -199,9 +187,7 @@ func (m vipModel) vip() (host.VIP, error) {
 			v.VRIDRange = [2]int{first, last}
 		}
 	}
-	if !m.Address.IsNull() && !m.Address.IsUnknown() {
-		v.Address = m.Address.ValueString()
-	}
+	v.Address = requested(m.Address)
 	return v, nil
 }
 
@@ -263,42 +249,36 @@ func (r *vipResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 }
 
 func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var m vipModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	v, err := m.vip()
-	var h *host.Host
-	if err == nil {
-		h, err = r.c.host(ctx)
-	}
-	var addr string
-	if err == nil {
-		addr, err = h.ClaimVIP(ctx, v)
-	}
-	if addr != "" {
-		// Claimed (even if configuring the address failed): record it so
-		// the next apply keeps this address instead of claiming another.
+	var v host.VIP
+	createClaim(ctx, req, resp, vipModel.summary, func(m *vipModel) (string, error) {
+		var err error
+		if v, err = m.vip(); err != nil {
+			return "", err
+		}
+		h, err := r.c.host(ctx)
+		if err != nil {
+			return "", err
+		}
+		return h.ClaimVIP(ctx, v)
+	}, func(m *vipModel, addr string, err error) {
+		// Claimed, even if configuring the address failed.
 		m.ID, m.Address, m.InEffect = m.Owner, types.StringValue(addr), types.BoolValue(err == nil)
 		if m.VRRP != nil {
 			// ClaimVIP filled in an allocated virtual router id.
 			m.VRRP.VirtualRouterID = types.Int64Value(int64(v.VRRP.VirtualRouterID))
 		}
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
-	}
+	})
 }
 
+// summary names the VIP in a diagnostic.
+func (m vipModel) summary() string { return "lbhost_vip " + m.Owner.ValueString() }
+
 func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m vipModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := readPrior[vipModel](ctx, req, resp)
+	if !ok {
 		return
 	}
-	held := readHosted(ctx, r.c, resp, "lbhost_vip "+m.Owner.ValueString(), func(h *host.Host) (*host.HeldVIP, error) {
+	held := readHosted(ctx, r.c, resp, m.summary(), func(h *host.Host) (*host.HeldVIP, error) {
 		return h.ReadVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
 	}, func() diag.Diagnostics {
 		inert := m
@@ -365,7 +345,7 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 			_, err = h.ClaimVIP(ctx, v)
 		}
 		if err != nil {
-			addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+			addError(&resp.Diagnostics, m.summary(), err)
 			m.InEffect = types.BoolValue(false) // the next apply tries again
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -383,7 +363,7 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 			err = h.UpdateVRRP(ctx, in)
 		}
 		if err != nil {
-			addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
+			addError(&resp.Diagnostics, m.summary(), err)
 			if !host.IsPartial(err) {
 				return
 			}
@@ -393,18 +373,9 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 }
 
 func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var m vipModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_vip "+m.Owner.ValueString(), err)
-	}
+	deleteHosted(ctx, r.c, req, resp, vipModel.summary, func(h *host.Host, m vipModel) error {
+		return h.ReleaseVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+	})
 }
 
 // ImportState takes "<owner>,<pool>[,<interface>]".

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 )
 
 // startKeepalived runs keepalived in the cloud's namespace with a main
@@ -20,7 +20,7 @@ func startKeepalived(t *testing.T, c *cloud) (config, pidFile string) {
 	if err := os.MkdirAll(filepath.Join(c.dir, "keepalived"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := lbhosts.KeepalivedMain("lbhost_test", c.dir)
+	main := hosttest.KeepalivedMain("lbhost_test", c.dir)
 	if err := os.WriteFile(config, []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+// The netns transport: commands in a network namespace of this machine.
+
 package transport
 
 import (

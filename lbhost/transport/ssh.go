@@ -1,3 +1,6 @@
+// The ssh transport: commands on a remote host over SSH, optionally through
+// sudo.
+
 package transport
 
 import (
@@ -41,7 +44,7 @@ type SSHConfig struct {
 	// Sudo runs every command on the host as root through `sudo -n --`
 	// (non-interactive: a missing sudoers rule fails at once, never
 	// prompts): User may then be an unprivileged login with exactly the
-	// rules of deploy/lbhost/sudoers. HAProxy's master socket is reached
+	// rules of lbhost/hostfiles/sudoers. HAProxy's master socket is reached
 	// as User itself (group access, see docs/install-baremetal.md).
 	Sudo bool
 }

@@ -21,18 +21,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
 // baremetal is the baremetal set's world: a local cloud's nodes serving
-// NodePorts, two LB hosts (sshd, HAProxy, keepalived each, test/lbhosts)
+// NodePorts, two LB hosts (sshd, HAProxy, keepalived each, lbhost/hosttest)
 // on its bridge, a control plane and the CCM with the baremetal set.
 type baremetal struct {
 	cloud   *localcloud.Cloud
-	hosts   *lbhosts.Hosts
+	hosts   *hosttest.Hosts
 	cluster *devcluster.Cluster
 	client  kubernetes.Interface
 	ccm     *harness.CCM
@@ -45,7 +45,7 @@ type baremetal struct {
 func newBaremetal(t testing.TB, drift string) *baremetal {
 	t.Helper()
 	b := &baremetal{cloud: localcloud.ForTest(t, localcloud.Options{})}
-	b.hosts = lbhosts.ForTest(t, b.cloud)
+	b.hosts = hosttest.ForTest(t, b.cloud)
 	b.cluster = devcluster.ForTest(t)
 	b.client = b.cluster.Client()
 	b.dir, b.drift = t.TempDir(), drift
@@ -212,8 +212,8 @@ func TestBaremetal(t *testing.T) {
 
 	t.Run("keepalived stopped: the VIP moves, requests keep being answered", func(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-			var stopped *lbhosts.Host
-			f, err := b.hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { stopped = m; m.StopKeepalived(sig) })
+			var stopped *hosttest.Host
+			f, err := b.hosts.MeasureFailover(vip, 80, func(m *hosttest.Host) { stopped = m; m.StopKeepalived(sig) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,7 +324,7 @@ func TestBaremetal(t *testing.T) {
 		}
 		t.Logf("lb-b restored %s after the wipe", time.Since(start).Round(time.Millisecond))
 		// It serves again: make it the master.
-		f, err := b.hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
+		f, err := b.hosts.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +475,7 @@ func TestBaremetal(t *testing.T) {
 		// Retiring the VRRP master hands its VIPs over: measure it if lb-b
 		// holds the VIP (the reinstall step above made it the master).
 		if m := b.hosts.Master(vip); m == retiring {
-			f, err := b.hosts.MeasureFailover(vip, 80, func(*lbhosts.Host) { retire() })
+			f, err := b.hosts.MeasureFailover(vip, 80, func(*hosttest.Host) { retire() })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -667,7 +667,7 @@ func BenchmarkBaremetalFailover(b *testing.B) {
 		var moved []time.Duration
 		var lost []int
 		for i := 0; i < 10; i++ {
-			f, err := env.hosts.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(sig) })
+			f, err := env.hosts.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(sig) })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,11 +17,11 @@ import (
 
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
-// exampleSudoUser is the LB hosts' unprivileged login (test/lbhosts' sudo
+// exampleSudoUser is the LB hosts' unprivileged login (lbhost/hosttest' sudo
 // tests use the same system user).
 const exampleSudoUser = "tfccm-lbtest"
 
@@ -57,7 +57,7 @@ func TestChartExampleOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts, err := lbhosts.Start(ctx, lbhosts.Options{Cloud: c.Cloud, Dir: t.TempDir(), SudoUser: exampleSudoUser})
+	hosts, err := hosttest.Start(ctx, hosttest.Options{Cloud: c.Cloud, Dir: t.TempDir(), SudoUser: exampleSudoUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestChartExampleOnRealNodes(t *testing.T) {
 // exampleOverrides is the values file over the example: see
 // TestChartExampleOnRealNodes for what it overrides and why. It fails when
 // the example's inline config no longer has what it replaces.
-func exampleOverrides(example string, hosts *lbhosts.Hosts, ref string) (string, error) {
+func exampleOverrides(example string, hosts *hosttest.Hosts, ref string) (string, error) {
 	b, err := os.ReadFile(example)
 	if err != nil {
 		return "", err

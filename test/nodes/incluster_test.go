@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // imageArchive is the archive `make image` wrote: $IMAGE_DIR/tfccm.tar
@@ -82,7 +82,7 @@ func TestCCMInClusterOnRealNodes(t *testing.T) {
 type inCluster struct {
 	c       *Cluster
 	client  kubernetes.Interface
-	hosts   *lbhosts.Hosts
+	hosts   *hosttest.Hosts
 	ref     string // the image reference the pods run
 	imageID string
 	key     []byte // the SSH private key
@@ -121,7 +121,7 @@ func newInCluster(t *testing.T, archive string, nodes int) *inCluster {
 	if ic.ref, ic.imageID, err = ic.c.ImportImage(ctx, archive); err != nil {
 		t.Fatal(err)
 	}
-	ic.hosts = lbhosts.ForTest(t, ic.c.Cloud)
+	ic.hosts = hosttest.ForTest(t, ic.c.Cloud)
 	if err := ic.hosts.StartRouter(); err != nil {
 		t.Fatal(err)
 	}
@@ -333,13 +333,13 @@ const ccmSelector = "app.kubernetes.io/name=tfccm,app.kubernetes.io/instance=tfc
 // the layout (mode, node selector), the CCM flags of real nodes, the baremetal set's
 // cloud config with the pod's paths, the local set's instance mapping for
 // the inventory, and the Secret and hostPath volumes.
-func inClusterValues(c *Cluster, hosts *lbhosts.Hosts, ref, layout string) (string, error) {
+func inClusterValues(c *Cluster, hosts *hosttest.Hosts, ref, layout string) (string, error) {
 	return inClusterValuesLB(c, hosts, hosts.LBSettings(), ref, layout)
 }
 
 // inClusterValuesLB is inClusterValues with the load balancers' settings
 // lb (the hosts' LBSettings, changed).
-func inClusterValuesLB(c *Cluster, hosts *lbhosts.Hosts, lb map[string]any, ref, layout string) (string, error) {
+func inClusterValuesLB(c *Cluster, hosts *hosttest.Hosts, lb map[string]any, ref, layout string) (string, error) {
 	root, err := repo.Root()
 	if err != nil {
 		return "", err
@@ -401,7 +401,7 @@ func imageValues(ref string) string {
 
 // deleteLBService deletes the Service name and checks that its load
 // balancer is gone: nothing left on the LB hosts, vip does not answer.
-func deleteLBService(t *testing.T, client kubernetes.Interface, hosts *lbhosts.Hosts, name, vip string, ccmLog func() string) {
+func deleteLBService(t *testing.T, client kubernetes.Interface, hosts *hosttest.Hosts, name, vip string, ccmLog func() string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := client.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {

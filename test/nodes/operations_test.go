@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 )
 
 // uninstallLayout: one replica with host networking on node-a.
@@ -123,7 +123,7 @@ func TestOperationsOnRealNodes(t *testing.T) {
 }
 
 // noLoadBalancer checks that no LB host has any object or holds vip.
-func noLoadBalancer(t *testing.T, hosts *lbhosts.Hosts, vip, when string) {
+func noLoadBalancer(t *testing.T, hosts *hosttest.Hosts, vip, when string) {
 	t.Helper()
 	for _, h := range hosts.Hosts {
 		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {

@@ -1,4 +1,4 @@
-package lbhosts_test
+package hosttest_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/testkit"
-	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -27,7 +27,7 @@ const dualService = `{ ports = [{ name = "http", protocol = "TCP", port = 80, no
 // nothing.
 func TestBaremetalDualStack(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs := lbhosts.ForTest(t, cloud)
+	hs := hosttest.ForTest(t, cloud)
 	for _, n := range []string{"node-a", "node-b"} {
 		for _, serve := range []func() (func(), error){
 			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
@@ -98,7 +98,7 @@ func TestBaremetalDualStack(t *testing.T) {
 	if master == nil {
 		t.Fatalf("no host holds the IPv6 VIP %s", v6)
 	}
-	f, err := hs.MeasureFailover(v6, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
+	f, err := hs.MeasureFailover(v6, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package lbhosts
+// Measuring a VIP's availability while a failover happens.
+
+package hosttest
 
 import (
 	"fmt"

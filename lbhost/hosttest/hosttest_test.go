@@ -1,4 +1,4 @@
-package lbhosts_test
+package hosttest_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -21,7 +21,7 @@ import (
 // converges, then destroy leaves nothing on either host.
 func TestBaremetalModule(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs := lbhosts.ForTest(t, cloud)
+	hs := hosttest.ForTest(t, cloud)
 	dir, vars, tofu := baremetalModule(t, cloud, hs)
 	vars("node-a")
 	tofu("init", "-input=false", "-no-color")
@@ -60,7 +60,7 @@ func TestBaremetalModule(t *testing.T) {
 // baremetalModule copies the baremetal set's loadbalancer module into a
 // new directory and returns it, a function writing its inputs for the
 // given nodes on hs, and one running tofu in it (failing the test).
-func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (string, func(nodes ...string), func(args ...string) string) {
+func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *hosttest.Hosts) (string, func(nodes ...string), func(args ...string) string) {
 	t.Helper()
 	return moduleOf(t, cloud, hs, "loadbalancer", "web",
 		`{ ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = ["IPv4"], session_affinity = "None", proxy_protocol = false }`)
@@ -68,7 +68,7 @@ func baremetalModule(t *testing.T, cloud *localcloud.Cloud, hs *lbhosts.Hosts) (
 
 // moduleOf is baremetalModule for any module of the set, load balancer
 // name and service (HCL).
-func moduleOf(t testing.TB, cloud *localcloud.Cloud, hs *lbhosts.Hosts, module, name, service string) (string, func(nodes ...string), func(args ...string) string) {
+func moduleOf(t testing.TB, cloud *localcloud.Cloud, hs *hosttest.Hosts, module, name, service string) (string, func(nodes ...string), func(args ...string) string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := repo.Root()

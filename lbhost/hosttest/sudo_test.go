@@ -1,4 +1,4 @@
-package lbhosts_test
+package hosttest_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -19,12 +19,12 @@ const sudoUser = "tfccm-lbtest"
 
 // TestBaremetalModuleWithSudo applies and destroys the baremetal set's
 // loadbalancer module on hosts whose SSH login is an unprivileged user
-// with exactly deploy/lbhost's sudoers rules (sudo = true): VIP claims,
+// with exactly lbhost/hostfiles' sudoers rules (sudo = true): VIP claims,
 // VRRP instances, frontends, the lock, HAProxy's check and reload all work
 // through `sudo -n`. Without the rules the apply fails at once, naming sudo.
 func TestBaremetalModuleWithSudo(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs, err := lbhosts.Start(context.Background(), lbhosts.Options{Cloud: cloud, Dir: t.TempDir(), SudoUser: sudoUser})
+	hs, err := hosttest.Start(context.Background(), hosttest.Options{Cloud: cloud, Dir: t.TempDir(), SudoUser: sudoUser})
 	if err != nil {
 		t.Fatal(err)
 	}

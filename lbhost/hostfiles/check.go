@@ -1,4 +1,7 @@
-package lbhost
+// Check: a host against the host files, each finding with the command that
+// fixes it.
+
+package hostfiles
 
 import (
 	"context"
@@ -66,7 +69,7 @@ func Check(ctx context.Context, t transport.Transport, target Target) []Finding 
 }
 
 func checkSudo(ctx context.Context, t transport.Transport, target Target) Finding {
-	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install deploy/lbhost/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first", target.SSH.User, SudoersFile)}
+	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install lbhost/hostfiles/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first", target.SSH.User, SudoersFile)}
 	lr, ok := t.(loginRunner)
 	if !ok {
 		f.What = "the transport cannot ask sudo"
@@ -141,7 +144,7 @@ func checkDirs(ctx context.Context, t transport.Transport, target Target) Findin
 
 func checkBase(ctx context.Context, t transport.Transport, target Target) Finding {
 	path := target.ConfigDir + "/base.cfg"
-	f := Finding{Check: "base.cfg", Fix: fmt.Sprintf("install deploy/lbhost/base.cfg as %s (config_dir %s)", path, target.ConfigDir)}
+	f := Finding{Check: "base.cfg", Fix: fmt.Sprintf("install lbhost/hostfiles/base.cfg as %s (config_dir %s)", path, target.ConfigDir)}
 	b, err := t.ReadFile(ctx, path)
 	if err != nil {
 		f.What = fmt.Sprintf("%s: %v", path, err)
@@ -167,7 +170,7 @@ func checkInclude(ctx context.Context, t transport.Transport, target Target) Fin
 	b, err := t.ReadFile(ctx, target.KeepalivedConfig)
 	if err != nil {
 		f.What = fmt.Sprintf("%s: %v", target.KeepalivedConfig, err)
-		f.Fix = fmt.Sprintf("install deploy/lbhost/keepalived.conf as %s", target.KeepalivedConfig)
+		f.Fix = fmt.Sprintf("install lbhost/hostfiles/keepalived.conf as %s", target.KeepalivedConfig)
 		return f
 	}
 	if !hasLine(string(b), line) {
@@ -180,7 +183,7 @@ func checkInclude(ctx context.Context, t transport.Transport, target Target) Fin
 
 func checkMasterSocket(ctx context.Context, t transport.Transport, target Target) Finding {
 	sock := target.ConfigDir + "/master.sock"
-	f := Finding{Check: "master socket", Fix: fmt.Sprintf("install deploy/lbhost/haproxy.service.d/tfccm.conf as %s, then systemctl daemon-reload && systemctl restart haproxy", HAProxyDropIn)}
+	f := Finding{Check: "master socket", Fix: fmt.Sprintf("install lbhost/hostfiles/haproxy.service.d/tfccm.conf as %s, then systemctl daemon-reload && systemctl restart haproxy", HAProxyDropIn)}
 	if target.SSH.Sudo {
 		f.Fix += fmt.Sprintf(" (its group, tfccm, must be a group of %s)", target.SSH.User)
 	}
@@ -212,7 +215,7 @@ func checkMasterSocket(ctx context.Context, t transport.Transport, target Target
 func checkSysctls(ctx context.Context, t transport.Transport) []Finding {
 	var out []Finding
 	for k, want := range Sysctls() {
-		f := Finding{Check: k, Fix: fmt.Sprintf("sysctl -w %s=%s and install deploy/lbhost/sysctl.d/60-tfccm-lbhost.conf as %s", k, want, SysctlFile)}
+		f := Finding{Check: k, Fix: fmt.Sprintf("sysctl -w %s=%s and install lbhost/hostfiles/sysctl.d/60-tfccm-lbhost.conf as %s", k, want, SysctlFile)}
 		b, err := t.ReadFile(ctx, "/proc/sys/"+strings.ReplaceAll(k, ".", "/"))
 		switch got := strings.TrimSpace(string(b)); {
 		case err != nil:

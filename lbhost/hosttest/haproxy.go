@@ -1,4 +1,6 @@
-package lbhosts
+// Waiting for a test host's HAProxy, and commands on its master socket.
+
+package hosttest
 
 import (
 	"bufio"

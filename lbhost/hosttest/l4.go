@@ -1,4 +1,7 @@
-package lbhosts
+// The layer-4 variant on test hosts: lbhost-router, conntrackd and conntrack
+// entries.
+
+package hosttest
 
 import (
 	"context"

@@ -1,12 +1,6 @@
-// Package lbhost holds what a load-balancer host of the baremetal set needs
-// (docs/install-baremetal.md): the Debian packages, HAProxy's base.cfg,
-// keepalived's main configuration, the haproxy.service drop-in, the sysctl
-// and the sudoers rules of a non-root SSH login. They are written for the
-// default paths (config_dir /etc/tfccm/lbhost, login tfccm); the functions
-// here give them for other paths, so the test suite's LB hosts
-// (test/lbhosts) run from these very files. Check connects to a host and
-// names what is missing or wrong, with the command that fixes it.
-package lbhost
+// The embedded host files, and each given for a host's own paths and login.
+
+package hostfiles
 
 import (
 	"embed"
@@ -34,7 +28,7 @@ const (
 func File(name string) string {
 	b, err := files.ReadFile(name)
 	if err != nil {
-		panic(fmt.Sprintf("deploy/lbhost: no file %s", name))
+		panic(fmt.Sprintf("lbhost/hostfiles: no file %s", name))
 	}
 	return string(b)
 }

@@ -1,4 +1,6 @@
-package lbhosts
+// The unprivileged login of the test hosts and its sudoers rules.
+
+package hosttest
 
 import (
 	"fmt"
@@ -6,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/lbhost/hostfiles"
 )
 
 // sudoersFile is where the hosts' sudoers rules go on this machine (the
@@ -15,7 +17,7 @@ func sudoersFile(user string) string { return "/etc/sudoers.d/tfccm-lbhosts-" + 
 
 // setUpSudoUser prepares user as docs/install-baremetal.md prepares the
 // tfccm login on a real host: a system user (created once: a login shell,
-// no password, not locked for key logins) and deploy/lbhost's sudoers
+// no password, not locked for key logins) and lbhost/hostfiles' sudoers
 // rules for it (checked with visudo). dir, which holds the hosts' master
 // sockets, becomes reachable by it (o+x on it and its ancestors).
 func setUpSudoUser(user, dir string) error {

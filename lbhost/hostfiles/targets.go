@@ -1,4 +1,7 @@
-package lbhost
+// The hosts Check connects to, from the cloud config's load_balancer
+// settings.
+
+package hostfiles
 
 import (
 	"encoding/json"

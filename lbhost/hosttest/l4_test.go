@@ -1,4 +1,4 @@
-package lbhosts_test
+package hosttest_test
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
-	"github.com/tfccm/tfccm/test/lbhosts"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -34,14 +34,14 @@ const l4Service = `{ ports = [
 // DNS server, an HTTP server and an echo server (node-c, a backend too,
 // has none of them); then applies the baremetal set's l4 variant and
 // returns the hosts, the VIP and the workspace's directory.
-func l4Setup(t testing.TB) (*lbhosts.Hosts, string, string) {
+func l4Setup(t testing.TB) (*hosttest.Hosts, string, string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs := lbhosts.ForTest(t, cloud)
+	hs := hosttest.ForTest(t, cloud)
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hs.StartL4(lbhosts.L4Options{Router: filepath.Join(root, "bin", "lbhost-router"), SyncConntrack: true}); err != nil {
+	if err := hs.StartL4(hosttest.L4Options{Router: filepath.Join(root, "bin", "lbhost-router"), SyncConntrack: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"node-a", "node-b"} {
@@ -155,7 +155,7 @@ func (ls longLived) alive() int {
 
 // waitSynced waits until the backup's conntrack table holds n entries to
 // vip (conntrackd injected the master's) and returns the master.
-func waitSynced(t testing.TB, hs *lbhosts.Hosts, vip string, n int) *lbhosts.Host {
+func waitSynced(t testing.TB, hs *hosttest.Hosts, vip string, n int) *hosttest.Host {
 	t.Helper()
 	master := hs.Master(vip)
 	if master == nil {
@@ -204,7 +204,7 @@ func TestBaremetalL4(t *testing.T) {
 	})
 	conns := dialLongLived(t, net.JoinHostPort(vip, "9000"), 20)
 	master := waitSynced(t, hs, vip, len(conns))
-	f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(syscall.SIGTERM) })
+	f, err := hs.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func BenchmarkBaremetalL4Failover(b *testing.B) {
 		for i := 0; i < max(b.N, 3); i++ {
 			conns := dialLongLived(b, net.JoinHostPort(vip, "9000"), 50)
 			master := waitSynced(b, hs, vip, len(conns))
-			f, err := hs.MeasureFailover(vip, 80, func(m *lbhosts.Host) { m.StopKeepalived(sig) })
+			f, err := hs.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(sig) })
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -276,12 +276,12 @@ func BenchmarkBaremetalL4Failover(b *testing.B) {
 // UDP one deleted, TCP is still answered.
 func TestBaremetalL4SharedVIP(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs := lbhosts.ForTest(t, cloud)
+	hs := hosttest.ForTest(t, cloud)
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hs.StartL4(lbhosts.L4Options{Router: filepath.Join(root, "bin", "lbhost-router")}); err != nil {
+	if err := hs.StartL4(hosttest.L4Options{Router: filepath.Join(root, "bin", "lbhost-router")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, serve := range []func() (func(), error){

@@ -1,4 +1,4 @@
-package lbhost
+package hostfiles
 
 import (
 	"os"

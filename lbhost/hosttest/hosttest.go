@@ -1,18 +1,6 @@
-// Package lbhosts runs bare-metal load-balancer hosts on this machine for
-// tests, benchmarks and `make demo SET=baremetal`: one network namespace per
-// host, attached to a local cloud's node bridge (test/localcloud), each
-// running Debian's OpenSSH server (host key generated here), HAProxy in
-// master-worker mode and keepalived, in the layout the lbhost provider
-// expects (docs/lbhost.md). The CCM reaches them over SSH like real hosts.
-//
-// Addressing: the local cloud's VIP pool P (a /24 the machine routes into
-// the cloud namespace) becomes a subnet of the cloud's bridge: P.1 is the
-// cloud router, host i is P.(2+i) (its SSH and VRRP address, on eth0, with
-// 10.250.0.(201+i) on the node network), and
-// VIPs come from the upper half P.128/25, held by the VRRP master on eth0.
-// The machine reaches a VIP through the cloud namespace, which ARPs for it
-// on the bridge, so `curl VIP` follows a failover.
-package lbhosts
+// Hosts and Host: starting LB hosts in network namespaces, and their sshd, HAProxy and keepalived.
+
+package hosttest
 
 import (
 	"bytes"
@@ -30,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/lbhost/hostfiles"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -46,7 +34,7 @@ type Options struct {
 	Dir string
 	// SudoUser, when set, is the hosts' SSH login instead of root: an
 	// unprivileged user of this machine (created if missing) with exactly
-	// deploy/lbhost's sudoers rules and group access to HAProxy's master
+	// lbhost/hostfiles' sudoers rules and group access to HAProxy's master
 	// socket, as docs/install-baremetal.md sets a host up; the settings
 	// then say sudo = true.
 	SudoUser string
@@ -202,7 +190,7 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
 		return err
 	}
-	// deploy/lbhost's sysctls (ip_nonlocal_bind: a backup's HAProxy binds
+	// lbhost/hostfiles' sysctls (ip_nonlocal_bind: a backup's HAProxy binds
 	// the VIP it does not hold).
 	for k, v := range hostfiles.Sysctls() {
 		if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", k+"="+v); err != nil {
@@ -421,7 +409,7 @@ func (h *Host) Wipe() error {
 }
 
 // startHAProxy starts HAProxy in master-worker mode with the arguments of
-// deploy/lbhost's haproxy.service drop-in, the master socket's group group.
+// lbhost/hostfiles' haproxy.service drop-in, the master socket's group group.
 func startHAProxy(h *Host, group string) (*exec.Cmd, error) {
 	args := append([]string{"haproxy", "-W"}, hostfiles.HAProxyArgs(h.ConfigDir, group)...)
 	return start(h.Netns, filepath.Join(h.dir, "haproxy.log"), args...)

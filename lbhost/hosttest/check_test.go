@@ -1,4 +1,4 @@
-package lbhosts_test
+package hosttest_test
 
 import (
 	"context"
@@ -9,20 +9,20 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/config"
-	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/lbhost/hostfiles"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/lbhost/transport"
 	"github.com/tfccm/tfccm/test/harness"
-	"github.com/tfccm/tfccm/test/lbhosts"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
 // TestLBHostCheck runs `tfccm lbhost check`'s checks against a host
-// prepared from deploy/lbhost's files with a sudo login: everything is ok;
+// prepared from lbhost/hostfiles' files with a sudo login: everything is ok;
 // then each thing the check names is broken on the host in turn, the check
 // reports exactly it (with a fix), and repaired, everything is ok again.
 func TestLBHostCheck(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
-	hs, err := lbhosts.Start(context.Background(), lbhosts.Options{Cloud: cloud, Names: []string{"lb-a"}, Dir: t.TempDir(), SudoUser: sudoUser})
+	hs, err := hosttest.Start(context.Background(), hosttest.Options{Cloud: cloud, Names: []string{"lb-a"}, Dir: t.TempDir(), SudoUser: sudoUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestLBHostCheck(t *testing.T) {
 			}
 		}
 	}
-	allOK("prepared from deploy/lbhost")
+	allOK("prepared from lbhost/hostfiles")
 
 	base := filepath.Join(h.ConfigDir, "base.cfg")
 	baseCfg, _ := os.ReadFile(base)

@@ -1,13 +1,16 @@
-package lbhosts
+// sshd's, HAProxy's and keepalived's configurations of a test host, from
+// lbhost/hostfiles.
+
+package hosttest
 
 import (
 	"fmt"
 
-	hostfiles "github.com/tfccm/tfccm/deploy/lbhost"
+	"github.com/tfccm/tfccm/lbhost/hostfiles"
 )
 
 // The host-side configurations lbhost expects, shared by these hosts and
-// the lbhost provider's own tests: the files of deploy/lbhost (what
+// the lbhost provider's own tests: the files of lbhost/hostfiles (what
 // docs/install-baremetal.md installs on a real host), for the hosts' paths.
 
 // SSHDConfig is an sshd_config for a test sshd on listen:port with its host
@@ -34,11 +37,11 @@ SetEnv SHLVL=1
 }
 
 // HAProxyBase is HAProxy's base.cfg in lbhost's layout under configDir:
-// deploy/lbhost/base.cfg, the file docs/install-baremetal.md installs.
+// lbhost/hostfiles/base.cfg, the file docs/install-baremetal.md installs.
 func HAProxyBase(configDir string) string { return hostfiles.HAProxyBase(configDir) }
 
 // KeepalivedMain is keepalived's main configuration including lbhost's
-// VRRP fragments under configDir: deploy/lbhost/keepalived.conf.
+// VRRP fragments under configDir: lbhost/hostfiles/keepalived.conf.
 func KeepalivedMain(routerID, configDir string) string {
 	return hostfiles.KeepalivedMain(routerID, configDir)
 }

@@ -1,0 +1,10 @@
+// Package tfprovider owns the Terraform provider "lbhost" (built with
+// terraform-plugin-framework): the schemas and documentation of the
+// resources lbhost_frontend (an HAProxy load balancer), lbhost_l4_frontend
+// (a layer-4 nftables load balancer), lbhost_vip (an address claimed from a
+// pool), lbhost_routed_vip (a VIP the host routes) and lbhost_route (a
+// kernel route), and of the data source lbhost_backend_health, on one Linux
+// load-balancer host reached through the netns or the ssh transport; and
+// the mapping of Terraform's plans and state onto package host, which does
+// the host-side work.
+package tfprovider
