@@ -92,7 +92,7 @@ var Layers = []Layer{
 	{
 		Name:     "tests and tools",
 		Owns:     "end-to-end tests and what they run, development and release tools, and the documentation with its tests; the test code of every package belongs here too",
-		Patterns: []string{"test/*", "hack/*", "docs"},
+		Patterns: []string{"test/*", "hack/*", "docs", "lbhost/hosttest"},
 		Peers:    true,
 	},
 }
