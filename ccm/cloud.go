@@ -157,10 +157,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if config.Enabled(cfg.LoadBalancer.Enabled) {
 		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
 		c.lb.addrs = addrs
-		c.lb.serves = cfg.ServesClass
-		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
+		c.lb.serves = cfg.Serves
+		c.class = newClassLoop(c.lb, cfg.Serves, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
 		if c.review != nil {
-			c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted)
+			c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted, cfg.Serves)
 			c.lb.afterApproval = c.class.approvedApplied
 		}
 	}

@@ -73,9 +73,9 @@ type loadBalancers struct {
 	health    healthState            // the backends gauges set (loadbalancer_health.go)
 	// addrs decides the Services' addresses (nil: none decided by tfccm).
 	addrs *addressBook
-	// serves says which classes of Services tfccm serves
-	// (config.ServesClass): those hold tfccm.io/name values. nil: all.
-	serves func(class *string) bool
+	// serves says which Services tfccm serves (config.Serves): those
+	// hold tfccm.io/name values. nil: every LoadBalancer Service.
+	serves func(svc *corev1.Service) bool
 }
 
 // lbEntry is what tfccm last rendered for one Service's workspace.

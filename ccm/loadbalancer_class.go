@@ -69,6 +69,7 @@ const (
 // classLoop is the controller loop for Services of one load balancer class.
 type classLoop struct {
 	lb      cloudprovider.LoadBalancer
+	serves  func(*corev1.Service) bool // the Services tfccm serves (config.Serves)
 	class   string
 	cluster string
 	event   eventFunc
@@ -88,8 +89,8 @@ type classLoop struct {
 	warned map[types.UID]string
 }
 
-func newClassLoop(lb cloudprovider.LoadBalancer, class, cluster string, event eventFunc) *classLoop {
-	return &classLoop{lb: lb, class: class, cluster: cluster, event: event,
+func newClassLoop(lb cloudprovider.LoadBalancer, serves func(*corev1.Service) bool, class, cluster string, event eventFunc) *classLoop {
+	return &classLoop{lb: lb, serves: serves, class: class, cluster: cluster, event: event,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](classMinRetry, classMaxRetry),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tfccm_lb_class"}),
@@ -209,10 +210,10 @@ func (c *classLoop) queueAll() {
 	}
 }
 
-// wants reports whether svc is a live LoadBalancer Service of the class.
+// wants reports whether svc is a live Service tfccm serves of the class
+// (class-less ones are the service controller's).
 func (c *classLoop) wants(svc *corev1.Service) bool {
-	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass != nil &&
-		*svc.Spec.LoadBalancerClass == c.class && svc.DeletionTimestamp == nil
+	return svc.Spec.LoadBalancerClass != nil && c.serves(svc) && svc.DeletionTimestamp == nil
 }
 
 // warnAnnotation records a Warning on a LoadBalancer Service carrying the

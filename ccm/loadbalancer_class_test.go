@@ -126,7 +126,7 @@ func newClassFixture(t *testing.T, objs ...runtime.Object) *classFixture {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	f := &classFixture{t: t, client: client, lb: &recordingLB{}, events: &recordedEvents{}}
-	f.loop = newClassLoop(f.lb, testClass, "test", f.events.event)
+	f.loop = newClassLoop(f.lb, (&config.Config{LoadBalancerClass: testClass}).Serves, testClass, "test", f.events.event)
 	f.loop.setClient(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	f.loop.watch(factory)

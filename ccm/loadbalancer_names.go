@@ -20,18 +20,18 @@ import (
 // nameHolder is the Service holding svc's tfccm.io/name among all (the
 // Services tfccm knows, svc included or not): the oldest by
 // creationTimestamp, then by UID, of the LoadBalancer Services tfccm
-// serves (serves judges their class; nil serves every class) that carry
+// serves (config.Serves; nil: every LoadBalancer Service) that carry
 // the same valid name. Only these fields decide, so every sync and every
 // restart, in any replica, picks the same holder. nil: svc has no valid
 // name, or holds it.
-func nameHolder(svc *corev1.Service, all []*corev1.Service, serves func(*string) bool) *corev1.Service {
+func nameHolder(svc *corev1.Service, all []*corev1.Service, serves func(*corev1.Service) bool) *corev1.Service {
 	name, ok, err := annotations.Name.Get(svc.Annotations)
 	if !ok || err != nil {
 		return nil
 	}
 	holder := svc
 	for _, o := range all {
-		if o.UID == svc.UID || o.Spec.Type != corev1.ServiceTypeLoadBalancer || serves != nil && !serves(o.Spec.LoadBalancerClass) {
+		if o.UID == svc.UID || serves == nil && o.Spec.Type != corev1.ServiceTypeLoadBalancer || serves != nil && !serves(o) {
 			continue
 		}
 		if n, ok, err := annotations.Name.Get(o.Annotations); ok && err == nil && n == name && olderFirst(o, holder) < 0 {

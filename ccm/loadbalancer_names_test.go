@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tfccm/tfccm/config"
 )
 
 // named is a LoadBalancer Service ns/name with tfccm.io/name lb (none if
@@ -40,7 +42,7 @@ func TestNameHolder(t *testing.T) {
 	otherClass.Spec.LoadBalancerClass = &class
 	badName := named("team-c", "bad", "uid-02", "Not_A_Name", 0)
 	unnamed := named("team-c", "plain", "uid-03", "", 0)
-	serves := func(c *string) bool { return c == nil }
+	serves := (&config.Config{LoadBalancerClass: config.DefaultLoadBalancerClass}).Serves
 	for _, tt := range []struct {
 		name string
 		svc  *corev1.Service

@@ -79,6 +79,7 @@ type reviewer struct {
 	synced  cache.InformerSynced
 	owner   func(ws string) (*corev1.Service, bool) // a load balancer workspace's Service (nil: not known)
 	applied func(ws string)                         // told when an approval was accepted
+	serves  func(*corev1.Service) bool              // the Services tfccm serves (nil: none)
 	refused map[string]string                       // workspace -> approved hash already reported as refused
 	told    map[string]string                       // workspace -> hash already reported as applied before
 	ignored map[types.UID]string                    // Service -> its approval annotation already reported as ignored
@@ -97,10 +98,11 @@ func (rv *reviewer) setClient(client kubernetes.Interface) {
 }
 
 // setOwners tells the reviewer whose workspace is whose (the LoadBalancer
-// facet's planOwner) and whom to tell of an accepted approval.
-func (rv *reviewer) setOwners(owner func(ws string) (*corev1.Service, bool), applied func(ws string)) {
+// facet's planOwner), whom to tell of an accepted approval and which
+// Services tfccm serves (config.Serves).
+func (rv *reviewer) setOwners(owner func(ws string) (*corev1.Service, bool), applied func(ws string), serves func(*corev1.Service) bool) {
 	rv.mu.Lock()
-	rv.owner, rv.applied = owner, applied
+	rv.owner, rv.applied, rv.serves = owner, applied, serves
 	rv.mu.Unlock()
 }
 

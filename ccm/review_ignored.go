@@ -44,7 +44,7 @@ func ignoredMessage(namespace, ws string, svc *corev1.Service) string {
 func (rv *reviewer) watchApprovals(f informers.SharedInformerFactory) {
 	inf := f.Core().V1().Services().Informer()
 	handle := func(obj any) {
-		if svc, ok := obj.(*corev1.Service); ok && rv.serves(svc) {
+		if svc, ok := obj.(*corev1.Service); ok && rv.served(svc) {
 			rv.ignoreServiceApproval(svc)
 		}
 	}
@@ -56,15 +56,11 @@ func (rv *reviewer) watchApprovals(f informers.SharedInformerFactory) {
 	}
 }
 
-// serves reports whether svc's load balancer is tfccm's (its workspace is
-// known), so Services of other implementations get no Events.
-func (rv *reviewer) serves(svc *corev1.Service) bool {
+// served reports whether tfccm serves svc (config.Serves), so Services
+// of other implementations get no Events.
+func (rv *reviewer) served(svc *corev1.Service) bool {
 	rv.mu.Lock()
-	owner := rv.owner
+	serves := rv.serves
 	rv.mu.Unlock()
-	if owner == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return false
-	}
-	known, _ := owner(rv.render.WorkspaceName(svc))
-	return known != nil
+	return serves != nil && serves(svc)
 }

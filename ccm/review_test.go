@@ -268,7 +268,7 @@ func TestApprovalNoticedByThePlanInformer(t *testing.T) {
 			return svc, false
 		}
 		return nil, false
-	}, func(ws string) { mu.Lock(); told = append(told, ws); mu.Unlock() })
+	}, func(ws string) { mu.Lock(); told = append(told, ws); mu.Unlock() }, nil)
 	labels := map[string]string{annotations.PlanKind: annotations.PlanOfLoadBalancer}
 	client := fake.NewClientset(
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tfccm", Name: annotations.PlanConfigMapName("lb-c-u1"), Labels: labels}},
