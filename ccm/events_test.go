@@ -79,12 +79,20 @@ func TestReasonsDeclared(t *testing.T) {
 	}
 	for _, r := range []workspace.Result{
 		{Op: "apply"}, {Op: "apply", Changed: true}, {Op: "destroy"}, {Op: "apply", Err: errors.New("x")},
-		{Op: "destroy", Err: errors.New("x")}, {Op: "apply", Drift: true}, {Op: "apply", Drift: true, Err: errors.New("x")},
+		{Op: "destroy", Err: errors.New("x")}, {Op: "apply", Drift: true, Changed: true}, {Op: "apply", Drift: true, Err: errors.New("x")},
 		{Op: "apply", LockHolder: "someone", Err: errors.New("x")}, {Op: "apply", Err: workspace.ErrStateChanged},
 	} {
 		typ, reason, _ := resultEvent(r)
 		if d, ok := reasonDecl(reason); !ok || d.Type != typ {
 			t.Errorf("result %+v: %s %s, declared %+v", r, typ, reason, d)
+		}
+	}
+	for _, o := range outcomes {
+		if o.event == nil {
+			continue
+		}
+		if d, ok := reasonDecl(o.event.reason); !ok || d.Type != o.event.typ {
+			t.Errorf("outcome %q: Event %s %s, declared %+v", o.name, o.event.typ, o.event.reason, d)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package ccm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -142,33 +140,37 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return nil, l.refusedOnce(svc, err)
 	}
 	st = l.settle(ctx, l.approve(svc, st))
-	switch {
-	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash,
-		st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash: // a drift repair awaits approval
-		status, err := templates.IngressStatus(st.Outputs)
-		if err != nil {
-			l.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
-			return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
-		}
-		l.addrs.observe(svc, status)
-		return status, nil
-	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
-		return nil, l.refusedOnce(svc, refusedInput(fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", st.Name, st.Err)))
-	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
-		return nil, fmt.Errorf("load balancer %s: plan denied: %w (not retried until the Service, its nodes, the templates or the policy change; the running load balancer is untouched)", st.Name, st.Err)
-	case st.Phase == workspace.PhaseFailed:
-		return nil, fmt.Errorf("load balancer %s: %w (next retry %s)", st.Name, st.Err, st.NextRetry.Format(time.RFC3339))
-	case st.Phase == workspace.PhaseAwaitingApproval:
+	s := ofStatus(st)
+	switch o := outcomeOf(s); o.answer {
+	case answerStatus:
+		return l.ingress(svc, st)
+	case answerRefused:
+		return nil, l.refusedOnce(svc, refusedInput(o.fail(s)))
+	case answerFailed:
+		return nil, o.fail(s)
+	case answerElsewhere:
 		// Not an error: the service controller would record a Warning at
 		// every retry while the plan waits, for hours perhaps. This answer
 		// is its documented no-op (no Event, no status write, no retry);
 		// the approval makes tfccm sync it again (loadbalancer_approved.go), and the pending
 		// plan is told by an Event and Programmed=False AwaitingApproval.
-		klog.V(2).InfoS("Load balancer awaits approval", "service", klog.KObj(svc), "workspace", st.Name, "state", phaseText(st))
+		klog.V(2).InfoS("Load balancer awaits approval", "service", klog.KObj(svc), "workspace", st.Name, "state", s.phaseText())
 		return nil, cloudprovider.ImplementedElsewhere
 	default:
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, phaseText(st)), retryAfter(st))
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", st.Name, s.phaseText()), o.retryAfterOf())
 	}
+}
+
+// ingress is the status of svc's applied load balancer (its ingress
+// output), whose addresses tfccm then holds.
+func (l *loadBalancers) ingress(svc *corev1.Service, st workspace.Status) (*corev1.LoadBalancerStatus, error) {
+	status, err := templates.IngressStatus(st.Outputs)
+	if err != nil {
+		l.event(svc, corev1.EventTypeWarning, ReasonInvalidIngress, err.Error())
+		return nil, fmt.Errorf("load balancer %s: %w", st.Name, err)
+	}
+	l.addrs.observe(svc, status)
+	return status, nil
 }
 
 // handedOver answers api.RetryError while the Service still carries the
@@ -247,13 +249,6 @@ func (l *loadBalancers) settle(ctx context.Context, st workspace.Status) workspa
 	return st
 }
 
-func retryAfter(st workspace.Status) time.Duration {
-	if st.Phase == workspace.PhaseAwaitingApproval {
-		return awaitingRetry
-	}
-	return inFlightRetry
-}
-
 // UpdateLoadBalancer re-renders with the new node set and submits it. An
 // unchanged render is a no-op (no tofu process). It does not wait: the
 // engine applies in the background and records the outcome as an Event.
@@ -305,7 +300,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	case workspace.PhaseFailed:
 		return fmt.Errorf("destroy load balancer %s: %w", name, st.Err)
 	default:
-		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", name, phaseText(st)), retryAfter(st))
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", name, phaseText(st)), retryAfterStatus(st))
 	}
 }
 
@@ -357,33 +352,6 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 	}
 	l.conds.set(svc, statusConditions(st)...)
 	return st, nil
-}
-
-// statusConditions are the conditions a workspace's status tells right
-// after a submit (a result's are resultConditions).
-func statusConditions(st workspace.Status) []metav1.Condition {
-	switch {
-	case st.Phase == workspace.PhaseFailed && workspace.IsInvalidInput(st.Err):
-		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, st.Err.Error()),
-			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs")}
-	case st.Phase == workspace.PhaseAwaitingApproval && st.AppliedHash == st.Hash:
-		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")}
-	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
-		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, heldMessage(st.Plan, st.Verdict))}
-	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
-		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonAwaitingApproval, fmt.Sprintf("plan %s (%s) awaits approval by an approver on its ConfigMap in tfccm's namespace (tfccm approve)%s", st.Plan.Hash, st.Plan.Summary(), because(st.Verdict)))}
-	case st.Phase == workspace.PhaseFailed && workspace.IsDenied(st.Err):
-		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", st.Err))}
-	case st.Phase == workspace.PhaseApplied && st.AppliedHash == st.Hash:
-		return []metav1.Condition{condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-			condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
-	case st.Phase == workspace.PhasePending, st.Phase == workspace.PhaseRunning:
-		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonApplying, "the Service's workspace is "+phaseText(st))}
-	}
-	return nil
 }
 
 // destroySpec renders the workspace to destroy. If the Service no longer
@@ -517,8 +485,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}
-	eventType, reason, message := resultEvent(r)
-	l.event(svc, eventType, reason, message)
+	if eventType, reason, message := resultEvent(r); reason != "" {
+		l.event(svc, eventType, reason, message)
+	}
 	if r.Op == "destroy" && r.Err == nil {
 		l.forgetDestroyed(name)
 	}
@@ -551,94 +520,12 @@ func (l *loadBalancers) onApplyStart(name, summary string) bool {
 	return true
 }
 
-// resultConditions are the conditions an engine result tells.
-func resultConditions(r workspace.Result) []metav1.Condition {
-	accepted := condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs")
-	switch {
-	case r.Err != nil && workspace.IsDenied(r.Err) && r.Op != "destroy":
-		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPolicyDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err))}
-	case r.Op == "destroy":
-		return nil
-	case r.AwaitingApproval && r.Plan != nil:
-		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonAwaitingApproval,
-			fmt.Sprintf("plan %s (%s) awaits approval by an approver on its ConfigMap in tfccm's namespace (tfccm approve)%s", r.Plan.Hash, r.Plan.Summary(), because(r.Verdict)))}
-	case errors.Is(r.Err, workspace.ErrStateChanged):
-		return []metav1.Condition{accepted, condition(ConditionProgrammed, false, CondReasonPlanStale, r.Err.Error())}
-	case r.Err != nil && workspace.IsInvalidInput(r.Err):
-		return []metav1.Condition{condition(ConditionAccepted, false, CondReasonInvalidInput, r.Err.Error()),
-			condition(ConditionProgrammed, false, CondReasonInvalidInput, "the template rejected this Service's inputs; nothing is retried until they change")}
-	case r.Err != nil && workspace.ProviderMismatch(r.Err) != "":
-		_, _, message := resultEvent(r)
-		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonProviderChecksumMismatch, message)}
-	case r.Drift && r.Err != nil:
-		return nil // the applied load balancer still runs; the Event says the check failed
-	case r.Err != nil:
-		_, _, message := resultEvent(r)
-		return []metav1.Condition{condition(ConditionProgrammed, false, CondReasonApplyFailed, message)}
-	case r.Drift && r.Changed:
-		return []metav1.Condition{accepted, condition(ConditionProgrammed, true, CondReasonDriftRepaired,
-			"the infrastructure had drifted from the applied plan and was re-applied")}
-	case r.Drift:
-		return nil
-	default:
-		return []metav1.Condition{accepted, condition(ConditionProgrammed, true, CondReasonApplied, "the load balancer runs the Service's current inputs")}
-	}
-}
-
-// resultEvent maps an engine result to an Event type, reason and message.
-func resultEvent(r workspace.Result) (string, string, string) {
-	destroy := r.Op == "destroy"
-	switch {
-	case r.LockHolder != "":
-		return corev1.EventTypeWarning, ReasonStateLocked, fmt.Sprintf("state is locked by %s; not stealing it: %v", r.LockHolder, r.Err)
-	case errors.Is(r.Err, workspace.ErrStateChanged):
-		return corev1.EventTypeWarning, ReasonPlanStale, fmt.Sprintf("approval refused: %v", r.Err)
-	case workspace.ProviderMismatch(r.Err) != "":
-		return corev1.EventTypeWarning, ReasonProviderChecksumMismatch, fmt.Sprintf("%s %s refused provider %s: its package does not match the dependency lock file's checksums; nothing was applied and the lock file is kept (attempt %d): %v", tool(r), r.Op, workspace.ProviderMismatch(r.Err), r.Attempt, r.Err)
-	case r.Drift && r.Err != nil:
-		return corev1.EventTypeWarning, ReasonDriftFailed, fmt.Sprintf("re-plan of the applied load balancer failed: %v", r.Err)
-	case r.Drift:
-		return corev1.EventTypeWarning, ReasonDriftRepaired, fmt.Sprintf("the infrastructure had drifted from the applied plan; re-applied in %s", r.Duration.Round(time.Millisecond))
-	case r.Err != nil && workspace.IsDenied(r.Err):
-		return corev1.EventTypeWarning, ReasonPlanDenied, fmt.Sprintf("plan denied, nothing applied: %v", r.Err)
-	case r.Err != nil && !destroy && workspace.IsInvalidInput(r.Err):
-		return corev1.EventTypeWarning, ReasonInvalidInput, fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", r.Err)
-	case r.Err != nil && destroy:
-		return corev1.EventTypeWarning, ReasonDestroyFailed, fmt.Sprintf("%s destroy failed (attempt %d): %v", tool(r), r.Attempt, r.Err)
-	case r.Err != nil:
-		return corev1.EventTypeWarning, ReasonApplyFailed, fmt.Sprintf("%s %s failed (attempt %d): %v", tool(r), r.Op, r.Attempt, r.Err)
-	case destroy:
-		return corev1.EventTypeNormal, ReasonDestroyed, fmt.Sprintf("destroyed in %s; state removed", r.Duration.Round(time.Millisecond))
-	case r.Changed:
-		return corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("plan applied in %s", r.Duration.Round(time.Millisecond))
-	default:
-		return corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("plan has no changes (%s)", r.Duration.Round(time.Millisecond))
-	}
-}
-
 // tool names the binary that produced a result in messages.
 func tool(r workspace.Result) string {
 	if r.Tool == "" {
 		return "tofu"
 	}
 	return r.Tool
-}
-
-func phaseText(st workspace.Status) string {
-	switch {
-	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil && st.Verdict.Hold != "":
-		return "holding " + heldMessage(st.Plan, st.Verdict)
-	case st.Phase == workspace.PhaseAwaitingApproval && st.Plan != nil:
-		return fmt.Sprintf("awaiting approval of plan %s (%s; an approver approves it with tfccm approve)", st.Plan.Hash, st.Plan.Summary())
-	case st.Phase == workspace.PhaseRunning && st.Destroy:
-		return "being destroyed"
-	case st.Phase == workspace.PhaseRunning:
-		return "being planned and applied"
-	case st.Destroy:
-		return "waiting to be destroyed"
-	default:
-		return "waiting to be applied"
-	}
 }
 
 // because says why a plan waits, when the gate (not review mode) holds it.

@@ -287,7 +287,8 @@ func TestApprovalNoticedByThePlanInformer(t *testing.T) {
 		mu.Lock()
 		got, gotTold := slices.Clone(approved), slices.Clone(told)
 		mu.Unlock()
-		if len(got) > 0 {
+		// The approval is told to the facet right after the engine takes it.
+		if len(got) > 0 && (len(gotTold) > 0 || time.Now().After(deadline)) {
 			if !slices.Equal(got, []string{"lb-c-u1=" + hash}) || !slices.Equal(gotTold, []string{"lb-c-u1"}) {
 				t.Fatalf("approved %v, told %v; want one approval of lb-c-u1", got, gotTold)
 			}
