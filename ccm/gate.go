@@ -1,12 +1,8 @@
 package ccm
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/policy"
@@ -69,41 +65,6 @@ func (g *planGate) judge(in workspace.GateInput) workspace.GateVerdict {
 		v.Hold, v.HoldUntil = "not applied: "+d.Message(), d.Next
 	}
 	return v
-}
-
-// heldResult records a plan a closed change window holds: published (as
-// review mode publishes), an Event and Programmed=False saying when the
-// next window opens. It reports whether r was such a result.
-func (l *loadBalancers) heldResult(svc *corev1.Service, ws string, r workspace.Result) bool {
-	if !r.AwaitingApproval || r.Plan == nil || r.Verdict.Hold == "" {
-		return false
-	}
-	if l.review != nil {
-		l.review.publishHeld(svc, ws, r.Plan)
-	}
-	msg := heldMessage(r.Plan, r.Verdict)
-	l.event(svc, corev1.EventTypeNormal, ReasonChangeWindowClosed, msg)
-	l.conds.set(svc, condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-		condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, msg))
-	return true
-}
-
-func heldMessage(p *workspace.PendingPlan, v workspace.GateVerdict) string {
-	msg := fmt.Sprintf("plan %s (%s) is published and %s", p.Hash, p.Summary(), v.Hold)
-	if v.Approval != "" {
-		msg += "; it also needs approval: " + v.Approval
-	}
-	return msg
-}
-
-// publishHeld publishes a held plan in its ConfigMap, as a plan awaiting
-// approval is.
-func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rv.publish(ctx, ws, svc, p); err != nil {
-		klog.ErrorS(err, "Publish held plan", "service", klog.KObj(svc))
-	}
 }
 
 // policyInput is what policy rules see of a gated plan.
