@@ -138,20 +138,30 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
-	c.lbc.Attach(engine)
-	if routesEnabled(cfg) {
+	if err := c.buildFacets(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// buildFacets builds the facets over the engine: the load-balancer
+// controller's, Routes and Instances when the config enables them.
+func (c *Cloud) buildFacets() error {
+	c.lbc.Attach(c.engine)
+	if routesEnabled(c.cfg) {
 		var review routesReview
 		if c.lbc.Reviewing() {
 			review = c.lbc
 		}
-		c.routes = newRoutes(engineRoutes{engine: engine, render: routesRenderer{cfg: cfg, loader: loader}}, review, cfg.Routes.BatchWindow)
+		c.routes = newRoutes(engineRoutes{engine: c.engine, render: routesRenderer{cfg: c.cfg, loader: c.templates}}, review, c.cfg.Routes.BatchWindow)
 	}
-	if instancesEnabled(cfg) {
-		if c.instances, err = newInstances(cfg, func() ([]byte, string, error) { return loader.Set().InstancesMapping() }); err != nil {
-			return nil, fmt.Errorf("instances: %w", err)
+	if instancesEnabled(c.cfg) {
+		var err error
+		if c.instances, err = newInstances(c.cfg, func() ([]byte, string, error) { return c.templates.Set().InstancesMapping() }); err != nil {
+			return fmt.Errorf("instances: %w", err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // onResult hands an engine outcome to the one facet that owns the

@@ -353,7 +353,7 @@ func (c *classLoop) ensure(ctx context.Context, svc *corev1.Service) error {
 	status, err := c.lb.EnsureLoadBalancer(ctx, c.cluster, svc, nodes)
 	switch {
 	case errors.Is(err, cloudprovider.ImplementedElsewhere):
-		return nil // a plan awaiting approval (its approval queues the Service again: loadbalancer_approved.go) or a refused input (refusedOnce)
+		return nil // a plan awaiting approval (its approval queues the Service again: approved.go) or a refused input (refusedOnce)
 	case errors.As(err, new(*api.RetryError)):
 		// Work in flight, or the previous owner still releasing: not a
 		// failure, so no Warning (the service controller records one).

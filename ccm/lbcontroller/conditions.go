@@ -29,7 +29,7 @@ const (
 	ConditionProgrammed = "tfccm.io/Programmed"
 	// ConditionDegraded: the load balancer itself finds some of its
 	// backends unhealthy (True names them) or all healthy (False); only
-	// for template sets that read backend health (loadbalancer_health.go).
+	// for template sets that read backend health (health.go).
 	ConditionDegraded = "tfccm.io/Degraded"
 )
 

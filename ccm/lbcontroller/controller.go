@@ -51,24 +51,24 @@ type loadBalancers struct {
 	deleted map[string]bool
 	// orphans are the workspaces the sweep found in the state backend,
 	// with their gone Services (review mode approves their destroy on the
-	// plan's ConfigMap: loadbalancer_sweep.go).
+	// plan's ConfigMap: sweep.go).
 	orphans map[string]*corev1.Service
 	// refused holds the workspaces whose inputs the service controller was
-	// last told are refused (loadbalancer_refused.go): it will not ask
+	// last told are refused (refused.go): it will not ask
 	// again until the Service changes.
 	refused map[string]bool
 	// approved are the workspaces whose pending plan was approved and not
 	// yet applied; afterApproval (nil: none) syncs their Service again
-	// once it is (loadbalancer_approved.go).
+	// once it is (approved.go).
 	approved      map[string]bool
 	afterApproval func(svc *corev1.Service)
 
 	// resync re-renders workspaces whose rendered inputs changed outside
-	// the service controller's calls (see loadbalancer_watch.go).
+	// the service controller's calls (see watch.go).
 	resync    workqueue.TypedInterface[string]
 	nodes     corelisters.NodeLister // nil until SetInformers
 	svcSource *serviceSource         // nil until SetInformers (orphan sweep)
-	health    healthState            // the backends gauges set (loadbalancer_health.go)
+	health    healthState            // the backends gauges set (health.go)
 	// addrs decides the Services' addresses (nil: none decided by tfccm).
 	addrs *addressBook
 	// serves says which Services tfccm serves (config.Serves): those
@@ -152,7 +152,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		// Not an error: the service controller would record a Warning at
 		// every retry while the plan waits, for hours perhaps. This answer
 		// is its documented no-op (no Event, no status write, no retry);
-		// the approval makes tfccm sync it again (loadbalancer_approved.go), and the pending
+		// the approval makes tfccm sync it again (approved.go), and the pending
 		// plan is told by an Event and Programmed=False AwaitingApproval.
 		klog.V(2).InfoS("Load balancer awaits approval", "service", klog.KObj(svc), "workspace", st.Name, "state", s.phaseText())
 		return nil, cloudprovider.ImplementedElsewhere

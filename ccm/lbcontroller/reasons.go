@@ -83,7 +83,7 @@ var (
 		"Review mode: the approval names a plan that was applied already; nothing to do (a new change gets a new plan).")
 )
 
-// The Event reasons of load balancer addresses (loadbalancer_addresses.go,
+// The Event reasons of load balancer addresses (addresses.go,
 // docs/address-pools.md).
 var (
 	ReasonAddressAssigned = declareReason("LoadBalancerIPAssigned", corev1.EventTypeNormal,
@@ -109,8 +109,8 @@ func allReasons() []Reason {
 func eventsDocument() string {
 	var b strings.Builder
 	b.WriteString("# Events\n\n")
-	b.WriteString("Generated from the declarations in package `ccm` (reasons.go); do not edit by hand\n")
-	b.WriteString("(`go generate ./provider`). tfccm records these Events on Services (`kubectl describe service`,\n")
+	b.WriteString("Generated from the declarations in package `lbcontroller` (reasons.go); do not edit by hand\n")
+	b.WriteString("(`go generate ./ccm/lbcontroller`). tfccm records these Events on Services (`kubectl describe service`,\n")
 	b.WriteString("`kubectl get events --field-selector involvedObject.name=NAME`); the service controller adds its own\n")
 	b.WriteString("(`EnsuringLoadBalancer`, `SyncLoadBalancerFailed`, ...), which tfccm's class loop records the same way on\n")
 	b.WriteString("Services of its `load_balancer_class`. Messages never carry a secret.\n\n")

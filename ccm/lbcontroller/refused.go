@@ -25,7 +25,7 @@ import (
 // no-op (no Event, no status write, no retry), as a plan awaiting approval
 // does; an edit of the Service makes it ask again. A template change
 // (override_dir) that makes the inputs acceptable is re-rendered and
-// applied by tfccm itself (loadbalancer_watch.go), without the controller
+// applied by tfccm itself (watch.go), without the controller
 // asking: tfccm then writes the load balancer status the controller would
 // have written (statusAfterRefusal).
 
