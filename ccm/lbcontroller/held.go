@@ -17,16 +17,16 @@ import (
 // review mode publishes), an Event and Programmed=False saying when the
 // next window opens. It reports whether r was such a result.
 func (l *loadBalancers) heldResult(svc *corev1.Service, ws string, r workspace.Result) bool {
-	if !r.AwaitingApproval || r.Plan == nil || r.Verdict.Hold == "" {
+	s := ofResult(r)
+	o := outcomeOf(s)
+	if !o.held {
 		return false
 	}
 	if l.review != nil {
 		l.review.publishHeld(svc, ws, r.Plan)
 	}
-	msg := heldMessage(r.Plan, r.Verdict)
-	l.event(svc, corev1.EventTypeNormal, ReasonChangeWindowClosed, msg)
-	l.conds.set(svc, condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-		condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, msg))
+	l.event(svc, o.event.typ, o.event.reason, o.event.text(s))
+	l.conds.set(svc, o.conditionsOf(s)...)
 	return true
 }
 

@@ -79,6 +79,9 @@ type outcome struct {
 	after      time.Duration // retryAfter's delay
 	phase      words         // how the workspace is said to be ("load balancer X is ..."); nil: not in flight
 	fail       func(s engineState) error
+	// held: a plan a closed change window holds; it is published and told
+	// before anything else of its result (held.go).
+	held bool
 }
 
 // The words several rows share.
@@ -140,6 +143,8 @@ var statusOutcomes = []outcome{
 // resultOutcomes are the rows of an engine result (onResult). A destroy's
 // result sets no condition; the engine retries failed runs itself.
 var resultOutcomes = []outcome{
+	{name: "held by a change window", when: result(awaiting, withHold), held: true, conditions: []conditionRow{acceptedRow, heldRow},
+		event: &eventRow{corev1.EventTypeNormal, ReasonChangeWindowClosed, heldRow.text}},
 	{name: "state locked, destroy or drift check", when: result(locked, either(destroyOp, drift)), event: &lockedEvent, retry: retryBackoff},
 	{name: "state locked", when: result(locked), event: &lockedEvent, conditions: []conditionRow{failedRow}, retry: retryBackoff},
 	{name: "approved plan stale, destroy", when: result(erred(isStale), destroyOp), event: &staleEvent},
@@ -317,6 +322,7 @@ func destroyOp(r workspace.Result) bool { return r.Op == "destroy" }
 func drift(r workspace.Result) bool     { return r.Drift }
 func changed(r workspace.Result) bool   { return r.Changed }
 func awaiting(r workspace.Result) bool  { return r.AwaitingApproval && r.Plan != nil }
+func withHold(r workspace.Result) bool  { return r.Verdict.Hold != "" }
 func erred(is func(error) bool) func(workspace.Result) bool {
 	return func(r workspace.Result) bool { return r.Err != nil && is(r.Err) }
 }

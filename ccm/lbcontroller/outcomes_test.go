@@ -57,6 +57,7 @@ func TestOutcomeTable(t *testing.T) {
 		{"queued", st(workspace.PhasePending, func(s *workspace.Status) { s.Destroy = true }), "tfccm.io/Programmed=False/Applying", "", answerRetry, retryAfter, "waiting to be destroyed"},
 		{"not yet current", st(workspace.PhaseApplied, nil), "", "", answerRetry, retryAfter, "waiting to be applied"},
 
+		{"held by a change window", res(workspace.Result{Op: "plan", AwaitingApproval: true, Plan: plan, Verdict: held}), "tfccm.io/Accepted=True/Accepted tfccm.io/Programmed=False/ChangeWindowClosed", "Normal/TerraformChangeWindowClosed", answerRetry, retryNone, ""},
 		{"state locked, destroy or drift check", res(workspace.Result{Op: "destroy", Err: workspace.ErrLocked, LockHolder: "alice"}), "", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
 		{"state locked", res(workspace.Result{Op: "plan", Err: workspace.ErrLocked, LockHolder: "alice"}), "tfccm.io/Programmed=False/ApplyFailed", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
 		{"approved plan stale, destroy", res(workspace.Result{Op: "destroy", Err: stale}), "", "Warning/TerraformPlanStale", answerRetry, retryNone, ""},
