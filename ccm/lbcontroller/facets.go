@@ -12,10 +12,10 @@ import (
 	"github.com/tfccm/tfccm/workspace"
 )
 
-// The facets depend on these narrow interfaces, not on Cloud: the engine
-// and renderer they use are passed in by New, and unit tests pass fakes.
+// What the controller needs of the engine, the renderer and review mode:
+// narrow interfaces, so unit tests pass fakes.
 
-// lbEngine is what the LoadBalancer facet needs of the workspace engine.
+// lbEngine is what the Services' lifecycle needs of the workspace engine.
 type lbEngine interface {
 	Apply(spec workspace.Spec) (workspace.Status, error)
 	Destroy(spec workspace.Spec) (workspace.Status, error)
