@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
@@ -51,14 +52,12 @@ type Cloud struct {
 
 	templates *templates.Loader
 	engine    *workspace.Engine
-	lb        *loadBalancers // nil when disabled
-	class     *classLoop     // Services of load_balancer_class; nil when lb is
+	// lbc is the load-balancer controller: the Services' lifecycle, review
+	// mode and the Events (the LoadBalancer facet delegates to it).
+	lbc       *lbcontroller.Controller
 	routes    *routes        // nil when disabled
 	instances *instanceFacet // nil when disabled (also serves Instances v1 and Zones)
-	review    *reviewer      // nil unless terraform { review = true } or a gate (policy)
-	plans     *planSecrets   // pending plans kept in Secrets (review mode), deleted with their workspace
 
-	events *events
 	// incarnations tells earlier leaders' state locks from anyone else's.
 	incarnations *incarnations
 	// runnerLocks tells this controller's ended runner pods' state locks
@@ -70,7 +69,7 @@ type Cloud struct {
 // template set (built-in plus override directory) and prepares the
 // workspace engine. Facets start their background work in Initialize.
 func New(cfg *config.Config) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, events: newEvents(), incarnations: newIncarnations(workspace.LockOwner())}
+	c := &Cloud{cfg: cfg, incarnations: newIncarnations(workspace.LockOwner())}
 	loader, err := templates.NewLoader(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
@@ -94,13 +93,10 @@ func New(cfg *config.Config) (*Cloud, error) {
 	}
 	// Review mode keeps pending plans in Secrets; in any mode the engine
 	// deletes the kept plan of a workspace it destroys (an orphan's destroy
-	// plan published by a controller in review mode, say).
-	c.plans = newPlanSecrets(cfg.Namespace, func(ws string) (*corev1.Service, bool) {
-		if c.lb == nil {
-			return nil, false
-		}
-		return c.lb.planOwner(ws)
-	})
+	// plan published by a controller in review mode, say). A plan also
+	// waits for approval when a policy rule asks for it (or a change window
+	// holds it): its publication and approval are review mode's.
+	c.lbc = lbcontroller.New(cfg, loader, cfg.Terraform.Review || gate != nil)
 	// The orphan sweep finds load balancers in the state backend through
 	// the catalog, not only in the work dir (an emptyDir in the chart).
 	catalog, err := templates.Catalog(cfg)
@@ -132,7 +128,7 @@ func New(cfg *config.Config) (*Cloud, error) {
 		OnApplyStart:   c.onApplyStart,
 		Review:         cfg.Terraform.Review,
 		Gate:           gate.engineGate(),
-		Plans:          c.plans,
+		Plans:          c.lbc.Plans(),
 	}
 	if c.runnerLocks, err = jobRunner(cfg, &opts); err != nil {
 		return nil, err
@@ -142,37 +138,30 @@ func New(cfg *config.Config) (*Cloud, error) {
 		return nil, fmt.Errorf("workspace engine: %w", err)
 	}
 	c.engine = engine
-	addrs := newAddressBook(cfg)
-	render := templateRenderer{cfg: cfg, loader: loader, addrs: addrs}
-	var lbRev lbReview
-	var routesRev routesReview
-	// A plan also waits for approval when a policy rule asks for it (or
-	// a change window holds it): its publication and approval are review
-	// mode's.
-	c.plans.publishing = cfg.Terraform.Review || gate != nil
-	if c.plans.publishing {
-		c.review = newReviewer(engine, render, c.events.event, cfg.Namespace)
-		lbRev, routesRev = c.review, c.review
-	}
-	if config.Enabled(cfg.LoadBalancer.Enabled) {
-		c.lb = newLoadBalancers(engine, render, lbRev, c.events.event, cfg.Backend.Type != "local", cfg.LoadBalancer.EnsureWait)
-		c.lb.addrs = addrs
-		c.lb.serves = cfg.ServesClass
-		c.class = newClassLoop(c.lb, cfg.LoadBalancerClass, cfg.ClusterName, c.events.event)
-		if c.review != nil {
-			c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted)
-			c.lb.afterApproval = c.class.approvedApplied
-		}
-	}
-	if routesEnabled(cfg) {
-		c.routes = newRoutes(engineRoutes{engine: engine, render: render}, routesRev, cfg.Routes.BatchWindow)
-	}
-	if instancesEnabled(cfg) {
-		if c.instances, err = newInstances(cfg, func() ([]byte, string, error) { return loader.Set().InstancesMapping() }); err != nil {
-			return nil, fmt.Errorf("instances: %w", err)
-		}
+	if err := c.buildFacets(); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// buildFacets builds the facets over the engine: the load-balancer
+// controller's, Routes and Instances when the config enables them.
+func (c *Cloud) buildFacets() error {
+	c.lbc.Attach(c.engine)
+	if routesEnabled(c.cfg) {
+		var review routesReview
+		if c.lbc.Reviewing() {
+			review = c.lbc
+		}
+		c.routes = newRoutes(engineRoutes{engine: c.engine, render: routesRenderer{cfg: c.cfg, loader: c.templates}}, review, c.cfg.Routes.BatchWindow)
+	}
+	if instancesEnabled(c.cfg) {
+		var err error
+		if c.instances, err = newInstances(c.cfg, func() ([]byte, string, error) { return c.templates.Set().InstancesMapping() }); err != nil {
+			return fmt.Errorf("instances: %w", err)
+		}
+	}
+	return nil
 }
 
 // onResult hands an engine outcome to the one facet that owns the
@@ -183,8 +172,8 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 	switch {
 	case name == templates.RoutesWorkspaceName:
 		handled = c.routes != nil && c.routes.onResult(name, r)
-	case c.lb != nil:
-		handled = c.lb.onResult(name, r)
+	default:
+		handled = c.lbc.OnResult(name, r)
 	}
 	if handled {
 		return
@@ -199,7 +188,7 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 // onApplyStart tells the load balancer facet that one of its workspaces
 // starts applying a plan (routes have no Service to tell).
 func (c *Cloud) onApplyStart(name, summary string) {
-	if name != templates.RoutesWorkspaceName && c.lb != nil && c.lb.onApplyStart(name, summary) {
+	if name != templates.RoutesWorkspaceName && c.lbc.OnApplyStart(name, summary) {
 		return
 	}
 	klog.V(2).InfoS("Terraform apply starts", "workspace", name, "plan", summary)
@@ -219,43 +208,22 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		c.runnerLocks.SetClient(client)
 		go c.runnerLocks.Sweep(context.Background())
 	}
-	if c.review != nil {
-		c.review.setClient(client)
-	}
-	c.plans.setClient(client)
-	if c.lb != nil {
-		c.lb.conds.setClient(client)
-		c.class.setClient(client)
-	}
-	b := record.NewBroadcaster(record.WithCorrelatorOptions(eventCorrelation()))
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(lbcontroller.EventCorrelation()))
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.events.setRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
+	c.lbc.SetClient(client, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := c.incarnations.record(ctx, client, c.cfg.Namespace); err != nil {
 		// Locks of earlier leaders are then reported instead of released.
 		klog.ErrorS(err, "Record this incarnation", "configMap", c.cfg.Namespace+"/"+annotations.Incarnations)
 	}
-	if c.review != nil {
-		c.review.watchPlans(ctx)
-		go c.review.reportLeftovers(ctx)
-	}
+	c.lbc.StartReview(ctx)
 	c.templates.OnChange(func(err error) { c.templatesChanged(ctx, err) })
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)
-	if c.lb != nil {
-		go c.lb.runResync(ctx)
-		go c.lb.runSweep(ctx, sweepInterval)
-		if c.cfg.LoadBalancer.HealthInterval > 0 {
-			go c.lb.runHealth(ctx, c.engine, c.cfg.LoadBalancer.HealthInterval, c.cfg.Terraform.Parallelism)
-		}
-		go c.class.run(ctx)
-	}
+	c.lbc.Start(ctx, c.engine, c.routes != nil)
 	if c.routes != nil {
 		c.routes.start(ctx)
-		if c.review != nil {
-			go c.review.pollRoutesApproval(ctx)
-		}
 	}
 	c.startInstances(ctx)
 	go func() {
@@ -272,16 +240,8 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // Service that the new override was rejected and the last good templates
 // keep serving.
 func (c *Cloud) templatesChanged(ctx context.Context, err error) {
-	if err != nil {
-		if c.lb != nil {
-			c.lb.eventAll(corev1.EventTypeWarning, ReasonTemplateRejected, err.Error())
-		}
-		return
-	}
-	if c.lb != nil {
-		c.lb.resyncAll()
-	}
-	if c.routes != nil {
+	c.lbc.TemplatesChanged(err)
+	if err == nil && c.routes != nil {
 		go func() {
 			if err := c.routes.rerender(); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Routes re-render after a template change failed")
@@ -295,18 +255,6 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 
 // HasClusterID reports true: every workspace is keyed by cluster_name.
 func (c *Cloud) HasClusterID() bool { return true }
-
-// LoadBalancer serves the service controller's class-less Services of
-// type LoadBalancer unless disabled in the config (load_balancer { enabled
-// = false }, or serve_classless = false: the service controller then does
-// not start). Services of load_balancer_class are served by the class
-// loop (loadbalancer_class.go) either way.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	if c.lb == nil || !config.Enabled(c.cfg.ServeClassless) {
-		return nil, false
-	}
-	return c.lb, true
-}
 
 // Instances (v1) answers from Terraform state when instances sources are
 // configured and the facet is not disabled.

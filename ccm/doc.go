@@ -1,9 +1,10 @@
-// Package provider implements k8s.io/cloud-provider's interfaces for tfccm as
-// a thin adapter over the templates, workspace and state packages.
-// It holds no Terraform or HCL logic of its own and never runs tofu: one
-// file per facet (loadbalancer*.go, routes*.go, instances*.go, zones.go),
-// review mode (review.go; its pending plans kept in Secrets, planstore.go), the Events it records (events.go, with every
-// reason declared once in reasons.go and published as docs/events.md).
+// Package ccm is tfccm's cloudprovider.Interface: the façade the
+// cloud-controller-manager calls. It owns building the engine and the
+// load-balancer controller from the cloud config, the engine's gate and
+// routing each workspace result to the one facet that owns it, and the
+// facets that are answers over state: LoadBalancer (delegating every call
+// to package lbcontroller), Routes, Instances and Zones. It holds no
+// Terraform or HCL logic of its own and never runs tofu.
 package ccm
 
-//go:generate go test -run TestEventsDocUpToDate -update .
+//go:generate go generate ./lbcontroller

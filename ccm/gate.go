@@ -1,16 +1,9 @@
-// The engine's gate (package gate adapted to workspace.Gate) and the
-// Events and conditions of a plan a closed change window holds.
+// The engine's gate: package gate adapted to workspace.Gate (the Events
+// and conditions of a held plan are the load-balancer controller's).
 
 package ccm
 
 import (
-	"context"
-	"fmt"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/gate"
 	"github.com/tfccm/tfccm/templates"
@@ -51,39 +44,4 @@ func (g *planGate) judge(in workspace.GateInput) workspace.GateVerdict {
 	}
 	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift})
 	return workspace.GateVerdict{Denied: v.Denied, Approval: v.Approval, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
-}
-
-// heldResult records a plan a closed change window holds: published (as
-// review mode publishes), an Event and Programmed=False saying when the
-// next window opens. It reports whether r was such a result.
-func (l *loadBalancers) heldResult(svc *corev1.Service, ws string, r workspace.Result) bool {
-	if !r.AwaitingApproval || r.Plan == nil || r.Verdict.Hold == "" {
-		return false
-	}
-	if l.review != nil {
-		l.review.publishHeld(svc, ws, r.Plan)
-	}
-	msg := heldMessage(r.Plan, r.Verdict)
-	l.event(svc, corev1.EventTypeNormal, ReasonChangeWindowClosed, msg)
-	l.conds.set(svc, condition(ConditionAccepted, true, CondReasonAccepted, "the template set accepts the Service's inputs"),
-		condition(ConditionProgrammed, false, CondReasonChangeWindowClosed, msg))
-	return true
-}
-
-func heldMessage(p *workspace.PendingPlan, v workspace.GateVerdict) string {
-	msg := fmt.Sprintf("plan %s (%s) is published and %s", p.Hash, p.Summary(), v.Hold)
-	if v.Approval != "" {
-		msg += "; it also needs approval: " + v.Approval
-	}
-	return msg
-}
-
-// publishHeld publishes a held plan in its ConfigMap, as a plan awaiting
-// approval is.
-func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rv.publish(ctx, ws, svc, p); err != nil {
-		klog.ErrorS(err, "Publish held plan", "service", klog.KObj(svc))
-	}
 }

@@ -13,14 +13,7 @@ var _ cloudprovider.InformerUser = (*Cloud)(nil)
 // class loop serves the Services of tfccm's load balancer class; review
 // mode watches Services for approvals; the Routes facet reads Nodes.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
-	if c.lb != nil {
-		c.lb.watch(f)
-		c.lb.addrs.watch(f)
-		c.class.watch(f)
-		if c.review != nil {
-			c.review.watchApprovals(f)
-		}
-	}
+	c.lbc.SetInformers(f)
 	if c.routes != nil {
 		nodes := f.Core().V1().Nodes()
 		nodes.Informer() // registered before the factory starts

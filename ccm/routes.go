@@ -376,7 +376,7 @@ func (r *routes) onResult(name string, res workspace.Result) bool {
 		return false
 	}
 	if r.review != nil {
-		r.review.routesResult(res)
+		r.review.RoutesResult(res)
 	}
 	if res.Drift {
 		if res.Err != nil || res.Changed {

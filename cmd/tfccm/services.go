@@ -85,7 +85,7 @@ func runServices(args []string, stdout, stderr io.Writer) int {
 }
 
 // servedServices are the LoadBalancer Services tfccm serves
-// (config.ServesClass), plus any still holding one of its cleanup
+// (config.Serves), plus any still holding one of its cleanup
 // finalizers (a Service whose type changed, or one being deleted), by
 // namespace/name.
 func servedServices(ctx context.Context, client kubernetes.Interface, serves *config.Config) ([]corev1.Service, error) {
@@ -95,7 +95,7 @@ func servedServices(ctx context.Context, client kubernetes.Interface, serves *co
 	}
 	var out []corev1.Service
 	for _, s := range list.Items {
-		lb := s.Spec.Type == corev1.ServiceTypeLoadBalancer && serves.ServesClass(s.Spec.LoadBalancerClass)
+		lb := serves.Serves(&s)
 		if lb || hasCleanupFinalizer(s) {
 			out = append(out, s)
 		}

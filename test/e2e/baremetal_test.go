@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -297,7 +297,7 @@ func TestBaremetal(t *testing.T) {
 	t.Run("host reinstalled (lbhost's objects wiped): the drift check restores it", func(t *testing.T) {
 		wiped := b.hosts.Host("lb-b")
 		repaired := func() int {
-			n, err := harness.EventCount(ctx, b.client, "default", "web", ccm.ReasonDriftRepaired)
+			n, err := harness.EventCount(ctx, b.client, "default", "web", lbcontroller.ReasonDriftRepaired)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -37,7 +37,7 @@ func TestDriftRepair(t *testing.T) {
 	vip := waitVIP(t, client, "drift")
 	backendsAre(t, vip, 80, "node-a")
 	repaired := func() int {
-		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, ccm.ReasonDriftRepaired)
+		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, lbcontroller.ReasonDriftRepaired)
 		if err != nil {
 			t.Fatal(err)
 		}

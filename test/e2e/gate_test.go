@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -59,10 +59,10 @@ policy "no-port-8443" {
 
 	setPort(t, client, "web", 8443)
 	eventually(t, 2*time.Minute, "the denial named in an Event and a condition", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "default", "web"); !strings.Contains(ev, ccm.ReasonPlanDenied) || !strings.Contains(ev, "policy no-port-8443: a listener on port 8443 is not allowed") {
+		if ev := harness.Events(ctx, client, "default", "web"); !strings.Contains(ev, lbcontroller.ReasonPlanDenied) || !strings.Contains(ev, "policy no-port-8443: a listener on port 8443 is not allowed") {
 			return fmt.Errorf("events: %s", ev)
 		}
-		return programmed(ctx, client, ccm.CondReasonPolicyDenied, "no-port-8443")
+		return programmed(ctx, client, lbcontroller.CondReasonPolicyDenied, "no-port-8443")
 	})
 	if body, err := get(vip, 80); err != nil || body != "node-a" {
 		t.Fatalf("the old load balancer stopped serving after a denied plan: %q %v", body, err)
@@ -71,13 +71,13 @@ policy "no-port-8443" {
 	setPort(t, client, "web", 81)
 	next := opens.Format(time.RFC3339)
 	eventually(t, 2*time.Minute, "the held plan published, with the next opening", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "default", "web"); !strings.Contains(ev, ccm.ReasonChangeWindowClosed) || !strings.Contains(ev, "next window opens at "+next) {
+		if ev := harness.Events(ctx, client, "default", "web"); !strings.Contains(ev, lbcontroller.ReasonChangeWindowClosed) || !strings.Contains(ev, "next window opens at "+next) {
 			return fmt.Errorf("events: %s", ev)
 		}
 		if _, err := planConfigMap(ctx, client, svc); err != nil {
 			return fmt.Errorf("plan ConfigMap: %w", err)
 		}
-		return programmed(ctx, client, ccm.CondReasonChangeWindowClosed, "next window opens at "+next)
+		return programmed(ctx, client, lbcontroller.CondReasonChangeWindowClosed, "next window opens at "+next)
 	})
 	time.Sleep(3 * time.Second)
 	if body, err := get(vip, 80); err != nil || body != "node-a" {
@@ -120,12 +120,12 @@ func programmed(ctx context.Context, client kubernetes.Interface, reason, messag
 		return err
 	}
 	for _, c := range s.Status.Conditions {
-		if c.Type == ccm.ConditionProgrammed {
+		if c.Type == lbcontroller.ConditionProgrammed {
 			if c.Status != metav1.ConditionFalse || c.Reason != reason || !strings.Contains(c.Message, message) || c.ObservedGeneration != s.Generation {
 				return fmt.Errorf("condition %+v, want False %s with %q", c, reason, message)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("no %s condition", ccm.ConditionProgrammed)
+	return fmt.Errorf("no %s condition", lbcontroller.ConditionProgrammed)
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -74,7 +74,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	approvePlan(t, client, hash)
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 80, "node-a", "node-b")
-	if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); strings.Count(ev, ccm.ReasonPlanPendingApproval) != 1 {
+	if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); strings.Count(ev, lbcontroller.ReasonPlanPendingApproval) != 1 {
 		t.Errorf("want one pending plan (the one made before the restart): %s", ev)
 	}
 	eventually(t, time.Minute, "plan Secret deleted after apply", func(ctx context.Context) error {
@@ -96,7 +96,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	restart(func() { bumpStateSerial(t, client, "default") })
 	approvePlan(t, client, stale)
 	eventually(t, 2*time.Minute, "TerraformPlanStale Event", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, ccm.ReasonPlanStale) || !strings.Contains(ev, "state changed since the plan was made") {
+		if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, lbcontroller.ReasonPlanStale) || !strings.Contains(ev, "state changed since the plan was made") {
 			return fmt.Errorf("events: %s", ev)
 		}
 		return nil

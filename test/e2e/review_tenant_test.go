@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -78,8 +78,8 @@ func TestReviewTenantCannotApprove(t *testing.T) {
 		if !annotations.ValidPlanHash(cm.Annotations[annotations.PlanHash]) {
 			return fmt.Errorf("ConfigMap %s: hash %q", cm.Name, cm.Annotations[annotations.PlanHash])
 		}
-		if ev := harness.Events(ctx, admin, tenantNS, "web"); !strings.Contains(ev, ccm.ReasonPlanPendingApproval) {
-			return fmt.Errorf("no %s Event: %s", ccm.ReasonPlanPendingApproval, ev)
+		if ev := harness.Events(ctx, admin, tenantNS, "web"); !strings.Contains(ev, lbcontroller.ReasonPlanPendingApproval) {
+			return fmt.Errorf("no %s Event: %s", lbcontroller.ReasonPlanPendingApproval, ev)
 		}
 		plan = cm
 		return nil
@@ -143,7 +143,7 @@ func TestReviewTenantCannotApprove(t *testing.T) {
 		}
 		eventually(t, time.Minute, "a Warning Event saying why", func(ctx context.Context) error {
 			ev := harness.Events(ctx, admin, tenantNS, "web")
-			for _, want := range []string{ccm.ReasonApprovalIgnored, "approves nothing", tfccmNS + "/" + plan.Name, "tfccm approve --namespace " + tenantNS + " --service web"} {
+			for _, want := range []string{lbcontroller.ReasonApprovalIgnored, "approves nothing", tfccmNS + "/" + plan.Name, "tfccm approve --namespace " + tenantNS + " --service web"} {
 				if !strings.Contains(ev, want) {
 					return fmt.Errorf("events lack %q: %s", want, ev)
 				}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -59,7 +59,7 @@ func TestReviewMode(t *testing.T) {
 	t.Run("a wrong hash is refused", func(t *testing.T) {
 		approvePlan(t, client, strings.Repeat("0", 64))
 		eventually(t, time.Minute, "refusal Event", func(ctx context.Context) error {
-			if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, ccm.ReasonPlanNotApproved) {
+			if ev := harness.Events(ctx, client, svc.Namespace, svc.Name); !strings.Contains(ev, lbcontroller.ReasonPlanNotApproved) {
 				return fmt.Errorf("events: %s", ev)
 			}
 			return nil
@@ -171,8 +171,8 @@ func waitPendingPlan(t *testing.T, client kubernetes.Interface, svc *corev1.Serv
 			return fmt.Errorf("plan.json: %v (hash %v)", err, pub["plan_hash"])
 		}
 		ev := harness.Events(ctx, client, svc.Namespace, svc.Name)
-		if !strings.Contains(ev, ccm.ReasonPlanPendingApproval) || !strings.Contains(ev, kind+" "+hash) {
-			return fmt.Errorf("no %s Event for %s: %s", ccm.ReasonPlanPendingApproval, hash, ev)
+		if !strings.Contains(ev, lbcontroller.ReasonPlanPendingApproval) || !strings.Contains(ev, kind+" "+hash) {
+			return fmt.Errorf("no %s Event for %s: %s", lbcontroller.ReasonPlanPendingApproval, hash, ev)
 		}
 		return nil
 	})
@@ -260,7 +260,7 @@ func TestReviewDriftRepair(t *testing.T) {
 	approvePlan(t, client, repair)
 	backendsAre(t, vip, 80, "node-a")
 	repaired := func() int {
-		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, ccm.ReasonDriftRepaired)
+		n, err := harness.EventCount(ctx, client, svc.Namespace, svc.Name, lbcontroller.ReasonDriftRepaired)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tfccm/tfccm/ccm"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -62,11 +62,11 @@ func createServiceWithVars(t *testing.T, client kubernetes.Interface, name strin
 func refused(t *testing.T, client kubernetes.Interface, name, want string) {
 	t.Helper()
 	eventually(t, time.Minute, name+": Warning Event and Accepted=False naming the keys", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "default", name); !strings.Contains(ev, "Warning "+ccm.ReasonRenderFailed+": "+want) {
+		if ev := harness.Events(ctx, client, "default", name); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
 			return fmt.Errorf("events: %s", ev)
 		}
-		if _, c := conditionOf(t, client, name, ccm.ConditionAccepted); c == nil || c.Status != metav1.ConditionFalse ||
-			c.Reason != ccm.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
+		if _, c := conditionOf(t, client, name, lbcontroller.ConditionAccepted); c == nil || c.Status != metav1.ConditionFalse ||
+			c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -76,7 +76,7 @@ func refused(t *testing.T, client kubernetes.Interface, name, want string) {
 // refusedNoAddress fails if the refused Service got an address.
 func refusedNoAddress(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
-	if svc, _ := conditionOf(t, client, name, ccm.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) > 0 {
+	if svc, _ := conditionOf(t, client, name, lbcontroller.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) > 0 {
 		t.Errorf("%s was refused but got %v", name, svc.Status.LoadBalancer.Ingress)
 	}
 }
@@ -147,7 +147,7 @@ func TestServiceVarsLocal(t *testing.T) {
 	}
 	backendsAre(t, vip, 80, "node-a")
 	eventually(t, time.Minute, "Accepted=True", func(context.Context) error {
-		if _, c := conditionOf(t, client, "web", ccm.ConditionAccepted); c == nil || c.Status != metav1.ConditionTrue {
+		if _, c := conditionOf(t, client, "web", lbcontroller.ConditionAccepted); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -163,7 +163,7 @@ func TestServiceVarsLocal(t *testing.T) {
 	})
 	refused(t, client, "web", `annotation tfccm.io/vars: key "vip_pool" is not a setting a Service may set (load_balancer.service_vars of the cloud config allows none)`)
 	backendsAre(t, vip, 80, "node-a")
-	if svc, _ := conditionOf(t, client, "web", ccm.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != vip {
+	if svc, _ := conditionOf(t, client, "web", lbcontroller.ConditionAccepted); len(svc.Status.LoadBalancer.Ingress) != 1 || svc.Status.LoadBalancer.Ingress[0].IP != vip {
 		t.Errorf("ingress %v, want the last applied %s", svc.Status.LoadBalancer.Ingress, vip)
 	}
 	if after := readTree(t, lbDir); after != before {

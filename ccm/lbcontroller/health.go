@@ -1,0 +1,191 @@
+package lbcontroller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// Backend health (tfccm.io/Degraded): every health interval, each applied
+// load balancer workspace whose template module carries a health module
+// (templates.HealthDir) is probed — a refresh-only apply of that module
+// with the workspace's inputs into a state of its own, which creates,
+// changes and destroys nothing and takes no state lock — and its `backends`
+// output becomes the Service's Degraded condition and the backends gauges.
+// Workspaces of sets without a health module are never probed and get no
+// Degraded condition. Only a changed condition is written (server-side
+// apply of tfccm's own condition types, like the others), so the reads
+// never fight the service controller's status writes.
+
+// healthProber is what the health loop needs of the workspace engine.
+type healthProber interface {
+	Status(name string) workspace.Status
+	Probe(ctx context.Context, name, module, inputs string) (map[string]json.RawMessage, error)
+}
+
+var _ healthProber = (*workspace.Engine)(nil)
+
+// The backends gauges: one series per load balancer Service whose set reads
+// health, dropped with the Service. Their labels are not namespace and
+// service: Prometheus' target labels of those names identify the CCM's pod.
+var (
+	backendsGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "tfccm_load_balancer",
+		Name:           "backends",
+		Help:           "Backends (nodes) of each load balancer whose template set reads backend health, by Service (service_namespace, service_name).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"service_namespace", "service_name"})
+	backendsUpGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "tfccm_load_balancer",
+		Name:           "backends_up",
+		Help:           "Backends the load balancer itself finds healthy, by Service (service_namespace, service_name).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"service_namespace", "service_name"})
+	registerHealthMetrics sync.Once
+)
+
+// healthState is what the health loop last reported per workspace: the
+// series it set, so they are dropped with the Service.
+type healthState struct {
+	mu     sync.Mutex
+	series map[string][2]string // workspace -> namespace, name
+}
+
+// runHealth reads backend health every interval (jittered) until ctx ends,
+// with at most workers probes at once.
+func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, interval time.Duration, workers int) {
+	registerHealth()
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { l.healthRound(ctx, prober, workers) }, interval, 0.1, true)
+}
+
+// registerHealth adds the backends gauges to the registry /metrics serves.
+func registerHealth() {
+	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge) })
+}
+
+// healthRound probes every applied load balancer once, workers at a time
+// (a probe is a plan: one at a time, a round of hundreds of load balancers
+// would outlast the interval), and drops the series of workspaces no
+// longer served.
+func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, workers int) {
+	l.mu.Lock()
+	live := map[string]*corev1.Service{}
+	for name, e := range l.services {
+		if !l.deleted[name] && e.svc != nil && e.nodes != nil {
+			live[name] = e.svc
+		}
+	}
+	l.mu.Unlock()
+	names := make([]string, 0, len(live))
+	for name := range live {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
+		l.probeOne(ctx, prober, names[i], live[names[i]])
+	})
+	if ctx.Err() != nil {
+		return
+	}
+	l.health.mu.Lock()
+	var gone []string
+	for name := range l.health.series {
+		if _, ok := live[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	l.health.mu.Unlock()
+	for _, name := range gone {
+		l.dropHealth(name)
+	}
+}
+
+// probeOne reads one load balancer's backend health and reports it.
+func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name string, svc *corev1.Service) {
+	if prober.Status(name).Phase != workspace.PhaseApplied {
+		return // a run in flight or failed: read after it settles
+	}
+	outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
+	if errors.Is(err, workspace.ErrNoProbe) {
+		// The set reads no health (or no longer: a new override).
+		l.dropHealth(name)
+		l.conds.remove(svc, ConditionDegraded)
+		return
+	}
+	var backends []templates.BackendHealth
+	if err == nil {
+		backends, err = templates.DecodeBackends(outs)
+	}
+	if err != nil {
+		// The last reading stands: a load balancer host briefly
+		// unreachable, or HAProxy reloading, is no reason to flap.
+		klog.InfoS("Could not read the load balancer's backend health", "service", klog.KObj(svc), "workspace", name, "err", err)
+		return
+	}
+	l.reportHealth(name, svc, backends)
+}
+
+// reportHealth sets the Service's Degraded condition and gauges.
+func (l *loadBalancers) reportHealth(name string, svc *corev1.Service, backends []templates.BackendHealth) {
+	up, down := 0, []string{}
+	for _, b := range backends {
+		if b.Healthy {
+			up++
+		} else {
+			down = append(down, b.Node)
+		}
+	}
+	sort.Strings(down)
+	l.health.mu.Lock()
+	if l.health.series == nil {
+		l.health.series = map[string][2]string{}
+	}
+	l.health.series[name] = [2]string{svc.Namespace, svc.Name}
+	l.health.mu.Unlock()
+	backendsGauge.WithLabelValues(svc.Namespace, svc.Name).Set(float64(len(backends)))
+	backendsUpGauge.WithLabelValues(svc.Namespace, svc.Name).Set(float64(up))
+	l.conds.set(svc, degradedCondition(len(backends), down))
+}
+
+// degradedCondition is Degraded for total backends of which down are
+// unhealthy (no backends at all is degraded: nothing serves).
+func degradedCondition(total int, down []string) metav1.Condition {
+	switch {
+	case total == 0:
+		return condition(ConditionDegraded, true, CondReasonBackendsUnhealthy, "the load balancer has no backends")
+	case len(down) > 0:
+		return condition(ConditionDegraded, true, CondReasonBackendsUnhealthy,
+			fmt.Sprintf("unhealthy: %s (%d of %d backends up)", strings.Join(down, ", "), total-len(down), total))
+	default:
+		return condition(ConditionDegraded, false, CondReasonBackendsHealthy, fmt.Sprintf("all %d backends are healthy", total))
+	}
+}
+
+// dropHealth removes the gauges of a workspace (its Service is gone, or
+// its set no longer reads health).
+func (l *loadBalancers) dropHealth(name string) {
+	l.health.mu.Lock()
+	s, ok := l.health.series[name]
+	delete(l.health.series, name)
+	l.health.mu.Unlock()
+	if ok {
+		backendsGauge.DeleteLabelValues(s[0], s[1])
+		backendsUpGauge.DeleteLabelValues(s[0], s[1])
+	}
+}
