@@ -16,20 +16,7 @@ import (
 // missing.
 func TestPodMainSteps(t *testing.T) {
 	tofu := repo.Tofu(t)
-	src, inputs, work := t.TempDir(), t.TempDir(), t.TempDir()
-	write(t, src, map[string]string{"main.tf": "output \"x\" {\n  value = \"y\"\n}\n"})
-	a := newArchive()
-	if err := a.addDir(src); err != nil {
-		t.Fatal(err)
-	}
-	if err := newRequest(a, src, []string{"apply", "-auto-approve", "-no-color"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := a.bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, inputs, map[string]string{partFile(0): string(b)})
+	inputs, work := podInputsOf(t, map[string]string{"main.tf": "output \"x\" {\n  value = \"y\"\n}\n"}), t.TempDir()
 	resultFile := filepath.Join(work, "result.tar.gz")
 	var stdout, stderr bytes.Buffer
 	code := PodMain([]string{"--inputs", inputs, "--parts", "1", "--work", work, "--plugin-cache", t.TempDir(), "--tofu", tofu, "--result-file", resultFile}, &stdout, &stderr)
@@ -81,20 +68,7 @@ func TestPodMainFailsWhenTheOOMKillerStruck(t *testing.T) {
 			if err := os.WriteFile(tofu, []byte(tc.script), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			src, inputs, work := t.TempDir(), t.TempDir(), t.TempDir()
-			write(t, src, map[string]string{"main.tf": "\n"})
-			a := newArchive()
-			if err := a.addDir(src); err != nil {
-				t.Fatal(err)
-			}
-			if err := newRequest(a, src, []string{"apply", "-auto-approve", "-no-color"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			b, err := a.bytes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			write(t, inputs, map[string]string{partFile(0): string(b)})
+			inputs, work := podInputsOf(t, map[string]string{"main.tf": "\n"}), t.TempDir()
 			resultFile := filepath.Join(work, "result.tar.gz")
 			var stdout, stderr bytes.Buffer
 			code := PodMain([]string{"--inputs", inputs, "--parts", "1", "--work", work, "--plugin-cache", t.TempDir(), "--tofu", tofu, "--result-file", resultFile}, &stdout, &stderr)
@@ -106,4 +80,25 @@ func TestPodMainFailsWhenTheOOMKillerStruck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podInputsOf is the inputs directory a runner pod gets for `tofu apply`
+// in a workspace of files.
+func podInputsOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	src, inputs := t.TempDir(), t.TempDir()
+	write(t, src, files)
+	a := newArchive()
+	if err := a.addDir(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := newRequest(a, src, []string{"apply", "-auto-approve", "-no-color"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, inputs, map[string]string{partFile(0): string(b)})
+	return inputs
 }
