@@ -53,7 +53,15 @@ func rowEngine(t *testing.T, opts Options) (*Engine, *entry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.queue.ShutDown)
+	t.Cleanup(func() {
+		// Take what a row queued, so that the queue's depth metric (shared
+		// by every engine of the process) is back where it was.
+		for e.queue.Len() > 0 {
+			name, _ := e.queue.Get()
+			e.queue.Done(name)
+		}
+		e.queue.ShutDown()
+	})
 	return e, e.entry("ws")
 }
 
@@ -132,10 +140,10 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			expect(t, en, PhaseRunning, en.status.Hash == "h2")
 		},
 		"new to this process / Apply/Destroy of the work a stored plan": func(t *testing.T) {
-			plans := &memPlans{}
-			e, en := rowEngine(t, Options{Review: true, Plans: plans})
+			store := &memPlans{}
+			e, en := rowEngine(t, Options{Review: true, Plans: store})
 			file := []byte("saved plan")
-			if err := plans.SavePlan(context.Background(), "ws", &SavedPlan{Plan: PendingPlan{Hash: contentHash(file), SpecHash: "h1"}, File: file}); err != nil {
+			if err := store.SavePlan(context.Background(), "ws", &SavedPlan{Plan: PendingPlan{Hash: contentHash(file), SpecHash: "h1"}, File: file}); err != nil {
 				t.Fatal(err)
 			}
 			spec := rowSpec("h1")

@@ -92,11 +92,11 @@ func sumJSON(b []byte) string {
 
 // keepPrepared keeps dir's .terraform, just written by a successful init
 // of spec, as key's prepared one (unless there is one already).
-func (e *Engine) keepPrepared(dir, key string, spec *Spec) {
-	if e.opts.Exec != nil || (spec != nil && spec.namedWorkspace()) {
+func (c *initCache) keepPrepared(dir, key string, spec *Spec) {
+	if c.jobs || (spec != nil && spec.namedWorkspace()) {
 		return
 	}
-	entry := e.initCacheEntry(key)
+	entry := c.initCacheEntry(key)
 	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
 	if err != nil {
 		return // no providers: init has little to do
@@ -217,11 +217,11 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 // seedPrepared gives dir (a fresh workspace: no .terraform) key's
 // prepared .terraform and, with spec's backend block, a backend record
 // of spec's own settings. It reports whether dir is now initialized.
-func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
-	if e.opts.Exec != nil || (spec != nil && spec.namedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
+func (c *initCache) seedPrepared(dir, key string, spec *Spec) bool {
+	if c.jobs || (spec != nil && spec.namedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
 		return false
 	}
-	entry := e.initCacheEntry(key)
+	entry := c.initCacheEntry(key)
 	src := filepath.Join(entry, preparedDir)
 	if !exists(src) {
 		return false
@@ -236,7 +236,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 	var record []byte
 	if spec != nil && hasBackendBlock(spec) {
 		var err error
-		if record, err = e.seedRecord(entry, spec); err != nil {
+		if record, err = c.seedRecord(entry, spec); err != nil {
 			klog.V(2).InfoS("Running init: no prepared backend record", "workspace", filepath.Base(dir), "reason", err)
 			return false
 		}
@@ -265,7 +265,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 }
 
 // seedRecord is spec's backend record: the donor's with spec's settings.
-func (e *Engine) seedRecord(entry string, spec *Spec) ([]byte, error) {
+func (c *initCache) seedRecord(entry string, spec *Spec) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(entry, preparedBackend))
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // A preview is a read-only plan of a workspace against its real state, for
@@ -182,7 +183,7 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 		p.NoState = true
 	}
 	var pending PendingPlan
-	pub := redactPlan(plan, &pending)
+	pub := plans.Redact(plan, &pending)
 	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
 	pub.Summary = p.Summary
 	for _, rc := range plan.ResourceChanges {
@@ -198,6 +199,6 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 	if err != nil {
 		return fmt.Errorf("workspace %s: plan: %w", name, err)
 	}
-	p.Redacted = []byte(scrub.With(sensitiveStrings(plan)).Scrub(string(b)))
+	p.Redacted = []byte(scrub.With(plans.SensitiveStrings(plan)).Scrub(string(b)))
 	return nil
 }
