@@ -30,13 +30,11 @@ var ErrNotFound = errors.New("workspace not applied")
 // Engine runs Terraform for workspaces. It is safe for concurrent use.
 type Engine struct {
 	opts Options
-	// encryption identifies the encryption configuration (encryptionID).
-	encryption string
 	// tofu is what runs tofu in a workspace directory (tofu.go).
 	tofu *tofuSetup
 	// passes runs one pass of a workspace (run.go).
 	passes *passes
-	tombs  tombstones
+	tombs  tombstones // of destroyed workspaces (tombstone.go)
 	plans  planKeeper // Options.Plans (planstore.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
@@ -129,14 +127,13 @@ func New(opts Options) (*Engine, error) {
 	}
 	registerMetrics()
 	e := &Engine{
-		opts:       opts,
-		encryption: encryptionID(opts),
-		retries:    newRetryBackoff(opts.Backoff),
-		ws:         map[string]*entry{},
-		done:       make(chan struct{}),
-		budget:     newBudget(opts.Parallelism),
-		tombs:      tombstones(filepath.Join(opts.WorkDir, tombstoneDir)),
-		plans:      planKeeper{store: opts.Plans, review: opts.Review, workDir: opts.WorkDir},
+		opts:    opts,
+		retries: newRetryBackoff(opts.Backoff),
+		ws:      map[string]*entry{},
+		done:    make(chan struct{}),
+		budget:  newBudget(opts.Parallelism),
+		tombs:   tombstones(filepath.Join(opts.WorkDir, tombstoneDir)),
+		plans:   planKeeper{store: opts.Plans, review: opts.Review, workDir: opts.WorkDir},
 	}
 	e.tofu = &tofuSetup{
 		opts: &e.opts, env: env, credentials: creds,
@@ -150,7 +147,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Catalog != nil {
 		e.catalog = &catalog{e: e.tofu, spec: opts.Catalog}
 	}
-	e.passes = &passes{t: e.tofu, opts: &e.opts, encryption: e.encryption, catalog: e.catalog, plans: e.plans}
+	e.passes = &passes{t: e.tofu, opts: &e.opts, encryption: encryptionID(opts), catalog: e.catalog, plans: e.plans}
 	e.queue = newQueue(e.retries)
 	e.driftCheck = e.Reconcile
 	return e, nil

@@ -27,7 +27,7 @@ import (
 type passes struct {
 	t          *tofuSetup
 	opts       *Options
-	encryption string // Engine.encryption
+	encryption string // identifies the encryption configuration (encryptionID)
 	catalog    *catalog
 	plans      planKeeper
 }
