@@ -31,10 +31,11 @@
 //     declares (and only those), tofu's diagnostics scrubbed of every
 //     credential and sensitive output;
 //   - backends: backend settings (secret ones never written to the
-//     directory), backend records, the release of its own stale state
-//     locks by a new incarnation (the locks and claims themselves are
-//     package workspace/locks's), tombstones of destroyed workspaces, and
-//     the catalog of workspaces in the state backend;
+//     directory), the release of its own stale state locks by a new
+//     incarnation, tombstones of destroyed workspaces, and the catalog of
+//     workspaces in the state backend (tofu's backend record is package
+//     workspace/backends's, the locks and claims package
+//     workspace/locks's);
 //   - plans in the engine: review mode's pending plans and approvals, their
 //     publication into the workspace, keeping them in the plan store, the
 //     counts a running plan prints, and the gate's judgement of each plan
