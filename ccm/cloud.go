@@ -87,10 +87,6 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	var enc config.Encryption
-	if cfg.Encryption != nil {
-		enc = *cfg.Encryption
-	}
 	// Review mode keeps pending plans in Secrets; in any mode the engine
 	// deletes the kept plan of a workspace it destroys (an orphan's destroy
 	// plan published by a controller in review mode, say). A plan also
@@ -103,33 +99,11 @@ func New(cfg *config.Config) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	opts := workspace.Options{
-		Catalog:           catalog,
-		Binary:            cfg.Terraform.Binary,
-		WorkDir:           cfg.WorkDir,
-		Parallelism:       cfg.Terraform.Parallelism,
-		Timeout:           cfg.Terraform.Timeout,
-		DriftInterval:     cfg.Terraform.DriftInterval,
-		Coalesce:          workspace.Coalesce{Quiet: cfg.Terraform.CoalesceQuiet, Max: cfg.Terraform.CoalesceMax},
-		Env:               cfg.Terraform.Env,
-		PassEnv:           cfg.Terraform.PassEnv,
-		CLIConfigFile:     cfg.Terraform.CLIConfigFile,
-		ProviderLockFile:  cfg.Terraform.ProviderLockFile,
-		PluginCacheDir:    cfg.Terraform.PluginCacheDir,
-		ProviderMTLS:      cfg.Terraform.ProviderMTLS,
-		Encryption:        enc.Source,
-		EncryptionSecrets: enc.Secrets,
-		// One identity per cluster: the leader-elected replica that runs
-		// after a crash recognises the previous one's stale state locks
-		// (given a persistent work_dir, where the claims live).
-		Identity:       cfg.Identity(),
-		GoneLockHolder: c.incarnations.gone,
-		OnResult:       c.onResult,
-		OnApplyStart:   c.onApplyStart,
-		Review:         cfg.Terraform.Review,
-		Gate:           gate.engineGate(),
-		Plans:          c.lbc.Plans(),
-	}
+	opts := workspace.OptionsFor(cfg)
+	opts.Catalog = catalog
+	opts.GoneLockHolder = c.incarnations.gone
+	opts.OnResult, opts.OnApplyStart = c.onResult, c.onApplyStart
+	opts.Gate, opts.Plans = gate.engineGate(), c.lbc.Plans()
 	if c.runnerLocks, err = jobRunner(cfg, &opts); err != nil {
 		return nil, err
 	}

@@ -97,9 +97,9 @@ func localStatePath(dir string, b BackendInfo) string {
 }
 
 // removeState deletes what is left of a destroyed workspace: its directory
-// (which holds local state), its probes' copies and, for the kubernetes
+// dir (which holds local state), its probes' copies under workDir and, for the kubernetes
 // backend, the state Secret and lock Lease.
-func (e *Engine) removeState(ctx context.Context, spec *Spec, dir string) error {
+func removeState(ctx context.Context, spec *Spec, dir, workDir string) error {
 	if spec.Backend.Type == "kubernetes" {
 		if err := removeKubernetesState(ctx, spec.Backend); err != nil {
 			return fmt.Errorf("remove kubernetes state: %w", err)
@@ -118,7 +118,7 @@ func (e *Engine) removeState(ctx context.Context, spec *Spec, dir string) error 
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove workspace dir: %w", err)
 	}
-	if err := e.removeProbes(spec.Name); err != nil {
+	if err := removeProbes(workDir, spec.Name); err != nil {
 		return fmt.Errorf("remove the workspace's probes: %w", err)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
@@ -167,7 +169,7 @@ func testBackendLocking(t *testing.T, b realBackend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, err := e2.Wait(ctx, s2.Name, s2.Hash)
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), tofuWho()) {
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), locks.TofuWho()) {
 		t.Fatalf("second controller: %+v, %v; want ErrLocked naming the holder", st, err)
 	}
 	// pg's advisory lock cannot tell who holds it: tofu reports the

@@ -70,7 +70,7 @@ func (c CatalogEntry) Spec() Spec {
 // catalog runs tofu in the catalog directory, one command sequence at a
 // time (the selected Terraform workspace is the directory's).
 type catalog struct {
-	e      *Engine
+	e      *tofuSetup
 	spec   *Spec
 	mu     sync.Mutex
 	inited bool
@@ -85,11 +85,12 @@ func (c *catalog) runner() *runner {
 // catalogPut records spec, just applied, in the catalog unless its hash
 // is already there. A failure is logged: the apply stands, and the next
 // run of the workspace (a drift check, a change) tries again.
-func (e *Engine) catalogPut(ctx context.Context, spec *Spec, rec *record) {
-	if e.catalog == nil || spec.Owner == nil || rec.Catalogued == spec.Hash {
+// A nil catalog records nothing.
+func (c *catalog) catalogPut(ctx context.Context, spec *Spec, rec *record) {
+	if c == nil || spec.Owner == nil || rec.Catalogued == spec.Hash {
 		return
 	}
-	if err := e.catalog.put(ctx, spec, rec.AppliedAt); err != nil {
+	if err := c.put(ctx, spec, rec.AppliedAt); err != nil {
 		klog.ErrorS(err, "Record the applied configuration in the state backend's catalog", "workspace", spec.Name)
 		return
 	}
@@ -99,11 +100,11 @@ func (e *Engine) catalogPut(ctx context.Context, spec *Spec, rec *record) {
 // catalogRemove removes a destroyed workspace's catalog entry. A failure
 // is logged: a leftover entry names a workspace whose state holds
 // nothing, which the orphan sweep destroys (a no-op) and removes again.
-func (e *Engine) catalogRemove(ctx context.Context, name string) {
-	if e.catalog == nil {
+func (c *catalog) catalogRemove(ctx context.Context, name string) {
+	if c == nil {
 		return
 	}
-	if err := e.catalog.remove(ctx, name); err != nil {
+	if err := c.remove(ctx, name); err != nil {
 		klog.ErrorS(err, "Remove a destroyed workspace from the state backend's catalog", "workspace", name)
 	}
 }

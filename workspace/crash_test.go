@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/tfccm/tfccm/internal/repo"
 )
 
@@ -191,7 +193,7 @@ func TestLockHeldByOtherIsReportedNotStolen(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("Wait = %+v, %v; want ErrLocked", st, err)
 	}
-	who := tofuWho()
+	who := locks.TofuWho()
 	if !strings.Contains(err.Error(), who) || !strings.Contains(err.Error(), "Apply") || !strings.Contains(err.Error(), "not taking it over") {
 		t.Fatalf("lock error %q does not name the holder %s", err, who)
 	}

@@ -3,6 +3,8 @@ package workspace
 import (
 	"errors"
 	"strings"
+
+	"github.com/tfccm/tfccm/workspace/locks"
 )
 
 // maxMessage bounds a user-facing error so it fits a Kubernetes Event
@@ -35,7 +37,7 @@ type Error struct {
 	// retried until the work changes.
 	Denied bool
 	cause  error
-	lock   lockInfo // the held lock, when LockHolder is set
+	lock   locks.LockInfo // the held lock, when LockHolder is set
 }
 
 // invalidInputDiagnostics are the summaries of tofu/terraform errors that

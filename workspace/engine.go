@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tfccm/tfccm/internal/secret"
@@ -28,18 +30,12 @@ var ErrNotFound = errors.New("workspace not applied")
 // Engine runs Terraform for workspaces. It is safe for concurrent use.
 type Engine struct {
 	opts Options
-	// encryption identifies the encryption configuration (encryptionID).
-	encryption string
-	env        map[string]string
-	// env is every tofu's environment but the credentials; credentials
-	// are the configured ones, each given only to the workspaces whose
-	// template declares it (credentials_decl.go).
-	credentials map[string]string
-	// pinnedLock is Options.ProviderLockFile's content (integrity.go).
-	pinnedLock []byte
-	scrub      *secret.Scrubber
-	self       claim  // this process, for claim files
-	sockets    string // providers' socket directory, "" with mTLS (sockets.go)
+	// tofu is what runs tofu in a workspace directory (tofu.go).
+	tofu *tofuSetup
+	// passes runs one pass of a workspace (run.go).
+	passes *passes
+	tombs  tombstones // of destroyed workspaces (tombstone.go)
+	plans  planKeeper // Options.Plans (planstore.go)
 
 	// queue holds the names of workspaces with work to do (queue.go): one
 	// worker per name at a time, a name added while it is processed is
@@ -131,22 +127,27 @@ func New(opts Options) (*Engine, error) {
 	}
 	registerMetrics()
 	e := &Engine{
-		pinnedLock:  pinned,
-		opts:        opts,
-		encryption:  encryptionID(opts),
-		env:         env,
-		credentials: creds,
-		scrub:       secret.NewScrubber(secrets),
-		self:        selfClaim(opts.Identity, ""),
-		retries:     newRetryBackoff(opts.Backoff),
-		ws:          map[string]*entry{},
-		done:        make(chan struct{}),
-		budget:      newBudget(opts.Parallelism),
-		sockets:     settings.PluginSocketDir,
+		opts:    opts,
+		retries: newRetryBackoff(opts.Backoff),
+		ws:      map[string]*entry{},
+		done:    make(chan struct{}),
+		budget:  newBudget(opts.Parallelism),
+		tombs:   tombstones(filepath.Join(opts.WorkDir, tombstoneDir)),
+		plans:   planKeeper{store: opts.Plans, review: opts.Review, workDir: opts.WorkDir},
+	}
+	e.tofu = &tofuSetup{
+		opts: &e.opts, env: env, credentials: creds,
+		inits: &initCache{
+			binary: opts.Binary, cliConfig: opts.CLIConfigFile, workDir: opts.WorkDir,
+			pinned: pinned, jobs: opts.Exec != nil,
+		},
+		scrub: secret.NewScrubber(secrets), self: locks.SelfClaim(opts.Identity, ""),
+		sockets: socketDir(settings.PluginSocketDir),
 	}
 	if opts.Catalog != nil {
-		e.catalog = &catalog{e: e, spec: opts.Catalog}
+		e.catalog = &catalog{e: e.tofu, spec: opts.Catalog}
 	}
+	e.passes = &passes{t: e.tofu, opts: &e.opts, encryption: encryptionID(opts), catalog: e.catalog, plans: e.plans}
 	e.queue = newQueue(e.retries)
 	e.driftCheck = e.Reconcile
 	return e, nil
@@ -169,18 +170,18 @@ func (e *Engine) Start(ctx context.Context) {
 	collector.set(e)
 	e.started = true
 	e.mu.Unlock()
-	e.pruneTombstones()
+	e.tombs.pruneTombstones()
 	endLeftovers(e.opts.WorkDir)
-	e.clearSockets()
+	e.tofu.sockets.clearSockets()
 	// A new incarnation may come with another provider mirror (a new
 	// image): the lock files shared by the last one are not reused.
-	e.dropInitCache()
+	e.tofu.inits.dropInitCache()
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })
 	}
 	if e.opts.DriftInterval > 0 {
-		wg.Go(func() { e.driftLoop(ctx, e.opts.DriftInterval) })
+		wg.Go(func() { driftLoop(ctx, e.opts.DriftInterval, e.driftable, e.driftCheck) })
 	}
 	wg.Go(func() {
 		<-ctx.Done()
@@ -219,11 +220,10 @@ func (e *Engine) Destroy(spec Spec) (Status, error) {
 }
 
 // coalesceDelay is how long new work for en waits for more updates of
-// the same burst (Options.Coalesce): only updates of an applied workspace
+// the same burst (Options.Coalesce c): only updates of an applied workspace
 // wait. It records the burst's start and the run's due time. The caller
-// holds e.mu.
-func (e *Engine) coalesceDelay(en *entry, spec *Spec, destroy bool) time.Duration {
-	c := e.opts.Coalesce
+// holds Engine.mu.
+func (en *entry) coalesceDelay(c Coalesce, spec *Spec, destroy bool) time.Duration {
 	if c.Quiet <= 0 || destroy || !spec.Coalesce || en.rec.AppliedHash == "" {
 		return 0
 	}
@@ -238,13 +238,13 @@ func (e *Engine) coalesceDelay(en *entry, spec *Spec, destroy bool) time.Duratio
 	return en.due.Sub(now)
 }
 
-// nothingToDestroy: a local-backend workspace with no directory has no
-// state, so there is nothing to destroy.
-func (e *Engine) nothingToDestroy(en *entry, spec *Spec) bool {
+// nothingToDestroy: a local-backend workspace with no directory dir has
+// no state, so there is nothing to destroy.
+func nothingToDestroy(en *entry, spec *Spec, dir string) bool {
 	if !isLocal(spec.Backend) || en.rec.AppliedHash != "" {
 		return false
 	}
-	_, err := os.Stat(e.Dir(spec.Name))
+	_, err := os.Stat(dir)
 	return errors.Is(err, os.ErrNotExist)
 }
 
@@ -301,7 +301,7 @@ func (e *Engine) Reconcile(name string) {
 		return
 	}
 	en.drift = true
-	e.enqueue(name)
+	e.queue.Add(name)
 }
 
 // ReconcileAll calls Reconcile for every workspace this process knows.
@@ -371,7 +371,8 @@ func (e *Engine) entry(name string) *entry {
 	return en
 }
 
-func (e *Engine) setStatus(en *entry, f func(*Status)) {
+// setStatus changes en's status with f and wakes its waiters (Wait).
+func (en *entry) setStatus(f func(*Status)) {
 	old := en.status.Phase
 	f(&en.status)
 	if en.status.Phase != PhaseAwaitingApproval {

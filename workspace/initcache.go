@@ -42,6 +42,18 @@ import (
 // A shared copy whose checksum does not match is dropped unread, and a new
 // incarnation (maybe a new image, with another mirror) starts with none.
 
+// initCache is what the inits of all workspaces share: the lock files
+// per provider set (this file), the pinned lock file (integrity.go) and
+// the prepared .terraform directories (prepared.go), under workDir.
+type initCache struct {
+	binary, cliConfig, workDir string
+	// pinned is Options.ProviderLockFile's content (integrity.go).
+	pinned []byte
+	// jobs is true when tofu runs in Jobs (Options.Exec): no .terraform
+	// is prepared or seeded there.
+	jobs bool
+}
+
 // initCacheDir holds the shared lock files: <work dir>/.init-cache/<key>/.
 const initCacheDir = ".init-cache"
 
@@ -58,8 +70,8 @@ const (
 // inputs (*.tfvars) and the files tfccm generates per workspace (tfccm_*
 // at the top: the backend block), with the tofu binary and CLI config
 // that resolve them. Workspaces rendered from one template share it.
-func (e *Engine) initCacheKey(spec *Spec) string {
-	h := e.initKeyHash("workspace")
+func (c *initCache) initCacheKey(spec *Spec) string {
+	h := c.initKeyHash("workspace")
 	for _, p := range spec.Paths() {
 		if isVarFile(p) || (!strings.Contains(p, "/") && strings.HasPrefix(path.Base(p), "tfccm_")) {
 			continue
@@ -73,8 +85,8 @@ func (e *Engine) initCacheKey(spec *Spec) string {
 // probeInitKey names the provider set of a probe's copy in dir: its
 // module's regular files (not the linked inputs, not tofu's dot files).
 // Copies of one template's module share it.
-func (e *Engine) probeInitKey(dir string) (string, error) {
-	h := e.initKeyHash("probe")
+func (c *initCache) probeInitKey(dir string) (string, error) {
+	h := c.initKeyHash("probe")
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -105,31 +117,31 @@ func (e *Engine) probeInitKey(dir string) (string, error) {
 
 // initKeyHash starts a key: what resolves providers (the binary and its
 // CLI configuration) for a kind of directory.
-func (e *Engine) initKeyHash(kind string) hash.Hash {
+func (c *initCache) initKeyHash(kind string) hash.Hash {
 	h := sha256.New()
-	fmt.Fprintf(h, "tfccm init cache v2 %s\nbinary %q\ncli-config %q\n", kind, e.opts.Binary, e.opts.CLIConfigFile)
-	if e.opts.CLIConfigFile != "" {
-		if b, err := os.ReadFile(e.opts.CLIConfigFile); err == nil {
+	fmt.Fprintf(h, "tfccm init cache v2 %s\nbinary %q\ncli-config %q\n", kind, c.binary, c.cliConfig)
+	if c.cliConfig != "" {
+		if b, err := os.ReadFile(c.cliConfig); err == nil {
 			h.Write(b)
 		}
 	}
-	fmt.Fprintf(h, "provider lock %d\n", len(e.pinnedLock))
-	h.Write(e.pinnedLock)
+	fmt.Fprintf(h, "provider lock %d\n", len(c.pinned))
+	h.Write(c.pinned)
 	return h
 }
 
 // initCacheEntry is the directory of key's shared lock file.
-func (e *Engine) initCacheEntry(key string) string {
-	return filepath.Join(e.opts.WorkDir, initCacheDir, key)
+func (c *initCache) initCacheEntry(key string) string {
+	return filepath.Join(c.workDir, initCacheDir, key)
 }
 
 // seedLockFile copies the shared lock file of key into dir when dir has
 // none yet. It reports whether it did.
-func (e *Engine) seedLockFile(dir, key string) bool {
+func (c *initCache) seedLockFile(dir, key string) bool {
 	if exists(filepath.Join(dir, lockFile)) {
 		return false
 	}
-	lock, ok := e.readCachedLock(key)
+	lock, ok := c.readCachedLock(key)
 	if !ok {
 		return false
 	}
@@ -142,8 +154,8 @@ func (e *Engine) seedLockFile(dir, key string) bool {
 
 // readCachedLock returns key's shared lock file if it is intact; one
 // whose checksum does not match (a torn or edited copy) is removed.
-func (e *Engine) readCachedLock(key string) ([]byte, bool) {
-	entry := e.initCacheEntry(key)
+func (c *initCache) readCachedLock(key string) ([]byte, bool) {
+	entry := c.initCacheEntry(key)
 	lock, err := os.ReadFile(filepath.Join(entry, cachedLock))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false
@@ -151,7 +163,7 @@ func (e *Engine) readCachedLock(key string) ([]byte, bool) {
 	sum, serr := os.ReadFile(filepath.Join(entry, cachedLockSum))
 	if err != nil || serr != nil || strings.TrimSpace(string(sum)) != lockSum(lock) {
 		klog.InfoS("Shared dependency lock file is damaged; removing it (the next init writes it again)", "entry", entry)
-		e.dropCachedLock(key)
+		c.dropCachedLock(key)
 		return nil, false
 	}
 	return lock, true
@@ -159,12 +171,12 @@ func (e *Engine) readCachedLock(key string) ([]byte, bool) {
 
 // keepLockFile shares dir's lock file, written by a successful init, under
 // key (unless that copy is already there).
-func (e *Engine) keepLockFile(dir, key string) {
+func (c *initCache) keepLockFile(dir, key string) {
 	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
 	if err != nil || len(lock) == 0 {
 		return // no providers, or none recorded
 	}
-	entry := e.initCacheEntry(key)
+	entry := c.initCacheEntry(key)
 	if old, err := os.ReadFile(filepath.Join(entry, cachedLock)); err == nil && bytes.Equal(old, lock) {
 		return
 	}
@@ -185,8 +197,8 @@ func (e *Engine) keepLockFile(dir, key string) {
 }
 
 // dropCachedLock removes key's shared lock file.
-func (e *Engine) dropCachedLock(key string) {
-	if err := os.RemoveAll(e.initCacheEntry(key)); err != nil {
+func (c *initCache) dropCachedLock(key string) {
+	if err := os.RemoveAll(c.initCacheEntry(key)); err != nil {
 		klog.InfoS("Could not remove a shared dependency lock file", "key", key, "err", err)
 	}
 }
@@ -197,8 +209,8 @@ func lockSum(b []byte) string {
 }
 
 // dropInitCache removes every shared lock file.
-func (e *Engine) dropInitCache() {
-	if err := os.RemoveAll(filepath.Join(e.opts.WorkDir, initCacheDir)); err != nil {
+func (c *initCache) dropInitCache() {
+	if err := os.RemoveAll(filepath.Join(c.workDir, initCacheDir)); err != nil {
 		klog.InfoS("Could not remove the shared dependency lock files", "err", err)
 	}
 }

@@ -48,7 +48,7 @@ func TestInitSharesLockFile(t *testing.T) {
 		if _, err := e.Wait(ctx, name, s.Hash); err != nil {
 			t.Fatalf("apply %s: %v", name, err)
 		}
-		return e.initCacheKey(&s)
+		return e.tofu.inits.initCacheKey(&s)
 	}
 	lockOf := func(name string) string {
 		t.Helper()
@@ -60,17 +60,17 @@ func TestInitSharesLockFile(t *testing.T) {
 	}
 	entry := func(key string) (lock, sum string) {
 		t.Helper()
-		l, _ := os.ReadFile(filepath.Join(e.initCacheEntry(key), cachedLock))
-		s, _ := os.ReadFile(filepath.Join(e.initCacheEntry(key), cachedLockSum))
+		l, _ := os.ReadFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock))
+		s, _ := os.ReadFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLockSum))
 		return string(l), strings.TrimSpace(string(s))
 	}
 	// share writes content as key's entry, with a matching checksum.
 	share := func(key, content string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(e.initCacheEntry(key), cachedLock), []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(e.initCacheEntry(key), cachedLockSum), []byte(lockSum([]byte(content))), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLockSum), []byte(lockSum([]byte(content))), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestInitSharesLockFile(t *testing.T) {
 
 	// A damaged entry (its checksum no longer matches) is not used and is
 	// written again by the next init.
-	if err := os.WriteFile(filepath.Join(e.initCacheEntry(key), cachedLock), []byte("provider \"registry.opentofu.org/tfccm/lbhost\" {\n  version = \"9.9.9\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock), []byte("provider \"registry.opentofu.org/tfccm/lbhost\" {\n  version = \"9.9.9\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before := count(calls(), "init")
@@ -137,7 +137,7 @@ func TestInitSharesLockFile(t *testing.T) {
 
 	// A new incarnation does not reuse the shared lock files.
 	e2 := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig, PluginCacheDir: plugins, WorkDir: e.opts.WorkDir})
-	if _, err := os.Stat(e2.initCacheEntry(key)); !os.IsNotExist(err) {
+	if _, err := os.Stat(e2.tofu.inits.initCacheEntry(key)); !os.IsNotExist(err) {
 		t.Errorf("shared lock file kept across incarnations: %v", err)
 	}
 }

@@ -97,11 +97,11 @@ func readProviderLock(file string) ([]byte, error) {
 // pinLockFile writes the pinned lock file (Options.ProviderLockFile) as
 // dir's lock file, replacing the one there, so that init starts from the
 // admin's checksums. It reports whether there is a pinned lock file.
-func (e *Engine) pinLockFile(dir string) (bool, error) {
-	if e.pinnedLock == nil {
+func (c *initCache) pinLockFile(dir string) (bool, error) {
+	if c.pinned == nil {
 		return false, nil
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, lockFile), e.pinnedLock, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, lockFile), c.pinned, 0o644); err != nil {
 		return true, fmt.Errorf("write the pinned dependency lock file: %w", err)
 	}
 	return true, nil
@@ -110,11 +110,11 @@ func (e *Engine) pinLockFile(dir string) (bool, error) {
 // recordInitHash is what a workspace's record keeps of its last init:
 // spec's init hash, and the pinned lock file's, so that a new one (a new
 // image) runs init again from it.
-func (e *Engine) recordInitHash(spec *Spec) string {
+func (c *initCache) recordInitHash(spec *Spec) string {
 	h := spec.initHash()
-	if e.pinnedLock == nil {
+	if c.pinned == nil {
 		return h
 	}
-	s := sha256.Sum256(append([]byte(h+"\nprovider lock\n"), e.pinnedLock...))
+	s := sha256.Sum256(append([]byte(h+"\nprovider lock\n"), c.pinned...))
 	return hex.EncodeToString(s[:])
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -155,13 +157,13 @@ func TestStaleInitLockIsReleased(t *testing.T) {
 	ours.Files["backend.tf"] = kubernetesBackendFile("initlock", c.Kubeconfig())
 	ours.Backend = kubernetesBackendInfo("initlock", c.Kubeconfig())
 	started := time.Now().Add(-10 * time.Second)
-	holdLease(t, kube, "initlock", "11111111-aaaa", "OperationTypeInit", tofuWho(), started.Add(time.Second))
-	cl := selfClaim("tfccm/test", "apply")
+	holdLease(t, kube, "initlock", "11111111-aaaa", "OperationTypeInit", locks.TofuWho(), started.Add(time.Second))
+	cl := locks.SelfClaim("tfccm/test", "apply")
 	cl.PID, cl.PIDStart, cl.Started = deadPID(t), 0, started
 	if err := os.MkdirAll(filepath.Join(e.Dir("initlock"), metaDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeClaim(e.Dir("initlock"), cl); err != nil {
+	if err := locks.WriteClaim(e.Dir("initlock"), cl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Apply(ours); err != nil {
@@ -214,8 +216,8 @@ func TestInspectLockAndForceUnlock(t *testing.T) {
 		ours, stale   bool
 		whyContaining string
 	}{
-		{"dead tfccm process", tofuWho(), deadPID(t), true, true, "has exited"},
-		{"live tfccm process", tofuWho(), os.Getpid(), true, false, "still running"},
+		{"dead tfccm process", locks.TofuWho(), deadPID(t), true, true, "has exited"},
+		{"live tfccm process", locks.TofuWho(), os.Getpid(), true, false, "still running"},
 		{"someone else", "alice@laptop", deadPID(t), false, false, "someone else"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,9 +234,9 @@ func TestInspectLockAndForceUnlock(t *testing.T) {
 				t.Fatalf("unlocked workspace: %+v, %v", l, err)
 			}
 			holdLease(t, kube, suffix, "33333333-"+suffix, "OperationTypeApply", tc.who, time.Now().Add(-time.Minute))
-			cl := selfClaim("tfccm/test", "apply")
-			cl.PID, cl.PIDStart, cl.Started = tc.claimPID, procStart(tc.claimPID), time.Now().Add(-2*time.Minute)
-			if err := writeClaim(dir, cl); err != nil {
+			cl := locks.SelfClaim("tfccm/test", "apply")
+			cl.PID, cl.PIDStart, cl.Started = tc.claimPID, locks.ProcStart(tc.claimPID), time.Now().Add(-2*time.Minute)
+			if err := locks.WriteClaim(dir, cl); err != nil {
 				t.Fatal(err)
 			}
 			l, err := InspectLock(ctx, opts, &spec, dir)
@@ -250,7 +252,7 @@ func TestInspectLockAndForceUnlock(t *testing.T) {
 			if l, err := InspectLock(ctx, opts, &spec, dir); err != nil || l.Held {
 				t.Fatalf("after ForceUnlock: %+v, %v", l, err)
 			}
-			if _, ok := readClaim(dir); ok {
+			if _, ok := locks.ReadClaim(dir); ok {
 				t.Error("claim left after ForceUnlock")
 			}
 		})

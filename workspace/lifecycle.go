@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // The lifecycle of a workspace: its phases (Phase, status.go) and every
@@ -53,12 +55,12 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en := e.entry(spec.Name)
-	if !destroy && e.tombstoned(en) {
+	if !destroy && e.tombs.tombstoned(en) {
 		operationsTotal.WithLabelValues("apply", resultRefused).Inc()
 		return en.status, fmt.Errorf("apply %s: %w", spec.Name, ErrDestroyed)
 	}
 	if destroy && !en.tombstone {
-		if err := e.setTombstone(en); err != nil {
+		if err := e.tombs.setTombstone(en); err != nil {
 			return en.status, err
 		}
 	}
@@ -66,6 +68,62 @@ func (e *Engine) submit(spec Spec, destroy bool) (Status, error) {
 		e.queueWork(en, &spec, destroy)
 	}
 	return en.status, nil
+}
+
+// restorePlan takes back the stored plan of a workspace this process has
+// not seen yet: if it was made for spec (same content hash, same
+// operation) it is pending again, its file back in the workspace; a plan
+// for other inputs is deleted (the next plan names it as replaced).
+func (e *Engine) restorePlan(spec *Spec, destroy bool) {
+	if e.opts.Plans == nil || !e.opts.Review {
+		return
+	}
+	e.mu.Lock()
+	en := e.entry(spec.Name)
+	fresh := !en.restoreTried && en.desired == nil && en.pending == nil
+	en.restoreTried = true
+	e.mu.Unlock()
+	if !fresh {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), planStoreTimeout)
+	defer cancel()
+	sp, err := e.opts.Plans.LoadPlan(ctx, spec.Name)
+	if err != nil {
+		klog.ErrorS(err, "Could not read the stored pending plan; planning again", "workspace", spec.Name)
+		return
+	}
+	if sp == nil {
+		return
+	}
+	p := &sp.Plan
+	if why := e.plans.restoreMismatch(sp, spec, destroy); why != "" {
+		klog.InfoS("The stored pending plan no longer applies; planning again", "workspace", spec.Name, "planHash", p.Hash, "reason", why)
+		e.mu.Lock()
+		if en.desired == nil && en.pending == nil {
+			en.replaced, en.replacedWhy = p.Hash, why
+		}
+		e.mu.Unlock()
+		e.plans.deleteStored(spec.Name)
+		return
+	}
+	e.mu.Lock()
+	if en.desired != nil || en.pending != nil {
+		e.mu.Unlock()
+		return
+	}
+	en.pending, en.stored = p, true
+	en.desired, en.destroy = spec, destroy
+	en.setStatus(func(s *Status) {
+		s.Phase, s.Hash, s.Destroy, s.Plan = PhaseAwaitingApproval, spec.Hash, destroy, p
+	})
+	e.mu.Unlock()
+	klog.InfoS("Pending plan taken back from the cluster after a restart", "workspace", spec.Name, "planHash", p.Hash, "summary", p.Summary())
+	// Published again: the previous process may have stopped between
+	// keeping the plan and publishing it.
+	if e.opts.OnResult != nil {
+		e.opts.OnResult(spec.Name, Result{Op: "plan", Tool: e.Tool(), Hash: spec.Hash, AwaitingApproval: true, Plan: p, Drift: p.Drift, Restored: true})
+	}
 }
 
 // sameWork reports whether spec (with destroy) is the work en is already
@@ -94,14 +152,14 @@ func (e *Engine) accept(en *entry, spec *Spec, destroy bool) bool {
 		en.burst, en.due = time.Time{}, time.Time{}
 		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		e.retries.Forget(spec.Name)
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
 		})
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
-	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || e.nothingToDestroy(en, spec)):
+	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || nothingToDestroy(en, spec, e.Dir(spec.Name))):
 		en.desired, en.destroy = spec, true
 		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
 		})
 		operationsTotal.WithLabelValues("destroy", resultNoop).Inc()
@@ -131,19 +189,19 @@ func (e *Engine) queueWork(en *entry, spec *Spec, destroy bool) {
 		}
 		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
 		running := en.status.Phase == PhaseRunning
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
 			if !running {
 				s.Phase = PhasePending
 			}
 		})
 	}
-	if d := e.coalesceDelay(en, spec, destroy); d > 0 {
+	if d := en.coalesceDelay(e.opts.Coalesce, spec, destroy); d > 0 {
 		e.queue.AddAfter(spec.Name, d)
 		return
 	}
 	en.burst, en.due = time.Time{}, time.Time{}
-	e.enqueue(spec.Name)
+	e.queue.Add(spec.Name)
 }
 
 // verdict is what decide chose for a workspace.
@@ -231,7 +289,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	case later:
 		e.queue.AddAfter(name, at.Sub(now))
 	case markApplied:
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, nil })
+		en.setStatus(func(s *Status) { s.Phase, s.Err = PhaseApplied, nil })
 	}
 	if v != runPass {
 		e.mu.Unlock()
@@ -239,14 +297,14 @@ func (e *Engine) process(ctx context.Context, name string) {
 	}
 	rec := en.rec
 	en.burst, en.due = time.Time{}, time.Time{} // this run takes the burst
-	scrub := e.scrub.With(en.secrets).With(mapValues(p.spec.BackendConfig))
+	scrub := e.tofu.scrub.With(en.secrets).With(mapValues(p.spec.BackendConfig))
 	attempt := en.status.Attempts + 1
-	e.setStatus(en, func(s *Status) { s.Phase = PhaseRunning })
+	en.setStatus(func(s *Status) { s.Phase = PhaseRunning })
 	e.mu.Unlock()
 
 	inFlight.Inc()
 	start := time.Now()
-	out := e.run(ctx, p.spec, p.destroy, rec, scrub, p.approved)
+	out := e.passes.run(ctx, p.spec, p.destroy, rec, scrub, p.approved)
 	inFlight.Dec()
 	if out.pending != nil {
 		out.pending.Drift = p.drift
@@ -255,13 +313,13 @@ func (e *Engine) process(ctx context.Context, name string) {
 
 	e.mu.Lock()
 	e.settle(ctx, en, p, out, attempt)
-	drop := e.dropPlan(en)
+	drop := e.plans.dropPlan(en)
 	e.mu.Unlock()
 	if e.opts.OnResult != nil {
 		e.opts.OnResult(name, res)
 	}
 	if drop { // after the result: its receiver may need the workspace's Service
-		e.deleteStored(name)
+		e.plans.deleteStored(name)
 	}
 }
 
@@ -300,7 +358,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		if heldApproved {
 			en.approved = p.approved.Hash // applied when the window opens
 		}
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseAwaitingApproval, nil, 0, time.Time{}
 			s.Plan, s.Verdict = out.pending, out.verdict
 		})
@@ -309,12 +367,12 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		}
 	case out.err == nil && out.pending != nil:
 		// Superseded (or shutting down) while planning: plan again.
-		e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
+		en.setStatus(func(s *Status) { s.Phase = PhasePending })
 	case out.err == nil:
 		e.settleDone(en, spec, destroy, out, current)
 	case ctx.Err() != nil, !current:
 		// Shutting down (not a failure of the workspace), or superseded.
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+		en.setStatus(func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
 	case p.approved != nil && errors.Is(out.err, ErrStateChanged):
 		// The approved plan is stale: plan again at once; the new plan
 		// names the refused one as replaced.
@@ -322,17 +380,17 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		if sc := (*StateChangedError)(nil); errors.As(out.err, &sc) {
 			en.replacedWhy = sc.Why()
 		}
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
-		e.enqueue(en.name)
+		en.setStatus(func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
+		e.queue.Add(en.name)
 	case p.drift:
 		// What was applied stays applied; the failed repair is reported
 		// (OnResult) and tried again at the next reconcile.
-		e.setStatus(en, func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
+		en.setStatus(func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
 	case (IsInvalidInput(out.err) || IsDenied(out.err)) && !destroy:
 		// Invalid inputs (and plans the policy denies) are not retried (NextRetry stays zero): a new
 		// spec (the Service or the templates changed) runs at once.
 		e.retries.Forget(en.name)
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Time{}
 		})
 	default:
@@ -340,7 +398,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		// is asked for here (AddRateLimited would hide it) so that
 		// NextRetry reports exactly when the retry comes.
 		d := e.retries.When(en.name)
-		e.setStatus(en, func(s *Status) {
+		en.setStatus(func(s *Status) {
 			s.Phase, s.Err, s.Attempts, s.NextRetry = PhaseFailed, out.err, attempt, time.Now().Add(d)
 		})
 		e.queue.AddAfter(en.name, d)
@@ -351,7 +409,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 func (e *Engine) settleDone(en *entry, spec *Spec, destroy bool, out runOutcome, current bool) {
 	e.retries.Forget(en.name)
 	en.replaced, en.replacedWhy = "", ""
-	e.setStatus(en, func(s *Status) {
+	en.setStatus(func(s *Status) {
 		s.Err, s.Attempts, s.NextRetry = nil, 0, time.Time{}
 		if destroy {
 			s.AppliedHash, s.Outputs = "", nil

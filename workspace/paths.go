@@ -3,6 +3,8 @@ package workspace
 import (
 	"path/filepath"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/locks"
 )
 
 // Every path the engine keeps under a workspace's metadata directory
@@ -16,7 +18,7 @@ const (
 	recordFile = metaDir + "/applied.json"
 	// claimFile names the incarnation running tofu in the workspace
 	// (lock.go); it outlives a killed run.
-	claimFile = metaDir + "/claim.json"
+	claimFile = locks.ClaimFile
 	// appliedDir is a copy of the files last applied (applied.go), for a
 	// destroy with the configuration the state was applied with.
 	appliedDir = metaDir + "/applied"

@@ -10,7 +10,7 @@ import (
 // destroy." line `tofu plan` prints, so that the Event saying an apply
 // starts costs no `tofu show` (a process that loads every provider's
 // schema). tofu counts a replacement as one add and one destroy, as
-// PendingPlan.count does.
+// PendingPlan.Count does.
 
 // planLineRe matches tofu's plan summary line, with or without the
 // import and forget counts OpenTofu adds around it.

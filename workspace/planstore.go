@@ -3,13 +3,14 @@ package workspace
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Pending plans that outlive the process (review mode with
@@ -20,55 +21,17 @@ import (
 // approved plan is applied only if the state is still the one it was made
 // against (ErrStateChanged otherwise).
 
-// PlanStore keeps pending plans outside the work dir. Load returns nil,
-// nil when none is stored; Delete of a missing plan is not an error.
-type PlanStore interface {
-	SavePlan(ctx context.Context, name string, p *SavedPlan) error
-	LoadPlan(ctx context.Context, name string) (*SavedPlan, error)
-	DeletePlan(ctx context.Context, name string) error
-}
-
-// SavedPlan is a pending plan with its saved plan file, as a PlanStore
-// keeps it. The file holds every input of the plan (tofu's own encryption
-// applies to it when configured): a store keeps it encrypted.
-type SavedPlan struct {
-	Plan PendingPlan `json:"plan"`
-	File []byte      `json:"file"`
-}
-
-// StateStamp identifies the state a plan was made against: tofu bumps the
-// serial with every write, and a new lineage is a new state.
-type StateStamp struct {
-	Lineage string `json:"lineage"`
-	Serial  uint64 `json:"serial"`
-}
-
-func (s StateStamp) String() string {
-	if s.Lineage == "" {
-		return "no state"
-	}
-	return fmt.Sprintf("lineage %s serial %d", s.Lineage, s.Serial)
-}
+// The plan store's contract (package plans).
+type (
+	PlanStore         = plans.Store
+	SavedPlan         = plans.Saved
+	StateStamp        = plans.StateStamp
+	StateChangedError = plans.StateChangedError
+)
 
 // ErrStateChanged: the state changed since the approved plan was made
-// (another apply, a state edited by hand, a plan kept across a restart
-// while someone else applied); the plan is not applied and the workspace
-// is planned again.
-var ErrStateChanged = errors.New("the state changed since the plan was made")
-
-// StateChangedError is ErrStateChanged with the two stamps: the state the
-// plan was made against and the state now.
-type StateChangedError struct{ Was, Now StateStamp }
-
-func (e *StateChangedError) Error() string { return ErrStateChanged.Error() }
-
-// Is makes errors.Is(err, ErrStateChanged) true.
-func (e *StateChangedError) Is(target error) bool { return target == ErrStateChanged }
-
-// Why is what changed, for the plan made next (PendingPlan.ReplacedWhy).
-func (e *StateChangedError) Why() string {
-	return fmt.Sprintf("the state changed since it was made (%s, now %s)", e.Was, e.Now)
-}
+// (plans.ErrStateChanged).
+var ErrStateChanged = plans.ErrStateChanged
 
 // planStoreTimeout bounds one PlanStore call.
 const planStoreTimeout = 30 * time.Second
@@ -107,17 +70,25 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 		p.Hash, p.State, now)}
 }
 
+// planKeeper is the engine's use of its PlanStore (Options.Plans): pending
+// plans kept in review mode, and deleted when no longer pending.
+type planKeeper struct {
+	store   PlanStore // nil: none
+	review  bool
+	workDir string
+}
+
 // keepPlan hands a published plan to the store; it reports whether the
 // plan was stored. A failure is logged: the plan stays pending in memory
 // (a restart then plans again).
-func (e *Engine) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
-	if e.opts.Plans == nil || !e.opts.Review {
+func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
+	if k.store == nil || !k.review {
 		return false
 	}
 	file, err := os.ReadFile(filepath.Join(r.dir, planFile))
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, planStoreTimeout)
-		err = e.opts.Plans.SavePlan(ctx, filepath.Base(r.dir), &SavedPlan{Plan: *p, File: file})
+		err = k.store.SavePlan(ctx, filepath.Base(r.dir), &SavedPlan{Plan: *p, File: file})
 		cancel()
 	}
 	if err != nil {
@@ -133,8 +104,8 @@ func (e *Engine) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
 // mode, since an earlier incarnation in review mode may have stored a plan
 // for it (an orphan's destroy, say, that another controller then carried
 // out). The caller holds e.mu.
-func (e *Engine) dropPlan(en *entry) bool {
-	destroyed := e.opts.Plans != nil && en.status.Phase == PhaseDestroyed
+func (k planKeeper) dropPlan(en *entry) bool {
+	destroyed := k.store != nil && en.status.Phase == PhaseDestroyed
 	if !destroyed && (!en.stored || en.pending != nil) {
 		return false
 	}
@@ -142,74 +113,19 @@ func (e *Engine) dropPlan(en *entry) bool {
 	return true
 }
 
-func (e *Engine) deleteStored(name string) {
+// deleteStored deletes workspace name's stored plan.
+func (k planKeeper) deleteStored(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), planStoreTimeout)
 	defer cancel()
-	if err := e.opts.Plans.DeletePlan(ctx, name); err != nil {
+	if err := k.store.DeletePlan(ctx, name); err != nil {
 		klog.ErrorS(err, "Could not delete the stored plan", "workspace", name)
-	}
-}
-
-// restorePlan takes back the stored plan of a workspace this process has
-// not seen yet: if it was made for spec (same content hash, same
-// operation) it is pending again, its file back in the workspace; a plan
-// for other inputs is deleted (the next plan names it as replaced).
-func (e *Engine) restorePlan(spec *Spec, destroy bool) {
-	if e.opts.Plans == nil || !e.opts.Review {
-		return
-	}
-	e.mu.Lock()
-	en := e.entry(spec.Name)
-	fresh := !en.restoreTried && en.desired == nil && en.pending == nil
-	en.restoreTried = true
-	e.mu.Unlock()
-	if !fresh {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), planStoreTimeout)
-	defer cancel()
-	sp, err := e.opts.Plans.LoadPlan(ctx, spec.Name)
-	if err != nil {
-		klog.ErrorS(err, "Could not read the stored pending plan; planning again", "workspace", spec.Name)
-		return
-	}
-	if sp == nil {
-		return
-	}
-	p := &sp.Plan
-	if why := e.restoreMismatch(sp, spec, destroy); why != "" {
-		klog.InfoS("The stored pending plan no longer applies; planning again", "workspace", spec.Name, "planHash", p.Hash, "reason", why)
-		e.mu.Lock()
-		if en.desired == nil && en.pending == nil {
-			en.replaced, en.replacedWhy = p.Hash, why
-		}
-		e.mu.Unlock()
-		e.deleteStored(spec.Name)
-		return
-	}
-	e.mu.Lock()
-	if en.desired != nil || en.pending != nil {
-		e.mu.Unlock()
-		return
-	}
-	en.pending, en.stored = p, true
-	en.desired, en.destroy = spec, destroy
-	e.setStatus(en, func(s *Status) {
-		s.Phase, s.Hash, s.Destroy, s.Plan = PhaseAwaitingApproval, spec.Hash, destroy, p
-	})
-	e.mu.Unlock()
-	klog.InfoS("Pending plan taken back from the cluster after a restart", "workspace", spec.Name, "planHash", p.Hash, "summary", p.Summary())
-	// Published again: the previous process may have stopped between
-	// keeping the plan and publishing it.
-	if e.opts.OnResult != nil {
-		e.opts.OnResult(spec.Name, Result{Op: "plan", Tool: e.Tool(), Hash: spec.Hash, AwaitingApproval: true, Plan: p, Drift: p.Drift, Restored: true})
 	}
 }
 
 // restoreMismatch says why a stored plan cannot be pending for spec ("" if
 // it can) and otherwise writes its file and published forms back into the
 // workspace directory.
-func (e *Engine) restoreMismatch(sp *SavedPlan, spec *Spec, destroy bool) string {
+func (k planKeeper) restoreMismatch(sp *SavedPlan, spec *Spec, destroy bool) string {
 	p := &sp.Plan
 	switch {
 	case p.SpecHash != spec.Hash:
@@ -219,7 +135,7 @@ func (e *Engine) restoreMismatch(sp *SavedPlan, spec *Spec, destroy bool) string
 	case contentHash(sp.File) != p.Hash:
 		return "the stored plan file does not match its hash"
 	}
-	dir := e.Dir(spec.Name)
+	dir := filepath.Join(k.workDir, spec.Name)
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
 		return err.Error()
 	}

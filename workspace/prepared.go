@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tfccm/tfccm/workspace/backends"
+
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"k8s.io/klog/v2"
@@ -92,11 +94,11 @@ func sumJSON(b []byte) string {
 
 // keepPrepared keeps dir's .terraform, just written by a successful init
 // of spec, as key's prepared one (unless there is one already).
-func (e *Engine) keepPrepared(dir, key string, spec *Spec) {
-	if e.opts.Exec != nil || (spec != nil && spec.namedWorkspace()) {
+func (c *initCache) keepPrepared(dir, key string, spec *Spec) {
+	if c.jobs || (spec != nil && spec.namedWorkspace()) {
 		return
 	}
-	entry := e.initCacheEntry(key)
+	entry := c.initCacheEntry(key)
 	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
 	if err != nil {
 		return // no providers: init has little to do
@@ -156,7 +158,7 @@ func (e *Engine) keepPrepared(dir, key string, spec *Spec) {
 // skipOwnRecord leaves out what belongs to one workspace: its backend
 // record and selected Terraform workspace.
 func skipOwnRecord(rel string) bool {
-	return rel == backendRecordFile || rel == "environment" || rel == seededMarker
+	return rel == backends.RecordFile || rel == "environment" || rel == seededMarker
 }
 
 // unlinkPrepared drops the shared links of a seeded .terraform in dir
@@ -172,8 +174,8 @@ func unlinkPrepared(dir string) {
 		return
 	}
 	drop := []string{"providers", "modules", seededMarker}
-	if rec, err := loadBackendRecord(dir); err == nil && rec.unadopted() {
-		drop = append(drop, backendRecordFile)
+	if rec, err := backends.LoadRecord(dir); err == nil && rec.Unadopted() {
+		drop = append(drop, backends.RecordFile)
 	}
 	for _, sub := range drop {
 		if err := os.RemoveAll(filepath.Join(dot, sub)); err != nil {
@@ -191,11 +193,11 @@ func hasBackendBlock(spec *Spec) bool {
 // donorRecord reads the backend record init wrote into dir and proves
 // that each of spec's settings is recorded as tfccm wrote it.
 func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
-	donor, err := loadBackendRecord(dir)
+	donor, err := backends.LoadRecord(dir)
 	if err != nil {
 		return nil, err
 	}
-	config, err := donor.settings()
+	config, err := donor.Settings()
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +205,7 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &preparedRecord{Record: donor.raw, Sums: map[string]string{}}
+	rec := &preparedRecord{Record: donor.Raw(), Sums: map[string]string{}}
 	for k, v := range values {
 		got, ok := config[k]
 		if !ok || sumJSON(got) != sumJSON(v) {
@@ -217,11 +219,11 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 // seedPrepared gives dir (a fresh workspace: no .terraform) key's
 // prepared .terraform and, with spec's backend block, a backend record
 // of spec's own settings. It reports whether dir is now initialized.
-func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
-	if e.opts.Exec != nil || (spec != nil && spec.namedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
+func (c *initCache) seedPrepared(dir, key string, spec *Spec) bool {
+	if c.jobs || (spec != nil && spec.namedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
 		return false
 	}
-	entry := e.initCacheEntry(key)
+	entry := c.initCacheEntry(key)
 	src := filepath.Join(entry, preparedDir)
 	if !exists(src) {
 		return false
@@ -236,7 +238,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 	var record []byte
 	if spec != nil && hasBackendBlock(spec) {
 		var err error
-		if record, err = e.seedRecord(entry, spec); err != nil {
+		if record, err = c.seedRecord(entry, spec); err != nil {
 			klog.V(2).InfoS("Running init: no prepared backend record", "workspace", filepath.Base(dir), "reason", err)
 			return false
 		}
@@ -251,7 +253,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 		return false
 	}
 	if record != nil {
-		if err := os.WriteFile(filepath.Join(tmp, "t", backendRecordFile), record, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, "t", backends.RecordFile), record, 0o600); err != nil {
 			return false
 		}
 	}
@@ -265,7 +267,7 @@ func (e *Engine) seedPrepared(dir, key string, spec *Spec) bool {
 }
 
 // seedRecord is spec's backend record: the donor's with spec's settings.
-func (e *Engine) seedRecord(entry string, spec *Spec) ([]byte, error) {
+func (c *initCache) seedRecord(entry string, spec *Spec) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(entry, preparedBackend))
 	if err != nil {
 		return nil, err
@@ -286,11 +288,11 @@ func (e *Engine) seedRecord(entry string, spec *Spec) ([]byte, error) {
 			return nil, fmt.Errorf("backend setting %s is not in the prepared record", k)
 		}
 	}
-	donor, err := parseBackendRecord(rec.Record)
+	donor, err := backends.ParseRecord(rec.Record)
 	if err != nil {
 		return nil, err
 	}
-	return donor.withSettings(values)
+	return donor.WithSettings(values)
 }
 
 // copyTree copies the tree at src to dst: directories made, symbolic

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/backends"
+
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,7 +98,7 @@ func applyAndWait(t *testing.T, e *Engine, spec Spec) Status {
 // workspace name: its settings and hash.
 func backendRecordOf(t *testing.T, e *Engine, name string) (map[string]any, float64) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.Dir(name), ".terraform", backendRecordFile))
+	b, err := os.ReadFile(filepath.Join(e.Dir(name), ".terraform", backends.RecordFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // A preview is a read-only plan of a workspace against its real state, for
@@ -73,7 +74,32 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	fail := func(op string, err error) error {
 		return fmt.Errorf("workspace %s: tofu %s: %s", spec.Name, op, o.Scrub.Scrub(err.Error()))
 	}
-	benv, bfile := splitBackendSecrets(spec)
+	tf, err := previewTofu(o, spec, dir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Preview{}
+	if p.NoState, err = previewInit(ctx, tf, spec, dir, fail); err != nil {
+		return nil, err
+	}
+	if _, err := tf.Plan(ctx, tfexec.Lock(false), tfexec.Out(previewPlanFile)); err != nil {
+		return nil, fail("plan", err)
+	}
+	plan, err := tf.ShowPlanFile(ctx, previewPlanFile)
+	if err != nil {
+		return nil, fail("show", err)
+	}
+	if err := p.fill(plan, o.Scrub, spec.Name); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// previewTofu is tofu in dir with the preview's environment (the
+// credentials the module declares, the backend's secret settings) and,
+// with a pinned lock file, that lock file in dir.
+func previewTofu(o PreviewOptions, spec *Spec, dir string) (*tfexec.Terraform, error) {
+	benv, _ := splitBackendSecrets(spec)
 	env := maps.Clone(o.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -100,57 +126,64 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 			return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
 		}
 	}
+	return tf, nil
+}
+
+// previewInit runs init (the secret backend settings in a file outside
+// dir, removed afterwards) and selects spec's Terraform workspace; when
+// that workspace does not exist it reports noState and re-inits dir over
+// an empty local state instead.
+func previewInit(ctx context.Context, tf *tfexec.Terraform, spec *Spec, dir string, fail func(string, error) error) (noState bool, err error) {
 	initOpts := []tfexec.InitOption{tfexec.Upgrade(false)}
-	if len(bfile) > 0 {
+	if _, bfile := splitBackendSecrets(spec); len(bfile) > 0 {
 		secrets, err := os.MkdirTemp("", "tfccm-preview-")
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		defer os.RemoveAll(secrets)
 		path, _, err := writeBackendConfig(secrets, spec.Name, bfile)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		initOpts = append(initOpts, tfexec.BackendConfig(path))
 	}
 	if err := tf.Init(ctx, initOpts...); err != nil {
-		return nil, fail("init", err)
+		return false, fail("init", err)
 	}
-	p := &Preview{}
-	if spec.namedWorkspace() {
-		list, _, err := tf.WorkspaceList(ctx)
-		if err != nil {
-			return nil, fail("workspace list", err)
-		}
-		if !slices.Contains(list, spec.StateWorkspace) {
-			p.NoState = true
-			// Plan from an empty state: an override file puts a local
-			// backend in the scratch directory over the real one, so
-			// nothing is created there.
-			if err := os.WriteFile(filepath.Join(dir, previewOverrideFile), []byte(previewOverride), 0o600); err != nil {
-				return nil, err
-			}
-			if err := tf.Init(ctx, tfexec.Upgrade(false), tfexec.Reconfigure(true)); err != nil {
-				return nil, fail("init", err)
-			}
-		} else if err := tf.WorkspaceSelect(ctx, spec.StateWorkspace); err != nil {
-			return nil, fail("workspace select", err)
-		}
+	if !spec.namedWorkspace() {
+		return false, nil
 	}
-	if _, err := tf.Plan(ctx, tfexec.Lock(false), tfexec.Out(previewPlanFile)); err != nil {
-		return nil, fail("plan", err)
-	}
-	plan, err := tf.ShowPlanFile(ctx, previewPlanFile)
+	list, _, err := tf.WorkspaceList(ctx)
 	if err != nil {
-		return nil, fail("show", err)
+		return false, fail("workspace list", err)
 	}
+	if slices.Contains(list, spec.StateWorkspace) {
+		if err := tf.WorkspaceSelect(ctx, spec.StateWorkspace); err != nil {
+			return false, fail("workspace select", err)
+		}
+		return false, nil
+	}
+	// Plan from an empty state: an override file puts a local backend in
+	// the scratch directory over the real one, so nothing is created there.
+	if err := os.WriteFile(filepath.Join(dir, previewOverrideFile), []byte(previewOverride), 0o600); err != nil {
+		return true, err
+	}
+	if err := tf.Init(ctx, tfexec.Upgrade(false), tfexec.Reconfigure(true)); err != nil {
+		return true, fail("init", err)
+	}
+	return true, nil
+}
+
+// fill sets p from tofu's plan: its counts, replaced resources, policy
+// document and published (redacted, scrubbed) form.
+func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) error {
 	p.Plan = plan
 	if plan.PriorState == nil || plan.PriorState.Values == nil || plan.PriorState.Values.RootModule == nil ||
 		len(plan.PriorState.Values.RootModule.Resources)+len(plan.PriorState.Values.RootModule.ChildModules) == 0 {
 		p.NoState = true
 	}
 	var pending PendingPlan
-	pub := redactPlan(plan, &pending)
+	pub := plans.Redact(plan, &pending)
 	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
 	pub.Summary = p.Summary
 	for _, rc := range plan.ResourceChanges {
@@ -158,13 +191,14 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 			p.Replaced = append(p.Replaced, rc.Address)
 		}
 	}
-	if p.Document, err = PolicyDocument(plan, o.Scrub); err != nil {
-		return nil, err
+	var err error
+	if p.Document, err = PolicyDocument(plan, scrub); err != nil {
+		return err
 	}
 	b, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: plan: %w", spec.Name, err)
+		return fmt.Errorf("workspace %s: plan: %w", name, err)
 	}
-	p.Redacted = []byte(o.Scrub.With(sensitiveStrings(plan)).Scrub(string(b)))
-	return p, nil
+	p.Redacted = []byte(scrub.With(plans.SensitiveStrings(plan)).Scrub(string(b)))
+	return nil
 }

@@ -75,7 +75,7 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 			return nil, fmt.Errorf("probe %s/%s: copy its inputs: %w", name, module, err)
 		}
 	}
-	r := &runner{e: e, dir: dir, declDir: e.Dir(name), scrub: e.scrub}
+	r := &runner{e: e.tofu, dir: dir, declDir: e.Dir(name), scrub: e.tofu.scrub}
 	// Initialized: its .terraform, or with runner Jobs its lock file alone
 	// (the providers, all a probe's .terraform holds, stay in the pod; the
 	// next pod links them again). A refresh that finds them missing
@@ -223,8 +223,8 @@ func copyInputs(src, dst string) error {
 }
 
 // removeProbes deletes the probes' copies of workspace name's modules.
-func (e *Engine) removeProbes(name string) error {
-	return os.RemoveAll(filepath.Join(e.opts.WorkDir, probesDir, name))
+func removeProbes(workDir, name string) error {
+	return os.RemoveAll(filepath.Join(workDir, probesDir, name))
 }
 
 // hasConfig reports whether dir holds a root module's .tf files.
@@ -241,15 +241,15 @@ func hasConfig(dir string) bool {
 // .terraform of copies of the same module (prepared.go) when there is
 // one, else with tofu init, whose result is then shared.
 func (r *runner) probeInit(ctx context.Context, fresh bool) error {
-	key, err := r.e.probeInitKey(r.dir)
+	key, err := r.e.inits.probeInitKey(r.dir)
 	if err != nil {
 		return &Error{Op: "probe init", Summary: err.Error()}
 	}
-	pinned, err := r.e.pinLockFile(r.dir)
+	pinned, err := r.e.inits.pinLockFile(r.dir)
 	if err != nil {
 		return &Error{Op: "probe init", Summary: err.Error()}
 	}
-	if fresh && (pinned || r.e.seedLockFile(r.dir, key)) && r.e.seedPrepared(r.dir, key, nil) {
+	if fresh && (pinned || r.e.inits.seedLockFile(r.dir, key)) && r.e.inits.seedPrepared(r.dir, key, nil) {
 		operationsTotal.WithLabelValues("probe_init", resultPrepared).Inc()
 		return nil
 	}
@@ -259,8 +259,8 @@ func (r *runner) probeInit(ctx context.Context, fresh bool) error {
 	}); err != nil {
 		return err
 	}
-	r.e.keepLockFile(r.dir, key)
-	r.e.keepPrepared(r.dir, key, nil)
+	r.e.inits.keepLockFile(r.dir, key)
+	r.e.inits.keepPrepared(r.dir, key, nil)
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"k8s.io/klog/v2"
 )
 
@@ -54,9 +56,9 @@ type proc struct {
 // engine's failed command ended the other's running apply).
 var runs atomic.Uint64
 
-// runID names one tofu command of this process (the value of TFCCM_RUN).
-func (e *Engine) runID() string {
-	return fmt.Sprintf("%d:%d:%d", e.self.PID, e.self.PIDStart, runs.Add(1))
+// runID names one tofu command of process c (the value of TFCCM_RUN).
+func runID(c locks.Claim) string {
+	return fmt.Sprintf("%d:%d:%d", c.PID, c.PIDStart, runs.Add(1))
 }
 
 // runEnv is the environment that marks a command's processes.
@@ -83,7 +85,7 @@ func endLeftovers(workDir string) {
 		if p.run != "" {
 			return under(p.ws) && !runOwnerAlive(p.run)
 		}
-		return under(p.cwd) && p.pgid != p.pid && !processAlive(p.pgid, 0)
+		return under(p.cwd) && p.pgid != p.pid && !locks.ProcessAlive(p.pgid, 0)
 	})
 	for _, p := range ended {
 		klog.InfoS("Ended a process an earlier incarnation left in its work dir", "process", p)
@@ -130,7 +132,7 @@ func runOwnerAlive(run string) bool {
 	}
 	pid, err1 := strconv.Atoi(f[0])
 	start, err2 := strconv.ParseUint(f[1], 10, 64)
-	return err1 == nil && err2 == nil && processAlive(pid, start)
+	return err1 == nil && err2 == nil && locks.ProcessAlive(pid, start)
 }
 
 // scanProcs reads every process of this machine that can be read (the

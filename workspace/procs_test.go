@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/locks"
 )
 
 // marked lists the processes carrying a TFCCM_WORKSPACE under work: what
@@ -91,7 +93,7 @@ func TestTimedOutRunEndedAsAWhole(t *testing.T) {
 }
 
 func TestRunOwnerAlive(t *testing.T) {
-	self := selfClaim("", "")
+	self := locks.SelfClaim("", "")
 	for _, tc := range []struct {
 		run  string
 		want bool

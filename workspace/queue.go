@@ -44,11 +44,6 @@ func newQueue(retries *retryBackoff) workqueue.TypedRateLimitingInterface[string
 	})
 }
 
-// enqueue adds name to the work queue: once, however often it is called
-// before a worker takes it; again after the running pass if a worker
-// holds it.
-func (e *Engine) enqueue(name string) { e.queue.Add(name) }
-
 // worker processes workspaces until the queue is shut down. After ctx
 // ended it only empties the queue: nothing queued is run.
 func (e *Engine) worker(ctx context.Context) {
@@ -159,14 +154,15 @@ const driftRoundJitter = 0.1
 
 // driftLoop runs a drift round every interval (jittered), the first one an
 // interval after Start, until ctx ends.
-func (e *Engine) driftLoop(ctx context.Context, interval time.Duration) {
+// names gives the workspaces of a round; check re-plans one.
+func driftLoop(ctx context.Context, interval time.Duration, names func() []string, check func(name string)) {
 	first := true
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
 		if first {
 			first = false
 			return
 		}
-		e.driftRound(ctx, interval)
+		driftRound(ctx, interval, names(), check)
 	}, interval, driftRoundJitter, false)
 }
 
@@ -174,8 +170,7 @@ func (e *Engine) driftLoop(ctx context.Context, interval time.Duration) {
 // checks do not bunch up at the start of the round, so N workspaces do not
 // re-plan (and call their cloud's APIs) in the same second. Workspaces are
 // taken in name order, so each is re-planned about once per interval.
-func (e *Engine) driftRound(ctx context.Context, window time.Duration) {
-	names := e.driftable()
+func driftRound(ctx context.Context, window time.Duration, names []string, check func(name string)) {
 	start := time.Now()
 	for i, at := range driftSchedule(len(names), window, rand.Float64) {
 		t := time.NewTimer(time.Until(start.Add(at)))
@@ -185,7 +180,7 @@ func (e *Engine) driftRound(ctx context.Context, window time.Duration) {
 			return
 		case <-t.C:
 		}
-		e.driftCheck(names[i])
+		check(names[i])
 	}
 }
 

@@ -28,7 +28,7 @@ type record struct {
 	// InitHash is the init-relevant hash tofu init last succeeded with.
 	InitHash string `json:"init_hash,omitempty"`
 	// Encryption identifies the encryption configuration the state was
-	// last written with (Engine.encryption): a new one (a rotated key) makes
+	// last written with (encryptionID): a new one (a rotated key) makes
 	// the next apply write the state even without changes, re-encrypting it.
 	Encryption string `json:"encryption,omitempty"`
 	// Catalogued is the applied hash last recorded in the catalog

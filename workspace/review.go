@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Review mode (Options.Review): a plan with changes is not applied. The
@@ -29,49 +31,8 @@ var (
 	ErrAlreadyApplied = errors.New("this plan was already approved and applied")
 )
 
-// PendingPlan is a saved plan waiting for approval.
-type PendingPlan struct {
-	// Hash is the sha256 (hex) of the saved plan file: an approval names
-	// exactly this plan.
-	Hash string
-	// SpecHash is the workspace content hash the plan was made for.
-	SpecHash string
-	// Destroy is true for a destroy plan.
-	Destroy bool
-	// Drift is true for a drift repair: the applied content re-planned
-	// because the infrastructure drifted from it.
-	Drift bool
-	// Replaces is the hash of the plan that awaited approval before new
-	// inputs replaced it (that plan can no longer be approved), or "".
-	Replaces string
-	// ReplacedWhy says why the replaced plan can no longer be approved:
-	// "the inputs changed", or the state changed under it (with the state's
-	// serial and lineage then and now), or why a stored plan did not apply.
-	ReplacedWhy string `json:",omitempty"`
-	// Add, Change and Destroy count resource actions (a replacement counts
-	// as one add and one destroy).
-	Add, Change, Remove int
-	// Text is `tofu show -no-color` of the plan (tofu redacts sensitive
-	// values; tfccm's secrets are scrubbed too).
-	Text string
-	// JSON is a redacted JSON form: resource and output changes with every
-	// value marked sensitive replaced by secret.Placeholder.
-	JSON []byte
-	// State is the state the plan was made against (planstore.go): an
-	// approval applies the plan only while the state is still this one.
-	// nil when it could not be read.
-	State *StateStamp `json:",omitempty"`
-}
-
-// Summary is the one-line form: "N to add, M to change, K to destroy",
-// prefixed "drift repair: " for a drift repair.
-func (p *PendingPlan) Summary() string {
-	s := fmt.Sprintf("%d to add, %d to change, %d to destroy", p.Add, p.Change, p.Remove)
-	if p.Drift {
-		s = "drift repair (the infrastructure drifted from the applied plan): " + s
-	}
-	return s
-}
+// PendingPlan is a saved plan waiting for approval (package plans).
+type PendingPlan = plans.PendingPlan
 
 // Approve applies the workspace's pending plan if planHash is its hash.
 // Approving the plan being applied (or just applied) again is a no-op.
@@ -97,8 +58,8 @@ func (e *Engine) Approve(name, planHash string) error {
 		return fmt.Errorf("approve %s: %w: got %q, pending %s", name, ErrPlanMismatch, planHash, en.pending.Hash)
 	}
 	en.approved = planHash
-	e.setStatus(en, func(s *Status) { s.Phase = PhasePending })
-	e.enqueue(name)
+	en.setStatus(func(s *Status) { s.Phase = PhasePending })
+	e.queue.Add(name)
 	return nil
 }
 

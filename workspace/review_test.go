@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // reviewModule has a sensitive attribute (from a sensitive variable), a
@@ -109,7 +110,7 @@ func TestReviewWaitsForTheExactPlan(t *testing.T) {
 	if !strings.Contains(p.Text, "terraform_data.a") || !strings.Contains(p.Text, "1 to add") {
 		t.Errorf("published text lacks the change:\n%s", p.Text)
 	}
-	var pub publishedPlan
+	var pub plans.Published
 	if err := json.Unmarshal(p.JSON, &pub); err != nil {
 		t.Fatalf("published JSON: %v", err)
 	}

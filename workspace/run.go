@@ -10,14 +10,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/tfccm/tfccm/internal/secret"
 	"k8s.io/klog/v2"
 )
 
-// One pass over a workspace (Engine.run): prepare the directory, init if
+// One pass over a workspace (passes.run): prepare the directory, init if
 // needed, then apply, destroy or apply the approved plan; planOrPublish is
 // the one plan → publish path.
+
+// passes runs one pass of a workspace. It holds what a pass needs (tofu,
+// the options, the catalog, the plan store) and nothing of the engine's
+// memory of workspaces: the lifecycle (lifecycle.go) decides and settles.
+type passes struct {
+	t          *tofuSetup
+	opts       *Options
+	encryption string // identifies the encryption configuration (encryptionID)
+	catalog    *catalog
+	plans      planKeeper
+}
+
+// dir is the directory of workspace name.
+func (ps *passes) dir(name string) string { return filepath.Join(ps.opts.WorkDir, name) }
 
 // runOutcome is what one pass over a workspace produced.
 type runOutcome struct {
@@ -41,22 +57,22 @@ func (o runOutcome) fail(op string, err error) runOutcome {
 // destroy. In review mode a plan with changes is saved and published
 // instead of applied (out.pending), and approved, when set, is the saved
 // plan to apply.
-func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *secret.Scrubber, approved *PendingPlan) (out runOutcome) {
+func (ps *passes) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *secret.Scrubber, approved *PendingPlan) (out runOutcome) {
 	out.rec, out.op = rec, "apply"
 	if destroy {
 		out.op = "destroy"
 	}
-	r, spec, err := e.prepare(ctx, spec, destroy, &out.rec, scrub, approved)
+	r, spec, err := ps.prepare(ctx, spec, destroy, &out.rec, scrub, approved)
 	if err != nil {
 		return out.fail("write", err)
 	}
 	defer func() {
 		// Keep the claim if tofu may have been killed holding a lock.
 		if out.err == nil || ctx.Err() == nil {
-			removeClaim(r.dir)
+			locks.RemoveClaim(r.dir)
 		}
 	}()
-	if initHash := e.recordInitHash(spec); out.rec.InitHash != initHash {
+	if initHash := ps.t.inits.recordInitHash(spec); out.rec.InitHash != initHash {
 		if err := r.init(ctx, spec, out.rec.InitHash != ""); err != nil {
 			return out.fail("init", err)
 		}
@@ -71,11 +87,11 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 	r.drift, r.created = !destroy && rec.AppliedHash == spec.Hash, rec.AppliedHash == ""
 	switch {
 	case approved != nil:
-		out = e.runApproved(ctx, r, spec, destroy, approved, out)
+		out = ps.runApproved(ctx, r, spec, destroy, approved, out)
 	case destroy:
-		out = e.runDestroy(ctx, r, spec, out)
+		out = ps.runDestroy(ctx, r, spec, out)
 	default:
-		out = e.runApply(ctx, r, spec, out)
+		out = ps.runApply(ctx, r, spec, out)
 	}
 	out.verdict = r.verdict
 	return out
@@ -84,17 +100,17 @@ func (e *Engine) run(ctx context.Context, spec *Spec, destroy bool, rec record, 
 // prepare readies the workspace directory for a pass and claims it: the
 // spec's files (for a destroy, those last applied), the record, a stale
 // plan removed. It returns the runner and the spec to run.
-func (e *Engine) prepare(ctx context.Context, spec *Spec, destroy bool, rec *record, scrub *secret.Scrubber, approved *PendingPlan) (*runner, *Spec, error) {
-	dir := e.Dir(spec.Name)
+func (ps *passes) prepare(ctx context.Context, spec *Spec, destroy bool, rec *record, scrub *secret.Scrubber, approved *PendingPlan) (*runner, *Spec, error) {
+	dir := ps.dir(spec.Name)
 	// The previous incarnation's claim must be read before ours replaces it.
-	oldClaim, hadClaim := readClaim(dir)
-	if destroy && hadClaim && oldClaim.Op == "apply" && approved == nil && !e.opts.Review {
+	oldClaim, hadClaim := locks.ReadClaim(dir)
+	if destroy && hadClaim && oldClaim.Op == "apply" && approved == nil && !ps.opts.Review {
 		// The last apply was interrupted (killed, or stopped): it may have
 		// created things its state does not record. Apply what it was
 		// applying again, so the state holds everything, then destroy.
-		if conv, ok := e.converge(ctx, spec, dir, *rec, scrub); ok {
+		if conv, ok := ps.converge(ctx, spec, dir, *rec, scrub); ok {
 			*rec = conv.rec
-			oldClaim, hadClaim = readClaim(dir)
+			oldClaim, hadClaim = locks.ReadClaim(dir)
 		}
 	}
 	if destroy {
@@ -122,8 +138,8 @@ func (e *Engine) prepare(ctx context.Context, spec *Spec, destroy bool, rec *rec
 		removePublished(dir)
 	}
 	backendEnv, _ := splitBackendSecrets(spec)
-	r := &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim, spec: spec}
-	if err := writeClaim(dir, selfClaim(e.opts.Identity, opName(destroy))); err != nil {
+	r := &runner{e: ps.t, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim, spec: spec}
+	if err := locks.WriteClaim(dir, locks.SelfClaim(ps.opts.Identity, opName(destroy))); err != nil {
 		return nil, nil, &Error{Op: "write", Summary: err.Error()}
 	}
 	return r, spec, nil
@@ -137,10 +153,10 @@ func opName(destroy bool) string {
 }
 
 // runApproved applies the approved saved plan (review mode).
-func (e *Engine) runApproved(ctx context.Context, r *runner, spec *Spec, destroy bool, approved *PendingPlan, out runOutcome) runOutcome {
+func (ps *passes) runApproved(ctx context.Context, r *runner, spec *Spec, destroy bool, approved *PendingPlan, out runOutcome) runOutcome {
 	// The gate is asked again before the apply: a change window may have
 	// closed since the plan was published.
-	if _, err := e.judge(ctx, r, spec, destroy); err != nil {
+	if _, err := ps.judge(ctx, r, spec, destroy); err != nil {
 		return out.fail("plan", err)
 	}
 	if r.verdict.Hold != "" {
@@ -150,16 +166,16 @@ func (e *Engine) runApproved(ctx context.Context, r *runner, spec *Spec, destroy
 		return out.fail("apply", err)
 	}
 	if destroy {
-		return e.finishDestroy(ctx, r, spec, out)
+		return ps.finishDestroy(ctx, r, spec, out)
 	}
 	out.changed = true
 	removePublished(r.dir)
-	return e.finishApply(ctx, r, spec, out)
+	return ps.finishApply(ctx, r, spec, out)
 }
 
 // runDestroy destroys the workspace's resources, or in review mode plans
 // their destruction for approval.
-func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+func (ps *passes) runDestroy(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	// A workspace whose state holds nothing (its first apply failed
 	// before creating anything) is not run through `tofu destroy`,
 	// which would re-validate the inputs that failed and so keep a
@@ -169,12 +185,12 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 	case err != nil:
 		return out.fail("destroy", err)
 	case empty:
-	case e.opts.Review || e.opts.Gate != nil:
+	case ps.opts.Review || ps.opts.Gate != nil:
 		// A destroy plan, judged by the gate (and published in review
 		// mode), then applied.
-		changes, p, err := e.planOrPublish(ctx, r, spec, true)
+		changes, p, err := ps.planOrPublish(ctx, r, spec, true)
 		if err != nil || p != nil {
-			return out.planned(p, err).keep(ctx, e, r)
+			return out.planned(p, err).keep(ctx, ps.plans, r)
 		}
 		if changes {
 			if err := r.applyPlan(ctx, "destroy"); err != nil {
@@ -195,23 +211,23 @@ func (e *Engine) runDestroy(ctx context.Context, r *runner, spec *Spec, out runO
 			return out.fail("destroy", err)
 		}
 	}
-	return e.finishDestroy(ctx, r, spec, out)
+	return ps.finishDestroy(ctx, r, spec, out)
 }
 
 // runApply plans and applies the plan if it has changes (in review mode,
 // publishes it for approval instead).
-func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
-	if e.planless(r) {
-		return e.runFirstApply(ctx, r, spec, out)
+func (ps *passes) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+	if ps.planless(r) {
+		return ps.runFirstApply(ctx, r, spec, out)
 	}
-	changes, p, err := e.planOrPublish(ctx, r, spec, false)
+	changes, p, err := ps.planOrPublish(ctx, r, spec, false)
 	if err != nil || p != nil {
-		return out.planned(p, err).keep(ctx, e, r)
+		return out.planned(p, err).keep(ctx, ps.plans, r)
 	}
 	// A state last written with another encryption configuration (a
 	// rotated key) is re-encrypted by applying even a plan without changes.
-	if changes || out.rec.Encryption != e.encryption {
-		e.applyStarts(ctx, r, spec)
+	if changes || out.rec.Encryption != ps.encryption {
+		ps.applyStarts(ctx, r, spec)
 		if err := r.applyPlan(ctx, "apply"); err != nil {
 			return out.fail("apply", err)
 		}
@@ -221,30 +237,30 @@ func (e *Engine) runApply(ctx context.Context, r *runner, spec *Spec, out runOut
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
 	_ = os.Remove(filepath.Join(r.dir, planFile))
-	return e.finishApply(ctx, r, spec, out)
+	return ps.finishApply(ctx, r, spec, out)
 }
 
 // planless reports whether a pass applies without a saved plan: the first
 // apply of a workspace when no plan is published or judged (no review
 // mode, no gate). Nothing reads the plan between plan and apply then, and
 // one apply that plans itself costs one command, not two.
-func (e *Engine) planless(r *runner) bool {
-	return r.created && !r.drift && !e.opts.Review && e.opts.Gate == nil
+func (ps *passes) planless(r *runner) bool {
+	return r.created && !r.drift && !ps.opts.Review && ps.opts.Gate == nil
 }
 
 // runFirstApply applies a workspace never applied before in one command;
 // OnApplyStart is told as the plan's summary is printed, before the
 // changes start (and before the result is reported). Inputs the template
 // rejects while it plans fail the pass at plan, as in a plan.
-func (e *Engine) runFirstApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+func (ps *passes) runFirstApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	var told sync.WaitGroup
 	onSummary := func(summary string) {
-		if e.opts.OnApplyStart == nil {
+		if ps.opts.OnApplyStart == nil {
 			return
 		}
 		// Not on tofu's stdout: an Event and a status write may wait for
 		// the apiserver.
-		told.Go(func() { e.opts.OnApplyStart(spec.Name, summary) })
+		told.Go(func() { ps.opts.OnApplyStart(spec.Name, summary) })
 	}
 	changed, err := r.applyUnsaved(ctx, onSummary)
 	told.Wait()
@@ -259,13 +275,13 @@ func (e *Engine) runFirstApply(ctx context.Context, r *runner, spec *Spec, out r
 	if !changed {
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
-	return e.finishApply(ctx, r, spec, out)
+	return ps.finishApply(ctx, r, spec, out)
 }
 
 // applyStarts tells OnApplyStart that spec's saved plan is about to be
 // applied, with its summary (a summary tofu cannot show is left out).
-func (e *Engine) applyStarts(ctx context.Context, r *runner, spec *Spec) {
-	if e.opts.OnApplyStart == nil {
+func (ps *passes) applyStarts(ctx context.Context, r *runner, spec *Spec) {
+	if ps.opts.OnApplyStart == nil {
 		return
 	}
 	summary, err := r.planSummary(ctx)
@@ -273,13 +289,13 @@ func (e *Engine) applyStarts(ctx context.Context, r *runner, spec *Spec) {
 		klog.V(2).InfoS("Could not summarize the plan to apply", "workspace", spec.Name, "err", err)
 		summary = "changes"
 	}
-	e.opts.OnApplyStart(spec.Name, summary)
+	ps.opts.OnApplyStart(spec.Name, summary)
 }
 
 // planOrPublish is the one plan → publish path: it plans spec (its
 // destruction when destroy) to the saved plan file and, in review mode,
 // publishes a plan with changes, which is then pending.
-func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destroy bool) (changes bool, pending *PendingPlan, err error) {
+func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, destroy bool) (changes bool, pending *PendingPlan, err error) {
 	opts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.LockTimeout("0s")}
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
@@ -309,8 +325,8 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 	if err != nil || !changes {
 		return changes, nil, err
 	}
-	held, err := e.judge(ctx, r, spec, destroy)
-	if err != nil || (!e.opts.Review && !held) {
+	held, err := ps.judge(ctx, r, spec, destroy)
+	if err != nil || (!ps.opts.Review && !held) {
 		return changes, nil, err
 	}
 	pending, err = r.publishPlan(ctx, spec, destroy)
@@ -328,8 +344,8 @@ func (e *Engine) planOrPublish(ctx context.Context, r *runner, spec *Spec, destr
 // judge asks the gate about the saved plan and records its verdict on r:
 // a denial is the error; held reports a plan that must wait (approval a
 // rule requires, a closed change window).
-func (e *Engine) judge(ctx context.Context, r *runner, spec *Spec, destroy bool) (held bool, err error) {
-	v, err := e.gate(ctx, r, spec, destroy)
+func (ps *passes) judge(ctx context.Context, r *runner, spec *Spec, destroy bool) (held bool, err error) {
+	v, err := r.gate(ctx, ps.opts.Gate, spec, destroy)
 	if err != nil {
 		return false, err
 	}
@@ -350,9 +366,9 @@ func (o runOutcome) planned(p *PendingPlan, err error) runOutcome {
 }
 
 // keep stores a pending plan (Options.Plans).
-func (o runOutcome) keep(ctx context.Context, e *Engine, r *runner) runOutcome {
+func (o runOutcome) keep(ctx context.Context, keeper planKeeper, r *runner) runOutcome {
 	if o.err == nil && o.pending != nil {
-		o.kept = e.keepPlan(ctx, r, o.pending)
+		o.kept = keeper.keepPlan(ctx, r, o.pending)
 	}
 	return o
 }
@@ -360,13 +376,13 @@ func (o runOutcome) keep(ctx context.Context, e *Engine, r *runner) runOutcome {
 // converge re-applies the files last written into dir (the interrupted
 // apply's workspace) with spec's backend. It reports whether it ran; a
 // failure is logged and the destroy goes on with what the state holds.
-func (e *Engine) converge(ctx context.Context, spec *Spec, dir string, rec record, scrub *secret.Scrubber) (runOutcome, bool) {
+func (ps *passes) converge(ctx context.Context, spec *Spec, dir string, rec record, scrub *secret.Scrubber) (runOutcome, bool) {
 	prev, ok := readAs(dir, spec)
 	if !ok {
 		return runOutcome{}, false
 	}
 	klog.InfoS("Destroying a workspace whose last apply was interrupted: applying it again first so that the state records what that apply created", "workspace", spec.Name)
-	conv := e.run(ctx, &prev, false, rec, scrub, nil)
+	conv := ps.run(ctx, &prev, false, rec, scrub, nil)
 	if conv.err != nil {
 		klog.InfoS("Re-apply before destroy failed; destroying what the state records", "workspace", spec.Name, "err", conv.err)
 	}
@@ -375,7 +391,7 @@ func (e *Engine) converge(ctx context.Context, spec *Spec, dir string, rec recor
 
 // finishDestroy deletes the Terraform workspace (if named), the state and
 // the directory after the resources are destroyed.
-func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+func (ps *passes) finishDestroy(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	out.changed = true
 	if spec.namedWorkspace() {
 		if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
@@ -387,17 +403,17 @@ func (e *Engine) finishDestroy(ctx context.Context, r *runner, spec *Spec, out r
 			return out.fail("destroy", err)
 		}
 	}
-	if err := e.removeState(ctx, spec, r.dir); err != nil {
+	if err := removeState(ctx, spec, r.dir, ps.opts.WorkDir); err != nil {
 		return out.fail("destroy", &Error{Op: "destroy", Summary: r.scrub.Scrub(err.Error())})
 	}
-	e.catalogRemove(ctx, spec.Name)
+	ps.catalog.catalogRemove(ctx, spec.Name)
 	out.rec = record{}
 	return out
 }
 
 // finishApply records outputs and the applied hash after a successful
 // plan (and apply, if it had changes).
-func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
+func (ps *passes) finishApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	outputs, err := r.outputs(ctx, spec)
 	if err != nil {
 		return out.fail("output", err)
@@ -410,8 +426,8 @@ func (e *Engine) finishApply(ctx context.Context, r *runner, spec *Spec, out run
 	out.rec.AppliedHash = spec.Hash
 	out.rec.AppliedAt = time.Now().UTC()
 	out.rec.Outputs = public
-	out.rec.Encryption = e.encryption
-	e.catalogPut(ctx, spec, &out.rec)
+	out.rec.Encryption = ps.encryption
+	ps.catalog.catalogPut(ctx, spec, &out.rec)
 	if err := writeRecord(r.dir, out.rec); err != nil {
 		return out.fail("apply", &Error{Op: "apply", Summary: err.Error()})
 	}

@@ -13,17 +13,20 @@ import (
 // the command's own under the engine's socket directory, removed when the
 // command ends, so that a provider killed with its command leaves nothing.
 
+// socketDir is the providers' socket directory ("" with mTLS).
+type socketDir string
+
 // socketsDir is the engine's socket directory under the work dir.
 const socketsDir = ".plugins"
 
 // commandSockets makes the socket directory of run id's providers and
 // returns the environment that names it (nil with mTLS) and what removes
 // it once the command ended.
-func (e *Engine) commandSockets(id string) (map[string]string, func()) {
-	if e.sockets == "" {
+func (s socketDir) commandSockets(id string) (map[string]string, func()) {
+	if string(s) == "" {
 		return nil, func() {}
 	}
-	dir := filepath.Join(e.sockets, runDirName(id))
+	dir := filepath.Join(string(s), runDirName(id))
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		// The providers then use the engine's directory itself.
 		return nil, func() {}
@@ -43,15 +46,15 @@ func runDirName(id string) string {
 
 // clearSockets removes what an earlier incarnation's commands left in the
 // socket directory (Start, once their processes are ended).
-func (e *Engine) clearSockets() {
-	if e.sockets == "" {
+func (s socketDir) clearSockets() {
+	if string(s) == "" {
 		return
 	}
-	entries, err := os.ReadDir(e.sockets)
+	entries, err := os.ReadDir(string(s))
 	if err != nil {
 		return
 	}
 	for _, d := range entries {
-		_ = os.RemoveAll(filepath.Join(e.sockets, d.Name()))
+		_ = os.RemoveAll(filepath.Join(string(s), d.Name()))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/tfccm/tfccm/internal/secret"
 	"k8s.io/klog/v2"
@@ -22,14 +24,32 @@ import (
 // holds the commands the passes use (init, force-unlock, state push,
 // outputs).
 
+// tofuSetup is what every runner shares: the engine's options, tofu's
+// environment and the configured credentials, what inits share, this
+// process's claim and the providers' socket directory.
+type tofuSetup struct {
+	opts *Options
+	// env is every tofu's environment but the credentials; credentials
+	// are the configured ones, each given only to the workspaces whose
+	// template declares it (credentials_decl.go).
+	env, credentials map[string]string
+	inits            *initCache // initcache.go
+	scrub            *secret.Scrubber
+	self             locks.Claim // this process, for claim files
+	sockets          socketDir   // "" with mTLS (sockets.go)
+}
+
+// Tool is the name of the binary run ("tofu", "terraform"), for messages.
+func (t *tofuSetup) Tool() string { return filepath.Base(t.opts.Binary) }
+
 // runner runs tofu commands in one workspace directory.
 type runner struct {
-	e        *Engine
+	e        *tofuSetup
 	dir      string
 	env      map[string]string // the workspace's own variables (secret backend settings)
 	backend  BackendInfo
 	scrub    *secret.Scrubber
-	oldClaim claim
+	oldClaim locks.Claim
 	hadClaim bool
 	unlocked bool
 	spec     *Spec // for init again (reinit)
@@ -55,14 +75,14 @@ type runner struct {
 // prepared .terraform (prepared.go) starts from that instead, and init
 // does not run at all.
 func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
-	key := r.e.initCacheKey(spec)
+	key := r.e.inits.initCacheKey(spec)
 	fresh := !migrate && !r.reinited && !exists(filepath.Join(r.dir, ".terraform"))
-	pinned, perr := r.e.pinLockFile(r.dir)
+	pinned, perr := r.e.inits.pinLockFile(r.dir)
 	if perr != nil {
 		return &Error{Op: "init", Summary: perr.Error()}
 	}
-	seeded := !pinned && !r.reinited && r.e.seedLockFile(r.dir, key)
-	if fresh && (seeded || pinned) && r.e.seedPrepared(r.dir, key, spec) {
+	seeded := !pinned && !r.reinited && r.e.inits.seedLockFile(r.dir, key)
+	if fresh && (seeded || pinned) && r.e.inits.seedPrepared(r.dir, key, spec) {
 		operationsTotal.WithLabelValues("init", resultPrepared).Inc()
 		return nil
 	}
@@ -72,15 +92,15 @@ func (r *runner) init(ctx context.Context, spec *Spec, migrate bool) error {
 	// package does not match is kept, and so is the refusal.
 	if err != nil && seeded && !r.reinited && ctx.Err() == nil && ProviderMismatch(err) == "" {
 		klog.InfoS("Init with the shared dependency lock file failed; dropping it and running init without it", "workspace", spec.Name, "err", err)
-		r.e.dropCachedLock(key)
+		r.e.inits.dropCachedLock(key)
 		if rerr := os.Remove(filepath.Join(r.dir, lockFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return err
 		}
 		err = r.initDir(ctx, spec, migrate)
 	}
 	if err == nil {
-		r.e.keepLockFile(r.dir, key)
-		r.e.keepPrepared(r.dir, key, spec)
+		r.e.inits.keepLockFile(r.dir, key)
+		r.e.inits.keepPrepared(r.dir, key, spec)
 	}
 	return err
 }
@@ -139,7 +159,7 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 	}
 	r.reinited = true
 	klog.InfoS("Installed providers or modules no longer match; running init again", "workspace", spec.Name, "err", err)
-	r.e.dropCachedLock(r.e.initCacheKey(spec)) // it records the same builds
+	r.e.inits.dropCachedLock(r.e.inits.initCacheKey(spec)) // it records the same builds
 	if ierr := r.init(ctx, spec, false); ierr != nil {
 		klog.InfoS("Init after a provider or module change failed", "workspace", spec.Name, "err", ierr)
 		if ProviderMismatch(ierr) != "" {
@@ -209,8 +229,8 @@ var errNewTF = errors.New("set up tofu command")
 // whatever a command that failed or was interrupted left running (its
 // providers) is killed with its process group.
 func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
-	id := r.e.runID()
-	sockets, removeSockets := r.e.commandSockets(id)
+	id := runID(r.e.self)
+	sockets, removeSockets := r.e.sockets.commandSockets(id)
 	defer removeSockets()
 	tf, err := r.newTF(id, sockets)
 	if err != nil {
@@ -255,9 +275,9 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			}
 			return &Error{Op: op, Summary: why + " (" + r.e.Tool() + " was interrupted and asked to save its state)", cause: cause}
 		}
-		if li, ok := parseLockError(text); ok {
+		if li, ok := locks.ParseLockError(text); ok {
 			operationsTotal.WithLabelValues(op, resultLocked).Inc()
-			if !r.unlocked && (r.hadClaim && staleOwnLock(li, r.oldClaim, r.e.self) || r.e.goneHolder(li)) {
+			if !r.unlocked && (r.hadClaim && locks.StaleOwnLock(li, r.oldClaim, r.e.self) || r.e.self.GoneHolder(li, r.e.opts.GoneLockHolder)) {
 				if uerr := r.forceUnlock(ctx, li.ID); uerr != nil {
 					return uerr
 				}
@@ -265,7 +285,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 				klog.InfoS("Released a state lock its gone holder left", "workspace", filepath.Base(r.dir), "holder", r.scrub.Scrub(li.Who))
 				continue
 			}
-			holder := r.scrub.Scrub(li.holder())
+			holder := r.scrub.Scrub(li.Holder())
 			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
@@ -307,7 +327,7 @@ func (r *runner) forceUnlock(ctx context.Context, id string) error {
 		return tf.ForceUnlock(ctx, id)
 	})
 	if err != nil && r.backend.Type == "kubernetes" {
-		if _, held := parseLockError(err.Error()); held {
+		if _, held := locks.ParseLockError(err.Error()); held {
 			err = unlockKubernetesLease(opCtx, r.backend, id)
 		}
 	}

@@ -21,6 +21,9 @@ var ErrDestroyed = errors.New("the workspace was destroyed and is never applied 
 // dir (not a valid workspace name, so it never collides with one).
 const tombstoneDir = ".tombstones"
 
+// tombstones is the directory of the tombstones under the work dir.
+type tombstones string
+
 // tombstoneTTL is how long a tombstone is kept across restarts. The races
 // it guards against last seconds; after a restart the service controller
 // no longer calls for a deleted Service at all.
@@ -37,22 +40,22 @@ func Destroyed(workDir string) []string {
 	return names
 }
 
-func (e *Engine) tombstonePath(name string) string {
-	return filepath.Join(e.opts.WorkDir, tombstoneDir, name)
+func (t tombstones) tombstonePath(name string) string {
+	return filepath.Join(string(t), name)
 }
 
 // tombstoned reports whether Destroy was asked for name, in this process
 // or (within tombstoneTTL) an earlier one. The caller holds e.mu.
-func (e *Engine) tombstoned(en *entry) bool {
+func (t tombstones) tombstoned(en *entry) bool {
 	if en.tombstone {
 		return true
 	}
-	st, err := os.Stat(e.tombstonePath(en.name))
+	st, err := os.Stat(t.tombstonePath(en.name))
 	if err != nil {
 		return false
 	}
 	if time.Since(st.ModTime()) > tombstoneTTL {
-		_ = os.Remove(e.tombstonePath(en.name))
+		_ = os.Remove(t.tombstonePath(en.name))
 		return false
 	}
 	en.tombstone = true
@@ -61,26 +64,26 @@ func (e *Engine) tombstoned(en *entry) bool {
 
 // setTombstone marks name destroyed, in memory and on disk. The caller
 // holds e.mu.
-func (e *Engine) setTombstone(en *entry) error {
+func (t tombstones) setTombstone(en *entry) error {
 	en.tombstone = true
-	if err := os.MkdirAll(filepath.Join(e.opts.WorkDir, tombstoneDir), 0o700); err != nil {
+	if err := os.MkdirAll(string(t), 0o700); err != nil {
 		return fmt.Errorf("tombstone %s: %w", en.name, err)
 	}
-	if err := fsutil.WriteFileAtomic(e.tombstonePath(en.name), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(t.tombstonePath(en.name), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("tombstone %s: %w", en.name, err)
 	}
 	return nil
 }
 
 // pruneTombstones removes tombstones older than tombstoneTTL.
-func (e *Engine) pruneTombstones() {
-	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, tombstoneDir))
+func (t tombstones) pruneTombstones() {
+	entries, err := os.ReadDir(string(t))
 	if err != nil {
 		return
 	}
 	for _, d := range entries {
 		if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > tombstoneTTL {
-			_ = os.Remove(filepath.Join(e.opts.WorkDir, tombstoneDir, d.Name()))
+			_ = os.Remove(filepath.Join(string(t), d.Name()))
 		}
 	}
 }
@@ -129,7 +132,7 @@ func (e *Engine) Revive(name string) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en := e.entry(name)
-	if !e.tombstoned(en) {
+	if !e.tombs.tombstoned(en) {
 		return true, nil
 	}
 	switch en.status.Phase {
@@ -141,7 +144,7 @@ func (e *Engine) Revive(name string) (bool, error) {
 	default:
 		return false, nil
 	}
-	if err := os.Remove(e.tombstonePath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(e.tombs.tombstonePath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("revive %s: %w", name, err)
 	}
 	en.tombstone = false

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/locks"
+
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfccm/tfccm/internal/secret"
@@ -65,16 +67,16 @@ func InspectLock(ctx context.Context, opts UnlockOptions, spec *Spec, dir string
 		return Lock{}, nil
 	}
 	li := e.lock
-	l := Lock{Held: true, ID: li.ID, Who: li.Who, Operation: li.Operation, Created: li.Created, Holder: li.holder()}
-	c, ok := readClaim(dir)
-	self := selfClaim(opts.Identity, "")
+	l := Lock{Held: true, ID: li.ID, Who: li.Who, Operation: li.Operation, Created: li.Created, Holder: li.Holder()}
+	c, ok := locks.ReadClaim(dir)
+	self := locks.SelfClaim(opts.Identity, "")
 	switch {
 	case !ok || c.Identity != self.Identity || c.Who != li.Who:
 		l.Why = "no tfccm run of this deployment claims it: someone else (a person or another controller) holds it"
 	case c.Host != self.Host && c.BootID != self.BootID:
 		l.Ours = true
 		l.Why = fmt.Sprintf("taken by a tfccm run on host %s, which this command cannot check is gone", c.Host)
-	case processAlive(c.PID, c.PIDStart) && !(c.BootID != "" && c.BootID != self.BootID):
+	case locks.ProcessAlive(c.PID, c.PIDStart) && !(c.BootID != "" && c.BootID != self.BootID):
 		l.Ours = true
 		l.Why = fmt.Sprintf("taken by tfccm process %d on this host, which is still running", c.PID)
 	default:
@@ -95,7 +97,7 @@ func ForceUnlock(ctx context.Context, opts UnlockOptions, spec *Spec, dir, id st
 	if err := r.forceUnlock(ctx, id); err != nil {
 		return err
 	}
-	removeClaim(dir)
+	locks.RemoveClaim(dir)
 	return nil
 }
 
@@ -110,8 +112,8 @@ func newUnlockRunner(opts UnlockOptions, spec *Spec, dir string) (*runner, error
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Minute
 	}
-	e := &Engine{opts: Options{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Identity: opts.Identity}, env: env,
-		credentials: creds}
+	e := &tofuSetup{opts: &Options{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Identity: opts.Identity}, env: env,
+		credentials: creds, inits: &initCache{binary: opts.Binary}}
 	backendEnv, _ := splitBackendSecrets(spec)
 	scrub := secret.NewScrubber(secrets, mapValues(spec.BackendConfig))
 	return &runner{e: e, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, unlocked: true, spec: spec}, nil

@@ -1,4 +1,4 @@
-package workspace
+package backends
 
 import (
 	"encoding/json"
@@ -25,8 +25,8 @@ const adoptedRecord = `{
 }`
 
 // TestBackendRecord: a workspace's backend record is read with its
-// settings and hash, a seeded one (hash 0) is told from one tofu adopted,
-// and a missing or malformed one is an error; the record withSettings
+// Settings and hash, a seeded one (hash 0) is told from one tofu adopted,
+// and a missing or malformed one is an error; the record WithSettings
 // makes has the new settings, hash 0 and every other field tofu wrote.
 func TestBackendRecord(t *testing.T) {
 	for _, tc := range []struct {
@@ -51,11 +51,11 @@ func TestBackendRecord(t *testing.T) {
 				if err := os.MkdirAll(filepath.Join(dir, ".terraform"), 0o700); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, ".terraform", backendRecordFile), []byte(tc.file), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, ".terraform", RecordFile), []byte(tc.file), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r, err := loadBackendRecord(dir)
+			r, err := LoadRecord(dir)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
@@ -68,19 +68,19 @@ func TestBackendRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := r.unadopted(); got != tc.unadopted {
-				t.Errorf("unadopted() = %v, want %v", got, tc.unadopted)
+			if got := r.Unadopted(); got != tc.unadopted {
+				t.Errorf("Unadopted() = %v, want %v", got, tc.unadopted)
 			}
 			if string(r.raw) != tc.file {
 				t.Errorf("raw record %q, want the file as read", r.raw)
 			}
-			settings, err := r.settings()
+			settings, err := r.Settings()
 			if tc.path == "" {
 				if err == nil {
 					t.Errorf("settings() of a record without settings: %v, want an error", settings)
 				}
-				if _, err := r.withSettings(nil); err == nil {
-					t.Error("withSettings of a record without settings: no error")
+				if _, err := r.WithSettings(nil); err == nil {
+					t.Error("WithSettings of a record without settings: no error")
 				}
 				return
 			}
@@ -92,34 +92,34 @@ func TestBackendRecord(t *testing.T) {
 			}
 
 			// A seeded record: the new path, hash 0, the rest kept.
-			b, err := r.withSettings(map[string]json.RawMessage{"path": json.RawMessage(`"/state/new.tfstate"`)})
+			b, err := r.WithSettings(map[string]json.RawMessage{"path": json.RawMessage(`"/state/new.tfstate"`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			seeded, err := parseBackendRecord(b)
+			seeded, err := ParseRecord(b)
 			if err != nil {
-				t.Fatalf("withSettings wrote a record that does not decode: %v\n%s", err, b)
+				t.Fatalf("WithSettings wrote a record that does not decode: %v\n%s", err, b)
 			}
-			if !seeded.unadopted() {
-				t.Errorf("withSettings' record is not hash 0:\n%s", b)
+			if !seeded.Unadopted() {
+				t.Errorf("WithSettings' record is not hash 0:\n%s", b)
 			}
-			if got, _ := seeded.settings(); string(got["path"]) != `"/state/new.tfstate"` {
-				t.Errorf("withSettings' record has path %s, want the new one", got["path"])
+			if got, _ := seeded.Settings(); string(got["path"]) != `"/state/new.tfstate"` {
+				t.Errorf("WithSettings' record has path %s, want the new one", got["path"])
 			}
 			for k, v := range r.doc {
 				if k != "backend" && string(seeded.doc[k]) != string(v) {
-					t.Errorf("withSettings' record has %s = %s, want %s as read", k, seeded.doc[k], v)
+					t.Errorf("WithSettings' record has %s = %s, want %s as read", k, seeded.doc[k], v)
 				}
 			}
 			if string(seeded.backend["type"]) != string(r.backend["type"]) || len(seeded.config) != len(r.config) {
-				t.Errorf("withSettings' record lost settings or the type:\n%s", b)
+				t.Errorf("WithSettings' record lost settings or the type:\n%s", b)
 			}
 			// The record read is unchanged.
-			if got, _ := r.settings(); string(got["path"]) != tc.path {
-				t.Errorf("withSettings changed the record it was made from (path %s)", got["path"])
+			if got, _ := r.Settings(); string(got["path"]) != tc.path {
+				t.Errorf("WithSettings changed the record it was made from (path %s)", got["path"])
 			}
-			if _, err := r.withSettings(map[string]json.RawMessage{"bucket": json.RawMessage(`"b"`)}); err == nil {
-				t.Error("withSettings of a setting the record does not have: no error")
+			if _, err := r.WithSettings(map[string]json.RawMessage{"bucket": json.RawMessage(`"b"`)}); err == nil {
+				t.Error("WithSettings of a setting the record does not have: no error")
 			}
 		})
 	}

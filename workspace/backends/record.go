@@ -1,4 +1,8 @@
-package workspace
+package backends
+
+// tofu's backend record in a workspace's .terraform: reading it, its
+// settings, and a record made from it with other settings (the prepared
+// .terraform a new workspace starts from).
 
 import (
 	"encoding/json"
@@ -9,22 +13,22 @@ import (
 	"path/filepath"
 )
 
-// backendRecordFile is tofu's backend record in a workspace's .terraform:
+// RecordFile is tofu's backend record in a workspace's .terraform:
 // the backend init configured, its recorded settings and tofu's hash of
 // them.
-const backendRecordFile = "terraform.tfstate"
+const RecordFile = "terraform.tfstate"
 
-// backendRecord is a decoded backend record. The whole document is kept
-// (doc, backend) so that a record made from it (withSettings) carries every
+// Record is a decoded backend record. The whole document is kept
+// (doc, backend) so that a record made from it (WithSettings) carries every
 // field tofu wrote, also those tfccm does not read.
-type backendRecord struct {
+type Record struct {
 	// raw is the record as read.
 	raw []byte
 	// config is the recorded settings, each as tofu wrote its JSON value
 	// (nil when the record has none).
 	config map[string]json.RawMessage
 	// hash is tofu's hash of the settings (nil when the record has none);
-	// 0 is what withSettings writes, which tofu replaces once it adopts
+	// 0 is what WithSettings writes, which tofu replaces once it adopts
 	// the record.
 	hash *uint64
 
@@ -32,19 +36,19 @@ type backendRecord struct {
 	backend map[string]json.RawMessage
 }
 
-// loadBackendRecord reads the backend record of the workspace in dir
+// LoadRecord reads the backend record of the workspace in dir
 // (an error wrapping fs.ErrNotExist when init has not written one).
-func loadBackendRecord(dir string) (*backendRecord, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ".terraform", backendRecordFile))
+func LoadRecord(dir string) (*Record, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ".terraform", RecordFile))
 	if err != nil {
 		return nil, fmt.Errorf("read the backend record: %w", err)
 	}
-	return parseBackendRecord(b)
+	return ParseRecord(b)
 }
 
-// parseBackendRecord decodes a backend record's JSON.
-func parseBackendRecord(b []byte) (*backendRecord, error) {
-	r := &backendRecord{raw: b}
+// ParseRecord decodes a backend record's JSON.
+func ParseRecord(b []byte) (*Record, error) {
+	r := &Record{raw: b}
 	if err := json.Unmarshal(b, &r.doc); err != nil {
 		return nil, fmt.Errorf("decode the backend record: %w", err)
 	}
@@ -66,24 +70,27 @@ func parseBackendRecord(b []byte) (*backendRecord, error) {
 	return r, nil
 }
 
-// settings is the recorded settings, an error when the record has none.
-func (r *backendRecord) settings() (map[string]json.RawMessage, error) {
+// Raw is the record as read.
+func (r *Record) Raw() []byte { return r.raw }
+
+// Settings is the recorded settings, an error when the record has none.
+func (r *Record) Settings() (map[string]json.RawMessage, error) {
 	if r.config == nil {
 		return nil, errors.New("the backend record has no settings")
 	}
 	return r.config, nil
 }
 
-// unadopted reports whether tofu never adopted the record: its hash is
-// still the 0 withSettings wrote.
-func (r *backendRecord) unadopted() bool { return r.hash != nil && *r.hash == 0 }
+// Unadopted reports whether tofu never adopted the record: its hash is
+// still the 0 WithSettings wrote.
+func (r *Record) Unadopted() bool { return r.hash != nil && *r.hash == 0 }
 
-// withSettings is the record with values replacing recorded settings and
+// WithSettings is the record with values replacing recorded settings and
 // hash 0: tofu compares the recorded settings with the configuration when
 // their hash differs, and records its own hash when they are equal. Every
 // value must name a setting the record has.
-func (r *backendRecord) withSettings(values map[string]json.RawMessage) ([]byte, error) {
-	config, err := r.settings()
+func (r *Record) WithSettings(values map[string]json.RawMessage) ([]byte, error) {
+	config, err := r.Settings()
 	if err != nil {
 		return nil, err
 	}
