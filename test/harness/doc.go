@@ -1,5 +1,5 @@
 // Package harness owns what drives the real CCM against a real control
-// plane. test/e2e, test/nodes, test/lbhosts, `make demo` (hack/demo) and
+// plane. test/e2e, test/nodes, lbhost/hosttest, `make demo` (hack/demo) and
 // `make conformance` (hack/conformance) share it for starting and stopping
 // the terraform-cloud-controller-manager process with the standard flags,
 // registering Nodes the way a kubelet with --cloud-provider=external does,
