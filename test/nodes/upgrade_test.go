@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,11 +318,60 @@ func stateChanges(before, after []stateDoc) []string {
 			if len(paths) > 20 {
 				paths = append(paths[:20], fmt.Sprintf("(%d more)", len(paths)-20))
 			}
-			out = append(out, fmt.Sprintf("  %s: written by %q at %s; changed: %s", d.name, d.manager,
-				d.written.UTC().Format(clock), strings.Join(paths, ", ")))
+			same := ""
+			if sameButOrder(a, b) {
+				// OpenTofu encodes check_results in Go map order
+				// (statefile/version4.go), so its "state unchanged"
+				// test before a write fails on an unchanged state.
+				same = " (the same state but for the serial and the order of check_results: a no-op apply that tofu persisted)"
+			}
+			out = append(out, fmt.Sprintf("  %s: written by %q at %s; changed: %s%s", d.name, d.manager,
+				d.written.UTC().Format(clock), strings.Join(paths, ", "), same))
 		}
 	}
 	return out
+}
+
+// sameButOrder reports whether states a and b (decoded JSON) are equal but
+// for their serials and the order of their check_results and of each
+// result's objects.
+func sameButOrder(a, b any) bool {
+	norm := func(v any) string {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		c := map[string]any{}
+		for k, x := range m {
+			c[k] = x
+		}
+		delete(c, "serial")
+		if crs, ok := c["check_results"].([]any); ok {
+			var keys []string
+			for _, cr := range crs {
+				if crm, ok := cr.(map[string]any); ok {
+					if objs, ok := crm["objects"].([]any); ok {
+						var os []string
+						for _, o := range objs {
+							b, _ := json.Marshal(o)
+							os = append(os, string(b))
+						}
+						slices.Sort(os)
+						crm = maps.Clone(crm)
+						crm["objects"] = os
+					}
+					cr = crm
+				}
+				b, _ := json.Marshal(cr)
+				keys = append(keys, string(b))
+			}
+			slices.Sort(keys)
+			c["check_results"] = keys
+		}
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	return norm(a) != "" && norm(a) == norm(b)
 }
 
 // jsonPaths appends to out the paths under path where a and b differ.
@@ -658,4 +708,26 @@ func (s leaseSpans) String() string {
 		b.WriteString(sp.holder)
 	}
 	return b.String()
+}
+
+// TestStateChanges: a state rewritten with only its serial and the order
+// of its check_results changed is told apart from a changed one, and the
+// changed paths are named without their values.
+func TestStateChanges(t *testing.T) {
+	const a = `{"serial":2,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s1"}}]}],"check_results":[{"config_addr":"a","objects":[{"object_addr":"a[0]"},{"object_addr":"a[1]"}]},{"config_addr":"b"}]}`
+	const reordered = `{"serial":3,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s1"}}]}],"check_results":[{"config_addr":"b"},{"config_addr":"a","objects":[{"object_addr":"a[1]"},{"object_addr":"a[0]"}]}]}`
+	const changed = `{"serial":3,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s2"}}]}],"check_results":[{"config_addr":"a","objects":[{"object_addr":"a[0]"},{"object_addr":"a[1]"}]},{"config_addr":"b"}]}`
+	before := []stateDoc{{name: "tfstate-default-x", json: a}}
+	got := stateChanges(before, []stateDoc{{name: "tfstate-default-x", json: reordered}})
+	if len(got) != 1 || !strings.Contains(got[0], "no-op apply") || !strings.Contains(got[0], ".check_results[0].config_addr") {
+		t.Errorf("reordered: %q", got)
+	}
+	got = stateChanges(before, []stateDoc{{name: "tfstate-default-x", json: changed}, {name: "tfstate-new", json: a}})
+	if len(got) != 2 || strings.Contains(got[0], "no-op apply") || !strings.Contains(got[0], ".resources[0].instances[0].attributes.secret") ||
+		strings.Contains(got[0], "s1") || strings.Contains(got[0], "s2") || !strings.Contains(got[1], "tfstate-new: new") {
+		t.Errorf("changed: %q", got)
+	}
+	if got := stateChanges(before, before); len(got) != 0 {
+		t.Errorf("unchanged: %q", got)
+	}
 }
