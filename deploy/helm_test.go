@@ -165,6 +165,12 @@ func TestHelmChartSettings(t *testing.T) {
 			t.Errorf("args lack %s: %s", want, args)
 		}
 	}
+	// Ready only once it serves /healthz, right before it joins the leader
+	// election: a rollout must not stop the leader while the pod that
+	// replaces it cannot take the Lease yet (#46).
+	if rp := c.ReadinessProbe; rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/healthz" || rp.HTTPGet.Port.String() != "https" || rp.PeriodSeconds > 1 {
+		t.Errorf("readiness probe %+v, want /healthz on the https port every second", rp)
+	}
 	var pdb bool
 	for _, o := range objs {
 		switch v := o.(type) {

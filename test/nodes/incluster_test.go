@@ -526,11 +526,30 @@ const (
 // in stateNamespace (Secrets tfstate-*, gzip'd), decompressed.
 func stateSecrets(t *testing.T, client kubernetes.Interface) []string {
 	t.Helper()
+	var out []string
+	for _, d := range stateDocs(t, client) {
+		out = append(out, d.json)
+	}
+	return out
+}
+
+// stateDoc is one state Secret: its name, the state (decompressed), and
+// its last write as the Secret's managed fields record it.
+type stateDoc struct {
+	name, json string
+	manager    string
+	written    time.Time
+}
+
+// stateDocs returns the state Secrets in stateNamespace, in the order of
+// their names.
+func stateDocs(t *testing.T, client kubernetes.Interface) []stateDoc {
+	t.Helper()
 	secrets, err := client.CoreV1().Secrets(stateNamespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []stateDoc
 	for _, s := range secrets.Items {
 		if !strings.HasPrefix(s.Name, "tfstate-") {
 			continue
@@ -543,7 +562,13 @@ func stateSecrets(t *testing.T, client kubernetes.Interface) []string {
 		if err != nil {
 			t.Fatalf("state Secret %s: %v", s.Name, err)
 		}
-		out = append(out, string(b))
+		d := stateDoc{name: s.Name, json: string(b)}
+		for _, m := range s.ManagedFields {
+			if m.Time != nil && !m.Time.Time.Before(d.written) {
+				d.manager, d.written = m.Manager, m.Time.Time
+			}
+		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 	chart, releaseImage := releaseArtifacts(t)
 	nextImage := imageArchive(t)
 	start := time.Now()
-	ic := installInClusterFrom(t, releaseImage, chart, haLayout)
+	ic := installInClusterFrom(t, releaseImage, chart, upgradeLayout)
 	client := ic.client
 	ccmLog := func() string { return ccmPodLogs(client, 40) }
 	nextRef, _, err := ic.c.ImportImage(ctx, nextImage)
@@ -58,7 +59,7 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 	t.Logf("web served at %s %s after the start", vip, time.Since(start).Round(time.Second))
 
 	values := func(ref, logLevel string) string {
-		v, err := inClusterValues(ic.c, ic.hosts, ref, haLayout+"logLevel: "+logLevel+"\n")
+		v, err := inClusterValues(ic.c, ic.hosts, ref, upgradeLayout+"logLevel: "+logLevel+"\n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,11 +70,13 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 		// The route and load balancer workspaces have settled once every
 		// state is written and the first leader has nothing left to do.
 		settle(t, client)
-		before := stateSerials(t, client)
+		beforeDocs := stateDocs(t, client)
+		before := serialsOf(t, beforeDocs)
 		applying := countEvents(t, client, "TerraformApplying")
 		holder := leaseHolder(t, client)
 		load := startLoad(vip, 100*time.Millisecond)
 		lease := watchLease(client)
+		leaving := followLogs(client, ccmSelector)
 		began := time.Now()
 		if err := do(); err != nil {
 			t.Fatal(err)
@@ -93,6 +96,8 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 		time.Sleep(10 * time.Second) // the new leader's first syncs
 		ok, failed := load.stop()
 		changes := lease.stop()
+		leftLogs := leaving.stop()
+		stepFailed := t.Failed()
 
 		t.Logf("%s: pods %s and %s ready %s after helm; %d requests, %d failed; lease %s (longest without a leader: %s); state serials %v",
 			name, pods[0].Name, pods[1].Name, rolled.Round(100*time.Millisecond), ok+len(failed), len(failed), changes,
@@ -109,8 +114,13 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 		if n := countEvents(t, client, "TerraformApplying") - applying; n != 0 {
 			t.Errorf("%s: %d TerraformApplying Events: a workspace was re-applied", name, n)
 		}
-		if after := stateSerials(t, client); !slices.Equal(before, after) {
-			t.Errorf("%s: state serials moved from %v to %v", name, before, after)
+		afterDocs := stateDocs(t, client)
+		if after := serialsOf(t, afterDocs); !slices.Equal(before, after) {
+			t.Errorf("%s: state serials moved from %v to %v (helm at %s; lease %s):\n%s", name, before, after,
+				began.UTC().Format(clock), changes.times(), strings.Join(stateChanges(beforeDocs, afterDocs), "\n"))
+		}
+		if !stepFailed && t.Failed() {
+			t.Logf("%s: the logs of the CCM pods that ran when helm began:\n%s", name, leftLogs)
 		}
 		waitServes(t, vip, podNames)
 	}
@@ -132,6 +142,19 @@ func TestCCMUpgradeOnRealNodes(t *testing.T) {
 		}
 	}
 }
+
+// upgradeLayout is haLayout with the CCM's default retry period (750ms,
+// defaults.go) instead of 1s: the hand-over bound checked below (2 s after
+// a release) is the default's, a standby's retry jittered up to 2.2 times
+// the period (1.65 s); with 1s it would be 2.2 s before any apiserver call.
+const upgradeLayout = `mode: deployment
+replicas: 2
+hostNetwork: true
+leaderElection:
+  enabled: true
+  leaseDuration: 8s
+  renewDeadline: 5s
+`
 
 // releaseArtifacts returns the packaged chart and the machine platform's
 // image archive of the release in TFCCM_DIST, or of one `make release`
@@ -252,15 +275,214 @@ func countEvents(t *testing.T, client kubernetes.Interface, reason string) int {
 // in the order of their Secrets' names.
 func stateSerials(t *testing.T, client kubernetes.Interface) []int {
 	t.Helper()
+	return serialsOf(t, stateDocs(t, client))
+}
+
+// serialsOf are the serials of docs.
+func serialsOf(t *testing.T, docs []stateDoc) []int {
+	t.Helper()
 	var out []int
-	for _, s := range stateSecrets(t, client) {
+	for _, d := range docs {
 		var st struct{ Serial int }
-		if err := json.Unmarshal([]byte(s), &st); err != nil {
-			t.Fatalf("state: %v", err)
+		if err := json.Unmarshal([]byte(d.json), &st); err != nil {
+			t.Fatalf("state %s: %v", d.name, err)
 		}
 		out = append(out, st.Serial)
 	}
 	return out
+}
+
+// clock is how the diagnostics print times (UTC, as the CCM's log does).
+const clock = "15:04:05.000"
+
+// stateChanges says, for each state that is new or changed between before
+// and after, its Secret, when and by whom it was last written, and which
+// JSON paths of the state changed: paths only, never values (a state may
+// hold sensitive ones).
+func stateChanges(before, after []stateDoc) []string {
+	old := map[string]stateDoc{}
+	for _, d := range before {
+		old[d.name] = d
+	}
+	var out []string
+	for _, d := range after {
+		o, ok := old[d.name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("  %s: new, written by %q at %s", d.name, d.manager, d.written.UTC().Format(clock)))
+		case o.json != d.json:
+			var a, b any
+			_ = json.Unmarshal([]byte(o.json), &a)
+			_ = json.Unmarshal([]byte(d.json), &b)
+			paths := jsonPaths("", a, b, nil)
+			if len(paths) > 20 {
+				paths = append(paths[:20], fmt.Sprintf("(%d more)", len(paths)-20))
+			}
+			same := ""
+			if sameButOrder(a, b) {
+				// OpenTofu encodes check_results in Go map order
+				// (statefile/version4.go), so its "state unchanged"
+				// test before a write fails on an unchanged state.
+				same = " (the same state but for the serial and the order of check_results: a no-op apply that tofu persisted)"
+			}
+			out = append(out, fmt.Sprintf("  %s: written by %q at %s; changed: %s%s", d.name, d.manager,
+				d.written.UTC().Format(clock), strings.Join(paths, ", "), same))
+		}
+	}
+	return out
+}
+
+// sameButOrder reports whether states a and b (decoded JSON) are equal but
+// for their serials and the order of their check_results and of each
+// result's objects.
+func sameButOrder(a, b any) bool {
+	norm := func(v any) string {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		c := map[string]any{}
+		for k, x := range m {
+			c[k] = x
+		}
+		delete(c, "serial")
+		if crs, ok := c["check_results"].([]any); ok {
+			var keys []string
+			for _, cr := range crs {
+				if crm, ok := cr.(map[string]any); ok {
+					if objs, ok := crm["objects"].([]any); ok {
+						var os []string
+						for _, o := range objs {
+							b, _ := json.Marshal(o)
+							os = append(os, string(b))
+						}
+						slices.Sort(os)
+						crm = maps.Clone(crm)
+						crm["objects"] = os
+					}
+					cr = crm
+				}
+				b, _ := json.Marshal(cr)
+				keys = append(keys, string(b))
+			}
+			slices.Sort(keys)
+			c["check_results"] = keys
+		}
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	return norm(a) != "" && norm(a) == norm(b)
+}
+
+// jsonPaths appends to out the paths under path where a and b differ.
+func jsonPaths(path string, a, b any, out []string) []string {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return append(out, path)
+		}
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			av, aok := a[k]
+			bv, bok := bm[k]
+			if aok != bok {
+				out = append(out, path+"."+k)
+				continue
+			}
+			out = jsonPaths(path+"."+k, av, bv, out)
+		}
+		return out
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return append(out, path)
+		}
+		for i := range a {
+			out = jsonPaths(fmt.Sprintf("%s[%d]", path, i), a[i], bs[i], out)
+		}
+		return out
+	default:
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			out = append(out, path)
+		}
+		return out
+	}
+}
+
+// logFollow follows the logs of the pods a selector matched when it
+// began (kube-system), to the end of each pod: the log of a pod the
+// rollout deletes is gone afterwards.
+type logFollow struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	logs   map[string]*strings.Builder
+}
+
+func followLogs(client kubernetes.Interface, selector string) *logFollow {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &logFollow{cancel: cancel, logs: map[string]*strings.Builder{}}
+	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		f.logs["(list)"] = &strings.Builder{}
+		f.logs["(list)"].WriteString(err.Error())
+		return f
+	}
+	for _, p := range pods.Items {
+		b := &strings.Builder{}
+		f.logs[p.Name] = b
+		f.wg.Go(func() {
+			since := int64(5)
+			rc, err := client.CoreV1().Pods("kube-system").GetLogs(p.Name, &corev1.PodLogOptions{Follow: true, SinceSeconds: &since}).Stream(ctx)
+			if err != nil {
+				f.mu.Lock()
+				b.WriteString(err.Error())
+				f.mu.Unlock()
+				return
+			}
+			defer rc.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := rc.Read(buf)
+				f.mu.Lock()
+				b.Write(buf[:n])
+				f.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	return f
+}
+
+// stop ends the following and returns each pod's log since it began,
+// without the lines of the apiserver's CA bundle noise.
+func (f *logFollow) stop() string {
+	f.cancel()
+	f.wg.Wait()
+	var out strings.Builder
+	for name, b := range f.logs {
+		fmt.Fprintf(&out, "pod %s:\n", name)
+		for _, l := range strings.Split(b.String(), "\n") {
+			if l != "" && !strings.Contains(l, "configmap_cafile_content.go") && !strings.Contains(l, "flags.go") {
+				out.WriteString("    " + l + "\n")
+			}
+		}
+	}
+	return out.String()
 }
 
 // load sends GET /hostname to a VIP at a fixed rate, each request in its
@@ -462,6 +684,21 @@ func (s leaseSpans) gapBefore(i int) time.Duration {
 	return s[i].acquired.Sub(s[i-1].renewed)
 }
 
+// times lists each holder's acquisition and, if it gave the Lease back,
+// the release, as clock times (to set beside the CCM's log and the state
+// writes).
+func (s leaseSpans) times() string {
+	var parts []string
+	for _, sp := range s {
+		p := sp.holder + " acquired " + sp.acquired.UTC().Format(clock)
+		if !sp.released.IsZero() {
+			p += ", released " + sp.released.UTC().Format(clock)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
 func (s leaseSpans) String() string {
 	var b strings.Builder
 	for i, sp := range s {
@@ -471,4 +708,26 @@ func (s leaseSpans) String() string {
 		b.WriteString(sp.holder)
 	}
 	return b.String()
+}
+
+// TestStateChanges: a state rewritten with only its serial and the order
+// of its check_results changed is told apart from a changed one, and the
+// changed paths are named without their values.
+func TestStateChanges(t *testing.T) {
+	const a = `{"serial":2,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s1"}}]}],"check_results":[{"config_addr":"a","objects":[{"object_addr":"a[0]"},{"object_addr":"a[1]"}]},{"config_addr":"b"}]}`
+	const reordered = `{"serial":3,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s1"}}]}],"check_results":[{"config_addr":"b"},{"config_addr":"a","objects":[{"object_addr":"a[1]"},{"object_addr":"a[0]"}]}]}`
+	const changed = `{"serial":3,"resources":[{"name":"x","instances":[{"attributes":{"secret":"s2"}}]}],"check_results":[{"config_addr":"a","objects":[{"object_addr":"a[0]"},{"object_addr":"a[1]"}]},{"config_addr":"b"}]}`
+	before := []stateDoc{{name: "tfstate-default-x", json: a}}
+	got := stateChanges(before, []stateDoc{{name: "tfstate-default-x", json: reordered}})
+	if len(got) != 1 || !strings.Contains(got[0], "no-op apply") || !strings.Contains(got[0], ".check_results[0].config_addr") {
+		t.Errorf("reordered: %q", got)
+	}
+	got = stateChanges(before, []stateDoc{{name: "tfstate-default-x", json: changed}, {name: "tfstate-new", json: a}})
+	if len(got) != 2 || strings.Contains(got[0], "no-op apply") || !strings.Contains(got[0], ".resources[0].instances[0].attributes.secret") ||
+		strings.Contains(got[0], "s1") || strings.Contains(got[0], "s2") || !strings.Contains(got[1], "tfstate-new: new") {
+		t.Errorf("changed: %q", got)
+	}
+	if got := stateChanges(before, before); len(got) != 0 {
+		t.Errorf("unchanged: %q", got)
+	}
 }
