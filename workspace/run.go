@@ -218,7 +218,16 @@ func (ps *passes) runDestroy(ctx context.Context, r *runner, spec *Spec, out run
 // publishes it for approval instead).
 func (ps *passes) runApply(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	if ps.planless(r) {
-		return ps.runFirstApply(ctx, r, spec, out)
+		// No record of an apply in this work dir, which a new pod's
+		// emptyDir never holds: the state tells whether an earlier
+		// incarnation applied the workspace. If it holds resources, plan
+		// first and apply only changes: a no-op apply rewrites the state
+		// (serial+1: OpenTofu encodes check_results in map order, so its
+		// own "unchanged" test fails) and takes its lock, on every
+		// workspace at every leader change.
+		if empty, err := r.stateEmpty(ctx, spec); err != nil || empty {
+			return ps.runFirstApply(ctx, r, spec, out)
+		}
 	}
 	changes, p, err := ps.planOrPublish(ctx, r, spec, false)
 	if err != nil || p != nil {
