@@ -1,7 +1,7 @@
 // The resources kept on the host as one object under their name
 // (lbhost_frontend, lbhost_l4_frontend): what each declares (namedObject),
-// and the Create, Update, Read, Delete and ImportState they
-// share (namedResource).
+// the attributes they have alike (namedFields), and the Create, Update,
+// Read, Delete and ImportState they share (namedResource).
 
 package tfprovider
 
