@@ -170,10 +170,7 @@ func withClassFinalizer(finalizers []string) []string {
 
 // serviceDeleted forgets what the loop recorded about a deleted Service.
 func (c *classLoop) serviceDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if svc, ok := obj.(*corev1.Service); ok {
+	if svc, ok := deletedService(obj); ok {
 		c.warned.forget(svc.UID)
 	}
 }
