@@ -83,7 +83,10 @@ func sized[T any](parse func(string) (T, error)) func(string) (T, error) {
 	}
 }
 
-func declare[T any](name, typ, example, doc string, parse func(string) (T, error)) Key[T] {
+// declare declares one annotation, on one line of the tables below: its
+// name, the Go type shown in the docs, a valid example, its parser and its
+// documentation.
+func declare[T any](name, typ, example string, parse func(string) (T, error), doc string) Key[T] {
 	if !strings.HasPrefix(name, Prefix) {
 		panic("annotation " + name + " lacks prefix " + Prefix)
 	}
@@ -228,37 +231,24 @@ func parseVars(s string) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// The declarations. Keep docs short and user-facing; they are published.
+// The declarations, one line each (declare). Keep docs short and
+// user-facing; they are published.
 var (
 	// Template picks a template variant among the installed ones.
-	Template = declare(Prefix+"template", "string", "internal",
-		"Picks a load balancer template variant installed by the cluster admin: variant `NAME` is the module directory `loadbalancer.NAME/` of the override directory or the built-in set. Unset means the default `loadbalancer/`. An unknown variant is an error that lists the installed ones.",
-		parseVariant)
+	Template = declare(Prefix+"template", "string", "internal", parseVariant, "Picks a load balancer template variant installed by the cluster admin: variant `NAME` is the module directory `loadbalancer.NAME/` of the override directory or the built-in set. Unset means the default `loadbalancer/`. An unknown variant is an error that lists the installed ones.")
 	// Vars is merged over the cluster's load_balancer.settings, for the keys
 	// the admin allows (load_balancer.service_vars): the tenant's side.
-	Vars = declare(Prefix+"vars", "JSON object", `{"size": "small"}`,
-		"A JSON object merged (top-level keys replace) over the cloud config's `load_balancer.settings` and passed to the template as `settings`: the namespace tenant's choice of the settings the cluster admin lets a Service set, and only those. A key that `load_balancer.service_vars` does not list (by default none) is refused: a Warning Event naming the key and the allow-list, `tfccm.io/Accepted=False`, and nothing is applied. Each allowed key must be an attribute of the template's declared `settings` type and its value must convert to that attribute's type; an unknown key or a wrong type is an error naming the key.",
-		parseVars)
+	Vars = declare(Prefix+"vars", "JSON object", `{"size": "small"}`, parseVars, "A JSON object merged (top-level keys replace) over the cloud config's `load_balancer.settings` and passed to the template as `settings`: the namespace tenant's choice of the settings the cluster admin lets a Service set, and only those. A key that `load_balancer.service_vars` does not list (by default none) is refused: a Warning Event naming the key and the allow-list, `tfccm.io/Accepted=False`, and nothing is applied. Each allowed key must be an attribute of the template's declared `settings` type and its value must convert to that attribute's type; an unknown key or a wrong type is an error naming the key.")
 	// ProxyProtocol asks the template to send the PROXY protocol to backends.
-	ProxyProtocol = declare(Prefix+"proxy-protocol", "bool", "true",
-		"Asks the load balancer to send the PROXY protocol header to the nodes. Reaches the template as `service.proxy_protocol` (default false).",
-		parseBool)
+	ProxyProtocol = declare(Prefix+"proxy-protocol", "bool", "true", parseBool, "Asks the load balancer to send the PROXY protocol header to the nodes. Reaches the template as `service.proxy_protocol` (default false).")
 	// Internal asks for a load balancer reachable only from the private network.
-	Internal = declare(Prefix+"internal", "bool", "true",
-		"Asks for an internal (private network only) load balancer. Reaches the template as `service.internal` (default false).",
-		parseBool)
+	Internal = declare(Prefix+"internal", "bool", "true", parseBool, "Asks for an internal (private network only) load balancer. Reaches the template as `service.internal` (default false).")
 	// LoadBalancerIP requests an address for the load balancer.
-	LoadBalancerIP = declare(Prefix+"load-balancer-ip", "netip.Addr", "10.252.0.10",
-		"Requests this IPv4 or IPv6 address for the load balancer. Reaches the template as `service.load_balancer_ip`; an alternative to the deprecated `spec.loadBalancerIP` (setting both to different addresses is an error).",
-		parseIP)
+	LoadBalancerIP = declare(Prefix+"load-balancer-ip", "netip.Addr", "10.252.0.10", parseIP, "Requests this IPv4 or IPv6 address for the load balancer. Reaches the template as `service.load_balancer_ip`; an alternative to the deprecated `spec.loadBalancerIP` (setting both to different addresses is an error).")
 	// Name sets the load balancer name explicitly.
-	Name = declare(Prefix+"name", "string", "web-prod",
-		"Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it. A name belongs to one Service in the cluster: while another Service (in any namespace) holds it, the oldest by creation time, then UID, this Service is refused with Event `LoadBalancerNameTaken` and condition `tfccm.io/Accepted` False naming the holder, and nothing is applied. What identifies the load balancer on LB hosts never comes from this name (templates get `load_balancer_id`, from the UID).",
-		parseLBName)
+	Name = declare(Prefix+"name", "string", "web-prod", parseLBName, "Sets the load balancer name passed as `load_balancer_name` instead of the default `<cluster>-<hash of the Service UID>`: 1-32 characters of a-z, 0-9 and '-', starting with a letter. The workspace stays keyed by the Service UID, so changing the name renames the load balancer instead of leaking it. A name belongs to one Service in the cluster: while another Service (in any namespace) holds it, the oldest by creation time, then UID, this Service is refused with Event `LoadBalancerNameTaken` and condition `tfccm.io/Accepted` False naming the holder, and nothing is applied. What identifies the load balancer on LB hosts never comes from this name (templates get `load_balancer_id`, from the UID).")
 	// ApprovedPlan approves a plan in review mode, on the plan's
 	// ConfigMap in tfccm's namespace (an approver's write); on a Service
 	// it approves nothing.
-	ApprovedPlan = declare(Prefix+"approved-plan", "string (sha256 hex)", "3f1c9a0d6b2e4f5a8c7d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e",
-		"Review mode and `require-approval` policies: **not an approval on a Service.** A plan is approved by an approver (a group the cluster admin names) setting this key, with the plan's hash, on the plan's ConfigMap `tfccm-plan-<workspace>` in tfccm's namespace (cloud config `namespace`), which a namespace tenant cannot write; `tfccm approve` does it. tfccm then applies exactly that saved plan; a hash that is not the pending plan's (stale or unknown) applies nothing, and a new plan (changed Service or nodes, a deletion, an orphan's destroy) needs a new approval. On a Service this annotation is accepted (a Service annotated before approvals moved keeps working) but ignored: tfccm records a Warning Event `TerraformApprovalIgnored` naming the ConfigMap and the command, and applies nothing.",
-		parsePlanHash)
+	ApprovedPlan = declare(Prefix+"approved-plan", "string (sha256 hex)", "3f1c9a0d6b2e4f5a8c7d9e0b1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e", parsePlanHash, "Review mode and `require-approval` policies: **not an approval on a Service.** A plan is approved by an approver (a group the cluster admin names) setting this key, with the plan's hash, on the plan's ConfigMap `tfccm-plan-<workspace>` in tfccm's namespace (cloud config `namespace`), which a namespace tenant cannot write; `tfccm approve` does it. tfccm then applies exactly that saved plan; a hash that is not the pending plan's (stale or unknown) applies nothing, and a new plan (changed Service or nodes, a deletion, an orphan's destroy) needs a new approval. On a Service this annotation is accepted (a Service annotated before approvals moved keeps working) but ignored: tfccm records a Warning Event `TerraformApprovalIgnored` naming the ConfigMap and the command, and applies nothing.")
 )

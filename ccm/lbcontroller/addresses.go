@@ -54,10 +54,7 @@ func (b *addressBook) watch(f informers.SharedInformerFactory) {
 	// controller served (restored from their status).
 	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if svc, ok := obj.(*corev1.Service); ok {
+			if svc, ok := deletedService(obj); ok {
 				b.release(svc)
 			}
 		},

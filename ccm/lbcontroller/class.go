@@ -86,7 +86,7 @@ type classLoop struct {
 	// EnsureLoadBalancer); sync takes it.
 	nodesOnly map[string]bool
 	// warned is the class annotation value each Service was warned about.
-	warned map[types.UID]string
+	warned reported[types.UID]
 }
 
 func newClassLoop(lb cloudprovider.LoadBalancer, serves func(*corev1.Service) bool, class, cluster string, event eventFunc) *classLoop {
@@ -94,7 +94,7 @@ func newClassLoop(lb cloudprovider.LoadBalancer, serves func(*corev1.Service) bo
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](classMinRetry, classMaxRetry),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tfccm_lb_class"}),
-		watching: make(chan struct{}), nodesOnly: map[string]bool{}, warned: map[types.UID]string{}}
+		watching: make(chan struct{}), nodesOnly: map[string]bool{}}
 }
 
 func (c *classLoop) setClient(client kubernetes.Interface) {
@@ -170,13 +170,8 @@ func withClassFinalizer(finalizers []string) []string {
 
 // serviceDeleted forgets what the loop recorded about a deleted Service.
 func (c *classLoop) serviceDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if svc, ok := obj.(*corev1.Service); ok {
-		c.mu.Lock()
-		delete(c.warned, svc.UID)
-		c.mu.Unlock()
+	if svc, ok := deletedService(obj); ok {
+		c.warned.forget(svc.UID)
 	}
 }
 
@@ -223,11 +218,7 @@ func (c *classLoop) warnAnnotation(svc *corev1.Service) {
 	if !ok || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.DeletionTimestamp != nil {
 		return
 	}
-	c.mu.Lock()
-	seen, warned := c.warned[svc.UID]
-	c.warned[svc.UID] = v
-	c.mu.Unlock()
-	if warned && seen == v {
+	if !c.warned.isNew(svc.UID, v) {
 		return
 	}
 	c.event(svc, corev1.EventTypeWarning, ReasonClassAnnotationIgnored, classAnnotationMessage(svc, v, c.class))

@@ -82,12 +82,12 @@ type reviewer struct {
 	serves  func(*corev1.Service) bool              // the Services tfccm serves (nil: none)
 	refused map[string]string                       // workspace -> approved hash already reported as refused
 	told    map[string]string                       // workspace -> hash already reported as applied before
-	ignored map[types.UID]string                    // Service -> its approval annotation already reported as ignored
+	ignored reported[types.UID]                     // Service -> its approval annotation already reported as ignored
 }
 
 func newReviewer(engine reviewEngine, render renderer, event eventFunc, namespace string) *reviewer {
 	return &reviewer{engine: engine, render: render, event: event, namespace: namespace,
-		refused: map[string]string{}, told: map[string]string{}, ignored: map[types.UID]string{}}
+		refused: map[string]string{}, told: map[string]string{}}
 }
 
 // setClient gives the reviewer the cluster client (Initialize).

@@ -23,11 +23,7 @@ func (rv *reviewer) ignoreServiceApproval(svc *corev1.Service) {
 	if !set {
 		return
 	}
-	rv.mu.Lock()
-	seen, ok := rv.ignored[svc.UID]
-	rv.ignored[svc.UID] = raw
-	rv.mu.Unlock()
-	if ok && seen == raw {
+	if !rv.ignored.isNew(svc.UID, raw) {
 		return
 	}
 	rv.event(svc, corev1.EventTypeWarning, ReasonApprovalIgnored, ignoredMessage(rv.namespace, rv.render.WorkspaceName(svc), svc))

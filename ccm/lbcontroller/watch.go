@@ -57,10 +57,7 @@ func (l *loadBalancers) watch(f informers.SharedInformerFactory) {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if svc, ok := obj.(*corev1.Service); ok {
+			if svc, ok := deletedService(obj); ok {
 				l.queueSameName(svc)
 			}
 		},
@@ -198,4 +195,14 @@ func (l *loadBalancers) eventAll(eventType, reason, message string) {
 	for _, svc := range svcs {
 		l.event(svc, eventType, reason, message)
 	}
+}
+
+// deletedService is the Service an informer's DeleteFunc is handed, also
+// when the informer missed the deletion and hands its last known state.
+func deletedService(obj any) (*corev1.Service, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	svc, ok := obj.(*corev1.Service)
+	return svc, ok
 }

@@ -183,3 +183,28 @@ func TestTemplateChangeReRendersEveryWorkspace(t *testing.T) {
 		t.Errorf("%d rejection Events, want 2 (live Services): %s", n, reasons(*events))
 	}
 }
+
+// TestDeletedService: a DeleteFunc's object is the Service, or the last
+// known state of one whose deletion the informer missed; anything else is
+// no Service.
+func TestDeletedService(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}}
+	tests := []struct {
+		name string
+		obj  any
+		want *corev1.Service
+	}{
+		{"a Service", svc, svc},
+		{"a missed deletion", cache.DeletedFinalStateUnknown{Key: "default/web", Obj: svc}, svc},
+		{"a missed deletion of another kind", cache.DeletedFinalStateUnknown{Key: "default/web", Obj: &corev1.Node{}}, nil},
+		{"another kind", &corev1.Node{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := deletedService(tt.obj)
+			if ok != (tt.want != nil) || got != tt.want {
+				t.Fatalf("deletedService = %v, %v; want %v", got, ok, tt.want)
+			}
+		})
+	}
+}

@@ -28,21 +28,14 @@ type frontendResource struct {
 
 var _ resource.ResourceWithImportState = (*frontendResource)(nil)
 
-func newFrontendResource() resource.Resource {
-	return &frontendResource{namedResource[frontendModel, haproxy.Frontend]{obj: frontendObject}}
-}
+func newFrontendResource() resource.Resource { return &frontendResource{frontendObject.resource()} }
 
 type frontendModel struct {
-	ID              types.String     `tfsdk:"id"`
-	Name            string           `tfsdk:"name"`
-	Address         string           `tfsdk:"address"`
-	Ports           []portModel      `tfsdk:"ports"`
-	Backends        []backendModel   `tfsdk:"backends"`
-	HealthCheck     healthCheckModel `tfsdk:"health_check"`
-	SourceRanges    []string         `tfsdk:"source_ranges"`
-	ProxyProtocol   *string          `tfsdk:"proxy_protocol"`
-	SessionAffinity string           `tfsdk:"session_affinity"`
-	Timeouts        *timeoutsModel   `tfsdk:"timeouts"`
+	namedFields
+	Ports         []portModel      `tfsdk:"ports"`
+	HealthCheck   healthCheckModel `tfsdk:"health_check"`
+	ProxyProtocol *string          `tfsdk:"proxy_protocol"`
+	Timeouts      *timeoutsModel   `tfsdk:"timeouts"`
 }
 
 type portModel struct {
@@ -203,8 +196,8 @@ func (m frontendModel) toFrontend() haproxy.Frontend {
 // values are null.
 func fromFrontend(f haproxy.Frontend) frontendModel {
 	m := frontendModel{
-		ID: types.StringValue(f.Name), Name: f.Name, Address: f.Address,
-		ProxyProtocol: ptr(f.ProxyProtocol), SessionAffinity: f.SessionAffinity,
+		namedFields:   namedFields{ID: types.StringValue(f.Name), Name: f.Name, Address: f.Address, SessionAffinity: f.SessionAffinity},
+		ProxyProtocol: ptr(f.ProxyProtocol),
 		HealthCheck: healthCheckModel{Protocol: f.HealthCheck.Protocol, Path: ptr(f.HealthCheck.Path), Interval: f.HealthCheck.Interval,
 			Rise: int64(f.HealthCheck.Rise), Fall: int64(f.HealthCheck.Fall)},
 	}
@@ -248,17 +241,8 @@ func sameFrontend(a, b haproxy.Frontend) bool {
 
 // frontendObject declares lbhost_frontend as one object on the host.
 var frontendObject = namedObject[frontendModel, haproxy.Frontend]{
-	typeName: "lbhost_frontend", what: "load balancer",
-	name:   func(m frontendModel) string { return m.Name },
-	withID: func(m *frontendModel) { m.ID = types.StringValue(m.Name) },
-	toHost: frontendModel.toFrontend, fromHost: fromFrontend, same: sameFrontend,
-	inert: func(prior frontendModel) frontendModel {
-		prior.Ports = []portModel{} // no port of it is served
-		return prior
-	},
-	keepEmpty: func(prior frontendModel, m *frontendModel) {
-		emptyLike(&m.SourceRanges, prior.SourceRanges)
-		emptyLike(&m.Backends, prior.Backends)
-	},
+	typeName: "lbhost_frontend", what: "load balancer", shared: (*frontendModel).sharedFields,
+	noPorts: func(m *frontendModel) { m.Ports = []portModel{} },
+	toHost:  frontendModel.toFrontend, fromHost: fromFrontend, same: sameFrontend,
 	apply: (*host.Host).ApplyFrontend, read: (*host.Host).ReadFrontend, remove: (*host.Host).DeleteFrontend,
 }

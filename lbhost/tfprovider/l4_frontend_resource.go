@@ -32,20 +32,13 @@ var (
 	_ resource.ResourceWithImportState = (*l4FrontendResource)(nil)
 )
 
-func newL4FrontendResource() resource.Resource {
-	return &l4FrontendResource{namedResource[l4Model, l4.Config]{obj: l4Object}}
-}
+func newL4FrontendResource() resource.Resource { return &l4FrontendResource{l4Object.resource()} }
 
 type l4Model struct {
-	ID              types.String   `tfsdk:"id"`
-	Name            string         `tfsdk:"name"`
-	Address         string         `tfsdk:"address"`
-	Ports           []l4PortModel  `tfsdk:"ports"`
-	Backends        []backendModel `tfsdk:"backends"`
-	HealthCheck     l4CheckModel   `tfsdk:"health_check"`
-	SourceRanges    []string       `tfsdk:"source_ranges"`
-	SessionAffinity string         `tfsdk:"session_affinity"`
-	SNAT            bool           `tfsdk:"snat"`
+	namedFields
+	Ports       []l4PortModel `tfsdk:"ports"`
+	HealthCheck l4CheckModel  `tfsdk:"health_check"`
+	SNAT        bool          `tfsdk:"snat"`
 }
 
 type l4PortModel struct {
@@ -139,8 +132,8 @@ func (m l4Model) config() l4.Config {
 }
 
 func l4FromConfig(c l4.Config) l4Model {
-	m := l4Model{ID: types.StringValue(c.Name), Name: c.Name, Address: c.Address, SourceRanges: c.SourceRanges,
-		SessionAffinity: c.Affinity, SNAT: c.SNAT,
+	m := l4Model{SNAT: c.SNAT,
+		namedFields: namedFields{ID: types.StringValue(c.Name), Name: c.Name, Address: c.Address, SourceRanges: c.SourceRanges, SessionAffinity: c.Affinity},
 		HealthCheck: l4CheckModel{Protocol: c.Check.Protocol, Port: int64(c.Check.Port), Path: ptr(c.Check.Path),
 			IntervalMS: int64(c.Check.IntervalMS), Rise: int64(c.Check.Rise), Fall: int64(c.Check.Fall)}}
 	for _, p := range c.Ports {
@@ -197,17 +190,8 @@ func (r *l4FrontendResource) ModifyPlan(ctx context.Context, req resource.Modify
 // config written but not loaded by the router in time is a partial
 // failure (recorded: the next apply checks again).
 var l4Object = namedObject[l4Model, l4.Config]{
-	typeName: "lbhost_l4_frontend", what: "layer-4 load balancer",
-	name:   func(m l4Model) string { return m.Name },
-	withID: func(m *l4Model) { m.ID = types.StringValue(m.Name) },
-	toHost: l4Model.config, fromHost: l4FromConfig, same: sameL4,
-	inert: func(prior l4Model) l4Model {
-		prior.Ports = []l4PortModel{} // no port of it is forwarded
-		return prior
-	},
-	keepEmpty: func(prior l4Model, m *l4Model) {
-		emptyLike(&m.Backends, prior.Backends)
-		emptyLike(&m.SourceRanges, prior.SourceRanges)
-	},
+	typeName: "lbhost_l4_frontend", what: "layer-4 load balancer", shared: (*l4Model).sharedFields,
+	noPorts: func(m *l4Model) { m.Ports = []l4PortModel{} },
+	toHost:  l4Model.config, fromHost: l4FromConfig, same: sameL4,
 	apply: (*host.Host).ApplyL4, read: (*host.Host).ReadL4, remove: (*host.Host).DeleteL4,
 }

@@ -1,7 +1,7 @@
 // The resources kept on the host as one object under their name
 // (lbhost_frontend, lbhost_l4_frontend): what each declares (namedObject),
-// and the Create, Update, Read, Delete and ImportState they
-// share (namedResource).
+// the attributes they have alike (namedFields), and the Create, Update,
+// Read, Delete and ImportState they share (namedResource).
 
 package tfprovider
 
@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
 )
@@ -18,22 +19,58 @@ import (
 // namedObject declares one such resource: its model M and the host's type
 // T of the object, how one becomes the other, and the host's operations.
 type namedObject[M, T any] struct {
-	typeName string // e.g. lbhost_frontend, the start of every diagnostic's summary
-	what     string // names the object when an import finds none, e.g. "load balancer"
-	name     func(M) string
-	withID   func(*M) // sets the id from the name
+	typeName string                // e.g. lbhost_frontend, the start of every diagnostic's summary
+	what     string                // names the object when an import finds none, e.g. "load balancer"
+	shared   func(*M) *namedFields // the attributes every such resource has
+	noPorts  func(*M)              // empties the ports: a drifted object serves none
 	toHost   func(M) T
 	fromHost func(T) M
 	// same compares what two objects put on the host.
-	same func(a, b T) bool
-	// inert is the prior state as a drifted object reads: in effect nothing.
-	inert func(M) M
-	// keepEmpty gives m empty lists where the prior state had them.
-	keepEmpty func(prior M, m *M)
-	apply     func(*host.Host, context.Context, T) error
-	read      func(*host.Host, context.Context, string) (*T, error)
-	remove    func(*host.Host, context.Context, string) error
+	same   func(a, b T) bool
+	apply  func(*host.Host, context.Context, T) error
+	read   func(*host.Host, context.Context, string) (*T, error)
+	remove func(*host.Host, context.Context, string) error
 }
+
+// namedFields are the attributes every such resource has, embedded in
+// its model, so that their rules are said once: the name is the id;
+// source_ranges and backends set to [] stay [].
+type namedFields struct {
+	ID              types.String   `tfsdk:"id"`
+	Name            string         `tfsdk:"name"`
+	Address         string         `tfsdk:"address"`
+	Backends        []backendModel `tfsdk:"backends"`
+	SourceRanges    []string       `tfsdk:"source_ranges"`
+	SessionAffinity string         `tfsdk:"session_affinity"`
+}
+
+// sharedFields is the namedObject's access to a model's namedFields.
+func (f *namedFields) sharedFields() *namedFields { return f }
+
+// name is the name of the object m declares.
+func (o namedObject[M, T]) name(m M) string { return o.shared(&m).Name }
+
+// withID sets the id of m from its name.
+func (o namedObject[M, T]) withID(m *M) {
+	f := o.shared(m)
+	f.ID = types.StringValue(f.Name)
+}
+
+// inert is the prior state as a drifted object reads: in effect nothing.
+func (o namedObject[M, T]) inert(prior M) M {
+	o.noPorts(&prior)
+	return prior
+}
+
+// keepEmpty gives m empty lists where the prior state had them.
+func (o namedObject[M, T]) keepEmpty(prior M, m *M) {
+	p, f := o.shared(&prior), o.shared(m)
+	emptyLike(&f.SourceRanges, p.SourceRanges)
+	emptyLike(&f.Backends, p.Backends)
+}
+
+// resource is the resource o declares (its connection set by Configure).
+func (o namedObject[M, T]) resource() namedResource[M, T] { return namedResource[M, T]{obj: o} }
 
 // namedResource is such a resource: its connection and its declaration.
 type namedResource[M, T any] struct {

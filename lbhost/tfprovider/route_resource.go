@@ -62,30 +62,16 @@ func (r *routeResource) apply(ctx context.Context, m *routeModel) error {
 	return h.ApplyRoute(ctx, m.route())
 }
 
+// summary names the route in a diagnostic.
+func (m routeModel) summary() string { return "lbhost_route " + m.Destination }
+
 func (r *routeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var m routeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.apply(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, "lbhost_route "+m.Destination, err)
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	writePlan(ctx, req.Plan, &resp.State, &resp.Diagnostics, routeModel.summary, func(m *routeModel) error { return r.apply(ctx, m) })
 }
 
+// Update replaces the route's gateway in place (Create's write).
 func (r *routeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m routeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.apply(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, "lbhost_route "+m.Destination, err)
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	writePlan(ctx, req.Plan, &resp.State, &resp.Diagnostics, routeModel.summary, func(m *routeModel) error { return r.apply(ctx, m) })
 }
 
 func (r *routeResource) read(ctx context.Context, dest string) (*routeModel, error) {
@@ -101,17 +87,16 @@ func (r *routeResource) read(ctx context.Context, dest string) (*routeModel, err
 }
 
 func (r *routeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m routeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := readPrior[routeModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	got, err := r.read(ctx, m.Destination)
-	if keptUnreachable(&resp.Diagnostics, "lbhost_route "+m.Destination, err) {
+	if keptUnreachable(&resp.Diagnostics, m.summary(), err) {
 		return
 	}
 	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_route "+m.Destination, err)
+		addError(&resp.Diagnostics, m.summary(), err)
 		return
 	}
 	if got == nil {
@@ -121,19 +106,9 @@ func (r *routeResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, got)...)
 }
 
+// Delete removes the route while it still has this gateway.
 func (r *routeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var m routeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if err == nil {
-		err = h.DeleteRoute(ctx, m.route())
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, "lbhost_route "+m.Destination, err)
-	}
+	deleteHosted(ctx, r.c, req, resp, routeModel.summary, func(h *host.Host, m routeModel) error { return h.DeleteRoute(ctx, m.route()) })
 }
 
 func (r *routeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

@@ -158,16 +158,10 @@ func (r *routedVIPResource) Read(ctx context.Context, req resource.ReadRequest, 
 
 // Update rewrites the router's config in place (next hops, check).
 func (r *routedVIPResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m routedVIPModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if _, err := r.write(ctx, &m); err != nil {
-		addError(&resp.Diagnostics, m.summary(), err)
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	writePlan(ctx, req.Plan, &resp.State, &resp.Diagnostics, routedVIPModel.summary, func(m *routedVIPModel) error {
+		_, err := r.write(ctx, m)
+		return err
+	})
 }
 
 func (r *routedVIPResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
