@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -141,9 +142,19 @@ func TestEncryptionKeyServer(t *testing.T) {
 	if _, err := client.CoreV1().Services("default").Patch(ctx, "enc", "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	applied, err := harness.EventCount(ctx, client, "default", "enc", lbcontroller.ReasonApplied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until the apply ended (its Event), not until the state file changed:
+	// tofu writes the state as resources change, before the apply ends,
+	// and stopping the CCM then interrupts the apply.
 	eventually(t, 2*time.Minute, "the restarted CCM applies port 81", func(ctx context.Context) error {
 		if b := stateFile(); bytes.Equal(b, st) {
 			return fmt.Errorf("state unchanged")
+		}
+		if n, err := harness.EventCount(ctx, client, "default", "enc", lbcontroller.ReasonApplied); err != nil || n <= applied {
+			return fmt.Errorf("no new %s Event (%d before, %d now, %v)", lbcontroller.ReasonApplied, applied, n, err)
 		}
 		return nil
 	})
