@@ -1,9 +1,13 @@
 package workspace
 
-import "github.com/tfccm/tfccm/workspace/tofu"
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/tfccm/tfccm/workspace/tofu"
+)
 
-// The error of a failed tofu operation, as callers outside see it: the
-// type and its questions are package tofu's; these names keep theirs.
+// The names of package tofu that callers outside use through workspace
+// (the error of a failed tofu operation and its questions, the
+// credentials declaration): package tofu owns them.
 
 // Error is a failed tofu operation as users see it (package tofu).
 type Error = tofu.Error
@@ -20,3 +24,13 @@ func IsInvalidInput(err error) bool { return tofu.IsInvalidInput(err) }
 // did not match its locked checksums in err, "" if err is not such a
 // failure.
 func ProviderMismatch(err error) string { return tofu.ProviderMismatch(err) }
+
+// CredentialsFile is the name of a module's declaration of the
+// credentials its workspaces receive (package tofu).
+const CredentialsFile = tofu.CredentialsFile
+
+// ParseCredentials returns the names a CredentialsFile declares (package
+// tofu).
+func ParseCredentials(data []byte, filename string) ([]string, hcl.Diagnostics) {
+	return tofu.ParseCredentials(data, filename)
+}
