@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/tfccm/tfccm/workspace/locks"
@@ -170,43 +168,19 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 	return true
 }
 
-// newTF is one tfexec.Terraform for one command (run id, see procs.go),
-// with the engine's explicit environment and graceful (SIGINT)
-// cancellation.
-func (r *runner) newTF(id string, sockets map[string]string) (*tfexec.Terraform, error) {
-	path, x := r.e.opts.Binary, r.e.opts.Exec
-	if x != nil {
-		path = x.Path
-	}
-	tf, err := tfexec.NewTerraform(r.dir, path)
-	if err != nil {
-		return nil, err
+// newCommand is the command r runs next: the engine's environment, the
+// credentials its template declares, the workspace's own variables.
+func (r *runner) newCommand() (tofu.Command, error) {
+	c := tofu.Command{Binary: r.e.opts.Binary, Dir: r.dir, Self: r.e.self, Sockets: r.e.sockets, GracePeriod: r.e.opts.GracePeriod}
+	if x := r.e.opts.Exec; x != nil {
+		c.Binary, c.Extra = x.Path, x.Env
 	}
 	creds, err := r.credentials()
 	if err != nil {
-		return nil, err
+		return c, err
 	}
-	env := make(map[string]string, len(r.e.env)+len(creds)+len(r.env)+2)
-	maps.Copy(env, r.e.env)
-	maps.Copy(env, creds) // only the ones its template declares
-	maps.Copy(env, r.env)
-	maps.Copy(env, tofu.RunEnv(id, r.dir))
-	maps.Copy(env, sockets)
-	if x != nil {
-		maps.Copy(env, x.Env)
-	}
-	if err := tf.SetEnv(env); err != nil {
-		return nil, err
-	}
-	// Providers without mTLS, their sockets in a private directory
-	// (sockets.go).
-	if err := tf.SetDisablePluginTLS(r.e.sockets != ""); err != nil {
-		return nil, err
-	}
-	if err := tf.SetWaitDelay(r.e.opts.GracePeriod); err != nil {
-		return nil, err
-	}
-	return tf, nil
+	c.Env = []map[string]string{r.e.env, creds, r.env} // creds: only the ones its template declares
+	return c, nil
 }
 
 // stepResult is step for a command whose result is a value.
@@ -220,29 +194,13 @@ func stepResult[T any](ctx context.Context, r *runner, op string, fn func(contex
 	return v, err
 }
 
-// errNewTF marks a failure to set up a command (no process started).
-var errNewTF = errors.New("set up tofu command")
-
-// command runs one tofu command as run of its own (procs.go): its OS
-// thread is locked while tofu runs, so that tofu's parent-death signal
-// fires when this process dies and not when the thread is retired, and
-// whatever a command that failed or was interrupted left running (its
-// providers) is killed with its process group.
+// command runs one tofu command in r's directory (tofu.Command.Run).
 func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
-	id := tofu.RunID(r.e.self)
-	sockets, removeSockets := r.e.sockets.CommandSockets(id)
-	defer removeSockets()
-	tf, err := r.newTF(id, sockets)
+	c, err := r.newCommand()
 	if err != nil {
-		return fmt.Errorf("%w: %w", errNewTF, err)
+		return fmt.Errorf("%w: %w", tofu.ErrSetup, err)
 	}
-	runtime.LockOSThread()
-	err = fn(ctx, tf)
-	runtime.UnlockOSThread()
-	if err != nil {
-		tofu.EndRun(id, filepath.Base(r.dir))
-	}
-	return err
+	return c.Run(ctx, fn)
 }
 
 // step runs one tofu command with the operation timeout, records metrics,
@@ -255,7 +213,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		operationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 		ctxErr := opCtx.Err()
 		cancel()
-		if errors.Is(err, errNewTF) {
+		if errors.Is(err, tofu.ErrSetup) {
 			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
 		}
 		if err == nil {
