@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/terraform-exec/tfexec"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Credentials as ephemeral values: a workspace whose root module declares
@@ -104,9 +105,9 @@ func (r *runner) credentials() (map[string]string, error) {
 	if dir == "" {
 		dir = r.dir
 	}
-	names, err := declaredCredentials(dir)
+	names, err := tofu.DeclaredCredentials(dir)
 	if err != nil {
 		return nil, err
 	}
-	return only(r.e.credentials, names), nil
+	return tofu.Only(r.e.credentials, names), nil
 }

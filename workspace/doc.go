@@ -26,10 +26,12 @@
 //   - running tofu in one directory (runner, over terraform-exec with an
 //     explicit environment): what inits share (lock files per provider set,
 //     the pinned lock file whose checksums refuse a provider that does not
-//     match, prepared .terraform directories), each command's processes
-//     and provider sockets, the credentials a workspace's template
-//     declares (and only those), tofu's diagnostics scrubbed of every
-//     credential and sensitive output;
+//     match, prepared .terraform directories), the timeout, metrics and
+//     stale-lock release around each command, and each command's
+//     credentials (those its template declares, and only those), scrubbed
+//     of every credential and sensitive output (what a command's processes,
+//     sockets, error, diagnostics and plan counts are is package
+//     workspace/tofu's);
 //   - backends: backend settings (secret ones never written to the
 //     directory), the release of its own stale state locks by a new
 //     incarnation, tombstones of destroyed workspaces, and the catalog of
@@ -37,8 +39,8 @@
 //     workspace/backends's, the locks and claims package
 //     workspace/locks's);
 //   - plans in the engine: review mode's pending plans and approvals, their
-//     publication into the workspace, keeping them in the plan store, the
-//     counts a running plan prints, and the gate's judgement of each plan
+//     publication into the workspace, keeping them in the plan store, and
+//     the gate's judgement of each plan
 //     (what a plan is, its redacted form, the gate's types and the store's
 //     contract are package workspace/plans's).
 //

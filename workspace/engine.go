@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 
 	"k8s.io/client-go/util/workqueue"
 
@@ -109,7 +110,7 @@ func New(opts Options) (*Engine, error) {
 		Home: opts.WorkDir, Encryption: opts.Encryption, EncryptionSecrets: opts.EncryptionSecrets,
 	}
 	if !opts.ProviderMTLS {
-		dir, err := tfenv.PluginSocketDir(filepath.Join(opts.WorkDir, socketsDir))
+		dir, err := tfenv.PluginSocketDir(filepath.Join(opts.WorkDir, tofu.SocketsDir))
 		if err != nil {
 			return nil, fmt.Errorf("workspace engine: %w", err)
 		}
@@ -142,7 +143,7 @@ func New(opts Options) (*Engine, error) {
 			pinned: pinned, jobs: opts.Exec != nil,
 		},
 		scrub: secret.NewScrubber(secrets), self: locks.SelfClaim(opts.Identity, ""),
-		sockets: socketDir(settings.PluginSocketDir),
+		sockets: tofu.SocketDir(settings.PluginSocketDir),
 	}
 	if opts.Catalog != nil {
 		e.catalog = &catalog{e: e.tofu, spec: opts.Catalog}
@@ -171,8 +172,8 @@ func (e *Engine) Start(ctx context.Context) {
 	e.started = true
 	e.mu.Unlock()
 	e.tombs.pruneTombstones()
-	endLeftovers(e.opts.WorkDir)
-	e.tofu.sockets.clearSockets()
+	tofu.EndLeftovers(e.opts.WorkDir)
+	e.tofu.sockets.Clear()
 	// A new incarnation may come with another provider mirror (a new
 	// image): the lock files shared by the last one are not reused.
 	e.tofu.inits.dropInitCache()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // countingBinary writes a wrapper that logs each tofu subcommand to a file
@@ -333,7 +334,7 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
 	if strings.Contains(msg, tokenValue) {
 		t.Fatalf("error leaks the credential: %q", msg)
 	}
-	if len(msg) > maxMessage+len("apply: ") {
+	if len(msg) > tofu.MaxMessage+len("apply: ") {
 		t.Errorf("error is %d bytes, too long for an Event", len(msg))
 	}
 	// The log has tofu's own error lines at the default verbosity, scrubbed.

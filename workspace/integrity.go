@@ -3,11 +3,9 @@ package workspace
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -34,24 +32,6 @@ import (
 // first init. Without it, a workspace's first init records what it found
 // (trust on first use) and later runs hold it to that.
 
-// providerMismatchRE finds the provider tofu refused for a checksum
-// mismatch, in its init ("the local package for ADDR VERSION doesn't
-// match any of the checksums previously recorded") and plan/apply ("the
-// cached package for ADDR VERSION (in .terraform/providers) does not
-// match any of the checksums recorded") errors, flattened.
-var providerMismatchRE = regexp.MustCompile(`package for ([A-Za-z0-9._-]+/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+) v?([0-9][^ ]*)(?: \([^)]*\))? (?:does not|doesn't) match any of the checksums`)
-
-// providerMismatch returns the provider (address and version) a failed
-// command's stderr says does not match its locked checksums, "" if none.
-func providerMismatch(stderr string) string {
-	flat := strings.Join(strings.Fields(stderr), " ")
-	m := providerMismatchRE.FindStringSubmatch(flat)
-	if m == nil {
-		return ""
-	}
-	return m[1] + " " + m[2]
-}
-
 // mismatchError is the Error of a command refused for a provider's
 // checksum (Error.Provider), counted in the metric.
 func mismatchError(op, provider, summary string) *Error {
@@ -60,17 +40,6 @@ func mismatchError(op, provider, summary string) *Error {
 	return &Error{Op: op, Provider: provider, Summary: fmt.Sprintf(
 		"provider %s does not match the checksums of the workspace's dependency lock file (its package changed after they were recorded); refusing to run it: %s",
 		provider, summary)}
-}
-
-// ProviderMismatch returns the provider ("ADDRESS VERSION") whose package
-// did not match its locked checksums in err, "" if err is not such a
-// failure.
-func ProviderMismatch(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Provider
-	}
-	return ""
 }
 
 // readProviderLock reads and checks the pinned lock file: OpenTofu's

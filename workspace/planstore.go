@@ -65,9 +65,9 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 	if now == *p.State {
 		return nil
 	}
-	return &Error{Op: "apply", cause: &StateChangedError{Was: *p.State, Now: now}, Summary: fmt.Sprintf(
+	return (&Error{Op: "apply", Summary: fmt.Sprintf(
 		"plan %s was made against %s, the state is now %s: the state changed since the plan was made, so it is not applied; planning again (the new plan needs its own approval)",
-		p.Hash, p.State, now)}
+		p.Hash, p.State, now)}).WithCause(&StateChangedError{Was: *p.State, Now: now})
 }
 
 // planKeeper is the engine's use of its PlanStore (Options.Plans): pending

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/workspace/plans"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // A preview is a read-only plan of a workspace against its real state, for
@@ -104,11 +105,11 @@ func previewTofu(o PreviewOptions, spec *Spec, dir string) (*tfexec.Terraform, e
 	if env == nil {
 		env = map[string]string{}
 	}
-	names, err := declaredCredentials(dir)
+	names, err := tofu.DeclaredCredentials(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
 	}
-	maps.Copy(env, only(o.Credentials, names))
+	maps.Copy(env, tofu.Only(o.Credentials, names))
 	maps.Copy(env, benv)
 	tf, err := tfexec.NewTerraform(dir, o.Binary)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfccm/tfccm/internal/fsutil"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Probes: a workspace may carry a read-only root module of its own in a
@@ -277,11 +278,11 @@ func (r *runner) probeCommand(ctx context.Context, op string, fn func(context.Co
 	if err != nil {
 		operationsTotal.WithLabelValues("probe_"+op, resultError).Inc()
 		text := err.Error()
-		summary := r.scrub.Scrub(summarize(text))
-		if p := providerMismatch(text); p != "" && op == "init" {
+		summary := r.scrub.Scrub(tofu.Summarize(text))
+		if p := tofu.MismatchedProvider(text); p != "" && op == "init" {
 			return mismatchError("probe "+op, p, summary)
 		}
-		return &Error{Op: "probe " + op, Summary: summary, Reinit: needsReinit(text)}
+		return &Error{Op: "probe " + op, Summary: summary, Reinit: tofu.NeedsReinit(text)}
 	}
 	operationsTotal.WithLabelValues("probe_"+op, resultSuccess).Inc()
 	return nil

@@ -2,34 +2,21 @@ package workspace
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
-
-// marked lists the processes carrying a TFCCM_WORKSPACE under work: what
-// the engine's tofu commands started, and what those started.
-func marked(work string) []string {
-	var out []string
-	for _, p := range scanProcs() {
-		if p.ws == work || strings.HasPrefix(p.ws, work+"/") {
-			out = append(out, fmt.Sprintf("%d %s (run %s)", p.pid, p.cmd, p.run))
-		}
-	}
-	return out
-}
 
 // waitNoneMarked fails unless no process of work's runs is left within
 // the timeout.
 func waitNoneMarked(t *testing.T, work string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for left := marked(work); len(left) > 0; left = marked(work) {
+	for left := tofu.Marked(work); len(left) > 0; left = tofu.Marked(work) {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes left running: %v", left)
 		}
@@ -44,7 +31,7 @@ func waitNoneMarked(t *testing.T, work string, timeout time.Duration) {
 func TestNewIncarnationEndsLeftovers(t *testing.T) {
 	work := t.TempDir()
 	killHelperMidApply(t, work, "")
-	if len(marked(work)) == 0 {
+	if len(tofu.Marked(work)) == 0 {
 		t.Fatal("the killed controller left nothing running; the test proves nothing")
 	}
 	e := newTestEngine(t, Options{WorkDir: work})
@@ -90,21 +77,4 @@ func TestTimedOutRunEndedAsAWhole(t *testing.T) {
 		t.Fatal("the provisioner never started; the test proves nothing")
 	}
 	waitNoneMarked(t, work, 2*time.Second)
-}
-
-func TestRunOwnerAlive(t *testing.T) {
-	self := locks.SelfClaim("", "")
-	for _, tc := range []struct {
-		run  string
-		want bool
-	}{
-		{fmt.Sprintf("%d:%d:7", self.PID, self.PIDStart), true},
-		{fmt.Sprintf("%d:%d:7", self.PID, self.PIDStart+1), false}, // pid reused
-		{"999999999:1:1", false},
-		{"garbage", false},
-	} {
-		if got := runOwnerAlive(tc.run); got != tc.want {
-			t.Errorf("runOwnerAlive(%q) = %v, want %v", tc.run, got, tc.want)
-		}
-	}
 }

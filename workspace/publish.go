@@ -94,7 +94,7 @@ func removePublished(dir string) {
 // the line the plan printed, else (a plan that changes only outputs
 // prints none) from `tofu show`.
 func (r *runner) planSummary(ctx context.Context) (string, error) {
-	if s, ok := r.planLine.summary(); ok {
+	if s, ok := r.planLine.Summary(); ok {
 		return s, nil
 	}
 	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/tfccm/tfccm/workspace/plans"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Review mode (Options.Review): a plan with changes is not applied. The
@@ -73,12 +74,12 @@ func (r *runner) applyUnsaved(ctx context.Context, onSummary func(string)) (chan
 			opts = append(opts, vf)
 		}
 		return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-			r.unsaved = &planLineWriter{onSummary: onSummary}
+			r.unsaved = &tofu.PlanLineWriter{OnSummary: onSummary}
 			tf.SetStdout(r.unsaved)
 			return tf.Apply(ctx, opts...)
 		})
 	})
-	return !r.unsaved.none, err
+	return !r.unsaved.NoChanges(), err
 }
 
 // applyApproved applies the saved plan, after checking it is byte for byte

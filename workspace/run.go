@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/tfccm/tfccm/internal/secret"
@@ -316,7 +317,7 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 		var err error
 		var stderr bytes.Buffer
 		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
-			r.planLine = &planLineWriter{}
+			r.planLine = &tofu.PlanLineWriter{}
 			stderr.Reset()
 			tf.SetStdout(r.planLine)
 			tf.SetStderr(&stderr)
@@ -326,7 +327,7 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 			// Exit code 2 means "changes", and is also how a Go program
 			// exits when it crashes (tofu, or the job runner's stand-in):
 			// a plan is applied only from the file it saved.
-			klog.InfoS("The plan reported success but saved no plan", "workspace", spec.Name, "output", r.scrub.Scrub(logLines(stderr.String())))
+			klog.InfoS("The plan reported success but saved no plan", "workspace", spec.Name, "output", r.scrub.Scrub(tofu.LogLines(stderr.String())))
 			err = &Error{Op: "plan", Summary: fmt.Sprintf("%s plan reported success but saved no plan (%s); nothing was applied", r.e.Tool(), planFile)}
 		}
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // socketsBinary wraps tofu: it logs each command's name, what the engine
@@ -47,7 +48,7 @@ func TestProviderSockets(t *testing.T) {
 		t.Run(fmt.Sprintf("mtls=%v", mtls), func(t *testing.T) {
 			bin, logs := socketsBinary(t)
 			work := t.TempDir()
-			stale := filepath.Join(work, socketsDir, "r7", "plugin123")
+			stale := filepath.Join(work, tofu.SocketsDir, "r7", "plugin123")
 			if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestProviderSockets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sockets := filepath.Join(work, socketsDir)
+			sockets := filepath.Join(work, tofu.SocketsDir)
 			commands := 0
 			for _, line := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
 				commands++

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
 	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/tfccm/tfccm/internal/secret"
@@ -35,8 +33,8 @@ type tofuSetup struct {
 	env, credentials map[string]string
 	inits            *initCache // initcache.go
 	scrub            *secret.Scrubber
-	self             locks.Claim // this process, for claim files
-	sockets          socketDir   // "" with mTLS (sockets.go)
+	self             locks.Claim    // this process, for claim files
+	sockets          tofu.SocketDir // "" with mTLS (sockets.go)
 }
 
 // Tool is the name of the binary run ("tofu", "terraform"), for messages.
@@ -57,10 +55,10 @@ type runner struct {
 	// copy reads its workspace's declaration.
 	declDir  string
 	reinited bool
-	planLine *planLineWriter // the last plan's summary line (plancounts.go)
+	planLine *tofu.PlanLineWriter // the last plan's summary line (plancounts.go)
 	// unsaved is the stdout of an apply that plans itself (applyUnsaved):
 	// it is planning until its plan's summary line is seen.
-	unsaved *planLineWriter
+	unsaved *tofu.PlanLineWriter
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
 	verdict        GateVerdict
@@ -170,43 +168,19 @@ func (r *runner) reinit(ctx context.Context, err error) bool {
 	return true
 }
 
-// newTF is one tfexec.Terraform for one command (run id, see procs.go),
-// with the engine's explicit environment and graceful (SIGINT)
-// cancellation.
-func (r *runner) newTF(id string, sockets map[string]string) (*tfexec.Terraform, error) {
-	path, x := r.e.opts.Binary, r.e.opts.Exec
-	if x != nil {
-		path = x.Path
-	}
-	tf, err := tfexec.NewTerraform(r.dir, path)
-	if err != nil {
-		return nil, err
+// newCommand is the command r runs next: the engine's environment, the
+// credentials its template declares, the workspace's own variables.
+func (r *runner) newCommand() (tofu.Command, error) {
+	c := tofu.Command{Binary: r.e.opts.Binary, Dir: r.dir, Self: r.e.self, Sockets: r.e.sockets, GracePeriod: r.e.opts.GracePeriod}
+	if x := r.e.opts.Exec; x != nil {
+		c.Binary, c.Extra = x.Path, x.Env
 	}
 	creds, err := r.credentials()
 	if err != nil {
-		return nil, err
+		return c, err
 	}
-	env := make(map[string]string, len(r.e.env)+len(creds)+len(r.env)+2)
-	maps.Copy(env, r.e.env)
-	maps.Copy(env, creds) // only the ones its template declares
-	maps.Copy(env, r.env)
-	maps.Copy(env, runEnv(id, r.dir))
-	maps.Copy(env, sockets)
-	if x != nil {
-		maps.Copy(env, x.Env)
-	}
-	if err := tf.SetEnv(env); err != nil {
-		return nil, err
-	}
-	// Providers without mTLS, their sockets in a private directory
-	// (sockets.go).
-	if err := tf.SetDisablePluginTLS(r.e.sockets != ""); err != nil {
-		return nil, err
-	}
-	if err := tf.SetWaitDelay(r.e.opts.GracePeriod); err != nil {
-		return nil, err
-	}
-	return tf, nil
+	c.Env = []map[string]string{r.e.env, creds, r.env} // creds: only the ones its template declares
+	return c, nil
 }
 
 // stepResult is step for a command whose result is a value.
@@ -220,29 +194,13 @@ func stepResult[T any](ctx context.Context, r *runner, op string, fn func(contex
 	return v, err
 }
 
-// errNewTF marks a failure to set up a command (no process started).
-var errNewTF = errors.New("set up tofu command")
-
-// command runs one tofu command as run of its own (procs.go): its OS
-// thread is locked while tofu runs, so that tofu's parent-death signal
-// fires when this process dies and not when the thread is retired, and
-// whatever a command that failed or was interrupted left running (its
-// providers) is killed with its process group.
+// command runs one tofu command in r's directory (tofu.Command.Run).
 func (r *runner) command(ctx context.Context, fn func(context.Context, *tfexec.Terraform) error) error {
-	id := runID(r.e.self)
-	sockets, removeSockets := r.e.sockets.commandSockets(id)
-	defer removeSockets()
-	tf, err := r.newTF(id, sockets)
+	c, err := r.newCommand()
 	if err != nil {
-		return fmt.Errorf("%w: %w", errNewTF, err)
+		return fmt.Errorf("%w: %w", tofu.ErrSetup, err)
 	}
-	runtime.LockOSThread()
-	err = fn(ctx, tf)
-	runtime.UnlockOSThread()
-	if err != nil {
-		endRun(id, filepath.Base(r.dir))
-	}
-	return err
+	return c.Run(ctx, fn)
 }
 
 // step runs one tofu command with the operation timeout, records metrics,
@@ -255,7 +213,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		operationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 		ctxErr := opCtx.Err()
 		cancel()
-		if errors.Is(err, errNewTF) {
+		if errors.Is(err, tofu.ErrSetup) {
 			return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
 		}
 		if err == nil {
@@ -273,7 +231,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 			if errors.Is(cause, context.DeadlineExceeded) {
 				why = fmt.Sprintf("timed out after %s", r.e.opts.Timeout)
 			}
-			return &Error{Op: op, Summary: why + " (" + r.e.Tool() + " was interrupted and asked to save its state)", cause: cause}
+			return (&Error{Op: op, Summary: why + " (" + r.e.Tool() + " was interrupted and asked to save its state)"}).WithCause(cause)
 		}
 		if li, ok := locks.ParseLockError(text); ok {
 			operationsTotal.WithLabelValues(op, resultLocked).Inc()
@@ -286,7 +244,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 				continue
 			}
 			holder := r.scrub.Scrub(li.Holder())
-			return &Error{Op: op, Summary: "state is locked by " + holder + "; not taking it over (if its holder is gone: tfccm unlock --workspace " + filepath.Base(r.dir) + ")", LockHolder: holder, lock: li}
+			return tofu.Locked(op, "state is locked by "+holder+"; not taking it over (if its holder is gone: tfccm unlock --workspace "+filepath.Base(r.dir)+")", holder, li)
 		}
 		operationsTotal.WithLabelValues(op, resultError).Inc()
 		// Inputs the template rejects, in a plan or in an apply that plans
@@ -294,14 +252,14 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		// such an apply stays the apply's: a runner killed without a
 		// result may have applied.)
 		failed, invalid := op, false
-		if invalidInput(text) && (op == "plan" || op == "apply" && r.unsaved.planning()) {
+		if tofu.InvalidInput(text) && (op == "plan" || op == "apply" && r.unsaved.Planning()) {
 			failed, invalid = "plan", true
 		}
-		e := &Error{Op: failed, Summary: r.scrub.Scrub(summarize(text)), Invalid: invalid, Reinit: needsReinit(text)}
-		if p := providerMismatch(text); p != "" && (op == "init" || r.reinited) {
+		e := &Error{Op: failed, Summary: r.scrub.Scrub(tofu.Summarize(text)), Invalid: invalid, Reinit: tofu.NeedsReinit(text)}
+		if p := tofu.MismatchedProvider(text); p != "" && (op == "init" || r.reinited) {
 			// The package itself does not match (init installs from it):
 			// refused, the lock file kept (integrity.go).
-			klog.InfoS("Provider package does not match the dependency lock file; refusing to run it", "workspace", filepath.Base(r.dir), "op", op, "provider", p, "output", r.scrub.Scrub(logLines(text)))
+			klog.InfoS("Provider package does not match the dependency lock file; refusing to run it", "workspace", filepath.Base(r.dir), "op", op, "provider", p, "output", r.scrub.Scrub(tofu.LogLines(text)))
 			return mismatchError(op, p, e.Summary)
 		}
 		if r.reinit(ctx, e) {
@@ -312,7 +270,7 @@ func (r *runner) step(ctx context.Context, op string, fn func(context.Context, *
 		}
 		// The Event carries a summary; the log, at the default verbosity,
 		// tofu's own error output (scrubbed) for whoever debugs it.
-		klog.InfoS("Terraform command failed", "workspace", filepath.Base(r.dir), "op", op, "output", r.scrub.Scrub(logLines(text)))
+		klog.InfoS("Terraform command failed", "workspace", filepath.Base(r.dir), "op", op, "output", r.scrub.Scrub(tofu.LogLines(text)))
 		return e
 	}
 }
@@ -334,7 +292,7 @@ func (r *runner) forceUnlock(ctx context.Context, id string) error {
 	operationDuration.WithLabelValues("force_unlock").Observe(time.Since(start).Seconds())
 	if err != nil {
 		operationsTotal.WithLabelValues("force_unlock", resultError).Inc()
-		return &Error{Op: "force-unlock", Summary: r.scrub.Scrub(summarize(err.Error()))}
+		return &Error{Op: "force-unlock", Summary: r.scrub.Scrub(tofu.Summarize(err.Error()))}
 	}
 	operationsTotal.WithLabelValues("force_unlock", resultSuccess).Inc()
 	return nil
@@ -395,23 +353,4 @@ func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta
 		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
 	}
 	return out, nil
-}
-
-// maxLoggedOutput bounds the tofu output logged for one failed command.
-const maxLoggedOutput = 16 << 10
-
-// logLines is a failed command's output for the log: blank lines dropped,
-// at most maxLoggedOutput bytes (the end is kept: the errors are there).
-func logLines(text string) string {
-	var lines []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.TrimSpace(l) != "" {
-			lines = append(lines, strings.TrimRight(l, " \t\r"))
-		}
-	}
-	out := strings.Join(lines, "\n")
-	if len(out) > maxLoggedOutput {
-		out = "(truncated) ..." + strings.ToValidUTF8(out[len(out)-maxLoggedOutput:], "")
-	}
-	return out
 }

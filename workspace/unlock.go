@@ -66,7 +66,7 @@ func InspectLock(ctx context.Context, opts UnlockOptions, spec *Spec, dir string
 		}
 		return Lock{}, nil
 	}
-	li := e.lock
+	li := e.HeldLock()
 	l := Lock{Held: true, ID: li.ID, Who: li.Who, Operation: li.Operation, Created: li.Created, Holder: li.Holder()}
 	c, ok := locks.ReadClaim(dir)
 	self := locks.SelfClaim(opts.Identity, "")

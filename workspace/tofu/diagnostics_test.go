@@ -1,7 +1,6 @@
-package workspace
+package tofu
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -32,34 +31,13 @@ func TestSummarize(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := summarize(tc.stderr); got != tc.want {
+			if got := Summarize(tc.stderr); got != tc.want {
 				t.Fatalf("summarize = %q\nwant        %q", got, tc.want)
 			}
 		})
 	}
 	long := "Error: Long\n\n" + strings.Repeat("é", 2000) + "\n"
-	if got := summarize(long); len(got) > maxMessage || !strings.HasSuffix(got, "...") {
+	if got := Summarize(long); len(got) > MaxMessage || !strings.HasSuffix(got, "...") {
 		t.Fatalf("long diagnostic not shortened: %d bytes", len(got))
-	}
-}
-
-func TestSpecHashes(t *testing.T) {
-	a := testSpec("h", 1, 0)
-	b := testSpec("h", 2, 0)
-	if a.ContentHash() == b.ContentHash() {
-		t.Fatal("different inputs, same content hash")
-	}
-	if a.initHash() != b.initHash() {
-		t.Fatal("an input change alone must not require init")
-	}
-	c := testSpec("h", 1, 0)
-	c.Files["backend.tf"] = []byte(`terraform {}`)
-	if a.initHash() == c.initHash() {
-		t.Fatal("a backend file change must require init")
-	}
-	d := testSpec("h", 1, 0)
-	d.Modes = map[string]os.FileMode{"main.tf": 0o755}
-	if a.ContentHash() == d.ContentHash() {
-		t.Fatal("a mode change must change the hash")
 	}
 }

@@ -1,9 +1,11 @@
-package workspace
+package tofu
 
 import (
 	"bytes"
 	"regexp"
 	"strconv"
+
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // The counts of a plan, read from the "Plan: N to add, N to change, N to
@@ -16,7 +18,7 @@ import (
 // import and forget counts OpenTofu adds around it.
 var planLineRe = regexp.MustCompile(`^Plan: (?:\d+ to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, \d+ to forget)?\.$`)
 
-// maxPlanLine bounds the partial line planLineWriter keeps: the summary
+// maxPlanLine bounds the partial line PlanLineWriter keeps: the summary
 // line is short, a longer line is not it.
 const maxPlanLine = 256
 
@@ -30,10 +32,10 @@ const planProblem = "planned the following actions, but then encountered a probl
 // ("No changes. Your infrastructure matches the configuration.").
 const noChangesPrefix = "No changes."
 
-// planLineWriter is the stdout of `tofu plan` (or of an apply that plans
+// PlanLineWriter is the stdout of `tofu plan` (or of an apply that plans
 // itself): it keeps only the counts of the summary line, never the plan's
 // text (which holds values).
-type planLineWriter struct {
+type PlanLineWriter struct {
 	line  []byte // the current line so far, up to maxPlanLine bytes
 	long  bool   // the current line is longer than maxPlanLine
 	found bool
@@ -41,13 +43,13 @@ type planLineWriter struct {
 	// problem: planning failed after printing the plan (planProblem); its
 	// summary line is not the summary of a plan.
 	problem bool
-	plan    PendingPlan // Add, Change, Remove when found
-	// onSummary, when set, is called with the summary once the line is
+	plan    plans.PendingPlan // Add, Change, Remove when found
+	// OnSummary, when set, is called with the summary once the line is
 	// seen: an apply without a saved plan starts its changes right after.
-	onSummary func(summary string)
+	OnSummary func(summary string)
 }
 
-func (w *planLineWriter) Write(p []byte) (int, error) {
+func (w *PlanLineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -69,15 +71,15 @@ func (w *planLineWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (w *planLineWriter) endLine() {
+func (w *PlanLineWriter) endLine() {
 	if !w.long {
 		if m := planLineRe.FindSubmatch(bytes.TrimRight(w.line, "\r")); m != nil && !w.problem {
 			add, _ := strconv.Atoi(string(m[1]))
 			change, _ := strconv.Atoi(string(m[2]))
 			remove, _ := strconv.Atoi(string(m[3]))
-			w.found, w.plan = true, PendingPlan{Add: add, Change: change, Remove: remove}
-			if w.onSummary != nil {
-				w.onSummary(w.plan.Summary())
+			w.found, w.plan = true, plans.PendingPlan{Add: add, Change: change, Remove: remove}
+			if w.OnSummary != nil {
+				w.OnSummary(w.plan.Summary())
 			}
 		} else if bytes.HasPrefix(w.line, []byte(noChangesPrefix)) {
 			w.none = true
@@ -88,15 +90,18 @@ func (w *planLineWriter) endLine() {
 	w.line, w.long = w.line[:0], false
 }
 
-// summary is the plan's summary, if its line was seen.
-func (w *planLineWriter) summary() (string, bool) {
+// Summary is the plan's summary, if its line was seen.
+func (w *PlanLineWriter) Summary() (string, bool) {
 	if w == nil || !w.found {
 		return "", false
 	}
 	return w.plan.Summary(), true
 }
 
-// planning reports whether the command has not yet printed its plan's
+// Planning reports whether the command has not yet printed its plan's
 // summary (nor said it has no changes): an apply without a saved plan that
 // fails then failed while planning.
-func (w *planLineWriter) planning() bool { return w != nil && !w.found && !w.none }
+func (w *PlanLineWriter) Planning() bool { return w != nil && !w.found && !w.none }
+
+// NoChanges reports whether the command said its plan has no changes.
+func (w *PlanLineWriter) NoChanges() bool { return w.none }

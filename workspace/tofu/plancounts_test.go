@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ func TestPlanLineWriter(t *testing.T) {
 			// Whole, and one byte at a time (a pipe splits anywhere).
 			for _, chunk := range []int{len(c.out), 1} {
 				var told []string
-				w := &planLineWriter{onSummary: func(s string) { told = append(told, s) }}
+				w := &PlanLineWriter{OnSummary: func(s string) { told = append(told, s) }}
 				for out := c.out; out != ""; {
 					n := min(chunk, len(out))
 					if got, err := w.Write([]byte(out[:n])); got != n || err != nil {
@@ -38,7 +38,7 @@ func TestPlanLineWriter(t *testing.T) {
 					}
 					out = out[n:]
 				}
-				got, ok := w.summary()
+				got, ok := w.Summary()
 				if got != c.want || ok != (c.want != "") {
 					t.Errorf("chunks of %d: summary = %q, %v; want %q", chunk, got, ok, c.want)
 				}
@@ -48,17 +48,17 @@ func TestPlanLineWriter(t *testing.T) {
 				if !ok && len(told) > 0 {
 					t.Errorf("chunks of %d: told %q without a summary", chunk, told)
 				}
-				if w.none != c.none || w.planning() != (!ok && !c.none) {
-					t.Errorf("chunks of %d: none %v planning %v, want none %v", chunk, w.none, w.planning(), c.none)
+				if w.none != c.none || w.Planning() != (!ok && !c.none) {
+					t.Errorf("chunks of %d: none %v planning %v, want none %v", chunk, w.none, w.Planning(), c.none)
 				}
 			}
 		})
 	}
-	var none *planLineWriter
-	if s, ok := none.summary(); ok || s != "" {
+	var none *PlanLineWriter
+	if s, ok := none.Summary(); ok || s != "" {
 		t.Errorf("no plan: summary = %q, %v", s, ok)
 	}
-	if none.planning() {
+	if none.Planning() {
 		t.Error("no apply without a saved plan: planning")
 	}
 }

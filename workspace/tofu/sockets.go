@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"os"
@@ -13,16 +13,16 @@ import (
 // the command's own under the engine's socket directory, removed when the
 // command ends, so that a provider killed with its command leaves nothing.
 
-// socketDir is the providers' socket directory ("" with mTLS).
-type socketDir string
+// SocketDir is the providers' socket directory ("" with mTLS).
+type SocketDir string
 
-// socketsDir is the engine's socket directory under the work dir.
-const socketsDir = ".plugins"
+// SocketsDir is the engine's socket directory under the work dir.
+const SocketsDir = ".plugins"
 
-// commandSockets makes the socket directory of run id's providers and
+// CommandSockets makes the socket directory of run id's providers and
 // returns the environment that names it (nil with mTLS) and what removes
 // it once the command ended.
-func (s socketDir) commandSockets(id string) (map[string]string, func()) {
+func (s SocketDir) CommandSockets(id string) (map[string]string, func()) {
 	if string(s) == "" {
 		return nil, func() {}
 	}
@@ -44,9 +44,9 @@ func runDirName(id string) string {
 	return "r" + n
 }
 
-// clearSockets removes what an earlier incarnation's commands left in the
+// Clear removes what an earlier incarnation's commands left in the
 // socket directory (Start, once their processes are ended).
-func (s socketDir) clearSockets() {
+func (s SocketDir) Clear() {
 	if string(s) == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ import (
 // The engine reads the file from the workspace directory before every
 // command and puts only those variables into tofu's environment (and so
 // its providers'), and only those into the ephemeral credentials
-// variable (credentials.go). A configured credential no module declares
+// variable. A configured credential no module declares
 // reaches no workspace; a module without the file gets none (the local
 // and baremetal sets). tofu reads no .hcl file of a root module, so the
 // file is only ever read by tfccm.
@@ -72,9 +72,9 @@ func ParseCredentials(data []byte, filename string) ([]string, hcl.Diagnostics) 
 	return d.Env, nil
 }
 
-// declaredCredentials reads the names the workspace in dir declares (none
+// DeclaredCredentials reads the names the workspace in dir declares (none
 // without a CredentialsFile).
-func declaredCredentials(dir string) ([]string, error) {
+func DeclaredCredentials(dir string) ([]string, error) {
 	p := filepath.Join(dir, CredentialsFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -90,8 +90,8 @@ func declaredCredentials(dir string) ([]string, error) {
 	return names, nil
 }
 
-// only returns the credentials among creds that names declares.
-func only(creds map[string]string, names []string) map[string]string {
+// Only returns the credentials among creds that names declares.
+func Only(creds map[string]string, names []string) map[string]string {
 	out := make(map[string]string, len(names))
 	for _, k := range names {
 		if v, ok := creds[k]; ok {

@@ -1,44 +1,17 @@
-package workspace
+package tofu
 
 import (
-	"errors"
+	"regexp"
 	"strings"
-
-	"github.com/tfccm/tfccm/workspace/locks"
 )
 
-// maxMessage bounds a user-facing error so it fits a Kubernetes Event
-// (whose message is truncated at 1 KiB).
-const maxMessage = 600
+// Diagnostics: what a failed command's output says (the summary users
+// see, whether init must run again, whether the inputs were rejected, which
+// provider a checksum refused) and the bounded text logged for it.
 
-// Error is a failed tofu operation as users see it.
-type Error struct {
-	// Op is the tofu command that failed.
-	Op string
-	// Summary is tofu's diagnostic summary and detail, shortened and
-	// scrubbed; Message() is "<op>: <summary>".
-	Summary string
-	// LockHolder is set when the state lock is held by someone else.
-	LockHolder string
-	// Invalid is set when the template rejected its inputs (a variable's
-	// validation or a precondition failed at plan time): the same inputs
-	// can never succeed, so the engine does not retry them.
-	Invalid bool
-	// Reinit is set when tofu says the working directory's installed
-	// providers or modules no longer match (a provider rebuilt or upgraded
-	// in the mirror, a new module source): init must run again.
-	Reinit bool
-	// Provider is set when tofu refused a provider whose package does
-	// not match the checksums of the dependency lock file: "ADDRESS
-	// VERSION" (integrity.go). The lock file is kept; runs go on failing
-	// until the package matches again.
-	Provider string
-	// Denied is set when the gate (policy) refused the plan: nothing is
-	// retried until the work changes.
-	Denied bool
-	cause  error
-	lock   locks.LockInfo // the held lock, when LockHolder is set
-}
+// MaxMessage bounds a user-facing error so it fits a Kubernetes Event
+// (whose message is truncated at 1 KiB).
+const MaxMessage = 600
 
 // invalidInputDiagnostics are the summaries of tofu/terraform errors that
 // mean the inputs themselves are rejected by the template.
@@ -63,9 +36,9 @@ var reinitDiagnostics = []string{
 	"Backend initialization required",
 }
 
-// needsReinit reports whether a failed step's stderr says the working
+// NeedsReinit reports whether a failed step's stderr says the working
 // directory must be initialized again.
-func needsReinit(stderr string) bool {
+func NeedsReinit(stderr string) bool {
 	// tofu wraps long diagnostics: compare with the line breaks taken out.
 	flat := strings.Join(strings.Fields(stderr), " ")
 	for _, d := range reinitDiagnostics {
@@ -76,9 +49,9 @@ func needsReinit(stderr string) bool {
 	return false
 }
 
-// invalidInput reports whether a failed plan's stderr says the template
+// InvalidInput reports whether a failed plan's stderr says the template
 // rejected its inputs.
-func invalidInput(stderr string) bool {
+func InvalidInput(stderr string) bool {
 	for _, d := range invalidInputDiagnostics {
 		if strings.Contains(stderr, d) {
 			return true
@@ -87,30 +60,10 @@ func invalidInput(stderr string) bool {
 	return false
 }
 
-// IsInvalidInput reports whether err is a failure of the inputs
-// themselves (Error.Invalid), which is not retried until they change.
-func IsInvalidInput(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Invalid
-}
-
-func (e *Error) Error() string { return e.Op + ": " + e.Summary }
-
-// Unwrap exposes context errors (timeouts, cancellation); the raw tofu
-// error is not kept because it may carry secrets.
-func (e *Error) Unwrap() error { return e.cause }
-
-// ErrLocked is matched (errors.Is) by errors caused by a state lock held by
-// someone else.
-var ErrLocked = errors.New("state locked by another process")
-
-// Is makes errors.Is(err, ErrLocked) work.
-func (e *Error) Is(target error) bool { return target == ErrLocked && e.LockHolder != "" }
-
-// summarize turns tofu's plain-text (-no-color) stderr into a short
+// Summarize turns tofu's plain-text (-no-color) stderr into a short
 // diagnostic: every "Error: <summary>" with the first paragraph of its
 // detail, source snippets dropped.
-func summarize(stderr string) string {
+func Summarize(stderr string) string {
 	lines := strings.Split(strings.ReplaceAll(stderr, "\r\n", "\n"), "\n")
 	var parts []string
 	for i := 0; i < len(lines); i++ {
@@ -166,9 +119,10 @@ func summarize(stderr string) string {
 		}
 		parts = append(parts, strings.Join(tail, " "))
 	}
-	return shorten(strings.Join(parts, "; "), maxMessage)
+	return shorten(strings.Join(parts, "; "), MaxMessage)
 }
 
+// shorten cuts s to at most n bytes, marking the cut.
 func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -178,4 +132,41 @@ func shorten(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// providerMismatchRE finds the provider tofu refused for a checksum
+// mismatch, in its init ("the local package for ADDR VERSION doesn't
+// match any of the checksums previously recorded") and plan/apply ("the
+// cached package for ADDR VERSION (in .terraform/providers) does not
+// match any of the checksums recorded") errors, flattened.
+var providerMismatchRE = regexp.MustCompile(`package for ([A-Za-z0-9._-]+/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+) v?([0-9][^ ]*)(?: \([^)]*\))? (?:does not|doesn't) match any of the checksums`)
+
+// MismatchedProvider returns the provider (address and version) a failed
+// command's stderr says does not match its locked checksums, "" if none.
+func MismatchedProvider(stderr string) string {
+	flat := strings.Join(strings.Fields(stderr), " ")
+	m := providerMismatchRE.FindStringSubmatch(flat)
+	if m == nil {
+		return ""
+	}
+	return m[1] + " " + m[2]
+}
+
+// maxLoggedOutput bounds the tofu output logged for one failed command.
+const maxLoggedOutput = 16 << 10
+
+// LogLines is a failed command's output for the log: blank lines dropped,
+// at most maxLoggedOutput bytes (the end is kept: the errors are there).
+func LogLines(text string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, strings.TrimRight(l, " \t\r"))
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > maxLoggedOutput {
+		out = "(truncated) ..." + strings.ToValidUTF8(out[len(out)-maxLoggedOutput:], "")
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ import (
 //
 // A command that did not end cleanly (failed, timed out, cancelled) is
 // ended as a whole: every process group holding a process of that run is
-// killed (endRun). At Start, an engine ends what an earlier incarnation
-// left under its work dir (endLeftovers): processes whose TFCCM_RUN names
+// killed (EndRun). At Start, an engine ends what an earlier incarnation
+// left under its work dir (EndLeftovers): processes whose TFCCM_RUN names
 // an engine that is gone, and processes without those variables whose
 // working directory is under the work dir and whose process group leader
 // is gone (a provider orphaned by a killed tofu of an older tfccm).
@@ -42,7 +42,7 @@ const (
 	envWorkspace = "TFCCM_WORKSPACE"
 )
 
-// proc is what endRun and endLeftovers read of a process.
+// proc is what EndRun and EndLeftovers read of a process.
 type proc struct {
 	pid, pgid int
 	run, ws   string // TFCCM_RUN, TFCCM_WORKSPACE ("" when not set)
@@ -56,28 +56,28 @@ type proc struct {
 // engine's failed command ended the other's running apply).
 var runs atomic.Uint64
 
-// runID names one tofu command of process c (the value of TFCCM_RUN).
-func runID(c locks.Claim) string {
+// RunID names one tofu command of process c (the value of TFCCM_RUN).
+func RunID(c locks.Claim) string {
 	return fmt.Sprintf("%d:%d:%d", c.PID, c.PIDStart, runs.Add(1))
 }
 
-// runEnv is the environment that marks a command's processes.
-func runEnv(id, dir string) map[string]string {
+// RunEnv is the environment that marks a command's processes.
+func RunEnv(id, dir string) map[string]string {
 	return map[string]string{envRun: id, envWorkspace: dir}
 }
 
-// endRun kills every process group holding a process of run id: what a
+// EndRun kills every process group holding a process of run id: what a
 // tofu command that did not end cleanly left running (its providers).
-func endRun(id, workspace string) {
+func EndRun(id, workspace string) {
 	ended := killGroups(func(p proc) bool { return p.run == id })
 	if len(ended) > 0 {
 		klog.InfoS("Ended the processes a tofu command left running", "workspace", workspace, "processes", ended)
 	}
 }
 
-// endLeftovers kills what earlier incarnations of this controller left
+// EndLeftovers kills what earlier incarnations of this controller left
 // running under workDir, before this engine runs anything there.
-func endLeftovers(workDir string) {
+func EndLeftovers(workDir string) {
 	under := func(p string) bool {
 		return p == workDir || strings.HasPrefix(p, workDir+string(filepath.Separator))
 	}
@@ -90,6 +90,19 @@ func endLeftovers(workDir string) {
 	for _, p := range ended {
 		klog.InfoS("Ended a process an earlier incarnation left in its work dir", "process", p)
 	}
+}
+
+// Marked describes the processes of this machine that carry a
+// TFCCM_WORKSPACE under work: what the tofu commands run there started,
+// and what those started (while they run).
+func Marked(work string) []string {
+	var out []string
+	for _, p := range scanProcs() {
+		if p.ws == work || strings.HasPrefix(p.ws, work+string(filepath.Separator)) {
+			out = append(out, fmt.Sprintf("%d %s (run %s)", p.pid, p.cmd, p.run))
+		}
+	}
+	return out
 }
 
 // killGroups sends SIGKILL to the process group of every process match
