@@ -315,7 +315,13 @@ func (e *Engine) process(ctx context.Context, name string) {
 	e.settle(ctx, en, p, out, attempt)
 	drop := e.plans.dropPlan(en)
 	e.mu.Unlock()
-	if e.opts.OnResult != nil {
+	switch {
+	case res.Err != nil && ctx.Err() != nil:
+		// The engine stopped (the CCM is shutting down or handing over)
+		// and interrupted the run: not the workspace's failure, and no
+		// Warning on its Service. The next leader runs it again.
+		klog.InfoS("Not reporting a run the engine's stop interrupted", "workspace", name, "op", res.Op)
+	case e.opts.OnResult != nil:
 		e.opts.OnResult(name, res)
 	}
 	if drop { // after the result: its receiver may need the workspace's Service
