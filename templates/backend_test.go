@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // TestBackendMatchesRender: the backend of a workspace name alone is the
@@ -101,7 +101,7 @@ func TestCatalog(t *testing.T) {
 			}
 			continue
 		}
-		if c == nil || c.Name != workspace.CatalogName {
+		if c == nil || c.Name != backends.CatalogName {
 			t.Fatalf("%s: catalog %+v", tc.backend, c)
 		}
 		if got := c.Backend.Attributes[tc.attr].AsString(); got != tc.want {

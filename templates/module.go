@@ -11,7 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // File is one file of a module, relative to the module directory.
@@ -55,12 +55,12 @@ type Module struct {
 	// when it has none: the set reads no backend health for it.
 	Health *Module
 	// Credentials is set when the module declares the ephemeral variable
-	// workspace.CredentialsVar: the engine hands it the configured
+	// tofu.CredentialsVar: the engine hands it the configured
 	// credentials it declares (Env) at every plan and apply.
 	Credentials bool
 	// Env names the configured credentials (terraform.env, pass_env) the
 	// module's tofu and providers receive, from its
-	// workspace.CredentialsFile (sorted; none without the file). The
+	// tofu.CredentialsFile (sorted; none without the file). The
 	// admin's declaration: no other credential reaches its workspaces.
 	Env []string
 }
@@ -98,8 +98,8 @@ func parseModule(key string, kind Kind, variant, origin string, files []File) (*
 			continue // nested modules and data files: copied, not root inputs
 		}
 		name := origin + "/" + f.Path
-		if f.Path == workspace.CredentialsFile {
-			env, d := workspace.ParseCredentials(f.Data, name)
+		if f.Path == tofu.CredentialsFile {
+			env, d := tofu.ParseCredentials(f.Data, name)
 			diags = append(diags, d...)
 			m.Env = env
 			continue
@@ -232,7 +232,7 @@ func (m *Module) check() hcl.Diagnostics {
 	inputs := Inputs[m.Kind]
 	for _, name := range sortedKeys(m.Variables) {
 		v := m.Variables[name]
-		if name == workspace.CredentialsVar {
+		if name == tofu.CredentialsVar {
 			diags = append(diags, v.checkCredentials()...)
 			m.Credentials = true
 			continue
@@ -320,10 +320,10 @@ func sortedKeys[V any](m map[string]V) []string {
 func (v *Variable) checkCredentials() hcl.Diagnostics {
 	if !v.Ephemeral {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Credentials variable is not ephemeral",
-			Detail:  fmt.Sprintf("Variable %q receives the configured credentials (terraform.env and pass_env): declare it with ephemeral = true, so that they never reach a plan or state (OpenTofu 1.11+, Terraform 1.10+).", workspace.CredentialsVar),
+			Detail:  fmt.Sprintf("Variable %q receives the configured credentials (terraform.env and pass_env): declare it with ephemeral = true, so that they never reach a plan or state (OpenTofu 1.11+, Terraform 1.10+).", tofu.CredentialsVar),
 			Subject: v.Range.Ptr()}}
 	}
-	if msg := incompatible(workspace.CredentialsVar, cty.Map(cty.String), v.Type); msg != "" {
+	if msg := incompatible(tofu.CredentialsVar, cty.Map(cty.String), v.Type); msg != "" {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Incompatible input type", Detail: msg, Subject: v.Range.Ptr()}}
 	}
 	return nil

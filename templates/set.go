@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/tfccm/tfccm/workspace"
 	"io/fs"
 	"path"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Limits on what a template tree may hold, so that a broken or hostile
@@ -75,7 +75,7 @@ func (s *Set) OpenTofuOnly() string {
 func (s *Set) Credentials() string {
 	for _, k := range sortedKeys(s.modules) {
 		if s.modules[k].Credentials {
-			return k + ": variable \"" + workspace.CredentialsVar + "\" is ephemeral"
+			return k + ": variable \"" + tofu.CredentialsVar + "\" is ephemeral"
 		}
 	}
 	return ""

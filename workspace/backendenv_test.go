@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // httpStateServer is a real `http` state backend requiring basic auth.
@@ -64,7 +66,7 @@ func TestSecretBackendSettingsStayOffDisk(t *testing.T) {
 	e := newTestEngine(t, Options{WorkDir: work})
 	spec := testSpec("httpstate", 7, 0)
 	spec.Files["backend.tf"] = []byte("terraform {\n  backend \"http\" {\n    address  = \"" + ts.URL + "/state/httpstate\"\n    username = \"tfccm\"\n  }\n}\n")
-	spec.Backend = BackendInfo{Type: "http"}
+	spec.Backend = backends.Info{Type: "http"}
 	spec.BackendConfig = map[string]string{"password": password}
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)

@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/locks"
-
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/test/backends"
+	ws "github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // backendFixture is a state backend of a real server for one test: the
@@ -64,7 +65,7 @@ func (f backendFixture) file(key, public string) []byte {
 // set makes spec keep its state in the fixture's backend under key.
 func (f backendFixture) set(spec *Spec, key string) {
 	spec.Files["backend.tf"] = f.file(key, "")
-	spec.Backend = BackendInfo{Type: f.Type, Attributes: map[string]cty.Value{f.KeyAttr: cty.StringVal(fmt.Sprintf(f.KeyFormat, key))}}
+	spec.Backend = ws.Info{Type: f.Type, Attributes: map[string]cty.Value{f.KeyAttr: cty.StringVal(fmt.Sprintf(f.KeyFormat, key))}}
 	spec.BackendConfig = f.Secrets
 	spec.Hash = ""
 }
@@ -169,8 +170,8 @@ func testBackendLocking(t *testing.T, b realBackend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st, err := e2.Wait(ctx, s2.Name, s2.Hash)
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), locks.TofuWho()) {
-		t.Fatalf("second controller: %+v, %v; want ErrLocked naming the holder", st, err)
+	if !errors.Is(err, tofu.ErrLocked) || !strings.Contains(err.Error(), locks.TofuWho()) {
+		t.Fatalf("second controller: %+v, %v; want tofu.ErrLocked naming the holder", st, err)
 	}
 	// pg's advisory lock cannot tell who holds it: tofu reports the
 	// asking run's own lock info (Plan); s3's lock file names the apply.
@@ -265,8 +266,8 @@ func testBackendCatalog(t *testing.T, b realBackend) {
 	ctx := context.Background()
 	key := [2]string{"c", "catalog-passphrase-0123456789"}
 	env, public := encryption(key)
-	cat := &Spec{Name: CatalogName, Files: map[string][]byte{"backend.tf": b.fixture.file("catalog", public)},
-		Backend: BackendInfo{Type: b.fixture.Type}, BackendConfig: b.fixture.Secrets}
+	cat := &Spec{Name: ws.CatalogName, Files: map[string][]byte{"backend.tf": b.fixture.file("catalog", public)},
+		Backend: ws.Info{Type: b.fixture.Type}, BackendConfig: b.fixture.Secrets}
 	opts := func() Options {
 		return Options{WorkDir: t.TempDir(), Encryption: env, EncryptionSecrets: []string{key[1]}, Catalog: cat}
 	}

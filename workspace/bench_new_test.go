@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // newWorkspacesBench is the number of new workspaces
@@ -78,7 +79,7 @@ func childrenCPU(b *testing.B) time.Duration {
 // local state of its own.
 func newWorkspaceSpec(dir string, i int) Spec {
 	name := fmt.Sprintf("new-%d", i)
-	backend := BackendInfo{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(dir, name+".tfstate"))}}
+	backend := backends.Info{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(dir, name+".tfstate"))}}
 	return preparedSpec(name, i, backend, "")
 }
 

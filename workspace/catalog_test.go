@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // catalogMarkerModule's destroy appends the workspace's name to a file
@@ -37,7 +38,7 @@ func TestCatalogDestroyFromEntry(t *testing.T) {
 	ctx := context.Background()
 	marker := filepath.Join(t.TempDir(), "destroyed")
 	suffix := fmt.Sprintf("lb-catalogued-%d", time.Now().UnixNano())
-	cat := &Spec{Name: CatalogName, Files: map[string][]byte{"backend.tf": kubernetesBackendFile("tfccm-catalog", c.Kubeconfig())},
+	cat := &Spec{Name: backends.CatalogName, Files: map[string][]byte{"backend.tf": kubernetesBackendFile("tfccm-catalog", c.Kubeconfig())},
 		Backend: kubernetesBackendInfo("tfccm-catalog", c.Kubeconfig())}
 	spec := Spec{Name: "lb-catalogued", Files: map[string][]byte{
 		"main.tf":    fmt.Appendf(nil, catalogMarkerModule, marker),

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/locks"
-
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // crashHelperEnv makes the test binary act as a controller that applies
@@ -190,8 +190,8 @@ func TestLockHeldByOtherIsReportedNotStolen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := e.Wait(ctx, spec2.Name, spec2.ContentHash())
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("Wait = %+v, %v; want ErrLocked", st, err)
+	if !errors.Is(err, tofu.ErrLocked) {
+		t.Fatalf("Wait = %+v, %v; want tofu.ErrLocked", st, err)
 	}
 	who := locks.TofuWho()
 	if !strings.Contains(err.Error(), who) || !strings.Contains(err.Error(), "Apply") || !strings.Contains(err.Error(), "not taking it over") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // credentialsModule hands the ephemeral credentials to a provisioner,
@@ -48,9 +49,9 @@ func TestCredentialsAreEphemeral(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "token.sha256")
 	e := newTestEngine(t, Options{WorkDir: work, Review: true, Env: map[string]string{"API_TOKEN": token}})
 	spec := Spec{Name: "cred", Files: map[string][]byte{
-		"main.tf":           []byte(credentialsModule),
-		CredentialsFile:     []byte(`env = ["API_TOKEN"]` + "\n"),
-		"tfccm.auto.tfvars": fmt.Appendf(nil, "out = %q\n", out),
+		"main.tf":            []byte(credentialsModule),
+		tofu.CredentialsFile: []byte(`env = ["API_TOKEN"]` + "\n"),
+		"tfccm.auto.tfvars":  fmt.Appendf(nil, "out = %q\n", out),
 	}}
 	spec.Hash = spec.ContentHash()
 	if _, err := e.Apply(spec); err != nil {
@@ -123,7 +124,7 @@ func TestCredentialsOnlyDeclared(t *testing.T) {
 			emptyDir(t, dumps)
 			extra := map[string]string{}
 			if tc.declared != "" {
-				extra[CredentialsFile] = tc.declared
+				extra[tofu.CredentialsFile] = tc.declared
 			}
 			spec := lbhostSpec(tc.name, "1", extra)
 			if _, err := e.Apply(spec); err != nil {

@@ -12,13 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/locks"
-	"github.com/tfccm/tfccm/workspace/tofu"
-
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // ErrSuperseded is returned by Wait when a newer spec replaced the one
@@ -32,7 +31,7 @@ var ErrNotFound = errors.New("workspace not applied")
 type Engine struct {
 	opts Options
 	// tofu is what runs tofu in a workspace directory (tofu.go).
-	tofu *tofuSetup
+	tofu *tofu.Setup
 	// passes runs one pass of a workspace (run.go).
 	passes *passes
 	tombs  tombstones // of destroyed workspaces (tombstone.go)
@@ -122,7 +121,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	var pinned []byte
 	if opts.ProviderLockFile != "" {
-		if pinned, err = readProviderLock(opts.ProviderLockFile); err != nil {
+		if pinned, err = tofu.ReadProviderLock(opts.ProviderLockFile); err != nil {
 			return nil, fmt.Errorf("workspace engine: %w", err)
 		}
 	}
@@ -136,17 +135,18 @@ func New(opts Options) (*Engine, error) {
 		tombs:   tombstones(filepath.Join(opts.WorkDir, tombstoneDir)),
 		plans:   planKeeper{store: opts.Plans, review: opts.Review, workDir: opts.WorkDir},
 	}
-	e.tofu = &tofuSetup{
-		opts: &e.opts, env: env, credentials: creds,
-		inits: &initCache{
-			binary: opts.Binary, cliConfig: opts.CLIConfigFile, workDir: opts.WorkDir,
-			pinned: pinned, jobs: opts.Exec != nil,
-		},
-		scrub: secret.NewScrubber(secrets), self: locks.SelfClaim(opts.Identity, ""),
-		sockets: tofu.SocketDir(settings.PluginSocketDir),
+	e.tofu = &tofu.Setup{
+		Binary: opts.Binary, WorkDir: opts.WorkDir, Timeout: opts.Timeout, GracePeriod: opts.GracePeriod,
+		GoneLockHolder: opts.GoneLockHolder, Env: env, Credentials: creds,
+		Inits: tofu.NewInitCache(opts.Binary, opts.CLIConfigFile, opts.WorkDir, pinned, opts.Exec != nil),
+		Scrub: secret.NewScrubber(secrets), Self: locks.SelfClaim(opts.Identity, ""),
+		Sockets: tofu.SocketDir(settings.PluginSocketDir), Metrics: engineMetrics{},
+	}
+	if x := opts.Exec; x != nil {
+		e.tofu.Exec = &tofu.Exec{Path: x.Path, Env: x.Env}
 	}
 	if opts.Catalog != nil {
-		e.catalog = &catalog{e: e.tofu, spec: opts.Catalog}
+		e.catalog = newCatalog(e.tofu, opts.Catalog)
 	}
 	e.passes = &passes{t: e.tofu, opts: &e.opts, encryption: encryptionID(opts), catalog: e.catalog, plans: e.plans}
 	e.queue = newQueue(e.retries)
@@ -173,10 +173,10 @@ func (e *Engine) Start(ctx context.Context) {
 	e.mu.Unlock()
 	e.tombs.pruneTombstones()
 	tofu.EndLeftovers(e.opts.WorkDir)
-	e.tofu.sockets.Clear()
+	e.tofu.Sockets.Clear()
 	// A new incarnation may come with another provider mirror (a new
 	// image): the lock files shared by the last one are not reused.
-	e.tofu.inits.dropInitCache()
+	e.tofu.Inits.Drop()
 	var wg sync.WaitGroup
 	for range e.opts.Parallelism {
 		wg.Go(func() { e.worker(ctx) })
@@ -242,7 +242,7 @@ func (en *entry) coalesceDelay(c Coalesce, spec *Spec, destroy bool) time.Durati
 // nothingToDestroy: a local-backend workspace with no directory dir has
 // no state, so there is nothing to destroy.
 func nothingToDestroy(en *entry, spec *Spec, dir string) bool {
-	if !isLocal(spec.Backend) || en.rec.AppliedHash != "" {
+	if !spec.Backend.IsLocal() || en.rec.AppliedHash != "" {
 		return false
 	}
 	_, err := os.Stat(dir)

@@ -315,7 +315,7 @@ func TestFailureIsScrubbedAndRetried(t *testing.T) {
     command = "echo \"token is $API_TOKEN\"; exit 3"
   }
 }
-`), CredentialsFile: []byte(`env = ["API_TOKEN"]`)}}
+`), tofu.CredentialsFile: []byte(`env = ["API_TOKEN"]`)}}
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ resource "terraform_data" "env" {
 output "n" {
   value = var.n
 }
-`), CredentialsFile: []byte(`env = ["GIVEN", "PASSED"]`)}}
+`), tofu.CredentialsFile: []byte(`env = ["GIVEN", "PASSED"]`)}}
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestTimeoutInterruptsTofu(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	e := newTestEngine(t, Options{})
-	before, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", resultSuccess))
+	before, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", tofu.ResultSuccess))
 	beforeNoop, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", resultNoop))
 	beforeHist, _ := testutil.GetHistogramMetricCount(operationDuration.WithLabelValues("plan"))
 	// The first apply plans itself; a change is planned, then applied; the
@@ -528,7 +528,7 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	after, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", resultSuccess))
+	after, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", tofu.ResultSuccess))
 	afterNoop, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues("apply", resultNoop))
 	afterHist, _ := testutil.GetHistogramMetricCount(operationDuration.WithLabelValues("plan"))
 	if after-before != 2 || afterNoop-beforeNoop != 2 || afterHist-beforeHist != 1 {

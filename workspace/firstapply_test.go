@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // TestNewWorkDirPlansAnAppliedWorkspace: a controller with an empty work
@@ -20,7 +22,7 @@ func TestNewWorkDirPlansAnAppliedWorkspace(t *testing.T) {
 	statePath := filepath.Join(t.TempDir(), "lb-kept.tfstate")
 	spec := testSpec("lb-kept", 1, 0)
 	spec.Files["backend.tf"] = []byte("terraform {\n  backend \"local\" {\n    path = \"" + statePath + "\"\n  }\n}\n")
-	spec.Backend = BackendInfo{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(statePath)}}
+	spec.Backend = backends.Info{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(statePath)}}
 	serial := func() int {
 		t.Helper()
 		b, err := os.ReadFile(statePath)

@@ -8,6 +8,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/workspace/plans"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // The gate: every plan with changes is judged (Options.Gate: the policy
@@ -30,15 +31,15 @@ func (r *runner) gate(ctx context.Context, g Gate, spec *Spec, destroy bool) (Ga
 	if g == nil {
 		return GateVerdict{}, nil
 	}
-	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
+	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})
 	if err != nil {
 		return GateVerdict{}, err
 	}
-	doc, err := PolicyDocument(plan, r.scrub)
+	doc, err := PolicyDocument(plan, r.Scrub)
 	if err != nil {
-		return GateVerdict{}, &Error{Op: "plan", Summary: err.Error()}
+		return GateVerdict{}, &tofu.Error{Op: "plan", Summary: err.Error()}
 	}
 	in := GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc}
 	return g(in), nil
@@ -47,6 +48,6 @@ func (r *runner) gate(ctx context.Context, g Gate, spec *Spec, destroy bool) (Ga
 // IsDenied reports whether err is a plan the gate denied (Error.Denied):
 // like invalid inputs, it is not retried until the work changes.
 func IsDenied(err error) bool {
-	var e *Error
+	var e *tofu.Error
 	return errors.As(err, &e) && e.Denied
 }

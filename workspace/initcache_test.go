@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // marker is a well-formed checksum no package has: a lock file that
@@ -48,11 +51,11 @@ func TestInitSharesLockFile(t *testing.T) {
 		if _, err := e.Wait(ctx, name, s.Hash); err != nil {
 			t.Fatalf("apply %s: %v", name, err)
 		}
-		return e.tofu.inits.initCacheKey(&s)
+		return e.tofu.Inits.Key(s.dirSpec())
 	}
 	lockOf := func(name string) string {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join(e.Dir(name), lockFile))
+		b, err := os.ReadFile(filepath.Join(e.Dir(name), tofu.LockFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,23 +63,23 @@ func TestInitSharesLockFile(t *testing.T) {
 	}
 	entry := func(key string) (lock, sum string) {
 		t.Helper()
-		l, _ := os.ReadFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock))
-		s, _ := os.ReadFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLockSum))
+		l, _ := os.ReadFile(filepath.Join(e.tofu.Inits.Entry(key), tofu.CachedLock))
+		s, _ := os.ReadFile(filepath.Join(e.tofu.Inits.Entry(key), tofu.CachedLockSum))
 		return string(l), strings.TrimSpace(string(s))
 	}
 	// share writes content as key's entry, with a matching checksum.
 	share := func(key, content string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock), []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.tofu.Inits.Entry(key), tofu.CachedLock), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLockSum), []byte(lockSum([]byte(content))), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.tofu.Inits.Entry(key), tofu.CachedLockSum), []byte(sha256Hex([]byte(content))), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	key := apply("a", "")
-	if l, s := entry(key); l != lockOf("a") || s != lockSum([]byte(l)) || !strings.Contains(l, "tfccm/lbhost") {
+	if l, s := entry(key); l != lockOf("a") || s != sha256Hex([]byte(l)) || !strings.Contains(l, "tfccm/lbhost") {
 		t.Fatalf("after the first init the shared lock file is %q (sum %q), want a's %q", l, s, lockOf("a"))
 	}
 
@@ -104,7 +107,7 @@ func TestInitSharesLockFile(t *testing.T) {
 
 	// A damaged entry (its checksum no longer matches) is not used and is
 	// written again by the next init.
-	if err := os.WriteFile(filepath.Join(e.tofu.inits.initCacheEntry(key), cachedLock), []byte("provider \"registry.opentofu.org/tfccm/lbhost\" {\n  version = \"9.9.9\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.tofu.Inits.Entry(key), tofu.CachedLock), []byte("provider \"registry.opentofu.org/tfccm/lbhost\" {\n  version = \"9.9.9\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before := count(calls(), "init")
@@ -115,7 +118,7 @@ func TestInitSharesLockFile(t *testing.T) {
 	if strings.Contains(lockOf("d"), "9.9.9") || strings.Contains(lockOf("d"), marker) {
 		t.Errorf("d was seeded from a damaged entry:\n%s", lockOf("d"))
 	}
-	if l, s := entry(key); l != lockOf("d") || s != lockSum([]byte(l)) {
+	if l, s := entry(key); l != lockOf("d") || s != sha256Hex([]byte(l)) {
 		t.Errorf("the damaged entry was not rebuilt: %q (sum %q)", l, s)
 	}
 
@@ -137,7 +140,13 @@ func TestInitSharesLockFile(t *testing.T) {
 
 	// A new incarnation does not reuse the shared lock files.
 	e2 := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig, PluginCacheDir: plugins, WorkDir: e.opts.WorkDir})
-	if _, err := os.Stat(e2.tofu.inits.initCacheEntry(key)); !os.IsNotExist(err) {
+	if _, err := os.Stat(e2.tofu.Inits.Entry(key)); !os.IsNotExist(err) {
 		t.Errorf("shared lock file kept across incarnations: %v", err)
 	}
+}
+
+// sha256Hex is the checksum a shared lock file's entry records.
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/providerlock"
 	"github.com/tfccm/tfccm/lbhost/mirror"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // flipByte changes (or restores) one byte in the middle of file.
@@ -52,7 +53,7 @@ func TestProviderChecksumMismatchRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "integrity"
-	wsLock := filepath.Join(e.Dir(name), lockFile)
+	wsLock := filepath.Join(e.Dir(name), tofu.LockFile)
 	first := lbhostSpec(name, "1", nil)
 	if _, err := e.Apply(first); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestProviderChecksumMismatchRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := e.Wait(ctx, name, spec.Hash)
-		if got := ProviderMismatch(err); got != want {
+		if got := tofu.ProviderMismatch(err); got != want {
 			t.Fatalf("%s with a changed provider: ProviderMismatch %q (want %q), error %v", what, got, want, err)
 		}
 		if !strings.Contains(err.Error(), want) {
@@ -146,7 +147,7 @@ func TestProviderChecksumRecordedOnFirstUse(t *testing.T) {
 	if _, err := e.Wait(ctx, name, first.Hash); err != nil {
 		t.Fatalf("first apply: %v", err)
 	}
-	recorded, err := os.ReadFile(filepath.Join(e.Dir(name), lockFile))
+	recorded, err := os.ReadFile(filepath.Join(e.Dir(name), tofu.LockFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestProviderChecksumRecordedOnFirstUse(t *testing.T) {
 	if _, err := e.Apply(second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Wait(ctx, name, second.Hash); ProviderMismatch(err) == "" {
+	if _, err := e.Wait(ctx, name, second.Hash); tofu.ProviderMismatch(err) == "" {
 		t.Fatalf("apply with a changed provider: %v, want a checksum mismatch", err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(e.Dir(name), lockFile)); string(got) != string(recorded) {
+	if got, _ := os.ReadFile(filepath.Join(e.Dir(name), tofu.LockFile)); string(got) != string(recorded) {
 		t.Fatalf("the lock file changed after the refusal:\n%s\nwas:\n%s", got, recorded)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestInvalidInputIsNotRetried: a value the template's own validation (or
@@ -69,7 +71,7 @@ resource "terraform_data" "x" {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			st, err := e.Wait(ctx, "inv", spec.Hash)
-			if err == nil || !IsInvalidInput(err) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !tofu.IsInvalidInput(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want invalid input naming %q", err, tc.want)
 			}
 			if !st.NextRetry.IsZero() {
@@ -128,7 +130,7 @@ resource "terraform_data" "x" {
 		}
 		_, _ = e.Wait(ctx, s.Name, s.Hash)
 	}
-	if st := e.Status("later"); st.Phase != PhaseFailed || !IsInvalidInput(st.Err) || st.AppliedHash != good.Hash {
+	if st := e.Status("later"); st.Phase != PhaseFailed || !tofu.IsInvalidInput(st.Err) || st.AppliedHash != good.Hash {
 		t.Fatalf("after the invalid inputs: %+v, want failed as invalid input with the good spec applied", st)
 	}
 	if _, err := e.Destroy(bad); err != nil {

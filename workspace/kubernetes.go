@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // removeKubernetesState deletes the state Secret and lock Lease the
@@ -23,7 +25,7 @@ import (
 // the default workspace's state itself). Only the settings tfccm needs
 // are read: config_path, config_context, in_cluster_config, namespace and
 // secret_suffix.
-func removeKubernetesState(ctx context.Context, b BackendInfo) error {
+func removeKubernetesState(ctx context.Context, b backends.Info) error {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func removeKubernetesState(ctx context.Context, b BackendInfo) error {
 // (one GET, where `tofu output` is a process, or with runners a Job). A
 // state that is not plain (encrypted: terraform.encryption) is an error,
 // and tofu reads it instead.
-func kubernetesStateOutputs(ctx context.Context, b BackendInfo) (map[string]outputMeta, error) {
+func kubernetesStateOutputs(ctx context.Context, b backends.Info) (map[string]outputMeta, error) {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func kubernetesStateOutputs(ctx context.Context, b BackendInfo) (map[string]outp
 // with lock ID id. tofu force-unlock cannot: it loads the state first, and
 // when the state Secret does not exist yet (a crash during the first init)
 // loading it needs the very lock it is asked to release.
-func unlockKubernetesLease(ctx context.Context, b BackendInfo, id string) error {
+func unlockKubernetesLease(ctx context.Context, b backends.Info, id string) error {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return err
@@ -95,7 +97,7 @@ func unlockKubernetesLease(ctx context.Context, b BackendInfo, id string) error 
 // connection settings tfccm reads (config_path, config_context,
 // in_cluster_config), one per distinct connection (backendClients), with
 // the namespace and secret_suffix.
-func kubernetesBackendClient(b BackendInfo) (kubernetes.Interface, string, string, error) {
+func kubernetesBackendClient(b backends.Info) (kubernetes.Interface, string, string, error) {
 	str := func(k string) string {
 		v, ok := b.Attributes[k]
 		if !ok || v.IsNull() || !v.IsKnown() || v.Type().FriendlyName() != "string" {

@@ -13,16 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/locks"
-
 	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/zclconf/go-cty/cty"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 func kubernetesBackendFile(suffix, kubeconfig string) []byte {
@@ -43,8 +45,8 @@ func kubernetesAttrs(suffix, kubeconfig string) []attr {
 	return []attr{{"secret_suffix", cty.StringVal(suffix)}, {"config_path", cty.StringVal(kubeconfig)}, {"namespace", cty.StringVal("default")}}
 }
 
-func kubernetesBackendInfo(suffix, kubeconfig string) BackendInfo {
-	b := BackendInfo{Type: "kubernetes", Attributes: map[string]cty.Value{}}
+func kubernetesBackendInfo(suffix, kubeconfig string) backends.Info {
+	b := backends.Info{Type: "kubernetes", Attributes: map[string]cty.Value{}}
 	for _, kv := range kubernetesAttrs(suffix, kubeconfig) {
 		b.Attributes[kv.k] = kv.v
 	}
@@ -185,8 +187,8 @@ func TestStaleInitLockIsReleased(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_, err := e.Wait(wctx, theirs.Name, theirs.ContentHash())
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("Wait = %v; want ErrLocked", err)
+	if !errors.Is(err, tofu.ErrLocked) {
+		t.Fatalf("Wait = %v; want tofu.ErrLocked", err)
 	}
 	for _, want := range []string{"alice@laptop", "(Init)", "22222222-bbbb", " ago)"} {
 		if !strings.Contains(err.Error(), want) {
@@ -292,8 +294,8 @@ func TestPreviousLeaderLockIsReleased(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := e.Wait(wctx, other.Name, other.ContentHash()); !errors.Is(err, ErrLocked) {
-		t.Fatalf("a stranger's lock: %v, want ErrLocked", err)
+	if _, err := e.Wait(wctx, other.Name, other.ContentHash()); !errors.Is(err, tofu.ErrLocked) {
+		t.Fatalf("a stranger's lock: %v, want tofu.ErrLocked", err)
 	}
 }
 
@@ -330,14 +332,14 @@ func TestBackendClientPerConnection(t *testing.T) {
 	dir := t.TempDir()
 	first := testKubeconfig(t, dir, "first", "https://127.0.0.1:6443")
 	second := testKubeconfig(t, dir, "second", "https://127.0.0.1:6443")
-	backend := func(suffix, path, context string) BackendInfo {
+	backend := func(suffix, path, context string) backends.Info {
 		b := kubernetesBackendInfo(suffix, path)
 		if context != "" {
 			b.Attributes["config_context"] = cty.StringVal(context)
 		}
 		return b
 	}
-	client := func(b BackendInfo) kubernetes.Interface {
+	client := func(b backends.Info) kubernetes.Interface {
 		t.Helper()
 		c, _, _, err := kubernetesBackendClient(b)
 		if err != nil {
@@ -349,12 +351,12 @@ func TestBackendClientPerConnection(t *testing.T) {
 	a := client(backend("a", first, ""))
 	for _, tc := range []struct {
 		name string
-		b    BackendInfo
+		b    backends.Info
 		same bool
 	}{
 		{"same settings", backend("a", first, ""), true},
 		{"another workspace of the backend", backend("b", first, ""), true},
-		{"another namespace", func() BackendInfo {
+		{"another namespace", func() backends.Info {
 			b := backend("a", first, "")
 			b.Attributes["namespace"] = cty.StringVal("other")
 			return b

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // The lifecycle of a workspace: its phases (Phase, status.go) and every
@@ -255,7 +257,7 @@ func (e *Engine) decide(en *entry, now time.Time) (pass, verdict, time.Time) {
 		return p, later, en.due
 	case p.drift:
 		return p, runPass, time.Time{} // re-plan what is applied: repairs changes made outside tofu
-	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && (IsInvalidInput(st.Err) || IsDenied(st.Err)) && !destroy:
+	case spec != nil && st.Phase == PhaseFailed && st.Hash == spec.Hash && (tofu.IsInvalidInput(st.Err) || IsDenied(st.Err)) && !destroy:
 		// The template rejected these inputs: nothing to retry until
 		// the spec changes.
 		return p, skip, time.Time{}
@@ -297,7 +299,7 @@ func (e *Engine) process(ctx context.Context, name string) {
 	}
 	rec := en.rec
 	en.burst, en.due = time.Time{}, time.Time{} // this run takes the burst
-	scrub := e.tofu.scrub.With(en.secrets).With(mapValues(p.spec.BackendConfig))
+	scrub := e.tofu.Scrub.With(en.secrets).With(mapValues(p.spec.BackendConfig))
 	attempt := en.status.Attempts + 1
 	en.setStatus(func(s *Status) { s.Phase = PhaseRunning })
 	e.mu.Unlock()
@@ -336,7 +338,7 @@ func (p pass) result(tool string, out runOutcome, took time.Duration, attempt in
 		res.AwaitingApproval, res.Plan = true, out.pending
 	}
 	res.Verdict = out.verdict
-	var le *Error
+	var le *tofu.Error
 	if errors.As(out.err, &le) {
 		res.LockHolder = le.LockHolder
 	}
@@ -392,7 +394,7 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 		// What was applied stays applied; the failed repair is reported
 		// (OnResult) and tried again at the next reconcile.
 		en.setStatus(func(s *Status) { s.Phase, s.Err = PhaseApplied, out.err })
-	case (IsInvalidInput(out.err) || IsDenied(out.err)) && !destroy:
+	case (tofu.IsInvalidInput(out.err) || IsDenied(out.err)) && !destroy:
 		// Invalid inputs (and plans the policy denies) are not retried (NextRetry stays zero): a new
 		// spec (the Service or the templates changed) runs at once.
 		e.retries.Forget(en.name)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // The lifecycle's transition table (lifecycle.go), row by row: each row is
@@ -88,7 +90,7 @@ func expect(t *testing.T, en *entry, want Phase, checks ...bool) {
 
 func TestLifecycleTableRowByRow(t *testing.T) {
 	plan := &PendingPlan{Hash: "p1", SpecHash: "h1"}
-	failed := fmt.Errorf("apply: %w", &Error{Op: "apply", Summary: "boom"})
+	failed := fmt.Errorf("apply: %w", &tofu.Error{Op: "apply", Summary: "boom"})
 	cases := map[string]func(t *testing.T){
 		"any but Running / Apply of the applied hash": func(t *testing.T) {
 			e, en := rowEngine(t, Options{})
@@ -211,7 +213,7 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			e, en := rowEngine(t, Options{})
 			spec := rowSpec("h1")
 			running(en, spec, false)
-			denied := &Error{Op: "gate", Summary: "rule says no", Denied: true}
+			denied := &tofu.Error{Op: "gate", Summary: "rule says no", Denied: true}
 			e.settle(context.Background(), en, pass{spec: spec}, runOutcome{err: denied}, 1)
 			expect(t, en, PhaseFailed, en.status.NextRetry.IsZero(), e.queue.Len() == 0)
 		},
@@ -271,7 +273,7 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			e, en := rowEngine(t, Options{})
 			spec := rowSpec("h1")
 			running(en, spec, false)
-			invalid := &Error{Op: "plan", Summary: "bad input", Invalid: true}
+			invalid := &tofu.Error{Op: "plan", Summary: "bad input", Invalid: true}
 			e.settle(context.Background(), en, pass{spec: spec}, runOutcome{err: invalid}, 1)
 			expect(t, en, PhaseFailed, en.status.NextRetry.IsZero(), en.status.Attempts == 1)
 		},

@@ -6,21 +6,17 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 const metricsSubsystem = "tfccm_workspace"
 
 // Metric results.
+// (Those of a tofu command are package tofu's: tofu.ResultSuccess...)
 const (
-	resultSuccess  = "success"
-	resultError    = "error"
-	resultLocked   = "locked"
-	resultCanceled = "canceled"
-	resultNoop     = "noop"
-	resultRefused  = "refused"
-	// resultPrepared: an init that did not run, the workspace started from
-	// its template's prepared .terraform (prepared.go).
-	resultPrepared = "prepared"
+	resultNoop    = "noop"
+	resultRefused = "refused"
 )
 
 var (
@@ -157,7 +153,7 @@ func (e *Engine) gauges(now time.Time) gauges {
 	for name, en := range e.ws {
 		st := en.status
 		phase := string(st.Phase)
-		if st.Phase == PhaseFailed && IsInvalidInput(st.Err) {
+		if st.Phase == PhaseFailed && tofu.IsInvalidInput(st.Err) {
 			phase = "Invalid"
 		}
 		if phase != "" && st.Phase != PhaseDestroyed {
@@ -171,4 +167,18 @@ func (e *Engine) gauges(now time.Time) gauges {
 		}
 	}
 	return g
+}
+
+// engineMetrics is what package tofu's runners measure, recorded in the
+// engine's metrics (tofu.Metrics).
+type engineMetrics struct{}
+
+func (engineMetrics) Observe(op string, took time.Duration) {
+	operationDuration.WithLabelValues(op).Observe(took.Seconds())
+}
+
+func (engineMetrics) Count(op, result string) { operationsTotal.WithLabelValues(op, result).Inc() }
+
+func (engineMetrics) ChecksumMismatch(provider string) {
+	providerChecksumMismatches.WithLabelValues(provider).Inc()
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestGauges: workspaces are counted by phase (a rejected input is
@@ -16,7 +18,7 @@ func TestGauges(t *testing.T) {
 		"a": {status: Status{Phase: PhaseApplied}, rec: record{AppliedAt: applied}},
 		"b": {status: Status{Phase: PhaseRunning}},
 		"c": {status: Status{Phase: PhaseFailed, Err: errors.New("boom")}},
-		"d": {status: Status{Phase: PhaseFailed, Err: &Error{Op: "plan", Invalid: true}}},
+		"d": {status: Status{Phase: PhaseFailed, Err: &tofu.Error{Op: "plan", Invalid: true}}},
 		"e": {status: Status{Phase: PhaseAwaitingApproval, Since: now.Add(-3 * time.Minute)}},
 		"f": {status: Status{Phase: PhaseAwaitingApproval, Since: now.Add(-time.Minute)}},
 		"g": {status: Status{Phase: PhaseDestroyed}, rec: record{AppliedAt: applied}},

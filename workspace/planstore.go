@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/workspace/plans"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Pending plans that outlive the process (review mode with
@@ -47,7 +48,7 @@ func (r *runner) stateStamp(ctx context.Context, spec *Spec, op string) (StateSt
 		return s, nil
 	}
 	if err := json.Unmarshal(doc, &s); err != nil {
-		return s, &Error{Op: op, Summary: fmt.Sprintf("read the state's serial and lineage: %v", err)}
+		return s, &tofu.Error{Op: op, Summary: fmt.Sprintf("read the state's serial and lineage: %v", err)}
 	}
 	return s, nil
 }
@@ -65,7 +66,7 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 	if now == *p.State {
 		return nil
 	}
-	return (&Error{Op: "apply", Summary: fmt.Sprintf(
+	return (&tofu.Error{Op: "apply", Summary: fmt.Sprintf(
 		"plan %s was made against %s, the state is now %s: the state changed since the plan was made, so it is not applied; planning again (the new plan needs its own approval)",
 		p.Hash, p.State, now)}).WithCause(&StateChangedError{Was: *p.State, Now: now})
 }
@@ -85,14 +86,14 @@ func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *PendingPlan) boo
 	if k.store == nil || !k.review {
 		return false
 	}
-	file, err := os.ReadFile(filepath.Join(r.dir, planFile))
+	file, err := os.ReadFile(filepath.Join(r.Dir, planFile))
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, planStoreTimeout)
-		err = k.store.SavePlan(ctx, filepath.Base(r.dir), &SavedPlan{Plan: *p, File: file})
+		err = k.store.SavePlan(ctx, filepath.Base(r.Dir), &SavedPlan{Plan: *p, File: file})
 		cancel()
 	}
 	if err != nil {
-		klog.ErrorS(err, "Could not keep the pending plan in the cluster; it is lost if the controller restarts", "workspace", filepath.Base(r.dir), "planHash", p.Hash)
+		klog.ErrorS(err, "Could not keep the pending plan in the cluster; it is lost if the controller restarts", "workspace", filepath.Base(r.Dir), "planHash", p.Hash)
 		return false
 	}
 	return true

@@ -14,6 +14,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // memPlans is a PlanStore in memory that keeps plans as JSON, as a store
@@ -105,7 +107,7 @@ func restartSpec(stateDir string, n int) Spec {
 			"backend.tf":        fmt.Appendf(nil, "terraform {\n  backend \"local\" {\n    path = %q\n  }\n}\n", state),
 			"tfccm.auto.tfvars": fmt.Appendf(nil, "n   = %d\nlog = %q\n", n, filepath.Join(stateDir, "applied.log")),
 		},
-		Backend: BackendInfo{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(state)}},
+		Backend: backends.Info{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(state)}},
 	}
 	s.Hash = s.ContentHash()
 	return s

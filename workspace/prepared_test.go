@@ -15,14 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tfccm/tfccm/workspace/backends"
-
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // preparedModule needs a provider (the lock file and the prepared
@@ -52,7 +52,7 @@ output "n" {
 
 // preparedSpec is a workspace of preparedModule with its backend block
 // (attrs) as tfccm renders one, and module text extra appended.
-func preparedSpec(name string, n int, backend BackendInfo, extra string) Spec {
+func preparedSpec(name string, n int, backend backends.Info, extra string) Spec {
 	s := Spec{Name: name, Backend: backend, Files: map[string][]byte{
 		"main.tf":           []byte(preparedModule + extra),
 		"tfccm.auto.tfvars": []byte(fmt.Sprintf("n = %d\n", n)),
@@ -65,7 +65,7 @@ func preparedSpec(name string, n int, backend BackendInfo, extra string) Spec {
 }
 
 // backendFile is a backend block of b's settings, as tfccm writes one.
-func backendFile(b BackendInfo) []byte {
+func backendFile(b backends.Info) []byte {
 	f := hclwrite.NewEmptyFile()
 	body := f.Body().AppendNewBlock("terraform", nil).Body().AppendNewBlock("backend", []string{b.Type}).Body()
 	keys := make([]string, 0, len(b.Attributes))
@@ -128,8 +128,8 @@ func TestPreparedInit(t *testing.T) {
 	bin, calls := countingBinary(t)
 	work := t.TempDir()
 	e := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig, WorkDir: work})
-	local := func(name string) BackendInfo {
-		return BackendInfo{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(work, "state", name+".tfstate"))}}
+	local := func(name string) backends.Info {
+		return backends.Info{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(work, "state", name+".tfstate"))}}
 	}
 	if err := os.MkdirAll(filepath.Join(work, "state"), 0o700); err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestPreparedInit(t *testing.T) {
 	if n := count(calls(), "init"); n != 2 {
 		t.Errorf("%d inits after b's template changed, want 2", n)
 	}
-	if exists(filepath.Join(e.Dir("b"), ".terraform", seededMarker)) {
+	if exists(filepath.Join(e.Dir("b"), ".terraform", tofu.SeededMarker)) {
 		t.Error("b still marked as seeded after its own init")
 	}
 	_ = filepath.WalkDir(filepath.Join(e.Dir("b"), ".terraform"), func(p string, d os.DirEntry, err error) error {

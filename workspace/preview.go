@@ -13,6 +13,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/backends"
 	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
@@ -37,7 +38,7 @@ type PreviewOptions struct {
 	// Env is tofu's environment but the credentials (tfenv.Workspace).
 	Env map[string]string
 	// Credentials are the configured credentials; a preview gets the ones
-	// its module declares (CredentialsFile), as the engine's runs do.
+	// its module declares (tofu.CredentialsFile), as the engine's runs do.
 	Credentials map[string]string
 	// ProviderLockFile, when set, is the dependency lock file init starts
 	// from (Options.ProviderLockFile, integrity.go).
@@ -100,7 +101,7 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 // credentials the module declares, the backend's secret settings) and,
 // with a pinned lock file, that lock file in dir.
 func previewTofu(o PreviewOptions, spec *Spec, dir string) (*tfexec.Terraform, error) {
-	benv, _ := splitBackendSecrets(spec)
+	benv, _ := backends.SplitSecrets(spec.Backend.Type, spec.BackendConfig)
 	env := maps.Clone(o.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -119,11 +120,11 @@ func previewTofu(o PreviewOptions, spec *Spec, dir string) (*tfexec.Terraform, e
 		return nil, err
 	}
 	if o.ProviderLockFile != "" {
-		lock, err := readProviderLock(o.ProviderLockFile)
+		lock, err := tofu.ReadProviderLock(o.ProviderLockFile)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, lockFile), lock, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, tofu.LockFile), lock, 0o644); err != nil {
 			return nil, fmt.Errorf("workspace %s: %w", spec.Name, err)
 		}
 	}
@@ -136,13 +137,13 @@ func previewTofu(o PreviewOptions, spec *Spec, dir string) (*tfexec.Terraform, e
 // an empty local state instead.
 func previewInit(ctx context.Context, tf *tfexec.Terraform, spec *Spec, dir string, fail func(string, error) error) (noState bool, err error) {
 	initOpts := []tfexec.InitOption{tfexec.Upgrade(false)}
-	if _, bfile := splitBackendSecrets(spec); len(bfile) > 0 {
+	if _, bfile := backends.SplitSecrets(spec.Backend.Type, spec.BackendConfig); len(bfile) > 0 {
 		secrets, err := os.MkdirTemp("", "tfccm-preview-")
 		if err != nil {
 			return false, err
 		}
 		defer os.RemoveAll(secrets)
-		path, _, err := writeBackendConfig(secrets, spec.Name, bfile)
+		path, _, err := backends.WriteConfigFile(secrets, spec.Name, bfile)
 		if err != nil {
 			return false, err
 		}

@@ -76,7 +76,8 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 			return nil, fmt.Errorf("probe %s/%s: copy its inputs: %w", name, module, err)
 		}
 	}
-	r := &runner{e: e.tofu, dir: dir, declDir: e.Dir(name), scrub: e.tofu.scrub}
+	r := newRunner(e.tofu, dir, nil, e.tofu.Scrub)
+	r.DeclDir = e.Dir(name)
 	// Initialized: its .terraform, or with runner Jobs its lock file alone
 	// (the providers, all a probe's .terraform holds, stay in the pod; the
 	// next pod links them again). A refresh that finds them missing
@@ -96,7 +97,7 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 		return tf.Apply(ctx, tfexec.RefreshOnly(true), tfexec.Lock(false))
 	}
 	err := r.probeCommand(ctx, "refresh", refresh)
-	var perr *Error
+	var perr *tofu.Error
 	if errors.As(err, &perr) && perr.Reinit {
 		// The lock file is kept (integrity.go): init reinstalls what it
 		// locks or refuses the package.
@@ -242,48 +243,48 @@ func hasConfig(dir string) bool {
 // .terraform of copies of the same module (prepared.go) when there is
 // one, else with tofu init, whose result is then shared.
 func (r *runner) probeInit(ctx context.Context, fresh bool) error {
-	key, err := r.e.inits.probeInitKey(r.dir)
+	key, err := r.Setup.Inits.ProbeKey(r.Dir, probeStateFile)
 	if err != nil {
-		return &Error{Op: "probe init", Summary: err.Error()}
+		return &tofu.Error{Op: "probe init", Summary: err.Error()}
 	}
-	pinned, err := r.e.inits.pinLockFile(r.dir)
+	pinned, err := r.Setup.Inits.PinLockFile(r.Dir)
 	if err != nil {
-		return &Error{Op: "probe init", Summary: err.Error()}
+		return &tofu.Error{Op: "probe init", Summary: err.Error()}
 	}
-	if fresh && (pinned || r.e.inits.seedLockFile(r.dir, key)) && r.e.inits.seedPrepared(r.dir, key, nil) {
-		operationsTotal.WithLabelValues("probe_init", resultPrepared).Inc()
+	if fresh && (pinned || r.Setup.Inits.SeedLockFile(r.Dir, key)) && r.Setup.Inits.SeedPrepared(r.Dir, key, nil) {
+		operationsTotal.WithLabelValues("probe_init", tofu.ResultPrepared).Inc()
 		return nil
 	}
-	unlinkPrepared(r.dir)
+	tofu.UnlinkPrepared(r.Dir)
 	if err := r.probeCommand(ctx, "init", func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.Init(ctx, tfexec.Upgrade(false))
 	}); err != nil {
 		return err
 	}
-	r.e.inits.keepLockFile(r.dir, key)
-	r.e.inits.keepPrepared(r.dir, key, nil)
+	r.Setup.Inits.KeepLockFile(r.Dir, key)
+	r.Setup.Inits.KeepPrepared(r.Dir, key, nil)
 	return nil
 }
 
 func (r *runner) probeCommand(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error {
 	limit := maxProbeTime
-	if t := r.e.opts.Timeout; t > 0 && t < limit {
+	if t := r.Setup.Timeout; t > 0 && t < limit {
 		limit = t
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
-	err := r.command(ctx, fn)
+	err := r.Command(ctx, fn)
 	operationDuration.WithLabelValues("probe_" + op).Observe(time.Since(start).Seconds())
 	if err != nil {
-		operationsTotal.WithLabelValues("probe_"+op, resultError).Inc()
+		operationsTotal.WithLabelValues("probe_"+op, tofu.ResultError).Inc()
 		text := err.Error()
-		summary := r.scrub.Scrub(tofu.Summarize(text))
+		summary := r.Scrub.Scrub(tofu.Summarize(text))
 		if p := tofu.MismatchedProvider(text); p != "" && op == "init" {
-			return mismatchError("probe "+op, p, summary)
+			return r.Setup.MismatchError("probe "+op, p, summary)
 		}
-		return &Error{Op: "probe " + op, Summary: summary, Reinit: tofu.NeedsReinit(text)}
+		return &tofu.Error{Op: "probe " + op, Summary: summary, Reinit: tofu.NeedsReinit(text)}
 	}
-	operationsTotal.WithLabelValues("probe_"+op, resultSuccess).Inc()
+	operationsTotal.WithLabelValues("probe_"+op, tofu.ResultSuccess).Inc()
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/tfccm/tfccm/workspace/plans"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Publication of a saved plan in review mode: its hash, its text and a
@@ -42,12 +43,12 @@ func contentHash(b []byte) string {
 // publishPlan hashes the saved plan, renders its published forms and
 // writes them under the workspace's metadata dir.
 func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*PendingPlan, error) {
-	hash, err := fileHash(filepath.Join(r.dir, planFile))
+	hash, err := fileHash(filepath.Join(r.Dir, planFile))
 	if err != nil {
-		return nil, &Error{Op: "plan", Summary: fmt.Sprintf("hash saved plan: %v", err)}
+		return nil, &tofu.Error{Op: "plan", Summary: fmt.Sprintf("hash saved plan: %v", err)}
 	}
 	p := &PendingPlan{Hash: hash, SpecHash: spec.Hash, Destroy: destroy}
-	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
+	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})
 	if err != nil {
@@ -58,8 +59,8 @@ func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*Pe
 	// its `input` without the marks once in state), and tofu prints such
 	// copies in clear. Every string marked sensitive anywhere in the plan
 	// is therefore scrubbed from the published text and JSON.
-	scrub := r.scrub.With(plans.SensitiveStrings(plan))
-	text, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (string, error) {
+	scrub := r.Scrub.With(plans.SensitiveStrings(plan))
+	text, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (string, error) {
 		return tf.ShowPlanFileRaw(ctx, planFile)
 	})
 	if err != nil {
@@ -71,12 +72,12 @@ func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*Pe
 	pub.Summary = p.Summary()
 	b, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
-		return nil, &Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
+		return nil, &tofu.Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
 	}
 	p.JSON = []byte(scrub.Scrub(string(b)))
 	for path, data := range map[string][]byte{planTextFile: []byte(p.Text), planJSONFile: p.JSON} {
-		if err := os.WriteFile(filepath.Join(r.dir, path), data, 0o600); err != nil {
-			return nil, &Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
+		if err := os.WriteFile(filepath.Join(r.Dir, path), data, 0o600); err != nil {
+			return nil, &tofu.Error{Op: "plan", Summary: fmt.Sprintf("publish plan: %v", err)}
 		}
 	}
 	return p, nil
@@ -97,7 +98,7 @@ func (r *runner) planSummary(ctx context.Context) (string, error) {
 	if s, ok := r.planLine.Summary(); ok {
 		return s, nil
 	}
-	plan, err := stepResult(ctx, r, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
+	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})
 	if err != nil {

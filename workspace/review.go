@@ -68,26 +68,26 @@ func (e *Engine) Approve(name, planHash string) error {
 // plan) and reports whether the plan had changes; onSummary gets the plan's
 // summary when tofu prints it, as the changes start.
 func (r *runner) applyUnsaved(ctx context.Context, onSummary func(string)) (changed bool, err error) {
-	err = r.withCredentials("apply", func(vf *tfexec.VarFileOption) error {
+	err = r.WithCredentials("apply", func(vf *tfexec.VarFileOption) error {
 		opts := []tfexec.ApplyOption{tfexec.LockTimeout("0s")}
 		if vf != nil {
 			opts = append(opts, vf)
 		}
-		return r.step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
-			r.unsaved = &tofu.PlanLineWriter{OnSummary: onSummary}
-			tf.SetStdout(r.unsaved)
+		return r.Step(ctx, "apply", func(ctx context.Context, tf *tfexec.Terraform) error {
+			r.Unsaved = &tofu.PlanLineWriter{OnSummary: onSummary}
+			tf.SetStdout(r.Unsaved)
 			return tf.Apply(ctx, opts...)
 		})
 	})
-	return !r.unsaved.NoChanges(), err
+	return !r.Unsaved.NoChanges(), err
 }
 
 // applyApproved applies the saved plan, after checking it is byte for byte
 // the one approved.
 func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
-	got, err := fileHash(filepath.Join(r.dir, planFile))
+	got, err := fileHash(filepath.Join(r.Dir, planFile))
 	if err != nil || got != p.Hash {
-		return &Error{Op: "apply", Summary: fmt.Sprintf("the approved plan %s is no longer saved in the workspace; planning again", p.Hash)}
+		return &tofu.Error{Op: "apply", Summary: fmt.Sprintf("the approved plan %s is no longer saved in the workspace; planning again", p.Hash)}
 	}
 	if err := r.checkState(ctx, r.spec, p); err != nil {
 		return err
@@ -99,12 +99,12 @@ func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
 // for a saved destroy plan); ephemeral credentials are given again (a saved
 // plan does not hold them).
 func (r *runner) applyPlan(ctx context.Context, op string) error {
-	return r.withCredentials(op, func(vf *tfexec.VarFileOption) error {
+	return r.WithCredentials(op, func(vf *tfexec.VarFileOption) error {
 		opts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile), tfexec.LockTimeout("0s")}
 		if vf != nil {
 			opts = append(opts, vf)
 		}
-		return r.step(ctx, op, func(ctx context.Context, tf *tfexec.Terraform) error {
+		return r.Step(ctx, op, func(ctx context.Context, tf *tfexec.Terraform) error {
 			return tf.Apply(ctx, opts...)
 		})
 	})

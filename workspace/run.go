@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/workspace/locks"
 	"github.com/tfccm/tfccm/workspace/tofu"
-
-	"github.com/hashicorp/terraform-exec/tfexec"
-	"github.com/tfccm/tfccm/internal/secret"
-	"k8s.io/klog/v2"
 )
 
 // One pass over a workspace (passes.run): prepare the directory, init if
@@ -26,7 +26,7 @@ import (
 // the options, the catalog, the plan store) and nothing of the engine's
 // memory of workspaces: the lifecycle (lifecycle.go) decides and settles.
 type passes struct {
-	t          *tofuSetup
+	t          *tofu.Setup
 	opts       *Options
 	encryption string // identifies the encryption configuration (encryptionID)
 	catalog    *catalog
@@ -70,16 +70,16 @@ func (ps *passes) run(ctx context.Context, spec *Spec, destroy bool, rec record,
 	defer func() {
 		// Keep the claim if tofu may have been killed holding a lock.
 		if out.err == nil || ctx.Err() == nil {
-			locks.RemoveClaim(r.dir)
+			locks.RemoveClaim(r.Dir)
 		}
 	}()
-	if initHash := ps.t.inits.recordInitHash(spec); out.rec.InitHash != initHash {
-		if err := r.init(ctx, spec, out.rec.InitHash != ""); err != nil {
+	if initHash := ps.t.Inits.RecordInitHash(spec.initHash()); out.rec.InitHash != initHash {
+		if err := r.Init(ctx, spec.dirSpec(), out.rec.InitHash != ""); err != nil {
 			return out.fail("init", err)
 		}
 		out.rec.InitHash = initHash
-		if err := writeRecord(r.dir, out.rec); err != nil {
-			return out.fail("init", &Error{Op: "init", Summary: err.Error()})
+		if err := writeRecord(r.Dir, out.rec); err != nil {
+			return out.fail("init", &tofu.Error{Op: "init", Summary: err.Error()})
 		}
 	}
 	if err := r.pushErrored(ctx); err != nil {
@@ -125,23 +125,23 @@ func (ps *passes) prepare(ctx context.Context, spec *Spec, destroy bool, rec *re
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
-		return nil, nil, &Error{Op: "write", Summary: err.Error()}
+		return nil, nil, &tofu.Error{Op: "write", Summary: err.Error()}
 	}
 	if err := spec.WriteDir(dir); err != nil {
-		return nil, nil, &Error{Op: "write", Summary: scrub.Scrub(err.Error())}
+		return nil, nil, &tofu.Error{Op: "write", Summary: scrub.Scrub(err.Error())}
 	}
 	if err := writeRecord(dir, *rec); err != nil {
-		return nil, nil, &Error{Op: "write", Summary: err.Error()}
+		return nil, nil, &tofu.Error{Op: "write", Summary: err.Error()}
 	}
 	// A plan saved by an interrupted run is stale: always plan afresh,
 	// unless applying the approved saved plan.
 	if approved == nil {
 		removePublished(dir)
 	}
-	backendEnv, _ := splitBackendSecrets(spec)
-	r := &runner{e: ps.t, dir: dir, env: backendEnv, backend: spec.Backend, scrub: scrub, oldClaim: oldClaim, hadClaim: hadClaim, spec: spec}
+	r := newRunner(ps.t, dir, spec, scrub)
+	r.OldClaim, r.HadClaim = oldClaim, hadClaim
 	if err := locks.WriteClaim(dir, locks.SelfClaim(ps.opts.Identity, opName(destroy))); err != nil {
-		return nil, nil, &Error{Op: "write", Summary: err.Error()}
+		return nil, nil, &tofu.Error{Op: "write", Summary: err.Error()}
 	}
 	return r, spec, nil
 }
@@ -170,7 +170,7 @@ func (ps *passes) runApproved(ctx context.Context, r *runner, spec *Spec, destro
 		return ps.finishDestroy(ctx, r, spec, out)
 	}
 	out.changed = true
-	removePublished(r.dir)
+	removePublished(r.Dir)
 	return ps.finishApply(ctx, r, spec, out)
 }
 
@@ -198,14 +198,14 @@ func (ps *passes) runDestroy(ctx context.Context, r *runner, spec *Spec, out run
 				return out.fail("destroy", err)
 			}
 		}
-		removePublished(r.dir)
+		removePublished(r.Dir)
 	default:
-		if err := r.withCredentials("destroy", func(vf *tfexec.VarFileOption) error {
+		if err := r.WithCredentials("destroy", func(vf *tfexec.VarFileOption) error {
 			opts := []tfexec.DestroyOption{tfexec.LockTimeout("0s")}
 			if vf != nil {
 				opts = append(opts, vf)
 			}
-			return r.step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
+			return r.Step(ctx, "destroy", func(ctx context.Context, tf *tfexec.Terraform) error {
 				return tf.Destroy(ctx, opts...)
 			})
 		}); err != nil {
@@ -246,7 +246,7 @@ func (ps *passes) runApply(ctx context.Context, r *runner, spec *Spec, out runOu
 	if !changes {
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	}
-	_ = os.Remove(filepath.Join(r.dir, planFile))
+	_ = os.Remove(filepath.Join(r.Dir, planFile))
 	return ps.finishApply(ctx, r, spec, out)
 }
 
@@ -275,7 +275,7 @@ func (ps *passes) runFirstApply(ctx context.Context, r *runner, spec *Spec, out 
 	changed, err := r.applyUnsaved(ctx, onSummary)
 	told.Wait()
 	if err != nil {
-		var te *Error
+		var te *tofu.Error
 		if errors.As(err, &te) && te.Op == "plan" {
 			return out.fail("plan", err)
 		}
@@ -310,25 +310,25 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
-	err = r.withCredentials("plan", func(vf *tfexec.VarFileOption) error {
+	err = r.WithCredentials("plan", func(vf *tfexec.VarFileOption) error {
 		if vf != nil {
 			opts = append(opts, vf)
 		}
 		var err error
 		var stderr bytes.Buffer
-		changes, err = stepResult(ctx, r, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
+		changes, err = tofu.StepResult(ctx, r.Runner, "plan", func(ctx context.Context, tf *tfexec.Terraform) (bool, error) {
 			r.planLine = &tofu.PlanLineWriter{}
 			stderr.Reset()
 			tf.SetStdout(r.planLine)
 			tf.SetStderr(&stderr)
 			return tf.Plan(ctx, opts...)
 		})
-		if err == nil && !exists(filepath.Join(r.dir, planFile)) {
+		if err == nil && !exists(filepath.Join(r.Dir, planFile)) {
 			// Exit code 2 means "changes", and is also how a Go program
 			// exits when it crashes (tofu, or the job runner's stand-in):
 			// a plan is applied only from the file it saved.
-			klog.InfoS("The plan reported success but saved no plan", "workspace", spec.Name, "output", r.scrub.Scrub(tofu.LogLines(stderr.String())))
-			err = &Error{Op: "plan", Summary: fmt.Sprintf("%s plan reported success but saved no plan (%s); nothing was applied", r.e.Tool(), planFile)}
+			klog.InfoS("The plan reported success but saved no plan", "workspace", spec.Name, "output", r.Scrub.Scrub(tofu.LogLines(stderr.String())))
+			err = &tofu.Error{Op: "plan", Summary: fmt.Sprintf("%s plan reported success but saved no plan (%s); nothing was applied", r.Setup.Tool(), planFile)}
 		}
 		return err
 	})
@@ -361,7 +361,7 @@ func (ps *passes) judge(ctx context.Context, r *runner, spec *Spec, destroy bool
 	}
 	r.verdict = v
 	if v.Denied != "" {
-		return false, &Error{Op: "plan", Summary: v.Denied, Denied: true}
+		return false, &tofu.Error{Op: "plan", Summary: v.Denied, Denied: true}
 	}
 	return v.Approval != "" || v.Hold != "", nil
 }
@@ -404,7 +404,7 @@ func (ps *passes) converge(ctx context.Context, spec *Spec, dir string, rec reco
 func (ps *passes) finishDestroy(ctx context.Context, r *runner, spec *Spec, out runOutcome) runOutcome {
 	out.changed = true
 	if spec.namedWorkspace() {
-		if err := r.step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
+		if err := r.Step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
 			if err := tf.WorkspaceSelect(ctx, "default"); err != nil {
 				return err
 			}
@@ -413,8 +413,8 @@ func (ps *passes) finishDestroy(ctx context.Context, r *runner, spec *Spec, out 
 			return out.fail("destroy", err)
 		}
 	}
-	if err := removeState(ctx, spec, r.dir, ps.opts.WorkDir); err != nil {
-		return out.fail("destroy", &Error{Op: "destroy", Summary: r.scrub.Scrub(err.Error())})
+	if err := removeState(ctx, spec, r.Dir, ps.opts.WorkDir); err != nil {
+		return out.fail("destroy", &tofu.Error{Op: "destroy", Summary: r.Scrub.Scrub(err.Error())})
 	}
 	ps.catalog.catalogRemove(ctx, spec.Name)
 	out.rec = record{}
@@ -430,16 +430,16 @@ func (ps *passes) finishApply(ctx context.Context, r *runner, spec *Spec, out ru
 	}
 	public, secrets := splitOutputs(outputs)
 	out.secrets = secrets
-	if err := saveApplied(r.dir, spec, out.rec.AppliedHash); err != nil {
-		return out.fail("apply", &Error{Op: "apply", Summary: r.scrub.Scrub(err.Error())})
+	if err := saveApplied(r.Dir, spec, out.rec.AppliedHash); err != nil {
+		return out.fail("apply", &tofu.Error{Op: "apply", Summary: r.Scrub.Scrub(err.Error())})
 	}
 	out.rec.AppliedHash = spec.Hash
 	out.rec.AppliedAt = time.Now().UTC()
 	out.rec.Outputs = public
 	out.rec.Encryption = ps.encryption
 	ps.catalog.catalogPut(ctx, spec, &out.rec)
-	if err := writeRecord(r.dir, out.rec); err != nil {
-		return out.fail("apply", &Error{Op: "apply", Summary: err.Error()})
+	if err := writeRecord(r.Dir, out.rec); err != nil {
+		return out.fail("apply", &tofu.Error{Op: "apply", Summary: err.Error()})
 	}
 	return out
 }

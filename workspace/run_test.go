@@ -12,6 +12,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // A plan whose command exits 2 ("changes", and how a crashed Go program
@@ -111,7 +112,7 @@ func TestFirstApplyFailureIsTheApplys(t *testing.T) {
 	if len(results) < 2 {
 		t.Fatalf("results %+v; want a failed pass, then an applied one", results)
 	}
-	if r := results[0]; r.Err == nil || r.Op != "apply" || IsInvalidInput(r.Err) || !strings.HasPrefix(r.Err.Error(), "apply: ") {
+	if r := results[0]; r.Err == nil || r.Op != "apply" || tofu.IsInvalidInput(r.Err) || !strings.HasPrefix(r.Err.Error(), "apply: ") {
 		t.Errorf("first pass: op %q, err %v; want the apply failed (not invalid input)", r.Op, r.Err)
 	}
 }

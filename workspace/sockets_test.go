@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/backends"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -56,7 +57,7 @@ func TestProviderSockets(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig, WorkDir: work, ProviderMTLS: mtls})
-			backend := BackendInfo{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(work, "a.tfstate"))}}
+			backend := backends.Info{Type: "local", Attributes: map[string]cty.Value{"path": cty.StringVal(filepath.Join(work, "a.tfstate"))}}
 			st := applyAndWait(t, e, preparedSpec("a", 1, backend, ""))
 			if string(st.Outputs["n"]) != "1" {
 				t.Fatalf("outputs %v", st.Outputs)

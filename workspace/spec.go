@@ -12,10 +12,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/tfccm/tfccm/internal/fsutil"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // Spec is the desired content of one workspace.
@@ -44,7 +43,7 @@ type Spec struct {
 	// Backend describes the state backend the backend file configures,
 	// secret settings included: the engine needs them to find and remove
 	// state. Never log it.
-	Backend BackendInfo
+	Backend backends.Info
 	// StateWorkspace is the Terraform workspace to select after init, for
 	// backends without a per-workspace key attribute; "" or "default"
 	// means the default workspace.
@@ -64,16 +63,6 @@ type Spec struct {
 // workspace.
 func (s *Spec) namedWorkspace() bool {
 	return s.StateWorkspace != "" && s.StateWorkspace != "default"
-}
-
-// BackendInfo is the state backend of a workspace (config.Backend). The
-// engine needs it to find local state and to remove kubernetes state after a
-// destroy; other backends pass through to tofu.
-type BackendInfo struct {
-	// Type is the backend type; "" means local.
-	Type string
-	// Attributes are the backend settings as written in the backend file.
-	Attributes map[string]cty.Value
 }
 
 // ManifestFile lists, one per line, the files WriteDir wrote into a

@@ -47,7 +47,7 @@ type Status struct {
 	// Attempts counts consecutive failed attempts for the desired hash.
 	Attempts int
 	// NextRetry is when a failed workspace is tried again; zero when it is
-	// not retried (IsInvalidInput(Err): only a new spec runs).
+	// not retried (tofu.IsInvalidInput(Err): only a new spec runs).
 	NextRetry time.Time
 	// Since is when the phase last changed.
 	Since time.Time

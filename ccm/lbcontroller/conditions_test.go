@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestConditionsAreAppliedOnChange: tfccm's conditions reach the Service's
@@ -59,7 +60,7 @@ func TestConditionsAreAppliedOnChange(t *testing.T) {
 	if writes != 1 {
 		t.Errorf("%d writes after the same conditions twice, want 1", writes)
 	}
-	c.set(svc, resultConditions(workspace.Result{Op: "apply", Err: &workspace.Error{Op: "apply", Summary: "boom"}})...)
+	c.set(svc, resultConditions(workspace.Result{Op: "apply", Err: &tofu.Error{Op: "apply", Summary: "boom"}})...)
 	failed := get(ConditionProgrammed)
 	if failed.Reason != CondReasonApplyFailed || !failed.LastTransitionTime.Equal(&applying.LastTransitionTime) {
 		t.Errorf("Programmed %+v: want ApplyFailed with the transition time kept (%s)", failed, applying.LastTransitionTime)
@@ -68,7 +69,7 @@ func TestConditionsAreAppliedOnChange(t *testing.T) {
 	if p, a := get(ConditionProgrammed), get(ConditionAccepted); p.Status != metav1.ConditionTrue || p.Reason != CondReasonApplied || a.Status != metav1.ConditionTrue {
 		t.Errorf("after the apply: Programmed %+v, Accepted %+v", p, a)
 	}
-	c.set(svc, resultConditions(workspace.Result{Op: "plan", Err: &workspace.Error{Op: "plan", Summary: "port 53/UDP unsupported", Invalid: true}})...)
+	c.set(svc, resultConditions(workspace.Result{Op: "plan", Err: &tofu.Error{Op: "plan", Summary: "port 53/UDP unsupported", Invalid: true}})...)
 	if a := get(ConditionAccepted); a.Status != metav1.ConditionFalse || a.Reason != CondReasonInvalidInput || a.Message != "plan: port 53/UDP unsupported" {
 		t.Errorf("Accepted %+v, want False InvalidInput naming the port", a)
 	}
@@ -80,7 +81,7 @@ func TestConditionsAreAppliedOnChange(t *testing.T) {
 // TestStalePlanCondition: an approval refused because the state changed
 // since the plan was made is Programmed=False PlanStale, saying why.
 func TestStalePlanCondition(t *testing.T) {
-	err := &workspace.Error{Op: "apply", Summary: "plan abc was made against lineage l serial 3, the state is now lineage l serial 4"}
+	err := &tofu.Error{Op: "apply", Summary: "plan abc was made against lineage l serial 3, the state is now lineage l serial 4"}
 	conds := resultConditions(workspace.Result{Op: "apply", Err: fmt.Errorf("%w: %w", err, workspace.ErrStateChanged)})
 	var got *metav1.Condition
 	for i := range conds {

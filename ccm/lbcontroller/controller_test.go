@@ -10,11 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 func TestResultEvent(t *testing.T) {
 	fail := errors.New("Error: Resource precondition failed: UDP is not supported")
-	mismatch := &workspace.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "provider registry.opentofu.org/tfccm/lbhost 0.1.0 does not match"}
+	mismatch := &tofu.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "provider registry.opentofu.org/tfccm/lbhost 0.1.0 does not match"}
 	cases := []struct {
 		r                    workspace.Result
 		wantType, wantReason string
@@ -26,10 +27,10 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "plan", Tool: "terraform", Err: fail, Attempt: 2}, corev1.EventTypeWarning, ReasonApplyFailed, "terraform plan failed (attempt 2)"},
 		{workspace.Result{Op: "destroy"}, corev1.EventTypeNormal, ReasonDestroyed, "state removed"},
 		{workspace.Result{Op: "destroy", Err: fail}, corev1.EventTypeWarning, ReasonDestroyFailed, "tofu destroy failed"},
-		{workspace.Result{Op: "plan", Err: workspace.ErrLocked, LockHolder: "alice@laptop"}, corev1.EventTypeWarning, ReasonStateLocked, "alice@laptop"},
+		{workspace.Result{Op: "plan", Err: tofu.ErrLocked, LockHolder: "alice@laptop"}, corev1.EventTypeWarning, ReasonStateLocked, "alice@laptop"},
 		{workspace.Result{Op: "apply", Drift: true, Changed: true}, corev1.EventTypeWarning, ReasonDriftRepaired, "drifted"},
 		{workspace.Result{Op: "plan", Drift: true, Err: fail}, corev1.EventTypeWarning, ReasonDriftFailed, "UDP is not supported"},
-		{workspace.Result{Op: "plan", Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable: port must be below 10.", Invalid: true}}, corev1.EventTypeWarning, ReasonInvalidInput, "port must be below 10"},
+		{workspace.Result{Op: "plan", Err: &tofu.Error{Op: "plan", Summary: "Invalid value for variable: port must be below 10.", Invalid: true}}, corev1.EventTypeWarning, ReasonInvalidInput, "port must be below 10"},
 		{workspace.Result{Op: "apply", Err: fmt.Errorf("apply: serial 3, now 4: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused: apply: serial 3, now 4"},
 		{workspace.Result{Op: "apply", Drift: true, Err: fmt.Errorf("apply: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused"},
 		{workspace.Result{Op: "apply", Err: mismatch, Attempt: 1}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "refused provider registry.opentofu.org/tfccm/lbhost 0.1.0"},
@@ -48,7 +49,7 @@ func TestResultEvent(t *testing.T) {
 // Programmed False with its own reason, naming the provider, also for a
 // drift check (whose other failures leave the conditions alone).
 func TestResultConditionsProviderMismatch(t *testing.T) {
-	mismatch := &workspace.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "does not match"}
+	mismatch := &tofu.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "does not match"}
 	for _, r := range []workspace.Result{{Op: "apply", Err: mismatch}, {Op: "plan", Drift: true, Err: mismatch}} {
 		conds := resultConditions(r)
 		if len(conds) != 1 || conds[0].Type != ConditionProgrammed || conds[0].Reason != CondReasonProviderChecksumMismatch ||

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestGateDeniedResult: a plan the policy denies is a TerraformPlanDenied
@@ -17,7 +18,7 @@ func TestGateDeniedResult(t *testing.T) {
 	if _, err := l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil); err == nil {
 		t.Fatal("in-flight Ensure returned no error")
 	}
-	denied := workspace.Result{Op: "plan", Err: &workspace.Error{Op: "plan", Summary: "policy at-most-2-destroys: destroys 3 resources", Denied: true}}
+	denied := workspace.Result{Op: "plan", Err: &tofu.Error{Op: "plan", Summary: "policy at-most-2-destroys: destroys 3 resources", Denied: true}}
 	l.onResult("lb-c-u1", denied)
 	l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Verdict: workspace.GateVerdict{Warnings: []string{"policy destroys-warn: careful"}}})
 	if got := reasons(*events); got != ReasonPlanDenied+","+ReasonPolicyWarning+","+ReasonApplied {

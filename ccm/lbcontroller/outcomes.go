@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // The outcome table: the one place that turns an engine status or result
@@ -116,7 +117,7 @@ var statusOutcomes = []outcome{
 		answer: answerStatus, retry: retryAfter, after: awaitingRetry, phase: awaitingPhase},
 	{name: "drift repair awaits approval, plan not known", when: status(workspace.PhaseAwaitingApproval, current), conditions: []conditionRow{acceptedRow},
 		answer: answerStatus, retry: retryAfter, after: awaitingRetry, phase: waiting},
-	{name: "inputs rejected", when: status(workspace.PhaseFailed, failedWith(workspace.IsInvalidInput)),
+	{name: "inputs rejected", when: status(workspace.PhaseFailed, failedWith(tofu.IsInvalidInput)),
 		conditions: []conditionRow{invalidRow, {ConditionProgrammed, false, CondReasonInvalidInput, said("the template rejected this Service's inputs")}},
 		answer:     answerRefused, fail: func(s engineState) error {
 			return fmt.Errorf("load balancer %s: the template rejected this Service's inputs: %w (not retried until the Service, its nodes or the templates change; the running load balancer is untouched)", s.st.Name, s.st.Err)
@@ -154,7 +155,7 @@ var resultOutcomes = []outcome{
 	{name: "provider checksum mismatch", when: result(erred(isMismatch)), event: &mismatchEvent,
 		conditions: []conditionRow{{ConditionProgrammed, false, CondReasonProviderChecksumMismatch, eventText(mismatchEvent)}}},
 	{name: "drift check denied", when: result(drift, not(destroyOp), erred(workspace.IsDenied)), event: &driftFailedEvent, conditions: []conditionRow{acceptedRow, deniedRow}},
-	{name: "drift check rejected", when: result(drift, not(destroyOp), erred(workspace.IsInvalidInput)), event: &driftFailedEvent, conditions: []conditionRow{invalidRow, rejectedRow}},
+	{name: "drift check rejected", when: result(drift, not(destroyOp), erred(tofu.IsInvalidInput)), event: &driftFailedEvent, conditions: []conditionRow{invalidRow, rejectedRow}},
 	{name: "drift check failed", when: result(drift, erred(anyErr)), event: &driftFailedEvent, retry: retryBackoff},
 	{name: "destroy awaiting approval", when: result(awaiting, destroyOp)},
 	{name: "plan awaiting approval", when: result(awaiting), conditions: []conditionRow{acceptedRow, awaitingRow}}, // review mode records its Event
@@ -165,7 +166,7 @@ var resultOutcomes = []outcome{
 	{name: "no drift", when: result(drift)},
 	{name: "destroy denied", when: result(erred(workspace.IsDenied), destroyOp), event: &deniedEvent},
 	{name: "plan denied", when: result(erred(workspace.IsDenied)), event: &deniedEvent, conditions: []conditionRow{acceptedRow, deniedRow}},
-	{name: "inputs rejected", when: result(erred(workspace.IsInvalidInput), not(destroyOp)), conditions: []conditionRow{invalidRow, rejectedRow},
+	{name: "inputs rejected", when: result(erred(tofu.IsInvalidInput), not(destroyOp)), conditions: []conditionRow{invalidRow, rejectedRow},
 		event: &eventRow{corev1.EventTypeWarning, ReasonInvalidInput, func(s engineState) string {
 			return fmt.Sprintf("the template rejected this Service's inputs; fix the Service (or its tfccm.io/vars) and nothing is retried until then: %v", s.r.Err)
 		}}},
@@ -200,7 +201,7 @@ var (
 	staleEvent    = eventRow{corev1.EventTypeWarning, ReasonPlanStale, func(s engineState) string { return fmt.Sprintf("approval refused: %v", s.r.Err) }}
 	mismatchEvent = eventRow{corev1.EventTypeWarning, ReasonProviderChecksumMismatch, func(s engineState) string {
 		return fmt.Sprintf("%s %s refused provider %s: its package does not match the dependency lock file's checksums; nothing was applied and the lock file is kept (attempt %d): %v",
-			tool(s.r), s.r.Op, workspace.ProviderMismatch(s.r.Err), s.r.Attempt, s.r.Err)
+			tool(s.r), s.r.Op, tofu.ProviderMismatch(s.r.Err), s.r.Attempt, s.r.Err)
 	}}
 	driftFailedEvent = eventRow{corev1.EventTypeWarning, ReasonDriftFailed, func(s engineState) string {
 		return fmt.Sprintf("re-plan of the applied load balancer failed: %v", s.r.Err)
@@ -335,7 +336,7 @@ func not(f func(workspace.Result) bool) func(workspace.Result) bool {
 
 func anyErr(error) bool          { return true }
 func isStale(err error) bool     { return errors.Is(err, workspace.ErrStateChanged) }
-func isMismatch(err error) bool  { return workspace.ProviderMismatch(err) != "" }
+func isMismatch(err error) bool  { return tofu.ProviderMismatch(err) != "" }
 func said(text string) words     { return func(engineState) string { return text } }
 func eventText(e eventRow) words { return e.text }
 func waiting(s engineState) string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestOutcomeTable walks the outcome table row by row: each case is a
@@ -15,10 +16,10 @@ import (
 // sees of it (conditions, Event, answer, retry, phase text). Every row has
 // its case.
 func TestOutcomeTable(t *testing.T) {
-	denied := fmt.Errorf("gate: %w", &workspace.Error{Op: "plan", Summary: "deletes a load balancer", Denied: true})
-	invalid := &workspace.Error{Op: "plan", Summary: "port 53/UDP unsupported", Invalid: true}
+	denied := fmt.Errorf("gate: %w", &tofu.Error{Op: "plan", Summary: "deletes a load balancer", Denied: true})
+	invalid := &tofu.Error{Op: "plan", Summary: "port 53/UDP unsupported", Invalid: true}
 	stale := fmt.Errorf("%w: %w", errors.New("approved plan"), workspace.ErrStateChanged)
-	mismatch := &workspace.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "checksum"}
+	mismatch := &tofu.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "checksum"}
 	boom := errors.New("boom")
 	plan := &workspace.PendingPlan{Hash: "abc"}
 	held := workspace.GateVerdict{Hold: "not applied: the change window opens at 02:00"}
@@ -58,8 +59,8 @@ func TestOutcomeTable(t *testing.T) {
 		{"not yet current", st(workspace.PhaseApplied, nil), "", "", answerRetry, retryAfter, "waiting to be applied"},
 
 		{"held by a change window", res(workspace.Result{Op: "plan", AwaitingApproval: true, Plan: plan, Verdict: held}), "tfccm.io/Accepted=True/Accepted tfccm.io/Programmed=False/ChangeWindowClosed", "Normal/TerraformChangeWindowClosed", answerRetry, retryNone, ""},
-		{"state locked, destroy or drift check", res(workspace.Result{Op: "destroy", Err: workspace.ErrLocked, LockHolder: "alice"}), "", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
-		{"state locked", res(workspace.Result{Op: "plan", Err: workspace.ErrLocked, LockHolder: "alice"}), "tfccm.io/Programmed=False/ApplyFailed", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
+		{"state locked, destroy or drift check", res(workspace.Result{Op: "destroy", Err: tofu.ErrLocked, LockHolder: "alice"}), "", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
+		{"state locked", res(workspace.Result{Op: "plan", Err: tofu.ErrLocked, LockHolder: "alice"}), "tfccm.io/Programmed=False/ApplyFailed", "Warning/TerraformStateLocked", answerRetry, retryBackoff, ""},
 		{"approved plan stale, destroy", res(workspace.Result{Op: "destroy", Err: stale}), "", "Warning/TerraformPlanStale", answerRetry, retryNone, ""},
 		{"approved plan stale", res(workspace.Result{Op: "apply", Err: stale}), "tfccm.io/Accepted=True/Accepted tfccm.io/Programmed=False/PlanStale", "Warning/TerraformPlanStale", answerRetry, retryNone, ""},
 		{"provider checksum mismatch, destroy", res(workspace.Result{Op: "destroy", Err: mismatch}), "", "Warning/TerraformProviderChecksumMismatch", answerRetry, retryNone, ""},

@@ -24,6 +24,8 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // fakeLBEngine is the LoadBalancer facet's engine in unit tests: it answers
@@ -188,7 +190,7 @@ func (fakeRenderer) IsLoadBalancerWorkspace(name string) bool {
 	return strings.HasPrefix(name, "lb-c-")
 }
 func (fakeRenderer) WithBackend(spec workspace.Spec) (workspace.Spec, error) {
-	spec.Backend, spec.StateWorkspace = workspace.BackendInfo{Type: "local"}, "default"
+	spec.Backend, spec.StateWorkspace = backends.Info{Type: "local"}, "default"
 	return spec, nil
 }
 
@@ -238,7 +240,7 @@ func TestEnsureLoadBalancerPhases(t *testing.T) {
 		// A refused input: tfccm's Warning (from the result, or the
 		// render's) is the one; the service controller's no-op answer
 		// adds none and does not retry (refusedOnce).
-		{name: "invalid input", status: workspace.Status{Phase: workspace.PhaseFailed, Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantApplys: 1},
+		{name: "invalid input", status: workspace.Status{Phase: workspace.PhaseFailed, Err: &tofu.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantApplys: 1},
 		{name: "failed", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("plan: boom"), NextRetry: next}, wantErr: "plan: boom (next retry 2026-11-23T10:00:00Z)", wantApplys: 1},
 		{name: "applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}, wantIP: "10.0.0.5", wantApplys: 1},
 		{name: "older content applied", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "new", AppliedHash: "old", Outputs: ingressOutputs(`[{"ip":"10.0.0.5"}]`)}, wantRetry: inFlightRetry, wantApplys: 1},

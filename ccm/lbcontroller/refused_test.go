@@ -13,6 +13,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // TestRefusedInputOneWarning: an input tfccm refuses is one Warning, its
@@ -82,7 +83,7 @@ func TestRefusedInputOneWarning(t *testing.T) {
 // controller would have written; one the controller asked for again, or
 // never refused, is left to the controller.
 func TestStatusAfterRefusal(t *testing.T) {
-	invalid := workspace.Status{Phase: workspace.PhaseFailed, Err: &workspace.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}
+	invalid := workspace.Status{Phase: workspace.PhaseFailed, Err: &tofu.Error{Op: "plan", Summary: "Invalid value for variable", Invalid: true}}
 	applied := workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"10.0.0.5","ip_mode":"VIP"}]`)}
 	for _, tc := range []struct {
 		name       string

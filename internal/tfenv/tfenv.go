@@ -173,7 +173,7 @@ func Credentials(s Settings) map[string]string {
 
 // Workspace splits Build for the workspace engine: env is the environment
 // without the credentials (Env and PassEnv), which a workspace gets only
-// by name as its template declares them (workspace.CredentialsFile);
+// by name as its template declares them (tofu.CredentialsFile in package workspace/tofu);
 // creds are those credentials (Credentials); secrets are all of Build's.
 func Workspace(s Settings) (env, creds map[string]string, secrets []string, err error) {
 	_, secrets, err = Build(s)

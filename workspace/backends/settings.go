@@ -1,4 +1,16 @@
-package workspace
+package backends
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
 
 // Secret backend settings never reach the disk where tofu can record them:
 // `tofu init -backend-config=FILE` copies every value into
@@ -44,12 +56,12 @@ var backendSecretEnv = map[string]map[string]string{
 	},
 }
 
-// splitBackendSecrets returns the spec's secret backend settings that go
-// to the environment (as variables) and those left for a -backend-config
-// file.
-func splitBackendSecrets(spec *Spec) (env, file map[string]string) {
-	vars := backendSecretEnv[spec.Backend.Type]
-	for k, v := range spec.BackendConfig {
+// SplitSecrets returns the secret settings (config) of a backend of type
+// typ that go to the environment (as variables) and those left for a
+// -backend-config file.
+func SplitSecrets(typ string, config map[string]string) (env, file map[string]string) {
+	vars := backendSecretEnv[typ]
+	for k, v := range config {
 		if name, ok := vars[k]; ok {
 			if env == nil {
 				env = map[string]string{}
@@ -63,4 +75,28 @@ func splitBackendSecrets(spec *Spec) (env, file map[string]string) {
 		file[k] = v
 	}
 	return env, file
+}
+
+// WriteConfigFile writes settings as an HCL -backend-config file (mode
+// 0600) under workDir/.secrets, outside every workspace, and returns its
+// path and a cleanup that removes it. Only settings the backend cannot
+// read from its environment come here (SplitSecrets): tofu records them
+// in the workspace's .terraform/terraform.tfstate.
+func WriteConfigFile(workDir, name string, settings map[string]string) (string, func(), error) {
+	dir := filepath.Join(workDir, ".secrets")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("backend config: %w", err)
+	}
+	f := hclwrite.NewEmptyFile()
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if !hclsyntax.ValidIdentifier(k) {
+			return "", nil, fmt.Errorf("backend config: %q is not a valid setting name", k)
+		}
+		f.Body().SetAttributeValue(k, cty.StringVal(settings[k]))
+	}
+	path := filepath.Join(dir, name+".tfbackend")
+	if err := os.WriteFile(path, f.Bytes(), 0o600); err != nil {
+		return "", nil, fmt.Errorf("backend config: %w", err)
+	}
+	return path, func() { _ = os.Remove(path) }, nil
 }

@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"bytes"
@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"hash"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -42,50 +44,58 @@ import (
 // A shared copy whose checksum does not match is dropped unread, and a new
 // incarnation (maybe a new image, with another mirror) starts with none.
 
-// initCache is what the inits of all workspaces share: the lock files
+// InitCache is what the inits of all workspaces share: the lock files
 // per provider set (this file), the pinned lock file (integrity.go) and
 // the prepared .terraform directories (prepared.go), under workDir.
-type initCache struct {
+type InitCache struct {
 	binary, cliConfig, workDir string
-	// pinned is Options.ProviderLockFile's content (integrity.go).
+	// pinned is the pinned lock file's content (integrity.go).
 	pinned []byte
-	// jobs is true when tofu runs in Jobs (Options.Exec): no .terraform
+	// jobs is true when tofu runs in Jobs (Setup.Exec): no .terraform
 	// is prepared or seeded there.
 	jobs bool
+}
+
+// NewInitCache is the init cache under workDir for binary with its CLI
+// configuration, the pinned lock file's content (nil: none,
+// ReadProviderLock) and whether tofu runs in Jobs.
+func NewInitCache(binary, cliConfig, workDir string, pinned []byte, jobs bool) *InitCache {
+	return &InitCache{binary: binary, cliConfig: cliConfig, workDir: workDir, pinned: pinned, jobs: jobs}
 }
 
 // initCacheDir holds the shared lock files: <work dir>/.init-cache/<key>/.
 const initCacheDir = ".init-cache"
 
-// lockFile is OpenTofu's dependency lock file in a workspace.
-const lockFile = ".terraform.lock.hcl"
+// LockFile is OpenTofu's dependency lock file in a workspace.
+const LockFile = ".terraform.lock.hcl"
 
 // Files of a shared lock file's entry.
 const (
-	cachedLock    = "lock.hcl"
-	cachedLockSum = "lock.hcl.sha256"
+	CachedLock    = "lock.hcl"
+	CachedLockSum = "lock.hcl.sha256"
 )
 
-// initCacheKey names the provider set of a spec: every file but the
+// Key names the provider set of a spec: every file but the
 // inputs (*.tfvars) and the files tfccm generates per workspace (tfccm_*
 // at the top: the backend block), with the tofu binary and CLI config
 // that resolve them. Workspaces rendered from one template share it.
-func (c *initCache) initCacheKey(spec *Spec) string {
+func (c *InitCache) Key(spec *DirSpec) string {
 	h := c.initKeyHash("workspace")
-	for _, p := range spec.Paths() {
-		if isVarFile(p) || (!strings.Contains(p, "/") && strings.HasPrefix(path.Base(p), "tfccm_")) {
+	for _, p := range slices.Sorted(maps.Keys(spec.Files)) {
+		if IsVarFile(p) || (!strings.Contains(p, "/") && strings.HasPrefix(path.Base(p), "tfccm_")) {
 			continue
 		}
-		fmt.Fprintf(h, "file %q %o %d\n", p, spec.mode(p), len(spec.Files[p]))
+		fmt.Fprintf(h, "file %q %o %d\n", p, spec.Mode(p), len(spec.Files[p]))
 		h.Write(spec.Files[p])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// probeInitKey names the provider set of a probe's copy in dir: its
-// module's regular files (not the linked inputs, not tofu's dot files).
-// Copies of one template's module share it.
-func (c *initCache) probeInitKey(dir string) (string, error) {
+// ProbeKey names the provider set of a probe's copy in dir: its module's
+// regular files (not the linked inputs, not tofu's dot files, not the
+// local state stateFile and its backup). Copies of one template's module
+// share it.
+func (c *InitCache) ProbeKey(dir, stateFile string) (string, error) {
 	h := c.initKeyHash("probe")
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -97,7 +107,7 @@ func (c *initCache) probeInitKey(dir string) (string, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || d.Name() == probeStateFile || d.Name() == probeStateFile+".backup" {
+		if !d.Type().IsRegular() || d.Name() == stateFile || d.Name() == stateFile+".backup" {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -117,7 +127,7 @@ func (c *initCache) probeInitKey(dir string) (string, error) {
 
 // initKeyHash starts a key: what resolves providers (the binary and its
 // CLI configuration) for a kind of directory.
-func (c *initCache) initKeyHash(kind string) hash.Hash {
+func (c *InitCache) initKeyHash(kind string) hash.Hash {
 	h := sha256.New()
 	fmt.Fprintf(h, "tfccm init cache v2 %s\nbinary %q\ncli-config %q\n", kind, c.binary, c.cliConfig)
 	if c.cliConfig != "" {
@@ -130,22 +140,22 @@ func (c *initCache) initKeyHash(kind string) hash.Hash {
 	return h
 }
 
-// initCacheEntry is the directory of key's shared lock file.
-func (c *initCache) initCacheEntry(key string) string {
+// Entry is the directory of key's shared lock file.
+func (c *InitCache) Entry(key string) string {
 	return filepath.Join(c.workDir, initCacheDir, key)
 }
 
-// seedLockFile copies the shared lock file of key into dir when dir has
+// SeedLockFile copies the shared lock file of key into dir when dir has
 // none yet. It reports whether it did.
-func (c *initCache) seedLockFile(dir, key string) bool {
-	if exists(filepath.Join(dir, lockFile)) {
+func (c *InitCache) SeedLockFile(dir, key string) bool {
+	if exists(filepath.Join(dir, LockFile)) {
 		return false
 	}
 	lock, ok := c.readCachedLock(key)
 	if !ok {
 		return false
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, lockFile), lock, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, LockFile), lock, 0o644); err != nil {
 		klog.InfoS("Could not copy the shared dependency lock file; init resolves providers itself", "workspace", filepath.Base(dir), "err", err)
 		return false
 	}
@@ -154,13 +164,13 @@ func (c *initCache) seedLockFile(dir, key string) bool {
 
 // readCachedLock returns key's shared lock file if it is intact; one
 // whose checksum does not match (a torn or edited copy) is removed.
-func (c *initCache) readCachedLock(key string) ([]byte, bool) {
-	entry := c.initCacheEntry(key)
-	lock, err := os.ReadFile(filepath.Join(entry, cachedLock))
+func (c *InitCache) readCachedLock(key string) ([]byte, bool) {
+	entry := c.Entry(key)
+	lock, err := os.ReadFile(filepath.Join(entry, CachedLock))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false
 	}
-	sum, serr := os.ReadFile(filepath.Join(entry, cachedLockSum))
+	sum, serr := os.ReadFile(filepath.Join(entry, CachedLockSum))
 	if err != nil || serr != nil || strings.TrimSpace(string(sum)) != lockSum(lock) {
 		klog.InfoS("Shared dependency lock file is damaged; removing it (the next init writes it again)", "entry", entry)
 		c.dropCachedLock(key)
@@ -169,15 +179,15 @@ func (c *initCache) readCachedLock(key string) ([]byte, bool) {
 	return lock, true
 }
 
-// keepLockFile shares dir's lock file, written by a successful init, under
+// KeepLockFile shares dir's lock file, written by a successful init, under
 // key (unless that copy is already there).
-func (c *initCache) keepLockFile(dir, key string) {
-	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
+func (c *InitCache) KeepLockFile(dir, key string) {
+	lock, err := os.ReadFile(filepath.Join(dir, LockFile))
 	if err != nil || len(lock) == 0 {
 		return // no providers, or none recorded
 	}
-	entry := c.initCacheEntry(key)
-	if old, err := os.ReadFile(filepath.Join(entry, cachedLock)); err == nil && bytes.Equal(old, lock) {
+	entry := c.Entry(key)
+	if old, err := os.ReadFile(filepath.Join(entry, CachedLock)); err == nil && bytes.Equal(old, lock) {
 		return
 	}
 	if err := os.MkdirAll(entry, 0o700); err != nil {
@@ -186,19 +196,19 @@ func (c *initCache) keepLockFile(dir, key string) {
 	}
 	// The checksum is written last: a reader sees either no entry, the
 	// old one (checksum mismatch: dropped) or the new one.
-	_ = os.Remove(filepath.Join(entry, cachedLockSum))
-	if err := fsutil.WriteFileAtomic(filepath.Join(entry, cachedLock), lock, 0o600); err != nil {
+	_ = os.Remove(filepath.Join(entry, CachedLockSum))
+	if err := fsutil.WriteFileAtomic(filepath.Join(entry, CachedLock), lock, 0o600); err != nil {
 		klog.InfoS("Could not share the dependency lock file", "workspace", filepath.Base(dir), "err", err)
 		return
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(entry, cachedLockSum), []byte(lockSum(lock)+"\n"), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(entry, CachedLockSum), []byte(lockSum(lock)+"\n"), 0o600); err != nil {
 		klog.InfoS("Could not share the dependency lock file", "workspace", filepath.Base(dir), "err", err)
 	}
 }
 
 // dropCachedLock removes key's shared lock file.
-func (c *initCache) dropCachedLock(key string) {
-	if err := os.RemoveAll(c.initCacheEntry(key)); err != nil {
+func (c *InitCache) dropCachedLock(key string) {
+	if err := os.RemoveAll(c.Entry(key)); err != nil {
 		klog.InfoS("Could not remove a shared dependency lock file", "key", key, "err", err)
 	}
 }
@@ -208,9 +218,27 @@ func lockSum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// dropInitCache removes every shared lock file.
-func (c *initCache) dropInitCache() {
+// Drop removes every shared lock file (and prepared .terraform).
+func (c *InitCache) Drop() {
 	if err := os.RemoveAll(filepath.Join(c.workDir, initCacheDir)); err != nil {
 		klog.InfoS("Could not remove the shared dependency lock files", "err", err)
 	}
+}
+
+// IsVarFile reports whether p is a variable file (inputs, not module).
+func IsVarFile(p string) bool {
+	return strings.HasSuffix(p, ".tfvars") || strings.HasSuffix(p, ".tfvars.json")
+}
+
+// Mode is the mode of file p (0o644 unless Modes gives one).
+func (s *DirSpec) Mode(p string) fs.FileMode {
+	if m, ok := s.Modes[p]; ok {
+		return m
+	}
+	return 0o644
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

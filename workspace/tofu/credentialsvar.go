@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/terraform-exec/tfexec"
-	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Credentials as ephemeral values: a workspace whose root module declares
@@ -35,7 +34,7 @@ const CredentialsVar = "credentials"
 
 // declaresCredentials reports whether spec's root module declares
 // CredentialsVar (in a .tf or .tf.json file at the top level).
-func declaresCredentials(spec *Spec) bool {
+func declaresCredentials(spec *DirSpec) bool {
 	p := hclparse.NewParser()
 	schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "variable", LabelNames: []string{"name"}}}}
 	for path, data := range spec.Files {
@@ -64,8 +63,8 @@ func declaresCredentials(spec *Spec) bool {
 // credentialsFile writes the credentials var file for the runner's
 // workspace if its module declares CredentialsVar; it returns the option
 // to pass (nil if none) and a cleanup that removes the file.
-func (r *runner) credentialsFile() (*tfexec.VarFileOption, func(), error) {
-	if r.spec == nil || !declaresCredentials(r.spec) {
+func (r *Runner) credentialsFile() (*tfexec.VarFileOption, func(), error) {
+	if r.Spec == nil || !declaresCredentials(r.Spec) {
 		return nil, func() {}, nil
 	}
 	creds, err := r.credentials()
@@ -76,23 +75,23 @@ func (r *runner) credentialsFile() (*tfexec.VarFileOption, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("credentials: %w", err)
 	}
-	dir := filepath.Join(filepath.Dir(r.dir), ".secrets")
+	dir := filepath.Join(filepath.Dir(r.Dir), ".secrets")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("credentials: %w", err)
 	}
-	path := filepath.Join(dir, filepath.Base(r.dir)+".credentials.tfvars.json")
+	path := filepath.Join(dir, filepath.Base(r.Dir)+".credentials.tfvars.json")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, nil, fmt.Errorf("credentials: %w", err)
 	}
 	return tfexec.VarFile(path), func() { _ = os.Remove(path) }, nil
 }
 
-// withCredentials runs fn with the credentials var file option (nil when
+// WithCredentials runs fn with the credentials var file option (nil when
 // the module takes none); op names the step in errors.
-func (r *runner) withCredentials(op string, fn func(vf *tfexec.VarFileOption) error) error {
+func (r *Runner) WithCredentials(op string, fn func(vf *tfexec.VarFileOption) error) error {
 	vf, cleanup, err := r.credentialsFile()
 	if err != nil {
-		return &Error{Op: op, Summary: r.scrub.Scrub(err.Error())}
+		return &Error{Op: op, Summary: r.Scrub.Scrub(err.Error())}
 	}
 	defer cleanup()
 	return fn(vf)
@@ -100,14 +99,14 @@ func (r *runner) withCredentials(op string, fn func(vf *tfexec.VarFileOption) er
 
 // credentials are the configured credentials the runner's workspace
 // declares (credentials_decl.go): all its tofu and providers get.
-func (r *runner) credentials() (map[string]string, error) {
-	dir := r.declDir
+func (r *Runner) credentials() (map[string]string, error) {
+	dir := r.DeclDir
 	if dir == "" {
-		dir = r.dir
+		dir = r.Dir
 	}
-	names, err := tofu.DeclaredCredentials(dir)
+	names, err := DeclaredCredentials(dir)
 	if err != nil {
 		return nil, err
 	}
-	return tofu.Only(r.e.credentials, names), nil
+	return Only(r.Setup.Credentials, names), nil
 }

@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"bytes"
@@ -15,15 +15,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tfccm/tfccm/workspace/backends"
-
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/workspace/backends"
 )
 
 // A prepared .terraform: what init wrote into a workspace of one provider
-// set (initCacheKey), kept beside the shared lock file, so that a new
+// set (InitCache.Key), kept beside the shared lock file, so that a new
 // workspace of the same template starts initialized without a tofu
 // process: its providers (links into the mirror or plugin cache, or the
 // unpacked files, hard-linked), its modules manifest and, with a backend
@@ -46,7 +46,7 @@ import (
 const (
 	preparedDir     = "terraform"             // .terraform without its backend record
 	preparedBackend = "backend.json"          // the donor's backend record and the sums of its values
-	seededMarker    = ".tfccm-prepared"       // in .terraform: its files are shared links
+	SeededMarker    = ".tfccm-prepared"       // in .terraform: its files are shared links
 	preparedLockSum = "terraform.lock.sha256" // the lock file the prepared .terraform was initialized with
 )
 
@@ -63,7 +63,7 @@ type preparedRecord struct {
 // backendValues are the backend settings tfccm gives init for spec: the
 // attributes of the backend block and the secret settings of the
 // -backend-config file, as tofu records them (JSON).
-func backendValues(spec *Spec) (map[string]json.RawMessage, error) {
+func backendValues(spec *DirSpec) (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
 	for k, v := range spec.Backend.Attributes {
 		b, err := ctyjson.Marshal(v, v.Type())
@@ -72,7 +72,7 @@ func backendValues(spec *Spec) (map[string]json.RawMessage, error) {
 		}
 		out[k] = b
 	}
-	_, file := splitBackendSecrets(spec)
+	_, file := backends.SplitSecrets(spec.Backend.Type, spec.BackendConfig)
 	for k, v := range file {
 		b, err := ctyjson.Marshal(cty.StringVal(v), cty.String)
 		if err != nil {
@@ -92,14 +92,14 @@ func sumJSON(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// keepPrepared keeps dir's .terraform, just written by a successful init
+// KeepPrepared keeps dir's .terraform, just written by a successful init
 // of spec, as key's prepared one (unless there is one already).
-func (c *initCache) keepPrepared(dir, key string, spec *Spec) {
-	if c.jobs || (spec != nil && spec.namedWorkspace()) {
+func (c *InitCache) KeepPrepared(dir, key string, spec *DirSpec) {
+	if c.jobs || (spec != nil && spec.NamedWorkspace()) {
 		return
 	}
-	entry := c.initCacheEntry(key)
-	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
+	entry := c.Entry(key)
+	lock, err := os.ReadFile(filepath.Join(dir, LockFile))
 	if err != nil {
 		return // no providers: init has little to do
 	}
@@ -158,22 +158,22 @@ func (c *initCache) keepPrepared(dir, key string, spec *Spec) {
 // skipOwnRecord leaves out what belongs to one workspace: its backend
 // record and selected Terraform workspace.
 func skipOwnRecord(rel string) bool {
-	return rel == backends.RecordFile || rel == "environment" || rel == seededMarker
+	return rel == backends.RecordFile || rel == "environment" || rel == SeededMarker
 }
 
-// unlinkPrepared drops the shared links of a seeded .terraform in dir
+// UnlinkPrepared drops the shared links of a seeded .terraform in dir
 // before tofu init writes there: init installs the providers and modules
 // manifest again into files of this workspace's own. A backend record
 // tofu never adopted (its hash is still the 0 seedRecord wrote) goes too:
 // init then configures the backend afresh instead of asking to migrate
 // from settings tfccm wrote (a record tofu adopted stays: it is what a
 // changed backend migrates from).
-func unlinkPrepared(dir string) {
+func UnlinkPrepared(dir string) {
 	dot := filepath.Join(dir, ".terraform")
-	if !exists(filepath.Join(dot, seededMarker)) {
+	if !exists(filepath.Join(dot, SeededMarker)) {
 		return
 	}
-	drop := []string{"providers", "modules", seededMarker}
+	drop := []string{"providers", "modules", SeededMarker}
 	if rec, err := backends.LoadRecord(dir); err == nil && rec.Unadopted() {
 		drop = append(drop, backends.RecordFile)
 	}
@@ -186,13 +186,13 @@ func unlinkPrepared(dir string) {
 
 // hasBackendBlock reports whether spec's files configure a backend (the
 // local backend with no settings is tofu's default and needs no record).
-func hasBackendBlock(spec *Spec) bool {
-	return !isLocal(spec.Backend) || len(spec.Backend.Attributes) > 0 || len(spec.BackendConfig) > 0
+func hasBackendBlock(spec *DirSpec) bool {
+	return !spec.Backend.IsLocal() || len(spec.Backend.Attributes) > 0 || len(spec.BackendConfig) > 0
 }
 
 // donorRecord reads the backend record init wrote into dir and proves
 // that each of spec's settings is recorded as tfccm wrote it.
-func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
+func donorRecord(dir string, spec *DirSpec) (*preparedRecord, error) {
 	donor, err := backends.LoadRecord(dir)
 	if err != nil {
 		return nil, err
@@ -216,21 +216,21 @@ func donorRecord(dir string, spec *Spec) (*preparedRecord, error) {
 	return rec, nil
 }
 
-// seedPrepared gives dir (a fresh workspace: no .terraform) key's
+// SeedPrepared gives dir (a fresh workspace: no .terraform) key's
 // prepared .terraform and, with spec's backend block, a backend record
 // of spec's own settings. It reports whether dir is now initialized.
-func (c *initCache) seedPrepared(dir, key string, spec *Spec) bool {
-	if c.jobs || (spec != nil && spec.namedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
+func (c *InitCache) SeedPrepared(dir, key string, spec *DirSpec) bool {
+	if c.jobs || (spec != nil && spec.NamedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
 		return false
 	}
-	entry := c.initCacheEntry(key)
+	entry := c.Entry(key)
 	src := filepath.Join(entry, preparedDir)
 	if !exists(src) {
 		return false
 	}
 	// Only with the lock file it was initialized with (the shared one may
 	// have been replaced since).
-	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
+	lock, err := os.ReadFile(filepath.Join(dir, LockFile))
 	want, serr := os.ReadFile(filepath.Join(entry, preparedLockSum))
 	if err != nil || serr != nil || strings.TrimSpace(string(want)) != lockSum(lock) {
 		return false
@@ -257,7 +257,7 @@ func (c *initCache) seedPrepared(dir, key string, spec *Spec) bool {
 			return false
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "t", seededMarker), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "t", SeededMarker), nil, 0o600); err != nil {
 		return false
 	}
 	if err := os.Rename(filepath.Join(tmp, "t"), filepath.Join(dir, ".terraform")); err != nil {
@@ -267,7 +267,7 @@ func (c *initCache) seedPrepared(dir, key string, spec *Spec) bool {
 }
 
 // seedRecord is spec's backend record: the donor's with spec's settings.
-func (c *initCache) seedRecord(entry string, spec *Spec) ([]byte, error) {
+func (c *InitCache) seedRecord(entry string, spec *DirSpec) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(entry, preparedBackend))
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package workspace
+package tofu
 
 import (
 	"crypto/sha256"
@@ -24,7 +24,7 @@ import (
 // tfccm_provider_checksum_mismatches_total), and they go on once the
 // package matches again.
 //
-// Where the checksums come from: with Options.ProviderLockFile (the
+// Where the checksums come from: with the pinned lock file (the
 // cloud config's terraform.provider_lock_file) every init starts from that
 // file, written by the build beside the provider mirror it made
 // (internal/providerlock; the image ships one for its mirror), so a
@@ -32,19 +32,21 @@ import (
 // first init. Without it, a workspace's first init records what it found
 // (trust on first use) and later runs hold it to that.
 
-// mismatchError is the Error of a command refused for a provider's
-// checksum (Error.Provider), counted in the metric.
-func mismatchError(op, provider, summary string) *Error {
+// MismatchError is the Error of a command refused for a provider's
+// checksum (Error.Provider), counted in the metrics.
+func (t *Setup) MismatchError(op, provider, summary string) *Error {
 	addr, _, _ := strings.Cut(provider, " ")
-	providerChecksumMismatches.WithLabelValues(addr).Inc()
+	if t.Metrics != nil {
+		t.Metrics.ChecksumMismatch(addr)
+	}
 	return &Error{Op: op, Provider: provider, Summary: fmt.Sprintf(
 		"provider %s does not match the checksums of the workspace's dependency lock file (its package changed after they were recorded); refusing to run it: %s",
 		provider, summary)}
 }
 
-// readProviderLock reads and checks the pinned lock file: OpenTofu's
+// ReadProviderLock reads and checks the pinned lock file: OpenTofu's
 // dependency lock file syntax, with at least one provider block.
-func readProviderLock(file string) ([]byte, error) {
+func ReadProviderLock(file string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("provider lock file: %w", err)
@@ -63,24 +65,23 @@ func readProviderLock(file string) ([]byte, error) {
 	return data, nil
 }
 
-// pinLockFile writes the pinned lock file (Options.ProviderLockFile) as
+// PinLockFile writes the pinned lock file (the pinned lock file) as
 // dir's lock file, replacing the one there, so that init starts from the
 // admin's checksums. It reports whether there is a pinned lock file.
-func (c *initCache) pinLockFile(dir string) (bool, error) {
+func (c *InitCache) PinLockFile(dir string) (bool, error) {
 	if c.pinned == nil {
 		return false, nil
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, lockFile), c.pinned, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, LockFile), c.pinned, 0o644); err != nil {
 		return true, fmt.Errorf("write the pinned dependency lock file: %w", err)
 	}
 	return true, nil
 }
 
-// recordInitHash is what a workspace's record keeps of its last init:
-// spec's init hash, and the pinned lock file's, so that a new one (a new
-// image) runs init again from it.
-func (c *initCache) recordInitHash(spec *Spec) string {
-	h := spec.initHash()
+// RecordInitHash is what a workspace's record keeps of its last init:
+// its spec's init hash h, and the pinned lock file's, so that a new one
+// (a new image) runs init again from it.
+func (c *InitCache) RecordInitHash(h string) string {
 	if c.pinned == nil {
 		return h
 	}
