@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
+	"github.com/tfccm/tfccm/workspace/backends"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -56,7 +57,7 @@ func (r *runner) readState(ctx context.Context, spec *Spec, op string) ([]byte, 
 // backend, the state Secret and lock Lease.
 func removeState(ctx context.Context, spec *Spec, dir, workDir string) error {
 	if spec.Backend.Type == "kubernetes" {
-		if err := removeKubernetesState(ctx, spec.Backend); err != nil {
+		if err := backends.RemoveKubernetesState(ctx, spec.Backend); err != nil {
 			return fmt.Errorf("remove kubernetes state: %w", err)
 		}
 	}

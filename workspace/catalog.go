@@ -61,7 +61,7 @@ func newCatalog(t *tofu.Setup, spec *Spec) *catalog {
 	dir := filepath.Join(t.WorkDir, backends.CatalogDir)
 	runner := func() *runner {
 		r := newRunner(t, dir, spec, t.Scrub.With(mapValues(spec.BackendConfig)))
-		r.Spec, r.ReleaseLease, r.Unlocked = nil, nil, true // as before the split: no reinit, no stale-lock release
+		r.Spec, r.Unlocked = nil, true // no init again, no stale-lock release
 		return r
 	}
 	open := func(ctx context.Context, _ backends.Runner) error {

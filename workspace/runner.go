@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/backends"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -30,17 +31,12 @@ type runner struct {
 	verdict        GateVerdict
 }
 
-// newRunner is a runner in dir for spec (nil: a probe's copy), with the
-// kubernetes backend's Lease release for locks tofu cannot release.
+// newRunner is a runner in dir for spec (nil: a probe's copy).
 func newRunner(t *tofu.Setup, dir string, spec *Spec, scrub *secret.Scrubber) *runner {
 	if spec == nil {
 		return &runner{Runner: tofu.NewRunner(t, dir, nil, scrub)}
 	}
-	r := &runner{Runner: tofu.NewRunner(t, dir, spec.dirSpec(), scrub), spec: spec}
-	if b := spec.Backend; b.Type == "kubernetes" {
-		r.ReleaseLease = func(ctx context.Context, id string) error { return unlockKubernetesLease(ctx, b, id) }
-	}
-	return r
+	return &runner{Runner: tofu.NewRunner(t, dir, spec.dirSpec(), scrub), spec: spec}
 }
 
 // dirSpec is what a runner needs of s.
@@ -104,4 +100,15 @@ func (r *runner) outputs(ctx context.Context, spec *Spec) (map[string]outputMeta
 		out[k] = outputMeta{Sensitive: v.Sensitive, Value: v.Value}
 	}
 	return out, nil
+}
+
+// kubernetesStateOutputs reads the root outputs of the default
+// workspace's state from the kubernetes backend's state Secret; a state
+// that is not plain (encrypted) is an error, and tofu reads it instead.
+func kubernetesStateOutputs(ctx context.Context, b backends.Info) (map[string]outputMeta, error) {
+	doc, err := backends.KubernetesState(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return stateOutputs(doc)
 }

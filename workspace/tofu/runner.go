@@ -99,12 +99,8 @@ type Runner struct {
 	DeclDir string
 	// Unsaved is the stdout of an apply that plans itself: it is
 	// planning until its plan's summary line is seen.
-	Unsaved *PlanLineWriter
-	// ReleaseLease releases a lock tofu cannot release itself (the
-	// kubernetes backend's Lease when the state cannot be loaded); nil
-	// for other backends.
-	ReleaseLease func(ctx context.Context, id string) error
-	reinited     bool
+	Unsaved  *PlanLineWriter
+	reinited bool
 }
 
 // NewRunner is a runner in dir for spec (nil: a directory that is no
@@ -338,9 +334,9 @@ func (r *Runner) ForceUnlock(ctx context.Context, id string) error {
 	err := r.Command(opCtx, func(ctx context.Context, tf *tfexec.Terraform) error {
 		return tf.ForceUnlock(ctx, id)
 	})
-	if err != nil && r.ReleaseLease != nil {
+	if err != nil && r.Spec != nil && r.Spec.Backend.Type == "kubernetes" {
 		if _, held := locks.ParseLockError(err.Error()); held {
-			err = r.ReleaseLease(opCtx, id)
+			err = backends.UnlockKubernetesLease(opCtx, r.Spec.Backend, id)
 		}
 	}
 	r.Setup.observe("force_unlock", time.Since(start))

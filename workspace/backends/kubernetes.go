@@ -1,4 +1,8 @@
-package workspace
+package backends
+
+// The kubernetes backend as tfccm reaches it itself, beside tofu: its
+// state Secret (read, removed) and its lock Lease (released), through one
+// client per connection.
 
 import (
 	"bytes"
@@ -16,16 +20,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/tfccm/tfccm/workspace/backends"
 )
 
-// removeKubernetesState deletes the state Secret and lock Lease the
+// RemoveKubernetesState deletes the state Secret and lock Lease the
 // kubernetes backend keeps for a destroyed workspace (tofu cannot delete
 // the default workspace's state itself). Only the settings tfccm needs
 // are read: config_path, config_context, in_cluster_config, namespace and
 // secret_suffix.
-func removeKubernetesState(ctx context.Context, b backends.Info) error {
+func RemoveKubernetesState(ctx context.Context, b Info) error {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return err
@@ -40,12 +42,11 @@ func removeKubernetesState(ctx context.Context, b backends.Info) error {
 	return nil
 }
 
-// kubernetesStateOutputs reads the root outputs of the default
-// workspace's state straight from the kubernetes backend's state Secret
-// (one GET, where `tofu output` is a process, or with runners a Job). A
-// state that is not plain (encrypted: terraform.encryption) is an error,
-// and tofu reads it instead.
-func kubernetesStateOutputs(ctx context.Context, b backends.Info) (map[string]outputMeta, error) {
+// KubernetesState reads the default workspace's state document straight
+// from the kubernetes backend's state Secret (one GET, where `tofu output`
+// is a process, or with runners a Job). An encrypted state
+// (terraform.encryption) is returned as stored: its reader tells.
+func KubernetesState(ctx context.Context, b Info) ([]byte, error) {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return nil, err
@@ -63,14 +64,14 @@ func kubernetesStateOutputs(ctx context.Context, b backends.Info) (map[string]ou
 	if err != nil {
 		return nil, fmt.Errorf("state secret %s/%s: %w", ns, name, err)
 	}
-	return stateOutputs(doc)
+	return doc, nil
 }
 
-// unlockKubernetesLease releases the kubernetes backend's lock Lease held
+// UnlockKubernetesLease releases the kubernetes backend's lock Lease held
 // with lock ID id. tofu force-unlock cannot: it loads the state first, and
 // when the state Secret does not exist yet (a crash during the first init)
 // loading it needs the very lock it is asked to release.
-func unlockKubernetesLease(ctx context.Context, b backends.Info, id string) error {
+func UnlockKubernetesLease(ctx context.Context, b Info, id string) error {
 	client, ns, suffix, err := kubernetesBackendClient(b)
 	if err != nil {
 		return err
@@ -97,7 +98,7 @@ func unlockKubernetesLease(ctx context.Context, b backends.Info, id string) erro
 // connection settings tfccm reads (config_path, config_context,
 // in_cluster_config), one per distinct connection (backendClients), with
 // the namespace and secret_suffix.
-func kubernetesBackendClient(b backends.Info) (kubernetes.Interface, string, string, error) {
+func kubernetesBackendClient(b Info) (kubernetes.Interface, string, string, error) {
 	str := func(k string) string {
 		v, ok := b.Attributes[k]
 		if !ok || v.IsNull() || !v.IsKnown() || v.Type().FriendlyName() != "string" {
