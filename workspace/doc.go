@@ -23,21 +23,18 @@
 //   - one pass over a workspace (passes): init when template or backend
 //     files changed, plan to a saved plan file, the gate's judgement, and
 //     apply of exactly that plan (or destroy), or publication for review;
-//   - running tofu in one directory (runner, over terraform-exec with an
-//     explicit environment): what inits share (lock files per provider set,
-//     the pinned lock file whose checksums refuse a provider that does not
-//     match, prepared .terraform directories), the timeout, metrics and
-//     stale-lock release around each command, and each command's
-//     credentials (those its template declares, and only those), scrubbed
-//     of every credential and sensitive output (what a command's processes,
-//     sockets, error, diagnostics and plan counts are is package
+//   - each pass's runner in a workspace directory (package
+//     workspace/tofu's Runner, built from the engine's options and the
+//     spec, with what the passes judge) and the engine's metrics it
+//     records into (running tofu in one directory — commands, what inits
+//     share, prepared .terraform directories, credentials — is package
 //     workspace/tofu's);
-//   - backends: backend settings (secret ones never written to the
-//     directory), the release of its own stale state locks by a new
-//     incarnation, tombstones of destroyed workspaces, and the catalog of
-//     workspaces in the state backend (tofu's backend record is package
-//     workspace/backends's, the locks and claims package
-//     workspace/locks's);
+//   - a workspace's state: reading it, its outputs, errored.tfstate,
+//     removing what a destroy leaves, tombstones of destroyed workspaces,
+//     and what a catalog entry says (the backend's settings, tofu's
+//     backend record, the kubernetes backend's objects and the catalog
+//     store are package workspace/backends's, the locks and claims
+//     package workspace/locks's);
 //   - plans in the engine: review mode's pending plans and approvals, their
 //     publication into the workspace, keeping them in the plan store, and
 //     the gate's judgement of each plan

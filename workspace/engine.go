@@ -30,7 +30,7 @@ var ErrNotFound = errors.New("workspace not applied")
 // Engine runs Terraform for workspaces. It is safe for concurrent use.
 type Engine struct {
 	opts Options
-	// tofu is what runs tofu in a workspace directory (tofu.go).
+	// tofu is what every runner shares (package workspace/tofu).
 	tofu *tofu.Setup
 	// passes runs one pass of a workspace (run.go).
 	passes *passes

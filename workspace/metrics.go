@@ -53,7 +53,7 @@ var (
 
 	// providerChecksumMismatches counts tofu commands refused because a
 	// provider's package did not match the checksums of the workspace's
-	// dependency lock file (integrity.go).
+	// dependency lock file (workspace/tofu/integrity.go).
 	providerChecksumMismatches = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "provider_checksum_mismatches_total",

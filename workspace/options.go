@@ -41,7 +41,7 @@ type Options struct {
 	// ProviderLockFile, when set, is the dependency lock file every init
 	// starts from (the cluster admin's: written by the build beside the
 	// provider mirror, internal/providerlock): a provider package that
-	// does not match it is refused (integrity.go).
+	// does not match it is refused (workspace/tofu/integrity.go).
 	ProviderLockFile string
 	// PluginCacheDir is passed as TF_PLUGIN_CACHE_DIR.
 	PluginCacheDir string

@@ -41,7 +41,7 @@ type PreviewOptions struct {
 	// its module declares (tofu.CredentialsFile), as the engine's runs do.
 	Credentials map[string]string
 	// ProviderLockFile, when set, is the dependency lock file init starts
-	// from (Options.ProviderLockFile, integrity.go).
+	// from (Options.ProviderLockFile, workspace/tofu/integrity.go).
 	ProviderLockFile string
 	// Scrub removes the secrets of Env from errors.
 	Scrub *secret.Scrubber

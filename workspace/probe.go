@@ -99,7 +99,7 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 	err := r.probeCommand(ctx, "refresh", refresh)
 	var perr *tofu.Error
 	if errors.As(err, &perr) && perr.Reinit {
-		// The lock file is kept (integrity.go): init reinstalls what it
+		// The lock file is kept (workspace/tofu/integrity.go): init reinstalls what it
 		// locks or refuses the package.
 		if err := r.probeInit(ctx, false); err != nil {
 			return nil, err
@@ -240,7 +240,7 @@ func hasConfig(dir string) bool {
 }
 
 // probeInit initializes a probe's copy: a fresh one from the prepared
-// .terraform of copies of the same module (prepared.go) when there is
+// .terraform of copies of the same module (workspace/tofu/prepared.go) when there is
 // one, else with tofu init, whose result is then shared.
 func (r *runner) probeInit(ctx context.Context, fresh bool) error {
 	key, err := r.Setup.Inits.ProbeKey(r.Dir, probeStateFile)

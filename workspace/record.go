@@ -32,7 +32,8 @@ type record struct {
 	// the next apply write the state even without changes, re-encrypting it.
 	Encryption string `json:"encryption,omitempty"`
 	// Catalogued is the applied hash last recorded in the catalog
-	// (catalog.go); a put that failed is tried again by the next run.
+	// (catalog.go); a put that failed is tried again by the next run, and
+	// a new work dir (a new leader) learns it from the catalog entry.
 	Catalogued string `json:"catalogued,omitempty"`
 }
 

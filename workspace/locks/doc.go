@@ -3,5 +3,6 @@
 // a workspace before it runs tofu there, and the one decision whether a
 // held lock was left by an earlier incarnation of this controller (which
 // may release it with force-unlock) or belongs to anyone else (reported,
-// never stolen). It imports nothing of package workspace.
+// never stolen), and a held lock as an operator sees it (tfccm unlock).
+// It imports nothing of package workspace.
 package locks

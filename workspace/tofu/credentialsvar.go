@@ -20,7 +20,7 @@ import (
 //	}
 //
 // gets the configured credentials its module declares (CredentialsFile,
-// credentials_decl.go; by variable name) in it at every plan, apply and
+// credentials.go; by variable name) in it at every plan, apply and
 // destroy, for provider blocks and
 // write-only arguments. The value goes in a var file under
 // work_dir/.secrets, outside every workspace, that exists only while the
@@ -98,7 +98,7 @@ func (r *Runner) WithCredentials(op string, fn func(vf *tfexec.VarFileOption) er
 }
 
 // credentials are the configured credentials the runner's workspace
-// declares (credentials_decl.go): all its tofu and providers get.
+// declares (credentials.go): all its tofu and providers get.
 func (r *Runner) credentials() (map[string]string, error) {
 	dir := r.DeclDir
 	if dir == "" {
