@@ -15,6 +15,7 @@ import (
 	"github.com/tfccm/tfccm/internal/fsutil"
 	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 // Spec is the desired content of one workspace.
@@ -61,9 +62,7 @@ type Spec struct {
 
 // namedWorkspace reports whether the spec selects a non-default Terraform
 // workspace.
-func (s *Spec) namedWorkspace() bool {
-	return s.StateWorkspace != "" && s.StateWorkspace != "default"
-}
+func (s *Spec) namedWorkspace() bool { return tofu.NamedWorkspace(s.StateWorkspace) }
 
 // ManifestFile lists, one per line, the files WriteDir wrote into a
 // workspace directory, so that the next WriteDir removes the ones a newer
@@ -150,11 +149,7 @@ func (s *Spec) ContentHash() string {
 // inputs, the backend and its secret settings (a changed credential must
 // re-initialize).
 func (s *Spec) initHash() string {
-	return hashFiles(s, func(p string) bool { return !isVarFile(p) }, true)
-}
-
-func isVarFile(p string) bool {
-	return strings.HasSuffix(p, ".tfvars") || strings.HasSuffix(p, ".tfvars.json")
+	return hashFiles(s, func(p string) bool { return !tofu.IsVarFile(p) }, true)
 }
 
 func hashFiles(s *Spec, keep func(string) bool, withBackend bool) string {
@@ -188,12 +183,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (s *Spec) mode(p string) fs.FileMode {
-	if m, ok := s.Modes[p]; ok {
-		return m
-	}
-	return 0o644
-}
+func (s *Spec) mode(p string) fs.FileMode { return tofu.FileMode(s.Modes, p) }
 
 // Paths returns the spec's file paths in sorted order.
 func (s *Spec) Paths() []string { return sortedKeys(s.Files) }

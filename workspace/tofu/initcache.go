@@ -230,9 +230,13 @@ func IsVarFile(p string) bool {
 	return strings.HasSuffix(p, ".tfvars") || strings.HasSuffix(p, ".tfvars.json")
 }
 
-// Mode is the mode of file p (0o644 unless Modes gives one).
-func (s *DirSpec) Mode(p string) fs.FileMode {
-	if m, ok := s.Modes[p]; ok {
+// Mode is the mode of file p (FileMode).
+func (s *DirSpec) Mode(p string) fs.FileMode { return FileMode(s.Modes, p) }
+
+// FileMode is the mode of a workspace's file p: 0o644 unless modes gives
+// one.
+func FileMode(modes map[string]fs.FileMode, p string) fs.FileMode {
+	if m, ok := modes[p]; ok {
 		return m
 	}
 	return 0o644

@@ -73,9 +73,11 @@ type DirSpec struct {
 
 // NamedWorkspace reports whether s selects a non-default Terraform
 // workspace.
-func (s *DirSpec) NamedWorkspace() bool {
-	return s.StateWorkspace != "" && s.StateWorkspace != "default"
-}
+func (s *DirSpec) NamedWorkspace() bool { return NamedWorkspace(s.StateWorkspace) }
+
+// NamedWorkspace reports whether name is a non-default Terraform
+// workspace ("" and "default" are the default one).
+func NamedWorkspace(name string) bool { return name != "" && name != "default" }
 
 // Runner runs tofu commands in one workspace directory, one at a time.
 type Runner struct {
@@ -113,7 +115,7 @@ func NewRunner(t *Setup, dir string, spec *DirSpec, scrub *secret.Scrubber) *Run
 	return r
 }
 
-// init runs tofu init, with the spec's secret backend settings in a
+// Init runs tofu init, with the spec's secret backend settings in a
 // -backend-config file outside the workspace that is removed right after,
 // then selects (creating if needed) the spec's Terraform workspace. A
 // workspace without a lock file starts from the one its template's
