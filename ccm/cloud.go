@@ -18,6 +18,7 @@ import (
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
+	"github.com/tfccm/tfccm/workspace/locks"
 )
 
 // ProviderName is the name registered with k8s.io/cloud-provider.
@@ -69,7 +70,7 @@ type Cloud struct {
 // template set (built-in plus override directory) and prepares the
 // workspace engine. Facets start their background work in Initialize.
 func New(cfg *config.Config) (*Cloud, error) {
-	c := &Cloud{cfg: cfg, incarnations: newIncarnations(workspace.LockOwner())}
+	c := &Cloud{cfg: cfg, incarnations: newIncarnations(locks.LockOwner())}
 	loader, err := templates.NewLoader(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)

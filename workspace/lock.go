@@ -1,8 +1,8 @@
 package workspace
 
-// State locks as `tfccm unlock` sees them: the owner of this process's
-// locks, and a workspace's lock inspected and released outside the
-// engine (package locks judges a lock, package tofu runs the commands).
+// State locks as `tfccm unlock` sees them: a workspace's lock inspected
+// and released outside the engine (package locks judges a lock, package
+// tofu runs the commands).
 
 import (
 	"context"
@@ -15,10 +15,6 @@ import (
 	"github.com/tfccm/tfccm/workspace/locks"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
-
-// LockOwner is the "user@host" tofu records as the holder of the locks
-// this process takes.
-var LockOwner = locks.LockOwner
 
 // UnlockOptions are what `tfccm unlock` needs to reach a workspace.
 type UnlockOptions struct {
