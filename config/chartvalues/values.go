@@ -11,16 +11,21 @@ import (
 // defaults (deploy/helm/tfccm/values.yaml); the other values (the pods,
 // RBAC, monitoring) do not reach the cloud config and are not read.
 
+// values are the chart values Load reads.
 type values struct {
-	Image        image                   `json:"image"`
-	CloudConfig  cloudConfig             `json:"cloudConfig"`
-	Templates    templates               `json:"templates"`
-	StateBackend stateBackend            `json:"stateBackend"`
-	Runner       runner                  `json:"runner"`
-	Review       struct{ Enabled bool }  `json:"review"`
-	Credentials  struct{ Keys []string } `json:"credentials"`
-	SSHKey       sshKey                  `json:"sshKey"`
-	Baremetal    json.RawMessage         `json:"baremetal"`
+	Image        image        `json:"image"`
+	CloudConfig  cloudConfig  `json:"cloudConfig"`
+	Templates    templates    `json:"templates"`
+	StateBackend stateBackend `json:"stateBackend"`
+	Runner       runner       `json:"runner"`
+	Review       struct {
+		Enabled bool `json:"enabled"`
+	} `json:"review"`
+	Credentials struct {
+		Keys []string `json:"keys"`
+	} `json:"credentials"`
+	SSHKey    sshKey          `json:"sshKey"`
+	Baremetal json.RawMessage `json:"baremetal"`
 }
 
 type image struct {
