@@ -164,7 +164,8 @@ func (h BaremetalHost) check(key string, seen map[string]bool) []string {
 	if h.Priority < 0 || h.Priority > 254 {
 		bad(".priority", "must be from 1 to 254")
 	}
-	if k, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(h.HostKey)); err != nil || k == nil || len(rest) > 0 || strings.ContainsAny(h.HostKey, "\r\n") {
+	if k, _, opts, rest, err := ssh.ParseAuthorizedKey([]byte(h.HostKey)); err != nil || len(opts) > 0 || len(rest) > 0 ||
+		!strings.HasPrefix(h.HostKey, k.Type()+" ") || strings.ContainsAny(h.HostKey, "\r\n") {
 		bad(".hostKey", "must be the host's public key on one line in authorized_keys format, such as \"ssh-ed25519 AAAA...\" (ssh-keyscan -t ed25519 HOST, without the host name)")
 	}
 	return errs

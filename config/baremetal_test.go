@@ -123,6 +123,7 @@ func TestBadBaremetalValues(t *testing.T) {
 		{"port", "", func(m map[string]any) { host(m, 0)["port"] = 70000 }, "baremetal.hosts[0].port: must be from 1 to 65535"},
 		{"port type", "", func(m map[string]any) { host(m, 0)["port"] = "22" }, "hosts.port of type int"},
 		{"host key", "", func(m map[string]any) { host(m, 1)["hostKey"] = "ssh-ed25519 AAAA\"}\n${x}" }, "baremetal.hosts[1].hostKey: must be the host's public key"},
+		{"host key with options", "", func(m map[string]any) { host(m, 1)["hostKey"] = `command="true" ` + keyB }, "baremetal.hosts[1].hostKey"},
 		{"host key two lines", "", func(m map[string]any) { host(m, 1)["hostKey"] = keyA + "\n" + keyB }, "baremetal.hosts[1].hostKey"},
 		{"no sudo", "", func(m map[string]any) { m["sudo"] = false }, "baremetal.sudo: must be true for the login tfccm"},
 		{"user", "", func(m map[string]any) { m["user"] = "tfccm; rm -rf /" }, "baremetal.user: not a login name"},
