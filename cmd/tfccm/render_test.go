@@ -125,7 +125,7 @@ spec:
 	if err := os.WriteFile(bad, []byte(strings.Replace(string(src), "interface: eth0", "interface: \"eth0; reboot\"", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runCLI(t, append(args, "--values", bad, "--out", t.TempDir())...); code == 0 || !strings.Contains(stderr, "baremetal.interface") {
+	if code, _, stderr := runCLI(t, append(args, "--values", bad, "--out", t.TempDir())...); code == 0 || !strings.Contains(stderr, "/baremetal/interface") {
 		t.Errorf("bad interface: exit %d, %s", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, append(args, "--values", values, "--config", cfgPath, "--out", t.TempDir())...); code != exitUsage || !strings.Contains(stderr, "exclusive") {

@@ -63,9 +63,10 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"another set", strings.Replace(ex, "templateSet: baremetal", "templateSet: hcloud", 1), `cloudConfig.templateSet is "hcloud"`},
 		{"no SSH key", strings.Replace(ex, "existingSecret: tfccm-ssh", `existingSecret: ""`, 1), "sshKey.existingSecret is required"},
 		{"existing ConfigMap", inCloudConfig("existingConfigMap: mine"), "cloudConfig.existingConfigMap"},
-		{"misspelt baremetal key", strings.Replace(ex, "vipPool:", "vipPol:", 1), `unknown field "vipPol"`},
-		{"bad interface", strings.Replace(ex, "interface: eth0", `interface: "eth0\"}"`, 1), "baremetal.interface"},
-		{"wrong type", strings.Replace(ex, "sudo: true", "sudo: [yes]", 1), "baremetal"},
+		{"misspelt baremetal key", strings.Replace(ex, "vipPool:", "vipPol:", 1), "at '/baremetal': additional properties 'vipPol' not allowed"},
+		{"bad interface", strings.Replace(ex, "interface: eth0", `interface: "eth0\"}"`, 1), "/baremetal/interface"},
+		{"wrong type", strings.Replace(ex, "sudo: true", "sudo: [yes]", 1), "/baremetal/sudo"},
+		{"past the schema", strings.Replace(ex, "sudo: true", "sudo: false", 1), "baremetal.sudo: must be true for the login tfccm"},
 		{"interpolation in a cluster name", strings.Replace(ex, "clusterName: prod", `clusterName: "p${file(\"/etc/passwd\")}"`, 1), "Invalid cluster_name"},
 		{"quote in a class", inCloudConfig(`loadBalancerClass: "x\"\nreview = true"`), "Invalid load_balancer_class"},
 	} {

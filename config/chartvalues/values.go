@@ -96,6 +96,9 @@ func parse(valuesYAML []byte) (*values, error) {
 	if string(j) == "null" {
 		return &v, nil
 	}
+	if err := checkSchema(j); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(j, &v); err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
