@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-image tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -51,6 +51,10 @@ VGO := $(GO) build -ldflags "$(VERSION_LDFLAGS)"
 IMAGE     ?= ghcr.io/tfccm/tfccm:$(VERSION)
 PROVIDERS ?=
 IMAGE_DIR ?= $(CURDIR)/.work/image
+# The image's CA bundle (for tofu's registries and backends), taken from the
+# build machine: Debian/Ubuntu's ca-certificates path; Fedora's is
+# /etc/pki/tls/certs/ca-bundle.crt.
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 STATIC    := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid= $(VERSION_LDFLAGS)"
 
 # The lbhost provider, installed into a filesystem mirror under bin/providers.
@@ -83,8 +87,10 @@ build:
 
 ## image: OCI image (layout in $(IMAGE_DIR)/oci, `podman load` archive $(IMAGE_DIR)/tfccm.tar)
 ## The image's provider mirror always holds tfccm's own lbhost provider (the
-## built-in local set uses it), plus PROVIDERS when given.
-image: tools
+## built-in local set uses it), plus PROVIDERS when given. Needs only Go (and
+## a CA bundle, CA_BUNDLE): OpenTofu from the module proxy (make tools-image),
+## no test tools, no Debian packages (docs/install.md#build-the-image)
+image: tools-image
 	@mkdir -p $(IMAGE_DIR)/bin
 	$(STATIC) -o $(IMAGE_DIR)/bin/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(STATIC) -o $(IMAGE_DIR)/bin/tfccm ./cmd/tfccm
@@ -94,7 +100,7 @@ image: tools
 	$(GO) run ./hack/image --ref $(IMAGE) --version $(VERSION) --revision $(GIT_COMMIT) \
 		--created $(SOURCE_DATE_EPOCH) --license LICENSE \
 		--ccm $(IMAGE_DIR)/bin/terraform-cloud-controller-manager --tfccm $(IMAGE_DIR)/bin/tfccm --tofu $(BIN)/tofu \
-		--providers $(IMAGE_DIR)/mirror \
+		--providers $(IMAGE_DIR)/mirror --ca-bundle $(CA_BUNDLE) \
 		--layout $(IMAGE_DIR)/oci --tarball $(IMAGE_DIR)/tfccm.tar > $(IMAGE_DIR)/digest
 	@echo "$(IMAGE) $$(cat $(IMAGE_DIR)/digest)"
 
@@ -123,6 +129,11 @@ release-check:
 ## tools: pinned OpenTofu, kube-apiserver and kube-controller-manager into bin/ (cached), Debian packages
 tools:
 	bash hack/tools.sh
+
+## tools-image: only what make image needs besides tfccm's sources: pinned OpenTofu into bin/ (cached),
+## built with Go alone (no Debian packages)
+tools-image:
+	bash hack/tools.sh image
 
 ## tools-nodes: the parts of real nodes (make tools, plus kubelet, kube-proxy, kube-controller-manager,
 ## kube-scheduler, containerd, CoreDNS, CNI plugins into bin/, cached like the others) and the

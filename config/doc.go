@@ -8,7 +8,10 @@
 // template renderer, policies, change windows, the CLI) read the parsed
 // Config; the workspace engine and the state store, which also run from
 // options built without one (their tests), fall back to the same
-// constants.
+// constants. It also owns the one conversion of the Helm chart's typed
+// baremetal values (baremetal_values_file), one more spelling of
+// load_balancer settings; package chartvalues turns a whole values file
+// into a Config.
 //
 // It is a leaf: it imports no other tfccm package but internal helpers.
 package config

@@ -29,7 +29,49 @@ func Reference() string {
 	b.WriteString("Durations are Go durations such as `\"30s\"`, `\"10m\"` or `\"1h\"`. An example for an in-cluster\n")
 	b.WriteString("deployment: `deploy/base/cloud.hcl`.\n")
 	writeBlock(&b, "Top level", "", "", reflect.ValueOf(def).Elem())
+	writeBaremetalValues(&b)
 	return b.String()
+}
+
+// writeBaremetalValues writes the section of baremetal_values_file's keys:
+// the Helm chart's typed baremetal values and the setting each becomes.
+func writeBaremetalValues(b *strings.Builder) {
+	b.WriteString("\n## Typed baremetal values\n\n")
+	b.WriteString("The Helm chart's `baremetal` value (`deploy/helm/tfccm/examples/baremetal.yaml`): the chart passes\n")
+	b.WriteString("it to tfccm as JSON in `baremetal_values_file`, never written into HCL, and tfccm makes it the\n")
+	b.WriteString("`load_balancer` block's `settings` (the baremetal set's, `templates/baremetal/README.md`) and\n")
+	b.WriteString("`address_pool` blocks; `tfccm render --values` and `tfccm lbhost check --values` read the same values\n")
+	b.WriteString("file the same way. An unknown key or a bad value is an error naming the key.\n\n")
+	b.WriteString("| Key | Type | Becomes | Description |\n|---|---|---|---|\n")
+	writeValueRows(b, "baremetal.", "load_balancer.", reflect.TypeOf(BaremetalValues{}))
+}
+
+func writeValueRows(b *strings.Builder, prefix, settingPrefix string, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		setting := f.Tag.Get("setting")
+		typ := "string"
+		switch f.Type.Kind() {
+		case reflect.Int:
+			typ = "number"
+		case reflect.Bool, reflect.Pointer:
+			typ = "bool"
+		case reflect.Slice:
+			typ = "list"
+			if f.Type.Elem().Kind() == reflect.String {
+				typ = "list(string)"
+			}
+		}
+		fmt.Fprintf(b, "| `%s%s` | %s | `%s%s` | %s |\n", prefix, name, typ, settingPrefix, setting, f.Tag.Get("doc"))
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			sub := "load_balancer.settings.hosts."
+			if setting == "address_pool" {
+				sub = "load_balancer.address_pool."
+			}
+			writeValueRows(b, prefix+name+"[].", sub, f.Type.Elem())
+		}
+	}
 }
 
 // writeBlock writes a block's section: its doc and the table of its

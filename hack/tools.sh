@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds tfccm's pinned tools (OpenTofu, kube-apiserver, kube-controller-manager, kubectl, helm, promtool) into bin/ from the Go module proxy and installs
-# the Debian packages the tests need. `tools.sh nodes` (make tools-nodes) also builds the parts of real
+# the Debian packages the tests need. `tools.sh image` (make tools-image, what make image
+# needs) builds only OpenTofu, with Go alone: no Debian package, no service stopped. `tools.sh nodes` (make tools-nodes) also builds the parts of real
 # nodes: kubelet, kube-proxy, kube-controller-manager, kube-scheduler, containerd, CoreDNS, the CNI
 # plugins and agnhost. Reuses a keyed cache
 # (${TFCCM_CACHE:-~/.cache/tfccm}) so a second run, or a fresh clone on the
@@ -173,10 +174,15 @@ nodes() {
 	"$bin/containerd" --version >&2
 }
 
-# The base tools in two lanes of about equal cold cost (~2,300 packages each).
-tofu_promtool() {
+# image_tools: OpenTofu as bin/tofu, the one tool the image holds.
+image_tools() {
 	build tofu "$TOFU_VERSION" "$root/hack/tools/tofu" github.com/opentofu/opentofu/cmd/tofu \
 		"-s -w -X github.com/opentofu/opentofu/version.dev=no"
+}
+
+# The base tools in two lanes of about equal cold cost (~2,300 packages each).
+tofu_promtool() {
+	image_tools
 	# remove_all_sd (Prometheus' own build tag) leaves out the service
 	# discoveries and their cloud SDKs: rule checks and tests need none.
 	build promtool "$PROMTOOL_VERSION" "$root/hack/tools/promtool" github.com/prometheus/prometheus/cmd/promtool \
@@ -197,6 +203,13 @@ kube_helm() {
 		"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 }
 
+# `tools.sh image` (make tools-image): only what `make image` puts in the
+# image besides tfccm's own binaries, built with Go alone.
+if [[ ${1-} == image ]]; then
+	image_tools
+	env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2
+	exit 0
+fi
 apt_install
 lanes tofu_promtool kube_helm
 env -u TF_CLI_CONFIG_FILE "$bin/tofu" version | sed -n 1p >&2

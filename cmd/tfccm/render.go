@@ -4,12 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/config/chartvalues"
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
@@ -20,20 +22,25 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm render", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "cloud config file (HCL), as passed to the controller with --cloud-config")
+	valuesPath := fs.String("values", "", "or the Helm chart's values file: the cloud config the chart gives the controller (release tfccm in kube-system)")
 	svcPath := fs.String("service", "", "the v1 Service (YAML or JSON) to render the load balancer of")
 	nodesPath := fs.String("nodes", "", "v1 Nodes: a NodeList or one Node per YAML document")
 	out := fs.String("out", "", "directory to write the workspace into (created if missing)")
 	routes := fs.Bool("routes", false, "render the cluster's routes workspace (from the Nodes' podCIDRs) instead of a load balancer")
 	backend := fs.String("backend", "config", "config: the cloud config's backend, as the controller uses it; local: a local state beside the workspace's files and no state encryption, so `tofu init && tofu plan` runs without the cluster (CI)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tfccm render [--backend config|local] --config cloud.hcl --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --routes --config cloud.hcl --nodes nodes.yaml --out DIR")
+		fmt.Fprintln(stderr, "usage: tfccm render [--backend config|local] --config cloud.hcl|--values values.yaml --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --routes --config cloud.hcl|--values values.yaml --nodes nodes.yaml --out DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	if *cfgPath != "" && *valuesPath != "" {
+		fmt.Fprintln(stderr, "tfccm render: --config and --values are exclusive")
+		return exitUsage
+	}
 	var missing []string
-	for _, f := range []struct{ name, val string }{{"--config", *cfgPath}, {"--nodes", *nodesPath}, {"--out", *out}} {
+	for _, f := range []struct{ name, val string }{{"--config", *cfgPath + *valuesPath}, {"--nodes", *nodesPath}, {"--out", *out}} {
 		if f.val == "" {
 			missing = append(missing, f.name)
 		}
@@ -54,7 +61,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	ws, err := render(*cfgPath, *svcPath, *nodesPath, *routes, *backend == "local")
+	ws, err := render(cloudConfig{*cfgPath, *valuesPath}, *svcPath, *nodesPath, *routes, *backend == "local")
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
 		return exitError
@@ -77,11 +84,32 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// cloudConfig names where render's cloud config comes from: a cloud
+// config file, or a chart values file (exactly one is set).
+type cloudConfig struct{ path, values string }
+
+// load reads the cloud config: the file, or the one the chart gives the
+// controller for the values file (chartvalues.Load).
+func (c cloudConfig) load() (*config.Config, error) {
+	if c.values == "" {
+		return config.Load(c.path)
+	}
+	b, err := os.ReadFile(c.values)
+	if err != nil {
+		return nil, fmt.Errorf("read values: %w", err)
+	}
+	cfg, err := chartvalues.Load(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.values, err)
+	}
+	return cfg, nil
+}
+
 // render loads everything exactly as the controller does and renders the
 // workspace; nothing is written. offline swaps the backend for a local one
 // (config.Offline).
-func render(cfgPath, svcPath, nodesPath string, routes, offline bool) (*workspace.Spec, error) {
-	cfg, err := config.Load(cfgPath)
+func render(src cloudConfig, svcPath, nodesPath string, routes, offline bool) (*workspace.Spec, error) {
+	cfg, err := src.load()
 	if err != nil {
 		return nil, err
 	}

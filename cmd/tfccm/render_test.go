@@ -61,3 +61,82 @@ encryption {
 		t.Error("render wrote a state")
 	}
 }
+
+// TestRenderFromChartValues: --values renders from the chart's values file
+// the workspace --config renders from the cloud config written by hand
+// with the same settings; bad values are refused naming the key.
+func TestRenderFromChartValues(t *testing.T) {
+	values := "../../deploy/helm/tfccm/examples/baremetal.yaml"
+	cfgPath := filepath.Join(t.TempDir(), "cloud.hcl")
+	if err := os.WriteFile(cfgPath, []byte(`cluster_name = "prod"
+template_set = "baremetal"
+load_balancer {
+  settings = {
+    hosts = {
+      lb-a = { address = "192.168.10.2", user = "tfccm", host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFn3B0tNsg4UhmJRQbcVPMsXWe9J6fuk1Ip3nRGY4r5u" }
+      lb-b = { address = "192.168.10.3", user = "tfccm", host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKvE8FWbZKN5n2cMVG0sIrBwVNHo86HycNE0m6CwH3Vu" }
+    }
+    sudo                 = true
+    vip_pool             = "192.168.10.128/25"
+    vrrp_interface       = "eth0"
+    virtual_router_ids   = "50-99"
+    ssh_private_key_file = "/etc/tfccm/ssh/id_ed25519"
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc := filepath.Join(t.TempDir(), "svc.yaml")
+	if err := os.WriteFile(svc, []byte(`apiVersion: v1
+kind: Service
+metadata: { name: web, namespace: shop, uid: 7d3e2a8c-1b1f-4a57-9a53-0f6d3c2b9e11 }
+spec:
+  type: LoadBalancer
+  ports: [{ name: http, protocol: TCP, port: 80, targetPort: 8080, nodePort: 30080 }]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"render", "--backend", "local", "--service", svc, "--nodes", "testdata/nodes.yaml"}
+	fromValues, fromConfig := filepath.Join(t.TempDir(), "v"), filepath.Join(t.TempDir(), "c")
+	if code, _, stderr := runCLI(t, append(args, "--values", values, "--out", fromValues)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runCLI(t, append(args, "--config", cfgPath, "--out", fromConfig)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	v, c := tree(t, fromValues), tree(t, fromConfig)
+	if len(v) == 0 || len(v) != len(c) {
+		t.Fatalf("%d files from --values, %d from --config", len(v), len(c))
+	}
+	for p, want := range c {
+		if v[p] != want {
+			t.Errorf("%s differs between --values and --config", p)
+		}
+	}
+	if !strings.Contains(strings.Join(mapValues(v), "\n"), "192.168.10.128/25") {
+		t.Error("the rendered workspace does not hold the values' vipPool")
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	src, err := os.ReadFile(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(src), "interface: eth0", "interface: \"eth0; reboot\"", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, append(args, "--values", bad, "--out", t.TempDir())...); code == 0 || !strings.Contains(stderr, "/baremetal/interface") {
+		t.Errorf("bad interface: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, append(args, "--values", values, "--config", cfgPath, "--out", t.TempDir())...); code != exitUsage || !strings.Contains(stderr, "exclusive") {
+		t.Errorf("--values with --config: exit %d, %s", code, stderr)
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
