@@ -119,7 +119,7 @@ func (p Preparation) writeLogin(b *strings.Builder, key string) {
 	b.WriteString("\n# The login tfccm connects as, and its key.\n")
 	if u != "root" {
 		fmt.Fprintf(b, "id -u %[1]s >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh --user-group --password '*' %[1]s\n", u)
-		fmt.Fprintf(b, "usermod -a -G %s %s\n", SocketGroup, u)
+		fmt.Fprintf(b, "id -nG %[2]s | tr ' ' '\\n' | grep -qx %[1]s || usermod -a -G %[1]s %[2]s\n", SocketGroup, u)
 	}
 	fmt.Fprintf(b, "home=$(getent passwd %s | cut -d: -f6)\n", u)
 	fmt.Fprintf(b, "install -d -m 700 -o %[1]s -g \"$(id -g %[1]s)\" \"$home/.ssh\"\n", u)

@@ -33,10 +33,10 @@ type Options struct {
 	// new temporary directory (removed by Stop).
 	Dir string
 	// SudoUser, when set, is the hosts' SSH login instead of root: an
-	// unprivileged user of this machine (created if missing) with exactly
-	// lbhost/hostfiles' sudoers rules and group access to HAProxy's master
-	// socket, as docs/install-baremetal.md sets a host up; the settings
-	// then say sudo = true.
+	// unprivileged user of this machine (created by the preparation if
+	// missing) with exactly lbhost/hostfiles' sudoers rules and group
+	// tfccm, HAProxy's master socket's, as `tfccm lbhost prepare` sets a
+	// host up; the settings then say sudo = true.
 	SudoUser string
 }
 
@@ -61,9 +61,11 @@ type Host struct {
 	// User is the SSH login (root, or Options.SudoUser with sudo).
 	User string
 
-	dir         string
-	gateway     string
-	socketGroup string // group of HAProxy's master socket
+	dir     string
+	gateway string
+	// haproxyArgs are HAProxy's arguments from the drop-in the
+	// preparation installed.
+	haproxyArgs []string
 	mu          sync.Mutex
 	sshd        *exec.Cmd
 	haproxy     *exec.Cmd
@@ -157,16 +159,15 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	return hs, nil
 }
 
-// up creates h's namespace and link, its keys and configurations, and
-// starts sshd, HAProxy and keepalived in it.
+// up creates h's namespace and link, prepares it with `tfccm lbhost
+// prepare`'s script, and starts sshd, HAProxy and keepalived in it from
+// the files the script installed.
 func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	h.ConfigDir = filepath.Join(h.dir, "lbhost")
 	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
 	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
-	for _, d := range []string{"fragments", "claims", "keepalived"} {
-		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return err
 	}
 	cloud := hs.cloud.CloudNetns
 	h.gateway = strings.Split(hs.router, "/")[0]
@@ -190,14 +191,17 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
 		return err
 	}
-	// lbhost/hostfiles' sysctls (ip_nonlocal_bind: a backup's HAProxy binds
-	// the VIP it does not hold).
-	for k, v := range hostfiles.Sysctls() {
-		if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", k+"="+v); err != nil {
-			return err
-		}
+	// The preparation applies lbhost/hostfiles' sysctls in the namespace
+	// (ip_nonlocal_bind: a backup's HAProxy binds the VIP it does not hold).
+	if _, err := h.prepare(hs.PrivateKey + ".pub"); err != nil {
+		return err
 	}
-	if err := h.writeConfigs(hs.PrivateKey + ".pub"); err != nil {
+	dropIn, err := h.installedDropIn()
+	if err != nil {
+		return err
+	}
+	h.haproxyArgs = hostfiles.HAProxyArgs(dropIn)
+	if h.HostKey, err = writeSSHD(h.dir, h.Address, ""); err != nil {
 		return err
 	}
 	if err := h.StartSSHD(); err != nil {
@@ -205,12 +209,7 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var err error
-	h.socketGroup = "root"
-	if hs.sudoUser != "" {
-		h.socketGroup = hs.sudoUser
-	}
-	h.haproxy, err = startHAProxy(h, h.socketGroup)
+	h.haproxy, err = startHAProxy(h)
 	if err != nil {
 		return err
 	}
@@ -223,26 +222,10 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	return err
 }
 
-func (h *Host) writeConfigs(clientPub string) error {
-	var err error
-	if h.HostKey, err = writeSSHD(h.dir, h.Address, clientPub); err != nil {
-		return err
-	}
-	files := map[string]string{
-		"lbhost/base.cfg": HAProxyBase(h.ConfigDir),
-		"keepalived.conf": KeepalivedMain(h.Name, h.ConfigDir),
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(h.dir, name), []byte(content), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // writeSSHD writes an sshd's files into dir: a new host key (returned in
 // authorized_keys format), authorized_keys with the client key clientPub
-// and an sshd_config listening on listen:22.
+// and an sshd_config listening on listen:22. Without clientPub, the
+// logins' own ~/.ssh/authorized_keys count, as on a real host.
 func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", filepath.Base(dir), "-f", filepath.Join(dir, "host_key")); err != nil {
 		return "", err
@@ -252,11 +235,16 @@ func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 		return "", err
 	}
 	f := strings.Fields(string(pub))
+	config := SSHDConfig(listen, 22, dir)
+	if clientPub == "" {
+		config = strings.Replace(config, "AuthorizedKeysFile "+dir+"/authorized_keys", "AuthorizedKeysFile .ssh/authorized_keys", 1)
+		return f[0] + " " + f[1], os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600)
+	}
 	auth, err := os.ReadFile(clientPub)
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(SSHDConfig(listen, 22, dir)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
 		return "", err
 	}
 	// sshd reads authorized_keys as the login user (a sudo login too).
@@ -266,23 +254,25 @@ func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 	return f[0] + " " + f[1], nil
 }
 
-// startSSHD starts the sshd whose files writeSSHD wrote into dir, in netns,
-// and waits until it serves (its pid file appears).
-func startSSHD(netns, dir string) (*exec.Cmd, error) {
+// startSSHD starts the sshd whose files writeSSHD wrote into dir (with
+// wrap: the command that runs it in its namespaces), and waits until it serves
+// (its pid file appears).
+func startSSHD(dir string, wrap func(...string) []string) (*exec.Cmd, error) {
 	_ = os.Remove(filepath.Join(dir, "sshd.pid"))
-	cmd, err := start(netns, filepath.Join(dir, "sshd.log"), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	cmd, err := startArgv(filepath.Join(dir, "sshd.log"), wrap("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config")))
 	if err != nil {
 		return nil, err
 	}
 	return cmd, waitFile(context.Background(), filepath.Join(dir, "sshd.pid"))
 }
 
-// StartSSHD (re)starts the host's sshd.
+// StartSSHD (re)starts the host's sshd, with the host's own system paths
+// (the authorized keys and sudoers rules the preparation installed).
 func (h *Host) StartSSHD() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err error
-	h.sshd, err = startSSHD(h.Netns, h.dir)
+	h.sshd, err = startSSHD(h.dir, h.inHost)
 	return err
 }
 
@@ -400,7 +390,7 @@ func (h *Host) Wipe() error {
 	_ = os.Remove(filepath.Join(h.ConfigDir, "server-state"))
 	var err error
 	h.mu.Lock()
-	h.haproxy, err = startHAProxy(h, h.socketGroup)
+	h.haproxy, err = startHAProxy(h)
 	h.mu.Unlock()
 	if err != nil {
 		return err
@@ -409,9 +399,10 @@ func (h *Host) Wipe() error {
 }
 
 // startHAProxy starts HAProxy in master-worker mode with the arguments of
-// lbhost/hostfiles' haproxy.service drop-in, the master socket's group group.
-func startHAProxy(h *Host, group string) (*exec.Cmd, error) {
-	args := append([]string{"haproxy", "-W"}, hostfiles.HAProxyArgs(h.ConfigDir, group)...)
+// the haproxy.service drop-in the preparation installed (the master
+// socket's group tfccm, as shipped).
+func startHAProxy(h *Host) (*exec.Cmd, error) {
+	args := append([]string{"haproxy", "-W"}, h.haproxyArgs...)
 	return start(h.Netns, filepath.Join(h.dir, "haproxy.log"), args...)
 }
 
@@ -421,7 +412,7 @@ func (h *Host) RestartHAProxy() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err error
-	if h.haproxy, err = startHAProxy(h, h.socketGroup); err != nil {
+	if h.haproxy, err = startHAProxy(h); err != nil {
 		return err
 	}
 	return WaitHAProxy(filepath.Join(h.ConfigDir, "master.sock"), 10*time.Second)
@@ -492,7 +483,9 @@ func (hs *Hosts) StartRouter() error {
 	if err != nil {
 		return fmt.Errorf("lbhosts: router: %w", err)
 	}
-	cmd, err := startSSHD(hs.cloud.CloudNetns, dir)
+	cmd, err := startSSHD(dir, func(argv ...string) []string {
+		return append([]string{"ip", "netns", "exec", hs.cloud.CloudNetns}, argv...)
+	})
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.routerSSHD = cmd
@@ -540,11 +533,6 @@ func (hs *Hosts) Stop() error {
 	if _, err := os.Stat(filepath.Join("/run/netns", hs.cloud.CloudNetns)); err == nil {
 		_ = ip("-n", hs.cloud.CloudNetns, "addr", "del", hs.router, "dev", hs.cloud.Prefix+"-br")
 	}
-	if hs.sudoUser != "" {
-		if err := os.Remove(sudoersFile(hs.sudoUser)); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
-	}
 	if hs.ownDir {
 		errs = append(errs, os.RemoveAll(hs.dir))
 	}
@@ -569,12 +557,17 @@ func ForTest(t testing.TB, cloud *localcloud.Cloud, names ...string) *Hosts {
 
 // start runs argv in netns as a child process logging to logFile.
 func start(netns, logFile string, argv ...string) (*exec.Cmd, error) {
+	return startArgv(logFile, append([]string{"ip", "netns", "exec", netns}, argv...))
+}
+
+// startArgv runs argv as a child process logging to logFile.
+func startArgv(logFile string, argv []string) (*exec.Cmd, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a test's Ctrl-C does not reach it first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
