@@ -2,7 +2,10 @@ package config
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +35,10 @@ type Config struct {
 	// Services tfccm serves (ServesClass); docs/load-balancer-class.md.
 	LoadBalancerClass string `hcl:"load_balancer_class,optional" doc:"The spec.loadBalancerClass tfccm serves: Services of this class get their load balancer from tfccm's own controller loop (the service controller skips classed Services); Services of any other class are never touched. A qualified name, like a label key."`
 	ServeClassless    *bool  `hcl:"serve_classless,optional" doc:"Also serves Services without a spec.loadBalancerClass, through the cloud-provider service controller (default true). false leaves them to another implementation: the service controller is then not started (it logs that the provider has no load balancers) and only Services of load_balancer_class are served."`
+
+	// BaremetalValuesFile is the Helm chart's typed baremetal values
+	// (baremetal.go); the admin's, like every setting here.
+	BaremetalValuesFile string `hcl:"baremetal_values_file,optional" doc:"A JSON file of the baremetal set's typed values, as the Helm chart's baremetal value holds them (the chart writes it beside the cloud config and sets this; a relative path is the cloud config's directory's): the LB hosts, their login, vip_pool, VRRP and address pools, turned by tfccm into load_balancer.settings and address_pool blocks. Only with template_set = \"baremetal\" and without load_balancer.settings."`
 
 	Terraform     *Terraform     `hcl:"terraform,block" doc:"How tofu (or terraform) is run."`
 	Backend       *Backend       `hcl:"backend,block" doc:"The state backend of tfccm's workspaces; its body is passed through to tofu, with the per-workspace key added by tfccm. The kubernetes backend's namespace is the cluster admin's and holds nothing but state: never kube-system (the Helm chart's is <release>-state)."`
@@ -194,9 +201,29 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes src (named filename in diagnostics), applies defaults and
-// validates it. The error, if any, is a *DiagnosticsError listing every
-// problem as file:line: summary; detail.
+// validates it; the files it names by a relative path (baremetal_values_file)
+// are read from filename's directory. The error, if any, is a
+// *DiagnosticsError listing every problem as file:line: summary; detail.
 func Parse(src []byte, filename string) (*Config, error) {
+	return parse(src, filename, func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(filepath.Dir(filename), name)
+		}
+		return os.ReadFile(name)
+	})
+}
+
+// ParseFS is Parse of the file name in fsys, reading the files it names
+// (baremetal_values_file) from fsys too.
+func ParseFS(fsys fs.FS, name string) (*Config, error) {
+	src, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read cloud config: %w", err)
+	}
+	return parse(src, name, func(n string) ([]byte, error) { return fs.ReadFile(fsys, path.Join(path.Dir(name), n)) })
+}
+
+func parse(src []byte, filename string, read func(string) ([]byte, error)) (*Config, error) {
 	p := hclparse.NewParser()
 	f, diags := p.ParseHCL(src, filename)
 	if diags.HasErrors() {
@@ -207,6 +234,9 @@ func Parse(src []byte, filename string) (*Config, error) {
 		return nil, &DiagnosticsError{Diags: diags}
 	}
 	c.Filename = filename
+	if diags := c.applyBaremetalValues(f.Body, read); diags.HasErrors() {
+		return nil, &DiagnosticsError{Diags: diags}
+	}
 	if diags := c.finish(f.Body); diags.HasErrors() {
 		return nil, &DiagnosticsError{Diags: diags}
 	}

@@ -7,7 +7,7 @@ import "github.com/hashicorp/hcl/v2"
 
 var rootSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "cluster_name"}, {Name: "work_dir"}, {Name: "template_set"}, {Name: "override_dir"},
-		{Name: "load_balancer_class"}, {Name: "serve_classless"}},
+		{Name: "load_balancer_class"}, {Name: "serve_classless"}, {Name: "baremetal_values_file"}},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "terraform"}, {Type: "backend", LabelNames: []string{"type"}},
 		{Type: "load_balancer"}, {Type: "routes"}, {Type: "instances"}, {Type: "encryption"}, {Type: "policy", LabelNames: []string{"name"}}, {Type: "change_windows"}, {Type: "compat"},

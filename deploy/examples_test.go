@@ -44,7 +44,7 @@ func TestHelmExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cloudConfig string
+			var cloudConfig, baremetalValues string
 			tmplFiles := map[string]string{}
 			var pod corev1.PodSpec
 			for _, o := range objs {
@@ -52,7 +52,7 @@ func TestHelmExamples(t *testing.T) {
 				case *corev1.ConfigMap:
 					switch v.Name {
 					case "tfccm-cloud-config":
-						cloudConfig = v.Data["cloud.hcl"]
+						cloudConfig, baremetalValues = v.Data["cloud.hcl"], v.Data["baremetal.json"]
 					case "tfccm-templates":
 						tmplFiles = v.Data
 					}
@@ -64,6 +64,14 @@ func TestHelmExamples(t *testing.T) {
 			cfgFile := filepath.Join(dir, "cloud.hcl")
 			if err := os.WriteFile(cfgFile, []byte(cloudConfig), 0o644); err != nil {
 				t.Fatal(err)
+			}
+			if baremetalValues != "" {
+				if err := os.WriteFile(filepath.Join(dir, "baremetal.json"), []byte(baremetalValues), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if !podMounts(pod, "config", "baremetal.json") {
+					t.Error("the pod does not mount baremetal.json beside the cloud config")
+				}
 			}
 			cfg, err := config.Load(cfgFile)
 			if err != nil {
@@ -146,6 +154,21 @@ func TestHelmExamples(t *testing.T) {
 			t.Errorf("no example for the %s set", s)
 		}
 	}
+}
+
+// podMounts reports whether the pod's volume vol holds ConfigMap key at
+// the path of the same name.
+func podMounts(pod corev1.PodSpec, vol, key string) bool {
+	for _, v := range pod.Volumes {
+		if v.Name == vol && v.ConfigMap != nil {
+			for _, it := range v.ConfigMap.Items {
+				if it.Key == key && it.Path == key {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // templateKeyOf is the templates ConfigMap key the pod mounts at path.

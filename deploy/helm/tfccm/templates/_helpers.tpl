@@ -79,6 +79,17 @@ true
 {{- if not (regexMatch "^[a-z][a-z0-9-]{0,62}$" $c.clusterName) -}}
 {{- fail (printf "cloudConfig.clusterName %q must be 1-63 of a-z, 0-9 and -, starting with a letter" $c.clusterName) -}}
 {{- end -}}
+{{- if .Values.baremetal.hosts -}}
+{{- if ne $c.templateSet "baremetal" -}}
+{{- fail (printf "baremetal.hosts is set but cloudConfig.templateSet is %q: the typed baremetal values are the baremetal set's (set templateSet: baremetal)" $c.templateSet) -}}
+{{- end -}}
+{{- if not $.Values.sshKey.existingSecret -}}
+{{- fail "sshKey.existingSecret is required with baremetal.hosts: the Secret (in the release namespace) holding tfccm's SSH private key for the LB hosts, under sshKey.key" -}}
+{{- end -}}
+{{- if regexMatch "(?m)^\\s*baremetal_values_file\\s*=" $c.inline -}}
+{{- fail "cloudConfig.inline sets baremetal_values_file: the chart writes it from baremetal.hosts" -}}
+{{- end -}}
+{{- end -}}
 {{- if regexMatch "(?m)^namespace\\s*=" $c.inline -}}
 {{- fail "cloudConfig.inline sets namespace: the chart writes it (tfccm's own namespace is the release namespace)" -}}
 {{- end -}}
@@ -188,6 +199,10 @@ serve_classless = false
 {{- if or .Values.templates.files .Values.templates.existingConfigMap }}
 override_dir = "/etc/tfccm/templates"
 {{- end }}
+{{- if .Values.baremetal.hosts }}
+# baremetal: the hosts, VIP pools and VRRP from the typed values.
+baremetal_values_file = "baremetal.json"
+{{- end }}
 
 terraform {
   # The image's OpenTofu CLI config: providers from its mirror, held to the
@@ -243,6 +258,14 @@ backend "kubernetes" {
   in_cluster_config = true
 }
 {{- end }}
+{{- end -}}
+
+{{/* baremetal.json: the baremetal value as given and where sshKey is
+mounted, as JSON (config.BaremetalValues converts it). */}}
+{{- define "tfccm.baremetalValues" -}}
+{{- $b := deepCopy .Values.baremetal -}}
+{{- $_ := set $b "sshPrivateKeyFile" (printf "/etc/tfccm/ssh/%s" .Values.sshKey.key) -}}
+{{- toPrettyJson $b -}}
 {{- end -}}
 
 {{/* The pods' tolerations: the chart's own, then the tolerations value. */}}
