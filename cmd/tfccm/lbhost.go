@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/config/chartvalues"
 	"github.com/tfccm/tfccm/lbhost/hostfiles"
 	"github.com/tfccm/tfccm/lbhost/transport"
 )
 
 const (
-	usageLBHostCheck   = "usage: tfccm lbhost check --config cloud.hcl [--host NAME]"
+	usageLBHostCheck   = "usage: tfccm lbhost check --config cloud.hcl | --values my-values.yaml --ssh-key FILE [--host NAME]"
 	usageLBHostPrepare = "usage: tfccm lbhost prepare --name NAME --ssh-public-key FILE.pub [--user root|USER]"
 )
 
@@ -65,35 +66,62 @@ func runLBHostPrepare(args []string, stdout, stderr io.Writer) int {
 // runLBHostCheck answers `tfccm lbhost check`: it connects to every LB host
 // of the baremetal set's load_balancer.settings with the provider's SSH
 // settings and lists what is missing or wrong there, each with its fix.
+// The settings come from the cloud config (in the pod, or a helm test), or
+// from the chart's values file before install (with the private key's
+// path on this machine: the values name the pod's).
 func runLBHostCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm lbhost check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "the cloud config whose load_balancer.settings name the LB hosts (the baremetal set's)")
+	valuesPath := fs.String("values", "", "the Helm chart's values file (instead of --config): the cloud config the chart will give tfccm")
+	sshKey := fs.String("ssh-key", "", "with --values: tfccm's SSH private key file on this machine (the one in the chart's sshKey Secret)")
 	only := fs.String("host", "", "check only this host (its name in settings.hosts)")
 	timeout := fs.Duration("timeout", time.Minute, "give up on a host after this long")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *cfgPath == "" || fs.NArg() != 0 {
+	if (*cfgPath == "") == (*valuesPath == "") || (*valuesPath != "") != (*sshKey != "") || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, usageLBHostCheck)
 		return exitUsage
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := loadCheckConfig(*cfgPath, *valuesPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	return checkHosts(cfg, *only, *timeout, stdout, stderr)
-}
-
-// checkHosts checks every host of cfg's load_balancer.settings (only the
-// one called only, if given).
-func checkHosts(cfg *config.Config, only string, timeout time.Duration, stdout, stderr io.Writer) int {
 	targets, err := hostfiles.TargetsFromSettings(cfg.LoadBalancer.Settings)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
+	for i := range targets {
+		if *sshKey != "" {
+			targets[i].SSH.PrivateKeyFile, targets[i].SSH.AgentSocket = *sshKey, ""
+		}
+	}
+	return checkHosts(targets, *only, *timeout, stdout, stderr)
+}
+
+// loadCheckConfig reads the cloud config from cfgPath, or the one the
+// chart makes of the values file valuesPath.
+func loadCheckConfig(cfgPath, valuesPath string) (*config.Config, error) {
+	if cfgPath != "" {
+		return config.Load(cfgPath)
+	}
+	b, err := os.ReadFile(valuesPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := chartvalues.Load(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", valuesPath, err)
+	}
+	return cfg, nil
+}
+
+// checkHosts checks every host of targets (only the one called only, if
+// given).
+func checkHosts(targets []hostfiles.Target, only string, timeout time.Duration, stdout, stderr io.Writer) int {
 	code, seen := exitOK, false
 	for _, target := range targets {
 		if only != "" && target.Name != only {
