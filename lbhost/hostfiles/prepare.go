@@ -118,7 +118,9 @@ func (p Preparation) writeLogin(b *strings.Builder, key string) {
 	u := p.User
 	b.WriteString("\n# The login tfccm connects as, and its key.\n")
 	if u != "root" {
-		fmt.Fprintf(b, "id -u %[1]s >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh --user-group --password '*' %[1]s\n", u)
+		// Its primary group is tfccm (a group named as the login, as
+		// --user-group makes, would clash with it for the login tfccm).
+		fmt.Fprintf(b, "id -u %[1]s >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh --gid %[2]s --password '*' %[1]s\n", u, SocketGroup)
 		fmt.Fprintf(b, "id -nG %[2]s | tr ' ' '\\n' | grep -qx %[1]s || usermod -a -G %[1]s %[2]s\n", SocketGroup, u)
 	}
 	fmt.Fprintf(b, "home=$(getent passwd %s | cut -d: -f6)\n", u)

@@ -38,6 +38,14 @@ type Options struct {
 	// tfccm, HAProxy's master socket's, as `tfccm lbhost prepare` sets a
 	// host up; the settings then say sudo = true.
 	SudoUser string
+	// Fresh leaves the hosts as fresh Debian hosts: sshd authorizes
+	// Hosts.AdminKey for root, nothing else is prepared or running. Each
+	// has its own /etc (an overlay over the machine's), /run, /root and
+	// /home, so the preparation (`tfccm lbhost prepare ... | ssh
+	// root@ADDRESS sh`) writes everything at its default path and creates
+	// users and groups on that host alone; StartServices then plays
+	// systemd's part.
+	Fresh bool
 }
 
 // Host is one running load-balancer host.
@@ -63,6 +71,10 @@ type Host struct {
 
 	dir     string
 	gateway string
+	fresh   bool // Options.Fresh
+	// holder is the process whose mount namespace is the host's (inHost).
+	holder   *exec.Cmd
+	holderMu sync.Mutex
 	// haproxyArgs are HAProxy's arguments from the drop-in the
 	// preparation installed.
 	haproxyArgs []string
@@ -76,8 +88,12 @@ type Host struct {
 // Hosts is a running set of load-balancer hosts.
 type Hosts struct {
 	Hosts []*Host
-	// PrivateKey is the path of the client key every host authorizes for root.
+	// PrivateKey is the path of the client key every host authorizes for
+	// its login (none with Options.Fresh).
 	PrivateKey string
+	// AdminKey is the path of the key a fresh host authorizes for root
+	// (Options.Fresh): the user's own.
+	AdminKey string
 	// VIPPool is where VIPs come from (the upper half of the cloud's pool).
 	VIPPool string
 	// VIPPool6 is where IPv6 VIPs come from: a /112 of the node network's
@@ -90,6 +106,7 @@ type Hosts struct {
 	dir      string
 	ownDir   bool
 	sudoUser string
+	fresh    bool
 	router   string // P.1/24 on the cloud's bridge
 
 	mu         sync.Mutex
@@ -116,7 +133,7 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	}
 	base := pool.Addr().As4()
 	at := func(i byte) string { return netip.AddrFrom4([4]byte{base[0], base[1], base[2], i}).String() }
-	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", VIPPool6: "fd00:250::1:0/112", router: at(1) + "/24", sudoUser: opts.SudoUser}
+	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", VIPPool6: "fd00:250::1:0/112", router: at(1) + "/24", sudoUser: opts.SudoUser, fresh: opts.Fresh}
 	if hs.dir == "" {
 		if hs.dir, err = os.MkdirTemp("", "lbhosts-"); err != nil {
 			return nil, fmt.Errorf("lbhosts: %w", err)
@@ -137,6 +154,12 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	hs.PrivateKey = filepath.Join(hs.dir, "client_key")
 	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfccm-lbhosts", "-f", hs.PrivateKey); err != nil {
 		return nil, err
+	}
+	if opts.Fresh {
+		hs.AdminKey = filepath.Join(hs.dir, "admin_key")
+		if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "admin", "-f", hs.AdminKey); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
 		return nil, fmt.Errorf("lbhosts: %w", err)
@@ -163,10 +186,19 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 // prepare`'s script, and starts sshd, HAProxy and keepalived in it from
 // the files the script installed.
 func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
+	h.fresh = hs.fresh
 	h.ConfigDir = filepath.Join(h.dir, "lbhost")
 	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
 	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
+	if h.fresh {
+		h.ConfigDir = h.MachinePath(hostfiles.DefaultConfigDir)
+		h.KeepalivedConfig = h.MachinePath(hostfiles.KeepalivedConfig)
+		h.KeepalivedPIDFile = h.MachinePath("/run/keepalived.pid")
+	}
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return err
+	}
+	if err := h.makeSystemDirs(); err != nil {
 		return err
 	}
 	cloud := hs.cloud.CloudNetns
@@ -191,24 +223,43 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
 		return err
 	}
+	if err := h.startHolder(); err != nil {
+		return err
+	}
+	var err error
+	if h.HostKey, err = writeSSHD(h.dir, h.Address, ""); err != nil {
+		return err
+	}
+	if h.fresh {
+		// Root's key is the admin's; nothing else is there yet.
+		if err := authorize(h.MachinePath("/root/.ssh"), hs.AdminKey+".pub"); err != nil {
+			return err
+		}
+		return h.StartSSHD()
+	}
 	// The preparation applies lbhost/hostfiles' sysctls in the namespace
 	// (ip_nonlocal_bind: a backup's HAProxy binds the VIP it does not hold).
 	if _, err := h.prepare(hs.PrivateKey + ".pub"); err != nil {
 		return err
 	}
-	dropIn, err := h.installedDropIn()
-	if err != nil {
-		return err
-	}
-	h.haproxyArgs = hostfiles.HAProxyArgs(dropIn)
-	if h.HostKey, err = writeSSHD(h.dir, h.Address, ""); err != nil {
-		return err
-	}
 	if err := h.StartSSHD(); err != nil {
 		return err
 	}
+	return h.StartServices(ctx)
+}
+
+// StartServices starts HAProxy and keepalived as systemd would after the
+// preparation's `systemctl restart haproxy keepalived`: HAProxy with the
+// arguments of the drop-in it installed, keepalived with its main
+// configuration.
+func (h *Host) StartServices(ctx context.Context) error {
+	dropIn, err := h.installedDropIn()
+	if err != nil {
+		return fmt.Errorf("the preparation's haproxy.service drop-in: %w", err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.haproxyArgs = hostfiles.HAProxyArgs(dropIn)
 	h.haproxy, err = startHAProxy(h)
 	if err != nil {
 		return err
@@ -220,6 +271,19 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	err = h.StartKeepalived()
 	h.mu.Lock()
 	return err
+}
+
+// authorize writes the public key file pub as the authorized_keys of the
+// .ssh directory dir.
+func authorize(dir, pub string) error {
+	b, err := os.ReadFile(pub)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "authorized_keys"), b, 0o600)
 }
 
 // writeSSHD writes an sshd's files into dir: a new host key (returned in
@@ -276,12 +340,12 @@ func (h *Host) StartSSHD() error {
 	return err
 }
 
-// ShadowFile bind-mounts with over path in the mount namespace of the
-// host's sshd (every SSH login's, sudo's commands included), not the
-// machine's: the hosts share this machine's file system, so a test hides
-// or replaces a host's binary there without touching the real one.
-// sshd runs under `ip netns exec`, whose mount namespace is a slave of the
-// machine's: the mount does not leak out. The returned func undoes it.
+// ShadowFile bind-mounts with over path in the host's mount namespace
+// (its sshd's, every SSH login's and sudo's commands', HAProxy's and
+// keepalived's), not the machine's: the hosts share this machine's file
+// system, so a test hides or replaces a host's binary or file there
+// without touching the real one. The namespace is private (unshare
+// --mount): the mount does not leak out. The returned func undoes it.
 func (h *Host) ShadowFile(path, with string) (undo func() error, err error) {
 	h.mu.Lock()
 	pid := h.sshd.Process.Pid
@@ -299,9 +363,12 @@ func (h *Host) StartKeepalived() error {
 	defer h.mu.Unlock()
 	_ = os.Remove(h.KeepalivedPIDFile)
 	var err error
-	h.keepalive, err = start(h.Netns, filepath.Join(h.dir, "keepalived.log"), "keepalived", "-n", "-l", "-D",
-		"-f", h.KeepalivedConfig, "-p", h.KeepalivedPIDFile,
-		"-r", filepath.Join(h.dir, "vrrp.pid"), "-c", filepath.Join(h.dir, "checkers.pid"))
+	cfg, pid, vrrp, checkers := h.KeepalivedConfig, h.KeepalivedPIDFile, filepath.Join(h.dir, "vrrp.pid"), filepath.Join(h.dir, "checkers.pid")
+	if h.fresh { // the default paths, in the host's own /etc and /run
+		cfg, pid, vrrp, checkers = hostfiles.KeepalivedConfig, "/run/keepalived.pid", "/run/vrrp.pid", "/run/checkers.pid"
+	}
+	h.keepalive, err = startArgv(filepath.Join(h.dir, "keepalived.log"), h.inHost("keepalived", "-n", "-l", "-D",
+		"-f", cfg, "-p", pid, "-r", vrrp, "-c", checkers))
 	if err != nil {
 		return err
 	}
@@ -318,7 +385,7 @@ func (h *Host) StopKeepalived(sig syscall.Signal) {
 	h.mu.Unlock()
 	stop(cmd, sig)
 	// keepalived's VRRP child ends with its parent; make sure it has.
-	if b, err := os.ReadFile(filepath.Join(h.dir, "vrrp.pid")); err == nil {
+	if b, err := os.ReadFile(h.vrrpPIDFile()); err == nil {
 		var pid int
 		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
 			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
@@ -403,7 +470,15 @@ func (h *Host) Wipe() error {
 // socket's group tfccm, as shipped).
 func startHAProxy(h *Host) (*exec.Cmd, error) {
 	args := append([]string{"haproxy", "-W"}, h.haproxyArgs...)
-	return start(h.Netns, filepath.Join(h.dir, "haproxy.log"), args...)
+	return startArgv(filepath.Join(h.dir, "haproxy.log"), h.inHost(args...))
+}
+
+// vrrpPIDFile is keepalived's VRRP child's pid file on this machine.
+func (h *Host) vrrpPIDFile() string {
+	if h.fresh {
+		return h.MachinePath("/run/vrrp.pid")
+	}
+	return filepath.Join(h.dir, "vrrp.pid")
 }
 
 // RestartHAProxy stops HAProxy and starts it again as Start did.
@@ -455,6 +530,9 @@ func (hs *Hosts) LBSettings() map[string]any {
 		hosts[h.Name] = map[string]any{
 			"address": h.Address, "address6": h.Address6, "host_key": h.HostKey, "config_dir": h.ConfigDir,
 			"keepalived_config": h.KeepalivedConfig, "keepalived_pid_file": h.KeepalivedPIDFile,
+		}
+		if h.fresh { // the defaults, each host's own
+			hosts[h.Name] = map[string]any{"address": h.Address, "address6": h.Address6, "host_key": h.HostKey}
 		}
 		if h.User != "root" {
 			hosts[h.Name].(map[string]any)["user"] = h.User
@@ -524,6 +602,10 @@ func (hs *Hosts) Stop() error {
 		for _, c := range cmds {
 			stop(c, syscall.SIGTERM)
 		}
+		h.holderMu.Lock()
+		stop(h.holder, syscall.SIGKILL)
+		h.holder = nil
+		h.holderMu.Unlock()
 		if _, err := os.Stat(filepath.Join("/run/netns", h.Netns)); err == nil {
 			if err := ip("netns", "del", h.Netns); err != nil {
 				errs = append(errs, err)

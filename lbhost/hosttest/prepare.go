@@ -6,7 +6,9 @@ package hosttest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"strconv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,30 +19,116 @@ import (
 
 // hostPaths are the system paths the preparation writes that every host
 // has its own of: each is bind-mounted from the host's directory (named
-// by the map's value) in the mount namespace of the script and of the
-// host's sshd (so of every SSH login and its sudo). The rest of the
-// machine's file system is shared: packages, users and groups (useradd,
-// groupadd and usermod change the machine's), config_dir and keepalived's
-// configuration (each host's own path, its config_dir and
-// keepalived_config settings).
+// by own) in the mount namespace of the script and of the host's sshd (so
+// of every SSH login and its sudo). The rest of the machine's file system
+// is shared: packages, users and groups (useradd, groupadd and usermod
+// change the machine's), config_dir and keepalived's configuration (each
+// host's own path, its config_dir and keepalived_config settings).
+// /usr/local/sbin holds the host's systemctl, which only logs: the test
+// starts the services (StartServices) from the files the script installed.
 var hostPaths = []struct{ sys, own string }{
 	{"/root", "root"},
 	{"/home", "home"},
 	{"/etc/systemd/system", "systemd"},
 	{"/etc/sudoers.d", "sudoers.d"},
 	{"/etc/sysctl.d", "sysctl.d"},
+	{"/usr/local/sbin", "sbin"},
 }
 
-// inHost is argv run in the host's network namespace with its own system
-// paths (hostPaths) mounted over the machine's.
-func (h *Host) inHost(argv ...string) []string {
-	// sh -c: mount each pair ($1 over $2, ...) up to "--", then exec the rest.
-	script := `while [ "$1" != -- ]; do mount --bind "$1" "$2"; shift 2; done; shift; exec "$@"`
-	out := []string{"ip", "netns", "exec", h.Netns, "unshare", "--mount", "--", "sh", "-c", script, "sh"}
-	for _, p := range hostPaths {
-		out = append(out, filepath.Join(h.dir, "sys", p.own), p.sys)
+// freshPaths are a fresh host's own paths (Options.Fresh): all of /etc (an
+// overlay over the machine's, so its users, groups and every file the
+// preparation writes are the host's alone, at their default paths), its
+// /run (keepalived's default pid file), /root, /home and /usr/local/sbin.
+var freshPaths = []struct{ sys, own string }{
+	{"/root", "root"},
+	{"/home", "home"},
+	{"/run", "run"},
+	{"/usr/local/sbin", "sbin"},
+}
+
+// paths are h's own system paths.
+func (h *Host) paths() []struct{ sys, own string } {
+	if h.fresh {
+		return freshPaths
 	}
-	return append(append(out, "--"), argv...)
+	return hostPaths
+}
+
+// MachinePath is where the host's path p (an absolute path as the host's
+// processes see it) is on this machine.
+func (h *Host) MachinePath(p string) string {
+	if h.fresh {
+		if rest, ok := strings.CutPrefix(p, "/etc/"); ok {
+			return filepath.Join(h.dir, "sys", "etc", "upper", rest)
+		}
+	}
+	for _, own := range h.paths() {
+		if rest, ok := strings.CutPrefix(p, own.sys+"/"); ok {
+			return filepath.Join(h.dir, "sys", own.own, rest)
+		}
+	}
+	return p
+}
+
+// inHost is argv run in the host: in its network namespace and its one
+// mount namespace, held by its holder process (startHolder), so every
+// process of the host sees the same files (one overlay on /etc: a socket
+// bound in one overlay instance cannot be reached through another).
+func (h *Host) inHost(argv ...string) []string {
+	h.holderMu.Lock()
+	pid := h.holder.Process.Pid
+	h.holderMu.Unlock()
+	return append([]string{"nsenter", "-t", strconv.Itoa(pid), "-m", "-n", "--"}, argv...)
+}
+
+// startHolder starts the process whose mount namespace is the host's: in
+// the host's network namespace, its own system paths mounted over the
+// machine's.
+func (h *Host) startHolder() error {
+	// sh -c: $1 is the directory of an overlay on /etc ("-": none); then
+	// mount each pair ($1 over $2, ...) up to "--", and exec the rest.
+	script := `if [ "$1" != - ]; then mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc; fi; shift
+while [ "$1" != -- ]; do mount --bind "$1" "$2"; shift 2; done; shift; exec "$@"`
+	etc := "-"
+	if h.fresh {
+		etc = filepath.Join(h.dir, "sys", "etc")
+	}
+	argv := []string{"ip", "netns", "exec", h.Netns, "unshare", "--mount", "--", "sh", "-c", script, "sh", etc}
+	for _, p := range h.paths() {
+		argv = append(argv, filepath.Join(h.dir, "sys", p.own), p.sys)
+	}
+	// The ready file (a path of this machine's, seen the same way there)
+	// says the mounts are done.
+	ready := filepath.Join(h.dir, "holder.ready")
+	_ = os.Remove(ready)
+	argv = append(argv, "--", "sh", "-c", `touch "$0" && exec sleep infinity`, ready)
+	cmd, err := startArgv(filepath.Join(h.dir, "holder.log"), argv)
+	if err != nil {
+		return err
+	}
+	h.holderMu.Lock()
+	h.holder = cmd
+	h.holderMu.Unlock()
+	return waitFile(context.Background(), ready)
+}
+
+// makeSystemDirs creates the host's own system paths, with a systemctl
+// that logs what it is asked (systemctl.log) in its /usr/local/sbin.
+func (h *Host) makeSystemDirs() error {
+	dirs := []string{filepath.Join(h.dir, "sys", "run", "sshd")}
+	if h.fresh {
+		dirs = append(dirs, filepath.Join(h.dir, "sys", "etc", "upper"), filepath.Join(h.dir, "sys", "etc", "work"))
+	}
+	for _, p := range h.paths() {
+		dirs = append(dirs, filepath.Join(h.dir, "sys", p.own))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	stub := "#!/bin/sh\necho \"systemctl $*\" >> " + filepath.Join(h.dir, "systemctl.log") + "\n"
+	return os.WriteFile(filepath.Join(h.dir, "sys", "sbin", "systemctl"), []byte(stub), 0o755)
 }
 
 // prepare runs `tfccm lbhost prepare`'s script for h (login h.User, the
@@ -53,24 +141,15 @@ func (h *Host) prepare(clientPub string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	script, err := hostfiles.Preparation{Name: h.Name, User: h.User, AuthorizedKey: key, ConfigDir: h.ConfigDir, KeepalivedConfig: h.KeepalivedConfig}.Script()
+	p := hostfiles.Preparation{Name: h.Name, User: h.User, AuthorizedKey: key}
+	if !h.fresh {
+		p.ConfigDir, p.KeepalivedConfig = h.ConfigDir, h.KeepalivedConfig
+	}
+	script, err := p.Script()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(h.dir, "bin")
-	for _, p := range hostPaths {
-		if err := os.MkdirAll(filepath.Join(h.dir, "sys", p.own), 0o755); err != nil {
-			return "", err
-		}
-	}
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		return "", err
-	}
-	stub := "#!/bin/sh\necho \"systemctl $*\" >> " + filepath.Join(h.dir, "systemctl.log") + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(stub), 0o755); err != nil {
-		return "", err
-	}
-	argv := h.inHost("env", "PATH="+bin+":/usr/sbin:/usr/bin:/sbin:/bin", "sh", "-s")
+	argv := h.inHost("sh", "-s")
 	var out bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(script), &out, &out
@@ -102,7 +181,7 @@ func (h *Host) SystemFiles() (map[string]string, error) {
 		return nil
 	}
 	err := filepath.WalkDir(filepath.Join(h.dir, "sys"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || !d.Type().IsRegular() || strings.Contains(path, "/sys/run/") {
 			return err
 		}
 		return add(path)
@@ -121,7 +200,7 @@ func (h *Host) SystemFiles() (map[string]string, error) {
 // installedDropIn is the haproxy.service drop-in the preparation
 // installed on the host.
 func (h *Host) installedDropIn() (string, error) {
-	b, err := os.ReadFile(filepath.Join(h.dir, "sys", "systemd", strings.TrimPrefix(hostfiles.HAProxyDropIn, "/etc/systemd/system/")))
+	b, err := os.ReadFile(h.MachinePath(hostfiles.HAProxyDropIn))
 	return string(b), err
 }
 

@@ -166,3 +166,63 @@ func TestHAProxyNeedsTheSocketGroup(t *testing.T) {
 		t.Errorf("without group %s: %v: %s; want HAProxy to fail at once with \"unknown group name\"", hostfiles.SocketGroup, err, out)
 	}
 }
+
+// TestFreshHostPreparedOverSSH: a fresh host (root's key the admin's,
+// nothing else) is prepared as docs/quickstart-baremetal.md does it: the
+// script piped into `ssh root@HOST sh`; with the services started from what
+// it installed, every check passes at the default paths, for the sudo
+// login the script created on that host alone.
+func TestFreshHostPreparedOverSSH(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	hs, err := hosttest.Start(context.Background(), hosttest.Options{Cloud: cloud, Names: []string{"lb-a"}, Dir: t.TempDir(), Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hs.Stop(); err != nil {
+			t.Errorf("lbhosts: %v", err)
+		}
+	})
+	h := hs.Hosts[0]
+	pub, err := os.ReadFile(hs.PrivateKey + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const login = "tfccm"
+	script, err := hostfiles.Preparation{Name: h.Name, User: login, AuthorizedKey: pub}.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	for range 2 {
+		cmd := exec.Command("ssh", "-i", hs.AdminKey, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", "-o", "UserKnownHostsFile="+known,
+			"root@"+h.Address, "sh")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ssh root@%s sh < script: %v: %s", h.Address, err, out)
+		}
+	}
+	if err := h.StartServices(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Command("getent", "passwd", login).Output(); err == nil {
+		t.Logf("this machine has a user %s of its own (not the test's)", login)
+	}
+	target := hostfiles.Target{Name: h.Name, ConfigDir: hostfiles.DefaultConfigDir, HAProxy: "haproxy", KeepalivedConfig: hostfiles.KeepalivedConfig,
+		SSH: transport.SSHConfig{Host: h.Address, Port: 22, User: login, Sudo: true, HostKey: h.HostKey, PrivateKeyFile: hs.PrivateKey}}
+	ctx := context.Background()
+	tr, err := transport.DialSSH(ctx, target.SSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	fs := hostfiles.Check(ctx, tr, target)
+	if len(fs) < 10 {
+		t.Errorf("only %d checks: %v", len(fs), fs)
+	}
+	for _, f := range fs {
+		if !f.OK {
+			t.Errorf("%s: %s (fix: %s)", f.Check, f.What, f.Fix)
+		}
+	}
+}

@@ -17,7 +17,7 @@ fi
 getent group tfccm >/dev/null || groupadd --system tfccm
 
 # The login tfccm connects as, and its key.
-id -u tfccm >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh --user-group --password '*' tfccm
+id -u tfccm >/dev/null 2>&1 || useradd --system --create-home --shell /bin/sh --gid tfccm --password '*' tfccm
 id -nG tfccm | tr ' ' '\n' | grep -qx tfccm || usermod -a -G tfccm tfccm
 home=$(getent passwd tfccm | cut -d: -f6)
 install -d -m 700 -o tfccm -g "$(id -g tfccm)" "$home/.ssh"
