@@ -211,3 +211,27 @@ func (h *Host) HAProxyArgs() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), h.haproxyArgs...)
 }
+
+// SystemctlLog is what the host's systemctl was asked, one call a line
+// ("systemctl restart haproxy keepalived").
+func (h *Host) SystemctlLog() string {
+	b, _ := os.ReadFile(filepath.Join(h.dir, "systemctl.log"))
+	return string(b)
+}
+
+// AuthorizeOnRouter adds the public key file pub to the keys the local
+// cloud router's sshd (StartRouter) authorizes: the user's own key, when
+// the CCM is given that one.
+func (hs *Hosts) AuthorizeOnRouter(pub string) error {
+	b, err := os.ReadFile(pub)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(hs.dir, "router", "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("lbhosts: router: %w", err)
+	}
+	defer f.Close()
+	_, err = f.Write(b)
+	return err
+}
