@@ -95,10 +95,9 @@ func fenceOf(trimmed string) string {
 
 // BlocksRunBy returns the bodies of the shell blocks of the Markdown page
 // src (its path page) that a test elsewhere runs, in order: those marked
-// `<!-- docs-test: skip: run by TEST -->` or `<!-- docs-test: skip: run by
-// TEST (VARIANT) -->`, the latter only for variant (one of the page's
-// alternatives, e.g. a root or a sudo login). It fails when the page has
-// none of them.
+// `<!-- docs-test: skip: run by TEST ... -->` and, of the page's
+// alternatives (e.g. a root or a sudo login), those marked `run by
+// TEST/VARIANT ...` for variant. It fails when the page has none.
 func BlocksRunBy(page, src, test, variant string) ([]string, error) {
 	bs, err := parseBlocks(page, src)
 	if err != nil {
@@ -110,8 +109,12 @@ func BlocksRunBy(page, src, test, variant string) ([]string, error) {
 		if b.marker.kind != "skip" || !shellLangs[b.lang] || !ok {
 			continue
 		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(rest), "("); ok && strings.TrimSuffix(v, ")") != variant {
-			continue
+		if v, ok := strings.CutPrefix(rest, "/"); ok {
+			if name, _, _ := strings.Cut(v, " "); name != variant {
+				continue
+			}
+		} else if rest != "" && !strings.HasPrefix(rest, " ") {
+			continue // another test whose name starts with test's
 		}
 		out = append(out, b.body)
 	}

@@ -11,10 +11,11 @@ import (
 func TestBlocksRunBy(t *testing.T) {
 	src := "<!-- docs-test: skip: run by TestQ -->\n```sh\none\n```\n" +
 		"<!-- docs-test: skip: needs a cluster -->\n```sh\nnot mine\n```\n" +
-		"<!-- docs-test: skip: run by TestQ (root) -->\n```sh\nroot only\n```\n" +
-		"<!-- docs-test: skip: run by TestQ (sudo) -->\n```sh\nsudo only\n```\n" +
+		"<!-- docs-test: skip: run by TestQ/root (a root login) -->\n```sh\nroot only\n```\n" +
+		"<!-- docs-test: skip: run by TestQ/sudo -->\n```sh\nsudo only\n```\n" +
 		"<!-- docs-test: skip: run by TestQ -->\n```yaml\nnot a shell block\n```\n" +
-		"<!-- docs-test: skip: run by TestQ -->\n```sh\nlast\n```\n"
+		"<!-- docs-test: skip: run by TestQuick -->\n```sh\nanother test's\n```\n" +
+		"<!-- docs-test: skip: run by TestQ (in test/x) -->\n```sh\nlast\n```\n"
 	for _, tc := range []struct {
 		variant string
 		want    []string
