@@ -134,8 +134,9 @@ func quickstartEnv(root, work string, c *Cluster, hosts *hosttest.Hosts, ref str
 	overrides := filepath.Join(work, ".machine-values.yaml")
 	routes := hosts.RoutesSettings()
 	routes["ssh_private_key_file"] = podKey
-	values := fmt.Sprintf("%s%sextraArgs: [%s]\ncloudConfig:\n  inline: |\n    routes {\n      batch_window = \"1s\"\n      settings     = %s\n    }\n",
-		imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), harness.HCLObject(routes))
+	inline := "routes {\n  batch_window = \"1s\"\n  settings     = " + harness.HCLObject(routes) + "\n}\n"
+	values := fmt.Sprintf("%s%sextraArgs: [%s]\ncloudConfig:\n  inline: |\n%s\n",
+		imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "))
 	files := map[string]string{
 		filepath.Join(work, ".ssh_config"): sshConfig,
 		overrides:                          values,
