@@ -38,7 +38,8 @@ const (
 // addresses replaced by the hosts', ssh with the admin key, systemd's part
 // on the hosts (StartServices after the script's systemctl restart), and
 // a second values file for helm install (the image, the host network of
-// node-a, the pod-range routes these nodes need).
+// node-a, the pod-range routes these nodes need, and their inventory: their
+// kubelets run with --cloud-provider=external, so tfccm initializes them).
 func TestQuickstart(t *testing.T) {
 	needNodes(t)
 	for _, variant := range []string{"sudo", "root"} {
@@ -61,7 +62,7 @@ func runQuickstart(t *testing.T, variant string) {
 		t.Fatal(err)
 	}
 	archive := imageArchive(t)
-	c := ForTest(t, Options{Nodes: 2})
+	c := ForTest(t, Options{Nodes: 2, HostRoute: true})
 	ref, _, err := c.ImportImage(ctx, archive)
 	if err != nil {
 		t.Fatal(err)
@@ -134,9 +135,40 @@ func quickstartEnv(root, work string, c *Cluster, hosts *hosttest.Hosts, ref str
 	overrides := filepath.Join(work, ".machine-values.yaml")
 	routes := hosts.RoutesSettings()
 	routes["ssh_private_key_file"] = podKey
-	inline := "routes {\n  batch_window = \"1s\"\n  settings     = " + harness.HCLObject(routes) + "\n}\n"
-	values := fmt.Sprintf("%s%sextraArgs: [%s]\ncloudConfig:\n  inline: |\n%s\n",
-		imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "))
+	mapping, err := os.ReadFile(filepath.Join(root, "templates", "local", "instances.hcl"))
+	if err != nil {
+		return nil, err
+	}
+	// The pod's user (65532) reads the inventory through a read-only hostPath.
+	if err := worldReadable(c.Cloud.InfraDir()); err != nil {
+		return nil, err
+	}
+	inline := fmt.Sprintf(`routes {
+  batch_window = "1s"
+  settings     = %s
+}
+instances {
+  ttl = "5s"
+  source "infra" {
+    dir = %q
+  }
+}
+`, harness.HCLObject(routes), podInventory)
+	values := fmt.Sprintf(`%s%sextraArgs: [%s]
+cloudConfig:
+  inline: |
+%s
+templates:
+  files:
+    instances.hcl: |
+%s
+extraVolumes:
+  - name: inventory
+    hostPath: {path: %q, type: Directory}
+extraVolumeMounts:
+  - {name: inventory, mountPath: %q, readOnly: true}
+`, imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "), indent(string(mapping), "      "),
+		c.Cloud.InfraDir(), podInventory)
 	files := map[string]string{
 		filepath.Join(work, ".ssh_config"): sshConfig,
 		overrides:                          values,
