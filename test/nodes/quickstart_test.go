@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,8 +111,16 @@ func runQuickstart(t *testing.T, variant string) {
 	for _, p := range list.Items {
 		pods = append(pods, p.Name)
 	}
-	if answer := strings.TrimSpace(last); !strings.Contains(strings.Join(pods, " "), answer) || answer == "" {
+	lines := strings.Split(strings.TrimSpace(last), "\n")
+	if answer := lines[len(lines)-1]; !slices.Contains(pods, answer) {
 		t.Errorf("the curl answered %q, not one of the pods %v", answer, pods)
+	}
+	svc, err := c.Client().CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		t.Fatalf("the Service web: %v %v", err, svc.Status)
+	}
+	if vip := svc.Status.LoadBalancer.Ingress[0].IP; hosts.Master(vip) == nil {
+		t.Errorf("no LB host holds the VIP %s", vip)
 	}
 	if commands > 15 {
 		t.Errorf("the page has the user type %d commands, more than 15", commands)
