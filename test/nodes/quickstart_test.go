@@ -63,7 +63,7 @@ func runQuickstart(t *testing.T, variant string) {
 		t.Fatal(err)
 	}
 	archive := imageArchive(t)
-	c := ForTest(t, Options{Nodes: 2, HostRoute: true})
+	c := ForTest(t, Options{Nodes: 2})
 	ref, _, err := c.ImportImage(ctx, archive)
 	if err != nil {
 		t.Fatal(err)
