@@ -70,7 +70,7 @@ func Check(ctx context.Context, t transport.Transport, target Target) []Finding 
 }
 
 func checkSudo(ctx context.Context, t transport.Transport, target Target) Finding {
-	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install lbhost/hostfiles/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first", target.SSH.User, SudoersFile)}
+	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install lbhost/hostfiles/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first (tfccm lbhost prepare --user %[1]s does it)", target.SSH.User, SudoersFile)}
 	lr, ok := t.(loginRunner)
 	if !ok {
 		f.What = "the transport cannot ask sudo"
