@@ -1,95 +1,10 @@
 package docs
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
-
-// block is one fenced code block of a Markdown page.
-type block struct {
-	page   string // path relative to the repository root
-	line   int    // line of the opening fence (1-based)
-	lang   string // first word of the info string
-	marker marker // from the comment before the fence
-	body   string
-}
-
-func (b block) String() string { return fmt.Sprintf("%s:%d", b.page, b.line) }
-
-// marker is what a `<!-- docs-test: ... -->` comment asks.
-type marker struct {
-	kind string // "", "run", "skip" or "file"
-	arg  string // the skip reason or the file name
-}
-
-var markerRE = regexp.MustCompile(`^<!--\s*docs-test:\s*(run|skip|file)\b:?\s*(.*?)\s*-->$`)
-
-// shellLangs are the info strings of blocks a reader would paste into a
-// shell: each must be marked run or skip.
-var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true}
-
-// parseBlocks returns the fenced blocks of a Markdown document.
-func parseBlocks(page, src string) ([]block, error) {
-	var out []block
-	var cur *block
-	var fence, prev string
-	var body strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(src))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trimmed := strings.TrimSpace(line)
-		if cur != nil {
-			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
-				cur.body = body.String()
-				out = append(out, *cur)
-				cur = nil
-				prev = ""
-				continue
-			}
-			body.WriteString(line)
-			body.WriteByte('\n')
-			continue
-		}
-		if f := fenceOf(trimmed); f != "" {
-			info := strings.Fields(strings.TrimLeft(trimmed, f[:1]))
-			b := block{page: page, line: n}
-			if len(info) > 0 {
-				b.lang = info[0]
-			}
-			if m := markerRE.FindStringSubmatch(prev); m != nil {
-				b.marker = marker{kind: m[1], arg: m[2]}
-			}
-			cur, fence = &b, f
-			body.Reset()
-			continue
-		}
-		if trimmed != "" {
-			prev = trimmed
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if cur != nil {
-		return nil, fmt.Errorf("%s: unterminated code fence", cur)
-	}
-	return out, nil
-}
-
-// fenceOf returns the fence (three or more ` or ~) a line opens, or "".
-func fenceOf(trimmed string) string {
-	for _, c := range []string{"`", "~"} {
-		if strings.HasPrefix(trimmed, c+c+c) {
-			return trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, c))]
-		}
-	}
-	return ""
-}
 
 // pages lists the documentation pages the tests cover, relative to root:
 // README.md, docs/*.md and the Markdown files under templates/.

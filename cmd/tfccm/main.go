@@ -20,7 +20,7 @@ type command struct {
 // line here (and its run function in a file named after it).
 var commands = map[string]command{
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it on its ConfigMap in tfccm's namespace (approvers)", runApprove},
-	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
+	"lbhost":     {"prepare and check LB hosts of the baremetal set: lbhost prepare prints the script that prepares a host, lbhost check names what is missing and its fix", runLBHost},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
 	"run":        {"(inside a runner pod) run one tofu command of a workspace for the job runner", runRun},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ func Check(ctx context.Context, t transport.Transport, target Target) []Finding 
 }
 
 func checkSudo(ctx context.Context, t transport.Transport, target Target) Finding {
-	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install lbhost/hostfiles/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first", target.SSH.User, SudoersFile)}
+	f := Finding{Check: "sudo", Fix: fmt.Sprintf("install lbhost/hostfiles/sudoers.d/tfccm (login %s) as %s, mode 0440: visudo -cf it first (tfccm lbhost prepare --user %[1]s does it)", target.SSH.User, SudoersFile)}
 	lr, ok := t.(loginRunner)
 	if !ok {
 		f.What = "the transport cannot ask sudo"
@@ -192,6 +193,9 @@ func checkMasterSocket(ctx context.Context, t transport.Transport, target Target
 	conn, err := t.DialUnix(ctx, sock)
 	if err != nil {
 		f.What = fmt.Sprintf("HAProxy's master CLI %s: %v", sock, err)
+		if why, fix := socketGroupProblem(ctx, t, target); why != "" {
+			f.What, f.Fix = why+"; "+f.What, fix
+		}
 		return f
 	}
 	defer conn.Close()
@@ -210,6 +214,30 @@ func checkMasterSocket(ctx context.Context, t transport.Transport, target Target
 	}
 	f.OK, f.What = true, sock
 	return f
+}
+
+// socketGroupProblem names what keeps the master socket from the login
+// when its group is the cause: HAProxy does not start without group tfccm
+// ("unknown group name"), and a sudo login outside it may not connect.
+func socketGroupProblem(ctx context.Context, t transport.Transport, target Target) (why, fix string) {
+	// getent and id need no root: as the login itself (sudo's rules do not list them).
+	run := func(argv ...string) ([]byte, error) { return t.Run(ctx, nil, argv...) }
+	if lr, ok := t.(loginRunner); ok {
+		run = func(argv ...string) ([]byte, error) { return lr.RunAsLogin(ctx, argv...) }
+	}
+	if _, err := run("getent", "group", SocketGroup); err != nil {
+		return fmt.Sprintf("group %s does not exist, so HAProxy cannot create its master socket (\"unknown group name\") and does not start", SocketGroup),
+			fmt.Sprintf("groupadd --system %s && systemctl restart haproxy (tfccm lbhost prepare does it)", SocketGroup)
+	}
+	if !target.SSH.Sudo {
+		return "", ""
+	}
+	out, err := run("id", "-nG", target.SSH.User)
+	if err == nil && !slices.Contains(strings.Fields(string(out)), SocketGroup) {
+		return fmt.Sprintf("%s is not in group %s, the master socket's", target.SSH.User, SocketGroup),
+			fmt.Sprintf("usermod -a -G %s %s (tfccm lbhost prepare does it)", SocketGroup, target.SSH.User)
+	}
+	return "", ""
 }
 
 func checkSysctls(ctx context.Context, t transport.Transport) []Finding {

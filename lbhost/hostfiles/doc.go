@@ -4,6 +4,8 @@
 // the sysctl and the sudoers rules of a non-root SSH login, written for the
 // default paths (config_dir /etc/tfccm/lbhost, login tfccm) and given for
 // other paths, so the test suite's LB hosts (lbhost/hosttest) run from
-// these very files; and the check of a host (Check), which names what is
-// missing or wrong with the command that fixes it.
+// these very files; the script that prepares a host from them
+// (Preparation.Script, `tfccm lbhost prepare`); and the check of a host
+// (Check), which names what is missing or wrong with the command that
+// fixes it.
 package hostfiles

@@ -51,12 +51,17 @@ func KeepalivedMain(routerID, configDir string) string {
 // IncludeLine is the line keepalived's main configuration needs.
 func IncludeLine(configDir string) string { return "include " + configDir + "/keepalived/*.conf" }
 
-// HAProxyArgs are haproxy's arguments (after the master-worker flag) as the
-// drop-in gives them: -f base.cfg, the master socket readable by group,
-// -f fragments; with configDir for config_dir.
-func HAProxyArgs(configDir, group string) []string {
+// DropIn is the haproxy.service drop-in with config_dir configDir.
+func DropIn(configDir string) string {
+	return strings.ReplaceAll(File("haproxy.service.d/tfccm.conf"), DefaultConfigDir, configDir)
+}
+
+// HAProxyArgs are haproxy's arguments (after the master-worker flag) as
+// the drop-in dropIn gives them to Debian's haproxy.service: -f base.cfg,
+// the master socket (group tfccm), -f fragments.
+func HAProxyArgs(dropIn string) []string {
 	env := map[string]string{}
-	for _, line := range strings.Split(File("haproxy.service.d/tfccm.conf"), "\n") {
+	for _, line := range strings.Split(dropIn, "\n") {
 		rest, ok := strings.CutPrefix(line, "Environment=")
 		if !ok {
 			continue
@@ -66,12 +71,7 @@ func HAProxyArgs(configDir, group string) []string {
 			env[k] = v
 		}
 	}
-	args := append([]string{"-f", env["CONFIG"]}, strings.Fields(env["EXTRAOPTS"])...)
-	for i, a := range args {
-		a = strings.ReplaceAll(a, DefaultConfigDir, configDir)
-		args[i] = strings.Replace(a, ",group,"+DefaultUser, ",group,"+group, 1)
-	}
-	return args
+	return append([]string{"-f", env["CONFIG"]}, strings.Fields(env["EXTRAOPTS"])...)
 }
 
 // Sysctls are the sysctl file's settings, name to value.

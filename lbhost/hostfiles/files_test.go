@@ -37,8 +37,8 @@ func TestDocsShowTheFiles(t *testing.T) {
 }
 
 func TestFilesForOtherPaths(t *testing.T) {
-	args := HAProxyArgs("/srv/lb", "ops")
-	want := []string{"-f", "/srv/lb/base.cfg", "-S", "/srv/lb/master.sock,mode,660,group,ops", "-f", "/srv/lb/fragments"}
+	args := HAProxyArgs(DropIn("/srv/lb"))
+	want := []string{"-f", "/srv/lb/base.cfg", "-S", "/srv/lb/master.sock,mode,660,group," + SocketGroup, "-f", "/srv/lb/fragments"}
 	if !slices.Equal(args, want) {
 		t.Errorf("HAProxyArgs: %q, want %q", args, want)
 	}

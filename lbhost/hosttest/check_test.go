@@ -98,6 +98,8 @@ func TestLBHostCheck(t *testing.T) {
 		return func() (err error) { unshadow, err = h.ShadowFile(path, with); return err }
 	}
 	repairShadow := func() error { return unshadow() }
+	// /etc/group without group tfccm, and with it but without the login.
+	noGroup, notMember := groupFiles(t, files)
 	keepalivedBin, err := exec.LookPath("keepalived")
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +125,10 @@ func TestLBHostCheck(t *testing.T) {
 		{"haproxy", "does not say its version",
 			func() error { target.HAProxy = "/usr/bin/ss"; return nil }, // a binary that is not HAProxy
 			func() error { target.HAProxy = "haproxy"; return nil }},
+		{"master socket", "group tfccm does not exist, so HAProxy cannot create its master socket",
+			func() error { h.StopHAProxy(); return shadow("/etc/group", noGroup)() },
+			func() error { _ = unshadow(); return h.RestartHAProxy() }},
+		{"master socket", sudoUser + " is not in group tfccm", shadow("/etc/group", notMember), repairShadow},
 		{"nft", "/usr/sbin/nft is missing", shadow("/usr/sbin/nft", notExec), repairShadow},
 		{"keepalived", "keepalived 1.3.5 is older than 2.0", shadow(keepalivedBin, oldKeepalived), repairShadow},
 	} {
@@ -149,4 +155,30 @@ func TestLBHostCheck(t *testing.T) {
 		}
 		allOK("after repairing " + b.check)
 	}
+}
+
+// groupFiles writes two copies of this machine's /etc/group into dir: one
+// without group tfccm (a host whose preparation forgot it), one where the
+// group has no member (a sudo login left out of it).
+func groupFiles(t *testing.T, dir string) (noGroup, notMember string) {
+	t.Helper()
+	b, err := os.ReadFile("/etc/group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var without, noMember []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, ":"); f[0] == hostfiles.SocketGroup && len(f) == 4 {
+			noMember = append(noMember, strings.Join(f[:3], ":")+":")
+			continue
+		}
+		without, noMember = append(without, l), append(noMember, l)
+	}
+	noGroup, notMember = filepath.Join(dir, "group-none"), filepath.Join(dir, "group-nomember")
+	for p, lines := range map[string][]string{noGroup: without, notMember: noMember} {
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return noGroup, notMember
 }

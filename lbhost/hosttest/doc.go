@@ -3,8 +3,10 @@
 // namespace per host, attached to a local cloud's node bridge
 // (test/localcloud), each running Debian's OpenSSH server (host key
 // generated here), HAProxy in master-worker mode and keepalived, in the
-// layout the lbhost provider expects (docs/lbhost.md), prepared from
-// lbhost/hostfiles. The CCM reaches them over SSH like real hosts.
+// layout the lbhost provider expects (docs/lbhost.md), prepared by `tfccm
+// lbhost prepare`'s own script (lbhost/hostfiles) with the shipped files
+// unchanged but for their paths, or left fresh for a test to prepare
+// (Options.Fresh). The CCM reaches them over SSH like real hosts.
 //
 // Addressing: the local cloud's VIP pool P (a /24 the machine routes into
 // the cloud namespace) becomes a subnet of the cloud's bridge: P.1 is the

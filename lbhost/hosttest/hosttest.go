@@ -33,11 +33,19 @@ type Options struct {
 	// new temporary directory (removed by Stop).
 	Dir string
 	// SudoUser, when set, is the hosts' SSH login instead of root: an
-	// unprivileged user of this machine (created if missing) with exactly
-	// lbhost/hostfiles' sudoers rules and group access to HAProxy's master
-	// socket, as docs/install-baremetal.md sets a host up; the settings
-	// then say sudo = true.
+	// unprivileged user of this machine (created by the preparation if
+	// missing) with exactly lbhost/hostfiles' sudoers rules and group
+	// tfccm, HAProxy's master socket's, as `tfccm lbhost prepare` sets a
+	// host up; the settings then say sudo = true.
 	SudoUser string
+	// Fresh leaves the hosts as fresh Debian hosts: sshd authorizes
+	// Hosts.AdminKey for root, nothing else is prepared or running. Each
+	// has its own /etc (an overlay over the machine's), /run, /root and
+	// /home, so the preparation (`tfccm lbhost prepare ... | ssh
+	// root@ADDRESS sh`) writes everything at its default path and creates
+	// users and groups on that host alone; StartServices then plays
+	// systemd's part.
+	Fresh bool
 }
 
 // Host is one running load-balancer host.
@@ -61,9 +69,15 @@ type Host struct {
 	// User is the SSH login (root, or Options.SudoUser with sudo).
 	User string
 
-	dir         string
-	gateway     string
-	socketGroup string // group of HAProxy's master socket
+	dir     string
+	gateway string
+	fresh   bool // Options.Fresh
+	// holder is the process whose mount namespace is the host's (inHost).
+	holder   *exec.Cmd
+	holderMu sync.Mutex
+	// haproxyArgs are HAProxy's arguments from the drop-in the
+	// preparation installed.
+	haproxyArgs []string
 	mu          sync.Mutex
 	sshd        *exec.Cmd
 	haproxy     *exec.Cmd
@@ -74,8 +88,12 @@ type Host struct {
 // Hosts is a running set of load-balancer hosts.
 type Hosts struct {
 	Hosts []*Host
-	// PrivateKey is the path of the client key every host authorizes for root.
+	// PrivateKey is the path of the client key every host authorizes for
+	// its login (none with Options.Fresh).
 	PrivateKey string
+	// AdminKey is the path of the key a fresh host authorizes for root
+	// (Options.Fresh): the user's own.
+	AdminKey string
 	// VIPPool is where VIPs come from (the upper half of the cloud's pool).
 	VIPPool string
 	// VIPPool6 is where IPv6 VIPs come from: a /112 of the node network's
@@ -88,6 +106,7 @@ type Hosts struct {
 	dir      string
 	ownDir   bool
 	sudoUser string
+	fresh    bool
 	router   string // P.1/24 on the cloud's bridge
 
 	mu         sync.Mutex
@@ -114,7 +133,7 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	}
 	base := pool.Addr().As4()
 	at := func(i byte) string { return netip.AddrFrom4([4]byte{base[0], base[1], base[2], i}).String() }
-	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", VIPPool6: "fd00:250::1:0/112", router: at(1) + "/24", sudoUser: opts.SudoUser}
+	hs := &Hosts{cloud: opts.Cloud, dir: opts.Dir, Interface: "eth0", VIPPool: at(128) + "/25", VIPPool6: "fd00:250::1:0/112", router: at(1) + "/24", sudoUser: opts.SudoUser, fresh: opts.Fresh}
 	if hs.dir == "" {
 		if hs.dir, err = os.MkdirTemp("", "lbhosts-"); err != nil {
 			return nil, fmt.Errorf("lbhosts: %w", err)
@@ -135,6 +154,12 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	hs.PrivateKey = filepath.Join(hs.dir, "client_key")
 	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tfccm-lbhosts", "-f", hs.PrivateKey); err != nil {
 		return nil, err
+	}
+	if opts.Fresh {
+		hs.AdminKey = filepath.Join(hs.dir, "admin_key")
+		if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "admin", "-f", hs.AdminKey); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
 		return nil, fmt.Errorf("lbhosts: %w", err)
@@ -157,16 +182,24 @@ func Start(ctx context.Context, opts Options) (_ *Hosts, err error) {
 	return hs, nil
 }
 
-// up creates h's namespace and link, its keys and configurations, and
-// starts sshd, HAProxy and keepalived in it.
+// up creates h's namespace and link, prepares it with `tfccm lbhost
+// prepare`'s script, and starts sshd, HAProxy and keepalived in it from
+// the files the script installed.
 func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
+	h.fresh = hs.fresh
 	h.ConfigDir = filepath.Join(h.dir, "lbhost")
 	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
 	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
-	for _, d := range []string{"fragments", "claims", "keepalived"} {
-		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
-			return err
-		}
+	if h.fresh {
+		h.ConfigDir = h.MachinePath(hostfiles.DefaultConfigDir)
+		h.KeepalivedConfig = h.MachinePath(hostfiles.KeepalivedConfig)
+		h.KeepalivedPIDFile = h.MachinePath("/run/keepalived.pid")
+	}
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return err
+	}
+	if err := h.makeSystemDirs(); err != nil {
+		return err
 	}
 	cloud := hs.cloud.CloudNetns
 	h.gateway = strings.Split(hs.router, "/")[0]
@@ -190,27 +223,44 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
 		return err
 	}
-	// lbhost/hostfiles' sysctls (ip_nonlocal_bind: a backup's HAProxy binds
-	// the VIP it does not hold).
-	for k, v := range hostfiles.Sysctls() {
-		if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", k+"="+v); err != nil {
+	if err := h.startHolder(); err != nil {
+		return err
+	}
+	var err error
+	if h.HostKey, err = writeSSHD(h.dir, h.Address, ""); err != nil {
+		return err
+	}
+	if h.fresh {
+		// Root's key is the admin's; nothing else is there yet.
+		if err := authorize(h.MachinePath("/root/.ssh"), hs.AdminKey+".pub"); err != nil {
 			return err
 		}
+		return h.StartSSHD()
 	}
-	if err := h.writeConfigs(hs.PrivateKey + ".pub"); err != nil {
+	// The preparation applies lbhost/hostfiles' sysctls in the namespace
+	// (ip_nonlocal_bind: a backup's HAProxy binds the VIP it does not hold).
+	if _, err := h.prepare(hs.PrivateKey + ".pub"); err != nil {
 		return err
 	}
 	if err := h.StartSSHD(); err != nil {
 		return err
 	}
+	return h.StartServices(ctx)
+}
+
+// StartServices starts HAProxy and keepalived as systemd would after the
+// preparation's `systemctl restart haproxy keepalived`: HAProxy with the
+// arguments of the drop-in it installed, keepalived with its main
+// configuration.
+func (h *Host) StartServices(ctx context.Context) error {
+	dropIn, err := h.installedDropIn()
+	if err != nil {
+		return fmt.Errorf("the preparation's haproxy.service drop-in: %w", err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var err error
-	h.socketGroup = "root"
-	if hs.sudoUser != "" {
-		h.socketGroup = hs.sudoUser
-	}
-	h.haproxy, err = startHAProxy(h, h.socketGroup)
+	h.haproxyArgs = hostfiles.HAProxyArgs(dropIn)
+	h.haproxy, err = startHAProxy(h)
 	if err != nil {
 		return err
 	}
@@ -223,26 +273,23 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	return err
 }
 
-func (h *Host) writeConfigs(clientPub string) error {
-	var err error
-	if h.HostKey, err = writeSSHD(h.dir, h.Address, clientPub); err != nil {
+// authorize writes the public key file pub as the authorized_keys of the
+// .ssh directory dir.
+func authorize(dir, pub string) error {
+	b, err := os.ReadFile(pub)
+	if err != nil {
 		return err
 	}
-	files := map[string]string{
-		"lbhost/base.cfg": HAProxyBase(h.ConfigDir),
-		"keepalived.conf": KeepalivedMain(h.Name, h.ConfigDir),
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(h.dir, name), []byte(content), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
+	return os.WriteFile(filepath.Join(dir, "authorized_keys"), b, 0o600)
 }
 
 // writeSSHD writes an sshd's files into dir: a new host key (returned in
 // authorized_keys format), authorized_keys with the client key clientPub
-// and an sshd_config listening on listen:22.
+// and an sshd_config listening on listen:22. Without clientPub, the
+// logins' own ~/.ssh/authorized_keys count, as on a real host.
 func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 	if err := run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", filepath.Base(dir), "-f", filepath.Join(dir, "host_key")); err != nil {
 		return "", err
@@ -252,11 +299,16 @@ func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 		return "", err
 	}
 	f := strings.Fields(string(pub))
+	config := SSHDConfig(listen, 22, dir)
+	if clientPub == "" {
+		config = strings.Replace(config, "AuthorizedKeysFile "+dir+"/authorized_keys", "AuthorizedKeysFile .ssh/authorized_keys", 1)
+		return f[0] + " " + f[1], os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600)
+	}
 	auth, err := os.ReadFile(clientPub)
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(SSHDConfig(listen, 22, dir)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600); err != nil {
 		return "", err
 	}
 	// sshd reads authorized_keys as the login user (a sudo login too).
@@ -266,32 +318,34 @@ func writeSSHD(dir, listen, clientPub string) (hostKey string, err error) {
 	return f[0] + " " + f[1], nil
 }
 
-// startSSHD starts the sshd whose files writeSSHD wrote into dir, in netns,
-// and waits until it serves (its pid file appears).
-func startSSHD(netns, dir string) (*exec.Cmd, error) {
+// startSSHD starts the sshd whose files writeSSHD wrote into dir (with
+// wrap: the command that runs it in its namespaces), and waits until it serves
+// (its pid file appears).
+func startSSHD(dir string, wrap func(...string) []string) (*exec.Cmd, error) {
 	_ = os.Remove(filepath.Join(dir, "sshd.pid"))
-	cmd, err := start(netns, filepath.Join(dir, "sshd.log"), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	cmd, err := startArgv(filepath.Join(dir, "sshd.log"), wrap("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config")))
 	if err != nil {
 		return nil, err
 	}
 	return cmd, waitFile(context.Background(), filepath.Join(dir, "sshd.pid"))
 }
 
-// StartSSHD (re)starts the host's sshd.
+// StartSSHD (re)starts the host's sshd, with the host's own system paths
+// (the authorized keys and sudoers rules the preparation installed).
 func (h *Host) StartSSHD() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err error
-	h.sshd, err = startSSHD(h.Netns, h.dir)
+	h.sshd, err = startSSHD(h.dir, h.inHost)
 	return err
 }
 
-// ShadowFile bind-mounts with over path in the mount namespace of the
-// host's sshd (every SSH login's, sudo's commands included), not the
-// machine's: the hosts share this machine's file system, so a test hides
-// or replaces a host's binary there without touching the real one.
-// sshd runs under `ip netns exec`, whose mount namespace is a slave of the
-// machine's: the mount does not leak out. The returned func undoes it.
+// ShadowFile bind-mounts with over path in the host's mount namespace
+// (its sshd's, every SSH login's and sudo's commands', HAProxy's and
+// keepalived's), not the machine's: the hosts share this machine's file
+// system, so a test hides or replaces a host's binary or file there
+// without touching the real one. The namespace is private (unshare
+// --mount): the mount does not leak out. The returned func undoes it.
 func (h *Host) ShadowFile(path, with string) (undo func() error, err error) {
 	h.mu.Lock()
 	pid := h.sshd.Process.Pid
@@ -309,9 +363,12 @@ func (h *Host) StartKeepalived() error {
 	defer h.mu.Unlock()
 	_ = os.Remove(h.KeepalivedPIDFile)
 	var err error
-	h.keepalive, err = start(h.Netns, filepath.Join(h.dir, "keepalived.log"), "keepalived", "-n", "-l", "-D",
-		"-f", h.KeepalivedConfig, "-p", h.KeepalivedPIDFile,
-		"-r", filepath.Join(h.dir, "vrrp.pid"), "-c", filepath.Join(h.dir, "checkers.pid"))
+	cfg, pid, vrrp, checkers := h.KeepalivedConfig, h.KeepalivedPIDFile, filepath.Join(h.dir, "vrrp.pid"), filepath.Join(h.dir, "checkers.pid")
+	if h.fresh { // the default paths, in the host's own /etc and /run
+		cfg, pid, vrrp, checkers = hostfiles.KeepalivedConfig, "/run/keepalived.pid", "/run/vrrp.pid", "/run/checkers.pid"
+	}
+	h.keepalive, err = startArgv(filepath.Join(h.dir, "keepalived.log"), h.inHost("keepalived", "-n", "-l", "-D",
+		"-f", cfg, "-p", pid, "-r", vrrp, "-c", checkers))
 	if err != nil {
 		return err
 	}
@@ -328,7 +385,7 @@ func (h *Host) StopKeepalived(sig syscall.Signal) {
 	h.mu.Unlock()
 	stop(cmd, sig)
 	// keepalived's VRRP child ends with its parent; make sure it has.
-	if b, err := os.ReadFile(filepath.Join(h.dir, "vrrp.pid")); err == nil {
+	if b, err := os.ReadFile(h.vrrpPIDFile()); err == nil {
 		var pid int
 		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
 			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
@@ -400,7 +457,7 @@ func (h *Host) Wipe() error {
 	_ = os.Remove(filepath.Join(h.ConfigDir, "server-state"))
 	var err error
 	h.mu.Lock()
-	h.haproxy, err = startHAProxy(h, h.socketGroup)
+	h.haproxy, err = startHAProxy(h)
 	h.mu.Unlock()
 	if err != nil {
 		return err
@@ -409,10 +466,19 @@ func (h *Host) Wipe() error {
 }
 
 // startHAProxy starts HAProxy in master-worker mode with the arguments of
-// lbhost/hostfiles' haproxy.service drop-in, the master socket's group group.
-func startHAProxy(h *Host, group string) (*exec.Cmd, error) {
-	args := append([]string{"haproxy", "-W"}, hostfiles.HAProxyArgs(h.ConfigDir, group)...)
-	return start(h.Netns, filepath.Join(h.dir, "haproxy.log"), args...)
+// the haproxy.service drop-in the preparation installed (the master
+// socket's group tfccm, as shipped).
+func startHAProxy(h *Host) (*exec.Cmd, error) {
+	args := append([]string{"haproxy", "-W"}, h.haproxyArgs...)
+	return startArgv(filepath.Join(h.dir, "haproxy.log"), h.inHost(args...))
+}
+
+// vrrpPIDFile is keepalived's VRRP child's pid file on this machine.
+func (h *Host) vrrpPIDFile() string {
+	if h.fresh {
+		return h.MachinePath("/run/vrrp.pid")
+	}
+	return filepath.Join(h.dir, "vrrp.pid")
 }
 
 // RestartHAProxy stops HAProxy and starts it again as Start did.
@@ -421,7 +487,7 @@ func (h *Host) RestartHAProxy() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err error
-	if h.haproxy, err = startHAProxy(h, h.socketGroup); err != nil {
+	if h.haproxy, err = startHAProxy(h); err != nil {
 		return err
 	}
 	return WaitHAProxy(filepath.Join(h.ConfigDir, "master.sock"), 10*time.Second)
@@ -465,6 +531,9 @@ func (hs *Hosts) LBSettings() map[string]any {
 			"address": h.Address, "address6": h.Address6, "host_key": h.HostKey, "config_dir": h.ConfigDir,
 			"keepalived_config": h.KeepalivedConfig, "keepalived_pid_file": h.KeepalivedPIDFile,
 		}
+		if h.fresh { // the defaults, each host's own
+			hosts[h.Name] = map[string]any{"address": h.Address, "address6": h.Address6, "host_key": h.HostKey}
+		}
 		if h.User != "root" {
 			hosts[h.Name].(map[string]any)["user"] = h.User
 		}
@@ -492,7 +561,9 @@ func (hs *Hosts) StartRouter() error {
 	if err != nil {
 		return fmt.Errorf("lbhosts: router: %w", err)
 	}
-	cmd, err := startSSHD(hs.cloud.CloudNetns, dir)
+	cmd, err := startSSHD(dir, func(argv ...string) []string {
+		return append([]string{"ip", "netns", "exec", hs.cloud.CloudNetns}, argv...)
+	})
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.routerSSHD = cmd
@@ -531,6 +602,10 @@ func (hs *Hosts) Stop() error {
 		for _, c := range cmds {
 			stop(c, syscall.SIGTERM)
 		}
+		h.holderMu.Lock()
+		stop(h.holder, syscall.SIGKILL)
+		h.holder = nil
+		h.holderMu.Unlock()
 		if _, err := os.Stat(filepath.Join("/run/netns", h.Netns)); err == nil {
 			if err := ip("netns", "del", h.Netns); err != nil {
 				errs = append(errs, err)
@@ -539,11 +614,6 @@ func (hs *Hosts) Stop() error {
 	}
 	if _, err := os.Stat(filepath.Join("/run/netns", hs.cloud.CloudNetns)); err == nil {
 		_ = ip("-n", hs.cloud.CloudNetns, "addr", "del", hs.router, "dev", hs.cloud.Prefix+"-br")
-	}
-	if hs.sudoUser != "" {
-		if err := os.Remove(sudoersFile(hs.sudoUser)); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
 	}
 	if hs.ownDir {
 		errs = append(errs, os.RemoveAll(hs.dir))
@@ -569,12 +639,17 @@ func ForTest(t testing.TB, cloud *localcloud.Cloud, names ...string) *Hosts {
 
 // start runs argv in netns as a child process logging to logFile.
 func start(netns, logFile string, argv ...string) (*exec.Cmd, error) {
+	return startArgv(logFile, append([]string{"ip", "netns", "exec", netns}, argv...))
+}
+
+// startArgv runs argv as a child process logging to logFile.
+func startArgv(logFile string, argv []string) (*exec.Cmd, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a test's Ctrl-C does not reach it first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -7,36 +7,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/tfccm/tfccm/lbhost/hostfiles"
 )
 
-// sudoersFile is where the hosts' sudoers rules go on this machine (the
-// hosts share its file system). Stop removes it.
-func sudoersFile(user string) string { return "/etc/sudoers.d/tfccm-lbhosts-" + user }
+// sudoersFile is where h's sudoers rules are (its own /etc/sudoers.d).
+func (h *Host) sudoersFile() string {
+	return filepath.Join(h.dir, "sys", "sudoers.d", filepath.Base(hostfiles.SudoersFile))
+}
 
-// setUpSudoUser prepares user as docs/install-baremetal.md prepares the
-// tfccm login on a real host: a system user (created once: a login shell,
-// no password, not locked for key logins) and lbhost/hostfiles' sudoers
-// rules for it (checked with visudo). dir, which holds the hosts' master
-// sockets, becomes reachable by it (o+x on it and its ancestors).
+// setUpSudoUser readies this machine for user as the hosts' login (the
+// preparation creates it, its group and its sudoers rules): dir, which
+// holds the hosts' master sockets, becomes reachable by it (o+x on it and
+// its ancestors), and a user an older suite made with no home gets one
+// under /home (each host has its own /home, where the preparation puts
+// its authorized key).
 func setUpSudoUser(user, dir string) error {
-	if err := exec.Command("id", "-u", user).Run(); err != nil {
-		if err := run("useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/sh",
-			"--user-group", "--password", "*", user); err != nil {
-			return err
+	if out, err := exec.Command("getent", "passwd", user).Output(); err == nil {
+		if f := strings.Split(strings.TrimSpace(string(out)), ":"); len(f) > 5 && f[5] != "/home/"+user {
+			if err := run("usermod", "--home", "/home/"+user, user); err != nil {
+				return err
+			}
 		}
-	}
-	f := sudoersFile(user)
-	if err := os.WriteFile(f+".tmp", []byte(hostfiles.Sudoers(user)), 0o440); err != nil {
-		return err
-	}
-	if err := run("visudo", "-cf", f+".tmp"); err != nil {
-		_ = os.Remove(f + ".tmp")
-		return err
-	}
-	if err := os.Rename(f+".tmp", f); err != nil {
-		return err
 	}
 	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
@@ -58,13 +51,24 @@ func (hs *Hosts) RemoveSudoers() error {
 	if hs.sudoUser == "" {
 		return nil
 	}
-	return os.Remove(sudoersFile(hs.sudoUser))
+	for _, h := range hs.Hosts {
+		if err := os.Remove(h.sudoersFile()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// InstallSudoers puts the hosts' sudoers rules (back) in place.
+// InstallSudoers puts the hosts' sudoers rules (back) in place, as the
+// preparation installs them.
 func (hs *Hosts) InstallSudoers() error {
 	if hs.sudoUser == "" {
 		return nil
 	}
-	return setUpSudoUser(hs.sudoUser, hs.dir)
+	for _, h := range hs.Hosts {
+		if err := os.WriteFile(h.sudoersFile(), []byte(hostfiles.Sudoers(hs.sudoUser)), 0o440); err != nil {
+			return err
+		}
+	}
+	return nil
 }
