@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/config"
@@ -256,4 +257,35 @@ func TestFleetPlanLive(t *testing.T) {
 	if fmt.Sprint(targets) != "[default/web routes]" {
 		t.Errorf("targets %v, want the LoadBalancer Service and the routes", targets)
 	}
+
+	// A tenant who may list the Services of their own namespace only: the
+	// fleet plan reads every namespace's Services and the Nodes, so it is
+	// refused by the apiserver, with the read it needed named, and plans
+	// nothing (docs/security.md: tfccm plan is the admin's).
+	t.Run("a tenant is refused", func(t *testing.T) {
+		if _, err := client.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tenant"},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "tenant"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		kc, err := cluster.UserKubeconfig("tenant", "127.0.0.1", "tenant")
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "plan", "--config", cfg, "--kubeconfig", kc, "--format", "json")
+		if code != exitError || stdout != "" {
+			t.Fatalf("exit %d, stdout %q; want exit %d and no plan\n%s", code, stdout, exitError, stderr)
+		}
+		if !strings.Contains(stderr, "list Services") || !strings.Contains(stderr, "forbidden") {
+			t.Errorf("stderr does not name the refused read:\n%s", stderr)
+		}
+	})
 }
