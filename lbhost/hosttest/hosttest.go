@@ -163,7 +163,7 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	h.ConfigDir = filepath.Join(h.dir, "lbhost")
 	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
 	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
-	for _, d := range []string{"fragments", "claims", "keepalived"} {
+	for _, d := range []string{"fragments", "claims", "keepalived", "vrrp-ids"} {
 		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
 			return err
 		}
@@ -372,7 +372,7 @@ func (h *Host) HasAddress(addr string) bool {
 // instances), as "<dir>/<file>".
 func (h *Host) Objects() []string {
 	var out []string
-	for _, d := range []string{"fragments", "claims", "keepalived"} {
+	for _, d := range []string{"fragments", "claims", "keepalived", "vrrp-ids"} {
 		entries, _ := os.ReadDir(filepath.Join(h.ConfigDir, d))
 		for _, e := range entries {
 			out = append(out, d+"/"+e.Name())
@@ -384,7 +384,7 @@ func (h *Host) Objects() []string {
 // Wipe removes lbhost's objects from the host and restarts HAProxy and
 // keepalived with the host's own configuration only: a reinstalled host.
 func (h *Host) Wipe() error {
-	for _, d := range []string{"fragments", "claims", "keepalived", "pending"} {
+	for _, d := range []string{"fragments", "claims", "keepalived", "pending", "vrrp-ids"} {
 		if err := os.RemoveAll(filepath.Join(h.ConfigDir, d)); err != nil {
 			return err
 		}
