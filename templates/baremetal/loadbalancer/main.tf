@@ -21,7 +21,7 @@ provider "lbhost" {
   # Every host's own addresses: no VIP takes one, even when the VIP pool
   # covers the hosts' subnet (a host sees only its own, and not a /32).
   reserved_addresses = [for a in flatten([for h in var.settings.hosts : [h.address, h.address6]]) : a if a != null]
-  ssh = local.ssh[each.key]
+  ssh                = local.ssh[each.key]
   # A retired host that does not answer is forgotten on destroy.
   forget_unreachable = each.value.retired
 }
