@@ -72,8 +72,8 @@ func (p *lbhostProvider) Metadata(_ context.Context, _ provider.MetadataRequest,
 func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "Manages HAProxy load balancers, VIPs and kernel routes on one Linux load-balancer host, " +
-			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`). " +
-			"Exactly one of `netns` and `ssh` is set.",
+			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`); or, with `hosts`, " +
+			"every host of a group at once (for `lbhost_vip_allocation` and `lbhost_hosts`). Exactly one of `netns`, `ssh` and `hosts` is set.",
 		Attributes: map[string]schema.Attribute{
 			"config_dir": schema.StringAttribute{
 				Optional: true,
