@@ -163,7 +163,7 @@ func (hs *Hosts) up(ctx context.Context, h *Host, link, bridge string) error {
 	h.ConfigDir = filepath.Join(h.dir, "lbhost")
 	h.KeepalivedConfig = filepath.Join(h.dir, "keepalived.conf")
 	h.KeepalivedPIDFile = filepath.Join(h.dir, "keepalived.pid")
-	for _, d := range []string{"fragments", "claims", "keepalived", "vrrp-ids"} {
+	for _, d := range []string{"fragments", "claims", "keepalived"} {
 		if err := os.MkdirAll(filepath.Join(h.ConfigDir, d), 0o755); err != nil {
 			return err
 		}
@@ -372,7 +372,7 @@ func (h *Host) HasAddress(addr string) bool {
 // instances), as "<dir>/<file>".
 func (h *Host) Objects() []string {
 	var out []string
-	for _, d := range []string{"fragments", "claims", "keepalived", "vrrp-ids"} {
+	for _, d := range []string{"fragments", "claims", "keepalived"} {
 		entries, _ := os.ReadDir(filepath.Join(h.ConfigDir, d))
 		for _, e := range entries {
 			out = append(out, d+"/"+e.Name())

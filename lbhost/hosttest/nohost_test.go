@@ -188,6 +188,9 @@ func TestBaremetalNoHostIsSpecial(t *testing.T) {
 		if objs := h.Objects(); len(objs) != 0 {
 			t.Errorf("%s: objects left after destroy: %v", h.Name, objs)
 		}
+		if ids, _ := os.ReadDir(filepath.Join(h.ConfigDir, "vrrp-ids")); len(ids) != 0 {
+			t.Errorf("%s: VRRP id reservations left after destroy: %v", h.Name, ids)
+		}
 	}
 }
 
