@@ -28,7 +28,7 @@ import (
 func TestBaremetalFirstHostDown(t *testing.T) {
 	b := newBaremetal(t, "3s")
 	ctx := context.Background()
-	serveNodes(t, b.cloud, 30080)
+	serveNodes(t, b.cloud, 30080, 30081)
 	createNode(t, b.client, b.cloud, "node-a")
 	createNode(t, b.client, b.cloud, "node-b")
 	b.startCCM(t)
@@ -54,7 +54,7 @@ func TestBaremetalFirstHostDown(t *testing.T) {
 	backendsAre(t, vip, 80, "node-a", "node-b") // web failed over to lb-b
 	since := time.Now().Add(-time.Second)
 	start = time.Now()
-	b.createService(t, "web2", 81, 30080, "")
+	b.createService(t, "web2", 81, 30081, "")
 	vip2 := waitVIP(t, b.client, "web2")
 	backendsAre(t, vip2, 81, "node-a", "node-b")
 	down := time.Since(start)
