@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -284,9 +283,4 @@ func (h *Host) Deallocate(ctx context.Context, r Request, a Allocation) error {
 		return fmt.Errorf("%s: %w", h.T, err)
 	}
 	return nil
-}
-
-// SortHosts orders hosts by their transport's name: the lock order.
-func SortHosts(hosts []*Host) {
-	sort.Slice(hosts, func(i, j int) bool { return hosts[i].T.String() < hosts[j].T.String() })
 }

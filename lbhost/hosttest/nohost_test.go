@@ -13,6 +13,7 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/lbhost/hosttest"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -182,6 +183,46 @@ func TestBaremetalNoHostIsSpecial(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The first host dies for good: retired while unreachable, its
+	// objects are forgotten (not failed on), the others keep serving with
+	// the same VIPs; then it leaves the settings.
+	lbA.StopSSHD()
+	lbA.StopKeepalived(9)
+	lb := hs.LBSettings()
+	lb["hosts"].(map[string]any)["lb-a"].(map[string]any)["retired"] = true
+	for _, d := range []string{dir, old} {
+		setSettings(t, d, lb)
+	}
+	out = tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	if !strings.Contains(out, "host unreachable, forgotten") {
+		t.Errorf("retiring lb-a while it is down: no warning that its objects are forgotten:\n%s", out)
+	}
+	oldTofu("apply", "-auto-approve", "-input=false", "-no-color")
+	delete(lb["hosts"].(map[string]any), "lb-a")
+	for _, d := range []string{dir, old} {
+		setSettings(t, d, lb)
+	}
+	for _, w := range []func(...string) string{tofu, oldTofu} {
+		w("apply", "-auto-approve", "-input=false", "-no-color")
+		if actions := planActions(t, w); len(changed(actions)) > 0 {
+			t.Errorf("lb-a removed: the plan is not empty: %v", changed(actions))
+		}
+	}
+	if got := ingressIP(t, oldTofu); got != vipOld {
+		t.Errorf("lb-a retired: web's VIP %s, want %s", got, vipOld)
+	}
+	testkit.Eventually(t, 30*time.Second, "web and web2 served without lb-a", func(context.Context) error {
+		for _, v := range []string{vipOld, vip2} {
+			if _, err := get(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := lbA.Wipe(); err != nil { // gone: its leftovers with it
+		t.Fatal(err)
+	}
+
 	tofu("destroy", "-auto-approve", "-input=false", "-no-color")
 	oldTofu("destroy", "-auto-approve", "-input=false", "-no-color")
 	for _, h := range hs.Hosts {
@@ -191,6 +232,23 @@ func TestBaremetalNoHostIsSpecial(t *testing.T) {
 		if ids, _ := os.ReadDir(filepath.Join(h.ConfigDir, "vrrp-ids")); len(ids) != 0 {
 			t.Errorf("%s: VRRP id reservations left after destroy: %v", h.Name, ids)
 		}
+	}
+}
+
+// setSettings rewrites the settings input of the module in dir.
+func setSettings(t *testing.T, dir string, lb map[string]any) {
+	t.Helper()
+	file := filepath.Join(dir, "tfccm.auto.tfvars")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, ok := strings.Cut(string(data), "\nsettings = ")
+	if !ok {
+		t.Fatalf("%s has no settings", file)
+	}
+	if err := os.WriteFile(file, []byte(head+"\nsettings = "+harness.HCLObject(lb)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -281,4 +339,3 @@ func changed(actions map[string]string) map[string]string {
 	}
 	return out
 }
-

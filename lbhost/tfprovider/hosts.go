@@ -6,6 +6,7 @@ package tfprovider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -125,18 +126,9 @@ func (d *hostsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, re
 	m := hostsModel{Reachable: []string{}, Unreachable: []string{}}
 	m.Unreachable = append(m.Unreachable, down...)
 	for _, p := range d.c.peers {
-		if !contains(down, p.name) {
+		if !slices.Contains(down, p.name) {
 			m.Reachable = append(m.Reachable, p.name)
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
