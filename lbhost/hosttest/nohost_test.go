@@ -103,6 +103,11 @@ func TestBaremetalNoHostIsSpecial(t *testing.T) {
 		return err
 	})
 	t.Logf("FIGURE new Service with the first host down: applied in %s, served %s after the apply started", applied.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	// The plan says what waits for the missing host, and changes nothing.
+	if plan := tofu("plan", "-detailed-exitcode", "-input=false", "-no-color"); !strings.Contains(plan, lbA.Address+":22 is unreachable") ||
+		!strings.Contains(plan, "waits for it") || !strings.Contains(plan, "No changes") {
+		t.Errorf("plan with lb-a down: want no changes and warnings that lb-a's part waits for it:\n%s", plan)
+	}
 	id2 := vrid(t, hs.Host("lb-b"), "c1_web2")
 	if id2 == idOld {
 		t.Errorf("web2 got VRRP id %s, the same as web's", id2)
