@@ -50,3 +50,22 @@ func DecodeBackends(outputs map[string]json.RawMessage) ([]BackendHealth, error)
 	}
 	return out, nil
 }
+
+// HostsOutput is a health module's optional output of the load balancer's
+// hosts (LB hosts of the baremetal set) by name, each true when the probe
+// could connect to it: a host that could not be reached is named in the
+// Degraded condition and its gauge (tfccm_load_balancer_host_up).
+const HostsOutput = "hosts"
+
+// DecodeHosts reads the health module's `hosts` output (none: nil).
+func DecodeHosts(outputs map[string]json.RawMessage) (map[string]bool, error) {
+	raw, ok := outputs[HostsOutput]
+	if !ok {
+		return nil, nil
+	}
+	var hosts map[string]bool
+	if err := json.Unmarshal(raw, &hosts); err != nil {
+		return nil, fmt.Errorf("output `hosts` is not a map of host name to bool: %w", err)
+	}
+	return hosts, nil
+}

@@ -28,8 +28,9 @@ const (
 	// inputs (`kubectl wait --for=condition=tfccm.io/Programmed`).
 	ConditionProgrammed = "tfccm.io/Programmed"
 	// ConditionDegraded: the load balancer itself finds some of its
-	// backends unhealthy (True names them) or all healthy (False); only
-	// for template sets that read backend health (health.go).
+	// backends unhealthy, or one of its LB hosts unreachable (True names
+	// them), or all healthy (False); only for template sets that read
+	// backend health (health.go).
 	ConditionDegraded = "tfccm.io/Degraded"
 )
 
@@ -49,8 +50,11 @@ const (
 	CondReasonDriftRepaired            = "DriftRepaired"
 	CondReasonBackendsUnhealthy        = "BackendsUnhealthy"
 	CondReasonBackendsHealthy          = "BackendsHealthy"
-	CondReasonPolicyDenied             = "PolicyDenied"
-	CondReasonChangeWindowClosed       = "ChangeWindowClosed"
+	// CondReasonLBHostUnreachable: Degraded because an LB host could not
+	// be reached (the health module's hosts output).
+	CondReasonLBHostUnreachable  = "LBHostUnreachable"
+	CondReasonPolicyDenied       = "PolicyDenied"
+	CondReasonChangeWindowClosed = "ChangeWindowClosed"
 )
 
 // fieldManager owns tfccm's conditions in server-side apply: the service

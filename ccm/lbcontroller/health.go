@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,16 @@ var (
 		Help:           "Backends the load balancer itself finds healthy, by Service (service_namespace, service_name).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"service_namespace", "service_name"})
+	// hostUpGauge: one series per LB host named by the health modules'
+	// `hosts` output (the baremetal set), 1 while every probe of the last
+	// round reached it, 0 when one could not; dropped when no probe names
+	// the host any more. The alert TfccmLBHostUnreachable reads it.
+	hostUpGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "tfccm_load_balancer",
+		Name:           "host_up",
+		Help:           "Whether the last health round could connect to each LB host (1) or not (0), by host name (host); only for template sets whose health module outputs hosts (baremetal).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"host"})
 	registerHealthMetrics sync.Once
 )
 
@@ -65,6 +76,7 @@ var (
 type healthState struct {
 	mu     sync.Mutex
 	series map[string][2]string // workspace -> namespace, name
+	hosts  map[string]bool      // LB host -> up, as last reported
 }
 
 // runHealth reads backend health every interval (jittered) until ctx ends,
@@ -76,7 +88,7 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
-	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge) })
+	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge) })
 }
 
 // healthRound probes every applied load balancer once, workers at a time
@@ -97,12 +109,23 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var mu sync.Mutex
+	hosts, complete := map[string]bool{}, true
 	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
-		l.probeOne(ctx, prober, names[i], live[names[i]])
+		seen, ok := l.probeOne(ctx, prober, names[i], live[names[i]])
+		mu.Lock()
+		defer mu.Unlock()
+		complete = complete && ok
+		for h, up := range seen {
+			if was, ok := hosts[h]; !ok || was {
+				hosts[h] = up
+			}
+		}
 	})
 	if ctx.Err() != nil {
 		return
 	}
+	l.reportHosts(hosts, complete)
 	l.health.mu.Lock()
 	var gone []string
 	for name := range l.health.series {
@@ -116,33 +139,77 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 	}
 }
 
-// probeOne reads one load balancer's backend health and reports it.
-func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name string, svc *corev1.Service) {
+// probeOne reads one load balancer's backend health and reports it; it
+// returns the LB hosts the probe names, each true when it reached it, and
+// false when there was no reading (the last one stands).
+func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name string, svc *corev1.Service) (map[string]bool, bool) {
 	if prober.Status(name).Phase != workspace.PhaseApplied {
-		return // a run in flight or failed: read after it settles
+		return nil, false // a run in flight or failed: read after it settles
 	}
 	outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
 	if errors.Is(err, workspace.ErrNoProbe) {
 		// The set reads no health (or no longer: a new override).
 		l.dropHealth(name)
 		l.conds.remove(svc, ConditionDegraded)
-		return
+		return nil, true
 	}
 	var backends []templates.BackendHealth
+	var hosts map[string]bool
 	if err == nil {
 		backends, err = templates.DecodeBackends(outs)
+	}
+	if err == nil {
+		hosts, err = templates.DecodeHosts(outs)
 	}
 	if err != nil {
 		// The last reading stands: a load balancer host briefly
 		// unreachable, or HAProxy reloading, is no reason to flap.
 		klog.InfoS("Could not read the load balancer's backend health", "service", klog.KObj(svc), "workspace", name, "err", err)
-		return
+		return nil, false
 	}
-	l.reportHealth(name, svc, backends)
+	var unreachable []string
+	for h, up := range hosts {
+		if !up {
+			unreachable = append(unreachable, h)
+		}
+	}
+	sort.Strings(unreachable)
+	l.reportHealth(name, svc, backends, unreachable)
+	return hosts, true
+}
+
+// reportHosts sets the LB host gauges from a round's probes; after a
+// complete round (every probe read) it drops the series of hosts no probe
+// named, else the last reading of those stands.
+func (l *loadBalancers) reportHosts(hosts map[string]bool, complete bool) {
+	l.health.mu.Lock()
+	old := l.health.hosts
+	next := maps.Clone(hosts)
+	if !complete {
+		for h, up := range old {
+			if _, ok := next[h]; !ok {
+				next[h] = up
+			}
+		}
+	}
+	l.health.hosts = next
+	l.health.mu.Unlock()
+	for h, up := range next {
+		v := 0.0
+		if up {
+			v = 1
+		}
+		hostUpGauge.WithLabelValues(h).Set(v)
+	}
+	for h := range old {
+		if _, ok := next[h]; !ok {
+			hostUpGauge.DeleteLabelValues(h)
+		}
+	}
 }
 
 // reportHealth sets the Service's Degraded condition and gauges.
-func (l *loadBalancers) reportHealth(name string, svc *corev1.Service, backends []templates.BackendHealth) {
+func (l *loadBalancers) reportHealth(name string, svc *corev1.Service, backends []templates.BackendHealth, unreachable []string) {
 	up, down := 0, []string{}
 	for _, b := range backends {
 		if b.Healthy {
@@ -160,12 +227,26 @@ func (l *loadBalancers) reportHealth(name string, svc *corev1.Service, backends 
 	l.health.mu.Unlock()
 	backendsGauge.WithLabelValues(svc.Namespace, svc.Name).Set(float64(len(backends)))
 	backendsUpGauge.WithLabelValues(svc.Namespace, svc.Name).Set(float64(up))
-	l.conds.set(svc, degradedCondition(len(backends), down))
+	l.conds.set(svc, degradedCondition(len(backends), down, unreachable))
 }
 
 // degradedCondition is Degraded for total backends of which down are
-// unhealthy (no backends at all is degraded: nothing serves).
-func degradedCondition(total int, down []string) metav1.Condition {
+// unhealthy (no backends at all is degraded: nothing serves), and the LB
+// hosts that could not be reached (the others serve; what changed waits
+// for them).
+func degradedCondition(total int, down, unreachable []string) metav1.Condition {
+	if len(unreachable) > 0 {
+		hosts, them := "LB host "+unreachable[0]+" is", "it"
+		if len(unreachable) > 1 {
+			hosts, them = "LB hosts "+strings.Join(unreachable, ", ")+" are", "them"
+		}
+		backends := fmt.Sprintf("all %d backends healthy", total)
+		if len(down) > 0 {
+			backends = fmt.Sprintf("unhealthy: %s, %d of %d backends up", strings.Join(down, ", "), total-len(down), total)
+		}
+		return condition(ConditionDegraded, true, CondReasonLBHostUnreachable,
+			fmt.Sprintf("%s unreachable: the other hosts serve, and the drift check brings %s up to date when back (%s on the hosts that answer)", hosts, them, backends))
+	}
 	switch {
 	case total == 0:
 		return condition(ConditionDegraded, true, CondReasonBackendsUnhealthy, "the load balancer has no backends")

@@ -20,6 +20,7 @@ import (
 type fakeProber struct {
 	phase   workspace.Phase
 	outputs string
+	hosts   string // the hosts output ("": none)
 	err     error
 
 	mu     sync.Mutex
@@ -34,7 +35,11 @@ func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]jso
 	if f.err != nil {
 		return nil, f.err
 	}
-	return map[string]json.RawMessage{"backends": json.RawMessage(f.outputs)}, nil
+	outs := map[string]json.RawMessage{"backends": json.RawMessage(f.outputs)}
+	if f.hosts != "" {
+		outs["hosts"] = json.RawMessage(f.hosts)
+	}
+	return outs, nil
 }
 
 // TestHealthRound: the backends output of an applied load balancer's
@@ -174,6 +179,66 @@ func TestHealthRoundParallel(t *testing.T) {
 			}
 			if p.done != tc.services {
 				t.Errorf("%d of %d load balancers probed", p.done, tc.services)
+			}
+		})
+	}
+}
+
+// TestHealthRoundLBHosts: an LB host the health module says it could not
+// reach makes the Service Degraded naming it (the others serve; the
+// drift check catches it up) and its host_up gauge 0; reached again,
+// Degraded is False and the gauge 1; a host no probe names any more loses
+// its series; a malformed hosts output keeps the last reading.
+func TestHealthRoundLBHosts(t *testing.T) {
+	registerHealth()
+	l, _ := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
+	svc := phaseService()
+	name := fakeRenderer{}.WorkspaceName(svc)
+	l.services[name] = &lbEntry{svc: svc, nodes: []string{"a", "b"}}
+	both := `[{"node":"a","healthy":true},{"node":"b","healthy":true}]`
+	hostUp := func(h string) (float64, bool) {
+		v, err := testutil.GetGaugeMetricValue(hostUpGauge.WithLabelValues(h))
+		return v, err == nil
+	}
+	for _, tc := range []struct {
+		name    string
+		prober  *fakeProber
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+		up      map[string]float64
+	}{
+		{"first host down", &fakeProber{phase: workspace.PhaseApplied, outputs: both, hosts: `{"lb-a":false,"lb-b":true}`},
+			metav1.ConditionTrue, CondReasonLBHostUnreachable,
+			"LB host lb-a is unreachable: the other hosts serve, and the drift check brings it up to date when back (all 2 backends healthy on the hosts that answer)",
+			map[string]float64{"lb-a": 0, "lb-b": 1}},
+		{"two down, a backend too", &fakeProber{phase: workspace.PhaseApplied, outputs: `[{"node":"a","healthy":true},{"node":"b","healthy":false}]`, hosts: `{"lb-a":false,"lb-b":false,"lb-c":true}`},
+			metav1.ConditionTrue, CondReasonLBHostUnreachable,
+			"LB hosts lb-a, lb-b are unreachable: the other hosts serve, and the drift check brings them up to date when back (unhealthy: b, 1 of 2 backends up on the hosts that answer)",
+			map[string]float64{"lb-a": 0, "lb-b": 0, "lb-c": 1}},
+		{"malformed hosts output keeps the last reading", &fakeProber{phase: workspace.PhaseApplied, outputs: both, hosts: `["lb-a"]`},
+			metav1.ConditionTrue, CondReasonLBHostUnreachable,
+			"LB hosts lb-a, lb-b are unreachable: the other hosts serve, and the drift check brings them up to date when back (unhealthy: b, 1 of 2 backends up on the hosts that answer)",
+			map[string]float64{"lb-a": 0, "lb-b": 0, "lb-c": 1}},
+		{"back, lb-c retired", &fakeProber{phase: workspace.PhaseApplied, outputs: both, hosts: `{"lb-a":true,"lb-b":true}`},
+			metav1.ConditionFalse, CondReasonBackendsHealthy, "all 2 backends are healthy",
+			map[string]float64{"lb-a": 1, "lb-b": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.healthRound(context.Background(), tc.prober, 1)
+			c, ok := l.conds.get(svc.UID, ConditionDegraded)
+			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
+				t.Errorf("Degraded %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
+			}
+			for h, want := range tc.up {
+				if got, ok := hostUp(h); !ok || got != want {
+					t.Errorf("host_up{host=%s} = %v (%v), want %v", h, got, ok, want)
+				}
+			}
+			if _, ok := tc.up["lb-c"]; !ok {
+				if _, has := l.health.hosts["lb-c"]; has {
+					t.Error("lb-c, named by no probe, keeps its series")
+				}
 			}
 		})
 	}

@@ -254,22 +254,18 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 // v.VRIDRange: the owner's existing id, else the lowest free one. Callers
 // hold the lock.
 func (h *Host) pickVRID(ctx context.Context, v VIP) error {
-	files, err := h.T.ReadFiles(ctx, h.p("keepalived"))
-	if err != nil && !transport.IsNotExist(err) {
-		return fmt.Errorf("%s: %w", h.T, err)
+	ids, err := h.vrrpIDs(ctx, v.VRRP.Interface)
+	if err != nil {
+		return err
 	}
 	used := map[int]string{}
 	own := 0
-	for _, data := range files {
-		in, err := keepalived.Parse(data)
-		if err != nil || in.Interface != v.VRRP.Interface {
+	for id, o := range ids {
+		if o == v.vrrpOwner() {
+			own = id
 			continue
 		}
-		if in.Owner == v.vrrpOwner() {
-			own = in.VirtualRouterID
-			continue
-		}
-		used[in.VirtualRouterID] = in.Owner
+		used[id] = o
 	}
 	if id := v.VRRP.VirtualRouterID; id != 0 {
 		if o, taken := used[id]; taken {

@@ -441,7 +441,7 @@ func (h *Host) Objects() []string {
 // Wipe removes lbhost's objects from the host and restarts HAProxy and
 // keepalived with the host's own configuration only: a reinstalled host.
 func (h *Host) Wipe() error {
-	for _, d := range []string{"fragments", "claims", "keepalived", "pending"} {
+	for _, d := range []string{"fragments", "claims", "keepalived", "pending", "vrrp-ids"} {
 		if err := os.RemoveAll(filepath.Join(h.ConfigDir, d)); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/transport"
 )
 
 // backendHealthDataSource reads a load balancer's backend health from the
@@ -23,6 +24,7 @@ type backendHealthModel struct {
 	L4Frontend types.String         `tfsdk:"l4_frontend"`
 	RoutedVIP  types.String         `tfsdk:"routed_vip"`
 	Backends   []backendHealthEntry `tfsdk:"backends"`
+	Reachable  types.Bool           `tfsdk:"reachable"`
 }
 
 type backendHealthEntry struct {
@@ -48,6 +50,8 @@ func (d *backendHealthDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"frontend":    schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_frontend`."},
 			"l4_frontend": schema.StringAttribute{Optional: true, Description: "Name of an `lbhost_l4_frontend`."},
 			"routed_vip":  schema.StringAttribute{Optional: true, Description: "Owner of an `lbhost_routed_vip`."},
+			"reachable": schema.BoolAttribute{Computed: true, Description: "Whether the host could be connected to: false (and no " +
+				"backends) when it could not be at all; any other error (a wrong host key, a refused login) fails the read."},
 			"backends": schema.ListNestedAttribute{Computed: true, Description: "The load balancer's backends (none when it " +
 				"does not exist), sorted as the load balancer lists them.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -82,10 +86,16 @@ func (d *backendHealthDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	h, err := d.c.host(ctx)
+	if transport.IsUnreachable(err) {
+		m.Backends, m.Reachable = []backendHealthEntry{}, types.BoolValue(false)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
 	if err != nil {
 		addError(&resp.Diagnostics, "lbhost_backend_health", err)
 		return
 	}
+	m.Reachable = types.BoolValue(true)
 	var hs []host.BackendHealth
 	switch {
 	case !m.Frontend.IsNull():

@@ -4,7 +4,10 @@
 // (a layer-4 nftables load balancer), lbhost_vip (an address claimed from a
 // pool), lbhost_routed_vip (a VIP the host routes) and lbhost_route (a
 // kernel route), and of the data source lbhost_backend_health, on one Linux
-// load-balancer host reached through the netns or the ssh transport; and
+// load-balancer host reached through the netns or the ssh transport;
+// lbhost_vip_allocation (a VIP's address and VRRP id decided across a group
+// of hosts) and the data source lbhost_hosts (which of them answer) for a
+// provider of every host of a group (`hosts`); and
 // the mapping of Terraform's plans and state onto package host, which does
 // the host-side work.
 package tfprovider

@@ -109,10 +109,13 @@ fragments of that commit HAProxy rejects on their own are restored and fail, the
 without them; if it is refused without any of them (a fragment not lbhost's), every fragment of the
 commit is restored. A change staged by a provider that died goes in with the next commit.
 
-A host that cannot be connected to at all (ssh: no route, refused, 10 s connect timeout) does not
-fail the plan: its resources keep their last applied state with a warning naming the host, so a
-configuration spanning several hosts still updates the others, and any change to this host fails at
-apply naming it. A connection that stops answering mid-apply is closed after two missed SSH
+A host that cannot be connected to at all (ssh: no route, refused, 10 s connect timeout) fails
+neither the plan nor the apply: at plan its resources keep their last recorded state with a warning
+naming the host; at apply a change to it is recorded in state as pending (a warning: ` + "`host unreachable, change pending`" + `), so
+a configuration spanning several hosts goes on with the others. The first refresh that reaches the
+host again finds its objects differ or are missing, and the next apply (tfccm's drift check) writes
+them. Destroying an object of an unreachable host fails, unless the provider's ` + "`forget_unreachable`" + ` is set (a
+retired host that will not come back). A connection that stops answering mid-apply is closed after two missed SSH
 keepalives (5 s apart), failing what waited on it. A host that answers wrongly (host key mismatch,
 authentication) is an error.
 `

@@ -178,6 +178,9 @@ func (r *l4FrontendResource) ModifyPlan(ctx context.Context, req resource.Modify
 		c.Ports = append(c.Ports, l4.Port{Protocol: p.Protocol.ValueString()})
 	}
 	h, err := r.c.host(ctx)
+	if keptUnreachable(&resp.Diagnostics, "lbhost_l4_frontend", err) {
+		return // checked when the host is back
+	}
 	if err == nil {
 		err = h.CheckL4(ctx, c)
 	}

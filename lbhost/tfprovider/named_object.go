@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/host"
+	"github.com/tfccm/tfccm/lbhost/transport"
 )
 
 // namedObject declares one such resource: its model M and the host's type
@@ -102,6 +103,10 @@ func (r *namedResource[M, T]) applyPlan(ctx context.Context, plan tfsdk.Plan, st
 	if err == nil {
 		err = o.apply(h, ctx, o.toHost(m))
 	}
+	if pendingUnreachable(diags, o.typeName+" "+o.name(m), err) {
+		diags.Append(state.Set(ctx, &m)...)
+		return
+	}
 	if err != nil {
 		addError(diags, o.typeName+" "+o.name(m), err)
 		if host.IsPartial(err) {
@@ -163,6 +168,11 @@ func deleteHosted[M any](ctx context.Context, c *conn, req resource.DeleteReques
 	h, err := c.host(ctx)
 	if err == nil {
 		err = remove(h, m)
+	}
+	if transport.IsUnreachable(err) && c.cfg.ForgetUnreachable.ValueBool() {
+		resp.Diagnostics.AddWarning(summary(m)+": host unreachable, forgotten",
+			err.Error()+"; the provider's forget_unreachable is set (a retired host): removed from state, not from the host")
+		return
 	}
 	if err != nil {
 		addError(&resp.Diagnostics, summary(m), err)

@@ -37,6 +37,20 @@ type providerModel struct {
 	Netns     types.String `tfsdk:"netns"`
 	SSH       *sshModel    `tfsdk:"ssh"`
 	Reserved  types.List   `tfsdk:"reserved_addresses"`
+	// Hosts: a provider of every LB host (lbhost_vip_allocation,
+	// lbhost_hosts) instead of one.
+	Hosts []hostEntry `tfsdk:"hosts"`
+	// ForgetUnreachable: Delete of an unreachable host's object forgets
+	// it (a retired host that will not come back).
+	ForgetUnreachable types.Bool `tfsdk:"forget_unreachable"`
+}
+
+// hostEntry is one host of a provider of every host.
+type hostEntry struct {
+	Name      types.String `tfsdk:"name"`
+	ConfigDir types.String `tfsdk:"config_dir"`
+	Netns     types.String `tfsdk:"netns"`
+	SSH       *sshModel    `tfsdk:"ssh"`
 }
 
 type sshModel struct {
@@ -58,8 +72,8 @@ func (p *lbhostProvider) Metadata(_ context.Context, _ provider.MetadataRequest,
 func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		Description: "Manages HAProxy load balancers, VIPs and kernel routes on one Linux load-balancer host, " +
-			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`). " +
-			"Exactly one of `netns` and `ssh` is set.",
+			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`); or, with `hosts`, " +
+			"every host of a group at once (for `lbhost_vip_allocation` and `lbhost_hosts`). Exactly one of `netns`, `ssh` and `hosts` is set.",
 		Attributes: map[string]schema.Attribute{
 			"config_dir": schema.StringAttribute{
 				Optional: true,
@@ -91,22 +105,46 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			},
 			"netns": schema.StringAttribute{
 				Optional:    true,
-				Description: "netns transport: the network namespace (of the machine running OpenTofu) where HAProxy runs and VIPs and routes live.",
+				Description: netnsDescription,
 			},
-			"ssh": schema.SingleNestedAttribute{
-				Optional:    true,
-				Description: "ssh transport. The host key is always verified (`host_key` or `known_hosts_file`); the private key comes from an agent or a key file and is never part of the configuration.",
-				Attributes: map[string]schema.Attribute{
-					"host":             schema.StringAttribute{Required: true, Description: "Host name or address."},
-					"port":             schema.Int64Attribute{Optional: true, Description: "SSH port. Default 22."},
-					"user":             schema.StringAttribute{Required: true, Description: "Login user."},
-					"host_key":         schema.StringAttribute{Optional: true, Description: "The host's public key in authorized_keys format, e.g. `ssh-ed25519 AAAA...`."},
-					"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
-					"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
-					"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
-					"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `lbhost/hostfiles/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
-				},
+			"ssh": sshAttribute(),
+			"forget_unreachable": schema.BoolAttribute{
+				Optional: true,
+				Description: "Destroying an object of this host while the host is unreachable forgets it (a warning) instead of failing: for a " +
+					"host being retired that will not come back. Default false: the destroy fails until the host answers.",
 			},
+			"hosts": schema.ListNestedAttribute{
+				Optional: true,
+				Description: "Instead of `netns` or `ssh`: every LB host of a group, by name, for `lbhost_vip_allocation` (an address and VRRP id " +
+					"decided across the hosts that answer, so no one host holds them) and the `lbhost_hosts` data source. `reserved_addresses` applies to all of them.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":       schema.StringAttribute{Required: true, Description: "The host's name (in diagnostics and `lbhost_hosts`)."},
+					"config_dir": schema.StringAttribute{Required: true, Description: "As the provider's `config_dir`.", Validators: []validator.String{pathValidator{}}},
+					"netns":      schema.StringAttribute{Optional: true, Description: netnsDescription},
+					"ssh":        sshAttribute(),
+				}},
+			},
+		},
+	}
+}
+
+const netnsDescription = "netns transport: the network namespace (of the machine running OpenTofu) where HAProxy runs and VIPs and routes live."
+
+// sshAttribute is the ssh transport's attribute (of the provider, and of
+// each of its hosts).
+func sshAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional:    true,
+		Description: "ssh transport. The host key is always verified (`host_key` or `known_hosts_file`); the private key comes from an agent or a key file and is never part of the configuration.",
+		Attributes: map[string]schema.Attribute{
+			"host":             schema.StringAttribute{Required: true, Description: "Host name or address."},
+			"port":             schema.Int64Attribute{Optional: true, Description: "SSH port. Default 22."},
+			"user":             schema.StringAttribute{Required: true, Description: "Login user."},
+			"host_key":         schema.StringAttribute{Optional: true, Description: "The host's public key in authorized_keys format, e.g. `ssh-ed25519 AAAA...`."},
+			"known_hosts_file": schema.StringAttribute{Optional: true, Description: "An OpenSSH known_hosts file to verify the host key against."},
+			"agent_socket":     schema.StringAttribute{Optional: true, Description: "Path of an SSH agent socket (e.g. the value of SSH_AUTH_SOCK)."},
+			"private_key_file": schema.StringAttribute{Optional: true, Description: "Path of an unencrypted private key file on the machine running OpenTofu."},
+			"sudo":             schema.BoolAttribute{Optional: true, Description: "Run every command on the host through `sudo -n` (as root, never prompting), so `user` can be an unprivileged login with exactly the sudoers rules of tfccm's `lbhost/hostfiles/sudoers`; HAProxy's master socket must then be reachable by `user` (docs/install-baremetal.md). Default false: `user` is root."},
 		},
 	}
 }
@@ -121,6 +159,10 @@ type conn struct {
 	once    sync.Once
 	h       *host.Host
 	err     error
+	// peers: a provider of every host (hosts), one connection each, by
+	// name; name is this connection's host name among them.
+	peers []*conn
+	name  string
 }
 
 func (c *conn) host(ctx context.Context) (*host.Host, error) {
@@ -172,8 +214,12 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if cfg.Hosts != nil {
+		resp.Diagnostics.Append(configureHosts(cfg, resp)...)
+		return
+	}
 	if cfg.Netns.IsNull() == (cfg.SSH == nil) {
-		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud) and `ssh` (a remote host).")
+		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud), `ssh` (a remote host) and `hosts` (every host of a group).")
 		return
 	}
 	c := &conn{cfg: cfg, unknown: cfg.ConfigDir.IsUnknown() || cfg.Netns.IsUnknown() || cfg.HAProxy.IsUnknown() ||
@@ -187,11 +233,11 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newBackendHealthDataSource}
+	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource}
 }
 
 // connected is what every resource embeds: the provider's connection to

@@ -111,15 +111,33 @@ func (v int64Range) ValidateInt64(_ context.Context, req validator.Int64Request,
 var portRange = int64Range{1, 65535}
 
 // keptUnreachable: when err says the host could not be connected to at
-// all, Read keeps the resource's last applied state (with a warning naming
+// all, Read keeps the resource's last recorded state (with a warning naming
 // the host) instead of failing, so a plan still updates the other hosts of
-// a configuration; any change to this host then fails at apply, naming it.
+// a configuration; a change to this host is then recorded as pending
+// (pendingUnreachable) and the drift check applies it once the host is
+// back.
 func keptUnreachable(diags *diag.Diagnostics, summary string, err error) bool {
 	if !transport.IsUnreachable(err) {
 		return false
 	}
 	diags.AddWarning(summary+": host unreachable, state not refreshed",
-		err.Error()+"; the last applied state is kept and a change to this host fails until it is reachable again")
+		err.Error()+"; what was applied to this host since it became unreachable waits for it (the drift check applies it when the host is back)")
+	return true
+}
+
+// pendingUnreachable: when err says the host could not be connected to at
+// all, a Create or Update records the planned object in state as if
+// applied (with a warning naming the host: the change waits for it)
+// instead of failing, so an apply goes on with a host down. The first
+// refresh that reaches the host finds it differs (or is missing) and the
+// next apply writes it. A wrong host key or a refused login is no
+// UnreachableError: it still fails.
+func pendingUnreachable(diags *diag.Diagnostics, summary string, err error) bool {
+	if !transport.IsUnreachable(err) {
+		return false
+	}
+	diags.AddWarning(summary+": host unreachable, change pending",
+		err.Error()+"; recorded as pending: the drift check applies it when the host is back")
 	return true
 }
 

@@ -257,6 +257,9 @@ func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, re
 		}
 		h, err := r.c.host(ctx)
 		if err != nil {
+			if v.Address != "" && (v.VRRP == nil || v.VRRP.VirtualRouterID != 0) && pendingUnreachable(&resp.Diagnostics, m.summary(), err) {
+				return v.Address, nil // decided elsewhere (lbhost_vip_allocation): pending on this host
+			}
 			return "", err
 		}
 		return h.ClaimVIP(ctx, v)
@@ -333,6 +336,10 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 		return
 	}
 	m.InEffect = types.BoolValue(true)
+	if _, err := r.c.host(ctx); pendingUnreachable(&resp.Diagnostics, m.summary(), err) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
 	if prior.notInEffect() {
 		// Not in effect at the last refresh: claimed and configured again,
 		// with its address.

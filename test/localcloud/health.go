@@ -32,13 +32,16 @@ func ProbeHealth(ctx context.Context, tofu, src, dir, inputs string) (map[string
 	if err != nil {
 		return nil, err
 	}
+	// Only the backends output (a module may have others, e.g. hosts).
 	var plan struct {
 		PlannedValues struct {
-			Outputs map[string]struct {
-				Value []struct {
-					Node    string `json:"node"`
-					Healthy bool   `json:"healthy"`
-				} `json:"value"`
+			Outputs struct {
+				Backends struct {
+					Value []struct {
+						Node    string `json:"node"`
+						Healthy bool   `json:"healthy"`
+					} `json:"value"`
+				} `json:"backends"`
 			} `json:"outputs"`
 		} `json:"planned_values"`
 	}
@@ -46,7 +49,7 @@ func ProbeHealth(ctx context.Context, tofu, src, dir, inputs string) (map[string
 		return nil, fmt.Errorf("health plan: %w", err)
 	}
 	got := map[string]bool{}
-	for _, b := range plan.PlannedValues.Outputs["backends"].Value {
+	for _, b := range plan.PlannedValues.Outputs.Backends.Value {
 		got[b.Node] = b.Healthy
 	}
 	return got, nil

@@ -1,8 +1,11 @@
 # HA load balancers on your own Linux hosts through tfccm's lbhost provider
 # over SSH: on EVERY host of settings.hosts a keepalived VRRP instance for the
 # Service's VIP and an HAProxy frontend on it. The VIP (and its VRRP virtual
-# router id) is allocated once, by the provider on the first host (by name)
-# under that host's lock; the other hosts are given the same address and id.
+# router id) is allocated once, across every host that answers, and kept in
+# this workspace's state (lbhost_vip_allocation): no host is special, any one
+# may be down, reinstalled or replaced. A host that cannot be reached gets
+# its changes recorded as pending; the drift check applies them when it is
+# back.
 #
 # One provider configuration is one host, so the hosts are one provider
 # block with for_each (OpenTofu >= 1.9; see README.md for why and what that
@@ -18,21 +21,37 @@ provider "lbhost" {
   # Every host's own addresses: no VIP takes one, even when the VIP pool
   # covers the hosts' subnet (a host sees only its own, and not a /32).
   reserved_addresses = [for a in flatten([for h in var.settings.hosts : [h.address, h.address6]]) : a if a != null]
-  ssh = {
-    host             = each.value.address
-    port             = each.value.ssh_port
-    user             = each.value.user
-    host_key         = each.value.host_key
-    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+  ssh                = local.ssh[each.key]
+  # A retired host that does not answer is forgotten on destroy.
+  forget_unreachable = each.value.retired
+}
+
+# Every active host at once: the VIPs' allocation, and which hosts answer.
+provider "lbhost" {
+  alias = "hosts"
+
+  reserved_addresses = [for a in flatten([for h in var.settings.hosts : [h.address, h.address6]]) : a if a != null]
+  hosts = [for name in local.names : {
+    name       = name
+    config_dir = coalesce(local.active[name].config_dir, var.settings.config_dir)
+    ssh        = local.ssh[name]
+  }]
+}
+
+locals {
+  ssh = { for name, h in var.settings.hosts : name => {
+    host             = h.address
+    port             = h.ssh_port
+    user             = h.user
+    host_key         = h.host_key
+    known_hosts_file = h.host_key == null ? var.settings.known_hosts_file : null
     # A path (agent socket or key file): the key itself never reaches
     # rendered files, plans or state.
     agent_socket     = var.settings.ssh_agent_socket
     private_key_file = var.settings.ssh_private_key_file
-    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
-  }
-}
+    sudo             = h.sudo != null ? h.sudo : var.settings.sudo
+  } }
 
-locals {
   # Owner of this LB's fragments, VIP claims and VRRP instances. '_'
   # separates the two names unambiguously: neither may contain it.
   owner = "${var.cluster_name}_${var.load_balancer_id}"
@@ -43,9 +62,6 @@ locals {
   # (retired = true) for one apply, so its objects can be destroyed.
   active = { for name, h in var.settings.hosts : name => h if !h.retired }
   names  = sort(keys(local.active))
-  # The host that allocates VIPs and virtual router ids for every Service.
-  first  = local.names[0]
-  others = { for name, h in local.active : name => h if name != local.first }
 
   # Per host: its unicast VRRP peers, every other host in the settings. A
   # retired host stays a peer until it leaves the settings: the VIPs it
@@ -100,36 +116,29 @@ locals {
     share     = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
     suffix    = f == "IPv4" ? "" : ".6"
   } }
-  # Per (host, family) of the other hosts, and of every active host.
-  other_vips  = merge([for f, v in local.vips : { for name in keys(local.others) : "${name}${v.suffix}" => { host = name, family = f } }]...)
+  # Per (host, family) of every active host.
   active_vips = merge([for f, v in local.vips : { for name in local.names : "${name}${v.suffix}" => { host = name, family = f } }]...)
 }
 
-moved {
-  from = lbhost_vip.first
-  to   = lbhost_vip.first["IPv4"]
+# Which hosts answer: read at every plan; none fails it (no LB host is
+# reachable), one or more down lets the others go on.
+data "lbhost_hosts" "all" {
+  provider = lbhost.hosts
 }
 
-# The VIP of each family, allocated (or the requested one checked) on the
-# first host, with its VRRP instance there.
-resource "lbhost_vip" "first" {
+# The VIP and virtual router id of each family, decided across the hosts
+# that answer and kept in state. An owner that holds them already (the
+# layout where the first host allocated) keeps them.
+resource "lbhost_vip_allocation" "vip" {
   for_each = local.vips
-  provider = lbhost.host[local.first]
+  provider = lbhost.hosts
 
-  owner     = each.value.owner
-  pool      = each.value.pool
-  address   = each.value.requested
-  share     = each.value.share
-  interface = var.settings.vrrp_interface
-  vrrp = {
-    interface               = var.settings.vrrp_interface
-    virtual_router_id_range = var.settings.virtual_router_ids
-    priority                = local.vrrp[local.first].priority
-    advert_int              = var.settings.advert_int
-    nopreempt               = true
-    source_address          = local.vrrp[local.first][each.key].source
-    peers                   = local.vrrp[local.first][each.key].peers
-  }
+  owner                   = each.value.owner
+  pool                    = each.value.pool
+  address                 = each.value.requested
+  share                   = each.value.share
+  vrrp_interface          = var.settings.vrrp_interface
+  virtual_router_id_range = var.settings.virtual_router_ids
 
   lifecycle {
     # The provider checks this too; here the message names the Service's field.
@@ -140,19 +149,34 @@ resource "lbhost_vip" "first" {
   }
 }
 
-# The same VIPs and virtual router ids on every other host.
-resource "lbhost_vip" "other" {
-  for_each = local.other_vips
+# Upgrading from the layout where the first host by name allocated: its
+# VIPs are forgotten here (not destroyed) and adopted by lbhost_vip.host
+# with the same address and id; the other hosts' keep their state.
+removed {
+  from = lbhost_vip.first
+  lifecycle {
+    destroy = false
+  }
+}
+
+moved {
+  from = lbhost_vip.other
+  to   = lbhost_vip.host
+}
+
+# The VIP with its VRRP instance on every host, all alike.
+resource "lbhost_vip" "host" {
+  for_each = local.active_vips
   provider = lbhost.host[each.value.host]
 
   owner     = local.vips[each.value.family].owner
   pool      = local.vips[each.value.family].pool
-  address   = lbhost_vip.first[each.value.family].address
+  address   = lbhost_vip_allocation.vip[each.value.family].address
   share     = local.vips[each.value.family].share
   interface = var.settings.vrrp_interface
   vrrp = {
     interface         = var.settings.vrrp_interface
-    virtual_router_id = lbhost_vip.first[each.value.family].vrrp.virtual_router_id
+    virtual_router_id = lbhost_vip_allocation.vip[each.value.family].virtual_router_id
     priority          = local.vrrp[each.value.host].priority
     advert_int        = var.settings.advert_int
     nopreempt         = true
@@ -169,7 +193,7 @@ resource "lbhost_frontend" "lb" {
   provider = lbhost.host[each.value.host]
 
   name     = local.vips[each.value.family].owner
-  address  = each.value.host == local.first ? lbhost_vip.first[each.value.family].address : lbhost_vip.other[each.key].address
+  address  = lbhost_vip.host[each.key].address
   ports    = [for p in var.service.ports : { port = p.port, node_port = p.node_port }]
   backends = local.backends
 

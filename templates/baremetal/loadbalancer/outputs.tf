@@ -1,7 +1,9 @@
 output "ingress" {
-  description = "The Service's load balancer status: one VIP per IP family served (primary first), once every host's frontend serves it. HAProxy proxies connections: with the PROXY protocol the nodes must see them come through it (kube-proxy must not short-cut in-cluster clients to the pods), so ip_mode is Proxy then, else VIP."
+  description = "The Service's load balancer status: one VIP per IP family served (primary first), once every host that answers serves it. HAProxy proxies connections: with the PROXY protocol the nodes must see them come through it (kube-proxy must not short-cut in-cluster clients to the pods), so ip_mode is Proxy then, else VIP."
   value = [for f in local.served : {
-    ip       = lbhost_frontend.lb["${local.first}${local.vips[f].suffix}"].address
+    # Not waiting on any one host's frontend: a host that is down has its
+    # frontend pending, and the others serve.
+    ip       = lbhost_frontend.lb["${local.names[0]}${local.vips[f].suffix}"].address
     ip_mode  = var.service.proxy_protocol ? "Proxy" : "VIP"
     hostname = null
   }]

@@ -79,9 +79,14 @@ locals {
 }
 
 output "backends" {
-  description = "Every backend (node) and whether the layer-4 load balancer on every active LB host forwards to it."
+  description = "Every backend (node) and whether the layer-4 load balancer on every active LB host that answers forwards to it."
   value = [for s in local.servers : {
     node    = s
     healthy = alltrue([for h in data.lbhost_backend_health.lb : alltrue([for b in h.backends : b.healthy if b.name == s])])
   }]
+}
+
+output "hosts" {
+  description = "Every active LB host and whether it could be connected to: an unreachable one is named in the Service's Degraded condition (its changes wait for it; the others serve) and in tfccm_load_balancer_host_up."
+  value       = { for name, h in data.lbhost_backend_health.lb : name => h.reachable }
 }

@@ -1,0 +1,188 @@
+# HA load balancers on your own Linux hosts through tfccm's lbhost provider
+# over SSH: on EVERY host of settings.hosts a keepalived VRRP instance for the
+# Service's VIP and an HAProxy frontend on it. The VIP (and its VRRP virtual
+# router id) is allocated once, by the provider on the first host (by name)
+# under that host's lock; the other hosts are given the same address and id.
+#
+# One provider configuration is one host, so the hosts are one provider
+# block with for_each (OpenTofu >= 1.9; see README.md for why and what that
+# means for adding and retiring hosts).
+provider "lbhost" {
+  alias    = "host"
+  for_each = var.settings.hosts
+
+  config_dir          = coalesce(each.value.config_dir, var.settings.config_dir)
+  haproxy             = var.settings.haproxy
+  keepalived_config   = each.value.keepalived_config != null ? each.value.keepalived_config : var.settings.keepalived_config
+  keepalived_pid_file = each.value.keepalived_pid_file != null ? each.value.keepalived_pid_file : var.settings.keepalived_pid_file
+  # Every host's own addresses: no VIP takes one, even when the VIP pool
+  # covers the hosts' subnet (a host sees only its own, and not a /32).
+  reserved_addresses = [for a in flatten([for h in var.settings.hosts : [h.address, h.address6]]) : a if a != null]
+  ssh = {
+    host             = each.value.address
+    port             = each.value.ssh_port
+    user             = each.value.user
+    host_key         = each.value.host_key
+    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+    # A path (agent socket or key file): the key itself never reaches
+    # rendered files, plans or state.
+    agent_socket     = var.settings.ssh_agent_socket
+    private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
+  }
+}
+
+locals {
+  # Owner of this LB's fragments, VIP claims and VRRP instances. '_'
+  # separates the two names unambiguously: neither may contain it.
+  owner = "${var.cluster_name}_${var.load_balancer_id}"
+
+  ipv4 = "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
+
+  # Hosts that serve. A host being retired keeps its provider configuration
+  # (retired = true) for one apply, so its objects can be destroyed.
+  active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  names  = sort(keys(local.active))
+  # The host that allocates VIPs and virtual router ids for every Service.
+  first  = local.names[0]
+  others = { for name, h in local.active : name => h if name != local.first }
+
+  # Per host: its unicast VRRP peers, every other host in the settings. A
+  # retired host stays a peer until it leaves the settings: the VIPs it
+  # holds are released with a priority-0 advert its peers still hear, and
+  # they take over at once. A host without peers (alone) runs multicast
+  # VRRP: keepalived rejects a unicast source without peers.
+  peers = { for name in local.names : name => [
+    for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address if other != name
+  ] }
+  # An IPv6 VIP's instance is an IPv6 one (keepalived takes the family from
+  # the VIP; IPv6 means VRRPv3): unicast between the hosts' address6 when
+  # every host has one, else multicast to ff02::12 on vrrp_interface.
+  unicast6 = alltrue([for h in var.settings.hosts : h.address6 != null])
+  peers6 = { for name in local.names : name => local.unicast6 ? [
+    for other in sort(keys(var.settings.hosts)) : var.settings.hosts[other].address6 if other != name
+  ] : [] }
+  # Per host and family: its VRRP priority (the first host highest unless
+  # set), unicast source and peers.
+  vrrp = { for i, name in local.names : name => {
+    # High priorities: a backup takes over a VIP released by a stopping
+    # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
+    priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
+    IPv4 = {
+      source = length(local.peers[name]) > 0 ? local.active[name].address : null
+      peers  = local.peers[name]
+    }
+    IPv6 = {
+      source = length(local.peers6[name]) > 0 ? local.active[name].address6 : null
+      peers  = local.peers6[name]
+    }
+  } }
+
+  # Every node with an IPv4 InternalIP, at its first one: the backends of
+  # both families' frontends (HAProxy proxies an IPv6 client to an IPv4 node).
+  backends = [for n in var.nodes : {
+    name    = n.name
+    address = [for a in n.addresses : a.address if a.type == "InternalIP" && can(regex(local.ipv4, a.address))][0]
+  } if length([for a in n.addresses : a if a.type == "InternalIP" && can(regex(local.ipv4, a.address))]) > 0]
+
+  # One VIP (with its own VRRP instance and virtual router id) and one
+  # frontend per host and IP family served: the Service's families that
+  # have a pool (IPv6 needs settings.vip_pool6). The IPv4 ones keep the
+  # names and keys they had before IPv6; the IPv6 ones are owned by
+  # "<owner>.6" (share token "<token>-6") and keyed "<host>.6".
+  requested = { for a in var.service.load_balancer_ips : (strcontains(a, ":") ? "IPv6" : "IPv4") => a }
+  pools     = { IPv4 = var.settings.vip_pool, IPv6 = var.settings.vip_pool6 }
+  served    = [for f in var.service.ip_families : f if local.pools[f] != null]
+  vips = { for f in local.served : f => {
+    owner     = f == "IPv4" ? local.owner : "${local.owner}.6"
+    pool      = local.pools[f]
+    requested = lookup(local.requested, f, null)
+    share     = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
+    suffix    = f == "IPv4" ? "" : ".6"
+  } }
+  # Per (host, family) of the other hosts, and of every active host.
+  other_vips  = merge([for f, v in local.vips : { for name in keys(local.others) : "${name}${v.suffix}" => { host = name, family = f } }]...)
+  active_vips = merge([for f, v in local.vips : { for name in local.names : "${name}${v.suffix}" => { host = name, family = f } }]...)
+}
+
+moved {
+  from = lbhost_vip.first
+  to   = lbhost_vip.first["IPv4"]
+}
+
+# The VIP of each family, allocated (or the requested one checked) on the
+# first host, with its VRRP instance there.
+resource "lbhost_vip" "first" {
+  for_each = local.vips
+  provider = lbhost.host[local.first]
+
+  owner     = each.value.owner
+  pool      = each.value.pool
+  address   = each.value.requested
+  share     = each.value.share
+  interface = var.settings.vrrp_interface
+  vrrp = {
+    interface               = var.settings.vrrp_interface
+    virtual_router_id_range = var.settings.virtual_router_ids
+    priority                = local.vrrp[local.first].priority
+    advert_int              = var.settings.advert_int
+    nopreempt               = true
+    source_address          = local.vrrp[local.first][each.key].source
+    peers                   = local.vrrp[local.first][each.key].peers
+  }
+
+  lifecycle {
+    # The provider checks this too; here the message names the Service's field.
+    precondition {
+      condition     = each.value.requested == null || cidrhost("${coalesce(each.value.requested, "::")}/${split("/", each.value.pool)[1]}", 0) == cidrhost(each.value.pool, 0)
+      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the VIP pool ${each.value.pool} (settings.${each.key == "IPv4" ? "vip_pool" : "vip_pool6"})."
+    }
+  }
+}
+
+# The same VIPs and virtual router ids on every other host.
+resource "lbhost_vip" "other" {
+  for_each = local.other_vips
+  provider = lbhost.host[each.value.host]
+
+  owner     = local.vips[each.value.family].owner
+  pool      = local.vips[each.value.family].pool
+  address   = lbhost_vip.first[each.value.family].address
+  share     = local.vips[each.value.family].share
+  interface = var.settings.vrrp_interface
+  vrrp = {
+    interface         = var.settings.vrrp_interface
+    virtual_router_id = lbhost_vip.first[each.value.family].vrrp.virtual_router_id
+    priority          = local.vrrp[each.value.host].priority
+    advert_int        = var.settings.advert_int
+    nopreempt         = true
+    source_address    = local.vrrp[each.value.host][each.value.family].source
+    peers             = local.vrrp[each.value.host][each.value.family].peers
+  }
+}
+
+# An HAProxy frontend on every host and family (a backup binds the VIPs it
+# does not hold: the hosts set net.ipv4.ip_nonlocal_bind and
+# net.ipv6.ip_nonlocal_bind = 1).
+resource "lbhost_frontend" "lb" {
+  for_each = local.active_vips
+  provider = lbhost.host[each.value.host]
+
+  name     = local.vips[each.value.family].owner
+  address  = each.value.host == local.first ? lbhost_vip.first[each.value.family].address : lbhost_vip.other[each.key].address
+  ports    = [for p in var.service.ports : { port = p.port, node_port = p.node_port }]
+  backends = local.backends
+
+  health_check = {
+    protocol = var.health_check.protocol
+    port     = var.health_check.port
+    path     = var.health_check.protocol == "TCP" ? null : var.health_check.path
+    interval = "1s"
+    rise     = 2
+    fall     = 2
+  }
+
+  source_ranges    = length(var.service.source_ranges) > 0 ? var.service.source_ranges : null
+  proxy_protocol   = var.service.proxy_protocol ? "v2" : null
+  session_affinity = coalesce(var.service.session_affinity, "None")
+}
