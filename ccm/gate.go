@@ -1,4 +1,4 @@
-// The engine's gate: package gate adapted to workspace.Gate (the Events
+// The engine's gate: package gate adapted to plans.Gate (the Events
 // and conditions of a held plan are the load-balancer controller's).
 
 package ccm
@@ -7,7 +7,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/gate"
 	"github.com/tfccm/tfccm/templates"
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // planGate is the engine's one gate (workspace.Options.Gate): package
@@ -16,7 +16,7 @@ type planGate struct {
 	gate *gate.Gate
 }
 
-var _ workspace.Gate = (*planGate)(nil).judge
+var _ plans.Gate = (*planGate)(nil).judge
 
 // newGate compiles the config's policies and change windows; nil when
 // there is nothing to check (every plan passes at once).
@@ -29,19 +29,19 @@ func newGate(cfg *config.Config) (*planGate, error) {
 }
 
 // engineGate is the engine's gate: nil without rules.
-func (g *planGate) engineGate() workspace.Gate {
+func (g *planGate) engineGate() plans.Gate {
 	if g == nil {
 		return nil
 	}
 	return g.judge
 }
 
-// judge is the workspace.Gate.
-func (g *planGate) judge(in workspace.GateInput) workspace.GateVerdict {
+// judge is the plans.Gate.
+func (g *planGate) judge(in plans.GateInput) plans.GateVerdict {
 	kind := templates.KindLoadBalancer
 	if in.Workspace == templates.RoutesWorkspaceName {
 		kind = templates.KindRoutes
 	}
 	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift})
-	return workspace.GateVerdict{Denied: v.Denied, Approval: v.Approval, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
+	return plans.GateVerdict{Denied: v.Denied, Approval: v.Approval, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
 }

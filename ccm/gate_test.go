@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/config"
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // TestGatePolicy: the gate built from the shipped examples denies naming
@@ -37,15 +37,15 @@ func TestGatePolicy(t *testing.T) {
 	}
 	doc := func(rcs ...any) map[string]any { return map[string]any{"resource_changes": rcs} }
 
-	v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.a", "delete"), change("t.b", "delete"), change("t.c", "delete", "create"))})
+	v := gate.judge(plans.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.a", "delete"), change("t.b", "delete"), change("t.c", "delete", "create"))})
 	if !strings.Contains(v.Denied, "policy at-most-2-destroys: destroys 3 resources") {
 		t.Errorf("verdict %+v: want the destroy rule's denial", v)
 	}
-	v = gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.c", "delete", "create"))})
+	v = gate.judge(plans.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.c", "delete", "create"))})
 	if v.Denied != "" || !strings.Contains(v.Approval, "replacement-needs-approval") || len(v.Warnings) != 0 {
 		t.Errorf("verdict %+v: want approval", v)
 	}
-	v = gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.a", "delete"))})
+	v = gate.judge(plans.GateInput{Workspace: "lb-prod-1", Plan: doc(change("t.a", "delete"))})
 	if v.Denied != "" || v.Approval != "" || len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], "destroys-warn") {
 		t.Errorf("verdict %+v: want one warning", v)
 	}
@@ -77,18 +77,18 @@ change_windows {
 		t.Fatalf("gate %v, %v", gate, err)
 	}
 	gate.gate.Now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
-	v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1"})
+	v := gate.judge(plans.GateInput{Workspace: "lb-prod-1"})
 	if !strings.Contains(v.Hold, "next window opens at 2026-11-25T22:00:00Z") || !v.HoldUntil.Equal(time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC)) {
 		t.Errorf("verdict %+v", v)
 	}
-	if v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Create: true}); v.Hold != "" {
+	if v := gate.judge(plans.GateInput{Workspace: "lb-prod-1", Create: true}); v.Hold != "" {
 		t.Errorf("a create was held: %+v", v)
 	}
-	if v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1", Destroy: true}); v.Hold == "" {
+	if v := gate.judge(plans.GateInput{Workspace: "lb-prod-1", Destroy: true}); v.Hold == "" {
 		t.Errorf("a delete passed: %+v", v)
 	}
 	gate.gate.Now = func() time.Time { return time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC) }
-	if v := gate.judge(workspace.GateInput{Workspace: "lb-prod-1"}); v.Hold != "" {
+	if v := gate.judge(plans.GateInput{Workspace: "lb-prod-1"}); v.Hold != "" {
 		t.Errorf("held inside the window: %+v", v)
 	}
 }

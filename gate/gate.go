@@ -39,7 +39,7 @@ func New(cfg *config.Config) (*Gate, error) {
 // Input is one plan to judge.
 type Input struct {
 	// Plan is the redacted JSON plan as policy rules see it
-	// (workspace.PolicyDocument).
+	// (plans.PolicyDocument).
 	Plan map[string]any
 	// Workspace is the workspace's name; Kind the template contract's kind
 	// of its module (templates.Kind: "loadbalancer" or "routes").

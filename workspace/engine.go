@@ -17,6 +17,7 @@ import (
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
 	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -76,13 +77,13 @@ type entry struct {
 	burst, due time.Time
 
 	// Review mode (review.go).
-	pending      *PendingPlan // saved plan awaiting approval
-	replaced     string       // hash of a pending plan new work replaced
-	replacedWhy  string       // why it can no longer be approved
-	approved     string       // plan hash approved, to apply next
-	lastApproved string       // plan hash last approved (repeat approvals are no-ops)
+	pending      *plans.PendingPlan // saved plan awaiting approval
+	replaced     string             // hash of a pending plan new work replaced
+	replacedWhy  string             // why it can no longer be approved
+	approved     string             // plan hash approved, to apply next
+	lastApproved string             // plan hash last approved (repeat approvals are no-ops)
 	// verdict is the gate's verdict on the pending plan (gate.go).
-	verdict      GateVerdict
+	verdict      plans.GateVerdict
 	stored       bool // the pending plan is in Options.Plans (planstore.go)
 	restoreTried bool // Options.Plans was asked for a stored plan
 }
@@ -377,7 +378,7 @@ func (en *entry) setStatus(f func(*Status)) {
 	old := en.status.Phase
 	f(&en.status)
 	if en.status.Phase != PhaseAwaitingApproval {
-		en.status.Plan, en.status.Verdict = nil, GateVerdict{}
+		en.status.Plan, en.status.Verdict = nil, plans.GateVerdict{}
 	}
 	if en.status.Phase != old {
 		en.status.Since = time.Now()

@@ -15,33 +15,23 @@ import (
 // and the change windows) after it is made and before it is applied or
 // published, in planOrPublish, the one place plans go through.
 
-// The gate's types (package plans).
-type (
-	GateInput   = plans.GateInput
-	GateVerdict = plans.GateVerdict
-	Gate        = plans.Gate
-)
-
-// PolicyDocument is the plan as policy rules see it (plans.PolicyDocument).
-var PolicyDocument = plans.PolicyDocument
-
 // gate has g judge the saved plan (Options.Gate); without a gate every
 // plan passes.
-func (r *runner) gate(ctx context.Context, g Gate, spec *Spec, destroy bool) (GateVerdict, error) {
+func (r *runner) gate(ctx context.Context, g plans.Gate, spec *Spec, destroy bool) (plans.GateVerdict, error) {
 	if g == nil {
-		return GateVerdict{}, nil
+		return plans.GateVerdict{}, nil
 	}
 	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})
 	if err != nil {
-		return GateVerdict{}, err
+		return plans.GateVerdict{}, err
 	}
-	doc, err := PolicyDocument(plan, r.Scrub)
+	doc, err := plans.PolicyDocument(plan, r.Scrub)
 	if err != nil {
-		return GateVerdict{}, &tofu.Error{Op: "plan", Summary: err.Error()}
+		return plans.GateVerdict{}, &tofu.Error{Op: "plan", Summary: err.Error()}
 	}
-	in := GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc}
+	in := plans.GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc}
 	return g(in), nil
 }
 

@@ -8,29 +8,30 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // testGate is a Gate whose answer the test sets; it records what it saw.
 type testGate struct {
 	mu      sync.Mutex
-	verdict func(GateInput) GateVerdict
-	seen    []GateInput
+	verdict func(plans.GateInput) plans.GateVerdict
+	seen    []plans.GateInput
 }
 
-func (g *testGate) judge(in GateInput) GateVerdict {
+func (g *testGate) judge(in plans.GateInput) plans.GateVerdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seen = append(g.seen, in)
 	return g.verdict(in)
 }
 
-func (g *testGate) set(f func(GateInput) GateVerdict) {
+func (g *testGate) set(f func(plans.GateInput) plans.GateVerdict) {
 	g.mu.Lock()
 	g.verdict = f
 	g.mu.Unlock()
 }
 
-func (g *testGate) last() GateInput {
+func (g *testGate) last() plans.GateInput {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.seen[len(g.seen)-1]
@@ -59,7 +60,9 @@ func TestGateDeniesWarnsAndRequiresApproval(t *testing.T) {
 		mu.Unlock()
 	}})
 
-	gate.set(func(GateInput) GateVerdict { return GateVerdict{Denied: "policy no-creates: creates 1 resource"} })
+	gate.set(func(plans.GateInput) plans.GateVerdict {
+		return plans.GateVerdict{Denied: "policy no-creates: creates 1 resource"}
+	})
 	spec := reviewSpec(1)
 	if _, err := e.Apply(spec); err != nil {
 		t.Fatal(err)
@@ -82,7 +85,9 @@ func TestGateDeniesWarnsAndRequiresApproval(t *testing.T) {
 		t.Errorf("the gate saw %v: want n and the token redacted", after)
 	}
 
-	gate.set(func(GateInput) GateVerdict { return GateVerdict{Warnings: []string{"policy big: careful"}} })
+	gate.set(func(plans.GateInput) plans.GateVerdict {
+		return plans.GateVerdict{Warnings: []string{"policy big: careful"}}
+	})
 	spec2 := reviewSpec(2)
 	if _, err := e.Apply(spec2); err != nil {
 		t.Fatal(err)
@@ -101,7 +106,9 @@ func TestGateDeniesWarnsAndRequiresApproval(t *testing.T) {
 		return errors.New("no applied result with the warning")
 	})
 
-	gate.set(func(GateInput) GateVerdict { return GateVerdict{Approval: "policy replace-needs-approval"} })
+	gate.set(func(plans.GateInput) plans.GateVerdict {
+		return plans.GateVerdict{Approval: "policy replace-needs-approval"}
+	})
 	spec3 := reviewSpec(3)
 	if _, err := e.Apply(spec3); err != nil {
 		t.Fatal(err)
@@ -127,11 +134,11 @@ func TestGateHoldsUntilTheWindowOpens(t *testing.T) {
 	gate := &testGate{}
 	e := newTestEngine(t, Options{WorkDir: work, Gate: gate.judge})
 	opens := time.Now().Add(3 * time.Second)
-	gate.set(func(GateInput) GateVerdict {
+	gate.set(func(plans.GateInput) plans.GateVerdict {
 		if time.Now().Before(opens) {
-			return GateVerdict{Hold: "change window closed", HoldUntil: opens}
+			return plans.GateVerdict{Hold: "change window closed", HoldUntil: opens}
 		}
-		return GateVerdict{}
+		return plans.GateVerdict{}
 	})
 	spec := reviewSpec(1)
 	if _, err := e.Apply(spec); err != nil {
@@ -154,11 +161,11 @@ func TestGateHoldsUntilTheWindowOpens(t *testing.T) {
 		t.Fatal("applied before the window opened")
 	}
 
-	gate.set(func(in GateInput) GateVerdict {
+	gate.set(func(in plans.GateInput) plans.GateVerdict {
 		if in.Destroy {
-			return GateVerdict{Denied: "policy keep: no destroys"}
+			return plans.GateVerdict{Denied: "policy keep: no destroys"}
 		}
-		return GateVerdict{}
+		return plans.GateVerdict{}
 	})
 	if _, err := e.Destroy(spec); err != nil {
 		t.Fatal(err)

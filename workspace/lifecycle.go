@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -152,7 +153,7 @@ func (e *Engine) accept(en *entry, spec *Spec, destroy bool) bool {
 		// No-op: applied already (possibly by an earlier incarnation).
 		en.desired, en.destroy = spec, false
 		en.burst, en.due = time.Time{}, time.Time{}
-		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
+		en.pending, en.approved, en.verdict = nil, "", plans.GateVerdict{}
 		e.retries.Forget(spec.Name)
 		en.setStatus(func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.NextRetry = PhaseApplied, false, spec.Hash, nil, 0, time.Time{}
@@ -160,7 +161,7 @@ func (e *Engine) accept(en *entry, spec *Spec, destroy bool) bool {
 		operationsTotal.WithLabelValues("apply", resultNoop).Inc()
 	case destroy && !running && (st.Phase == PhaseDestroyed && st.Hash == spec.Hash || nothingToDestroy(en, spec, e.Dir(spec.Name))):
 		en.desired, en.destroy = spec, true
-		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
+		en.pending, en.approved, en.verdict = nil, "", plans.GateVerdict{}
 		en.setStatus(func(s *Status) {
 			s.Phase, s.Destroy, s.Hash, s.Err, s.Attempts, s.Outputs = PhaseDestroyed, true, spec.Hash, nil, 0, nil
 		})
@@ -189,7 +190,7 @@ func (e *Engine) queueWork(en *entry, spec *Spec, destroy bool) {
 		if en.pending != nil {
 			en.replaced, en.replacedWhy = en.pending.Hash, "the inputs changed"
 		}
-		en.pending, en.approved, en.verdict = nil, "", GateVerdict{}
+		en.pending, en.approved, en.verdict = nil, "", plans.GateVerdict{}
 		running := en.status.Phase == PhaseRunning
 		en.setStatus(func(s *Status) {
 			s.Hash, s.Destroy, s.Attempts, s.NextRetry = spec.Hash, destroy, 0, time.Time{}
@@ -220,8 +221,8 @@ const (
 type pass struct {
 	spec     *Spec
 	destroy  bool
-	drift    bool         // a re-plan of the applied content (Reconcile)
-	approved *PendingPlan // review mode: the approved saved plan to apply
+	drift    bool               // a re-plan of the applied content (Reconcile)
+	approved *plans.PendingPlan // review mode: the approved saved plan to apply
 }
 
 // decide chooses what a worker does for en now, from its desired and
@@ -247,7 +248,7 @@ func (e *Engine) decide(en *entry, now time.Time) (pass, verdict, time.Time) {
 		held && !e.opts.Review && en.verdict.Approval == "" && !en.verdict.HoldUntil.IsZero() && !now.Before(en.verdict.HoldUntil):
 		// A plan held by a closed change window, and the window is open:
 		// plan again (the gate judges the fresh plan) and apply.
-		en.pending, en.verdict = nil, GateVerdict{}
+		en.pending, en.verdict = nil, plans.GateVerdict{}
 		return p, runPass, time.Time{}
 	case spec != nil && en.pending != nil && st.Phase == PhaseAwaitingApproval && en.pending.SpecHash == spec.Hash && en.pending.Destroy == destroy:
 		return p, skip, time.Time{}
@@ -381,11 +382,11 @@ func (e *Engine) settle(ctx context.Context, en *entry, p pass, out runOutcome, 
 	case ctx.Err() != nil, !current:
 		// Shutting down (not a failure of the workspace), or superseded.
 		en.setStatus(func(s *Status) { s.Phase, s.Err = PhasePending, out.err })
-	case p.approved != nil && errors.Is(out.err, ErrStateChanged):
+	case p.approved != nil && errors.Is(out.err, plans.ErrStateChanged):
 		// The approved plan is stale: plan again at once; the new plan
 		// names the refused one as replaced.
-		en.replaced, en.replacedWhy = p.approved.Hash, ErrStateChanged.Error()
-		if sc := (*StateChangedError)(nil); errors.As(out.err, &sc) {
+		en.replaced, en.replacedWhy = p.approved.Hash, plans.ErrStateChanged.Error()
+		if sc := (*plans.StateChangedError)(nil); errors.As(out.err, &sc) {
 			en.replacedWhy = sc.Why()
 		}
 		en.setStatus(func(s *Status) { s.Phase, s.Err = PhasePending, out.err })

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -89,7 +90,7 @@ func expect(t *testing.T, en *entry, want Phase, checks ...bool) {
 }
 
 func TestLifecycleTableRowByRow(t *testing.T) {
-	plan := &PendingPlan{Hash: "p1", SpecHash: "h1"}
+	plan := &plans.PendingPlan{Hash: "p1", SpecHash: "h1"}
 	failed := fmt.Errorf("apply: %w", &tofu.Error{Op: "apply", Summary: "boom"})
 	cases := map[string]func(t *testing.T){
 		"any but Running / Apply of the applied hash": func(t *testing.T) {
@@ -145,7 +146,7 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			store := &memPlans{}
 			e, en := rowEngine(t, Options{Review: true, Plans: store})
 			file := []byte("saved plan")
-			if err := store.SavePlan(context.Background(), "ws", &SavedPlan{Plan: PendingPlan{Hash: contentHash(file), SpecHash: "h1"}, File: file}); err != nil {
+			if err := store.SavePlan(context.Background(), "ws", &plans.Saved{Plan: plans.PendingPlan{Hash: contentHash(file), SpecHash: "h1"}, File: file}); err != nil {
 				t.Fatal(err)
 			}
 			spec := rowSpec("h1")
@@ -197,14 +198,14 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			e, en := rowEngine(t, Options{})
 			spec := rowSpec("h1")
 			running(en, spec, false)
-			v := GateVerdict{Hold: "window closed", HoldUntil: time.Now().Add(time.Hour)}
+			v := plans.GateVerdict{Hold: "window closed", HoldUntil: time.Now().Add(time.Hour)}
 			e.settle(context.Background(), en, pass{spec: spec}, runOutcome{pending: plan, verdict: v}, 1)
 			expect(t, en, PhaseAwaitingApproval, en.status.Verdict.Hold == v.Hold, en.verdict.Hold == v.Hold)
 		},
 		"AwaitingApproval / held by a window, worker after it opens": func(t *testing.T) {
 			e, en := rowEngine(t, Options{})
 			en.desired, en.pending = rowSpec("h1"), plan
-			en.verdict = GateVerdict{Hold: "window closed", HoldUntil: time.Now().Add(-time.Second)}
+			en.verdict = plans.GateVerdict{Hold: "window closed", HoldUntil: time.Now().Add(-time.Second)}
 			en.status.Phase, en.status.Hash = PhaseAwaitingApproval, "h1"
 			_, v, _ := e.decide(en, time.Now())
 			expect(t, en, PhaseAwaitingApproval, v == runPass, en.pending == nil, en.verdict.Hold == "")
@@ -259,7 +260,7 @@ func TestLifecycleTableRowByRow(t *testing.T) {
 			spec := rowSpec("h1")
 			running(en, spec, false)
 			en.pending = plan
-			e.settle(context.Background(), en, pass{spec: spec, approved: plan}, runOutcome{err: fmt.Errorf("apply: %w", ErrStateChanged)}, 1)
+			e.settle(context.Background(), en, pass{spec: spec, approved: plan}, runOutcome{err: fmt.Errorf("apply: %w", plans.ErrStateChanged)}, 1)
 			expect(t, en, PhasePending, en.replaced == plan.Hash, en.pending == nil, e.queue.Len() == 1)
 		},
 		"Running / drift repair failed": func(t *testing.T) {

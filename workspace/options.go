@@ -11,6 +11,7 @@ import (
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Options configure an Engine. They mirror config.Terraform plus the work
@@ -98,11 +99,11 @@ type Options struct {
 	Review bool
 	// Gate, when set, judges every plan with changes before it is applied
 	// or published: policy and change windows (gate.go).
-	Gate Gate
+	Gate plans.Gate
 	// Plans, when set in review mode, keeps pending plans outside the work
 	// dir so that they survive a restart (planstore.go). In any mode, the
 	// stored plan of a workspace the engine destroys is deleted.
-	Plans PlanStore
+	Plans plans.Store
 	// Catalog, when set, is the backend (files and settings; no module) of
 	// the catalog (catalog.go): every workspace with an Owner is recorded
 	// there after an apply and removed after its destroy. Nil keeps none

@@ -22,28 +22,16 @@ import (
 // approved plan is applied only if the state is still the one it was made
 // against (ErrStateChanged otherwise).
 
-// The plan store's contract (package plans).
-type (
-	PlanStore         = plans.Store
-	SavedPlan         = plans.Saved
-	StateStamp        = plans.StateStamp
-	StateChangedError = plans.StateChangedError
-)
-
-// ErrStateChanged: the state changed since the approved plan was made
-// (plans.ErrStateChanged).
-var ErrStateChanged = plans.ErrStateChanged
-
 // planStoreTimeout bounds one PlanStore call.
 const planStoreTimeout = 30 * time.Second
 
 // stateStamp reads the stamp of the workspace's current state.
-func (r *runner) stateStamp(ctx context.Context, spec *Spec, op string) (StateStamp, error) {
+func (r *runner) stateStamp(ctx context.Context, spec *Spec, op string) (plans.StateStamp, error) {
 	doc, err := r.readState(ctx, spec, op)
 	if err != nil {
-		return StateStamp{}, err
+		return plans.StateStamp{}, err
 	}
-	var s StateStamp
+	var s plans.StateStamp
 	if len(doc) == 0 {
 		return s, nil
 	}
@@ -55,7 +43,7 @@ func (r *runner) stateStamp(ctx context.Context, spec *Spec, op string) (StateSt
 
 // checkState refuses an approved plan whose state stamp is not the
 // current state's.
-func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) error {
+func (r *runner) checkState(ctx context.Context, spec *Spec, p *plans.PendingPlan) error {
 	if p.State == nil {
 		return nil
 	}
@@ -68,13 +56,13 @@ func (r *runner) checkState(ctx context.Context, spec *Spec, p *PendingPlan) err
 	}
 	return (&tofu.Error{Op: "apply", Summary: fmt.Sprintf(
 		"plan %s was made against %s, the state is now %s: the state changed since the plan was made, so it is not applied; planning again (the new plan needs its own approval)",
-		p.Hash, p.State, now)}).WithCause(&StateChangedError{Was: *p.State, Now: now})
+		p.Hash, p.State, now)}).WithCause(&plans.StateChangedError{Was: *p.State, Now: now})
 }
 
 // planKeeper is the engine's use of its PlanStore (Options.Plans): pending
 // plans kept in review mode, and deleted when no longer pending.
 type planKeeper struct {
-	store   PlanStore // nil: none
+	store   plans.Store // nil: none
 	review  bool
 	workDir string
 }
@@ -82,14 +70,14 @@ type planKeeper struct {
 // keepPlan hands a published plan to the store; it reports whether the
 // plan was stored. A failure is logged: the plan stays pending in memory
 // (a restart then plans again).
-func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *PendingPlan) bool {
+func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *plans.PendingPlan) bool {
 	if k.store == nil || !k.review {
 		return false
 	}
 	file, err := os.ReadFile(filepath.Join(r.Dir, planFile))
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, planStoreTimeout)
-		err = k.store.SavePlan(ctx, filepath.Base(r.Dir), &SavedPlan{Plan: *p, File: file})
+		err = k.store.SavePlan(ctx, filepath.Base(r.Dir), &plans.Saved{Plan: *p, File: file})
 		cancel()
 	}
 	if err != nil {
@@ -126,7 +114,7 @@ func (k planKeeper) deleteStored(name string) {
 // restoreMismatch says why a stored plan cannot be pending for spec ("" if
 // it can) and otherwise writes its file and published forms back into the
 // workspace directory.
-func (k planKeeper) restoreMismatch(sp *SavedPlan, spec *Spec, destroy bool) string {
+func (k planKeeper) restoreMismatch(sp *plans.Saved, spec *Spec, destroy bool) string {
 	p := &sp.Plan
 	switch {
 	case p.SpecHash != spec.Hash:

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // memPlans is a PlanStore in memory that keeps plans as JSON, as a store
@@ -25,9 +26,9 @@ type memPlans struct {
 	plans map[string][]byte
 }
 
-var _ PlanStore = (*memPlans)(nil)
+var _ plans.Store = (*memPlans)(nil)
 
-func (m *memPlans) SavePlan(_ context.Context, name string, p *SavedPlan) error {
+func (m *memPlans) SavePlan(_ context.Context, name string, p *plans.Saved) error {
 	b, err := json.Marshal(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -38,14 +39,14 @@ func (m *memPlans) SavePlan(_ context.Context, name string, p *SavedPlan) error 
 	return err
 }
 
-func (m *memPlans) LoadPlan(_ context.Context, name string) (*SavedPlan, error) {
+func (m *memPlans) LoadPlan(_ context.Context, name string) (*plans.Saved, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.plans[name]
 	if !ok {
 		return nil, nil
 	}
-	var p SavedPlan
+	var p plans.Saved
 	return &p, json.Unmarshal(b, &p)
 }
 
@@ -56,7 +57,7 @@ func (m *memPlans) DeletePlan(_ context.Context, name string) error {
 	return nil
 }
 
-func (m *memPlans) get(t *testing.T, name string) *SavedPlan {
+func (m *memPlans) get(t *testing.T, name string) *plans.Saved {
 	t.Helper()
 	p, err := m.LoadPlan(context.Background(), name)
 	if err != nil {
@@ -134,7 +135,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	if stored == nil || stored.Plan.Hash != p.Hash || contentHash(stored.File) != p.Hash {
 		t.Fatalf("stored plan %+v: want the pending plan %s with its file", stored, p.Hash)
 	}
-	if stored.Plan.State == nil || *stored.Plan.State != (StateStamp{}) {
+	if stored.Plan.State == nil || *stored.Plan.State != (plans.StateStamp{}) {
 		t.Fatalf("stored plan's state %v: want the empty state", stored.Plan.State)
 	}
 	stop1()
@@ -192,8 +193,8 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := waitResult(t, results, func(r Result) bool { return r.Err != nil })
-	if !errors.Is(refused.Err, ErrStateChanged) {
-		t.Fatalf("approval of a plan whose state changed: %v, want ErrStateChanged", refused.Err)
+	if !errors.Is(refused.Err, plans.ErrStateChanged) {
+		t.Fatalf("approval of a plan whose state changed: %v, want plans.ErrStateChanged", refused.Err)
 	}
 	p3 := awaitPlan(t, e3, spec2)
 	if p3.Hash == p2.Hash || p3.Replaces != p2.Hash {
@@ -217,7 +218,7 @@ func TestReviewPlanSurvivesRestart(t *testing.T) {
 	stop3()
 
 	// A stored plan for inputs that are no longer wanted is dropped.
-	if err := store.SavePlan(context.Background(), "rv", &SavedPlan{Plan: PendingPlan{Hash: p2.Hash, SpecHash: "other"}}); err != nil {
+	if err := store.SavePlan(context.Background(), "rv", &plans.Saved{Plan: plans.PendingPlan{Hash: p2.Hash, SpecHash: "other"}}); err != nil {
 		t.Fatal(err)
 	}
 	e4, _ := stoppableEngine(t, Options{WorkDir: t.TempDir(), Review: true, Plans: store})

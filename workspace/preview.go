@@ -184,7 +184,7 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 		len(plan.PriorState.Values.RootModule.Resources)+len(plan.PriorState.Values.RootModule.ChildModules) == 0 {
 		p.NoState = true
 	}
-	var pending PendingPlan
+	var pending plans.PendingPlan
 	pub := plans.Redact(plan, &pending)
 	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
 	pub.Summary = p.Summary
@@ -194,7 +194,7 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 		}
 	}
 	var err error
-	if p.Document, err = PolicyDocument(plan, scrub); err != nil {
+	if p.Document, err = plans.PolicyDocument(plan, scrub); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(pub, "", "  ")

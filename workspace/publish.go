@@ -42,12 +42,12 @@ func contentHash(b []byte) string {
 
 // publishPlan hashes the saved plan, renders its published forms and
 // writes them under the workspace's metadata dir.
-func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*PendingPlan, error) {
+func (r *runner) publishPlan(ctx context.Context, spec *Spec, destroy bool) (*plans.PendingPlan, error) {
 	hash, err := fileHash(filepath.Join(r.Dir, planFile))
 	if err != nil {
 		return nil, &tofu.Error{Op: "plan", Summary: fmt.Sprintf("hash saved plan: %v", err)}
 	}
-	p := &PendingPlan{Hash: hash, SpecHash: spec.Hash, Destroy: destroy}
+	p := &plans.PendingPlan{Hash: hash, SpecHash: spec.Hash, Destroy: destroy}
 	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
 		return tf.ShowPlanFile(ctx, planFile)
 	})
@@ -104,7 +104,7 @@ func (r *runner) planSummary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var p PendingPlan
+	var p plans.PendingPlan
 	for _, rc := range plan.ResourceChanges {
 		if rc != nil && rc.Change != nil {
 			p.Count(rc.Change.Actions)

@@ -32,9 +32,6 @@ var (
 	ErrAlreadyApplied = errors.New("this plan was already approved and applied")
 )
 
-// PendingPlan is a saved plan waiting for approval (package plans).
-type PendingPlan = plans.PendingPlan
-
 // Approve applies the workspace's pending plan if planHash is its hash.
 // Approving the plan being applied (or just applied) again is a no-op.
 // A wrong hash is refused with ErrPlanMismatch and changes nothing; a
@@ -84,7 +81,7 @@ func (r *runner) applyUnsaved(ctx context.Context, onSummary func(string)) (chan
 
 // applyApproved applies the saved plan, after checking it is byte for byte
 // the one approved.
-func (r *runner) applyApproved(ctx context.Context, p *PendingPlan) error {
+func (r *runner) applyApproved(ctx context.Context, p *plans.PendingPlan) error {
 	got, err := fileHash(filepath.Join(r.Dir, planFile))
 	if err != nil || got != p.Hash {
 		return &tofu.Error{Op: "apply", Summary: fmt.Sprintf("the approved plan %s is no longer saved in the workspace; planning again", p.Hash)}

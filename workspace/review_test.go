@@ -61,7 +61,7 @@ func reviewSpec(n int) Spec {
 }
 
 // awaitPlan waits until spec's plan awaits approval and returns it.
-func awaitPlan(t *testing.T, e *Engine, spec Spec) *PendingPlan {
+func awaitPlan(t *testing.T, e *Engine, spec Spec) *plans.PendingPlan {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -390,7 +390,7 @@ func TestReviewDriftRepairApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitApplied(t, e, s1)
-	drift := func() *PendingPlan {
+	drift := func() *plans.PendingPlan {
 		t.Helper()
 		stateRm(t, e.Dir("rv"), "terraform_data.a")
 		e.Reconcile("rv")

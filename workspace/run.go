@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/workspace/locks"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -43,9 +44,9 @@ type runOutcome struct {
 	err     error
 	rec     record
 	secrets []string
-	pending *PendingPlan // review mode: a saved plan awaiting approval
-	verdict GateVerdict  // the gate's verdict on the pass's plan
-	kept    bool         // pending is in Options.Plans
+	pending *plans.PendingPlan // review mode: a saved plan awaiting approval
+	verdict plans.GateVerdict  // the gate's verdict on the pass's plan
+	kept    bool               // pending is in Options.Plans
 }
 
 // fail is the outcome with step op failed with err.
@@ -58,7 +59,7 @@ func (o runOutcome) fail(op string, err error) runOutcome {
 // destroy. In review mode a plan with changes is saved and published
 // instead of applied (out.pending), and approved, when set, is the saved
 // plan to apply.
-func (ps *passes) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *secret.Scrubber, approved *PendingPlan) (out runOutcome) {
+func (ps *passes) run(ctx context.Context, spec *Spec, destroy bool, rec record, scrub *secret.Scrubber, approved *plans.PendingPlan) (out runOutcome) {
 	out.rec, out.op = rec, "apply"
 	if destroy {
 		out.op = "destroy"
@@ -101,7 +102,7 @@ func (ps *passes) run(ctx context.Context, spec *Spec, destroy bool, rec record,
 // prepare readies the workspace directory for a pass and claims it: the
 // spec's files (for a destroy, those last applied), the record, a stale
 // plan removed. It returns the runner and the spec to run.
-func (ps *passes) prepare(ctx context.Context, spec *Spec, destroy bool, rec *record, scrub *secret.Scrubber, approved *PendingPlan) (*runner, *Spec, error) {
+func (ps *passes) prepare(ctx context.Context, spec *Spec, destroy bool, rec *record, scrub *secret.Scrubber, approved *plans.PendingPlan) (*runner, *Spec, error) {
 	dir := ps.dir(spec.Name)
 	// The previous incarnation's claim must be read before ours replaces it.
 	oldClaim, hadClaim := locks.ReadClaim(dir)
@@ -154,7 +155,7 @@ func opName(destroy bool) string {
 }
 
 // runApproved applies the approved saved plan (review mode).
-func (ps *passes) runApproved(ctx context.Context, r *runner, spec *Spec, destroy bool, approved *PendingPlan, out runOutcome) runOutcome {
+func (ps *passes) runApproved(ctx context.Context, r *runner, spec *Spec, destroy bool, approved *plans.PendingPlan, out runOutcome) runOutcome {
 	// The gate is asked again before the apply: a change window may have
 	// closed since the plan was published.
 	if _, err := ps.judge(ctx, r, spec, destroy); err != nil {
@@ -305,7 +306,7 @@ func (ps *passes) applyStarts(ctx context.Context, r *runner, spec *Spec) {
 // planOrPublish is the one plan → publish path: it plans spec (its
 // destruction when destroy) to the saved plan file and, in review mode,
 // publishes a plan with changes, which is then pending.
-func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, destroy bool) (changes bool, pending *PendingPlan, err error) {
+func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, destroy bool) (changes bool, pending *plans.PendingPlan, err error) {
 	opts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.LockTimeout("0s")}
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
@@ -367,7 +368,7 @@ func (ps *passes) judge(ctx context.Context, r *runner, spec *Spec, destroy bool
 }
 
 // planned is the outcome of a plan that failed (err) or is pending.
-func (o runOutcome) planned(p *PendingPlan, err error) runOutcome {
+func (o runOutcome) planned(p *plans.PendingPlan, err error) runOutcome {
 	if err != nil {
 		return o.fail("plan", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -28,7 +29,7 @@ type runner struct {
 	planLine *tofu.PlanLineWriter // the last plan's summary line (plancounts.go)
 	// For the gate: what the pass is for, and its verdict.
 	drift, created bool
-	verdict        GateVerdict
+	verdict        plans.GateVerdict
 }
 
 // newRunner is a runner in dir for spec (nil: a probe's copy).

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/internal/secret"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Phase is where a workspace stands.
@@ -52,10 +53,10 @@ type Status struct {
 	// Since is when the phase last changed.
 	Since time.Time
 	// Plan is the plan awaiting approval (PhaseAwaitingApproval only).
-	Plan *PendingPlan
+	Plan *plans.PendingPlan
 	// Verdict is the gate's verdict on Plan: why it waits (approval a
 	// rule requires, a closed change window) and its warnings.
-	Verdict GateVerdict
+	Verdict plans.GateVerdict
 }
 
 // Done reports whether the status is final for its desired hash: applied,
@@ -89,10 +90,10 @@ type Result struct {
 	// AwaitingApproval is true when, in review mode, the plan had changes
 	// and was saved instead of applied; Plan describes it.
 	AwaitingApproval bool
-	Plan             *PendingPlan
+	Plan             *plans.PendingPlan
 	// Verdict is the gate's verdict on the plan (gate.go): its warnings,
 	// and why a plan awaiting approval waits (Approval, Hold).
-	Verdict GateVerdict
+	Verdict plans.GateVerdict
 	// Restored is true when the pending plan was taken back from
 	// Options.Plans after a restart (nothing ran): it is published again,
 	// but it is not news.

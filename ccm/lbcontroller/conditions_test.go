@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -82,7 +83,7 @@ func TestConditionsAreAppliedOnChange(t *testing.T) {
 // since the plan was made is Programmed=False PlanStale, saying why.
 func TestStalePlanCondition(t *testing.T) {
 	err := &tofu.Error{Op: "apply", Summary: "plan abc was made against lineage l serial 3, the state is now lineage l serial 4"}
-	conds := resultConditions(workspace.Result{Op: "apply", Err: fmt.Errorf("%w: %w", err, workspace.ErrStateChanged)})
+	conds := resultConditions(workspace.Result{Op: "apply", Err: fmt.Errorf("%w: %w", err, plans.ErrStateChanged)})
 	var got *metav1.Condition
 	for i := range conds {
 		if conds[i].Type == ConditionProgrammed {

@@ -19,6 +19,7 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -529,7 +530,7 @@ func tool(r workspace.Result) string {
 }
 
 // because says why a plan waits, when the gate (not review mode) holds it.
-func because(v workspace.GateVerdict) string {
+func because(v plans.GateVerdict) string {
 	if v.Approval != "" {
 		return ": " + v.Approval
 	}

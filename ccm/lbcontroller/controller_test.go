@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -31,8 +32,8 @@ func TestResultEvent(t *testing.T) {
 		{workspace.Result{Op: "apply", Drift: true, Changed: true}, corev1.EventTypeWarning, ReasonDriftRepaired, "drifted"},
 		{workspace.Result{Op: "plan", Drift: true, Err: fail}, corev1.EventTypeWarning, ReasonDriftFailed, "UDP is not supported"},
 		{workspace.Result{Op: "plan", Err: &tofu.Error{Op: "plan", Summary: "Invalid value for variable: port must be below 10.", Invalid: true}}, corev1.EventTypeWarning, ReasonInvalidInput, "port must be below 10"},
-		{workspace.Result{Op: "apply", Err: fmt.Errorf("apply: serial 3, now 4: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused: apply: serial 3, now 4"},
-		{workspace.Result{Op: "apply", Drift: true, Err: fmt.Errorf("apply: %w", workspace.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused"},
+		{workspace.Result{Op: "apply", Err: fmt.Errorf("apply: serial 3, now 4: %w", plans.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused: apply: serial 3, now 4"},
+		{workspace.Result{Op: "apply", Drift: true, Err: fmt.Errorf("apply: %w", plans.ErrStateChanged)}, corev1.EventTypeWarning, ReasonPlanStale, "approval refused"},
 		{workspace.Result{Op: "apply", Err: mismatch, Attempt: 1}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "refused provider registry.opentofu.org/tfccm/lbhost 0.1.0"},
 		{workspace.Result{Op: "destroy", Err: mismatch}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "lock file is kept"},
 		{workspace.Result{Op: "plan", Drift: true, Err: mismatch}, corev1.EventTypeWarning, ReasonProviderChecksumMismatch, "registry.opentofu.org/tfccm/lbhost"},

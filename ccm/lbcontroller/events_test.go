@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 func TestEventsRecordChangesNotRetries(t *testing.T) {
@@ -80,7 +81,7 @@ func TestReasonsDeclared(t *testing.T) {
 	for _, r := range []workspace.Result{
 		{Op: "apply"}, {Op: "apply", Changed: true}, {Op: "destroy"}, {Op: "apply", Err: errors.New("x")},
 		{Op: "destroy", Err: errors.New("x")}, {Op: "apply", Drift: true, Changed: true}, {Op: "apply", Drift: true, Err: errors.New("x")},
-		{Op: "apply", LockHolder: "someone", Err: errors.New("x")}, {Op: "apply", Err: workspace.ErrStateChanged},
+		{Op: "apply", LockHolder: "someone", Err: errors.New("x")}, {Op: "apply", Err: plans.ErrStateChanged},
 	} {
 		typ, reason, _ := resultEvent(r)
 		if d, ok := reasonDecl(reason); !ok || d.Type != typ {

@@ -10,6 +10,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // What the controller needs of the engine, the renderer and review mode:
@@ -110,7 +111,7 @@ type lbReview interface {
 	// loadBalancerResult publishes or withdraws the Service's pending plan.
 	loadBalancerResult(svc *corev1.Service, ws string, r workspace.Result)
 	// publishHeld publishes a plan a closed change window holds (gate.go).
-	publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan)
+	publishHeld(svc *corev1.Service, ws string, p *plans.PendingPlan)
 	// approveOrphan acts on the approval of the published
 	// destroy plan of an orphan whose Service is gone (review_orphans.go).
 	approveOrphan(ctx context.Context, owner *corev1.Service, ws string)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // A plan a closed change window holds, as its Service is told.
@@ -30,7 +31,7 @@ func (l *loadBalancers) heldResult(svc *corev1.Service, ws string, r workspace.R
 	return true
 }
 
-func heldMessage(p *workspace.PendingPlan, v workspace.GateVerdict) string {
+func heldMessage(p *plans.PendingPlan, v plans.GateVerdict) string {
 	msg := fmt.Sprintf("plan %s (%s) is published and %s", p.Hash, p.Summary(), v.Hold)
 	if v.Approval != "" {
 		msg += "; it also needs approval: " + v.Approval
@@ -40,7 +41,7 @@ func heldMessage(p *workspace.PendingPlan, v workspace.GateVerdict) string {
 
 // publishHeld publishes a held plan in its ConfigMap, as a plan awaiting
 // approval is.
-func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *workspace.PendingPlan) {
+func (rv *reviewer) publishHeld(svc *corev1.Service, ws string, p *plans.PendingPlan) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := rv.publish(ctx, ws, svc, p); err != nil {

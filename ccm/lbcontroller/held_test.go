@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -20,7 +21,7 @@ func TestGateDeniedResult(t *testing.T) {
 	}
 	denied := workspace.Result{Op: "plan", Err: &tofu.Error{Op: "plan", Summary: "policy at-most-2-destroys: destroys 3 resources", Denied: true}}
 	l.onResult("lb-c-u1", denied)
-	l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Verdict: workspace.GateVerdict{Warnings: []string{"policy destroys-warn: careful"}}})
+	l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Verdict: plans.GateVerdict{Warnings: []string{"policy destroys-warn: careful"}}})
 	if got := reasons(*events); got != ReasonPlanDenied+","+ReasonPolicyWarning+","+ReasonApplied {
 		t.Fatalf("events %q", got)
 	}
@@ -42,8 +43,8 @@ func TestGateHeldResult(t *testing.T) {
 	if _, err := l.EnsureLoadBalancer(context.Background(), "c", phaseService(), nil); err == nil {
 		t.Fatal("in-flight Ensure returned no error")
 	}
-	plan := &workspace.PendingPlan{Hash: strings.Repeat("ab", 32), Change: 1}
-	held := workspace.Result{Op: "plan", AwaitingApproval: true, Plan: plan, Verdict: workspace.GateVerdict{Hold: "not applied: no allow change window is open (nights); next window opens at 2026-11-25T22:00:00Z"}}
+	plan := &plans.PendingPlan{Hash: strings.Repeat("ab", 32), Change: 1}
+	held := workspace.Result{Op: "plan", AwaitingApproval: true, Plan: plan, Verdict: plans.GateVerdict{Hold: "not applied: no allow change window is open (nights); next window opens at 2026-11-25T22:00:00Z"}}
 	if !l.onResult("lb-c-u1", held) {
 		t.Fatal("held result not claimed")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Controller is the load-balancer controller as the cloudprovider façade
@@ -49,7 +50,7 @@ func New(cfg *config.Config, loader *templates.Loader, publishing bool) *Control
 }
 
 // Plans keeps pending plans in Secrets (workspace.Options.Plans).
-func (c *Controller) Plans() workspace.PlanStore { return c.plans }
+func (c *Controller) Plans() plans.Store { return c.plans }
 
 // Engine is what the controller needs of the workspace engine.
 type Engine interface {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -249,14 +250,14 @@ func (s engineState) err() error {
 	return s.st.Err
 }
 
-func (s engineState) plan() *workspace.PendingPlan {
+func (s engineState) plan() *plans.PendingPlan {
 	if s.result {
 		return s.r.Plan
 	}
 	return s.st.Plan
 }
 
-func (s engineState) verdict() workspace.GateVerdict {
+func (s engineState) verdict() plans.GateVerdict {
 	if s.result {
 		return s.r.Verdict
 	}
@@ -335,7 +336,7 @@ func not(f func(workspace.Result) bool) func(workspace.Result) bool {
 }
 
 func anyErr(error) bool          { return true }
-func isStale(err error) bool     { return errors.Is(err, workspace.ErrStateChanged) }
+func isStale(err error) bool     { return errors.Is(err, plans.ErrStateChanged) }
 func isMismatch(err error) bool  { return tofu.ProviderMismatch(err) != "" }
 func said(text string) words     { return func(engineState) string { return text } }
 func eventText(e eventRow) words { return e.text }

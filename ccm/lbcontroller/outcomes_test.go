@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -18,11 +19,11 @@ import (
 func TestOutcomeTable(t *testing.T) {
 	denied := fmt.Errorf("gate: %w", &tofu.Error{Op: "plan", Summary: "deletes a load balancer", Denied: true})
 	invalid := &tofu.Error{Op: "plan", Summary: "port 53/UDP unsupported", Invalid: true}
-	stale := fmt.Errorf("%w: %w", errors.New("approved plan"), workspace.ErrStateChanged)
+	stale := fmt.Errorf("%w: %w", errors.New("approved plan"), plans.ErrStateChanged)
 	mismatch := &tofu.Error{Op: "init", Provider: "registry.opentofu.org/tfccm/lbhost 0.1.0", Summary: "checksum"}
 	boom := errors.New("boom")
-	plan := &workspace.PendingPlan{Hash: "abc"}
-	held := workspace.GateVerdict{Hold: "not applied: the change window opens at 02:00"}
+	plan := &plans.PendingPlan{Hash: "abc"}
+	held := plans.GateVerdict{Hold: "not applied: the change window opens at 02:00"}
 	st := func(phase workspace.Phase, f func(*workspace.Status)) engineState {
 		s := workspace.Status{Name: "lb-c-u1", Phase: phase, Hash: "new", AppliedHash: "old"}
 		if f != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 	"github.com/tfccm/tfccm/workspace/backends"
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -247,8 +248,8 @@ func TestEnsureLoadBalancerPhases(t *testing.T) {
 		{name: "applied with bad ingress", status: workspace.Status{Phase: workspace.PhaseApplied, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"ip":"nope"}]`)}, wantErr: "is not an IP address", wantEvent: ReasonInvalidIngress, wantApplys: 1},
 		// No error the service controller would record as a Warning at
 		// every retry: its documented no-op; the approval calls again.
-		{name: "awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Plan: &workspace.PendingPlan{Hash: "abc"}}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantApplys: 1},
-		{name: "drift repair awaiting approval keeps serving", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"hostname":"lb.example"}]`), Plan: &workspace.PendingPlan{Hash: "abc"}}, wantApplys: 1},
+		{name: "awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Plan: &plans.PendingPlan{Hash: "abc"}}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantApplys: 1},
+		{name: "drift repair awaiting approval keeps serving", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Hash: "h", AppliedHash: "h", Outputs: ingressOutputs(`[{"hostname":"lb.example"}]`), Plan: &plans.PendingPlan{Hash: "abc"}}, wantApplys: 1},
 		{name: "render fails", render: fakeRenderer{err: errors.New("annotation tfccm.io/vars: not valid JSON")}, wantErr: cloudprovider.ImplementedElsewhere.Error(), wantEvent: ReasonRenderFailed},
 		{name: "submit fails", applyErr: errors.New("engine stopped"), wantErr: "submit load balancer lb-c-u1: engine stopped", wantEvent: ReasonApplyFailed, wantApplys: 1},
 	} {
@@ -310,7 +311,7 @@ func TestEnsureLoadBalancerDeletedPhases(t *testing.T) {
 		{name: "destroyed now", status: workspace.Status{Phase: workspace.PhaseApplied, AppliedHash: "h"}, afterDestroy: &workspace.Status{Phase: workspace.PhaseDestroyed}, wantDestroys: 1, wantFile: "# web"},
 		{name: "destroy in flight", status: workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}, wantDestroys: 1, wantRetry: inFlightRetry, wantErr: "being destroyed", wantFile: "# web"},
 		{name: "destroy failed", status: workspace.Status{Phase: workspace.PhaseFailed, Err: errors.New("destroy: denied")}, wantDestroys: 1, wantErr: "destroy load balancer lb-c-u1: destroy: denied", wantFile: "# web"},
-		{name: "destroy awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Destroy: true, Plan: &workspace.PendingPlan{Hash: "d", Destroy: true}}, wantDestroys: 1, wantRetry: awaitingRetry, wantFile: "# web"},
+		{name: "destroy awaiting approval", status: workspace.Status{Phase: workspace.PhaseAwaitingApproval, Destroy: true, Plan: &plans.PendingPlan{Hash: "d", Destroy: true}}, wantDestroys: 1, wantRetry: awaitingRetry, wantFile: "# web"},
 		{name: "no longer renders: last written destroyed", status: workspace.Status{Phase: workspace.PhaseRunning, Destroy: true}, render: fakeRenderer{err: errors.New("bad annotation")}, written: written, wantDestroys: 1, wantRetry: inFlightRetry, wantFile: "# as last written"},
 		{name: "no longer renders and nothing written", status: workspace.Status{Phase: workspace.PhaseApplied}, render: fakeRenderer{err: errors.New("bad annotation")}, wantErr: "render failed (bad annotation)", wantEvent: ReasonDestroyFailed},
 	} {

@@ -16,10 +16,10 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/internal/seal"
 	"github.com/tfccm/tfccm/templates"
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
-// Review mode's pending plans kept in the cluster (workspace.PlanStore), so
+// Review mode's pending plans kept in the cluster (plans.Store), so
 // that a restarted controller — work dir empty — still applies the plan a
 // reviewer approved:
 //
@@ -47,7 +47,7 @@ const planSecretKey = "plan.sealed"
 // planKeyDataKey is the data key of the key Secret.
 const planKeyDataKey = "key"
 
-// planSecrets is a workspace.PlanStore over Secrets.
+// planSecrets is a plans.Store over Secrets.
 type planSecrets struct {
 	// namespace is tfccm's own (config.Namespace): every plan Secret and
 	// the key live there.
@@ -68,7 +68,7 @@ type planSecrets struct {
 	key    []byte               // loaded or created on first use
 }
 
-var _ workspace.PlanStore = (*planSecrets)(nil)
+var _ plans.Store = (*planSecrets)(nil)
 
 func newPlanSecrets(namespace string, owner func(ws string) (*corev1.Service, bool)) *planSecrets {
 	return &planSecrets{namespace: namespace, owner: owner}
@@ -135,7 +135,7 @@ func sealedFor(namespace, ws string) []byte {
 }
 
 // SavePlan seals p into ws's plan Secret (create or replace).
-func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.SavedPlan) error {
+func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *plans.Saved) error {
 	namespace := s.namespace
 	svc, err := s.whose(ws)
 	if err != nil {
@@ -180,7 +180,7 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *workspace.Save
 // LoadPlan opens ws's plan Secret; nil when there is none. A Secret of
 // another Service (its UID label) is not ws's plan, and a workspace whose
 // Service is not known has none.
-func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.SavedPlan, error) {
+func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*plans.Saved, error) {
 	namespace := s.namespace
 	svc, err := s.whose(ws)
 	if err != nil {
@@ -205,7 +205,7 @@ func (s *planSecrets) LoadPlan(ctx context.Context, ws string) (*workspace.Saved
 	if err != nil {
 		return nil, fmt.Errorf("plan Secret %s/%s: %w", namespace, name, err)
 	}
-	var p workspace.SavedPlan
+	var p plans.Saved
 	if err := json.Unmarshal(plain, &p); err != nil {
 		return nil, fmt.Errorf("plan Secret %s/%s: %w", namespace, name, err)
 	}

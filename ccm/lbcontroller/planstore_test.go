@@ -18,7 +18,7 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/internal/seal"
 	"github.com/tfccm/tfccm/templates"
-	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // TestPlanSecrets: a kept plan is sealed in a Secret in tfccm's namespace
@@ -33,12 +33,12 @@ func TestPlanSecrets(t *testing.T) {
 	owner := func(ws string) (*corev1.Service, bool) { return owners[ws], false }
 	client := fake.NewClientset()
 	store := newPlanSecrets("tfccm", owner)
-	if err := store.SavePlan(ctx, "lb-a", &workspace.SavedPlan{}); err == nil {
+	if err := store.SavePlan(ctx, "lb-a", &plans.Saved{}); err == nil {
 		t.Fatal("saved without a cluster client")
 	}
 	store.setClient(client)
 
-	plan := &workspace.SavedPlan{Plan: workspace.PendingPlan{Hash: "h1", SpecHash: "s1", Text: "token = hush-1"}, File: []byte("PK\x03\x04 hush-1")}
+	plan := &plans.Saved{Plan: plans.PendingPlan{Hash: "h1", SpecHash: "s1", Text: "token = hush-1"}, File: []byte("PK\x03\x04 hush-1")}
 	if err := store.SavePlan(ctx, "lb-a", plan); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPlanSecretOfOrphan(t *testing.T) {
 	orphan := func(ws string) (*corev1.Service, bool) { return gone, true }
 	reviewer := newPlanSecrets("tfccm", orphan)
 	reviewer.setClient(client)
-	if err := reviewer.SavePlan(ctx, "lb-o", &workspace.SavedPlan{Plan: workspace.PendingPlan{Hash: "h1", Destroy: true}}); err != nil {
+	if err := reviewer.SavePlan(ctx, "lb-o", &plans.Saved{Plan: plans.PendingPlan{Hash: "h1", Destroy: true}}); err != nil {
 		t.Fatal(err)
 	}
 	sec, err := client.CoreV1().Secrets("tfccm").Get(ctx, "tfccm-plan-lb-o", metav1.GetOptions{})

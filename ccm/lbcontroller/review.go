@@ -22,6 +22,7 @@ import (
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 // Review mode (terraform { review = true }, or a policy rule that requires
@@ -115,7 +116,7 @@ func (rv *reviewer) kube() kubernetes.Interface {
 // planData is the ConfigMap data of a published plan, at most limit bytes:
 // the summary, the text (truncated with a marker if needed) and the
 // redacted JSON (left out, with a note, if it does not fit).
-func planData(p *workspace.PendingPlan, limit int) map[string]string {
+func planData(p *plans.PendingPlan, limit int) map[string]string {
 	data := map[string]string{"summary": p.Summary(), "plan-hash": p.Hash}
 	used := len(data["summary"]) + len(data["plan-hash"])
 	text := p.Text
@@ -153,7 +154,7 @@ func planLabels(svc *corev1.Service) map[string]string {
 // publish writes the plan ConfigMap of workspace ws (create or update) in
 // tfccm's namespace. An approval of another hash (a superseded plan's) is
 // dropped; one of this hash (a plan taken back after a restart) is kept.
-func (rv *reviewer) publish(ctx context.Context, ws string, svc *corev1.Service, p *workspace.PendingPlan) error {
+func (rv *reviewer) publish(ctx context.Context, ws string, svc *corev1.Service, p *plans.PendingPlan) error {
 	client := rv.kube()
 	if client == nil {
 		return nil
@@ -255,7 +256,7 @@ func approveCommand(svc *corev1.Service) string {
 	return fmt.Sprintf("tfccm approve --namespace %s --service %s", svc.Namespace, svc.Name)
 }
 
-func pendingMessage(namespace, ws string, p *workspace.PendingPlan, command string) string {
+func pendingMessage(namespace, ws string, p *plans.PendingPlan, command string) string {
 	verb := "apply"
 	switch {
 	case p.Destroy:

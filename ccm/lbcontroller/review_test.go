@@ -17,16 +17,17 @@ import (
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
 )
 
 func TestPlanData(t *testing.T) {
 	hash := strings.Repeat("a", 64)
-	small := &workspace.PendingPlan{Hash: hash, Add: 1, Text: "Plan: 1 to add", JSON: []byte(`{"x":1}`)}
-	big := &workspace.PendingPlan{Hash: hash, Change: 2, Text: strings.Repeat("t", 2<<20), JSON: []byte(strings.Repeat("j", 100))}
-	mid := &workspace.PendingPlan{Hash: hash, Remove: 3, Text: strings.Repeat("t", 600<<10), JSON: []byte(strings.Repeat("j", 600<<10))}
+	small := &plans.PendingPlan{Hash: hash, Add: 1, Text: "Plan: 1 to add", JSON: []byte(`{"x":1}`)}
+	big := &plans.PendingPlan{Hash: hash, Change: 2, Text: strings.Repeat("t", 2<<20), JSON: []byte(strings.Repeat("j", 100))}
+	mid := &plans.PendingPlan{Hash: hash, Remove: 3, Text: strings.Repeat("t", 600<<10), JSON: []byte(strings.Repeat("j", 600<<10))}
 	for _, tc := range []struct {
 		name      string
-		p         *workspace.PendingPlan
+		p         *plans.PendingPlan
 		truncated bool
 		json      bool
 		summary   string
@@ -64,7 +65,7 @@ func TestPlanData(t *testing.T) {
 }
 
 func TestPendingMessage(t *testing.T) {
-	p := &workspace.PendingPlan{Hash: strings.Repeat("c", 64), Destroy: true, Remove: 1}
+	p := &plans.PendingPlan{Hash: strings.Repeat("c", 64), Destroy: true, Remove: 1}
 	msg := pendingMessage("tfccm", "lb-x", p, approveCommand(phaseService()))
 	for _, want := range []string{"destroy plan " + p.Hash, "0 to add, 0 to change, 1 to destroy", "tfccm/tfccm-plan-lb-x",
 		"tfccm approve --namespace ns --service web --plan-hash " + p.Hash, "tfccm.io/approved-plan=" + p.Hash + " on that ConfigMap"} {
@@ -78,7 +79,7 @@ func TestPendingMessage(t *testing.T) {
 // replaced, which can no longer be approved.
 func TestReplacedPlanIsNamed(t *testing.T) {
 	old := strings.Repeat("a", 64)
-	p := &workspace.PendingPlan{Hash: strings.Repeat("b", 64), Replaces: old, Add: 1}
+	p := &plans.PendingPlan{Hash: strings.Repeat("b", 64), Replaces: old, Add: 1}
 	if msg := pendingMessage("tfccm", "lb-x", p, approveCommand(nil)); !strings.HasPrefix(msg, "apply plan "+p.Hash+" awaiting approval (replaces plan "+old+": the inputs changed;") {
 		t.Errorf("message %q does not name the replaced plan", msg)
 	}
@@ -93,7 +94,7 @@ func TestReplacedPlanIsNamed(t *testing.T) {
 // TestDriftRepairIsNamed: a drift repair awaiting approval says so in the
 // Event and in the summary the plan ConfigMap publishes.
 func TestDriftRepairIsNamed(t *testing.T) {
-	p := &workspace.PendingPlan{Hash: strings.Repeat("d", 64), Drift: true, Add: 1, Remove: 1}
+	p := &plans.PendingPlan{Hash: strings.Repeat("d", 64), Drift: true, Add: 1, Remove: 1}
 	if msg := pendingMessage("tfccm", "lb-x", p, approveCommand(nil)); !strings.HasPrefix(msg, "drift repair plan "+p.Hash) || !strings.Contains(msg, "drifted") {
 		t.Errorf("message %q does not name the drift repair", msg)
 	}
@@ -221,7 +222,7 @@ func TestPublishInTfccmsNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := rv.publish(ctx, "lb-c-u1", svc, &workspace.PendingPlan{Hash: h1, Add: 1}); err != nil {
+	if err := rv.publish(ctx, "lb-c-u1", svc, &plans.PendingPlan{Hash: h1, Add: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if list, _ := client.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{}); len(list.Items) != 0 {
@@ -234,14 +235,14 @@ func TestPublishInTfccmsNamespace(t *testing.T) {
 		t.Fatalf("labels %v annotations %v", cm.Labels, cm.Annotations)
 	}
 	approve(h1)
-	if err := rv.publish(ctx, "lb-c-u1", svc, &workspace.PendingPlan{Hash: h2, Add: 2}); err != nil {
+	if err := rv.publish(ctx, "lb-c-u1", svc, &plans.PendingPlan{Hash: h2, Add: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if a, ok := get().Annotations[annotations.ApprovedPlan.Name]; ok {
 		t.Errorf("the replaced plan's approval %s survived a new plan", a)
 	}
 	approve(h2)
-	if err := rv.publish(ctx, "lb-c-u1", svc, &workspace.PendingPlan{Hash: h2, Add: 2}); err != nil {
+	if err := rv.publish(ctx, "lb-c-u1", svc, &plans.PendingPlan{Hash: h2, Add: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if a := get().Annotations[annotations.ApprovedPlan.Name]; a != h2 {

@@ -9,7 +9,7 @@ import (
 	"github.com/tfccm/tfccm/config"
 )
 
-// rc is one resource change of a plan document (workspace.PolicyDocument).
+// rc is one resource change of a plan document (plans.PolicyDocument).
 func rc(address string, actions []string, before, after map[string]any) any {
 	typ, name, _ := strings.Cut(address, ".")
 	acts := make([]any, len(actions))

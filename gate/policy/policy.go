@@ -28,7 +28,7 @@ func (f Finding) String() string { return fmt.Sprintf("policy %s: %s", f.Rule, f
 
 // Input is what the expressions see.
 type Input struct {
-	// Plan is the redacted JSON plan (plan): workspace.PolicyDocument.
+	// Plan is the redacted JSON plan (plan): plans.PolicyDocument.
 	Plan map[string]any
 	// Workspace describes the workspace (workspace).
 	Workspace Workspace
