@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/deploy/image"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -428,7 +429,7 @@ cloudConfig:
 		if c.exited() {
 			return fmt.Errorf("container exited: %s", tail(c.log, 20))
 		}
-		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
