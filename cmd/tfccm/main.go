@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/tfccm/tfccm/internal/keyserver"
 )
@@ -19,6 +20,7 @@ type command struct {
 // commands is the one registry of subcommands: adding a command is one
 // line here (and its run function in a file named after it).
 var commands = map[string]command{
+	// completion registers itself (completion.go).
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it on its ConfigMap in tfccm's namespace (approvers)", runApprove},
 	"lbhost":     {"check LB hosts of the baremetal set: lbhost check names what is missing and its fix", runLBHost},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
@@ -33,7 +35,11 @@ var commands = map[string]command{
 }
 
 func main() {
-	rc := run(os.Args[1:], os.Stdout, os.Stderr)
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == kubectlCompleteName {
+		args = append([]string{completeCommand}, args...) // kubectl completing `kubectl tfccm ...`
+	}
+	rc := run(args, os.Stdout, os.Stderr)
 	keyserver.Shutdown() // tfccm_pbkdf2's socket, if a command loaded one
 	os.Exit(rc)
 }
@@ -52,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if strings.HasPrefix(args[0], completeCommand) { // __complete, __completeNoDesc
+		return runCompletion(args, stdout, stderr)
 	}
 	c, ok := commands[args[0]]
 	if !ok {

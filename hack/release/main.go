@@ -3,7 +3,8 @@
 // CCM, tfccm, lbhost-router and the lbhost provider as tar.gz, the image as a
 // multi-platform OCI archive and one `podman load` archive per platform,
 // the packaged Helm chart, the lbhost provider as a provider mirror, a
-// CycloneDX SBOM per binary archive and per image, and SHA256SUMS.
+// CycloneDX SBOM per binary archive and per image, the krew plugin
+// manifest of `kubectl tfccm` and SHA256SUMS.
 //
 // Everything it writes depends on the source, the toolchain and the commit
 // time only (SOURCE_DATE_EPOCH): two runs on one commit give the same
@@ -47,6 +48,7 @@ func (t tofuFlag) Set(v string) error {
 
 type options struct {
 	version, out, ldflags, repoName, helm, caBundle string
+	downloadURL                                     string
 	created                                         int64
 	allowDirty                                      bool
 	platforms                                       []platform
@@ -65,6 +67,7 @@ func run(args []string) error {
 	fs.Var(o.tofu, "tofu", "OS/ARCH=PATH of the tofu binary for the image of that platform (repeatable)")
 	fs.StringVar(&o.repoName, "image", "ghcr.io/tfccm/tfccm", "image repository (tagged with the version)")
 	fs.StringVar(&o.helm, "helm", "bin/helm", "helm binary")
+	fs.StringVar(&o.downloadURL, "download-url", "https://github.com/tfccm/tfccm/releases/download", "where the release's files are downloaded from (URL/VERSION/FILE): the krew manifest's URIs")
 	fs.StringVar(&o.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
 	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "release a tree with uncommitted changes (not reproducible from the commit)")
 	if err := fs.Parse(args); err != nil {
@@ -149,6 +152,10 @@ func release(root string, o options, providerVersion string) error {
 				return err
 			}
 		}
+	}
+
+	if err := writeKrewManifest(out, o.downloadURL, o.version, o.platforms); err != nil {
+		return err
 	}
 
 	providerBins := map[platform]string{}
