@@ -40,18 +40,8 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *cfgPath == "" {
-		if !workspaceName.MatchString(*name) {
-			fmt.Fprintf(stderr, "tfccm unlock: --workspace %q is not a workspace name (lb-<cluster>-<hash> or routes, as the TerraformStateLocked Event names it)\n", *name)
-			return exitUsage
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
 		remote := []string{"--workspace", *name, "--dry-run=" + strconv.FormatBool(*dryRun), "--force=" + strconv.FormatBool(*force), "--timeout=" + timeout.String()}
-		code, err := inLeader(ctx, kf, lf, "unlock", remote, stdout, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "tfccm unlock: %v\n", err)
-		}
-		return code
+		return unlockInLeader(kf, lf, *name, remote, *timeout, stdout, stderr)
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
@@ -94,4 +84,20 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Released lock %s; the controller's next run of %s proceeds.\n", lock.ID, *name)
 	return exitOK
+}
+
+// unlockInLeader runs `tfccm unlock` in the leader's pod (remote.go), once
+// name is a workspace's.
+func unlockInLeader(kf kubeFlags, lf leaderFlags, name string, remote []string, timeout time.Duration, stdout, stderr io.Writer) int {
+	if !workspaceName.MatchString(name) {
+		fmt.Fprintf(stderr, "tfccm unlock: --workspace %q is not a workspace name (lb-<cluster>-<hash> or routes, as the TerraformStateLocked Event names it)\n", name)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	code, err := inLeader(ctx, kf, lf, "unlock", remote, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm unlock: %v\n", err)
+	}
+	return code
 }
