@@ -104,3 +104,17 @@ var LeaderLease = wire("tfccm", "name", "Lease in tfccm's namespace",
 // (--leader-elect-previous-lease), so no pod of the earlier release leads
 // at the same time.
 const PreviousLeaderLease = "cloud-controller-manager"
+
+// The leader Lease's annotations naming the leader's pod. A pod's host
+// name is its name, except with host networking (the chart's daemonset
+// mode, hostNetwork: true), where it is the node's: the holder identity
+// `<host>_<uuid>` then does not name the pod. The leader writes both when
+// it starts leading (its pod from the downward API's POD_NAME), and
+// `kubectl tfccm` trusts LeaderPod only while LeaderIdentity is the
+// Lease's holder.
+var (
+	LeaderIdentity = wire(Prefix+"leader-identity", "annotation", "Lease in tfccm's namespace",
+		"The holder identity of the leader that wrote `"+Prefix+"leader-pod`; a later holder's Lease no longer matches it, so a stale pod name is never shown.")
+	LeaderPod = wire(Prefix+"leader-pod", "annotation", "Lease in tfccm's namespace",
+		"The pod the leader runs in (the chart passes its name as `POD_NAME`): how `kubectl tfccm status`, `workspaces` and `unlock` find the leader's pod also with host networking, where the holder identity names the node.")
+)

@@ -126,6 +126,7 @@ func (h *handover) leading() {
 	h.mu.Lock()
 	h.identity = ptr.Deref(lease.Spec.HolderIdentity, "")
 	h.mu.Unlock()
+	nameLeaderPod(h.leases(), le.ResourceName, ptr.Deref(lease.Spec.HolderIdentity, ""))
 }
 
 // stop runs after the app returned on SIGTERM: it waits for the Cloud's

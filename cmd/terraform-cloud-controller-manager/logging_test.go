@@ -27,7 +27,9 @@ import (
 // real apiserver until it leads: every line it writes, from its flags to
 // the leader election through tfccm's own Lease, is one JSON object with
 // a message. With the format's registration gone the binary refuses the
-// flag, and this test fails.
+// flag, and this test fails. Started with POD_NAME, as the chart starts
+// it, the leader also names that pod on its Lease for kubectl tfccm (its
+// holder identity names the host, which is not the pod's name here).
 func TestJSONLogs(t *testing.T) {
 	cluster := devcluster.ForTest(t)
 	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
@@ -39,6 +41,7 @@ func TestJSONLogs(t *testing.T) {
 	cmd := exec.Command(bin, "--logging-format=json", "--kubeconfig="+cluster.Kubeconfig(), "--cloud-config="+cfg,
 		"--secure-port=0", "--controllers=-service-lb-controller") // the test needs no Service controller
 	cmd.Stdout = os.Stderr
+	cmd.Env = append(os.Environ(), podNameEnv+"=tfccm-json-pod")
 	var logs bytes.Buffer
 	cmd.Stderr = &syncWriter{w: &logs}
 	if err := cmd.Start(); err != nil {
@@ -50,13 +53,16 @@ func TestJSONLogs(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	}()
-	testkit.Eventually(t, 60*time.Second, "the CCM leads through kube-system/"+annotations.LeaderLease, func(ctx context.Context) error {
+	testkit.Eventually(t, 60*time.Second, "the CCM leads through kube-system/"+annotations.LeaderLease+" and names its pod there", func(ctx context.Context) error {
 		l, err := cluster.Client().CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			return fmt.Errorf("no holder")
+		}
+		if l.Annotations[annotations.LeaderPod] != "tfccm-json-pod" || l.Annotations[annotations.LeaderIdentity] != *l.Spec.HolderIdentity {
+			return fmt.Errorf("the leader %s has not named its pod: %v", *l.Spec.HolderIdentity, l.Annotations)
 		}
 		return nil
 	})

@@ -1,8 +1,10 @@
 package main
 
 // The leader as a workstation finds it: through the leader Lease in
-// tfccm's namespace (its holder identity is "<pod>_<uuid>": the pod's host
-// name, which is its name) and then the pod. Every read is the user's own:
+// tfccm's namespace and then the pod, which the leader names on the Lease
+// (annotations.LeaderPod, while annotations.LeaderIdentity is the holder);
+// else the holder identity "<host>_<uuid>" names it, a pod's host name
+// being its name without host networking. Every read is the user's own:
 // what their RBAC refuses is named (verb, resource, namespace) rather than
 // reported as a bare "forbidden".
 
@@ -77,6 +79,9 @@ func leaderOf(lease *coordinationv1.Lease, lf leaderFlags, now time.Time) (leade
 		return leader{}, fmt.Errorf("Lease %s/%s: %w", lf.namespace, lf.lease, errNoLeader)
 	}
 	l.pod, _, _ = strings.Cut(l.identity, "_")
+	if pod := lease.Annotations[annotations.LeaderPod]; pod != "" && lease.Annotations[annotations.LeaderIdentity] == l.identity {
+		l.pod = pod // named by the leader itself (host networking: the identity names the node)
+	}
 	if lease.Spec.AcquireTime != nil {
 		l.since = lease.Spec.AcquireTime.Time
 	}

@@ -296,3 +296,35 @@ func TestLeaderCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderOf: the leader's pod is the one the leader named on its Lease
+// while that naming is the holder's (host networking: the identity names
+// the node), else the identity's host name; a Lease not renewed for its
+// duration is stale.
+func TestLeaderOf(t *testing.T) {
+	now := time.Now()
+	lf := leaderFlags{namespace: "tfccm-system", lease: annotations.LeaderLease}
+	lease := func(holder string, renewed time.Time, ann map[string]string) *coordinationv1.Lease {
+		r := metav1.NewMicroTime(renewed)
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), RenewTime: &r, LeaseDurationSeconds: ptr.To[int32](15)}}
+	}
+	named := map[string]string{annotations.LeaderIdentity: "node-a_1", annotations.LeaderPod: "tfccm-6c-abcde"}
+	for _, tc := range []struct {
+		name, pod, err string
+		lease          *coordinationv1.Lease
+	}{
+		{"pod network: the identity's host", "tfccm-6c-xyz12", "", lease("tfccm-6c-xyz12_1", now, nil)},
+		{"host network: the pod the leader named", "tfccm-6c-abcde", "", lease("node-a_1", now, named)},
+		{"named by an earlier holder: not trusted", "node-b", "", lease("node-b_2", now, named)},
+		{"stale", "tfccm-6c-xyz12", "the leader Lease is stale", lease("tfccm-6c-xyz12_1", now.Add(-20*time.Second), nil)},
+		{"no holder", "", "no leader", lease("", now, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := leaderOf(tc.lease, lf, now)
+			if l.pod != tc.pod || (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("pod %q, error %v; want %q, %q", l.pod, err, tc.pod, tc.err)
+			}
+		})
+	}
+}
