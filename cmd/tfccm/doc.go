@@ -12,9 +12,9 @@
 // Installed as the kubectl plugin kubectl-tfccm, the day-2 commands work
 // from a workstation with the user's kubeconfig and RBAC: status,
 // services and approve read the cluster; workspaces and unlock without
-// --config find the leader through its Lease (leader.go) and run
-// themselves in its pod (remote.go). completion prints shell completion
-// scripts, also for kubectl through kubectl_complete-tfccm.
+// --config find the leader through its Lease and run themselves in its
+// pod. completion prints shell completion scripts, also for kubectl
+// through kubectl_complete-tfccm.
 //
 // render writes exactly the workspace the controller would apply (same
 // templates.Loader, same Render function, same workspace.Spec.WriteDir),
