@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +171,50 @@ func leaseWith(holder string, renew *metav1.MicroTime) *coordinationv1.Lease {
 		l.Spec.HolderIdentity = ptr.To(holder)
 	}
 	return l
+}
+
+// TestCCMWaitsForPreviousLeader runs the CCM binary as the chart runs it
+// on an upgrade (--leader-elect-previous-lease) while a pod of an earlier
+// release leads through the previous Lease: the CCM takes its own Lease
+// but starts no controller until the old pod gives the previous Lease
+// back; then it holds both, and on SIGTERM it gives both back.
+func TestCCMWaitsForPreviousLeader(t *testing.T) {
+	cluster := devcluster.ForTest(t)
+	client := cluster.Client()
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: guardNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	old := startOldPod(t, client, "old-a_1")
+	waitFor(t, 20*time.Second, "the old pod leads", old.elector.IsLeader)
+
+	ccm := startCCM(t, cluster, nil, "--leader-elect-resource-namespace="+guardNS, "--"+previousLeaseFlag+"="+annotations.PreviousLeaderLease)
+	const started = "Serving LoadBalancer Services" // the Cloud's class loop: its controllers run
+	leaseHolder := func(name string) string {
+		l, err := client.CoordinationV1().Leases(guardNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	waitFor(t, 60*time.Second, "the CCM takes its own Lease and waits for the old leader", func() bool {
+		return leaseHolder(annotations.LeaderLease) != "" && strings.Contains(ccm.output(), "Waiting for the leader of an earlier tfccm release")
+	})
+	time.Sleep(5 * time.Second) // more than a Lease duration of the old pod's
+	if strings.Contains(ccm.output(), started) || holder(t, client) != "old-a_1" {
+		t.Fatalf("the CCM started its controllers while an old pod leads (previous Lease held by %q):\n%s", holder(t, client), ccm.output())
+	}
+
+	old.cancel() // the rollout deletes the old pod: it gives its Lease back
+	waitFor(t, 30*time.Second, "the CCM starts once it holds the previous Lease too", func() bool {
+		return strings.Contains(ccm.output(), started)
+	})
+	me := leaseHolder(annotations.LeaderLease)
+	if got := holder(t, client); got != me {
+		t.Fatalf("previous Lease held by %q, the CCM leads as %q", got, me)
+	}
+	ccm.stop()
+	if a, b := leaseHolder(annotations.LeaderLease), holder(t, client); a != "" || b != "" {
+		t.Errorf("after SIGTERM the Leases are held by %q and %q, want both given back", a, b)
+	}
 }
