@@ -97,6 +97,9 @@ func (c *container) output() string {
 // podRun is what a kubelet would give the chart's pod on this machine: the
 // container spec of the Deployment, the ConfigMap volumes' files, emptyDirs
 // and the ServiceAccount token.
+// containerPodName is the pod name runPod's container sees (POD_NAME).
+const containerPodName = "tfccm-container"
+
 type podRun struct {
 	spec      corev1.PodSpec
 	configMap map[string]*corev1.ConfigMap
@@ -161,10 +164,14 @@ func runPod(t *testing.T, imgDir string, p podRun) *container {
 	env := append([]string{}, cf.Config.Env...)
 	env = append(env, "KUBERNETES_SERVICE_HOST="+p.apiHost, "KUBERNETES_SERVICE_PORT="+p.apiPort)
 	for _, e := range ctr.Env {
-		if e.ValueFrom != nil {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env = append(env, e.Name+"="+containerPodName) // the downward API's pod name
+		case e.ValueFrom != nil:
 			t.Fatalf("env %s: valueFrom is not supported by this test", e.Name)
+		default:
+			env = append(env, e.Name+"="+e.Value)
 		}
-		env = append(env, e.Name+"="+e.Value)
 	}
 
 	// Volumes, as the kubelet would lay them out.
