@@ -76,6 +76,7 @@ build:
 	$(VGO) -o $(BIN)/terraform-cloud-controller-manager ./cmd/terraform-cloud-controller-manager
 	$(VGO) -o $(BIN)/tfccm ./cmd/tfccm
 	ln -sf tfccm $(BIN)/kubectl-tfccm  # kubectl plugin: kubectl tfccm approve --list
+	ln -sf tfccm $(BIN)/kubectl_complete-tfccm  # kubectl completes kubectl tfccm through it
 	$(GO) build -o $(BIN)/devcluster ./hack/devcluster
 	$(VGO) -o $(BIN)/lbhost-router ./lbhost/cmd/lbhost-router
 	@mkdir -p $(dir $(LBHOST_BIN))

@@ -89,3 +89,32 @@ func PlanConfigMapName(workspaceName string) string { return PlanConfigMapPrefix
 // Service must not).
 var ClassFinalizer = wire(Prefix+"load-balancer-cleanup", "finalizer", "Service of tfccm's load balancer class",
 	"tfccm's counterpart of `service.kubernetes.io/load-balancer-cleanup` on Services whose `spec.loadBalancerClass` is tfccm's: the Service is deleted only after its load balancer is destroyed; a type change away from LoadBalancer destroys it and removes the finalizer.")
+
+// LeaderLease is the default name of the leader Lease (in the namespace
+// of --leader-elect-resource-namespace, the chart's release namespace):
+// tfccm's own, so that another cloud-controller-manager of the cluster,
+// which leads through upstream's default Lease PreviousLeaderLease, does
+// not share it.
+var LeaderLease = wire("tfccm", "name", "Lease in tfccm's namespace",
+	"The leader Lease: the replica holding it runs the controllers and tofu. Its holder identity is `<pod>_<uuid>`; `kubectl tfccm status` reads it to name the leader. Releases before this one used upstream's default `"+PreviousLeaderLease+"`; see docs/operations.md#upgrade.")
+
+// PreviousLeaderLease is the leader Lease name of tfccm releases that used
+// upstream's default. During an upgrade from one, the new leader waits for
+// it to be free and holds it while it leads
+// (--leader-elect-previous-lease), so no pod of the earlier release leads
+// at the same time.
+const PreviousLeaderLease = "cloud-controller-manager"
+
+// The leader Lease's annotations naming the leader's pod. A pod's host
+// name is its name, except with host networking (the chart's daemonset
+// mode, hostNetwork: true), where it is the node's: the holder identity
+// `<host>_<uuid>` then does not name the pod. The leader writes both when
+// it starts leading (its pod from the downward API's POD_NAME), and
+// `kubectl tfccm` trusts LeaderPod only while LeaderIdentity is the
+// Lease's holder.
+var (
+	LeaderIdentity = wire(Prefix+"leader-identity", "annotation", "Lease in tfccm's namespace",
+		"The holder identity of the leader that wrote `"+Prefix+"leader-pod`; a later holder's Lease no longer matches it, so a stale pod name is never shown.")
+	LeaderPod = wire(Prefix+"leader-pod", "annotation", "Lease in tfccm's namespace",
+		"The pod the leader runs in (the chart passes its name as `POD_NAME`): how `kubectl tfccm status`, `workspaces` and `unlock` find the leader's pod also with host networking, where the holder identity names the node.")
+)

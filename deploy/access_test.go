@@ -9,6 +9,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/internal/testkit"
 )
 
@@ -125,7 +126,8 @@ var accessMatrix = []access{
 	{who: "ccm", verb: "get", resource: "configmaps", namespace: "kube-system", name: "extension-apiserver-authentication", allowed: both, why: "delegated authentication of /metrics and /healthz callers"},
 	{who: "ccm", verb: "update", resource: "configmaps", namespace: releaseNS, name: "tfccm-incarnations", allowed: both, why: "every leader records itself (stale-lock recovery)"},
 	{who: "ccm", verb: "update", resource: "configmaps", namespace: releaseNS, name: "tfccm-cloud-config", allowed: allOnly, why: "review: published plans are ConfigMaps of its namespace"},
-	{who: "ccm", verb: "update", resource: "leases", group: "coordination.k8s.io", namespace: releaseNS, name: "cloud-controller-manager", allowed: both, why: "leader election, in its own namespace"},
+	{who: "ccm", verb: "update", resource: "leases", group: "coordination.k8s.io", namespace: releaseNS, name: annotations.LeaderLease, allowed: both, why: "leader election, in its own namespace"},
+	{who: "ccm", verb: "update", resource: "leases", group: "coordination.k8s.io", namespace: releaseNS, name: annotations.PreviousLeaderLease, allowed: both, why: "upgrades: held while leading so no pod of an earlier release leads"},
 	{who: "ccm", verb: "update", resource: "leases", group: "coordination.k8s.io", namespace: "kube-system", name: "kube-controller-manager", allowed: neither, why: "no Lease outside its namespaces"},
 	{who: "ccm", verb: "create", resource: "secrets", namespace: releaseNS, allowed: allOnly, why: "review: each plan sealed in a Secret, and the plan key"},
 	{who: "ccm", verb: "get", resource: "secrets", namespace: releaseNS, name: "tfccm-plan-key", allowed: allOnly, why: "review: the plan key"},

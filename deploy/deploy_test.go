@@ -36,12 +36,12 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	// What the controllers need, cluster-wide; the leader Lease (the
-	// binary's default, kube-system/cloud-controller-manager) by name.
+	// binary's default, kube-system/tfccm, and the earlier releases') by name.
 	got := strings.Join(grants(t, objs, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName), "\n")
 	for _, want := range []string{
 		"*  services/status patch", "*  services list", "*  services watch", "*  services patch",
 		"*  nodes get", "*  nodes update", "*  nodes delete", "*  events create", "*  events patch",
-		"kube-system coordination.k8s.io leases get cloud-controller-manager", "kube-system coordination.k8s.io leases update cloud-controller-manager", "kube-system coordination.k8s.io leases create",
+		"kube-system coordination.k8s.io leases get tfccm,cloud-controller-manager", "kube-system coordination.k8s.io leases update tfccm,cloud-controller-manager", "kube-system coordination.k8s.io leases create",
 		"tfccm-state  secrets get",
 	} {
 		if !strings.Contains(got, want+"\n") {

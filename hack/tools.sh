@@ -113,6 +113,8 @@ apt_install() {
 	# hosts sync connection state with conntrackd (TestBaremetalL4, bench).
 	command -v conntrack >/dev/null || [[ -x /usr/sbin/conntrack ]] || missing+=(conntrack)
 	command -v conntrackd >/dev/null || [[ -x /usr/sbin/conntrackd ]] || missing+=(conntrackd)
+	# TestCompletion loads tfccm's bash completion as a user's shell does.
+	[[ -f /usr/share/bash-completion/bash_completion ]] || missing+=(bash-completion)
 	if ((${#missing[@]})); then
 		log "installing Debian packages: ${missing[*]}"
 		local sudo=""

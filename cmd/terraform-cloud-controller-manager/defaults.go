@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/ccm"
 )
 
@@ -21,12 +22,17 @@ import (
 //     period times a jitter of up to 2.2; at 750ms a Lease released on
 //     shutdown (handover.go) is taken within ~1.7 s instead of up to 4.4 s
 //     (upstream's 2s). The leader renews as often: ~1.3 Lease writes a second.
+//   - leader-elect-resource-name: tfccm's own Lease, not upstream's
+//     cloud-controller-manager, which another CCM of the cluster may use in
+//     the same namespace (kube-system by default). Upgrades from releases
+//     that used the old name: previouslease.go.
 //   - v: 2 logs every workspace run (plan, apply, destroy) and its result.
 var Defaults = map[string]string{
-	"cloud-provider":            ccm.ProviderName,
-	"concurrent-service-syncs":  "10",
-	"leader-elect-retry-period": "750ms",
-	"v":                         "2",
+	"cloud-provider":             ccm.ProviderName,
+	"concurrent-service-syncs":   "10",
+	"leader-elect-resource-name": annotations.LeaderLease,
+	"leader-elect-retry-period":  "750ms",
+	"v":                          "2",
 }
 
 // applyDefaults sets the flags' values and shown defaults before the

@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/cloud-provider/options"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/internal/repo"
@@ -58,10 +61,10 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-// TestChartArgsAreDefaults: every flag the chart passes with its default
-// values (except the paths it mounts) is the binary's default, so the
-// README's command line and the chart run the same CCM.
-func TestChartArgsAreDefaults(t *testing.T) {
+// chartArgs are the CCM's arguments in the chart rendered with its
+// default test values and helmArgs.
+func chartArgs(t *testing.T, helmArgs ...string) []string {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -70,20 +73,32 @@ func TestChartArgsAreDefaults(t *testing.T) {
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("helm not found at %s: run `make tools`", helm)
 	}
-	out, err := deploy.HelmTemplate(helm, root, "tfccm", "kube-system", []string{filepath.Join(root, "deploy", "testdata", "helm", "default.values.yaml")})
+	args := append([]string{"template", "tfccm", filepath.Join(root, deploy.Chart), "--namespace", "kube-system",
+		"--values", filepath.Join(root, "deploy", "testdata", "helm", "default.values.yaml")}, helmArgs...)
+	cmd := exec.Command(helm, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("helm template: %v", err)
 	}
 	objs, err := deploy.Decode(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var args []string
 	for _, o := range objs {
 		if d, ok := o.(*appsv1.Deployment); ok {
-			args = d.Spec.Template.Spec.Containers[0].Args
+			return d.Spec.Template.Spec.Containers[0].Args
 		}
 	}
+	t.Fatal("no Deployment in the chart")
+	return nil
+}
+
+// TestChartArgsAreDefaults: every flag the chart passes with its default
+// values (except the paths it mounts) is the binary's default, so the
+// README's command line and the chart run the same CCM.
+func TestChartArgsAreDefaults(t *testing.T) {
+	args := chartArgs(t)
 	if len(args) < 5 {
 		t.Fatalf("chart args: %v", args)
 	}
@@ -101,5 +116,27 @@ func TestChartArgsAreDefaults(t *testing.T) {
 		if f.DefValue != value {
 			t.Errorf("the chart passes %s; the binary's default is %s (set it in Defaults)", a, f.DefValue)
 		}
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--"+previousLeaseFlag) }) {
+		t.Errorf("a fresh install guards the previous Lease (another CCM's, maybe): %v", args)
+	}
+}
+
+// TestChartUpgradeGuardsPreviousLease: rendered for `helm upgrade`, the
+// chart has the new leader wait for (and hold) the Lease earlier releases
+// led through, a flag the CCM has; the Lease the CCM leads through is
+// tfccm's own, not upstream's default.
+func TestChartUpgradeGuardsPreviousLease(t *testing.T) {
+	args := chartArgs(t, "--is-upgrade")
+	want := "--" + previousLeaseFlag + "=" + annotations.PreviousLeaderLease
+	if !slices.Contains(args, want) {
+		t.Errorf("upgrade args lack %s: %v", want, args)
+	}
+	o := parsed(t, want)
+	if o.Generic.LeaderElection.ResourceName != annotations.LeaderLease || o.Generic.LeaderElection.ResourceName == annotations.PreviousLeaderLease {
+		t.Errorf("leader Lease %q, want tfccm's own %q", o.Generic.LeaderElection.ResourceName, annotations.LeaderLease)
+	}
+	if off := chartArgs(t, "--is-upgrade", "--set", "leaderElection.previousLeaseName="); slices.ContainsFunc(off, func(a string) bool { return strings.HasPrefix(a, "--"+previousLeaseFlag) }) {
+		t.Errorf("previousLeaseName=\"\" still guards: %v", off)
 	}
 }

@@ -41,6 +41,9 @@ type handover struct {
 	cfg      *cloudcontrollerconfig.CompletedConfig
 	cloud    *ccm.Cloud
 	identity string // the Lease holder when this process started leading
+
+	previousName string // --leader-elect-previous-lease
+	previousHeld bool   // this leader took the previous Lease
 }
 
 // leadingCloud is the tfccm Cloud as the app sees it: Initialize, which
@@ -73,7 +76,39 @@ func (c *leadingCloud) Initialize(b cloudprovider.ControllerClientBuilder, stop 
 		}
 		close(merged)
 	}()
+	c.h.guardPrevious(merged)
 	c.Cloud.Initialize(b, merged)
+}
+
+// guardPrevious, with --leader-elect-previous-lease, waits until this
+// leader holds the previous Lease or it does not exist (previouslease.go),
+// and keeps renewing it until stop; losing it ends the process as losing
+// the leader Lease does.
+func (h *handover) guardPrevious(stop <-chan struct{}) {
+	h.mu.Lock()
+	name, identity := h.previousName, h.identity
+	h.mu.Unlock()
+	if name == "" || identity == "" {
+		return
+	}
+	le := h.cfg.ComponentConfig.Generic.LeaderElection
+	p := &previousLease{leases: h.leases(), name: name, identity: identity,
+		duration: le.LeaseDuration.Duration, retry: le.RetryPeriod.Duration, now: time.Now}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-stop; cancel() }()
+	held, err := p.take(ctx)
+	if err != nil || !held {
+		return
+	}
+	h.mu.Lock()
+	h.previousHeld = true
+	h.mu.Unlock()
+	go func() {
+		if err := p.hold(ctx); err != nil {
+			klog.ErrorS(err, "leaderelection lost")
+			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+		}
+	}()
 }
 
 // leading records the Lease's holder: this process, which has just taken
@@ -91,6 +126,7 @@ func (h *handover) leading() {
 	h.mu.Lock()
 	h.identity = ptr.Deref(lease.Spec.HolderIdentity, "")
 	h.mu.Unlock()
+	nameLeaderPod(h.leases(), le.ResourceName, ptr.Deref(lease.Spec.HolderIdentity, ""))
 }
 
 // stop runs after the app returned on SIGTERM: it waits for the Cloud's
@@ -109,20 +145,29 @@ func (h *handover) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := h.release(ctx, identity); err != nil {
+	h.mu.Lock()
+	previous := h.previousHeld
+	h.mu.Unlock()
+	if previous {
+		if err := h.release(ctx, h.previousName, identity); err != nil {
+			klog.ErrorS(err, "Release the previous leader Lease; it expires on its own")
+		}
+	}
+	le := h.cfg.ComponentConfig.Generic.LeaderElection
+	if err := h.release(ctx, le.ResourceName, identity); err != nil {
 		klog.ErrorS(err, "Release the leader Lease; the next leader waits for it to expire")
 		return
 	}
 	klog.InfoS("Released the leader Lease", "identity", identity)
 }
 
-// release clears the Lease's holder if it is still identity, as client-go's
+// release clears the Lease name's holder if it is still identity, as client-go's
 // ReleaseOnCancel does. The update carries the read's resourceVersion, so
 // a Lease taken by another process in between is never cleared.
-func (h *handover) release(ctx context.Context, identity string) error {
-	lease, err := h.lease(ctx)
+func (h *handover) release(ctx context.Context, name, identity string) error {
+	lease, err := h.leases().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return err
+		return fmt.Errorf("Lease %s: %w", name, err)
 	}
 	if ptr.Deref(lease.Spec.HolderIdentity, "") != identity {
 		return nil // already someone else's

@@ -19,10 +19,12 @@ import (
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	"k8s.io/klog/v2"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/ccm"
 	"github.com/tfccm/tfccm/internal/keyserver"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
@@ -61,7 +63,10 @@ func newCommand(o *options.CloudControllerManagerOptions, h *handover) *cobra.Co
 	initCloud := func(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 		return h.wrap(c, cloudInitializer(c))
 	}
-	return app.NewCloudControllerManagerCommand(o, initCloud, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, h.stopping)
+	var extra cliflag.NamedFlagSets
+	extra.FlagSet("tfccm").StringVar(&h.previousName, previousLeaseFlag, "",
+		"before leading, wait until this Lease of an earlier release (in --leader-elect-resource-namespace) is free, then hold it while leading, so that no pod of that release leads meanwhile; a Lease that does not exist is ignored (the chart sets "+annotations.PreviousLeaderLease+" on upgrades)")
+	return app.NewCloudControllerManagerCommand(o, initCloud, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), extra, h.stopping)
 }
 
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) *ccm.Cloud {

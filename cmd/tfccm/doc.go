@@ -9,6 +9,13 @@
 //	tfccm state query --config cloud.hcl [--name NODE] [--provider-id ID] [--json]
 //	tfccm unlock --config cloud.hcl --workspace NAME [--dry-run] [--force]
 //
+// Installed as the kubectl plugin kubectl-tfccm, the day-2 commands work
+// from a workstation with the user's kubeconfig and RBAC: status,
+// services and approve read the cluster; workspaces and unlock without
+// --config find the leader through its Lease and run themselves in its
+// pod. completion prints shell completion scripts, also for kubectl
+// through kubectl_complete-tfccm.
+//
 // render writes exactly the workspace the controller would apply (same
 // templates.Loader, same Render function, same workspace.Spec.WriteDir),
 // ready for `tofu init && tofu plan`.

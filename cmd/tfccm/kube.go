@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -23,9 +24,7 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 // client connects to the cluster and returns the context's namespace
 // ("default" when the context names none).
 func (k kubeFlags) client() (kubernetes.Interface, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	cc := k.clientConfig()
 	rc, err := cc.ClientConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -36,6 +35,22 @@ func (k kubeFlags) client() (kubernetes.Interface, string, error) {
 	}
 	c, err := kubernetes.NewForConfig(rc)
 	return c, ns, err
+}
+
+// connect returns the REST configuration (for pods/exec) and a client.
+func (k kubeFlags) connect() (*rest.Config, kubernetes.Interface, error) {
+	rc, err := k.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	return rc, c, err
+}
+
+func (k kubeFlags) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
 }
 
 // kubeClient connects with kubeconfig's current context.

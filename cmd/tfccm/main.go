@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/tfccm/tfccm/internal/keyserver"
 )
@@ -19,12 +20,14 @@ type command struct {
 // commands is the one registry of subcommands: adding a command is one
 // line here (and its run function in a file named after it).
 var commands = map[string]command{
+	// completion registers itself (completion.go).
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it on its ConfigMap in tfccm's namespace (approvers)", runApprove},
 	"lbhost":     {"prepare and check LB hosts of the baremetal set: lbhost prepare prints the script that prepares a host, lbhost check names what is missing and its fix", runLBHost},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
 	"run":        {"(inside a runner pod) run one tofu command of a workspace for the job runner", runRun},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
+	"status":     {"from a workstation: the leader (pod, since when, version), Services by phase and why not served, plans awaiting approval", runStatus},
 	"state":      {"query the instances tfccm reads from Terraform state", runState},
 	"unlock":     {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
 	"validate":   {"check template sets or modules against the contract", runValidate},
@@ -33,7 +36,11 @@ var commands = map[string]command{
 }
 
 func main() {
-	rc := run(os.Args[1:], os.Stdout, os.Stderr)
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == kubectlCompleteName {
+		args = append([]string{completeCommand}, args...) // kubectl completing `kubectl tfccm ...`
+	}
+	rc := run(args, os.Stdout, os.Stderr)
 	keyserver.Shutdown() // tfccm_pbkdf2's socket, if a command loaded one
 	os.Exit(rc)
 }
@@ -52,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if strings.HasPrefix(args[0], completeCommand) { // __complete, __completeNoDesc
+		return runCompletion(args, stdout, stderr)
 	}
 	c, ok := commands[args[0]]
 	if !ok {

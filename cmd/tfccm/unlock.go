@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/tfccm/tfccm/config"
@@ -16,11 +17,17 @@ import (
 // runUnlock answers `tfccm unlock`: it shows who holds a workspace's state
 // lock and releases it only when the holder is known to be gone (a tfccm
 // process of this deployment on this host that has exited), or with
-// --force once the operator has made sure of it.
+// --force once the operator has made sure of it. Without --config (from a
+// workstation) it runs itself in the leader's pod (remote.go), whose tofu
+// and backend hold the lock.
 func runUnlock(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm unlock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "the cloud config (work_dir, backend, terraform settings)")
+	cfgPath := fs.String("config", "", "the cloud config (work_dir, backend, terraform settings); without it, run in the leader's pod")
+	var kf kubeFlags
+	kf.register(fs)
+	var lf leaderFlags
+	lf.register(fs)
 	name := fs.String("workspace", "", "the workspace whose lock to release (lb-<cluster>-<hash> or routes; named in the TerraformStateLocked Event)")
 	force := fs.Bool("force", false, "release a lock whose holder this command cannot prove gone (someone else's, or a tfccm run on another host): only once you know it is")
 	dryRun := fs.Bool("dry-run", false, "only show who holds the lock")
@@ -28,9 +35,13 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *cfgPath == "" || *name == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: tfccm unlock --config cloud.hcl --workspace NAME [--dry-run] [--force]")
+	if *name == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: tfccm unlock [--config cloud.hcl | --kubeconfig K --context C --tfccm-namespace T] --workspace NAME [--dry-run] [--force]")
 		return exitUsage
+	}
+	if *cfgPath == "" {
+		remote := []string{"--workspace", *name, "--dry-run=" + strconv.FormatBool(*dryRun), "--force=" + strconv.FormatBool(*force), "--timeout=" + timeout.String()}
+		return unlockInLeader(kf, lf, *name, remote, *timeout, stdout, stderr)
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
@@ -73,4 +84,20 @@ func runUnlock(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Released lock %s; the controller's next run of %s proceeds.\n", lock.ID, *name)
 	return exitOK
+}
+
+// unlockInLeader runs `tfccm unlock` in the leader's pod (remote.go), once
+// name is a workspace's.
+func unlockInLeader(kf kubeFlags, lf leaderFlags, name string, remote []string, timeout time.Duration, stdout, stderr io.Writer) int {
+	if !workspaceName.MatchString(name) {
+		fmt.Fprintf(stderr, "tfccm unlock: --workspace %q is not a workspace name (lb-<cluster>-<hash> or routes, as the TerraformStateLocked Event names it)\n", name)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	code, err := inLeader(ctx, kf, lf, "unlock", remote, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tfccm unlock: %v\n", err)
+	}
+	return code
 }

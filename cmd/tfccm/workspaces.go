@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,35 +27,47 @@ import (
 // desired configuration is not applied yet, pending or failing, see the
 // Service's Events; NotApplied: never applied; Destroyed), the Service it
 // belongs to (with --kubeconfig or in a pod) and, with --locks, who holds
-// its state lock. Run it in the CCM's pod: kubectl exec deploy/tfccm --
-// tfccm workspaces --config /etc/tfccm/config/cloud.hcl.
+// its state lock. Without --config (from a workstation) it runs itself in
+// the leader's pod (remote.go); with it, it reads work_dir here (in the
+// CCM's pod, or beside a CCM run outside the cluster).
 func runWorkspaces(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm workspaces", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "the cloud config (its work_dir holds the workspaces)")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig to name each workspace's Service (default: $KUBECONFIG, ~/.kube/config, or the pod's credentials; unreachable: names left out)")
+	cfgPath := fs.String("config", "", "the cloud config (its work_dir holds the workspaces); without it, ask the leader's pod")
+	var kf kubeFlags
+	kf.register(fs)
+	var lf leaderFlags
+	lf.register(fs)
 	locks := fs.Bool("locks", false, "also show each workspace's state lock (runs tofu once per workspace)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *cfgPath == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: tfccm workspaces --config cloud.hcl [--kubeconfig K] [--locks]")
+	if fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: tfccm workspaces [--config cloud.hcl | --kubeconfig K --context C --tfccm-namespace T] [--locks]")
 		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if *cfgPath == "" {
+		remote := []string{"--locks=" + strconv.FormatBool(*locks), "--timeout=" + timeout.String()}
+		code, err := inLeader(ctx, kf, lf, "workspaces", remote, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "tfccm workspaces: %v\n", err)
+		}
+		return code
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	rows, err := listWorkspaces(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	services := serviceOfWorkspace(ctx, cfg, *kubeconfig, stderr)
+	services := serviceOfWorkspace(ctx, cfg, kf.kubeconfig, stderr)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	header := "WORKSPACE\tPHASE\tSERVICE"
 	if *locks {

@@ -3,7 +3,8 @@
 // CCM, tfccm, lbhost-router and the lbhost provider as tar.gz, the image as a
 // multi-platform OCI archive and one `podman load` archive per platform,
 // the packaged Helm chart, the lbhost provider as a provider mirror, a
-// CycloneDX SBOM per binary archive and per image, and SHA256SUMS.
+// CycloneDX SBOM per binary archive and per image, the krew plugin
+// manifest of `kubectl tfccm` and SHA256SUMS.
 //
 // Everything it writes depends on the source, the toolchain and the commit
 // time only (SOURCE_DATE_EPOCH): two runs on one commit give the same
@@ -47,6 +48,7 @@ func (t tofuFlag) Set(v string) error {
 
 type options struct {
 	version, out, ldflags, repoName, helm, caBundle string
+	downloadURL                                     string
 	created                                         int64
 	allowDirty                                      bool
 	platforms                                       []platform
@@ -65,6 +67,7 @@ func run(args []string) error {
 	fs.Var(o.tofu, "tofu", "OS/ARCH=PATH of the tofu binary for the image of that platform (repeatable)")
 	fs.StringVar(&o.repoName, "image", "ghcr.io/tfccm/tfccm", "image repository (tagged with the version)")
 	fs.StringVar(&o.helm, "helm", "bin/helm", "helm binary")
+	fs.StringVar(&o.downloadURL, "download-url", "https://github.com/tfccm/tfccm/releases/download", "where the release's files are downloaded from (URL/VERSION/FILE): the krew manifest's URIs")
 	fs.StringVar(&o.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
 	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "release a tree with uncommitted changes (not reproducible from the commit)")
 	if err := fs.Parse(args); err != nil {
@@ -126,6 +129,88 @@ func release(root string, o options, providerVersion string) error {
 	if err := checkVersions(bins, o.version, providerVersion); err != nil {
 		return err
 	}
+	if err := writeArchives(out, o, bins, providerVersion, licenseFile, created); err != nil {
+		return err
+	}
+	if err := writeKrewManifest(out, o.downloadURL, o.version, o.platforms); err != nil {
+		return err
+	}
+
+	providerBins := map[platform]string{}
+	for _, p := range o.platforms {
+		providerBins[p] = bins[p][providerBinary]
+	}
+	if err := writeProviderMirror(filepath.Join(out, "providers"), providerVersion, providerBins, created); err != nil {
+		return err
+	}
+	// Its checksums, for terraform.provider_lock_file beside a copy of it.
+	if err := providerlock.WriteMirrorLock(filepath.Join(out, "providers"), filepath.Join(out, "providers.lock.hcl")); err != nil {
+		return err
+	}
+
+	ref := o.repoName + ":" + o.version
+	d, err := writeImages(out, work, root, ref, o, bins, providerVersion, licenseFile, created)
+	if err != nil {
+		return err
+	}
+
+	if _, err := packageChart(o.helm, root, work, out, o.version, licenseFile, created); err != nil {
+		return err
+	}
+	if err := writeSums(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "[release] %s written to %s (image %s@%s)\n", o.version, out, ref, d)
+	return nil
+}
+
+// writeImages writes the image: one `podman load` archive and SBOM per
+// platform, the multi-platform OCI archive and its digest, which it returns.
+func writeImages(out, work, root, ref string, o options, bins map[platform]map[string]string, providerVersion, licenseFile string, created time.Time) (string, error) {
+	imgs, boms, err := buildImages(work, o.platforms, imageInputs{
+		ref: ref, version: o.version, revision: commit(root), providerVersion: providerVersion,
+		license: licenseFile, caBundle: o.caBundle, created: created, bins: bins, tofu: o.tofu,
+	})
+	if err != nil {
+		return "", err
+	}
+	for i, p := range o.platforms {
+		base := fmt.Sprintf("tfccm_%s_image_%s", o.version, p.dir())
+		if err := image.WriteTarball(filepath.Join(out, base+".tar"), imgs[i], ref); err != nil {
+			return "", err
+		}
+		if err := writeJSON(filepath.Join(out, base+".sbom.cdx.json"), boms[p]); err != nil {
+			return "", err
+		}
+	}
+	idx, err := image.Index(imgs...)
+	if err != nil {
+		return "", err
+	}
+	layoutDir := filepath.Join(work, "oci")
+	if err := image.WriteIndexLayout(layoutDir, idx, ref); err != nil {
+		return "", err
+	}
+	ms, err := dirMembers(layoutDir)
+	if err != nil {
+		return "", err
+	}
+	if err := writeTar(filepath.Join(out, fmt.Sprintf("tfccm_%s_image.oci.tar", o.version)), ms, created); err != nil {
+		return "", err
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	if err := writeFile(filepath.Join(out, fmt.Sprintf("tfccm_%s_image.digest", o.version)), []byte(d.String()+"\n")); err != nil {
+		return "", err
+	}
+	return d.String(), nil
+}
+
+// writeArchives writes each binary of each platform as a tar.gz with the
+// LICENSE, and its SBOM.
+func writeArchives(out string, o options, bins map[platform]map[string]string, providerVersion, licenseFile string, created time.Time) error {
 	for _, p := range o.platforms {
 		for _, b := range binaries {
 			base := fmt.Sprintf("%s_%s_%s", b.name, o.version, p.dir())
@@ -151,65 +236,6 @@ func release(root string, o options, providerVersion string) error {
 		}
 	}
 
-	providerBins := map[platform]string{}
-	for _, p := range o.platforms {
-		providerBins[p] = bins[p][providerBinary]
-	}
-	if err := writeProviderMirror(filepath.Join(out, "providers"), providerVersion, providerBins, created); err != nil {
-		return err
-	}
-	// Its checksums, for terraform.provider_lock_file beside a copy of it.
-	if err := providerlock.WriteMirrorLock(filepath.Join(out, "providers"), filepath.Join(out, "providers.lock.hcl")); err != nil {
-		return err
-	}
-
-	ref := o.repoName + ":" + o.version
-	imgs, boms, err := buildImages(work, o.platforms, imageInputs{
-		ref: ref, version: o.version, revision: commit(root), providerVersion: providerVersion,
-		license: licenseFile, caBundle: o.caBundle, created: created, bins: bins, tofu: o.tofu,
-	})
-	if err != nil {
-		return err
-	}
-	for i, p := range o.platforms {
-		base := fmt.Sprintf("tfccm_%s_image_%s", o.version, p.dir())
-		if err := image.WriteTarball(filepath.Join(out, base+".tar"), imgs[i], ref); err != nil {
-			return err
-		}
-		if err := writeJSON(filepath.Join(out, base+".sbom.cdx.json"), boms[p]); err != nil {
-			return err
-		}
-	}
-	idx, err := image.Index(imgs...)
-	if err != nil {
-		return err
-	}
-	layoutDir := filepath.Join(work, "oci")
-	if err := image.WriteIndexLayout(layoutDir, idx, ref); err != nil {
-		return err
-	}
-	ms, err := dirMembers(layoutDir)
-	if err != nil {
-		return err
-	}
-	if err := writeTar(filepath.Join(out, fmt.Sprintf("tfccm_%s_image.oci.tar", o.version)), ms, created); err != nil {
-		return err
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(out, fmt.Sprintf("tfccm_%s_image.digest", o.version)), []byte(d.String()+"\n")); err != nil {
-		return err
-	}
-
-	if _, err := packageChart(o.helm, root, work, out, o.version, licenseFile, created); err != nil {
-		return err
-	}
-	if err := writeSums(out); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "[release] %s written to %s (image %s@%s)\n", o.version, out, ref, d)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 )
@@ -26,7 +27,7 @@ func TestCCMLeaderElectionAndHealthz(t *testing.T) {
 		if ccm.Exited() {
 			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
 		}
-		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

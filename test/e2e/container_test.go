@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/deploy/image"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -96,6 +97,9 @@ func (c *container) output() string {
 // podRun is what a kubelet would give the chart's pod on this machine: the
 // container spec of the Deployment, the ConfigMap volumes' files, emptyDirs
 // and the ServiceAccount token.
+// containerPodName is the pod name runPod's container sees (POD_NAME).
+const containerPodName = "tfccm-container"
+
 type podRun struct {
 	spec      corev1.PodSpec
 	configMap map[string]*corev1.ConfigMap
@@ -160,10 +164,14 @@ func runPod(t *testing.T, imgDir string, p podRun) *container {
 	env := append([]string{}, cf.Config.Env...)
 	env = append(env, "KUBERNETES_SERVICE_HOST="+p.apiHost, "KUBERNETES_SERVICE_PORT="+p.apiPort)
 	for _, e := range ctr.Env {
-		if e.ValueFrom != nil {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env = append(env, e.Name+"="+containerPodName) // the downward API's pod name
+		case e.ValueFrom != nil:
 			t.Fatalf("env %s: valueFrom is not supported by this test", e.Name)
+		default:
+			env = append(env, e.Name+"="+e.Value)
 		}
-		env = append(env, e.Name+"="+e.Value)
 	}
 
 	// Volumes, as the kubelet would lay them out.
@@ -428,7 +436,7 @@ cloudConfig:
 		if c.exited() {
 			return fmt.Errorf("container exited: %s", tail(c.log, 20))
 		}
-		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 )
@@ -144,7 +145,7 @@ func slowReplicaBlocks(t *testing.T, cluster *devcluster.Cluster) string {
 
 // leaseHolder is the holder of the CCM's leader Lease, "" if none.
 func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
-	l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

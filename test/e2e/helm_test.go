@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 )
@@ -68,7 +69,7 @@ func serviceAccountKubeconfig(t *testing.T, cluster *devcluster.Cluster, name st
 	sa := kubernetes.NewForConfigOrDie(cfg)
 	eventually(t, 30*time.Second, "ServiceAccount grants visible", func(ctx context.Context) error {
 		// Not found is an answer: the leader Lease, by name, is granted.
-		if _, err := sa.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := sa.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		_, err := sa.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})

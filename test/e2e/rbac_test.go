@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
@@ -70,7 +71,7 @@ func ccmUsesOnlyItsGrants(t *testing.T, cluster *devcluster.Cluster, kubeconfig,
 		if ccm.Exited() {
 			return fmt.Errorf("CCM exited: %s", ccm.LogTail(20))
 		}
-		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

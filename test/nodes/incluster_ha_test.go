@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/test/harness"
 )
 
@@ -192,7 +193,7 @@ func waitLeaderPod(t *testing.T, client kubernetes.Interface, pods []corev1.Pod)
 // leaseHolder is the holder of the CCM's leader Lease ("" before one).
 func leaseHolder(t *testing.T, client kubernetes.Interface) string {
 	t.Helper()
-	l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "cloud-controller-manager", metav1.GetOptions{})
+	l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), annotations.LeaderLease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

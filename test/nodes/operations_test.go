@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,10 +20,12 @@ import (
 // uninstallLayout: one replica with host networking on node-a.
 const uninstallLayout = "mode: deployment\nreplicas: 1\nhostNetwork: true\nnodeSelector:\n  kubernetes.io/hostname: node-a\n"
 
-// TestOperationsOnRealNodes runs docs/operations.md's day-2 commands in the
-// chart's shell-less pod with kubectl exec — tfccm workspaces (the
-// Service's workspace Applied, its lock free), tfccm state query (the
-// nodes), tfccm unlock --dry-run — and then its uninstall: `helm
+// TestOperationsOnRealNodes runs docs/operations.md's day-2 commands from
+// the workstation as the kubectl plugin — kubectl tfccm workspaces (the
+// Service's workspace Applied, its lock free) and unlock --dry-run, which
+// run in the leader's pod, status (the leader, the Service Applied) and
+// services — and tfccm state query in the chart's shell-less pod with
+// kubectl exec; then its uninstall: `helm
 // uninstall` while tfccm serves a LoadBalancer Service is refused by the chart's pre-delete hook (a Job
 // running `tfccm services --uninstall=refuse` from the image, whose log
 // names the Service); the Service stays served, and once it is deleted the
@@ -41,25 +44,35 @@ func TestOperationsOnRealNodes(t *testing.T) {
 	waitPodRoutes(t, ic.c, nodes)
 	vip := createLBService(t, client, "web", ccmLog)
 
-	// Day 2, in the pod: no shell, only the image's tfccm.
-	cfg := "--config=/etc/tfccm/config/cloud.hcl"
-	out := kubectlExec(t, ic.c, "tfccm", "workspaces", cfg, "--locks")
+	// Day 2 from the workstation: kubectl tfccm finds the leader through
+	// its Lease and runs what only the leader knows (its work_dir, its
+	// tofu) in the leader's pod; status and services read the cluster.
+	kt := kubectlTfccm(t, ic.c)
+	out := kt("workspaces", "--tfccm-namespace=kube-system", "--locks")
 	line := regexp.MustCompile(`(?m)^(lb-\S+)\s+Applied\s+default/web\s+-\s*$`).FindStringSubmatch(out)
 	if line == nil || !regexp.MustCompile(`(?m)^routes\s+Applied\s+\(routes\)\s+-\s*$`).MatchString(out) {
-		t.Errorf("tfccm workspaces in the pod: want web's workspace and routes Applied, unlocked:\n%s", out)
+		t.Errorf("kubectl tfccm workspaces: want web's workspace and routes Applied, unlocked:\n%s", out)
 	} else {
-		out = kubectlExec(t, ic.c, "tfccm", "unlock", cfg, "--workspace="+line[1], "--dry-run")
+		out = kt("unlock", "--tfccm-namespace=kube-system", "--workspace="+line[1], "--dry-run")
 		if !strings.Contains(out, "the state is not locked") {
-			t.Errorf("tfccm unlock --dry-run in the pod:\n%s", out)
+			t.Errorf("kubectl tfccm unlock --dry-run:\n%s", out)
 		}
 	}
-	out = kubectlExec(t, ic.c, "tfccm", "state", "query", cfg)
+	out = kt("status", "--tfccm-namespace=kube-system")
+	t.Logf("kubectl tfccm status:\n%s", out)
+	for _, want := range []string{"Leader:     pod tfccm-", "Pod:        Running on node node-a", "Services:   1 served: 1 Applied", "No plans awaiting approval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl tfccm status lacks %q:\n%s", want, out)
+		}
+	}
+	out = kt("services")
+	if !regexp.MustCompile(`(?m)^default\s+web\s+` + regexp.QuoteMeta(vip) + `\s+true\s*$`).MatchString(out) {
+		t.Errorf("kubectl tfccm services:\n%s", out)
+	}
+	// What needs the cloud config's state sources still runs in the pod: no shell, only the image's tfccm.
+	out = kubectlExec(t, ic.c, "tfccm", "state", "query", "--config=/etc/tfccm/config/cloud.hcl")
 	if !strings.Contains(out, "node-a") || !strings.Contains(out, "node-b") {
 		t.Errorf("tfccm state query in the pod:\n%s", out)
-	}
-	out = kubectlExec(t, ic.c, "tfccm", "services")
-	if !regexp.MustCompile(`(?m)^default\s+web\s+` + regexp.QuoteMeta(vip) + `\s+true\s*$`).MatchString(out) {
-		t.Errorf("tfccm services in the pod:\n%s", out)
 	}
 
 	// Uninstall.
@@ -129,6 +142,31 @@ func noLoadBalancer(t *testing.T, hosts *hosttest.Hosts, vip, when string) {
 		if o := h.Objects(); len(o) != 0 || h.HasAddress(vip) {
 			t.Errorf("LB host %s %s: objects %v, holds the VIP %v", h.Name, when, o, h.HasAddress(vip))
 		}
+	}
+}
+
+// kubectlTfccm installs the repository's tfccm as the kubectl plugin
+// kubectl-tfccm and returns a function running `kubectl tfccm ARGS` from
+// the workstation with the cluster's admin kubeconfig.
+func kubectlTfccm(t *testing.T, c *Cluster) func(args ...string) string {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := repo.Build(t, "./cmd/tfccm")
+	if err := os.Symlink(bin, filepath.Join(filepath.Dir(bin), "kubectl-tfccm")); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"tfccm"}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("kubectl tfccm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }
 

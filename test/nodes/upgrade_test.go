@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/deploy"
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/harness"
@@ -581,7 +582,7 @@ func watchLease(client kubernetes.Interface) *leaseWatch {
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
-			l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+			l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, annotations.LeaderLease, metav1.GetOptions{})
 			now := time.Now()
 			if n := len(w.spans); err == nil && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "") && n > 0 && w.spans[n-1].released.IsZero() {
 				w.spans[n-1].released = now
