@@ -3,19 +3,24 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/deploy"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 )
@@ -114,4 +119,60 @@ func TestChartRefusesStateLeftInReleaseNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	helmInstall(t, cluster, values)
+}
+
+// TestChartGuardsPreviousLeaseOnce: `helm upgrade` passes
+// --leader-elect-previous-lease only while tfccm's own Lease does not
+// exist (an upgrade from a release that led through upstream's
+// cloud-controller-manager); once a leader has led through tfccm's Lease,
+// later upgrades do not wait for whoever holds the old one (another CCM in
+// the namespace).
+func TestChartGuardsPreviousLeaseOnce(t *testing.T) {
+	cluster := devcluster.ForTest(t)
+	ctx := context.Background()
+	values := "replicas: 1\ncloudConfig: {clusterName: e2e, templateSet: local}\n" + noHookPods
+	rel, err := harness.InstallChart(cluster.Kubeconfig(), "kube-system", "tfccm", values, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rel.Uninstall(60 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(root, deploy.Chart)
+	guarded := func() bool {
+		t.Helper()
+		d, err := cluster.Client().AppsV1().Deployments("kube-system").Get(ctx, "tfccm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Args, func(a string) bool {
+			return strings.HasPrefix(a, "--leader-elect-previous-lease=")
+		})
+	}
+	if guarded() {
+		t.Fatal("a fresh install guards the previous Lease")
+	}
+	if err := rel.Upgrade(chart, values); err != nil {
+		t.Fatal(err)
+	}
+	if !guarded() {
+		t.Fatal("an upgrade with no tfccm Lease yet (from a release before it) does not guard the previous Lease")
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "tfccm", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-a_0b6c7a52")}}
+	if _, err := cluster.Client().CoordinationV1().Leases("kube-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rel.Upgrade(chart, values); err != nil {
+		t.Fatal(err)
+	}
+	if guarded() {
+		t.Error("an upgrade of a release that already leads through tfccm's Lease still waits for the previous one")
+	}
 }
