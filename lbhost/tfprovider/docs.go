@@ -51,6 +51,13 @@ var docExamples = map[string]string{
 output "backends" {
   value = [for b in data.lbhost_backend_health.web.backends : { name = b.name, healthy = b.healthy }]
 }`,
+	"lbhost_vip_holder": `data "lbhost_vip_holder" "web" {
+  owner = lbhost_vip.web.owner
+}
+
+output "holds_web" {
+  value = data.lbhost_vip_holder.web.held
+}`,
 	"lbhost_l4_frontend": `resource "lbhost_l4_frontend" "dns" {
   name    = "prod_dns"
   address = lbhost_vip.dns.address
