@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Backend health (tfccm.io/Degraded): a load balancer module may carry a
@@ -68,4 +69,34 @@ func DecodeHosts(outputs map[string]json.RawMessage) (map[string]bool, error) {
 		return nil, fmt.Errorf("output `hosts` is not a map of host name to bool: %w", err)
 	}
 	return hosts, nil
+}
+
+// VIPHoldersOutput is a health module's optional output of which LB hosts
+// hold the load balancer's VIP now, per IP family ("IPv4", "IPv6") served:
+// the Service's tfccm.io/VIPHeld condition and
+// tfccm_load_balancer_vip_holders (one holder is right, two or more a
+// split brain, none a lost VIP).
+const VIPHoldersOutput = "vip_holders"
+
+// DecodeVIPHolders reads the health module's `vip_holders` output (none:
+// nil), each family's hosts sorted.
+func DecodeVIPHolders(outputs map[string]json.RawMessage) (map[string][]string, error) {
+	raw, ok := outputs[VIPHoldersOutput]
+	if !ok {
+		return nil, nil
+	}
+	var holders map[string][]string
+	if err := json.Unmarshal(raw, &holders); err != nil {
+		return nil, fmt.Errorf("output `vip_holders` is not a map of IP family to a list of host names: %w", err)
+	}
+	for f, hs := range holders {
+		if f != "IPv4" && f != "IPv6" {
+			return nil, fmt.Errorf("output `vip_holders` names IP family %q: want IPv4 or IPv6", f)
+		}
+		if hs == nil {
+			holders[f] = []string{}
+		}
+		slices.Sort(holders[f])
+	}
+	return holders, nil
 }

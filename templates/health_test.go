@@ -3,6 +3,7 @@ package templates
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,35 @@ func TestBuiltinHealth(t *testing.T) {
 	}
 	if m, _ := s.Module("loadbalancer"); m.HasHealth() {
 		t.Error("hcloud/loadbalancer has a health module")
+	}
+}
+
+func TestDecodeVIPHolders(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		want      map[string][]string
+		err       string
+	}{
+		{"one holder", `{"IPv4":["lb-a"]}`, map[string][]string{"IPv4": {"lb-a"}}, ""},
+		{"split brain sorted", `{"IPv4":["lb-b","lb-a"],"IPv6":[]}`, map[string][]string{"IPv4": {"lb-a", "lb-b"}, "IPv6": {}}, ""},
+		{"null list", `{"IPv6":null}`, map[string][]string{"IPv6": {}}, ""},
+		{"not a map", `["lb-a"]`, nil, "not a map of IP family"},
+		{"bad family", `{"IPv5":[]}`, nil, `IP family "IPv5"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeVIPHolders(map[string]json.RawMessage{"vip_holders": json.RawMessage(tc.raw)})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+	if got, err := DecodeVIPHolders(map[string]json.RawMessage{}); got != nil || err != nil {
+		t.Errorf("no output: %v, %v, want nil, nil", got, err)
 	}
 }

@@ -32,6 +32,12 @@ const (
 	// them), or all healthy (False); only for template sets that read
 	// backend health (health.go).
 	ConditionDegraded = "tfccm.io/Degraded"
+	// ConditionVIPHeld: which LB hosts hold each of the load balancer's
+	// VIPs now (the message names them per family): True when every VIP
+	// has one holder; False with two or more (VRRP split brain) or none
+	// (a lost VIP); only for template sets whose health module outputs
+	// vip_holders (baremetal; vipheld.go).
+	ConditionVIPHeld = "tfccm.io/VIPHeld"
 )
 
 // Condition reasons.
@@ -52,7 +58,12 @@ const (
 	CondReasonBackendsHealthy          = "BackendsHealthy"
 	// CondReasonLBHostUnreachable: Degraded because an LB host could not
 	// be reached (the health module's hosts output).
-	CondReasonLBHostUnreachable  = "LBHostUnreachable"
+	CondReasonLBHostUnreachable = "LBHostUnreachable"
+	// CondReasonHeldBy, CondReasonSplitBrain, CondReasonNoHolder:
+	// VIPHeld with one holder per VIP, two or more, none.
+	CondReasonHeldBy             = "HeldBy"
+	CondReasonSplitBrain         = "SplitBrain"
+	CondReasonNoHolder           = "NoHolder"
 	CondReasonPolicyDenied       = "PolicyDenied"
 	CondReasonChangeWindowClosed = "ChangeWindowClosed"
 )

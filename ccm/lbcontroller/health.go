@@ -88,7 +88,7 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
-	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge) })
+	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge) })
 }
 
 // healthRound probes every applied load balancer once, workers at a time
@@ -151,15 +151,20 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 		// The set reads no health (or no longer: a new override).
 		l.dropHealth(name)
 		l.conds.remove(svc, ConditionDegraded)
+		l.conds.remove(svc, ConditionVIPHeld)
 		return nil, true
 	}
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
+	var holders map[string][]string
 	if err == nil {
 		backends, err = templates.DecodeBackends(outs)
 	}
 	if err == nil {
 		hosts, err = templates.DecodeHosts(outs)
+	}
+	if err == nil {
+		holders, err = templates.DecodeVIPHolders(outs)
 	}
 	if err != nil {
 		// The last reading stands: a load balancer host briefly
@@ -175,6 +180,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	}
 	sort.Strings(unreachable)
 	l.reportHealth(name, svc, backends, unreachable)
+	l.reportVIPHolders(svc, holders)
 	return hosts, true
 }
 
@@ -268,5 +274,6 @@ func (l *loadBalancers) dropHealth(name string) {
 	if ok {
 		backendsGauge.DeleteLabelValues(s[0], s[1])
 		backendsUpGauge.DeleteLabelValues(s[0], s[1])
+		dropVIPHolders(s[0], s[1])
 	}
 }

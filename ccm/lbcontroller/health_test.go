@@ -21,6 +21,7 @@ type fakeProber struct {
 	phase   workspace.Phase
 	outputs string
 	hosts   string // the hosts output ("": none)
+	holders string // the vip_holders output ("": none)
 	err     error
 
 	mu     sync.Mutex
@@ -38,6 +39,9 @@ func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]jso
 	outs := map[string]json.RawMessage{"backends": json.RawMessage(f.outputs)}
 	if f.hosts != "" {
 		outs["hosts"] = json.RawMessage(f.hosts)
+	}
+	if f.holders != "" {
+		outs["vip_holders"] = json.RawMessage(f.holders)
 	}
 	return outs, nil
 }

@@ -24,6 +24,11 @@ variable "load_balancer_id" {
   type = string
 }
 
+variable "service" {
+  # The part of ../variables.tf's service type this module reads.
+  type = object({ shared_ip = optional(string) })
+}
+
 variable "settings" {
   # The part of ../variables.tf's settings type this module reads.
   type = object({
@@ -89,4 +94,21 @@ output "backends" {
 output "hosts" {
   description = "Every active LB host and whether it could be connected to: an unreachable one is named in the Service's Degraded condition (its changes wait for it; the others serve) and in tfccm_load_balancer_host_up."
   value       = { for name, h in data.lbhost_backend_health.lb : name => h.reachable }
+}
+
+# Whether each active host holds the load balancer's (IPv4) VIP right now:
+# the address of its VRRP instance on the interface, which keepalived sets
+# only on the master. Two holders is a split brain, none a lost VIP
+# (tfccm.io/VIPHeld).
+data "lbhost_vip_holder" "vip" {
+  for_each = local.active
+  provider = lbhost.host[each.key]
+
+  owner = "${var.cluster_name}_${var.load_balancer_id}"
+  share = var.service.shared_ip
+}
+
+output "vip_holders" {
+  description = "Per IP family served (IPv4), the active LB hosts that answer and hold its VIP now, sorted: one is right; two or more a split brain; none a lost VIP (tfccm.io/VIPHeld, tfccm_load_balancer_vip_holders)."
+  value       = { IPv4 = sort([for name, r in data.lbhost_vip_holder.vip : name if r.held]) }
 }

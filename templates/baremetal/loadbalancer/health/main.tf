@@ -25,7 +25,10 @@ variable "load_balancer_id" {
 
 variable "service" {
   # The part of ../variables.tf's service type this module reads.
-  type = object({ ip_families = list(string) })
+  type = object({
+    ip_families = list(string)
+    shared_ip   = optional(string)
+  })
 }
 
 variable "settings" {
@@ -48,6 +51,7 @@ variable "settings" {
     ssh_agent_socket     = optional(string)
     ssh_private_key_file = optional(string)
     sudo                 = optional(bool, false)
+    vip_pool6            = optional(string)
   })
 }
 
@@ -97,4 +101,34 @@ output "backends" {
 output "hosts" {
   description = "Every active LB host and whether it could be connected to: an unreachable one is named in the Service's Degraded condition (its changes wait for it; the others serve) and in tfccm_load_balancer_host_up."
   value       = { for name, h in data.lbhost_backend_health.lb : name => h.reachable }
+}
+
+# Which active host holds the VIP of each family served (../main.tf's
+# local.vips: IPv6 only with settings.vip_pool6) right now: the address of
+# its VRRP instance on the interface, which keepalived sets only on the
+# master. Two holders is a split brain, none a lost VIP (tfccm.io/VIPHeld).
+locals {
+  owner = "${var.cluster_name}_${var.load_balancer_id}"
+  vip_families = { for f in var.service.ip_families : f => {
+    owner = f == "IPv4" ? local.owner : "${local.owner}.6"
+    share = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
+  } if f == "IPv4" || var.settings.vip_pool6 != null }
+  vip_reads = merge([for f, v in local.vip_families : {
+    for name in keys(local.active) : "${name}/${f}" => { host = name, family = f, owner = v.owner, share = v.share }
+  }]...)
+}
+
+data "lbhost_vip_holder" "vip" {
+  for_each = local.vip_reads
+  provider = lbhost.host[each.value.host]
+
+  owner = each.value.owner
+  share = each.value.share
+}
+
+output "vip_holders" {
+  description = "Per IP family served, the active LB hosts that answer and hold its VIP now, sorted: one is right; two or more a split brain; none a lost VIP (tfccm.io/VIPHeld, tfccm_load_balancer_vip_holders)."
+  value = { for f in keys(local.vip_families) : f => sort([
+    for k, r in data.lbhost_vip_holder.vip : local.vip_reads[k].host if local.vip_reads[k].family == f && r.held
+  ]) }
 }

@@ -1,0 +1,94 @@
+// Which LB host holds each VIP (tfccm.io/VIPHeld and
+// tfccm_load_balancer_vip_holders), from the health modules' vip_holders.
+
+package lbcontroller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
+)
+
+// vipHoldersGauge: one series per Service and IP family whose health
+// module outputs vip_holders (baremetal), the number of LB hosts holding
+// the VIP in the last reading; dropped with the Service. Labels are the
+// Service's, as the backends gauges', and the family: at most two series
+// per load balancer, whatever the addresses. TfccmVIPSplitBrain (>= 2)
+// and TfccmVIPLost (0) read it.
+var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Subsystem:      "tfccm_load_balancer",
+	Name:           "vip_holders",
+	Help:           "LB hosts holding each load balancer's VIP now (1 is right; 2 or more: VRRP split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"service_namespace", "service_name", "family"})
+
+// ipFamilies are the families a VIP may have, in the order messages name them.
+var ipFamilies = []string{"IPv4", "IPv6"}
+
+// reportVIPHolders sets the Service's VIPHeld condition and holders gauges
+// from a reading (nil: the set reads no holders; nothing is reported).
+func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string) {
+	if holders == nil {
+		return
+	}
+	for _, f := range ipFamilies {
+		if hs, ok := holders[f]; ok {
+			vipHoldersGauge.WithLabelValues(svc.Namespace, svc.Name, f).Set(float64(len(hs)))
+		} else {
+			vipHoldersGauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
+		}
+	}
+	l.conds.set(svc, vipHeldCondition(holders))
+}
+
+// dropVIPHolders removes a Service's holders gauges.
+func dropVIPHolders(namespace, name string) {
+	for _, f := range ipFamilies {
+		vipHoldersGauge.DeleteLabelValues(namespace, name, f)
+	}
+}
+
+// vipHeldCondition is VIPHeld for the holders of each family's VIP: True
+// (HeldBy) when every VIP has exactly one holder; else False, SplitBrain
+// when one has two or more, NoHolder when one has none. The message names
+// every family's holders.
+func vipHeldCondition(holders map[string][]string) metav1.Condition {
+	status, reason := true, CondReasonHeldBy
+	var parts []string
+	for _, f := range ipFamilies {
+		hs, ok := holders[f]
+		if !ok {
+			continue
+		}
+		switch {
+		case len(hs) == 0:
+			parts = append(parts, fmt.Sprintf("no LB host that answers holds the %s VIP", f))
+			if reason != CondReasonSplitBrain {
+				status, reason = false, CondReasonNoHolder
+			}
+		case len(hs) > 1:
+			parts = append(parts, fmt.Sprintf("the %s VIP is held by %s at once (VRRP split brain: the hosts do not hear each other)", f, joinHosts(hs)))
+			status, reason = false, CondReasonSplitBrain
+		default:
+			parts = append(parts, fmt.Sprintf("the %s VIP is held by %s", f, hs[0]))
+		}
+	}
+	if len(parts) == 0 {
+		return condition(ConditionVIPHeld, false, CondReasonNoHolder, "the load balancer has no VIP")
+	}
+	return condition(ConditionVIPHeld, status, reason, strings.Join(parts, "; "))
+}
+
+// joinHosts is "a and b", "a, b and c".
+func joinHosts(hs []string) string {
+	hs = slices.Clone(hs)
+	slices.Sort(hs)
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	return strings.Join(hs[:len(hs)-1], ", ") + " and " + hs[len(hs)-1]
+}

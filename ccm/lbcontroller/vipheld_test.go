@@ -1,0 +1,94 @@
+package lbcontroller
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/tfccm/tfccm/workspace"
+)
+
+// TestHealthRoundVIPHolders: the vip_holders output becomes VIPHeld (True
+// HeldBy naming the holder of each family's VIP; False SplitBrain with two
+// holders, NoHolder with none, split brain winning) and the holders
+// gauge per family; a malformed output keeps the last reading; a family
+// no longer served loses its series; a deleted Service loses them all.
+func TestHealthRoundVIPHolders(t *testing.T) {
+	registerHealth()
+	l, _ := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
+	svc := phaseService()
+	name := fakeRenderer{}.WorkspaceName(svc)
+	l.services[name] = &lbEntry{svc: svc, nodes: []string{"a"}}
+	backends := `[{"node":"a","healthy":true}]`
+	for _, tc := range []struct {
+		name, holders string
+		status        metav1.ConditionStatus
+		reason        string
+		message       string
+		gauges        map[string]float64
+	}{
+		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
+			"the IPv4 VIP is held by lb-a; the IPv6 VIP is held by lb-b", map[string]float64{"IPv4": 1, "IPv6": 1}},
+		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
+			"the IPv4 VIP is held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); the IPv6 VIP is held by lb-b",
+			map[string]float64{"IPv4": 2, "IPv6": 1}},
+		{"malformed output keeps the last reading", `["lb-a"]`, metav1.ConditionFalse, CondReasonSplitBrain,
+			"the IPv4 VIP is held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); the IPv6 VIP is held by lb-b",
+			map[string]float64{"IPv4": 2, "IPv6": 1}},
+		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
+			"no LB host that answers holds the IPv4 VIP; the IPv6 VIP is held by lb-a, lb-b and lb-c at once (VRRP split brain: the hosts do not hear each other)",
+			map[string]float64{"IPv4": 0, "IPv6": 3}},
+		{"lost, IPv6 no longer served", `{"IPv4":[]}`, metav1.ConditionFalse, CondReasonNoHolder,
+			"no LB host that answers holds the IPv4 VIP", map[string]float64{"IPv4": 0}},
+		{"held again", `{"IPv4":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
+			"the IPv4 VIP is held by lb-b", map[string]float64{"IPv4": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders}, 1)
+			c, ok := l.conds.get(svc.UID, ConditionVIPHeld)
+			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
+				t.Errorf("VIPHeld %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
+			}
+			for _, f := range ipFamilies {
+				want, served := tc.gauges[f]
+				if got, ok := seriesValue(svc.Namespace, svc.Name, f); ok != served || got != want {
+					t.Errorf("vip_holders{family=%s} = %v (present %t), want %v (present %t)", f, got, ok, want, served)
+				}
+			}
+		})
+	}
+	delete(l.services, name)
+	l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends}, 1)
+	if _, ok := seriesValue(svc.Namespace, svc.Name, "IPv4"); ok {
+		t.Error("the deleted Service keeps its vip_holders series")
+	}
+}
+
+// seriesValue is the vip_holders series' value as /metrics serves it,
+// and whether it exists.
+func seriesValue(namespace, name, family string) (float64, bool) {
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, false
+	}
+	want := map[string]string{"service_namespace": namespace, "service_name": name, "family": family}
+	for _, mf := range mfs {
+		if mf.GetName() != "tfccm_load_balancer_vip_holders" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := 0
+			for _, lp := range m.GetLabel() {
+				if want[lp.GetName()] == lp.GetValue() {
+					match++
+				}
+			}
+			if match == len(want) {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
