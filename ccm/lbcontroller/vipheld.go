@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics"
 )
@@ -52,6 +53,14 @@ func dropVIPHolders(namespace, name string) {
 	}
 }
 
+// The parts of VIPHeld's message VIPHolders reads back: per family
+// "<family> VIP held by <hosts>", joined by "; ".
+const (
+	noHolder   = "no LB host that answers"
+	splitBrain = " at once (VRRP split brain: the hosts do not hear each other)"
+	heldBy     = " VIP held by "
+)
+
 // vipHeldCondition is VIPHeld for the holders of each family's VIP: True
 // (HeldBy) when every VIP has exactly one holder; else False, SplitBrain
 // when one has two or more, NoHolder when one has none. The message names
@@ -66,15 +75,15 @@ func vipHeldCondition(holders map[string][]string) metav1.Condition {
 		}
 		switch {
 		case len(hs) == 0:
-			parts = append(parts, fmt.Sprintf("no LB host that answers holds the %s VIP", f))
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, noHolder))
 			if reason != CondReasonSplitBrain {
 				status, reason = false, CondReasonNoHolder
 			}
 		case len(hs) > 1:
-			parts = append(parts, fmt.Sprintf("the %s VIP is held by %s at once (VRRP split brain: the hosts do not hear each other)", f, joinHosts(hs)))
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s%s", f, joinHosts(hs), splitBrain))
 			status, reason = false, CondReasonSplitBrain
 		default:
-			parts = append(parts, fmt.Sprintf("the %s VIP is held by %s", f, hs[0]))
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, hs[0]))
 		}
 	}
 	if len(parts) == 0 {
@@ -91,4 +100,34 @@ func joinHosts(hs []string) string {
 		return hs[0]
 	}
 	return strings.Join(hs[:len(hs)-1], ", ") + " and " + hs[len(hs)-1]
+}
+
+// VIPHolders is the holders of each VIP as the Service's VIPHeld
+// condition names them, for `tfccm services`' HOLDER column: "lb-a" (one
+// family), "IPv4 lb-a, IPv6 lb-b" (two), "lb-a+lb-b SPLIT" (a split
+// brain), "NONE" (a lost VIP); "" without the condition.
+func VIPHolders(conds []metav1.Condition) string {
+	c := meta.FindStatusCondition(conds, ConditionVIPHeld)
+	if c == nil {
+		return ""
+	}
+	var out []string
+	parts := strings.Split(c.Message, "; ")
+	for _, p := range parts {
+		f, hosts, ok := strings.Cut(p, heldBy)
+		if !ok {
+			continue
+		}
+		switch {
+		case hosts == noHolder:
+			hosts = "NONE"
+		case strings.HasSuffix(hosts, splitBrain):
+			hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, splitBrain), " and ", "+"), ", ", "+") + " SPLIT"
+		}
+		if len(parts) > 1 {
+			hosts = f + " " + hosts
+		}
+		out = append(out, hosts)
+	}
+	return strings.Join(out, ", ")
 }

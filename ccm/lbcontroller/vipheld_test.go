@@ -28,28 +28,32 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 		reason        string
 		message       string
 		gauges        map[string]float64
+		column        string
 	}{
 		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
-			"the IPv4 VIP is held by lb-a; the IPv6 VIP is held by lb-b", map[string]float64{"IPv4": 1, "IPv6": 1}},
+			"IPv4 VIP held by lb-a; IPv6 VIP held by lb-b", map[string]float64{"IPv4": 1, "IPv6": 1}, "IPv4 lb-a, IPv6 lb-b"},
 		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
-			"the IPv4 VIP is held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); the IPv6 VIP is held by lb-b",
-			map[string]float64{"IPv4": 2, "IPv6": 1}},
+			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
+			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
 		{"malformed output keeps the last reading", `["lb-a"]`, metav1.ConditionFalse, CondReasonSplitBrain,
-			"the IPv4 VIP is held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); the IPv6 VIP is held by lb-b",
-			map[string]float64{"IPv4": 2, "IPv6": 1}},
+			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
+			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
 		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
-			"no LB host that answers holds the IPv4 VIP; the IPv6 VIP is held by lb-a, lb-b and lb-c at once (VRRP split brain: the hosts do not hear each other)",
-			map[string]float64{"IPv4": 0, "IPv6": 3}},
+			"IPv4 VIP held by no LB host that answers; IPv6 VIP held by lb-a, lb-b and lb-c at once (VRRP split brain: the hosts do not hear each other)",
+			map[string]float64{"IPv4": 0, "IPv6": 3}, "IPv4 NONE, IPv6 lb-a+lb-b+lb-c SPLIT"},
 		{"lost, IPv6 no longer served", `{"IPv4":[]}`, metav1.ConditionFalse, CondReasonNoHolder,
-			"no LB host that answers holds the IPv4 VIP", map[string]float64{"IPv4": 0}},
+			"IPv4 VIP held by no LB host that answers", map[string]float64{"IPv4": 0}, "NONE"},
 		{"held again", `{"IPv4":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
-			"the IPv4 VIP is held by lb-b", map[string]float64{"IPv4": 1}},
+			"IPv4 VIP held by lb-b", map[string]float64{"IPv4": 1}, "lb-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders}, 1)
 			c, ok := l.conds.get(svc.UID, ConditionVIPHeld)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
 				t.Errorf("VIPHeld %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
+			}
+			if got := VIPHolders([]metav1.Condition{c}); got != tc.column {
+				t.Errorf("HOLDER column %q, want %q", got, tc.column)
 			}
 			for _, f := range ipFamilies {
 				want, served := tc.gauges[f]
@@ -58,6 +62,9 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 				}
 			}
 		})
+	}
+	if got := VIPHolders(nil); got != "" {
+		t.Errorf("HOLDER column without the condition: %q", got)
 	}
 	delete(l.services, name)
 	l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends}, 1)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/config"
 )
 
@@ -136,11 +137,17 @@ func serviceState(s corev1.Service) string {
 	return strings.Join(ips, ",")
 }
 
+// printServices lists svcs; HOLDER is the LB host holding each VIP
+// (tfccm.io/VIPHeld: baremetal; "-" for other sets).
 func printServices(w io.Writer, svcs []corev1.Service) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tFINALIZER")
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tHOLDER\tFINALIZER")
 	for _, s := range svcs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", s.Namespace, s.Name, serviceState(s), hasCleanupFinalizer(s))
+		holder := lbcontroller.VIPHolders(s.Status.Conditions)
+		if holder == "" {
+			holder = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", s.Namespace, s.Name, serviceState(s), holder, hasCleanupFinalizer(s))
 	}
 	tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/test/devcluster"
 )
@@ -44,6 +46,8 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 	}
 	web, _ := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 	web.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	web.Status.Conditions = []metav1.Condition{{Type: lbcontroller.ConditionVIPHeld, Status: metav1.ConditionFalse, Reason: lbcontroller.CondReasonSplitBrain,
+		Message: "IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other)", LastTransitionTime: metav1.Now()}}
 	if _, err := client.CoreV1().Services("default").UpdateStatus(ctx, web, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +62,12 @@ func TestServicesAgainstAPIServer(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "192.0.2.10") || !strings.Contains(out, "Pending") ||
 		strings.Contains(out, "classed") || strings.Contains(out, "plain") {
 		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	// HOLDER: the VIPHeld condition's hosts; "-" without one.
+	for _, want := range []string{`(?m)^default +web +192\.0\.2\.10 +lb-a\+lb-b SPLIT +true$`, `(?m)^default +pending +Pending +- +false$`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no line matching %s in:\n%s", want, out)
+		}
 	}
 	// Class-less ones left to another implementation: only tfccm's class,
 	// and what still holds a finalizer of tfccm's.
