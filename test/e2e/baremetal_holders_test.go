@@ -25,7 +25,9 @@ import (
 // VIPHeld SplitBrain and tfccm_load_balancer_vip_holders 2 (the alert's
 // expression, >= 2) within 10 s; unblocked, one holder again; the VIP
 // deleted by hand on its holder is put back (keepalived) within 10 s and
-// VIPHeld names one holder. The times are logged as FIGURE lines.
+// VIPHeld names one holder; keepalived stopped on both hosts gives
+// NoHolder and vip_holders 0 within 10 s. The times are logged as FIGURE
+// lines.
 func TestBaremetalVIPHolders(t *testing.T) {
 	b := newBaremetal(t, "")
 	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  health_interval = \"1s\"\n  settings = %s\n}\n",
@@ -115,6 +117,36 @@ func TestBaremetalVIPHolders(t *testing.T) {
 	heldBy(t, b, vip, 10*time.Second, h.Name)
 	t.Logf("FIGURE VIP deleted by hand on %s: held again (by %s) after %s, VIPHeld naming it after %s",
 		holder.Name, h.Name, restored.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	// Lost everywhere: keepalived stopped on both hosts (the VIP goes
+	// with it): VIPHeld NoHolder and vip_holders 0 (TfccmVIPLost's
+	// expression) within 10 s; started again, one holder.
+	start = time.Now()
+	for _, h := range b.hosts.Hosts {
+		h.StopKeepalived(syscall.SIGTERM)
+	}
+	eventually(t, 10*time.Second, "VIPHeld NoHolder and vip_holders 0", func(context.Context) error {
+		_, c := conditionOf(t, b.client, "web", lbcontroller.ConditionVIPHeld)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonNoHolder || c.Message != "IPv4 VIP held by no LB host that answers" {
+			return fmt.Errorf("condition %+v", c)
+		}
+		if n, err := vipHolders(t, b); err != nil || n != 0 {
+			return fmt.Errorf("tfccm_load_balancer_vip_holders %v (%v), want 0", n, err)
+		}
+		return nil
+	})
+	t.Logf("FIGURE no holder (keepalived stopped on both hosts): NoHolder and the metric 0 after %s", time.Since(start).Round(time.Millisecond))
+	for _, h := range b.hosts.Hosts {
+		if err := h.StartKeepalived(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 15*time.Second, "one holder after keepalived is back", func(context.Context) error {
+		if n, err := vipHolders(t, b); err != nil || n != 1 {
+			return fmt.Errorf("tfccm_load_balancer_vip_holders %v (%v), want 1", n, err)
+		}
+		return nil
+	})
+
 	if n, err := harness.EventCount(context.Background(), b.client, "default", "web", lbcontroller.ReasonApplyFailed); err != nil || n != 0 {
 		t.Errorf("web has %d TerraformApplyFailed Events (%v), want none", n, err)
 	}
