@@ -47,9 +47,18 @@ output "ingress" {
 `
 
 // staticHealthModule is a health module (templates.HealthDir) reporting
-// node-a healthy, whatever the load balancer.
+// node-a healthy, LB host lb-a up and holding the IPv4 VIP, whatever the
+// load balancer (TestMonitoredMetricsAreExported: the gauges the alerts read).
 const staticHealthModule = `output "backends" {
   value = [{ node = "node-a", healthy = true }]
+}
+
+output "hosts" {
+  value = { lb-a = true }
+}
+
+output "vip_holders" {
+  value = { IPv4 = ["lb-a"] }
 }
 `
 
