@@ -188,7 +188,9 @@ func blockVRRP(t *testing.T, h *hosttest.Host) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nft: %v: %s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "exec", h.Netns, "nft", "delete", "table", "inet", "tfccm_test_vrrp").Run() })
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "netns", "exec", h.Netns, "nft", "delete", "table", "inet", "tfccm_test_vrrp").Run()
+	})
 }
 
 func unblockVRRP(t *testing.T, h *hosttest.Host) {
