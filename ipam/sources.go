@@ -1,0 +1,130 @@
+// The pools the book allocates from: the cloud config's address_pool
+// blocks and the AddressPool objects, merged by one precedence rule, and
+// each object's verdict (the condition its status shows).
+
+package ipam
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/ipam/poolapi"
+)
+
+// Verdict is what the book made of one AddressPool object: the condition
+// type its status shows (poolapi.ConditionReady, ConditionOverlaps or
+// ConditionInvalid), the reason in words, and the version of the object
+// that serves (nil: none).
+type Verdict struct {
+	Pool    string
+	Type    string
+	Message string
+	Serving *poolapi.AddressPool
+}
+
+// Serves reports whether the object's current spec serves Services.
+func (v Verdict) Serves() bool { return v.Type == poolapi.ConditionReady }
+
+// Merge is the pools the book allocates from: the cloud config's blocks
+// (hcl, already checked by the config) first, then the objects, oldest
+// first (then by name). An object is refused when its spec has a problem
+// the apiserver cannot see (Invalid), when a block has its name (Invalid),
+// or when one of its ranges overlaps a pool taken before it (Overlaps,
+// naming that pool): a refused object never takes an address from a pool
+// already serving. A refused edit leaves the object's last served version
+// (lastServed, by name) serving when that one still passes, so a bad edit
+// never takes a pool in use away from its Services.
+func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed map[string]*poolapi.AddressPool) ([]config.AddressPool, []Verdict) {
+	pools := slices.Clone(hcl)
+	fromConfig := map[string]bool{}
+	for _, p := range hcl {
+		fromConfig[p.Name] = true
+	}
+	objects = slices.Clone(objects)
+	slices.SortStableFunc(objects, func(a, b *poolapi.AddressPool) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var verdicts []Verdict
+	for _, o := range objects {
+		v, p := judge(o, pools, fromConfig)
+		if !v.Serves() {
+			if last := lastServed[o.Name]; last != nil && last.Generation != o.Generation {
+				if lv, lp := judge(last, pools, fromConfig); lv.Serves() {
+					v.Serving, p = last, lp
+					v.Message += fmt.Sprintf(" Its last valid spec (generation %d) keeps serving.", last.Generation)
+				}
+			}
+		}
+		if v.Serving != nil {
+			pools = append(pools, p)
+		}
+		verdicts = append(verdicts, v)
+	}
+	return pools, verdicts
+}
+
+// judge is the verdict on o among the pools taken so far, and its pool.
+func judge(o *poolapi.AddressPool, taken []config.AddressPool, fromConfig map[string]bool) (Verdict, config.AddressPool) {
+	v := Verdict{Pool: o.Name, Type: poolapi.ConditionReady, Message: "The pool serves Services.", Serving: o}
+	p, err := o.ToConfig()
+	switch {
+	case fromConfig[o.Name]:
+		v.Type, v.Message = poolapi.ConditionInvalid, fmt.Sprintf("The cloud config declares an address_pool %q: the block is used, this object is not.", o.Name)
+	case err != nil:
+		v.Type, v.Message = poolapi.ConditionInvalid, err.Error()
+	default:
+		v = overlapVerdict(v, &p, taken, fromConfig)
+	}
+	if !v.Serves() {
+		v.Serving = nil
+	}
+	return v, p
+}
+
+// overlapVerdict is v, or an Overlaps verdict naming the first pool of
+// taken that p overlaps.
+func overlapVerdict(v Verdict, p *config.AddressPool, taken []config.AddressPool, fromConfig map[string]bool) Verdict {
+	for i := range taken {
+		if r, or, ok := config.Overlap(p, &taken[i]); ok {
+			kind := "AddressPool"
+			if fromConfig[taken[i].Name] {
+				kind = "the cloud config's address_pool"
+			}
+			v.Type = poolapi.ConditionOverlaps
+			v.Message = fmt.Sprintf("%s overlaps %s of %s %q, which keeps it: this pool serves nothing until the overlap is removed.", r, or, kind, taken[i].Name)
+			return v
+		}
+	}
+	return v
+}
+
+// SetObjectPools makes the book allocate from the cloud config's pools and
+// objects (Merge) from the next allocation on, and returns each object's
+// verdict. A Service whose address is in no pool any more (its pool
+// deleted) gets a new one at its next assignment.
+func (b *Book) SetObjectPools(objects []*poolapi.AddressPool) []Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	pools, verdicts := Merge(b.hcl, objects, b.served)
+	b.alloc.SetPools(pools)
+	b.served = map[string]*poolapi.AddressPool{}
+	for _, v := range verdicts {
+		if v.Serving != nil {
+			b.served[v.Pool] = v.Serving
+		}
+	}
+	b.pooled = len(pools) > 0
+	b.needNamespaces = false
+	for _, p := range pools {
+		b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
+	}
+	return verdicts
+}
+
+// Usage counts a pool's addresses per family (Allocator.Usage).
+func (b *Book) Usage(pool string) (v4, v6 FamilyUsage, ok bool) { return b.alloc.Usage(pool) }
