@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/tfccm/tfccm/ipam/poolapi"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// TestAddressPoolObjects runs the local set with one cloud config block
+// (auto_assign off) and AddressPool objects created while the CCM runs: an
+// object's pool serves a new Service, a grown range serves the next one
+// without a restart, the status counts right, an overlapping pool and one
+// named as a block get a condition naming the problem and serve nothing,
+// the pools in use keep their Services, and a pool restricted to another
+// namespace does not serve a Service that names it.
+func TestAddressPoolObjects(t *testing.T) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	cluster := devcluster.ForTest(t)
+	installPoolCRD(t, cluster)
+	client := cluster.Client()
+	pools := dynamic.NewForConfigOrDie(cluster.RESTConfig()).Resource(poolapi.GVR)
+	ctx := context.Background()
+	base := netip.MustParsePrefix(cloud.VIPPool).Addr().As4()
+	at := func(last byte) string { a := base; a[3] = last; return netip.AddrFrom4(a).String() }
+	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
+  settings = %s
+  address_pool "blocks" {
+    addresses   = [%q]
+    auto_assign = false
+  }
+}
+`, harness.HCLObject(cloud.LBSettings()), at(100)+"/30"))
+	serveNodes(t, cloud, 30080)
+	createNode(t, client, cloud, "node-a")
+	startCCM(t, cluster, cfg)
+
+	mk := func(name string, ann map[string]string) {
+		t.Helper()
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: ann},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+		}
+		if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(name string, spec map[string]any) {
+		t.Helper()
+		if _, err := pools.Create(ctx, poolObj(name, spec), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(ctx context.Context, name string) (*poolapi.AddressPool, error) {
+		u, err := pools.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return poolapi.FromUnstructured(u)
+	}
+	condition := func(name, typ, want string) {
+		t.Helper()
+		eventually(t, time.Minute, fmt.Sprintf("pool %s condition %s saying %q", name, typ, want), func(ctx context.Context) error {
+			p, err := status(ctx, name)
+			if err != nil {
+				return err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == typ && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, want) {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %+v", p.Status.Conditions)
+		})
+	}
+
+	create("web", map[string]any{"addresses": []any{at(20) + "-" + at(20)}})
+	mk("one", nil)
+	if got := waitVIP(t, client, "one"); got != at(20) {
+		t.Fatalf("one got %s, want the object pool's %s", got, at(20))
+	}
+
+	// The range grown: the next Service gets the new address, no restart.
+	u, err := pools.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedStringSlice(u.Object, []string{at(20) + "-" + at(21)}, "spec", "addresses"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pools.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "pool web's status counting the grown range", func(ctx context.Context) error {
+		p, err := status(ctx, "web")
+		if err != nil {
+			return err
+		}
+		if p.Status.Total != "2" {
+			return fmt.Errorf("status %+v", p.Status)
+		}
+		return nil
+	})
+	mk("two", nil)
+	if got := waitVIP(t, client, "two"); got != at(21) {
+		t.Fatalf("two got %s, want the grown range's %s", got, at(21))
+	}
+	eventually(t, time.Minute, "pool web's status: 2 total, 2 in use, 0 free, Ready", func(ctx context.Context) error {
+		p, err := status(ctx, "web")
+		if err != nil {
+			return err
+		}
+		s := p.Status
+		if s.Total != "2" || s.InUse != 2 || s.Free != "0" || s.IPv4 == nil || s.IPv4.InUse != 2 || s.IPv6 != nil || !ready(p) {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+
+	t.Run("an overlapping pool and a name clash serve nothing", func(t *testing.T) {
+		create("dup", map[string]any{"addresses": []any{at(21) + "/32"}, "autoAssign": false})
+		condition("dup", poolapi.ConditionOverlaps, `of AddressPool "web"`)
+		create("blocks", map[string]any{"addresses": []any{at(200) + "/32"}})
+		condition("blocks", poolapi.ConditionInvalid, `The cloud config declares an address_pool "blocks"`)
+		mk("wants-dup", map[string]string{"tfccm.io/address-pool": "dup"})
+		waitEvent(t, client, "wants-dup", "LoadBalancerIPRefused", "dup")
+		for name, want := range map[string]string{"one": at(20), "two": at(21)} {
+			if got := waitVIP(t, client, name); got != want {
+				t.Errorf("%s has %s, want %s kept", name, got, want)
+			}
+		}
+		condition("web", poolapi.ConditionReady, "serves")
+	})
+
+	t.Run("a pool of another namespace does not serve", func(t *testing.T) {
+		create("team-a", map[string]any{"addresses": []any{at(30) + "/32"}, "namespaces": []any{"team-a"}})
+		condition("team-a", poolapi.ConditionReady, "serves")
+		mk("not-team-a", map[string]string{"tfccm.io/address-pool": "team-a"})
+		waitEvent(t, client, "not-team-a", "LoadBalancerIPRefused", "team-a")
+		s, err := client.CoreV1().Services("default").Get(ctx, "not-team-a", metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) > 0 {
+			t.Errorf("not-team-a: status %v (%v), want none", s.Status.LoadBalancer.Ingress, err)
+		}
+	})
+}
+
+// ready reports whether the pool's Ready condition is True.
+func ready(p *poolapi.AddressPool) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == poolapi.ConditionReady {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
