@@ -64,12 +64,12 @@ type Skipped struct {
 // them, and the sharing rules. The controller keeps one up to date; the
 // CLI builds one from the cluster's Services (Offline).
 type Book struct {
-	alloc   *Allocator
-	pooled  bool // address pools exist (blocks or objects)
-	hcl     []config.AddressPool
+	alloc  *Allocator
+	pooled bool // address pools exist (blocks or objects)
+	hcl    []config.AddressPool
 	// served are the AddressPool objects' versions that serve, by name
 	// (Merge keeps one when an edit is refused).
-	served map[string]*poolapi.AddressPool
+	served  map[string]*poolapi.AddressPool
 	cluster string
 	metallb bool
 	// needNamespaces: a pool selects by namespace labels.
