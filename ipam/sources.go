@@ -128,3 +128,18 @@ func (b *Book) SetObjectPools(objects []*poolapi.AddressPool) []Verdict {
 
 // Usage counts a pool's addresses per family (Allocator.Usage).
 func (b *Book) Usage(pool string) (v4, v6 FamilyUsage, ok bool) { return b.alloc.Usage(pool) }
+
+// WithObjectPools is cfg with the objects' pools merged in (Merge, with no
+// last served versions), for the CLI, whose book is built from one config:
+// the same pools as the controller's book, so `tfccm render` and `tfccm
+// plan` give a Service the addresses the controller gives it.
+func WithObjectPools(cfg *config.Config, objects []*poolapi.AddressPool) (*config.Config, []Verdict) {
+	if len(objects) == 0 {
+		return cfg, nil
+	}
+	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil)
+	out, lb := *cfg, *cfg.LoadBalancer
+	lb.AddressPools = pools
+	out.LoadBalancer = &lb
+	return &out, verdicts
+}
