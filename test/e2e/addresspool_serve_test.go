@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +39,7 @@ func TestAddressPoolObjects(t *testing.T) {
 	ctx := context.Background()
 	base := netip.MustParsePrefix(cloud.VIPPool).Addr().As4()
 	at := func(last byte) string { a := base; a[3] = last; return netip.AddrFrom4(a).String() }
-	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
+	cfg, workDir := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
   settings = %s
   address_pool "blocks" {
     addresses   = [%q]
@@ -46,7 +49,7 @@ func TestAddressPoolObjects(t *testing.T) {
 `, harness.HCLObject(cloud.LBSettings()), at(100)+"/30"))
 	serveNodes(t, cloud, 30080)
 	createNode(t, client, cloud, "node-a")
-	startCCM(t, cluster, cfg)
+	ccm := startCCM(t, cluster, cfg)
 
 	mk := func(name string, ann map[string]string) {
 		t.Helper()
@@ -154,6 +157,58 @@ func TestAddressPoolObjects(t *testing.T) {
 		s, err := client.CoreV1().Services("default").Get(ctx, "not-team-a", metav1.GetOptions{})
 		if err != nil || len(s.Status.LoadBalancer.Ingress) > 0 {
 			t.Errorf("not-team-a: status %v (%v), want none", s.Status.LoadBalancer.Ingress, err)
+		}
+	})
+
+	t.Run("tfccm render --pools and tfccm plan allocate as the controller", func(t *testing.T) {
+		eventually(t, 2*time.Minute, "the engine idle", func(context.Context) error {
+			return engineIdle(ccmMetrics(t, cluster, ccm))
+		})
+		dir := t.TempDir()
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes.APIVersion, nodes.Kind = "v1", "NodeList"
+		list, err := pools.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := client.CoreV1().Services("default").Get(ctx, "two", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.APIVersion, svc.Kind = "v1", "Service"
+		out := filepath.Join(dir, "two")
+		stdout := runTfccm(t, 0, "render", "--config", cfg, "--service", writeYAML(t, dir, "two.yaml", svc),
+			"--nodes", writeYAML(t, dir, "nodes.yaml", nodes), "--pools", writeYAML(t, dir, "pools.yaml", list), "--out", out)
+		m := regexp.MustCompile(`Wrote workspace (\S+) `).FindStringSubmatch(stdout)
+		if m == nil {
+			t.Fatalf("tfccm render said: %s", stdout)
+		}
+		sameFiles(t, out, filepath.Join(workDir, m[1]))
+
+		stdout = runTfccm(t, -1, "plan", "--config", cfg, "--kubeconfig", cluster.Kubeconfig(), "--format", "json")
+		var report struct {
+			Rows []struct {
+				Target, Error        string
+				Add, Change, Destroy int
+			} `json:"workspaces"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+			t.Fatalf("tfccm plan: %v\n%s", err, stdout)
+		}
+		seen := 0
+		for _, r := range report.Rows {
+			if r.Target == "default/one" || r.Target == "default/two" {
+				seen++
+				if r.Error != "" || r.Add+r.Change+r.Destroy > 0 {
+					t.Errorf("%s: +%d ~%d -%d %s", r.Target, r.Add, r.Change, r.Destroy, r.Error)
+				}
+			}
+		}
+		if seen != 2 {
+			t.Errorf("the plan has %d of the two Services:\n%s", seen, stdout)
 		}
 	})
 }
