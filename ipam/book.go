@@ -82,6 +82,7 @@ type Book struct {
 	Live func() ([]*corev1.Service, error)
 
 	mu       sync.Mutex
+	reserved func() Reserved // SetReserved
 	restored bool
 	current  map[types.UID]Addresses
 	// kept are the Services tfccm has not served before (no tfccm.io/

@@ -6,8 +6,11 @@ package ipam
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/ipam/poolapi"
@@ -35,8 +38,9 @@ func (v Verdict) Serves() bool { return v.Type == poolapi.ConditionReady }
 // naming that pool): a refused object never takes an address from a pool
 // already serving. A refused edit leaves the object's last served version
 // (lastServed, by name) serving when that one still passes, so a bad edit
-// never takes a pool in use away from its Services.
-func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed map[string]*poolapi.AddressPool) ([]config.AddressPool, []Verdict) {
+// never takes a pool in use away from its Services. An object covering a
+// reserved address (a node's) is Invalid, naming whose it is.
+func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed map[string]*poolapi.AddressPool, reserved Reserved) ([]config.AddressPool, []Verdict) {
 	pools := slices.Clone(hcl)
 	fromConfig := map[string]bool{}
 	for _, p := range hcl {
@@ -51,10 +55,10 @@ func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed 
 	})
 	var verdicts []Verdict
 	for _, o := range objects {
-		v, p := judge(o, pools, fromConfig)
+		v, p := judge(o, pools, fromConfig, reserved)
 		if !v.Serves() {
-			if last := lastServed[o.Name]; last != nil && last.Generation != o.Generation {
-				if lv, lp := judge(last, pools, fromConfig); lv.Serves() {
+			if last := lastServed[o.Name]; last != nil {
+				if lv, lp := judge(last, pools, fromConfig, reserved); lv.Serves() {
 					v.Serving, p = last, lp
 					v.Message += fmt.Sprintf(" Its last valid spec (generation %d) keeps serving.", last.Generation)
 				}
@@ -69,7 +73,7 @@ func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed 
 }
 
 // judge is the verdict on o among the pools taken so far, and its pool.
-func judge(o *poolapi.AddressPool, taken []config.AddressPool, fromConfig map[string]bool) (Verdict, config.AddressPool) {
+func judge(o *poolapi.AddressPool, taken []config.AddressPool, fromConfig map[string]bool, reserved Reserved) (Verdict, config.AddressPool) {
 	v := Verdict{Pool: o.Name, Type: poolapi.ConditionReady, Message: "The pool serves Services.", Serving: o}
 	p, err := o.ToConfig()
 	switch {
@@ -77,6 +81,8 @@ func judge(o *poolapi.AddressPool, taken []config.AddressPool, fromConfig map[st
 		v.Type, v.Message = poolapi.ConditionInvalid, fmt.Sprintf("The cloud config declares an address_pool %q: the block is used, this object is not.", o.Name)
 	case err != nil:
 		v.Type, v.Message = poolapi.ConditionInvalid, err.Error()
+	case reserved.coveredBy(&p) != "":
+		v.Type, v.Message = poolapi.ConditionInvalid, fmt.Sprintf("AddressPool %q covers %s: a load balancer there would take that address from it.", o.Name, reserved.coveredBy(&p))
 	default:
 		v = overlapVerdict(v, &p, taken, fromConfig)
 	}
@@ -110,7 +116,11 @@ func overlapVerdict(v Verdict, p *config.AddressPool, taken []config.AddressPool
 func (b *Book) SetObjectPools(objects []*poolapi.AddressPool) []Verdict {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	pools, verdicts := Merge(b.hcl, objects, b.served)
+	var reserved Reserved
+	if b.reserved != nil {
+		reserved = b.reserved()
+	}
+	pools, verdicts := Merge(b.hcl, objects, b.served, reserved)
 	b.alloc.SetPools(pools)
 	b.served = map[string]*poolapi.AddressPool{}
 	for _, v := range verdicts {
@@ -130,16 +140,61 @@ func (b *Book) SetObjectPools(objects []*poolapi.AddressPool) []Verdict {
 func (b *Book) Usage(pool string) (v4, v6 FamilyUsage, ok bool) { return b.alloc.Usage(pool) }
 
 // WithObjectPools is cfg with the objects' pools merged in (Merge, with no
-// last served versions), for the CLI, whose book is built from one config:
+// last served versions; nodes' addresses reserved), for the CLI, whose book is built from one config:
 // the same pools as the controller's book, so `tfccm render` and `tfccm
 // plan` give a Service the addresses the controller gives it.
-func WithObjectPools(cfg *config.Config, objects []*poolapi.AddressPool) (*config.Config, []Verdict) {
+func WithObjectPools(cfg *config.Config, objects []*poolapi.AddressPool, nodes []*corev1.Node) (*config.Config, []Verdict) {
 	if len(objects) == 0 {
 		return cfg, nil
 	}
-	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil)
+	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil, NodeAddresses(nodes))
 	out, lb := *cfg, *cfg.LoadBalancer
 	lb.AddressPools = pools
 	out.LoadBalancer = &lb
 	return &out, verdicts
+}
+
+// Reserved are addresses no object pool may cover, with whose they are
+// ("the address 10.0.0.5 of node node-a").
+type Reserved map[netip.Addr]string
+
+// NodeAddresses reserves the nodes' InternalIP and ExternalIP addresses.
+func NodeAddresses(nodes []*corev1.Node) Reserved {
+	r := Reserved{}
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				r[ip.Unmap()] = fmt.Sprintf("the address %s of node %s", ip, n.Name)
+			}
+		}
+	}
+	return r
+}
+
+// coveredBy names the first reserved address inside p ("" for none).
+func (r Reserved) coveredBy(p *config.AddressPool) string {
+	var hits []netip.Addr
+	for ip := range r {
+		for _, rg := range p.Ranges {
+			if rg.Contains(ip) {
+				hits = append(hits, ip)
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	slices.SortFunc(hits, netip.Addr.Compare)
+	return r[hits[0]]
+}
+
+// SetReserved gives the book the addresses no AddressPool object may
+// cover (the nodes'), checked at each SetObjectPools.
+func (b *Book) SetReserved(f func() Reserved) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reserved = f
 }

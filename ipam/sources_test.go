@@ -48,6 +48,7 @@ func TestMerge(t *testing.T) {
 		{name: "overlap between objects: the older keeps it", objects: []*poolapi.AddressPool{poolObject("new", 1, "10.0.0.0/24"), poolObject("old", 5, "10.0.0.128/25")}, pools: "old", refused: []string{`new:Overlaps:of AddressPool "old"`}},
 		{name: "invalid selector", objects: []*poolapi.AddressPool{{ObjectMeta: metav1.ObjectMeta{Name: "sel"}, Spec: poolapi.AddressPoolSpec{Addresses: []string{"10.0.0.0/30"}, ServiceSelectors: []string{"a in (b"}}}}, refused: []string{`sel:Invalid:selector "a in (b"`}},
 		{name: "an invalid pool does not block a later good one", objects: []*poolapi.AddressPool{poolObject("bad", 5, "10.0.0.1/24"), poolObject("good", 1, "10.0.0.0/24")}, pools: "good", refused: []string{"bad:Invalid:host bits"}},
+		{name: "a pool covering a node's address", objects: []*poolapi.AddressPool{poolObject("nodes", 1, "10.0.7.0/24"), poolObject("hostname-only", 1, "10.0.8.0/24")}, pools: "hostname-only", refused: []string{`nodes:Invalid:covers the address 10.0.7.5 of node node-a`}},
 		{name: "a refused edit keeps the last valid spec", objects: []*poolapi.AddressPool{poolObject("old", 5, "10.0.0.0/25"), generation(poolObject("web", 1, "10.0.0.0/24"), 2)},
 			last: map[string]*poolapi.AddressPool{"web": generation(poolObject("web", 1, "10.0.1.0/24"), 1)}, pools: "old web", refused: []string{`web:Overlaps:last valid spec (generation 1) keeps serving`}},
 	} {
@@ -57,7 +58,7 @@ func TestMerge(t *testing.T) {
 				name, cidr, _ := strings.Cut(s, "=")
 				hcl = append(hcl, hclPool(t, name, cidr))
 			}
-			pools, verdicts := Merge(hcl, tc.objects, tc.last)
+			pools, verdicts := Merge(hcl, tc.objects, tc.last, NodeAddresses([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.7.5"}, {Type: corev1.NodeHostName, Address: "10.0.8.5"}}}}}))
 			var names []string
 			for _, p := range pools {
 				names = append(names, p.Name)

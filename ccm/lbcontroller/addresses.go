@@ -83,6 +83,16 @@ func (b *addressBook) watch(f informers.SharedInformerFactory) {
 	}); err != nil {
 		klog.ErrorS(err, "Watch Services for released load balancer addresses")
 	}
+	if b.poolObjects {
+		nodes := f.Core().V1().Nodes().Lister()
+		b.book.SetReserved(func() ipam.Reserved {
+			list, err := nodes.List(labels.Everything())
+			if err != nil {
+				return nil
+			}
+			return ipam.NodeAddresses(list)
+		})
+	}
 	if b.book.NeedsNamespaces() || b.poolObjects {
 		ns := f.Core().V1().Namespaces()
 		ns.Informer() // registered before the factory starts

@@ -17,10 +17,10 @@ import (
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/fleet"
 	"github.com/tfccm/tfccm/gate"
-	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -120,7 +120,7 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, _ = ipam.WithObjectPools(cfg, pools)
+	cfg, _ = ipam.WithObjectPools(cfg, pools, nodes)
 	nsLabels, err := namespaceLabels(ctx, o, cfg)
 	if err != nil {
 		return nil, err

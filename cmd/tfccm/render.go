@@ -122,7 +122,6 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, err
 	}
-	cfg, _ = ipam.WithObjectPools(cfg, pools)
 	if offline {
 		cfg = cfg.Offline()
 	}
@@ -134,6 +133,7 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, err
 	}
+	cfg, _ = ipam.WithObjectPools(cfg, pools, nodes)
 	set := loader.Set()
 	if routes {
 		return set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))

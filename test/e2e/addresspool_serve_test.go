@@ -27,7 +27,8 @@ import (
 // (auto_assign off) and AddressPool objects created while the CCM runs: an
 // object's pool serves a new Service, a grown range serves the next one
 // without a restart, the status counts right, an overlapping pool and one
-// named as a block get a condition naming the problem and serve nothing,
+// named as a block and one covering a node's address get a condition
+// naming the problem and serve nothing,
 // the pools in use keep their Services, and a pool restricted to another
 // namespace does not serve a Service that names it.
 func TestAddressPoolObjects(t *testing.T) {
@@ -139,6 +140,18 @@ func TestAddressPoolObjects(t *testing.T) {
 		condition("dup", poolapi.ConditionOverlaps, `of AddressPool "web"`)
 		create("blocks", map[string]any{"addresses": []any{at(200) + "/32"}})
 		condition("blocks", poolapi.ConditionInvalid, `The cloud config declares an address_pool "blocks"`)
+		node, err := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil || len(node.Status.Addresses) == 0 {
+			t.Fatalf("node-a: %v %v", node, err)
+		}
+		var nodeIP string
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				nodeIP = a.Address
+			}
+		}
+		create("nodes", map[string]any{"addresses": []any{nodeIP + "/32"}, "autoAssign": false})
+		condition("nodes", poolapi.ConditionInvalid, "covers the address "+nodeIP+" of node node-a")
 		mk("wants-dup", map[string]string{"tfccm.io/address-pool": "dup"})
 		waitEvent(t, client, "wants-dup", "LoadBalancerIPRefused", "dup")
 		for name, want := range map[string]string{"one": at(20), "two": at(21)} {
