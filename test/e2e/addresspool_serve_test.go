@@ -30,7 +30,8 @@ import (
 // named as a block and one covering a node's address get a condition
 // naming the problem and serve nothing,
 // the pools in use keep their Services, and a pool restricted to another
-// namespace does not serve a Service that names it.
+// namespace (by name or by a namespace selector) does not serve a Service
+// that names it, but serves its own namespace's.
 func TestAddressPoolObjects(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
@@ -171,6 +172,33 @@ func TestAddressPoolObjects(t *testing.T) {
 		if err != nil || len(s.Status.LoadBalancer.Ingress) > 0 {
 			t.Errorf("not-team-a: status %v (%v), want none", s.Status.LoadBalancer.Ingress, err)
 		}
+		// By a namespace selector: the Namespaces' labels are read once
+		// any pool object may select them.
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		create("team-b", map[string]any{"addresses": []any{at(31) + "/32"}, "namespaceSelectors": []any{"team=b"}})
+		condition("team-b", poolapi.ConditionReady, "serves")
+		mk("not-team-b", map[string]string{"tfccm.io/address-pool": "team-b"})
+		waitEvent(t, client, "not-team-b", "LoadBalancerIPRefused", "team-b")
+		inB := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "in-team-b", Namespace: "team-b", Annotations: map[string]string{"tfccm.io/address-pool": "team-b"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "b"},
+				Ports: []corev1.ServicePort{{Port: 81, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+		}
+		if _, err := client.CoreV1().Services("team-b").Create(ctx, inB, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "team-b's Service served from pool team-b", func(ctx context.Context) error {
+			s, err := client.CoreV1().Services("team-b").Get(ctx, "in-team-b", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if ing := s.Status.LoadBalancer.Ingress; len(ing) != 1 || ing[0].IP != at(31) {
+				return fmt.Errorf("ingress %v, want %s", ing, at(31))
+			}
+			return nil
+		})
 	})
 
 	t.Run("tfccm render --pools and tfccm plan allocate as the controller", func(t *testing.T) {
