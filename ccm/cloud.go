@@ -193,6 +193,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		klog.ErrorS(err, "Record this incarnation", "configMap", c.cfg.Namespace+"/"+annotations.Incarnations)
 	}
 	c.lbc.StartReview(ctx)
+	if err := c.watchPools(ctx, clientBuilder); err != nil {
+		klog.ErrorS(err, "Watch AddressPools: only the cloud config's address pools serve")
+	}
 	c.templates.OnChange(func(err error) { c.templatesChanged(ctx, err) })
 	go c.templates.Run(ctx)
 	c.engine.Start(ctx)

@@ -95,58 +95,82 @@ func lastOf(p netip.Prefix) netip.Addr {
 
 func (lb *LoadBalancer) finishPools(k *checker) {
 	seen := map[string]bool{}
-	var all []struct {
-		pool string
-		r    AddrRange
-	}
 	for i := range lb.AddressPools {
 		p := &lb.AddressPools[i]
-		where := at("load_balancer", "address_pool")
 		bad := func(detail string) {
-			k.errAt(where, "Invalid address_pool", fmt.Sprintf("load_balancer.address_pool %q: %s", p.Name, detail))
-		}
-		if !poolNameRE.MatchString(p.Name) {
-			bad("the name must be 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit.")
+			k.errAt(at("load_balancer", "address_pool"), "Invalid address_pool", fmt.Sprintf("load_balancer.address_pool %q: %s", p.Name, detail))
 		}
 		if seen[p.Name] {
 			bad("declared twice.")
 		}
 		seen[p.Name] = true
-		if len(p.Addresses) == 0 {
-			bad("addresses is empty.")
+		for _, problem := range FinishPool(p) {
+			bad(problem)
 		}
-		for _, s := range p.Addresses {
-			r, err := ParseAddrRange(s)
-			if err != nil {
-				bad(err.Error() + ".")
-				continue
-			}
-			for _, o := range all {
-				if r.First.BitLen() == o.r.First.BitLen() && !(r.Last.Less(o.r.First) || o.r.Last.Less(r.First)) {
-					bad(fmt.Sprintf("%s overlaps %s of pool %q.", r, o.r, o.pool))
-				}
-			}
-			all = append(all, struct {
-				pool string
-				r    AddrRange
-			}{p.Name, r})
-			p.Ranges = append(p.Ranges, r)
-		}
-		if p.AutoAssign == nil {
-			t := true
-			p.AutoAssign = &t
-		}
-		if p.Priority < 0 {
-			bad("priority must not be negative.")
-		}
-		for _, ns := range p.Namespaces {
-			if !validNamespace(ns) {
-				bad(fmt.Sprintf("%q is not a namespace name.", ns))
+		for _, o := range lb.AddressPools[:i] {
+			if r, or, ok := Overlap(p, &o); ok {
+				bad(fmt.Sprintf("%s overlaps %s of pool %q.", r, or, o.Name))
 			}
 		}
-		p.NamespaceSels = parseSelectors(p.NamespaceSelectors, bad)
-		p.ServiceSels = parseSelectors(p.ServiceSelectors, bad)
 	}
+}
+
+// FinishPool checks one pool on its own (name, addresses, priority,
+// namespaces, selectors), parses its ranges and selectors and defaults
+// auto_assign; it returns each problem found, as a sentence. The cloud
+// config's blocks and the AddressPool objects (package ipam/poolapi) are
+// checked by it alike.
+func FinishPool(p *AddressPool) []string {
+	var problems []string
+	bad := func(detail string) { problems = append(problems, detail) }
+	if !poolNameRE.MatchString(p.Name) {
+		bad("the name must be 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit.")
+	}
+	if len(p.Addresses) == 0 {
+		bad("addresses is empty.")
+	}
+	p.Ranges = nil
+	for _, s := range p.Addresses {
+		r, err := ParseAddrRange(s)
+		if err != nil {
+			bad(err.Error() + ".")
+			continue
+		}
+		for _, o := range p.Ranges {
+			if r.First.BitLen() == o.First.BitLen() && !(r.Last.Less(o.First) || o.Last.Less(r.First)) {
+				bad(fmt.Sprintf("%s overlaps %s of pool %q.", r, o, p.Name))
+			}
+		}
+		p.Ranges = append(p.Ranges, r)
+	}
+	if p.AutoAssign == nil {
+		t := true
+		p.AutoAssign = &t
+	}
+	if p.Priority < 0 {
+		bad("priority must not be negative.")
+	}
+	for _, ns := range p.Namespaces {
+		if !validNamespace(ns) {
+			bad(fmt.Sprintf("%q is not a namespace name.", ns))
+		}
+	}
+	p.NamespaceSels = parseSelectors(p.NamespaceSelectors, bad)
+	p.ServiceSels = parseSelectors(p.ServiceSelectors, bad)
+	return problems
+}
+
+// Overlap reports the first range of p that overlaps one of o's (both
+// finished by FinishPool), and that range of o.
+func Overlap(p, o *AddressPool) (AddrRange, AddrRange, bool) {
+	for _, r := range p.Ranges {
+		for _, or := range o.Ranges {
+			if r.First.BitLen() == or.First.BitLen() && !(r.Last.Less(or.First) || or.Last.Less(r.First)) {
+				return r, or, true
+			}
+		}
+	}
+	return AddrRange{}, AddrRange{}, false
 }
 
 func parseSelectors(ss []string, bad func(string)) []labels.Selector {

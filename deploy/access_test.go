@@ -171,6 +171,12 @@ var accessMatrix = []access{
 	{who: "tenant", verb: "update", resource: "configmaps", namespace: releaseNS, name: "tfccm-cloud-config", allowed: neither, why: "cannot change an admin setting"},
 	{who: "tenant", verb: "get", resource: "secrets", namespace: stateNS, allowed: neither, why: "cannot read state"},
 	{who: "tenant", verb: "create", resource: "jobs", group: "batch", namespace: runnersNS, allowed: neither, why: "cannot run in the runners' namespace"},
+	{who: "tenant", verb: "create", resource: "addresspools", group: "tfccm.io", allowed: neither, why: "an address pool is the admin's (docs/address-pools.md)"},
+	{who: "tenant", verb: "update", resource: "addresspools", group: "tfccm.io", name: "web", allowed: neither, why: "cannot widen a pool or open it to its namespace"},
+	{who: "ccm", verb: "watch", resource: "addresspools", group: "tfccm.io", allowed: both, why: "reads the AddressPool objects into its address book"},
+	{who: "ccm", verb: "update", resource: "addresspools", group: "tfccm.io", sub: "status", name: "web", allowed: both, why: "the one writer of a pool's status (counts, conditions)"},
+	{who: "ccm", verb: "update", resource: "addresspools", group: "tfccm.io", name: "web", allowed: neither, why: "never edits a pool's spec"},
+	{who: "ccm", verb: "create", resource: "addresspools", group: "tfccm.io", allowed: neither, why: "never creates a pool"},
 
 	// An approver.
 	{who: "approver", verb: "patch", resource: "configmaps", namespace: releaseNS, name: "tfccm-plan-lb-x", allowed: allOnly, why: "approves plans (review.approvers): annotations only, not a plan's data or labels (admission policy)"},

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/big"
 	"net/netip"
 	"slices"
 	"sort"
@@ -65,6 +66,69 @@ func New(pools []config.AddressPool) *Allocator {
 		setInUse(p.Name, 0)
 	}
 	return a
+}
+
+// SetPools replaces the pools the allocator chooses from (an AddressPool
+// object added, edited or removed). Addresses Services hold stay theirs,
+// inside a pool or not, until they are released; the next allocation
+// chooses from the new pools.
+func (a *Allocator) SetPools(pools []config.AddressPool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.pools
+	a.pools = nil
+	for i := range pools {
+		a.pools = append(a.pools, &pools[i])
+	}
+	sort.Slice(a.pools, func(i, j int) bool { return a.pools[i].Name < a.pools[j].Name })
+	for _, p := range old {
+		if a.pool(p.Name) == nil {
+			forgetPool(p.Name)
+		}
+	}
+	for _, p := range a.pools {
+		setCapacity(p.Name, poolSize(p))
+	}
+	a.count()
+}
+
+// FamilyUsage counts one family's addresses of a pool.
+type FamilyUsage struct {
+	Total *big.Int
+	InUse int64
+}
+
+// Free is Total less InUse.
+func (u FamilyUsage) Free() *big.Int { return new(big.Int).Sub(u.Total, big.NewInt(u.InUse)) }
+
+// Usage counts pool's addresses per family (IPv4, IPv6), as the pool's
+// status shows them; false for a pool the allocator does not have.
+func (a *Allocator) Usage(pool string) (v4, v6 FamilyUsage, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pool(pool)
+	if p == nil {
+		return v4, v6, false
+	}
+	v4, v6 = FamilyUsage{Total: new(big.Int)}, FamilyUsage{Total: new(big.Int)}
+	for _, r := range p.Ranges {
+		u := &v4
+		if r.First.Is6() {
+			u = &v6
+		}
+		n := new(big.Int).Sub(new(big.Int).SetBytes(r.Last.AsSlice()), new(big.Int).SetBytes(r.First.AsSlice()))
+		u.Total.Add(u.Total, n.Add(n, big.NewInt(1)))
+	}
+	for ip := range a.ips {
+		if a.poolOf(ip) == p {
+			if ip.Is4() {
+				v4.InUse++
+			} else {
+				v6.InUse++
+			}
+		}
+	}
+	return v4, v6, true
 }
 
 // ConflictError: an address the Service needs is used by another Service

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/ipam/poolapi"
 )
 
 // Addresses are what a Service's workspace renders with: its load
@@ -63,8 +64,12 @@ type Skipped struct {
 // them, and the sharing rules. The controller keeps one up to date; the
 // CLI builds one from the cluster's Services (Offline).
 type Book struct {
-	alloc   *Allocator
-	pooled  bool // load_balancer.address_pool blocks exist
+	alloc  *Allocator
+	pooled bool // address pools exist (blocks or objects)
+	hcl    []config.AddressPool
+	// served are the AddressPool objects' versions that serve, by name
+	// (Merge keeps one when an edit is refused).
+	served  map[string]*poolapi.AddressPool
 	cluster string
 	metallb bool
 	// needNamespaces: a pool selects by namespace labels.
@@ -77,6 +82,7 @@ type Book struct {
 	Live func() ([]*corev1.Service, error)
 
 	mu       sync.Mutex
+	reserved func() Reserved // SetReserved
 	restored bool
 	current  map[types.UID]Addresses
 	// kept are the Services tfccm has not served before (no tfccm.io/
@@ -90,7 +96,7 @@ type Book struct {
 // NewBook is an empty book over cfg's address pools.
 func NewBook(cfg *config.Config) *Book {
 	pools := cfg.LoadBalancer.AddressPools
-	b := &Book{alloc: New(pools), pooled: len(pools) > 0, cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]Addresses{}, kept: map[types.UID]bool{}}
+	b := &Book{alloc: New(pools), pooled: len(pools) > 0, hcl: pools, cluster: cfg.ClusterName, metallb: cfg.Compat.MetalLB, current: map[types.UID]Addresses{}, kept: map[types.UID]bool{}}
 	for _, p := range pools {
 		b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
 	}
@@ -99,7 +105,18 @@ func NewBook(cfg *config.Config) *Book {
 
 // NeedsNamespaces reports whether a pool selects by namespace labels (then
 // Namespaces should be set).
-func (b *Book) NeedsNamespaces() bool { return b.needNamespaces }
+func (b *Book) NeedsNamespaces() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.needNamespaces
+}
+
+// isPooled reports whether any pool exists (a block or an object).
+func (b *Book) isPooled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pooled
+}
 
 // Offline is the book the CLI renders with: cfg's pools, restored from
 // live (the cluster's Services, or the one Service read from a file), with
@@ -208,7 +225,7 @@ func (b *Book) Assign(svc *corev1.Service) (Addresses, []Notice, error) {
 	if err != nil {
 		return Addresses{}, nil, err
 	}
-	if !b.pooled && len(req.IPs) == 0 {
+	if !b.isPooled() && len(req.IPs) == 0 {
 		if req.Sharing != "" {
 			return Addresses{}, nil, fmt.Errorf("annotation %s: sharing an address needs address pools (load_balancer.address_pool in the cloud config) or the shared address chosen with annotation %s; nothing is applied", annotations.AllowSharedIP.Name, annotations.LoadBalancerIPs.Name)
 		}

@@ -1,7 +1,8 @@
 // Package ipam owns the addresses of load balancers: the address book
 // every Service's workspace renders with (Book), for the controller and
 // the CLI alike, and the rules behind it where tfccm allocates (the cloud
-// config's load_balancer.address_pool blocks): which pool serves a
+// config's load_balancer.address_pool blocks and the AddressPool objects,
+// merged by one precedence rule, package poolapi's): which pool serves a
 // Service (annotation, or the pools' namespace and label selectors by
 // priority), the addresses a Service chose, the addresses kept from a
 // Service's status, and MetalLB's rules for sharing one address between

@@ -58,3 +58,10 @@ func setInUse(pool string, n int) {
 	inUse.WithLabelValues(pool).Set(float64(n))
 	deprecatedInUse.WithLabelValues(pool).Set(float64(n))
 }
+
+// forgetPool drops a removed pool's gauges.
+func forgetPool(pool string) {
+	for _, g := range []*metrics.GaugeVec{capacity, inUse, deprecatedCapacity, deprecatedInUse} {
+		g.DeleteLabelValues(pool)
+	}
+}

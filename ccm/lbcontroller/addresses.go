@@ -31,6 +31,28 @@ type addressBook struct {
 	mu         sync.Mutex
 	namespaces corelisters.NamespaceLister // nil until watch (or not needed)
 	services   corelisters.ServiceLister   // nil until watch
+	changed    func()                      // an address taken or freed (pools' status); nil: none
+	// poolObjects: AddressPool objects are watched, and any may select
+	// namespaces later.
+	poolObjects bool
+}
+
+// onChange calls f after each address assigned or released; the pool
+// objects are watched then, so namespace labels are always needed.
+func (b *addressBook) onChange(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.changed = f
+	b.poolObjects = true
+}
+
+func (b *addressBook) notifyChange() {
+	b.mu.Lock()
+	f := b.changed
+	b.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func newAddressBook(cfg *config.Config) *addressBook {
@@ -61,7 +83,17 @@ func (b *addressBook) watch(f informers.SharedInformerFactory) {
 	}); err != nil {
 		klog.ErrorS(err, "Watch Services for released load balancer addresses")
 	}
-	if b.book.NeedsNamespaces() {
+	if b.poolObjects {
+		nodes := f.Core().V1().Nodes().Lister()
+		b.book.SetReserved(func() ipam.Reserved {
+			list, err := nodes.List(labels.Everything())
+			if err != nil {
+				return nil
+			}
+			return ipam.NodeAddresses(list)
+		})
+	}
+	if b.book.NeedsNamespaces() || b.poolObjects {
 		ns := f.Core().V1().Namespaces()
 		ns.Informer() // registered before the factory starts
 		b.namespaces = ns.Lister()
@@ -98,6 +130,9 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 			return nil, &addressError{ReasonAddressPoolExhausted, err}
 		}
 		return nil, &addressError{ReasonAddressRefused, err}
+	}
+	if len(notices) > 0 {
+		b.notifyChange()
 	}
 	var out []addressNotice
 	if len(notices) > 0 {
@@ -136,6 +171,7 @@ func (b *addressBook) release(svc *corev1.Service) {
 		return
 	}
 	b.book.Release(svc.UID)
+	b.notifyChange()
 }
 
 // liveServices lists the Services for the book's restore (ipam.Book.Live):

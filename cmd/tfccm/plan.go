@@ -20,6 +20,7 @@ import (
 	"github.com/tfccm/tfccm/internal/manifest"
 	"github.com/tfccm/tfccm/internal/secret"
 	"github.com/tfccm/tfccm/internal/tfenv"
+	"github.com/tfccm/tfccm/ipam"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -50,7 +51,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	var o planOptions
 	o.kube.register(fs)
 	fs.StringVar(&o.config, "config", "", "the candidate cloud config (its template_set and override_dir are the candidate templates)")
-	fs.StringVar(&o.objects, "objects", "", "read Services and Nodes from this dump (kubectl get services,nodes -A -o yaml) instead of the cluster")
+	fs.StringVar(&o.objects, "objects", "", "read Services, Nodes and AddressPools from this dump (kubectl get services,nodes,addresspools -A -o yaml) instead of the cluster")
 	fs.StringVar(&o.format, "format", "text", "text, markdown (a pull request comment) or json")
 	fs.IntVar(&o.parallel, "parallel", 0, "plans run at once (default: the config's terraform.parallelism)")
 	fs.StringVar(&o.cliConfig, "cli-config", "", "tofu's CLI config (provider mirror) (default: $TF_CLI_CONFIG_FILE when that file exists, else the config's terraform.cli_config_file)")
@@ -112,6 +113,14 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	pools, err := readPoolDump(o.objects)
+	if o.objects == "" {
+		pools, err = clusterPools(ctx, o.kube)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ = ipam.WithObjectPools(cfg, pools, nodes)
 	nsLabels, err := namespaceLabels(ctx, o, cfg)
 	if err != nil {
 		return nil, err

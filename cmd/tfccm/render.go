@@ -25,6 +25,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	valuesPath := fs.String("values", "", "or the Helm chart's values file: the cloud config the chart gives the controller (release tfccm in kube-system)")
 	svcPath := fs.String("service", "", "the v1 Service (YAML or JSON) to render the load balancer of")
 	nodesPath := fs.String("nodes", "", "v1 Nodes: a NodeList or one Node per YAML document")
+	poolsPath := fs.String("pools", "", "the cluster's AddressPool objects (kubectl get addresspools -o yaml), allocated from as the controller does")
 	out := fs.String("out", "", "directory to write the workspace into (created if missing)")
 	routes := fs.Bool("routes", false, "render the cluster's routes workspace (from the Nodes' podCIDRs) instead of a load balancer")
 	backend := fs.String("backend", "config", "config: the cloud config's backend, as the controller uses it; local: a local state beside the workspace's files and no state encryption, so `tofu init && tofu plan` runs without the cluster (CI)")
@@ -61,7 +62,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	ws, err := render(cloudConfig{*cfgPath, *valuesPath}, *svcPath, *nodesPath, *routes, *backend == "local")
+	ws, err := render(cloudConfig{*cfgPath, *valuesPath}, renderInputs{*svcPath, *nodesPath, *poolsPath}, *routes, *backend == "local")
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
 		return exitError
@@ -105,11 +106,19 @@ func (c cloudConfig) load() (*config.Config, error) {
 	return cfg, nil
 }
 
+// renderInputs are the files `tfccm render` reads besides the config.
+type renderInputs struct{ svcPath, nodesPath, poolsPath string }
+
 // render loads everything exactly as the controller does and renders the
 // workspace; nothing is written. offline swaps the backend for a local one
 // (config.Offline).
-func render(src cloudConfig, svcPath, nodesPath string, routes, offline bool) (*workspace.Spec, error) {
+func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.Spec, error) {
+	svcPath, nodesPath := in.svcPath, in.nodesPath
 	cfg, err := src.load()
+	if err != nil {
+		return nil, err
+	}
+	pools, err := readPoolDump(in.poolsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +133,7 @@ func render(src cloudConfig, svcPath, nodesPath string, routes, offline bool) (*
 	if err != nil {
 		return nil, err
 	}
+	cfg, _ = ipam.WithObjectPools(cfg, pools, nodes)
 	set := loader.Set()
 	if routes {
 		return set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))

@@ -1,0 +1,200 @@
+// The pools the book allocates from: the cloud config's address_pool
+// blocks and the AddressPool objects, merged by one precedence rule, and
+// each object's verdict (the condition its status shows).
+
+package ipam
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/ipam/poolapi"
+)
+
+// Verdict is what the book made of one AddressPool object: the condition
+// type its status shows (poolapi.ConditionReady, ConditionOverlaps or
+// ConditionInvalid), the reason in words, and the version of the object
+// that serves (nil: none).
+type Verdict struct {
+	Pool    string
+	Type    string
+	Message string
+	Serving *poolapi.AddressPool
+}
+
+// Serves reports whether the object's current spec serves Services.
+func (v Verdict) Serves() bool { return v.Type == poolapi.ConditionReady }
+
+// Merge is the pools the book allocates from: the cloud config's blocks
+// (hcl, already checked by the config) first, then the objects, oldest
+// first (then by name). An object is refused when its spec has a problem
+// the apiserver cannot see (Invalid), when a block has its name (Invalid),
+// or when one of its ranges overlaps a pool taken before it (Overlaps,
+// naming that pool): a refused object never takes an address from a pool
+// already serving. A refused edit leaves the object's last served version
+// (lastServed, by name) serving when that one still passes, so a bad edit
+// never takes a pool in use away from its Services. An object covering a
+// reserved address (a node's) is Invalid, naming whose it is.
+func Merge(hcl []config.AddressPool, objects []*poolapi.AddressPool, lastServed map[string]*poolapi.AddressPool, reserved Reserved) ([]config.AddressPool, []Verdict) {
+	pools := slices.Clone(hcl)
+	fromConfig := map[string]bool{}
+	for _, p := range hcl {
+		fromConfig[p.Name] = true
+	}
+	objects = slices.Clone(objects)
+	slices.SortStableFunc(objects, func(a, b *poolapi.AddressPool) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var verdicts []Verdict
+	for _, o := range objects {
+		v, p := judge(o, pools, fromConfig, reserved)
+		if !v.Serves() {
+			if last := lastServed[o.Name]; last != nil {
+				if lv, lp := judge(last, pools, fromConfig, reserved); lv.Serves() {
+					v.Serving, p = last, lp
+					v.Message += fmt.Sprintf(" Its last valid spec (generation %d) keeps serving.", last.Generation)
+				}
+			}
+		}
+		if v.Serving != nil {
+			pools = append(pools, p)
+		}
+		verdicts = append(verdicts, v)
+	}
+	return pools, verdicts
+}
+
+// judge is the verdict on o among the pools taken so far, and its pool.
+func judge(o *poolapi.AddressPool, taken []config.AddressPool, fromConfig map[string]bool, reserved Reserved) (Verdict, config.AddressPool) {
+	v := Verdict{Pool: o.Name, Type: poolapi.ConditionReady, Message: "The pool serves Services.", Serving: o}
+	p, err := o.ToConfig()
+	switch {
+	case fromConfig[o.Name]:
+		v.Type, v.Message = poolapi.ConditionInvalid, fmt.Sprintf("The cloud config declares an address_pool %q: the block is used, this object is not.", o.Name)
+	case err != nil:
+		v.Type, v.Message = poolapi.ConditionInvalid, err.Error()
+	case reserved.coveredBy(&p) != "":
+		v.Type, v.Message = poolapi.ConditionInvalid, fmt.Sprintf("AddressPool %q covers %s: a load balancer there would take that address from it.", o.Name, reserved.coveredBy(&p))
+	default:
+		v = overlapVerdict(v, &p, taken, fromConfig)
+	}
+	if !v.Serves() {
+		v.Serving = nil
+	}
+	return v, p
+}
+
+// overlapVerdict is v, or an Overlaps verdict naming the first pool of
+// taken that p overlaps.
+func overlapVerdict(v Verdict, p *config.AddressPool, taken []config.AddressPool, fromConfig map[string]bool) Verdict {
+	for i := range taken {
+		if r, or, ok := config.Overlap(p, &taken[i]); ok {
+			kind := "AddressPool"
+			if fromConfig[taken[i].Name] {
+				kind = "the cloud config's address_pool"
+			}
+			v.Type = poolapi.ConditionOverlaps
+			v.Message = fmt.Sprintf("%s overlaps %s of %s %q, which keeps it: this pool serves nothing until the overlap is removed.", r, or, kind, taken[i].Name)
+			return v
+		}
+	}
+	return v
+}
+
+// SetObjectPools makes the book allocate from the cloud config's pools and
+// objects (Merge) from the next allocation on, and returns each object's
+// verdict. A Service whose address is in no pool any more (its pool
+// deleted) gets a new one at its next assignment.
+func (b *Book) SetObjectPools(objects []*poolapi.AddressPool) []Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var reserved Reserved
+	if b.reserved != nil {
+		reserved = b.reserved()
+	}
+	pools, verdicts := Merge(b.hcl, objects, b.served, reserved)
+	b.alloc.SetPools(pools)
+	b.served = map[string]*poolapi.AddressPool{}
+	for _, v := range verdicts {
+		if v.Serving != nil {
+			b.served[v.Pool] = v.Serving
+		}
+	}
+	b.pooled = len(pools) > 0
+	b.needNamespaces = false
+	for _, p := range pools {
+		b.needNamespaces = b.needNamespaces || len(p.NamespaceSels) > 0
+	}
+	return verdicts
+}
+
+// Usage counts a pool's addresses per family (Allocator.Usage).
+func (b *Book) Usage(pool string) (v4, v6 FamilyUsage, ok bool) { return b.alloc.Usage(pool) }
+
+// WithObjectPools is cfg with the objects' pools merged in (Merge, with no
+// last served versions; nodes' addresses reserved), for the CLI, whose book is built from one config:
+// the same pools as the controller's book, so `tfccm render` and `tfccm
+// plan` give a Service the addresses the controller gives it.
+func WithObjectPools(cfg *config.Config, objects []*poolapi.AddressPool, nodes []*corev1.Node) (*config.Config, []Verdict) {
+	if len(objects) == 0 {
+		return cfg, nil
+	}
+	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil, NodeAddresses(nodes))
+	out, lb := *cfg, *cfg.LoadBalancer
+	lb.AddressPools = pools
+	out.LoadBalancer = &lb
+	return &out, verdicts
+}
+
+// Reserved are addresses no object pool may cover, with whose they are
+// ("the address 10.0.0.5 of node node-a").
+type Reserved map[netip.Addr]string
+
+// NodeAddresses reserves the nodes' InternalIP and ExternalIP addresses.
+func NodeAddresses(nodes []*corev1.Node) Reserved {
+	r := Reserved{}
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				r[ip.Unmap()] = fmt.Sprintf("the address %s of node %s", ip, n.Name)
+			}
+		}
+	}
+	return r
+}
+
+// coveredBy names the first reserved address inside p ("" for none).
+func (r Reserved) coveredBy(p *config.AddressPool) string {
+	var hits []netip.Addr
+	for ip := range r {
+		for _, rg := range p.Ranges {
+			if rg.Contains(ip) {
+				hits = append(hits, ip)
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	slices.SortFunc(hits, netip.Addr.Compare)
+	return r[hits[0]]
+}
+
+// SetReserved gives the book the addresses no AddressPool object may
+// cover (the nodes'), checked at each SetObjectPools.
+func (b *Book) SetReserved(f func() Reserved) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reserved = f
+}
