@@ -132,7 +132,10 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					}, "Adding or removing vrrp replaces the VIP.", "Adding or removing vrrp replaces the VIP.")},
 				Description: "Hold the address with a keepalived VRRP instance (bare-metal LB hosts) instead of adding it directly: " +
 					"written as `keepalived/<owner>.conf` under `config_dir` (keepalived's main configuration must `include` that directory), " +
-					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place; adding or removing `vrrp` replaces the VIP.",
+					"checked with `keepalived -t` and applied by a reload (SIGHUP). Every field changes in place; adding or removing `vrrp` replaces the VIP. " +
+					"Destroying it removes the instance: a master gives the address up with a priority-0 advert and a peer takes over at once. " +
+					"A frontend on the address should take it from where the VIP does (e.g. `lbhost_vip_allocation`) and the VIP depend on the frontend (`depends_on`), " +
+					"so that a destroy hands the VIP over before the frontend goes (the baremetal set does).",
 				Attributes: map[string]schema.Attribute{
 					"interface": schema.StringAttribute{Required: true, Description: "Interface VRRP adverts are sent on.",
 						Validators: []validator.String{ifaceCheck}},

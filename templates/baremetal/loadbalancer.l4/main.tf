@@ -138,10 +138,15 @@ moved {
   to   = lbhost_vip.host
 }
 
-# The VIP with its VRRP instance on every host, all alike.
+# The VIP with its VRRP instance on every host, all alike. It depends on
+# the layer-4 frontends, not they on it: a VIP goes up once its rules are
+# loaded, and a host's VIPs go (a priority-0 advert: a peer takes over at
+# once) before its rules do.
 resource "lbhost_vip" "host" {
   for_each = local.active
   provider = lbhost.host[each.key]
+
+  depends_on = [lbhost_l4_frontend.lb]
 
   owner     = local.owner
   pool      = var.settings.vip_pool
@@ -166,7 +171,7 @@ resource "lbhost_l4_frontend" "lb" {
   provider = lbhost.host[each.key]
 
   name     = local.owner
-  address  = lbhost_vip.host[each.key].address
+  address  = lbhost_vip_allocation.vip.address
   ports    = [for p in var.service.ports : { protocol = p.protocol, port = p.port, node_port = p.node_port }]
   backends = local.backends
 

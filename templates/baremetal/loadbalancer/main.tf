@@ -164,10 +164,16 @@ moved {
   to   = lbhost_vip.host
 }
 
-# The VIP with its VRRP instance on every host, all alike.
+# The VIP with its VRRP instance on every host, all alike. It depends on
+# the frontends, not they on it: a VIP goes up once its frontends listen,
+# and a host's VIPs go (a priority-0 advert: a peer takes over at once)
+# before its frontends do. Retiring the master, or deleting a Service,
+# never leaves the VIP on a host whose frontend is gone.
 resource "lbhost_vip" "host" {
   for_each = local.active_vips
   provider = lbhost.host[each.value.host]
+
+  depends_on = [lbhost_frontend.lb]
 
   owner     = local.vips[each.value.family].owner
   pool      = local.vips[each.value.family].pool
@@ -193,7 +199,7 @@ resource "lbhost_frontend" "lb" {
   provider = lbhost.host[each.value.host]
 
   name     = local.vips[each.value.family].owner
-  address  = lbhost_vip.host[each.key].address
+  address  = lbhost_vip_allocation.vip[each.value.family].address
   ports    = [for p in var.service.ports : { port = p.port, node_port = p.node_port }]
   backends = local.backends
 
