@@ -35,6 +35,9 @@ type Availability struct {
 	// Requests were sent at 20 per second from this machine; Lost of them
 	// failed.
 	Requests, Lost int
+	// Failures are the first few failed requests: when each was sent
+	// (from the start of the probe) and its error.
+	Failures []string
 }
 
 func (a Availability) String() string {
@@ -46,6 +49,7 @@ func (a Availability) String() string {
 type probe struct {
 	mu             sync.Mutex
 	sent, lost     int
+	failures       []string
 	inflight       sync.WaitGroup
 	done, loopDone chan struct{}
 }
@@ -59,6 +63,7 @@ func (hs *Hosts) startProbe(vip string, port int) *probe {
 		client = localcloud.HTTPClient(hs.cloud.CloudNetns, time.Second)
 	}
 	url := "http://" + net.JoinHostPort(vip, strconv.Itoa(port)) + "/"
+	start := time.Now()
 	go func() {
 		defer close(p.loopDone)
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -75,13 +80,20 @@ func (hs *Hosts) startProbe(vip string, port int) *probe {
 			p.mu.Unlock()
 			go func() {
 				defer p.inflight.Done()
+				sent := time.Since(start)
 				resp, err := client.Get(url)
 				if err == nil {
 					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %s", resp.Status)
+					}
 				}
-				if err != nil || resp.StatusCode != http.StatusOK {
+				if err != nil {
 					p.mu.Lock()
 					p.lost++
+					if len(p.failures) < 5 {
+						p.failures = append(p.failures, fmt.Sprintf("at %s: %v", sent.Round(time.Millisecond), err))
+					}
 					p.mu.Unlock()
 				}
 			}()
@@ -97,7 +109,7 @@ func (p *probe) stop() Availability {
 	p.inflight.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Availability{Requests: p.sent, Lost: p.lost}
+	return Availability{Requests: p.sent, Lost: p.lost, Failures: p.failures}
 }
 
 // MeasureDuring probes vip:port (20 requests per second, a new connection

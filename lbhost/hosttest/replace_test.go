@@ -55,22 +55,26 @@ func TestBaremetalHostReplacedUnderTraffic(t *testing.T) {
 		_, err := testkit.GetOK(ctx, testkit.NewClient(time.Second), "http://"+vip+":80/")
 		return err
 	})
-	// Both hosts' instances settle (the backup hears the master) before
-	// anything is measured.
-	time.Sleep(3 * time.Second)
-
-	// What one failover costs here and now: the master's keepalived
-	// stopped (a priority-0 advert, the backup takes over), then started
-	// again as a backup.
-	f, err := hs.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
-	if err != nil {
-		t.Fatal(err)
+	// What one failover costs here and now, both ways between the two
+	// hosts: the master's keepalived stopped (a priority-0 advert, the
+	// backup takes over), then started again as a backup. The VIP ends
+	// where it began, so retiring its holder below hands it over the same
+	// way as the first of them.
+	var failover hosttest.Failover
+	for range 2 {
+		f, err := hs.MeasureFailover(vip, 80, func(m *hosttest.Host) { m.StopKeepalived(syscall.SIGTERM) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hs.Host(f.From).StartKeepalived(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("FIGURE one failover (keepalived stopped): %s", f)
+		time.Sleep(time.Second) // the restarted backup hears the master
+		if f.Lost >= failover.Lost {
+			failover = f
+		}
 	}
-	if err := hs.Host(f.From).StartKeepalived(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("FIGURE one failover (keepalived stopped): %s", f)
-	time.Sleep(3 * time.Second)
 
 	old := hs.Master(vip)
 	if old == nil {
@@ -89,19 +93,27 @@ func TestBaremetalHostReplacedUnderTraffic(t *testing.T) {
 		{"retire " + old.Name, func() { hosts[old.Name].(map[string]any)["retired"] = true; settings() }},
 		{"remove " + old.Name, func() { delete(hosts, old.Name); settings() }},
 	}
-	lost, sent := 0, 0
-	var report []string
-	for _, s := range steps {
-		a := hs.MeasureDuring(vip, 80, s.do)
-		lost, sent = lost+a.Lost, sent+a.Requests
-		report = append(report, fmt.Sprintf("%s: %s", s.name, a))
+	// One probe for the whole replacement, from a second before the first
+	// step; the steps' and the lost requests' times are from its start.
+	var marks []string
+	start := time.Now()
+	a := hs.MeasureDuring(vip, 80, func() {
+		for _, s := range steps {
+			marks = append(marks, fmt.Sprintf("%s at %s", s.name, time.Since(start).Round(time.Millisecond)))
+			s.do()
+		}
+	})
+	for _, f := range a.Failures {
+		t.Logf("request lost: sent %s", f)
 	}
+	report := strings.Join(marks, ", ")
 	holders := watch()
-	t.Logf("FIGURE host replaced under traffic: %d of %d requests lost (20 req/s); %s; VIP holders seen: %s",
-		lost, sent, strings.Join(report, "; "), holders)
-	if lost > f.Lost {
-		t.Errorf("replacing %s lost %d of %d requests, more than one failover (%d): %s",
-			old.Name, lost, sent, f.Lost, strings.Join(report, "; "))
+	t.Logf("FIGURE host replaced under traffic: %s (steps: %s); VIP holders seen: %s", a, report, holders)
+	// One request is the count's resolution (a probe every 50 ms): a
+	// handover whose gap straddles one more send is still one failover.
+	if a.Lost > failover.Lost+1 {
+		t.Errorf("replacing %s lost %d of %d requests, more than one failover (%d, %s); steps: %s",
+			old.Name, a.Lost, a.Requests, failover.Lost, failover, report)
 	}
 	if holders.dual > 0 {
 		t.Errorf("the VIP had two holders during the replacement: %s", holders)

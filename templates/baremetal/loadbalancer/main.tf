@@ -80,10 +80,13 @@ locals {
   ] : [] }
   # Per host and family: its VRRP priority (the first host highest unless
   # set), unicast source and peers.
-  vrrp = { for i, name in local.names : name => {
+  vrrp = { for name in local.names : name => {
     # High priorities: a backup takes over a VIP released by a stopping
     # master after (256 - priority)/256 s (VRRP's skew time), not 0.6 s.
-    priority = coalesce(local.active[name].priority, max(250 - 10 * i, 1))
+    # Counted over every host of the settings, a retired one too: retiring
+    # a host changes nothing on the others (no reload of theirs racing the
+    # priority-0 advert they take its VIPs over on).
+    priority = coalesce(local.active[name].priority, max(250 - 10 * index(sort(keys(var.settings.hosts)), name), 1))
     IPv4 = {
       source = length(local.peers[name]) > 0 ? local.active[name].address : null
       peers  = local.peers[name]
