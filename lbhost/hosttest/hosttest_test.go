@@ -58,6 +58,25 @@ func TestBaremetalModule(t *testing.T) {
 	}
 }
 
+// serveNodes runs, on each of nodes until the test ends, kube-proxy's
+// health endpoint and an HTTP server on NodePort 30080 answering the
+// node's name.
+func serveNodes(t *testing.T, cloud *localcloud.Cloud, nodes ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		for _, serve := range []func() (func(), error){
+			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
+			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
+		} {
+			stop, err := serve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+		}
+	}
+}
+
 // baremetalModule copies the baremetal set's loadbalancer module into a
 // new directory and returns it, a function writing its inputs for the
 // given nodes on hs, and one running tofu in it (failing the test).
