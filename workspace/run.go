@@ -371,6 +371,9 @@ func (ps *passes) judge(ctx context.Context, r *runner, spec *Spec, destroy bool
 		return false, err
 	}
 	r.verdict = v
+	if !ps.opts.Review {
+		r.verdict.Approved = "" // approves nothing without review mode
+	}
 	if v.Denied != "" {
 		return false, &tofu.Error{Op: "plan", Summary: v.Denied, Denied: true}
 	}

@@ -54,6 +54,12 @@ func TestReviewModeBackendsOnly(t *testing.T) {
 	createNode(t, client, cloud, "node-b")
 	backendsAre(t, vip, 80, "node-a", "node-b")
 	noPlan("a node joined")
+	eventually(t, time.Minute, "the approving rule named in an Event", func(ctx context.Context) error {
+		if ev := harness.Events(ctx, client, "default", "web"); !strings.Contains(ev, lbcontroller.ReasonPlanApprovedByPolicy) || !strings.Contains(ev, "policy backends-only-without-review approves the plan") {
+			return fmt.Errorf("events: %s", ev)
+		}
+		return nil
+	})
 	if err := client.CoreV1().Nodes().Delete(context.Background(), "node-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
