@@ -37,7 +37,7 @@ func TestReviewModeBackendsOnly(t *testing.T) {
 	startCCM(t, cluster, cfg)
 
 	svc := createHTTPService(t, client, "web", 80)
-	approvePlan(t, client, waitPendingPlan(t, client, svc, "the first apply's plan", "to add")) // a create waits
+	approvePlan(t, client, waitPendingPlan(t, client, svc, "apply plan", "to add")) // a create waits
 	vip := waitVIP(t, client, "web")
 	backendsAre(t, vip, 80, "node-a")
 	noPlan := func(what string) {
@@ -67,10 +67,7 @@ func TestReviewModeBackendsOnly(t *testing.T) {
 	noPlan("a node left")
 
 	setPort(t, client, "web", 81)
-	waitPendingPlan(t, client, svc, "the port change's plan", "to change")
-	eventually(t, time.Minute, "Programmed=False AwaitingApproval", func(ctx context.Context) error {
-		return programmed(ctx, client, lbcontroller.CondReasonAwaitingApproval, "")
-	})
+	waitPendingPlan(t, client, svc, "apply plan", "to change")
 	time.Sleep(3 * time.Second)
 	if body, err := get(vip, 80); err != nil || body != "node-b" {
 		t.Fatalf("the old load balancer stopped serving while the port change waits: %q %v", body, err)
