@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
-	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -167,4 +167,3 @@ func waitFrontendsServe(t *testing.T, cloud *localcloud.Cloud, node string, want
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("%d frontends forwarding to %s", want, node), func(context.Context) error { return frontendsServe(cloud, node, want) })
 }
-
