@@ -43,5 +43,5 @@ func (g *planGate) judge(in plans.GateInput) plans.GateVerdict {
 		kind = templates.KindRoutes
 	}
 	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift})
-	return plans.GateVerdict{Denied: v.Denied, Approval: v.Approval, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
+	return plans.GateVerdict{Denied: v.Denied, Approval: v.Approval, Approved: v.Approved, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
 }

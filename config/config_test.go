@@ -256,7 +256,7 @@ func TestReviewAttribute(t *testing.T) {
 func TestPolicyAndWindowSettings(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"policy \"Bad\" {\n  validation {\n    expression = \"true\"\n  }\n}", "Invalid policy name"},
-		{"policy \"a\" {\n  action = \"block\"\n  validation {\n    expression = \"true\"\n  }\n}", `action is deny, warn, require-approval, not "block"`},
+		{"policy \"a\" {\n  action = \"block\"\n  validation {\n    expression = \"true\"\n  }\n}", `action is deny, warn, require-approval, approve, not "block"`},
 		{`policy "a" {}`, "has no validation block"},
 		{"policy \"a\" {\n  validation {\n    expression = \"true\"\n  }\n}\npolicy \"a\" {\n  validation {\n    expression = \"true\"\n  }\n}", `policy "a" is declared twice`},
 		{`change_windows {

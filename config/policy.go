@@ -13,6 +13,11 @@ const (
 	PolicyDeny            = "deny"
 	PolicyWarn            = "warn"
 	PolicyRequireApproval = "require-approval"
+	// PolicyApprove is the one action that lets a plan through: in review
+	// mode, a plan every validation of an approve rule passes is applied
+	// without a person's approval (unless another rule denies it or
+	// requires approval, or a change window holds it).
+	PolicyApprove = "approve"
 )
 
 // Policy is one rule over plans, in ValidatingAdmissionPolicy's shape:
@@ -20,7 +25,7 @@ const (
 // policy when the controller (or `tfccm plan`) starts.
 type Policy struct {
 	Name        string             `hcl:"name,label" doc:"Names the rule in Events, conditions and the fleet plan: 1-63 characters of lowercase letters, digits and '-'."`
-	Action      string             `hcl:"action,optional" doc:"What a failed validation does: deny (the plan is not applied), warn (a Warning Event; applied), require-approval (applied only once its plan hash is approved, as in review mode)."`
+	Action      string             `hcl:"action,optional" doc:"What a failed validation does: deny (the plan is not applied), warn (a Warning Event; applied), require-approval (applied only once its plan hash is approved, as in review mode), approve (the other way round: in review mode a plan that passes every validation is applied without a person; one that fails waits for approval as before)."`
 	Variables   []PolicyVariable   `hcl:"variable,block" doc:"A named CEL expression, evaluated in order before the validations; later variables and the validations read it as variables.NAME."`
 	Validations []PolicyValidation `hcl:"validation,block" doc:"A CEL expression over plan, workspace and variables that must be true for the plan to pass."`
 }
@@ -55,9 +60,9 @@ func (c *Config) finishPolicies(k *checker) {
 		seen[p.Name] = true
 		p.Action = orDefault(p.Action, DefaultPolicyAction)
 		switch p.Action {
-		case PolicyDeny, PolicyWarn, PolicyRequireApproval:
+		case PolicyDeny, PolicyWarn, PolicyRequireApproval, PolicyApprove:
 		default:
-			k.errAt(at("policy"), "Invalid policy action", fmt.Sprintf("policy %q: action is %s, not %q.", p.Name, strings.Join([]string{PolicyDeny, PolicyWarn, PolicyRequireApproval}, ", "), p.Action))
+			k.errAt(at("policy"), "Invalid policy action", fmt.Sprintf("policy %q: action is %s, not %q.", p.Name, strings.Join([]string{PolicyDeny, PolicyWarn, PolicyRequireApproval, PolicyApprove}, ", "), p.Action))
 		}
 		if len(p.Validations) == 0 {
 			k.errAt(at("policy"), "Policy without validations", fmt.Sprintf("policy %q has no validation block.", p.Name))

@@ -58,6 +58,9 @@ type Verdict struct {
 	Denied string
 	// Approval is the rule's text when one requires approval.
 	Approval string
+	// Approved names the approve rule that lets the plan through review
+	// mode without a person ("" = none; never with Denied or Approval).
+	Approved string
 	// Warnings are the warning rules' texts.
 	Warnings []string
 	// Hold says a closed change window holds the plan ("" = open), and
@@ -80,6 +83,8 @@ func (g *Gate) Judge(in Input) Verdict {
 	}
 	if approval != nil {
 		v.Approval = approval.String() + " (requires approval)"
+	} else if rule := g.policy.Approver(v.Findings); rule != "" {
+		v.Approved = "policy " + rule
 	}
 	for _, w := range warnings {
 		v.Warnings = append(v.Warnings, w.String())

@@ -23,6 +23,10 @@
 #                           requests lost at 20 req/s; applies/Service per node change == 1
 #   baremetal l4 (nftables + conntrackd)   VRRP failover <= 3 s, <= 3 requests lost at
 #                           20 req/s, >= 95% of 50 long-lived connections alive after it
+#   review mode under node churn, 1,000 LBs x one node joining: approvals needed
+#                           without the rule backends-only-without-review (== N) and
+#                           with it (== 0), time to converge each way
+#                           (TFCCM_BENCH_REVIEW_CHURN=N)
 #   runner Jobs on 3 real nodes (make bench-runners): 200 Services through runner
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
@@ -65,6 +69,11 @@ done
 echo "### encryption: burst of ${TFCCM_BENCH_ENCRYPTION:-50} Services, tfccm_pbkdf2 vs none"
 TFCCM_BENCH_ENCRYPTION=${TFCCM_BENCH_ENCRYPTION:-50} \
 	go test -count=1 -timeout 60m -run '^TestEncryptionBurst$' -v ./test/e2e/ | grep -E 'ENCRYPTION|FAIL|ok ' || true
+
+# Review mode under node churn (docs/scale.md#review-mode-under-node-churn).
+echo "### review mode, ${TFCCM_BENCH_REVIEW_CHURN:-1000} load balancers x one node joining, with and without the rule"
+TFCCM_BENCH_REVIEW_CHURN=${TFCCM_BENCH_REVIEW_CHURN:-1000} \
+	go test -count=1 -timeout 180m -run '^TestReviewChurnBench$' -v ./test/e2e/ | grep -E 'REVIEW_CHURN|FAIL|ok ' || true
 
 # Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
 echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"

@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/tfccm/tfccm/workspace/plans"
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
@@ -98,6 +99,11 @@ func parseModule(key string, kind Kind, variant, origin string, files []File) (*
 			continue // nested modules and data files: copied, not root inputs
 		}
 		name := origin + "/" + f.Path
+		if f.Path == plans.BackendsFile {
+			_, d := plans.ParseBackendMembers(f.Data, name)
+			diags = append(diags, d...)
+			continue
+		}
 		if f.Path == tofu.CredentialsFile {
 			env, d := tofu.ParseCredentials(f.Data, name)
 			diags = append(diags, d...)

@@ -32,6 +32,7 @@ func TestValidateDir(t *testing.T) {
 		{"invalid/reserved_file", "", []string{"Reserved file name", "tfccm.auto.tfvars"}},
 		{"invalid/health_output", "", []string{"health_output/loadbalancer/health: error: Missing required output", `output "backends"`}},
 		{"invalid/health_var", "", []string{"health_var/loadbalancer/health/main.tf:1,1:", "nodes[*].name: declared as number, but tfccm provides string"}},
+		{"invalid/bad_backends", "", []string{"bad_backends/loadbalancer/backends.hcl: error: Invalid backend attribute", `"*.backends"`}},
 		{"invalid/bad_instances", "", []string{"bad_instances/instances.hcl:2,"}},
 		{"invalid/unknown_var/loadbalancer", "", []string{"main.tf:5,1: error: Unknown input"}},
 		{"invalid/unknown_var/loadbalancer", KindRoutes, []string{"Missing required output", `"routes"`}},

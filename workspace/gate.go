@@ -31,6 +31,7 @@ func (r *runner) gate(ctx context.Context, g plans.Gate, spec *Spec, destroy boo
 	if err != nil {
 		return plans.GateVerdict{}, &tofu.Error{Op: "plan", Summary: err.Error()}
 	}
+	classifyBackends(doc, plan, r.Dir)
 	in := plans.GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc}
 	return g(in), nil
 }

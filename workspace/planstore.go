@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,10 +70,11 @@ type planKeeper struct {
 
 // keepPlan hands a published plan to the store; it reports whether the
 // plan was stored. A failure is logged: the plan stays pending in memory
-// (a restart then plans again).
-func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *plans.PendingPlan) bool {
+// (a restart then plans again); a plan too large to keep
+// (plans.TooLargeError) is the error: it is not left pending.
+func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *plans.PendingPlan) (bool, error) {
 	if k.store == nil || !k.review {
-		return false
+		return false, nil
 	}
 	file, err := os.ReadFile(filepath.Join(r.Dir, planFile))
 	if err == nil {
@@ -80,11 +82,15 @@ func (k planKeeper) keepPlan(ctx context.Context, r *runner, p *plans.PendingPla
 		err = k.store.SavePlan(ctx, filepath.Base(r.Dir), &plans.Saved{Plan: *p, File: file})
 		cancel()
 	}
+	var tooLarge *plans.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return false, &tofu.Error{Op: "plan", Summary: fmt.Sprintf("plan %s: %v", p.Hash, err)}
+	}
 	if err != nil {
 		klog.ErrorS(err, "Could not keep the pending plan in the cluster; it is lost if the controller restarts", "workspace", filepath.Base(r.Dir), "planHash", p.Hash)
-		return false
+		return false, nil
 	}
-	return true
+	return true, nil
 }
 
 // dropPlan reports whether en's stored plan must be deleted (deleteStored,

@@ -91,7 +91,7 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	if err != nil {
 		return nil, fail("show", err)
 	}
-	if err := p.fill(plan, o.Scrub, spec.Name); err != nil {
+	if err := p.fill(plan, o.Scrub, spec.Name, dir); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -178,7 +178,7 @@ func previewInit(ctx context.Context, tf *tfexec.Terraform, spec *Spec, dir stri
 
 // fill sets p from tofu's plan: its counts, replaced resources, policy
 // document and published (redacted, scrubbed) form.
-func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) error {
+func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name, dir string) error {
 	p.Plan = plan
 	if plan.PriorState == nil || plan.PriorState.Values == nil || plan.PriorState.Values.RootModule == nil ||
 		len(plan.PriorState.Values.RootModule.Resources)+len(plan.PriorState.Values.RootModule.ChildModules) == 0 {
@@ -197,6 +197,7 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 	if p.Document, err = plans.PolicyDocument(plan, scrub); err != nil {
 		return err
 	}
+	classifyBackends(p.Document, plan, dir)
 	b, err := json.MarshalIndent(pub, "", "  ")
 	if err != nil {
 		return fmt.Errorf("workspace %s: plan: %w", name, err)

@@ -337,7 +337,7 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 		return changes, nil, err
 	}
 	held, err := ps.judge(ctx, r, spec, destroy)
-	if err != nil || (!ps.opts.Review && !held) {
+	if err != nil || (!ps.reviews(r) && !held) {
 		return changes, nil, err
 	}
 	pending, err = r.publishPlan(ctx, spec, destroy)
@@ -352,6 +352,16 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 	return true, pending, nil
 }
 
+// reviews reports whether the judged plan waits for a person in review
+// mode: not when an approve rule approved it (GateVerdict.Approved).
+func (ps *passes) reviews(r *runner) bool {
+	if ps.opts.Review && r.verdict.Approved != "" {
+		klog.InfoS("Applying the plan without review: a policy rule approves it", "workspace", filepath.Base(r.Dir), "rule", r.verdict.Approved)
+		return false
+	}
+	return ps.opts.Review
+}
+
 // judge asks the gate about the saved plan and records its verdict on r:
 // a denial is the error; held reports a plan that must wait (approval a
 // rule requires, a closed change window).
@@ -361,6 +371,9 @@ func (ps *passes) judge(ctx context.Context, r *runner, spec *Spec, destroy bool
 		return false, err
 	}
 	r.verdict = v
+	if !ps.opts.Review {
+		r.verdict.Approved = "" // approves nothing without review mode
+	}
 	if v.Denied != "" {
 		return false, &tofu.Error{Op: "plan", Summary: v.Denied, Denied: true}
 	}
@@ -379,7 +392,14 @@ func (o runOutcome) planned(p *plans.PendingPlan, err error) runOutcome {
 // keep stores a pending plan (Options.Plans).
 func (o runOutcome) keep(ctx context.Context, keeper planKeeper, r *runner) runOutcome {
 	if o.err == nil && o.pending != nil {
-		o.kept = keeper.keepPlan(ctx, r, o.pending)
+		kept, err := keeper.keepPlan(ctx, r, o.pending)
+		if err != nil {
+			// Too large to keep: no plan is pending, nothing applied.
+			removePublished(r.Dir)
+			o.pending = nil
+			return o.fail("plan", err)
+		}
+		o.kept = kept
 	}
 	return o
 }

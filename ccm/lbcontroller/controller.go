@@ -474,6 +474,9 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if l.heldResult(svc, name, r) {
 		return true
 	}
+	if l.review != nil && r.Err == nil && r.Changed && r.Verdict.Approved != "" {
+		l.event(svc, corev1.EventTypeNormal, ReasonPlanApprovedByPolicy, r.Verdict.Approved+" approves the plan: applied without review")
+	}
 	if l.review != nil {
 		l.review.loadBalancerResult(svc, name, r)
 		if r.AwaitingApproval {

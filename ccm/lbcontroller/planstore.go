@@ -63,6 +63,9 @@ type planSecrets struct {
 	// the next controller in review mode sweeps it.
 	publishing bool
 
+	// maxSize caps a sealed plan (0: plans.MaxSealedPlan).
+	maxSize int
+
 	mu     sync.Mutex
 	client kubernetes.Interface // nil until Initialize
 	key    []byte               // loaded or created on first use
@@ -129,6 +132,14 @@ func (s *planSecrets) keyAndClient(ctx context.Context) (kubernetes.Interface, [
 	return s.client, key, nil
 }
 
+// sizeCap is the largest sealed plan kept.
+func (s *planSecrets) sizeCap() int {
+	if s.maxSize > 0 {
+		return s.maxSize
+	}
+	return plans.MaxSealedPlan
+}
+
 // sealedFor is the associated data of ws's plan: where it is kept.
 func sealedFor(namespace, ws string) []byte {
 	return []byte(namespace + "/" + annotations.PlanConfigMapName(ws))
@@ -152,6 +163,9 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *plans.Saved) e
 	sealed, err := seal.Seal(key, plain, sealedFor(namespace, ws))
 	if err != nil {
 		return err
+	}
+	if limit := s.sizeCap(); len(sealed) > limit {
+		return &plans.TooLargeError{Where: "Secret " + namespace + "/" + annotations.PlanConfigMapName(ws), Size: len(sealed), Cap: limit}
 	}
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{

@@ -71,6 +71,8 @@ var (
 		"A `policy` rule of the cloud config with `action = \"deny\"` failed on the plan; the message names the rule. Nothing is applied (the old load balancer keeps serving) and nothing is retried until the Service, the templates or the policy change.")
 	ReasonPolicyWarning = declareReason("TerraformPlanPolicyWarning", corev1.EventTypeWarning,
 		"A `policy` rule with `action = \"warn\"` failed on a plan, which goes on as it would without the rule (applied, or published for approval); the message names the rule.")
+	ReasonPlanApprovedByPolicy = declareReason("TerraformPlanApprovedByPolicy", corev1.EventTypeNormal,
+		"In review mode, a `policy` rule with `action = \"approve\"` passed on a plan (e.g. `backends-only-without-review`: only backends change), so it was applied without a person's approval; the message names the rule.")
 	ReasonChangeWindowClosed = declareReason("TerraformChangeWindowClosed", corev1.EventTypeNormal,
 		"A plan with changes was made outside the cloud config's `change_windows` (or during a freeze): it is published like a plan awaiting approval but not applied, and the old load balancer keeps serving. The message says when the next window opens; the plan is made again and applied then.")
 	ReasonPlanStale = declareReason("TerraformPlanStale", corev1.EventTypeWarning,

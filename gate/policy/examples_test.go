@@ -31,6 +31,13 @@ func plan(changes ...any) map[string]any {
 	return map[string]any{"resource_changes": changes, "output_changes": map[string]any{}}
 }
 
+// backendsOnly is plan with its backends_only class.
+func backendsOnly(only bool, changes ...any) map[string]any {
+	p := plan(changes...)
+	p["backends_only"] = only
+	return p
+}
+
 var (
 	replace = []string{"delete", "create"}
 	create  = []string{"create"}
@@ -90,6 +97,15 @@ func TestShippedExamples(t *testing.T) {
 			{"unchanged other type", lbWs, plan(rc("hcloud_load_balancer.this", create, nil, lb), rc("hcloud_firewall.fw", noop, lb, lb)), nil},
 			{"a firewall", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb), rc("hcloud_firewall.fw", create, nil, lb), rc("hcloud_server.s", del, lb, nil)),
 				[]string{"deny allowed-resource-types: changes resources of types outside the allowed list: hcloud_firewall.fw, hcloud_server.s"}},
+		},
+		"backends-only-without-review.hcl": {
+			{"a node joins", lbWs, backendsOnly(true, rc("lbhost_frontend.lb", update, lb, lb)), nil},
+			{"a port changes", lbWs, backendsOnly(false, rc("lbhost_frontend.lb", update, lb, lb)),
+				[]string{"approve backends-only-without-review: more than backends change"}},
+			{"a new load balancer", Workspace{Name: "lb-prod-1", Kind: "loadbalancer", Create: true}, backendsOnly(true, rc("lbhost_frontend.lb", create, nil, lb)),
+				[]string{"approve backends-only-without-review: more than backends change"}},
+			{"Service deleted", destroyWs, backendsOnly(true, rc("lbhost_frontend.lb", del, lb, nil)),
+				[]string{"approve backends-only-without-review: more than backends change"}},
 		},
 		"replacement-needs-approval.hcl": {
 			{"update", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb)), nil},

@@ -20,7 +20,7 @@ const costLimit = 10_000_000
 // Finding is one rule's failed validation.
 type Finding struct {
 	Rule    string `json:"rule"`
-	Action  string `json:"action"` // config.PolicyDeny, PolicyWarn, PolicyRequireApproval
+	Action  string `json:"action"` // config.PolicyDeny, PolicyWarn, PolicyRequireApproval, PolicyApprove
 	Message string `json:"message"`
 }
 
@@ -204,7 +204,8 @@ func stringOf(v ref.Val) (string, bool) {
 }
 
 // Verdict sums up findings: the first denying one (nil if none), the
-// first requiring approval, and the warnings.
+// first requiring approval, and the warnings. A failed approve rule is
+// none of these: the plan is only not approved by it (Set.Approver).
 func Verdict(fs []Finding) (deny, approval *Finding, warnings []Finding) {
 	for i := range fs {
 		switch f := &fs[i]; f.Action {
@@ -216,6 +217,7 @@ func Verdict(fs []Finding) (deny, approval *Finding, warnings []Finding) {
 			if approval == nil {
 				approval = f
 			}
+		case config.PolicyApprove:
 		default:
 			warnings = append(warnings, *f)
 		}

@@ -34,6 +34,10 @@ type GateVerdict struct {
 	// Approval, when set, holds the plan for approval as in review mode;
 	// it says why (the rule).
 	Approval string
+	// Approved, when set, names the policy rule that approves the plan in
+	// review mode: it is applied without a person's approval (an
+	// Approval or a Hold still holds it).
+	Approved string
 	// Hold, when set, keeps the plan published but unapplied until
 	// HoldUntil (a closed change window; zero: no known end, as a freeze);
 	// it says why.

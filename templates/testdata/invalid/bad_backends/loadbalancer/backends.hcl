@@ -1,0 +1,3 @@
+backends "lbhost_frontend" {
+  attributes = ["*.backends"]
+}

@@ -1,0 +1,3 @@
+output "ingress" {
+  value = []
+}
