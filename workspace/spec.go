@@ -32,6 +32,11 @@ type Spec struct {
 	// into one run (Options.Coalesce); a load balancer's node churn, not
 	// the routes workspace, which batches its own calls. Not hashed.
 	Coalesce bool
+	// Adopts is set when the workspace imports existing infrastructure
+	// (tfccm.io/adopt): its plans are read and refused when they would
+	// destroy or replace what they import (plans.CheckAdoption). Not
+	// hashed (the inputs carry the adoption).
+	Adopts bool
 	// Files maps slash-separated relative paths to their content: module
 	// .tf files, scripts, tfccm.auto.tfvars and the generated backend file.
 	Files map[string][]byte
