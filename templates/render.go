@@ -69,16 +69,16 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
+	adopt, err := adoptVal(cfg, m, svc)
+	if err != nil {
+		return nil, err
+	}
 	service := serviceVal(svc, addrs)
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
 	if err := checkServiceVars(cfg.LoadBalancer, vars); err != nil {
 		return nil, err
 	}
 	settings, err := settingsVal(m, cfg.LoadBalancer.Settings, "load_balancer.settings", vars, cfg.LoadBalancer.AllowsServiceVar)
-	if err != nil {
-		return nil, err
-	}
-	adopt, err := adoptVal(cfg, m, svc)
 	if err != nil {
 		return nil, err
 	}

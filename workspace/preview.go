@@ -60,6 +60,13 @@ type Preview struct {
 	Summary             string
 	// Replaced are the addresses of resources to be replaced.
 	Replaced []string
+	// Import and Forget count imported and forgotten resources; Imported
+	// are the imported addresses (an adoption: tfccm.io/adopt), and
+	// Refused says why the live controller would refuse the adoption
+	// (plans.CheckAdoption; "" = not refused).
+	Import, Forget int
+	Imported       []string
+	Refused        string
 	// NoState is true when the backend holds no state for the workspace
 	// yet (never applied).
 	NoState bool
@@ -187,6 +194,10 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name string) e
 	var pending plans.PendingPlan
 	pub := plans.Redact(plan, &pending)
 	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
+	p.Import, p.Forget, p.Imported = pending.Import, pending.Forget, plans.Imports(plan)
+	if err := plans.CheckAdoption(plan); err != nil {
+		p.Refused = err.Error()
+	}
 	pub.Summary = p.Summary
 	for _, rc := range plan.ResourceChanges {
 		if rc != nil && rc.Change != nil && rc.Change.Actions.Replace() {
