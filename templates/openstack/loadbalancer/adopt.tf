@@ -17,6 +17,12 @@ variable "adopt" {
 
 locals {
   adopted = var.adopt == null ? {} : var.adopt
+  # The adopted ids of each part kind, by Service port key.
+  adopted_parts = {
+    for kind in ["listener", "pool", "monitor"] : kind => {
+      for k, p in local.ports : k => local.adopted["${kind}.${k}"] if contains(keys(local.adopted), "${kind}.${k}")
+    }
+  }
 }
 
 import {
@@ -27,28 +33,28 @@ import {
 }
 
 import {
-  for_each = { for k, p in local.ports : k => local.adopted["listener.${k}"] if contains(keys(local.adopted), "listener.${k}") }
+  for_each = local.adopted_parts.listener
 
   to = openstack_lb_listener_v2.port[each.key]
   id = each.value
 }
 
 import {
-  for_each = { for k, p in local.ports : k => local.adopted["pool.${k}"] if contains(keys(local.adopted), "pool.${k}") }
+  for_each = local.adopted_parts.pool
 
   to = openstack_lb_pool_v2.port[each.key]
   id = each.value
 }
 
 import {
-  for_each = { for k, p in local.ports : k => local.adopted["pool.${k}"] if contains(keys(local.adopted), "pool.${k}") }
+  for_each = local.adopted_parts.pool
 
   to = openstack_lb_members_v2.port[each.key]
   id = each.value
 }
 
 import {
-  for_each = { for k, p in local.ports : k => local.adopted["monitor.${k}"] if contains(keys(local.adopted), "monitor.${k}") }
+  for_each = local.adopted_parts.monitor
 
   to = openstack_lb_monitor_v2.port[each.key]
   id = each.value
