@@ -14,10 +14,11 @@ import (
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // AdoptVar is the template input that carries the adoption.
-const AdoptVar = "adopt"
+const AdoptVar = workspace.AdoptVar
 
 // adoptVal checks svc's tfccm.io/adopt against the admin's allow-list and
 // the module, and returns the adopt input; cty.NilVal (not written: the

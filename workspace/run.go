@@ -311,6 +311,10 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
+	if spec.Adopts && !destroy && !r.created {
+		// The adoption applied: its imports are in the state.
+		opts = append(opts, tfexec.Var(AdoptVar+"=null"))
+	}
 	err = r.WithCredentials("plan", func(vf *tfexec.VarFileOption) error {
 		if vf != nil {
 			opts = append(opts, vf)

@@ -165,6 +165,26 @@ instances {
 		}
 	}
 
+	// A later change applies to the adopted load balancer: the new port is
+	// created on it (not imported: the adoption applied).
+	eventually(t, 2*time.Minute, "a port added to the adopted load balancer", func(ctx context.Context) error {
+		s, err := tenant.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: corev1.ProtocolTCP})
+		_, err = tenant.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+	waitStandInCalls(t, env, "port 443 created on the adopted load balancer", func(cs []standin.Call) bool {
+		for _, c := range cs {
+			if c.Op == "create" && c.Type == "hcloud_load_balancer_service" && fmt.Sprint(c.Values["listen_port"]) == "443" && fmt.Sprint(c.Values["load_balancer_id"]) == team.ID {
+				return true
+			}
+		}
+		return false
+	})
+
 	// Deleting the Service destroys the adopted load balancer, not the platform's.
 	if err := tenant.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -181,8 +201,8 @@ instances {
 			deleted[c.Type+" "+c.ID] = true
 		}
 	}
-	if !deleted["hcloud_load_balancer "+team.ID] || deleted["hcloud_load_balancer "+platform.ID] || len(deleted) != 4 {
-		t.Errorf("deletes %v, want the adopted load balancer, its service and two targets", deleted)
+	if !deleted["hcloud_load_balancer "+team.ID] || deleted["hcloud_load_balancer "+platform.ID] || len(deleted) != 5 {
+		t.Errorf("deletes %v, want the adopted load balancer, its two services and two targets", deleted)
 	}
 	if left, _ := filepath.Glob(filepath.Join(env.Store, "hcloud_load_balancer", "*")); len(left) != 1 {
 		t.Errorf("load balancers left %v, want the platform's", left)
