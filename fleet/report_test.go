@@ -42,7 +42,7 @@ func TestReportFormats(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	if got, want := sample().Counts(), (Counts{Workspaces: 5, Changed: 3, Denied: 1, Errors: 1}); got != want {
+	if got, want := sample().Counts(), (Counts{Workspaces: 6, Changed: 4, Adoptions: 1, Denied: 1, Errors: 1}); got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
 	}
 }
