@@ -91,7 +91,12 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	if p.NoState, err = previewInit(ctx, tf, spec, dir, fail); err != nil {
 		return nil, err
 	}
-	if _, err := tf.Plan(ctx, tfexec.Lock(false), tfexec.Out(previewPlanFile)); err != nil {
+	opts := []tfexec.PlanOption{tfexec.Lock(false), tfexec.Out(previewPlanFile)}
+	if spec.Adopts && !p.NoState && previewHasResources(ctx, tf) {
+		// As the engine plans once the adoption applied (AdoptVar).
+		opts = append(opts, tfexec.Var(AdoptVar+"=null"))
+	}
+	if _, err := tf.Plan(ctx, opts...); err != nil {
 		return nil, fail("plan", err)
 	}
 	plan, err := tf.ShowPlanFile(ctx, previewPlanFile)
@@ -102,6 +107,19 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// previewHasResources reports whether the workspace's state holds any
+// resource (false when it cannot be read).
+func previewHasResources(ctx context.Context, tf *tfexec.Terraform) bool {
+	raw, err := tf.StatePull(ctx)
+	if err != nil || raw == "" {
+		return false
+	}
+	var st struct {
+		Resources []json.RawMessage `json:"resources"`
+	}
+	return json.Unmarshal([]byte(raw), &st) == nil && len(st.Resources) > 0
 }
 
 // previewTofu is tofu in dir with the preview's environment (the
