@@ -94,7 +94,7 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	opts := []tfexec.PlanOption{tfexec.Lock(false), tfexec.Out(previewPlanFile)}
 	if spec.Adopts && !p.NoState && previewHasResources(ctx, tf) {
 		// As the engine plans once the adoption applied (AdoptVar).
-		opts = append(opts, tfexec.Var(AdoptVar+"=null"))
+		opts = append(opts, adoptNullVar())
 	}
 	if _, err := tf.Plan(ctx, opts...); err != nil {
 		return nil, fail("plan", err)

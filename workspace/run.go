@@ -311,9 +311,8 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
-	if spec.Adopts && !destroy && !r.created {
-		// The adoption applied: its imports are in the state.
-		opts = append(opts, tfexec.Var(AdoptVar+"=null"))
+	if r.adoptDone(destroy) {
+		opts = append(opts, adoptNullVar())
 	}
 	err = r.WithCredentials("plan", func(vf *tfexec.VarFileOption) error {
 		if vf != nil {

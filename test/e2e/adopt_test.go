@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/standin"
@@ -102,7 +105,7 @@ func TestAdoptThroughStandIn(t *testing.T) {
 	cfg, workDir := writeStandInCloudConfig(t, env, fmt.Sprintf(`template_set = "hcloud"
 load_balancer {
   settings = { location = "fsn1" }
-  adopt "default" {
+  adopt "shop" {
     ids = [%q]
   }
 }
@@ -128,35 +131,58 @@ instances {
 			return nil
 		})
 	}
-	tenant := tenantClient(t, cluster, "default", "team")
-	adopting := func(name, id string) *corev1.Service {
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tenant := tenantClient(t, cluster, "shop", "team")
+	adopting := func(name, id string, nodePort int32) *corev1.Service {
 		return &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{"tfccm.io/adopt": id}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Annotations: map[string]string{"tfccm.io/adopt": id}},
 			Spec: corev1.ServiceSpec{
 				Type:  corev1.ServiceTypeLoadBalancer,
-				Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: nodePort, Protocol: corev1.ProtocolTCP}},
 			},
 		}
 	}
 
 	// The platform's load balancer is not the tenant's to adopt.
-	if _, err := tenant.CoreV1().Services("default").Create(ctx, adopting("steal", platform.ID), metav1.CreateOptions{}); err != nil {
+	if _, err := tenant.CoreV1().Services("shop").Create(ctx, adopting("steal", platform.ID, 30081), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	refused(t, client, "steal", fmt.Sprintf(`annotation tfccm.io/adopt: namespace default may not adopt %q`, platform.ID))
-	refusedNoAddress(t, client, "steal")
+	want := fmt.Sprintf(`annotation tfccm.io/adopt: namespace shop may not adopt %q`, platform.ID)
+	eventually(t, time.Minute, "steal: Warning Event and Accepted=False naming the id", func(ctx context.Context) error {
+		if ev := harness.Events(ctx, client, "shop", "steal"); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
+			return fmt.Errorf("events: %s", ev)
+		}
+		s, err := client.CoreV1().Services("shop").Get(ctx, "steal", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("condition %+v", c)
+		}
+		if len(s.Status.LoadBalancer.Ingress) > 0 {
+			return fmt.Errorf("a refused adoption got %v", s.Status.LoadBalancer.Ingress)
+		}
+		return nil
+	})
 	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
 		t.Errorf("a refused adoption has workspaces %v", ws)
 	}
-	if err := tenant.CoreV1().Services("default").Delete(ctx, "steal", metav1.DeleteOptions{}); err != nil {
+	if err := tenant.CoreV1().Services("shop").Delete(ctx, "steal", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The team's load balancer is adopted: imported, not created.
-	if _, err := tenant.CoreV1().Services("default").Create(ctx, adopting("web", team.ID), metav1.CreateOptions{}); err != nil {
+	if _, err := tenant.CoreV1().Services("shop").Create(ctx, adopting("web", team.ID, 30080), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if ip := waitVIP(t, client, "web"); ip != team.Values["ipv4"] {
+	ip, err := harness.WaitForIngress(ctx, client, "shop", "web", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip != team.Values["ipv4"] {
 		t.Errorf("status IP %s, want the adopted load balancer's %v", ip, team.Values["ipv4"])
 	}
 	for _, c := range env.Calls(t) {
@@ -168,12 +194,12 @@ instances {
 	// A later change applies to the adopted load balancer: the new port is
 	// created on it (not imported: the adoption applied).
 	eventually(t, 2*time.Minute, "a port added to the adopted load balancer", func(ctx context.Context) error {
-		s, err := tenant.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		s, err := tenant.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: corev1.ProtocolTCP})
-		_, err = tenant.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{})
+		_, err = tenant.CoreV1().Services("shop").Update(ctx, s, metav1.UpdateOptions{})
 		return err
 	})
 	waitStandInCalls(t, env, "port 443 created on the adopted load balancer", func(cs []standin.Call) bool {
@@ -186,11 +212,11 @@ instances {
 	})
 
 	// Deleting the Service destroys the adopted load balancer, not the platform's.
-	if err := tenant.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := tenant.CoreV1().Services("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 90*time.Second, "Service deleted (finalizer released)", func(ctx context.Context) error {
-		if _, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
