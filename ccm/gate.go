@@ -42,6 +42,6 @@ func (g *planGate) judge(in plans.GateInput) plans.GateVerdict {
 	if in.Workspace == templates.RoutesWorkspaceName {
 		kind = templates.KindRoutes
 	}
-	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift})
+	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift, Imports: in.Imports})
 	return plans.GateVerdict{Denied: v.Denied, Approval: v.Approval, Approved: v.Approved, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}
 }

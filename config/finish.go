@@ -208,6 +208,7 @@ func (lb *LoadBalancer) finish(k *checker, c *Config) {
 	}
 	lb.Settings = settings(k, lb.Settings, "load_balancer")
 	lb.finishServiceVars(k)
+	lb.finishAdoptions(k)
 	lb.finishPools(k)
 	c.parseDurations(k, "load_balancer")
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/gate"
+	"github.com/tfccm/tfccm/gate/policy"
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -58,13 +60,17 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 	}
 	r.Add, r.Change, r.Destroy, r.Replaced, r.New = p.Add, p.Change, p.Remove, p.Replaced, p.NoState
 	r.Summary = p.Summary
-	if p.Add+p.Change+p.Remove > 0 {
+	r.Import, r.Imported = p.Import, p.Imported
+	if p.Refused != "" {
+		r.Findings = append(r.Findings, policy.Finding{Rule: "adoption", Action: config.PolicyDeny, Message: p.Refused})
+	}
+	if p.Add+p.Change+p.Remove+p.Import > 0 {
 		kind := templates.KindLoadBalancer
 		if t.Routes {
 			kind = templates.KindRoutes
 		}
-		v := o.Gate.Judge(gate.Input{Plan: p.Document, Workspace: t.Spec.Name, Kind: string(kind), Create: p.NoState})
-		r.Findings, r.Held = v.Findings, v.Hold
+		v := o.Gate.Judge(gate.Input{Plan: p.Document, Workspace: t.Spec.Name, Kind: string(kind), Create: p.NoState, Imports: p.Import})
+		r.Findings, r.Held = append(r.Findings, v.Findings...), v.Hold
 	}
 	return r
 }

@@ -25,6 +25,10 @@ type Row struct {
 	Destroy int    `json:"destroy"`
 	// Replaced lists the resources to be replaced (destroyed and created).
 	Replaced []string `json:"replaced,omitempty"`
+	// Import counts the resources the plan imports, and Imported lists
+	// them: an adoption (tfccm.io/adopt).
+	Import   int      `json:"import,omitempty"`
+	Imported []string `json:"imported,omitempty"`
 	// New is true when the backend holds no state for the workspace yet.
 	New     bool   `json:"new,omitempty"`
 	Summary string `json:"summary,omitempty"`
@@ -38,7 +42,7 @@ type Row struct {
 }
 
 // Changes reports whether the row's plan changes anything.
-func (r Row) Changes() bool { return r.Add+r.Change+r.Destroy > 0 }
+func (r Row) Changes() bool { return r.Add+r.Change+r.Destroy+r.Import > 0 }
 
 // Denied reports whether a policy rule denies the row's plan.
 func (r Row) Denied() bool {
@@ -61,6 +65,7 @@ type Report struct {
 type Counts struct {
 	Workspaces int `json:"workspaces"`
 	Changed    int `json:"changed"`
+	Adoptions  int `json:"adoptions"`
 	Denied     int `json:"denied"`
 	Errors     int `json:"errors"`
 }
@@ -75,6 +80,9 @@ func (r *Report) Counts() Counts {
 		case row.Changes():
 			c.Changed++
 		}
+		if row.Error == "" && row.Import > 0 {
+			c.Adoptions++
+		}
 		if row.Denied() {
 			c.Denied++
 		}
@@ -83,7 +91,7 @@ func (r *Report) Counts() Counts {
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d workspaces: %d change, %d denied by policy, %d failed", c.Workspaces, c.Changed, c.Denied, c.Errors)
+	return fmt.Sprintf("%d workspaces: %d change, %d adopt, %d denied by policy, %d failed", c.Workspaces, c.Changed, c.Adoptions, c.Denied, c.Errors)
 }
 
 // module is the set/variant column.
@@ -113,6 +121,14 @@ func replaced(row Row) string {
 	return strings.Join(row.Replaced, ", ")
 }
 
+// adopted is the adoptions column: what the plan imports.
+func adopted(row Row) string {
+	if len(row.Imported) == 0 {
+		return "-"
+	}
+	return strings.Join(row.Imported, ", ")
+}
+
 func findings(row Row) string {
 	if row.Error != "" {
 		return row.Error
@@ -133,9 +149,9 @@ func findings(row Row) string {
 // WriteText writes the report as an aligned table.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tTEMPLATE\tCHANGES\tREPLACED\tPOLICY")
+	fmt.Fprintln(tw, "TARGET\tTEMPLATE\tCHANGES\tREPLACED\tADOPTED\tPOLICY")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.Target, r.module(row), changes(row), replaced(row), oneLine(findings(row)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", row.Target, r.module(row), changes(row), replaced(row), adopted(row), oneLine(findings(row)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -149,8 +165,8 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	c := r.Counts()
 	fmt.Fprintf(w, "### tfccm plan (%s)\n\n%s\n\n", md(r.Set), c)
-	fmt.Fprintln(w, "| target | template | add | change | destroy | replaced | policy |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| target | template | add | change | destroy | replaced | adopted | policy |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|---|")
 	unchanged := 0
 	for _, row := range r.Rows {
 		if row.Error == "" && !row.Changes() && len(row.Findings) == 0 && row.Held == "" {
@@ -167,7 +183,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		} else if len(row.Replaced) > 0 {
 			mark = ":warning: "
 		}
-		fmt.Fprintf(w, "| %s`%s` | %s | %s | %s | %s | %s | %s |\n", mark, md(row.Target), md(r.module(row)), add, chg, del, md(replaced(row)), md(findings(row)))
+		fmt.Fprintf(w, "| %s`%s` | %s | %s | %s | %s | %s | %s | %s |\n", mark, md(row.Target), md(r.module(row)), add, chg, del, md(replaced(row)), md(adopted(row)), md(findings(row)))
 	}
 	_, err := fmt.Fprintf(w, "\n%d workspaces without changes.\n", unchanged)
 	return err

@@ -9,7 +9,7 @@ import (
 )
 
 // sample has a row of each kind: unchanged, changed with a replacement
-// and a denial, new, held by a closed change window, and failed (with Markdown syntax in its message).
+// and a denial, new, held by a closed change window, an adoption, and failed (with Markdown syntax in its message).
 func sample() *Report {
 	return &Report{Set: "hcloud", Rows: []Row{
 		{Target: "blog/db", Namespace: "blog", Name: "db", Module: "loadbalancer", Workspace: "lb-prod-1"},
@@ -19,6 +19,8 @@ func sample() *Report {
 			Findings: []policy.Finding{{Rule: "few-destroys", Action: "warn", Message: "3 resources"}}},
 		{Target: "shop/late", Namespace: "shop", Name: "late", Module: "loadbalancer", Workspace: "lb-prod-4", Change: 1,
 			Held: "not applied: change window business-hours is closed; the next opens at 2026-11-26T08:00:00Z"},
+		{Target: "shop/old", Namespace: "shop", Name: "old", Module: "loadbalancer", Workspace: "lb-prod-5", Change: 1, New: true, Import: 2,
+			Imported: []string{"hcloud_load_balancer.this", "hcloud_load_balancer_service.port[\"80\"]"}},
 		{Target: "shop/bad", Namespace: "shop", Name: "bad", Error: "render: annotation tfccm.io/vars: <x> | `y`"},
 	}}
 }
@@ -40,7 +42,7 @@ func TestReportFormats(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	if got, want := sample().Counts(), (Counts{Workspaces: 5, Changed: 3, Denied: 1, Errors: 1}); got != want {
+	if got, want := sample().Counts(), (Counts{Workspaces: 6, Changed: 4, Adoptions: 1, Denied: 1, Errors: 1}); got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
 	}
 }

@@ -47,6 +47,9 @@ type Input struct {
 	// Create: nothing applied yet; Destroy: the Service was deleted;
 	// Drift: the plan repairs drift.
 	Create, Destroy, Drift bool
+	// Imports counts the resources the plan imports (an adoption,
+	// tfccm.io/adopt, when above zero).
+	Imports int
 }
 
 // Verdict is what the gate says of a plan.
@@ -75,7 +78,7 @@ func (g *Gate) Judge(in Input) Verdict {
 	if g == nil {
 		return v
 	}
-	v.Findings = g.policy.Check(policy.Input{Plan: in.Plan, Workspace: policy.Workspace{Name: in.Workspace, Kind: in.Kind, Destroy: in.Destroy, Drift: in.Drift, Create: in.Create}})
+	v.Findings = g.policy.Check(policy.Input{Plan: in.Plan, Workspace: policy.Workspace{Name: in.Workspace, Kind: in.Kind, Destroy: in.Destroy, Drift: in.Drift, Create: in.Create, Imports: in.Imports}})
 	deny, approval, warnings := policy.Verdict(v.Findings)
 	if deny != nil {
 		v.Denied = deny.String()

@@ -69,6 +69,10 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
+	adopt, err := adoptVal(cfg, m, svc)
+	if err != nil {
+		return nil, err
+	}
 	service := serviceVal(svc, addrs)
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
 	if err := checkServiceVars(cfg.LoadBalancer, vars); err != nil {
@@ -79,6 +83,7 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 		return nil, err
 	}
 	inputs := map[string]cty.Value{
+		AdoptVar:             adopt,
 		"cluster_name":       str(cfg.ClusterName),
 		"load_balancer_name": str(LoadBalancerName(cfg, svc)),
 		"load_balancer_id":   str(LoadBalancerID(cfg, svc)),
@@ -87,7 +92,12 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 		"health_check":       healthCheckVal(cfg, svc),
 		SettingsVar:          settings,
 	}
-	return s.render(cfg, m, LoadBalancerWorkspaceName(cfg, svc), inputs)
+	r, err := s.render(cfg, m, LoadBalancerWorkspaceName(cfg, svc), inputs)
+	if err != nil {
+		return nil, err
+	}
+	r.Spec.Adopts = adopt != cty.NilVal
+	return r, nil
 }
 
 // RenderRoutes renders the cluster's routes workspace.

@@ -17,8 +17,10 @@ import (
 
 // gate has g judge the saved plan (Options.Gate); without a gate every
 // plan passes.
+// An adopting workspace's plan (Spec.Adopts) is read even without a gate:
+// a plan that would destroy or replace what it imports is refused here.
 func (r *runner) gate(ctx context.Context, g plans.Gate, spec *Spec, destroy bool) (plans.GateVerdict, error) {
-	if g == nil {
+	if g == nil && !(spec.Adopts && !destroy) {
 		return plans.GateVerdict{}, nil
 	}
 	plan, err := tofu.StepResult(ctx, r.Runner, "show", func(ctx context.Context, tf *tfexec.Terraform) (*tfjson.Plan, error) {
@@ -27,12 +29,19 @@ func (r *runner) gate(ctx context.Context, g plans.Gate, spec *Spec, destroy boo
 	if err != nil {
 		return plans.GateVerdict{}, err
 	}
+	if err := plans.CheckAdoption(plan); err != nil {
+		return plans.GateVerdict{Denied: err.Error()}, nil
+	}
+	if g == nil {
+		return plans.GateVerdict{}, nil
+	}
 	doc, err := plans.PolicyDocument(plan, r.Scrub)
 	if err != nil {
 		return plans.GateVerdict{}, &tofu.Error{Op: "plan", Summary: err.Error()}
 	}
 	classifyBackends(doc, plan, r.Dir)
-	in := plans.GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc}
+	in := plans.GateInput{Workspace: spec.Name, Destroy: destroy, Drift: r.drift, Create: !destroy && r.created, Plan: doc,
+		Imports: len(plans.Imports(plan))}
 	return g(in), nil
 }
 

@@ -60,6 +60,13 @@ type Preview struct {
 	Summary             string
 	// Replaced are the addresses of resources to be replaced.
 	Replaced []string
+	// Import and Forget count imported and forgotten resources; Imported
+	// are the imported addresses (an adoption: tfccm.io/adopt), and
+	// Refused says why the live controller would refuse the adoption
+	// (plans.CheckAdoption; "" = not refused).
+	Import, Forget int
+	Imported       []string
+	Refused        string
 	// NoState is true when the backend holds no state for the workspace
 	// yet (never applied).
 	NoState bool
@@ -84,7 +91,12 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 	if p.NoState, err = previewInit(ctx, tf, spec, dir, fail); err != nil {
 		return nil, err
 	}
-	if _, err := tf.Plan(ctx, tfexec.Lock(false), tfexec.Out(previewPlanFile)); err != nil {
+	opts := []tfexec.PlanOption{tfexec.Lock(false), tfexec.Out(previewPlanFile)}
+	if spec.Adopts && !p.NoState && previewHasResources(ctx, tf) {
+		// As the engine plans once the adoption applied (AdoptVar).
+		opts = append(opts, adoptNullVar())
+	}
+	if _, err := tf.Plan(ctx, opts...); err != nil {
 		return nil, fail("plan", err)
 	}
 	plan, err := tf.ShowPlanFile(ctx, previewPlanFile)
@@ -95,6 +107,19 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// previewHasResources reports whether the workspace's state holds any
+// resource (false when it cannot be read).
+func previewHasResources(ctx context.Context, tf *tfexec.Terraform) bool {
+	raw, err := tf.StatePull(ctx)
+	if err != nil || raw == "" {
+		return false
+	}
+	var st struct {
+		Resources []json.RawMessage `json:"resources"`
+	}
+	return json.Unmarshal([]byte(raw), &st) == nil && len(st.Resources) > 0
 }
 
 // previewTofu is tofu in dir with the preview's environment (the
@@ -187,6 +212,10 @@ func (p *Preview) fill(plan *tfjson.Plan, scrub *secret.Scrubber, name, dir stri
 	var pending plans.PendingPlan
 	pub := plans.Redact(plan, &pending)
 	p.Add, p.Change, p.Remove, p.Summary = pending.Add, pending.Change, pending.Remove, pending.Summary()
+	p.Import, p.Forget, p.Imported = pending.Import, pending.Forget, plans.Imports(plan)
+	if err := plans.CheckAdoption(plan); err != nil {
+		p.Refused = err.Error()
+	}
 	pub.Summary = p.Summary
 	for _, rc := range plan.ResourceChanges {
 		if rc != nil && rc.Change != nil && rc.Change.Actions.Replace() {

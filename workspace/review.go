@@ -101,6 +101,9 @@ func (r *runner) applyPlan(ctx context.Context, op string) error {
 		if vf != nil {
 			opts = append(opts, vf)
 		}
+		if r.adoptDone(op == "destroy") {
+			opts = append(opts, adoptNullVar()) // as the plan was made
+		}
 		return r.Step(ctx, op, func(ctx context.Context, tf *tfexec.Terraform) error {
 			return tf.Apply(ctx, opts...)
 		})

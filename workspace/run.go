@@ -311,6 +311,9 @@ func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, dest
 	if destroy {
 		opts = append(opts, tfexec.Destroy(true))
 	}
+	if r.adoptDone(destroy) {
+		opts = append(opts, adoptNullVar())
+	}
 	err = r.WithCredentials("plan", func(vf *tfexec.VarFileOption) error {
 		if vf != nil {
 			opts = append(opts, vf)

@@ -18,6 +18,10 @@ import (
 	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
+// AdoptVar is the template input that carries a Service's adoption
+// (templates: the adopt variable the import blocks read).
+const AdoptVar = "adopt"
+
 // Spec is the desired content of one workspace.
 type Spec struct {
 	// Name is the workspace directory name: 1-128 characters of
@@ -32,6 +36,14 @@ type Spec struct {
 	// into one run (Options.Coalesce); a load balancer's node churn, not
 	// the routes workspace, which batches its own calls. Not hashed.
 	Coalesce bool
+	// Adopts is set when the workspace imports existing infrastructure
+	// (tfccm.io/adopt, the template input AdoptVar): its plans are read
+	// and refused when they would destroy or replace what they import
+	// (plans.CheckAdoption). Once an apply succeeded, later plans set
+	// AdoptVar to null: what was adopted is in the state, and a port or
+	// node added later is created, not imported. Not hashed (the inputs
+	// carry the adoption).
+	Adopts bool
 	// Files maps slash-separated relative paths to their content: module
 	// .tf files, scripts, tfccm.auto.tfvars and the generated backend file.
 	Files map[string][]byte

@@ -27,6 +27,12 @@ func rc(address string, actions []string, before, after map[string]any) any {
 		"change": map[string]any{"actions": acts, "before": b, "after": a}}
 }
 
+// imported marks a resource change of rc as an import by id.
+func imported(change any, id string) any {
+	change.(map[string]any)["change"].(map[string]any)["importing"] = map[string]any{"id": id}
+	return change
+}
+
 func plan(changes ...any) map[string]any {
 	return map[string]any{"resource_changes": changes, "output_changes": map[string]any{}}
 }
@@ -71,6 +77,7 @@ func loadExample(t *testing.T, name string) *Set {
 func TestShippedExamples(t *testing.T) {
 	lbWs := Workspace{Name: "lb-prod-1", Kind: "loadbalancer"}
 	destroyWs := Workspace{Name: "lb-prod-1", Kind: "loadbalancer", Destroy: true}
+	adoptWs := Workspace{Name: "lb-prod-1", Kind: "loadbalancer", Create: true, Imports: 1}
 	type tc struct {
 		name string
 		ws   Workspace
@@ -113,6 +120,11 @@ func TestShippedExamples(t *testing.T) {
 				[]string{"require-approval replacement-needs-approval: replaces hcloud_load_balancer.this"}},
 			{"listener removed", lbWs, plan(rc("hcloud_load_balancer_service.port", del, lb, nil)),
 				[]string{"warn destroys-warn: the plan destroys resources of a load balancer that stays"}},
+		},
+		"adoption-needs-approval.hcl": {
+			{"no import", lbWs, plan(rc("hcloud_load_balancer.this", update, lb, lb)), nil},
+			{"adoption", adoptWs, plan(imported(rc("hcloud_load_balancer.this", update, lb, lb), "4711"), rc("hcloud_load_balancer_target.node", create, nil, nil)),
+				[]string{"require-approval adoption-needs-approval: adopts hcloud_load_balancer.this (id 4711)"}},
 		},
 	}
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "policy", "*.hcl"))

@@ -36,14 +36,19 @@ type Input struct {
 
 // Workspace is the workspace variable: its name, kind (the template
 // contract's, templates.Kind: "loadbalancer" or "routes") and what the plan is for: a destroy (Service deleted), a
-// drift repair, or the first apply (create).
+// drift repair, the first apply (create), or an adoption (imports).
 type Workspace struct {
 	Name, Kind             string
 	Destroy, Drift, Create bool
+	// Imports counts the resources the plan imports: an adoption
+	// (tfccm.io/adopt; workspace.adopt is true, workspace.imports the
+	// count).
+	Imports int
 }
 
 func (w Workspace) value() map[string]any {
-	return map[string]any{"name": w.Name, "kind": w.Kind, "destroy": w.Destroy, "drift": w.Drift, "create": w.Create}
+	return map[string]any{"name": w.Name, "kind": w.Kind, "destroy": w.Destroy, "drift": w.Drift, "create": w.Create,
+		"adopt": w.Imports > 0, "imports": int64(w.Imports)}
 }
 
 // Set is the compiled rules of a cloud config.

@@ -394,7 +394,8 @@ func objectJSON(v tftypes.Value) map[string]any {
 	return m
 }
 
-// ImportResourceState imports an object by id: the stored object when a
+// ImportResourceState imports an object by its import id: the stored
+// object the provider's documented import id names (importObject) when a
 // store holds it, else an object with only its id set (read fills in).
 func (s *Server) ImportResourceState(_ context.Context, req *tfprotov6.ImportResourceStateRequest) (*tfprotov6.ImportResourceStateResponse, error) {
 	resp := &tfprotov6.ImportResourceStateResponse{}
@@ -406,7 +407,7 @@ func (s *Server) ImportResourceState(_ context.Context, req *tfprotov6.ImportRes
 	t := r.ValueType()
 	var state *tfprotov6.DynamicValue
 	if s.store != "" {
-		stored, err := s.load(req.TypeName, req.ID)
+		stored, err := s.importObject(req.TypeName, req.ID, t)
 		if err != nil {
 			resp.Diagnostics = errDiag("Cannot import "+req.TypeName, fmt.Errorf("no object with id %q: %w", req.ID, err))
 			return resp, nil

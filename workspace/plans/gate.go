@@ -21,6 +21,9 @@ type GateInput struct {
 	// drift repair, or the first apply of the workspace (nothing applied
 	// yet).
 	Destroy, Drift, Create bool
+	// Imports counts the resources the plan imports: an adoption
+	// (tfccm.io/adopt) when above zero.
+	Imports int
 	// Plan is the plan in policy form (PolicyDocument): sensitive values
 	// redacted.
 	Plan map[string]any

@@ -31,6 +31,10 @@ type PendingPlan struct {
 	// Add, Change and Destroy count resource actions (a replacement counts
 	// as one add and one destroy).
 	Add, Change, Remove int
+	// Import counts resources the plan imports (adoption: tfccm.io/adopt),
+	// whatever else it does to them; Forget counts resources removed from
+	// the state while the object stays in the cloud.
+	Import, Forget int `json:",omitempty"`
 	// Text is `tofu show -no-color` of the plan (tofu redacts sensitive
 	// values; tfccm's secrets are scrubbed too).
 	Text string
@@ -47,16 +51,38 @@ type PendingPlan struct {
 // prefixed "drift repair: " for a drift repair.
 func (p *PendingPlan) Summary() string {
 	s := fmt.Sprintf("%d to add, %d to change, %d to destroy", p.Add, p.Change, p.Remove)
+	if p.Import > 0 {
+		s = fmt.Sprintf("%d to import, %s", p.Import, s)
+	}
+	if p.Forget > 0 {
+		s = fmt.Sprintf("%s, %d to forget", s, p.Forget)
+	}
 	if p.Drift {
 		s = "drift repair (the infrastructure drifted from the applied plan): " + s
 	}
 	return s
 }
 
+// CountChange adds one resource change to p's counts: its actions
+// (Count) and whether it imports the resource; false when it neither
+// imports nor changes anything (a no-op or a read).
+func (p *PendingPlan) CountChange(c *tfjson.Change) bool {
+	if c == nil {
+		return false
+	}
+	imported := c.Importing != nil
+	if imported {
+		p.Import++
+	}
+	return p.Count(c.Actions) || imported
+}
+
 // Count adds one resource's actions to p's counts; false for a no-op or a
 // read.
 func (p *PendingPlan) Count(a tfjson.Actions) bool {
 	switch {
+	case a.Forget():
+		p.Forget++
 	case a.Replace():
 		p.Add++
 		p.Remove++

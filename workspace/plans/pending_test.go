@@ -24,6 +24,7 @@ func TestCountAndSummary(t *testing.T) {
 		{"replace", []tfjson.Actions{{tfjson.ActionDelete, tfjson.ActionCreate}}, false, 1, "1 to add, 0 to change, 1 to destroy"},
 		{"no-op and read", []tfjson.Actions{{tfjson.ActionNoop}, {tfjson.ActionRead}}, false, 0, "0 to add, 0 to change, 0 to destroy"},
 		{"drift repair", []tfjson.Actions{{tfjson.ActionUpdate}}, true, 1, "drift repair (the infrastructure drifted from the applied plan): 0 to add, 1 to change, 0 to destroy"},
+		{"forget", []tfjson.Actions{{tfjson.ActionForget}, {tfjson.ActionDelete}}, false, 2, "0 to add, 0 to change, 1 to destroy, 1 to forget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

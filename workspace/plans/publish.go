@@ -30,6 +30,14 @@ type PublishedValue struct {
 	Before       any      `json:"before"`
 	After        any      `json:"after"`
 	AfterUnknown any      `json:"after_unknown,omitempty"`
+	// Importing is set when the plan imports the resource (adoption): the
+	// id it is imported by.
+	Importing *PublishedImport `json:"importing,omitempty"`
+}
+
+// PublishedImport is what a plan says of a resource it imports.
+type PublishedImport struct {
+	ID string `json:"id"`
 }
 
 // Redact builds the published form of plan and counts its actions into
@@ -43,7 +51,7 @@ func Redact(plan *tfjson.Plan, p *PendingPlan) Published {
 		if rc == nil || rc.Change == nil {
 			continue
 		}
-		if !p.Count(rc.Change.Actions) {
+		if !p.CountChange(rc.Change) {
 			continue // no-op and read
 		}
 		pub.ResourceChanges = append(pub.ResourceChanges, PublishedChange{Address: rc.Address, PublishedValue: RedactChange(rc.Change)})
@@ -73,6 +81,7 @@ func RedactChange(c *tfjson.Change) PublishedValue {
 		Before:       secret.Redact(c.Before, c.BeforeSensitive),
 		After:        secret.Redact(c.After, c.AfterSensitive),
 		AfterUnknown: c.AfterUnknown,
+		Importing:    publishedImport(c.Importing),
 	}
 }
 

@@ -76,7 +76,7 @@ resource "google_compute_address" "this" {
 
   project      = var.settings.project
   region       = var.settings.region
-  name         = var.load_balancer_name
+  name         = var.adopt == null ? var.load_balancer_name : var.adopt.id
   description  = local.description
   address      = var.service.load_balancer_ip
   address_type = local.scheme
@@ -84,6 +84,12 @@ resource "google_compute_address" "this" {
   purpose      = var.service.internal ? "SHARED_LOADBALANCER_VIP" : null
   network_tier = var.service.internal ? null : var.settings.network_tier
   labels       = local.labels
+
+  lifecycle {
+    # An adopted address keeps the description it was reserved with (a
+    # new one would replace it).
+    ignore_changes = [description]
+  }
 }
 
 resource "google_compute_network_endpoint_group" "zone" {

@@ -182,7 +182,7 @@ resource "oci_network_load_balancer_backend_set" "port" {
   for_each = local.listeners
 
   network_load_balancer_id = oci_network_load_balancer_network_load_balancer.this.id
-  name                     = each.key
+  name                     = local.listener_names[each.key]
   ip_version               = each.value.family
   # ClientIP affinity: the same client goes to the same node.
   policy             = var.service.session_affinity == "ClientIP" ? "TWO_TUPLE" : "FIVE_TUPLE"
@@ -217,7 +217,7 @@ resource "oci_network_load_balancer_listener" "port" {
   for_each = local.listeners
 
   network_load_balancer_id = oci_network_load_balancer_network_load_balancer.this.id
-  name                     = each.key
+  name                     = local.listener_names[each.key]
   default_backend_set_name = oci_network_load_balancer_backend_set.port[each.key].name
   port                     = each.value.port
   protocol                 = each.value.protocol

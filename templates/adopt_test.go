@@ -1,0 +1,90 @@
+package templates
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestAdoptAllowList: tfccm.io/adopt renders the adopt input only for ids
+// the admin allows the Service's namespace; a tenant naming another
+// namespace's or the platform's load balancer, a malformed value, or a
+// set that cannot adopt is refused naming the problem, and nothing
+// renders. The id reaches the template as a variable value in the tfvars
+// (escaped), never as HCL of its own.
+func TestAdoptAllowList(t *testing.T) {
+	const cfg = `cluster_name = "c"
+load_balancer {
+  settings = { location = "fsn1" }
+  adopt "shop" {
+    ids = ["4711"]
+  }
+  adopt "blog" {
+    ids = ["4712"]
+  }
+}`
+	hcloud, err := LoadBuiltin("hcloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, namespace, value string
+		set                    *Set
+		want                   string // error substring; "" renders
+		tfvars                 string // substring of the rendered tfvars
+	}{
+		{name: "allowed id", namespace: "shop", value: "4711", tfvars: "adopt = {\n  id = \"4711\"\n}"},
+		{name: "allowed id as JSON", namespace: "shop", value: `{"id": "4711"}`, tfvars: `id = "4711"`},
+		{name: "another namespace's load balancer", namespace: "shop", value: "4712",
+			want: `annotation tfccm.io/adopt: namespace shop may not adopt "4712": the cluster admin allows a namespace's Services to adopt only the ids listed in load_balancer { adopt "shop" { ids = [...] } }`},
+		{name: "a namespace without an allow-list", namespace: "dev", value: "4711", want: `namespace dev may not adopt "4711"`},
+		{name: "a part not allowed", namespace: "shop", value: `{"id": "4711", "listener.tcp-80": "4712"}`, want: `namespace shop may not adopt "4712"`},
+		{name: "HCL in the value", namespace: "shop", value: `4711" } resource "x" "y" { a = "`, want: `annotation tfccm.io/adopt: "4711\" } resource`},
+		{name: "interpolation in the value", namespace: "shop", value: "${file(\"/etc/shadow\")}", want: "is not a load balancer id"},
+		{name: "JSON without id", namespace: "shop", value: `{"listener.tcp-80": "1"}`, want: `has no "id"`},
+		{name: "JSON not of strings", namespace: "shop", value: `{"id": 4711}`, want: "not a JSON object of strings"},
+		{name: "bad part name", namespace: "shop", value: `{"id": "4711", "Listener 80": "1"}`, want: `part name "Listener 80" is not a part name`},
+		{name: "a set that cannot adopt", namespace: "shop", value: "4711", set: fullSet(t), want: "template loadbalancer cannot adopt a load balancer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := tt.set
+			if set == nil {
+				set = hcloud
+			}
+			s := svc(func(s *corev1.Service) {
+				s.Namespace = tt.namespace
+				s.Annotations["tfccm.io/adopt"] = tt.value
+			})
+			ws, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
+				}
+				if ws != nil {
+					t.Fatal("a refused adoption rendered a workspace")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ws.Adopts {
+				t.Error("the workspace is not marked as adopting")
+			}
+			if got := string(ws.Files[TfvarsFile]); !strings.Contains(got, tt.tfvars) {
+				t.Errorf("tfvars lack %q:\n%s", tt.tfvars, got)
+			}
+		})
+	}
+	// Without the annotation nothing is adopted and no adopt input is
+	// written (the template's default null applies).
+	ws, err := hcloud.RenderLoadBalancer(testConfig(t, cfg), svc(nil), testNodes(), Addresses{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.Adopts || strings.Contains(string(ws.Files[TfvarsFile]), "\nadopt") {
+		t.Errorf("a Service without tfccm.io/adopt adopts:\n%s", ws.Files[TfvarsFile])
+	}
+}

@@ -1,0 +1,283 @@
+package clouds
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/test/standin"
+	"github.com/tfccm/tfccm/workspace"
+	"github.com/tfccm/tfccm/workspace/plans"
+)
+
+// adoptCase is how one set adopts a load balancer another tool made.
+type adoptCase struct {
+	cloud cloud
+	// lb is the address of the adopted resource that holds the address.
+	lb string
+	// value builds tfccm.io/adopt from the old load balancer's resources
+	// (address -> values).
+	value func(old map[string]map[string]any) map[string]string
+	// keep lists the old resources that stay in the cloud when the old
+	// load balancer is handed over (the others are deleted first, as the
+	// set's walk-through says); nil keeps all.
+	keep []string
+}
+
+func adoptCases() map[string]adoptCase {
+	id := func(old map[string]map[string]any, addr string) string { return fmt.Sprint(old[addr]["id"]) }
+	return map[string]adoptCase{
+		"hcloud": {cloud: hcloudCloud(), lb: "hcloud_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
+			return map[string]string{"id": id(old, "hcloud_load_balancer.this")}
+		}},
+		"digitalocean": {cloud: digitalOceanCloud(), lb: "digitalocean_loadbalancer.this", value: func(old map[string]map[string]any) map[string]string {
+			return map[string]string{"id": id(old, "digitalocean_loadbalancer.this")}
+		}},
+		"exoscale": {cloud: exoscaleCloud(), lb: "exoscale_nlb.this", value: func(old map[string]map[string]any) map[string]string {
+			return map[string]string{"id": id(old, "exoscale_nlb.this"),
+				"service.tcp-80": id(old, `exoscale_nlb_service.port["tcp-80"]`), "service.tcp-443": id(old, `exoscale_nlb_service.port["tcp-443"]`)}
+		}},
+		"openstack": {cloud: openStackCloud(), lb: "openstack_networking_floatingip_v2.this[0]", value: func(old map[string]map[string]any) map[string]string {
+			v := map[string]string{"id": id(old, "openstack_lb_loadbalancer_v2.this"), "floating_ip": id(old, "openstack_networking_floatingip_v2.this[0]")}
+			for _, k := range []string{"tcp-80", "tcp-443"} {
+				v["listener."+k] = id(old, `openstack_lb_listener_v2.port["`+k+`"]`)
+				v["pool."+k] = id(old, `openstack_lb_pool_v2.port["`+k+`"]`)
+				v["monitor."+k] = id(old, `openstack_lb_monitor_v2.port["`+k+`"]`)
+			}
+			return v
+		}},
+		"oci": {cloud: ociCloud(), lb: "oci_network_load_balancer_network_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
+			v := map[string]string{"id": id(old, "oci_network_load_balancer_network_load_balancer.this")}
+			for addr, vals := range old {
+				if strings.HasPrefix(addr, "oci_network_load_balancer_listener.port[") {
+					key := strings.TrimSuffix(strings.TrimPrefix(addr, `oci_network_load_balancer_listener.port["`), `"]`)
+					v["name."+key] = fmt.Sprint(vals["name"])
+				}
+			}
+			return v
+		}, keep: []string{"oci_network_load_balancer_network_load_balancer.this", "oci_network_load_balancer_listener.", "oci_network_load_balancer_backend_set."}},
+		"google": {cloud: googleCloud(), lb: "google_compute_address.this[0]", value: func(old map[string]map[string]any) map[string]string {
+			return map[string]string{"id": fmt.Sprint(old["google_compute_address.this[0]"]["name"])}
+		}, keep: []string{"google_compute_address.this[0]"}},
+	}
+}
+
+// TestAdopt: for every real-cloud set, a load balancer made before tfccm
+// (here by the set's own template for another Service, its state then
+// thrown away: the object lives on in the stand-in's cloud only) is adopted
+// by a Service naming it in tfccm.io/adopt: the plan imports it ("importing")
+// with no destroy and no replace, the apply creates no new load balancer and
+// the status keeps its address; a later change (a new port) applies to the
+// adopted load balancer; deleting the Service destroys it, leaving the cloud
+// empty.
+func TestAdopt(t *testing.T) {
+	cases := adoptCases()
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { runAdopt(t, cases[name]) })
+	}
+}
+
+func runAdopt(t *testing.T, ac adoptCase) {
+	c := ac.cloud
+	env := standin.Setup(t, c.provider)
+	env.Only = c.only
+	env.SetFixture(t, c.fixture)
+	set, err := templates.LoadBuiltin(c.set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+
+	// The old load balancer: made for another Service, then only in the cloud.
+	oldDir := filepath.Join(work, "old")
+	oldSvc := service(func(s *corev1.Service) { s.Name, s.UID = "web-old", types.UID("0a0b0c0d-1111-4222-8333-444455556666") })
+	applyService(t, env, set, parseConfig(t, c.config, work), oldSvc, c.nodes(), oldDir)
+	old, oldIngress := resources(t, env, oldDir), output(t, env, oldDir)
+	handOver(t, env, oldDir, old, ac.keep)
+	env.Calls(t)
+
+	// The Service adopting it; the admin allows its ids for namespace shop.
+	adopt := ac.value(old)
+	var ids []string
+	for _, v := range adopt {
+		ids = append(ids, fmt.Sprintf("%q", v))
+	}
+	allow := fmt.Sprintf("load_balancer {\n  adopt \"shop\" {\n    ids = [%s]\n  }\n", strings.Join(ids, ", "))
+	cfg := parseConfig(t, strings.Replace(c.config, "load_balancer {\n", allow, 1), work)
+	value, _ := json.Marshal(adopt)
+	svc := service(func(s *corev1.Service) { s.Annotations["tfccm.io/adopt"] = string(value) })
+	dir := filepath.Join(work, "ws")
+	ws := render(t, set, cfg, svc, c.nodes(), dir)
+	if !ws.Adopts {
+		t.Fatal("the workspace does not adopt")
+	}
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	t.Cleanup(func() { cleanup(t, env, dir) })
+	noWarnings(t, "plan", env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-out=tfplan"))
+	var plan tfjson.Plan
+	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json", "tfplan"), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var p plans.PendingPlan
+	plans.Redact(&plan, &p)
+	imported := plans.Imports(&plan)
+	t.Logf("%s: %s; imports %v", c.set, p.Summary(), imported)
+	if !contains(imported, ac.lb) {
+		t.Errorf("the plan imports %v, not %s", imported, ac.lb)
+	}
+	if p.Remove != 0 {
+		t.Errorf("adoption plan destroys or replaces: %s", p.Summary())
+	}
+	if err := plans.CheckAdoption(&plan); err != nil {
+		t.Error(err)
+	}
+	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan"))
+	calls := env.Calls(t)
+	lbType := strings.SplitN(ac.lb, ".", 2)[0]
+	for _, call := range calls {
+		if call.Op == "delete" || (call.Op == "create" && call.Type == lbType) {
+			t.Errorf("adoption made a %s call on %s: %+v", call.Op, call.Type, call)
+		}
+	}
+	adopted := resources(t, env, dir)
+	if adopted[ac.lb]["id"] != old[ac.lb]["id"] {
+		t.Errorf("%s is %v, want the adopted %v", ac.lb, adopted[ac.lb]["id"], old[ac.lb]["id"])
+	}
+	if got := output(t, env, dir); !sameIPs(got, oldIngress) {
+		t.Errorf("the Service's address changed: %v, was %v", got, oldIngress)
+	}
+	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode")
+
+	// A later change applies to the adopted load balancer.
+	more := service(func(s *corev1.Service) {
+		s.Annotations["tfccm.io/adopt"] = string(value)
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Protocol: corev1.ProtocolTCP, Port: 8443, NodePort: 30843})
+	})
+	render(t, set, cfg, more, c.nodes(), dir)
+	// As the engine plans once the adoption applied: what was adopted is
+	// in the state, a new port is created (workspace.AdoptVar).
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color", "-var="+workspace.AdoptVar+"=null")
+	changed := env.Calls(t)
+	if len(changed) == 0 {
+		t.Error("a new port made no call")
+	}
+	for _, call := range changed {
+		if call.Op == "delete" || (call.Op == "create" && call.Type == lbType) {
+			t.Errorf("a new port made a %s call on %s: %+v", call.Op, call.Type, call)
+		}
+	}
+	if after := resources(t, env, dir); after[ac.lb]["id"] != old[ac.lb]["id"] {
+		t.Errorf("after a new port %s is %v, want %v", ac.lb, after[ac.lb]["id"], old[ac.lb]["id"])
+	}
+
+	// Deleting the Service destroys it: nothing is left in the cloud.
+	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+	env.Calls(t)
+	assertStoreEmpty(t, env)
+}
+
+func render(t *testing.T, set *templates.Set, cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, dir string) *workspace.Spec {
+	t.Helper()
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes, sharing(t, svc, ""))
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if err := ws.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func applyService(t *testing.T, env *standin.Env, set *templates.Set, cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, dir string) {
+	t.Helper()
+	render(t, set, cfg, svc, nodes, dir)
+	env.Tofu(t, dir, "init", "-input=false", "-no-color")
+	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+}
+
+// handOver leaves the old load balancer in the cloud without any state:
+// the resources not kept are destroyed first, then the state is dropped.
+func handOver(t *testing.T, env *standin.Env, dir string, old map[string]map[string]any, keep []string) {
+	t.Helper()
+	if keep != nil {
+		var kept []string
+		for addr := range old {
+			for _, k := range keep {
+				if strings.HasPrefix(addr, k) {
+					kept = append(kept, addr)
+				}
+			}
+		}
+		if len(kept) > 0 {
+			env.Tofu(t, dir, append([]string{"state", "rm"}, kept...)...)
+		}
+		env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
+	}
+	if err := os.Remove(filepath.Join(dir, "terraform.tfstate")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+}
+
+// resources returns the managed resources of dir's state by address.
+func resources(t *testing.T, env *standin.Env, dir string) map[string]map[string]any {
+	t.Helper()
+	var st tfjson.State
+	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	if st.Values == nil || st.Values.RootModule == nil {
+		return out
+	}
+	for _, r := range st.Values.RootModule.Resources {
+		if r.Mode == tfjson.ManagedResourceMode {
+			out[r.Address] = r.AttributeValues
+		}
+	}
+	return out
+}
+
+func output(t *testing.T, env *standin.Env, dir string) []map[string]any {
+	t.Helper()
+	var ingress []map[string]any
+	if err := json.Unmarshal(env.Tofu(t, dir, "output", "-json", "ingress"), &ingress); err != nil {
+		t.Fatal(err)
+	}
+	return ingress
+}
+
+func sameIPs(a, b []map[string]any) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i]["ip"] != b[i]["ip"] || a[i]["hostname"] != b[i]["hostname"] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
