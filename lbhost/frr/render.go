@@ -4,6 +4,7 @@ package frr
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -120,7 +121,9 @@ func renderBGP(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "router bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n", c.ASN, c.RouterID)
 	for _, p := range c.Peers {
 		a := p.Address.String()
-		fmt.Fprintf(b, " neighbor %s remote-as %d\n neighbor %s description %s\n", a, p.ASN, a, p.Name)
+		// advertisement-interval 0: a withdrawal (a failed frontend) goes
+		// out at once, not after eBGP's 30 s MRAI.
+		fmt.Fprintf(b, " neighbor %s remote-as %d\n neighbor %s description %s\n neighbor %s advertisement-interval 0\n", a, p.ASN, a, p.Name, a)
 		if p.Port != 0 {
 			fmt.Fprintf(b, " neighbor %s port %d\n", a, p.Port)
 		}
@@ -171,3 +174,9 @@ func renderBFD(b *strings.Builder, profiles []BFDProfile) {
 	}
 	b.WriteString("exit\n!\n")
 }
+
+var rePasswordLine = regexp.MustCompile(`(?m)^( neighbor \S+ password ).*$`)
+
+// Masked is text with every peer password replaced: what may be hashed
+// into state or shown, for a file Render wrote or one read from a host.
+func Masked(text string) string { return rePasswordLine.ReplaceAllString(text, "${1}<password>") }

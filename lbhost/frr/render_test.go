@@ -79,3 +79,17 @@ func dryRun(t *testing.T, conf string) error {
 	}
 	return nil
 }
+
+func TestMaskedHidesPasswords(t *testing.T) {
+	s, err := Render(good())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Masked(s)
+	if strings.Contains(m, "s3cr3t!") || !strings.Contains(m, " neighbor 10.77.0.1 password <password>\n") {
+		t.Fatalf("Masked:\n%s", m)
+	}
+	if Masked(m) != m || strings.Count(m, "\n") != strings.Count(s, "\n") {
+		t.Fatal("Masked changed more than the password")
+	}
+}
