@@ -4,6 +4,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -289,4 +291,52 @@ func (h *Host) DeleteAnnouncement(ctx context.Context, owner string, timeout, dr
 	case <-time.After(drain):
 	}
 	return nil
+}
+
+// BGPSession is one of the speaker's sessions as bgpd reports it.
+type BGPSession struct {
+	// Peer is the peer's name (its description), Address its address.
+	Peer, Address string
+	// State is BGP's state: Established, or Idle, Connect, Active,
+	// OpenSent, OpenConfirm.
+	State string
+}
+
+// BGPSessions reads the speaker's sessions (`vtysh -c 'show bgp
+// neighbors json'`), sorted by address; none without a speaker.
+func (h *Host) BGPSessions(ctx context.Context) ([]BGPSession, error) {
+	if err := h.FRR.Validate(); err != nil {
+		return nil, err
+	}
+	argv := []string{"vtysh"}
+	if h.FRR.Pathspace != "" {
+		argv = append(argv, "-N", h.FRR.Pathspace)
+	}
+	out, err := h.T.Run(ctx, nil, append(argv, "-c", "show bgp neighbors json")...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read BGP sessions: %w", h.T, err)
+	}
+	return parseSessions(out)
+}
+
+func parseSessions(out []byte) ([]BGPSession, error) {
+	var peers map[string]struct {
+		Desc  string `json:"nbrDesc"`
+		State string `json:"bgpState"`
+	}
+	if len(strings.TrimSpace(string(out))) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(out, &peers); err != nil {
+		return nil, fmt.Errorf("parse vtysh's BGP neighbors: %w", err)
+	}
+	var s []BGPSession
+	for addr, p := range peers {
+		if _, err := netip.ParseAddr(addr); err != nil {
+			continue // not a neighbour (a peer group, say)
+		}
+		s = append(s, BGPSession{Peer: cmp.Or(p.Desc, addr), Address: addr, State: p.State})
+	}
+	slices.SortFunc(s, func(a, b BGPSession) int { return strings.Compare(a.Address, b.Address) })
+	return s, nil
 }

@@ -121,6 +121,9 @@ variable "settings" {
       config_dir          = optional(string)
       keepalived_config   = optional(string)
       keepalived_pid_file = optional(string)
+      # Where the host's FRR is (../bgp/ writes its configuration; the health module reads its sessions).
+      frr_config    = optional(string)
+      frr_pathspace = optional(string)
     }))
     vip_pool             = string                    # IPv4 CIDR on the hosts' VRRP network
     vip_pool6            = optional(string)          # IPv6 CIDR on the same network; unset: IPv4 VIPs only

@@ -44,6 +44,7 @@ variable "settings" {
       config_dir          = optional(string)
       keepalived_config   = optional(string)
       keepalived_pid_file = optional(string)
+      frr_pathspace       = optional(string)
     }))
     config_dir           = optional(string, "/etc/tfccm/lbhost")
     haproxy              = optional(string)
@@ -59,8 +60,9 @@ provider "lbhost" {
   alias    = "host"
   for_each = local.active
 
-  config_dir = coalesce(each.value.config_dir, var.settings.config_dir)
-  haproxy    = var.settings.haproxy
+  config_dir    = coalesce(each.value.config_dir, var.settings.config_dir)
+  haproxy       = var.settings.haproxy
+  frr_pathspace = each.value.frr_pathspace
   ssh = {
     host             = each.value.address
     port             = each.value.ssh_port
@@ -106,3 +108,17 @@ output "hosts" {
 # No vip_holders output: with BGP every healthy host announces the VIP
 # (ECMP), so more than one holder is right; which hosts announce it is
 # left for a later change (docs/bgp.md).
+
+# Every active host's BGP sessions (its speaker is ../../bgp/'s): one not
+# Established is named in the Service's tfccm.io/BGPEstablished condition
+# and a Warning Event, and tfccm_bgp_session_up is 0 for it. A host that
+# does not answer is left out (named by the hosts output instead).
+data "lbhost_bgp_sessions" "host" {
+  for_each = local.active
+  provider = lbhost.host[each.key]
+}
+
+output "bgp_sessions" {
+  description = "Per active LB host that answers, its BGP sessions: peer name and state."
+  value = { for name, d in data.lbhost_bgp_sessions.host : name => [for s in d.sessions : { peer = s.peer, state = s.state }] if d.reachable }
+}
