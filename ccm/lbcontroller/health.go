@@ -88,7 +88,9 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
-	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge) })
+	registerHealthMetrics.Do(func() {
+		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge)
+	})
 }
 
 // healthRound probes every applied load balancer once, workers at a time

@@ -37,9 +37,9 @@ type providerModel struct {
 	// FRR of BGP speakers: its configuration file and -N pathspace.
 	FRRConfig    types.String `tfsdk:"frr_config"`
 	FRRPathspace types.String `tfsdk:"frr_pathspace"`
-	Netns     types.String `tfsdk:"netns"`
-	SSH       *sshModel    `tfsdk:"ssh"`
-	Reserved  types.List   `tfsdk:"reserved_addresses"`
+	Netns        types.String `tfsdk:"netns"`
+	SSH          *sshModel    `tfsdk:"ssh"`
+	Reserved     types.List   `tfsdk:"reserved_addresses"`
 	// Hosts: a provider of every LB host (lbhost_vip_allocation,
 	// lbhost_hosts) instead of one.
 	Hosts []hostEntry `tfsdk:"hosts"`

@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/tfccm/tfccm/lbhost/haproxy"
 	"github.com/tfccm/tfccm/lbhost/frr"
+	"github.com/tfccm/tfccm/lbhost/haproxy"
 	"github.com/tfccm/tfccm/lbhost/host"
 	"github.com/tfccm/tfccm/lbhost/transport"
 )
