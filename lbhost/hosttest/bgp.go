@@ -214,7 +214,10 @@ func (t *ToR) up(opts BGPOptions) error {
 // IPv6 sessions) with BFD, up to 8 equal paths installed (ECMP).
 func (t *ToR) config(password string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "frr defaults datacenter\n!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", ToRASN, t.Address)
+	// IPv6 routes via the hosts' global addresses (not their link-local
+	// ones), so the router's paths name the hosts' addresses.
+	b.WriteString("frr defaults datacenter\n!\nroute-map lb6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n")
+	fmt.Fprintf(&b, "!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", ToRASN, t.Address)
 	b.WriteString(" neighbor lb peer-group\n neighbor lb remote-as " + strconv.Itoa(HostASN) + "\n neighbor lb bfd profile fast\n")
 	b.WriteString(" neighbor lb6 peer-group\n neighbor lb6 remote-as " + strconv.Itoa(HostASN) + "\n neighbor lb6 bfd profile fast\n")
 	if password != "" {
@@ -224,7 +227,7 @@ func (t *ToR) config(password string) string {
 		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s peer-group lb6\n", h.Address, h.Address6)
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
-	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
+	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
 	b.WriteString("bfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n exit\nexit\n!\n")
 	return b.String()
 }
