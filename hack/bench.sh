@@ -23,6 +23,8 @@
 #                           requests lost at 20 req/s; applies/Service per node change == 1
 #   baremetal l4 (nftables + conntrackd)   VRRP failover <= 3 s, <= 3 requests lost at
 #                           20 req/s, >= 95% of 50 long-lived connections alive after it
+#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3)   a host's FRR killed or its link down:
+#                           outage median <= 1 s, <= 1 request lost at 20 req/s
 #   runner Jobs on 3 real nodes (make bench-runners): 200 Services through runner
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
@@ -48,6 +50,7 @@ run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
 run ./lbhost/hosttest/ 'BaremetalL4Failover' 1x
+run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
 # defaults: 10 service workers, as the chart) vs raw tofu

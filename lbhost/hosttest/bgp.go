@@ -299,6 +299,17 @@ func (h *Host) KillFRR() {
 	}
 }
 
+// RestartFRR starts h's FRR again after KillFRR, from the configuration
+// lbhost last wrote.
+func (h *Host) RestartFRR() error {
+	cmds, err := startFRR(h.Netns, h.frrDir(), h.FRRConfig())
+	h.mu.Lock()
+	h.l4 = append(h.l4, cmds...)
+	h.frr = cmds
+	h.mu.Unlock()
+	return err
+}
+
 // BGPSettings is load_balancer.settings for the bgp module: LBSettings
 // with each host's FRR and the peering with the router.
 func (t *ToR) BGPSettings(bfd bool) map[string]any {

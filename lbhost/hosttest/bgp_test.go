@@ -298,3 +298,50 @@ func ingressIPs(t testing.TB, out string) []string {
 	}
 	return ips
 }
+
+// BenchmarkBaremetalBGPFailover (make bench): with the bgp variant, two
+// LB hosts and BFD at 100 ms × 3, lb-a is taken away at least 3 times
+// each way, its FRR killed (SIGKILL) and its link down, while clients
+// send 20 requests per second (a new connection each, from 32 client
+// addresses); it reports the outage (first to last lost request) and the
+// requests lost, median and max. Goal: median outage <= 1 s, <= 1
+// request lost.
+func BenchmarkBaremetalBGPFailover(b *testing.B) {
+	cloud, hs, tor := bgpSetup(b, true)
+	vips, _ := bgpService(b, cloud, hs, "IPv4")
+	vip := vips["IPv4"]
+	url := "http://" + vip + "/"
+	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)
+	a := hs.Host("lb-a")
+	for _, way := range []struct {
+		name         string
+		take, return_ func() error
+	}{
+		{"frr-killed", func() error { a.KillFRR(); return nil }, a.RestartFRR},
+		{"link-down", func() error { return a.SetLink(false) }, func() error { return a.SetLink(true) }},
+	} {
+		var spans []time.Duration
+		var lost []int
+		for i := 0; i < max(b.N, 3); i++ {
+			o := tor.MeasureDuring(url, false, func() {
+				if err := way.take(); err != nil {
+					b.Fatal(err)
+				}
+				waitNexthops(b, tor, vip, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+			})
+			b.Logf("%s, run %d: %s", way.name, i+1, o)
+			spans, lost = append(spans, o.Span), append(lost, o.Lost)
+			if err := way.return_(); err != nil {
+				b.Fatal(err)
+			}
+			waitNexthops(b, tor, vip, hostAddrs(hs, false), 30*time.Second)
+		}
+		slices.Sort(spans)
+		slices.Sort(lost)
+		b.ReportMetric(spans[len(spans)/2].Seconds(), way.name+"-outage-median-s")
+		b.ReportMetric(spans[len(spans)-1].Seconds(), way.name+"-outage-max-s")
+		b.ReportMetric(float64(lost[len(lost)/2]), way.name+"-lost-median")
+		fmt.Fprintf(os.Stdout, "BGP FAILOVER (lb-a %s, BFD 100ms x3) outage median %s max %s, requests lost median %d max %d at 20 req/s\n",
+			way.name, spans[len(spans)/2].Round(time.Millisecond), spans[len(spans)-1].Round(time.Millisecond), lost[len(lost)/2], lost[len(lost)-1])
+	}
+}
