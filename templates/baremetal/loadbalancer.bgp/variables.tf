@@ -121,8 +121,7 @@ variable "settings" {
       config_dir          = optional(string)
       keepalived_config   = optional(string)
       keepalived_pid_file = optional(string)
-      # Where the host's FRR is (../bgp/ writes its configuration; the health module reads its sessions).
-      frr_config    = optional(string)
+      # FRR's -N on the host, if any (the health module reads its sessions).
       frr_pathspace = optional(string)
     }))
     vip_pool             = string                    # IPv4 CIDR on the hosts' VRRP network
