@@ -47,6 +47,7 @@ type bgpPeerModel struct {
 	Keepalive    types.Int64  `tfsdk:"keepalive_time"`
 	Hold         types.Int64  `tfsdk:"hold_time"`
 	PasswordFile types.String `tfsdk:"password_file"`
+	Password     types.String `tfsdk:"password"`
 	BFDProfile   types.String `tfsdk:"bfd_profile"`
 	IBGP         types.Bool   `tfsdk:"ibgp"`
 }
@@ -93,6 +94,8 @@ func (r *bgpSpeakerResource) Schema(_ context.Context, _ resource.SchemaRequest,
 					"hold_time":      optInt("Seconds without a message before the session is down: at least 3 and 3 × `keepalive_time`. Default FRR's 180; BFD detects a dead peer far sooner."),
 					"password_file": schema.StringAttribute{Optional: true, Description: "Path, on the machine running OpenTofu (a mounted Secret), of a file holding the session's TCP MD5 password " +
 						"(1-80 printable characters without spaces; a trailing newline is dropped). The password itself is never an argument."},
+					"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Refused: a password given here would be in the plan and the state. " +
+						"Declared only so that it is refused by name (an object's unknown attributes are dropped silently); use `password_file`."},
 					"bfd_profile": schema.StringAttribute{Optional: true, Description: "One of `bfd_profiles`: BFD on the session, which takes it down as soon as BFD does."},
 					"ibgp":        schema.BoolAttribute{Optional: true, Description: "The peer shares the host's AS on purpose (iBGP); without it an equal AS is refused."},
 				}}},
@@ -129,6 +132,10 @@ func (m bgpSpeakerModel) config(passwords bool) (frr.Config, error) {
 		return c, &frr.Error{Field: "asn", Msg: fmt.Sprintf("%d: want 1-4294967294", m.ASN)}
 	}
 	for i, p := range m.Peers {
+		if !p.Password.IsNull() {
+			return frr.Config{}, &frr.Error{Field: fmt.Sprintf("peers[%d].password", i),
+				Msg: "a BGP password is never an argument (it would be in the plan and the state): put it in a file (a mounted Secret) and set password_file to its path"}
+		}
 		a, err := netip.ParseAddr(p.Address)
 		if err != nil {
 			return c, &frr.Error{Field: fmt.Sprintf("peers[%d].address", i), Msg: fmt.Sprintf("%q is not an IP address", p.Address)}
@@ -209,7 +216,7 @@ func (r *bgpSpeakerResource) ValidateConfig(ctx context.Context, req resource.Va
 // configuration's hash (a change on the host, or in the arguments, is an
 // update).
 func (r *bgpSpeakerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || !req.Plan.Raw.IsFullyKnown() || r.c == nil {
+	if req.Plan.Raw.IsNull() || !req.Config.Raw.IsFullyKnown() || r.c == nil {
 		return
 	}
 	var m bgpSpeakerModel

@@ -39,7 +39,7 @@ resource "lbhost_bgp_speaker" "s" {
 		{"private asn clash", speaker("64513", c.nodeA, "64513", "", "64513:100"), []string{"peers[0].asn: AS 64513 is the host's own asn"}},
 		{"peer off every network", speaker("64513", "192.0.2.1", "64512", "", "64513:100"), []string{"peers[0].address: 192.0.2.1 is outside every network of the host's interfaces"}},
 		{"invalid community", speaker("64513", c.nodeA, "64512", "", "64513:70000"), []string{"pools[0].communities[0]", "0-65535"}},
-		{"inline password", speaker("64513", c.nodeA, "64512", `, password = "inline"`, "64513:100"), []string{`"password"`}},
+		{"inline password", speaker("64513", c.nodeA, "64512", `, password = "inline"`, "64513:100"), []string{"peers[0].password: a BGP password is never an argument"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorkspace(t, c, tc.body)
