@@ -98,11 +98,19 @@ func (h *Host) reloadFRR(ctx context.Context, file string) error {
 		argv = append(argv, "--pathspace", h.FRR.Pathspace)
 	}
 	if _, err := h.T.Run(ctx, nil, append(argv, file)...); err != nil {
-		// Its output may show configuration lines: not repeated here.
-		return fmt.Errorf("%s: reload FRR (frr-reload.py --reload %s) failed; its log is /var/log/frr/frr-reload.log on the host", h.T, file)
+		// Its output may show configuration lines: passwords masked, the
+		// last lines only.
+		lines := strings.Split(strings.TrimSpace(rePassword.ReplaceAllString(err.Error(), "${1}<password>")), "\n")
+		if len(lines) > 3 {
+			lines = lines[len(lines)-3:]
+		}
+		return fmt.Errorf("%s: reload FRR (frr-reload.py --reload %s) failed (its log is /var/log/frr/frr-reload.log on the host): %s", h.T, file, strings.Join(lines, " / "))
 	}
 	return nil
 }
+
+// rePassword masks whatever follows "password" in FRR's output.
+var rePassword = regexp.MustCompile(`(password\s+)\S+`)
 
 // scrub replaces every peer password in err's text.
 func scrub(err error, c frr.Config) error {

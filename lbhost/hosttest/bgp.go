@@ -25,14 +25,16 @@ import (
 )
 
 // BGP addressing of StartBGP: the announced pools lie outside every
-// network, so only the routes the hosts announce reach them; the clients
-// are behind the router.
+// network (and outside the local clouds' 10.251.0.0/16 and
+// 10.252.0.0/16), so only the routes the hosts announce reach them; the
+// clients (RFC 2544's benchmarking range) are behind the router. Both
+// exist only inside the test's namespaces.
 const (
-	BGPPool   = "10.252.0.0/24"
-	BGPPool6  = "fd00:252::/112"
+	BGPPool   = "198.51.100.0/24"
+	BGPPool6  = "fd00:253::/112"
 	HostASN   = 64513
 	ToRASN    = 64512
-	clientNet = "10.251.0"
+	clientNet = "198.18.0"
 )
 
 // BGPOptions configure StartBGP.
@@ -201,6 +203,9 @@ func (t *ToR) up(opts BGPOptions) error {
 	}
 	conf := filepath.Join(dir, "frr.conf")
 	if err := os.WriteFile(conf, []byte(t.config(opts.Password)), 0o640); err != nil {
+		return err
+	}
+	if err := os.Chown(conf, 0, mustGid("frr")); err != nil {
 		return err
 	}
 	cmds, err := startFRR(t.Netns, dir, conf)
@@ -507,4 +512,27 @@ func (t *ToR) MeasureDuring(url string, v6 bool, action func()) Outage {
 		o.Span = last.Sub(first) + 50*time.Millisecond
 	}
 	return o
+}
+
+// Logs are the tails of the router's and the hosts' FRR logs, for a
+// failing test's message.
+func (t *ToR) Logs() string {
+	var b strings.Builder
+	dirs := []string{t.dir}
+	for _, h := range t.hs.Hosts {
+		dirs = append(dirs, h.frrDir())
+	}
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, "*.log"))
+		outs, _ := filepath.Glob(filepath.Join(d, "*.out"))
+		for _, f := range append(files, outs...) {
+			data, _ := os.ReadFile(f)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) > 8 {
+				lines = lines[len(lines)-8:]
+			}
+			fmt.Fprintf(&b, "== %s\n%s\n", f, strings.Join(lines, "\n"))
+		}
+	}
+	return b.String()
 }

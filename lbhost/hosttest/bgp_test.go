@@ -17,7 +17,6 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/lbhost/hosttest"
-	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -60,7 +59,7 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 		go func() { _ = srv.Serve(l) }()
 		t.Cleanup(func() { srv.Close() })
 	}
-	peering := bgpWorkspace(t, "bgp", fmt.Sprintf("cluster_name = \"c1\"\nsettings = %s\n", harness.HCLObject(tor.BGPSettings(bfd))))
+	_, peering := bgpWorkspace(t, "bgp", fmt.Sprintf("cluster_name = \"c1\"\nsettings = %s\n", hclValue(t, tor.BGPSettings(bfd))))
 	peering("init", "-input=false", "-no-color")
 	peering("apply", "-auto-approve", "-input=false", "-no-color")
 	t.Cleanup(func() { peering("destroy", "-auto-approve", "-input=false", "-no-color") })
@@ -80,14 +79,14 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 		}
 		return nil
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, tor.Logs())
 	}
 	return cloud, hs, tor
 }
 
 // bgpWorkspace copies a module of the baremetal set into a new directory
 // with the given tfvars and returns a function running tofu in it.
-func bgpWorkspace(t testing.TB, module, tfvars string) func(args ...string) string {
+func bgpWorkspace(t testing.TB, module, tfvars string) (string, func(args ...string) string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := repo.Root()
@@ -98,7 +97,7 @@ func bgpWorkspace(t testing.TB, module, tfvars string) func(args ...string) stri
 	if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars"), []byte(tfvars), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return func(args ...string) string {
+	return dir, func(args ...string) string {
 		t.Helper()
 		out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, args...)
 		if err != nil {
@@ -115,12 +114,11 @@ func bgpWorkspace(t testing.TB, module, tfvars string) func(args ...string) stri
 }
 
 // bgpService applies the loadbalancer.bgp variant for a Service of the
-// given IP families on the hosts and returns its VIPs (family → address)
-// and a function destroying it.
-func bgpService(t testing.TB, cloud *localcloud.Cloud, hs *hosttest.Hosts, families ...string) (map[string]string, func()) {
+// given IP families on the hosts and returns its VIPs (family → address),
+// a function applying it again with changed settings, and one destroying
+// it.
+func bgpService(t testing.TB, cloud *localcloud.Cloud, hs *hosttest.Hosts, families ...string) (map[string]string, func(change func(settings map[string]any)), func()) {
 	t.Helper()
-	settings := hs.LBSettings()
-	settings["vip_pool"], settings["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
 	var nodes []string
 	for _, n := range []string{"node-a", "node-b"} {
 		nodes = append(nodes, fmt.Sprintf(`{ name = %q, addresses = [{ type = "InternalIP", address = %q }] }`, n, cloud.Node(n).Address))
@@ -129,15 +127,29 @@ func bgpService(t testing.TB, cloud *localcloud.Cloud, hs *hosttest.Hosts, famil
 	if len(families) > 1 {
 		policy = "RequireDualStack"
 	}
-	tofu := bgpWorkspace(t, "loadbalancer.bgp", fmt.Sprintf(`cluster_name = "c1"
+	tfvars := func(change func(map[string]any)) string {
+		settings := hs.LBSettings()
+		settings["vip_pool"], settings["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
+		if change != nil {
+			change(settings)
+		}
+		return fmt.Sprintf(`cluster_name = "c1"
 load_balancer_id = "web"
 service = { ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = [%s], ip_family_policy = %q, session_affinity = "None", proxy_protocol = false }
 nodes = [%s]
 health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
 settings = %s
-`, `"`+strings.Join(families, `", "`)+`"`, policy, strings.Join(nodes, ", "), harness.HCLObject(settings)))
+`, `"`+strings.Join(families, `", "`)+`"`, policy, strings.Join(nodes, ", "), hclValue(t, settings))
+	}
+	dir, tofu := bgpWorkspace(t, "loadbalancer.bgp", tfvars(nil))
 	tofu("init", "-input=false", "-no-color")
 	tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	reapply := func(change func(map[string]any)) {
+		if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars"), []byte(tfvars(change)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	}
 	destroyed := false
 	destroy := func() {
 		if !destroyed {
@@ -146,16 +158,15 @@ settings = %s
 		}
 	}
 	t.Cleanup(destroy)
-	ips := ingressIPs(t, tofu("output", "-json", "ingress"))
 	vips := map[string]string{}
-	for _, ip := range ips {
+	for _, ip := range ingressIPs(t, tofu("output", "-json", "ingress")) {
 		if strings.Contains(ip, ":") {
 			vips["IPv6"] = ip
 		} else {
 			vips["IPv4"] = ip
 		}
 	}
-	return vips, destroy
+	return vips, reapply, destroy
 }
 
 // waitNexthops waits until the router routes vip to exactly the hosts'
@@ -219,11 +230,12 @@ func split(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, url string, v6 b
 // equal paths for each VIP and many clients' flows split over both; a
 // host whose frontend stops (HAProxy stopped) withdraws its routes within
 // a second; a host whose FRR is killed with SIGKILL drops out of the
-// router's paths by BFD; destroying the Service withdraws the routes
-// before the frontends go, without losing a request.
+// router's paths by BFD; a host retired (a planned removal) withdraws its
+// routes before its frontend goes, without losing a request; destroying
+// the Service withdraws every route.
 func TestBaremetalBGP(t *testing.T) {
 	cloud, hs, tor := bgpSetup(t, true)
-	vips, destroy := bgpService(t, cloud, hs, "IPv4", "IPv6")
+	vips, reapply, destroy := bgpService(t, cloud, hs, "IPv4", "IPv6")
 	v4, v6 := vips["IPv4"], vips["IPv6"]
 	if v4 == "" || v6 == "" {
 		t.Fatalf("ingress %v: want an IPv4 and an IPv6 VIP", vips)
@@ -272,15 +284,37 @@ func TestBaremetalBGP(t *testing.T) {
 		t.Errorf("lb-a's FRR killed: %s, want at most 2 lost (BFD)", o)
 	}
 
-	// A planned removal: every route goes before the frontends.
-	o = tor.MeasureDuring(url4, false, destroy)
-	t.Logf("destroy: %s", o)
+	if err := a.RestartFRR(); err != nil {
+		t.Fatal(err)
+	}
+	waitNexthops(t, tor, v4, hostAddrs(hs, false), 30*time.Second)
+
+	// A planned removal of a host (retired): its routes go before its
+	// frontend does, and the other host serves every request.
+	o = tor.MeasureDuring(url4, false, func() {
+		reapply(func(s map[string]any) { s["hosts"].(map[string]any)["lb-b"].(map[string]any)["retired"] = true })
+	})
+	t.Logf("lb-b retired: %s", o)
 	if o.Lost > 0 {
-		t.Errorf("destroying the Service: %s, want none lost (routes withdrawn before the frontends go)", o)
+		t.Errorf("retiring lb-b: %s, want none lost (its routes withdrawn before its frontend goes)", o)
 	}
-	if hops := tor.Nexthops(v4); len(hops) != 0 {
-		t.Errorf("after destroy the router still routes %s via %v", v4, hops)
+	waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-b"), 5*time.Second)
+
+	// Destroyed, the Service's VIPs are routed nowhere.
+	destroy()
+	waitNexthops(t, tor, v4, nil, 5*time.Second)
+	waitNexthops(t, tor, v6, nil, 5*time.Second)
+}
+
+// hclValue writes v as an HCL expression: JSON's syntax is HCL's for
+// objects, tuples, strings and numbers (no value here holds "${").
+func hclValue(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil || strings.Contains(string(b), "${") || strings.Contains(string(b), "%{") {
+		t.Fatalf("settings as HCL: %v (%s)", err, b)
 	}
+	return string(b)
 }
 
 // ingressIPs are the addresses of a tofu output -json ingress.
@@ -308,7 +342,7 @@ func ingressIPs(t testing.TB, out string) []string {
 // request lost.
 func BenchmarkBaremetalBGPFailover(b *testing.B) {
 	cloud, hs, tor := bgpSetup(b, true)
-	vips, _ := bgpService(b, cloud, hs, "IPv4")
+	vips, _, _ := bgpService(b, cloud, hs, "IPv4")
 	vip := vips["IPv4"]
 	url := "http://" + vip + "/"
 	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)

@@ -6,13 +6,17 @@
 # (../loadbalancer.bgp/). Every value is checked at plan by the provider,
 # naming the setting (an ASN out of range or equal to a peer's, a peer
 # outside every network of the host, an invalid community).
+# Every host of the settings, retired ones too: a provider instance must
+# outlive its resources by one apply (see ../README.md, retiring a host).
 provider "lbhost" {
   alias    = "host"
-  for_each = local.active
+  for_each = var.settings.hosts
 
   config_dir    = coalesce(each.value.config_dir, var.settings.config_dir)
   frr_config    = each.value.frr_config
   frr_pathspace = each.value.frr_pathspace
+  # A retired host that does not answer is forgotten on destroy.
+  forget_unreachable = each.value.retired
   ssh = {
     host             = each.value.address
     port             = each.value.ssh_port
