@@ -11,9 +11,15 @@ import (
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
-// Metric marks the loopback addresses the announcer owns (an address's
-// route metric, shown by `ip addr`): no one else's address is removed.
-const Metric = 1279
+// Proto is the routing protocol number of the announcer's routes, which
+// marks them as its own: per configured address a local route (table
+// local: the host accepts the address's packets, as if it were on the
+// loopback, without a connected route zebra would prefer), and per
+// announced address a /32 or /128 to the loopback in the main table,
+// which bgpd redistributes (a kernel route). The local route stays while
+// the load balancer is configured, so withdrawing the announcement never
+// drops a connection the routers still send here.
+const Proto = "201"
 
 // Config is one load balancer's announced address (a file
 // <owner>.json).

@@ -13,14 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
-// Service keeps the addresses configured in Dir on Interface.
+// Service keeps the addresses configured in Dir local (on Interface) and
+// routed while served.
 type Service struct {
 	// Dir holds one <owner>.json per announced load balancer.
 	Dir string
@@ -37,8 +37,13 @@ type Service struct {
 	Probe     func(ctx context.Context, backend string, c router.Check) bool
 	Log       *log.Logger
 
+	// Linger is how long an address stays local after its announcement
+	// is gone (its route goes at once); default 5s.
+	Linger time.Duration
+
 	health map[string]map[string]*router.Health // owner -> backend -> state
 	up     map[string]bool                      // owner -> announced at the last sync (for the log)
+	gone   map[string]time.Time                 // prefix -> when its announcement went
 }
 
 func (s *Service) defaults() {
@@ -66,8 +71,12 @@ func (s *Service) defaults() {
 	if s.Log == nil {
 		s.Log = log.New(os.Stderr, "lbhost-router: announce: ", log.LstdFlags)
 	}
+	if s.Linger == 0 {
+		s.Linger = 5 * time.Second
+	}
 	s.health = map[string]map[string]*router.Health{}
 	s.up = map[string]bool{}
+	s.gone = map[string]time.Time{}
 }
 
 // Serve runs until ctx ends.
@@ -85,9 +94,13 @@ func (s *Service) Serve(ctx context.Context) error {
 	}
 }
 
-// Sync makes the interface hold exactly the addresses whose load
-// balancer is served here (an address shared by several load balancers:
-// while one of them is).
+// Sync makes the address of every configured load balancer local (a
+// route of type local in table local: the host accepts its packets, and
+// zebra sees no connected route), and the main table hold a route to it (which bgpd announces)
+// exactly while it is served here (an address shared by several load
+// balancers: while one of them is). An address whose file is gone loses
+// its route at once and the address itself Linger later, so connections
+// the routers still sent here finish.
 func (s *Service) Sync(ctx context.Context) {
 	if s.health == nil {
 		s.defaults()
@@ -98,46 +111,75 @@ func (s *Service) Sync(ctx context.Context) {
 		s.Log.Printf("reading listening sockets: %v", err)
 		return // change nothing on a read error
 	}
-	want := map[string]bool{}
+	wantAddr, wantRoute := map[string]bool{}, map[string]bool{}
 	for owner, c := range configs {
 		ok := serves(listening, c) && s.backendsUp(ctx, owner, c)
 		if ok != s.up[owner] {
 			s.Log.Printf("%s %s: %s", owner, c.Address, map[bool]string{true: "announced", false: "withdrawn (frontend or every backend down)"}[ok])
 		}
 		s.up[owner] = ok
+		wantAddr[c.prefix()] = true
 		if ok {
-			want[c.prefix()] = true
+			wantRoute[c.prefix()] = true
 		}
 	}
 	for owner := range s.up {
 		if _, ok := configs[owner]; !ok {
+			s.Log.Printf("%s: withdrawn (its announcement is gone)", owner)
 			delete(s.up, owner)
 			delete(s.health, owner)
 		}
 	}
-	have, err := s.owned(ctx)
+	addrs, routes, err := s.owned(ctx)
 	if err != nil {
 		s.Log.Printf("%v", err)
 		return
 	}
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range want {
-			if !have[p] && !yield(p) {
-				return
-			}
-		}
-	}) {
-		if _, err := s.Run(ctx, "ip", "addr", "add", p, "dev", s.Interface, "metric", strconv.Itoa(Metric)); err != nil {
-			s.Log.Printf("%v", err)
+	// Routes first: a withdrawal never waits for anything.
+	for p := range routes {
+		if !wantRoute[p] {
+			s.run(ctx, "ip", "route", "del", p, "dev", s.Interface, "proto", Proto)
 		}
 	}
-	for p := range have {
-		if !want[p] {
-			if _, err := s.Run(ctx, "ip", "addr", "del", p, "dev", s.Interface); err != nil {
-				s.Log.Printf("%v", err)
-			}
+	for _, p := range sorted(wantAddr) {
+		if !addrs[p] {
+			s.run(ctx, "ip", "route", "replace", "local", p, "dev", s.Interface, "table", "local", "proto", Proto)
+		}
+		delete(s.gone, p)
+	}
+	for _, p := range sorted(wantRoute) {
+		if !routes[p] {
+			s.run(ctx, "ip", "route", "replace", p, "dev", s.Interface, "proto", Proto)
 		}
 	}
+	now := time.Now()
+	for p := range addrs {
+		if wantAddr[p] {
+			continue
+		}
+		if _, ok := s.gone[p]; !ok {
+			s.gone[p] = now
+		}
+		if now.Sub(s.gone[p]) >= s.Linger {
+			s.run(ctx, "ip", "route", "del", "local", p, "dev", s.Interface, "table", "local", "proto", Proto)
+			delete(s.gone, p)
+		}
+	}
+}
+
+func (s *Service) run(ctx context.Context, argv ...string) {
+	if _, err := s.Run(ctx, argv...); err != nil {
+		s.Log.Printf("%v", err)
+	}
+}
+
+func sorted(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // backendsUp checks the backends that are due and reports whether one
@@ -169,31 +211,40 @@ func (s *Service) backendsUp(ctx context.Context, owner string, c Config) bool {
 	return up
 }
 
-// owned lists the interface's addresses that carry Metric, as prefixes.
-func (s *Service) owned(ctx context.Context) (map[string]bool, error) {
-	out, err := s.Run(ctx, "ip", "-j", "addr", "show", "dev", s.Interface)
-	if err != nil {
-		return nil, err
-	}
-	var links []struct {
-		AddrInfo []struct {
-			Local     string `json:"local"`
-			PrefixLen int    `json:"prefixlen"`
-			Metric    int    `json:"metric"`
-		} `json:"addr_info"`
-	}
-	if err := json.Unmarshal(out, &links); err != nil {
-		return nil, fmt.Errorf("ip -j addr show dev %s: %w", s.Interface, err)
-	}
-	have := map[string]bool{}
-	for _, l := range links {
-		for _, a := range l.AddrInfo {
-			if a.Metric == Metric {
-				have[a.Local+"/"+strconv.Itoa(a.PrefixLen)] = true
+// owned lists the announcer's local addresses (routes of type local in
+// table local) and its routes (in the main table), both of protocol
+// Proto, as prefixes.
+func (s *Service) owned(ctx context.Context) (addrs, routes map[string]bool, err error) {
+	addrs, routes = map[string]bool{}, map[string]bool{}
+	for _, q := range []struct {
+		into  map[string]bool
+		table string
+	}{{addrs, "local"}, {routes, "main"}} {
+		for _, fam := range []string{"-4", "-6"} {
+			out, err := s.Run(ctx, "ip", "-j", fam, "route", "show", "table", q.table, "proto", Proto)
+			if err != nil {
+				return nil, nil, err
+			}
+			var rs []struct {
+				Dst string `json:"dst"`
+			}
+			if err := json.Unmarshal(out, &rs); err != nil {
+				return nil, nil, fmt.Errorf("ip -j %s route show table %s proto %s: %w", fam, q.table, Proto, err)
+			}
+			for _, r := range rs {
+				p := r.Dst
+				if !strings.Contains(p, "/") {
+					if strings.Contains(p, ":") {
+						p += "/128"
+					} else {
+						p += "/32"
+					}
+				}
+				q.into[p] = true
 			}
 		}
 	}
-	return have, nil
+	return addrs, routes, nil
 }
 
 // read loads every valid config in Dir by owner (a bad file is logged

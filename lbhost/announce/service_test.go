@@ -9,43 +9,45 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tfccm/tfccm/lbhost/router"
 )
 
-// fakeHost is the loopback's addresses and the sockets listening.
+// fakeHost is the host's routes of protocol Proto: local (table local)
+// and announced (table main).
 type fakeHost struct {
-	addrs     map[string]int // prefix -> metric
-	listening map[netip.AddrPort]bool
-	backends  map[string]bool
-	cmds      []string
+	local, routes map[string]bool
+	listening     map[netip.AddrPort]bool
+	backends      map[string]bool
+	cmds          []string
 }
 
 func (f *fakeHost) run(_ context.Context, argv ...string) ([]byte, error) {
+	f.cmds = append(f.cmds, strings.Join(argv, " "))
 	switch {
-	case slices.Equal(argv[:3], []string{"ip", "-j", "addr"}):
-		type ai struct {
-			Local     string `json:"local"`
-			PrefixLen int    `json:"prefixlen"`
-			Metric    int    `json:"metric,omitempty"`
+	case argv[1] == "-j": // ip -j -4 route show table T proto P
+		table := map[string]map[string]bool{"local": f.local, "main": f.routes}[argv[6]]
+		var rs []map[string]string
+		for p := range table {
+			if strings.Contains(p, ":") == (argv[2] == "-6") {
+				rs = append(rs, map[string]string{"dst": strings.TrimSuffix(strings.TrimSuffix(p, "/32"), "/128")})
+			}
 		}
-		var infos []ai
-		for p, m := range f.addrs {
-			pr := netip.MustParsePrefix(p)
-			infos = append(infos, ai{pr.Addr().String(), pr.Bits(), m})
-		}
-		return json.Marshal([]map[string]any{{"ifname": "lo", "addr_info": infos}})
-	case argv[2] == "add":
-		f.addrs[argv[3]] = Metric
+		return json.Marshal(rs)
+	case argv[2] == "replace" && argv[3] == "local":
+		f.local[argv[4]] = true
+	case argv[2] == "del" && argv[3] == "local":
+		delete(f.local, argv[4])
+	case argv[2] == "replace":
+		f.routes[argv[3]] = true
 	case argv[2] == "del":
-		delete(f.addrs, argv[3])
+		delete(f.routes, argv[3])
 	default:
 		return nil, fmt.Errorf("unexpected %v", argv)
 	}
-	f.cmds = append(f.cmds, strings.Join(argv, " "))
 	return nil, nil
 }
 
@@ -69,18 +71,18 @@ func TestSyncAnnouncesWhileServed(t *testing.T) {
 	check := router.Check{Protocol: "TCP", Port: 10256, IntervalMS: 100, Rise: 1, Fall: 1}
 	write(t, dir, Config{Owner: "c_a", Address: "10.99.0.5", Ports: []int{80, 443}, Backends: []string{"10.250.0.11"}, Check: check})
 	write(t, dir, Config{Owner: "c_a.6", Address: "fd99::5", Ports: []int{80}})
-	// Someone else's address on lo: never touched.
-	f := &fakeHost{addrs: map[string]int{"127.0.0.1/8": 0, "192.0.2.7/32": 0}, backends: map[string]bool{"10.250.0.11": true},
+	f := &fakeHost{local: map[string]bool{}, routes: map[string]bool{}, backends: map[string]bool{"10.250.0.11": true},
 		listening: map[netip.AddrPort]bool{
 			netip.MustParseAddrPort("10.99.0.5:80"): true, netip.MustParseAddrPort("10.99.0.5:443"): true,
 			netip.MustParseAddrPort("[::]:80"): true}}
 	s := f.service(dir)
+	s.Linger = time.Hour
 	s.Sync(context.Background())
-	if _, ok := f.addrs["10.99.0.5/32"]; !ok {
-		t.Fatalf("served IPv4 address not announced: %v", f.addrs)
+	if !f.local["10.99.0.5/32"] || !f.routes["10.99.0.5/32"] {
+		t.Fatalf("served IPv4 address not announced: %v %v", f.local, f.routes)
 	}
-	if _, ok := f.addrs["fd99::5/128"]; !ok {
-		t.Fatalf("served IPv6 address (wildcard listener) not announced: %v", f.addrs)
+	if !f.local["fd99::5/128"] || !f.routes["fd99::5/128"] {
+		t.Fatalf("served IPv6 address (wildcard listener) not announced: %v %v", f.local, f.routes)
 	}
 
 	steps := []struct {
@@ -99,26 +101,38 @@ func TestSyncAnnouncesWhileServed(t *testing.T) {
 		// The backend's check is due now, and one result decides (fall 1).
 		s.health["c_a"]["10.250.0.11"] = &router.Health{}
 		s.Sync(context.Background())
-		if _, ok := f.addrs["10.99.0.5/32"]; ok != st.want4 {
-			t.Fatalf("%s: announced = %v, want %v (%v)", st.name, ok, st.want4, f.cmds)
+		if f.routes["10.99.0.5/32"] != st.want4 {
+			t.Fatalf("%s: announced = %v, want %v (%v)", st.name, f.routes["10.99.0.5/32"], st.want4, f.cmds)
+		}
+		// The address stays while the load balancer is configured: a
+		// withdrawal drops no connection the routers still send here.
+		if !f.local["10.99.0.5/32"] {
+			t.Fatalf("%s: the address is no longer local", st.name)
 		}
 	}
-	if _, ok := f.addrs["192.0.2.7/32"]; !ok {
-		t.Fatal("an address the announcer does not own was removed")
+	// The file gone, the address lingers, then goes.
+	s.Linger = 0
+	s.Sync(context.Background())
+	if f.local["10.99.0.5/32"] {
+		t.Fatal("the address of a gone announcement stayed after Linger")
 	}
-	if _, ok := f.addrs["fd99::5/128"]; !ok {
+	if !f.local["fd99::5/128"] || !f.routes["fd99::5/128"] {
 		t.Fatal("the other load balancer's address went with the first one's file")
 	}
 }
 
 func TestSyncRemovesOrphansAfterRestart(t *testing.T) {
-	f := &fakeHost{addrs: map[string]int{"10.99.0.9/32": Metric, "10.99.0.10/32": 0}, listening: map[netip.AddrPort]bool{}}
-	f.service(t.TempDir()).Sync(context.Background())
-	if _, ok := f.addrs["10.99.0.9/32"]; ok {
-		t.Fatal("an owned address without a file stayed")
+	f := &fakeHost{local: map[string]bool{"10.99.0.9/32": true}, routes: map[string]bool{"10.99.0.9/32": true}, listening: map[netip.AddrPort]bool{}}
+	s := f.service(t.TempDir())
+	s.Linger = time.Nanosecond
+	s.Sync(context.Background())
+	if f.routes["10.99.0.9/32"] {
+		t.Fatal("an owned route without a file stayed")
 	}
-	if _, ok := f.addrs["10.99.0.10/32"]; !ok {
-		t.Fatal("an address without the metric was removed")
+	time.Sleep(time.Millisecond)
+	s.Sync(context.Background())
+	if f.local["10.99.0.9/32"] {
+		t.Fatal("an owned address without a file stayed")
 	}
 }
 

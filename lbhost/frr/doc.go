@@ -5,12 +5,12 @@
 //
 // The configuration is typed: every value is checked (a field-naming
 // *Error) and written by this package, never spliced in as given. What is
-// announced is whatever /32 or /128 inside a pool is on one of the host's
-// interfaces (bgpd redistributes connected routes through a route map that
-// permits only the pools' host routes), so a host withdraws an address by
-// removing it from its loopback: lbhost-router's announcer does that when
-// the address's frontend fails its health check (package announce). The
-// configuration therefore changes with the peering, never per address.
+// announced is whatever /32 or /128 kernel route inside a pool the host
+// has (bgpd redistributes kernel routes through a route map that permits
+// only the pools' host routes), so a host withdraws an address by removing
+// its route: lbhost-router's announcer does that when the address's
+// frontend fails its health check (package announce). The configuration
+// therefore changes with the peering, never per address.
 //
 // Routes the peers send are refused (the host is a leaf that announces,
 // it never routes by BGP), so a peer cannot move the host's own traffic.

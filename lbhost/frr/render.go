@@ -11,8 +11,9 @@ import (
 // Names of the objects Render writes, for the announcer and tests.
 const (
 	// ExportMap permits the pools' host routes (and sets their
-	// communities and local preference); bgpd redistributes connected
-	// routes through it and sends peers only what it permits.
+	// communities and local preference); bgpd redistributes the kernel's
+	// routes (the announcer's) through it and sends peers only what it
+	// permits.
 	ExportMap = "tfccm-export"
 	// ImportMap refuses every route a peer sends.
 	ImportMap = "tfccm-import"
@@ -141,7 +142,7 @@ func renderBGP(b *strings.Builder, c Config) {
 		name string
 		v6   bool
 	}{{"ipv4", false}, {"ipv6", true}} {
-		fmt.Fprintf(b, " address-family %s unicast\n  redistribute connected route-map %s\n", fam.name, ExportMap)
+		fmt.Fprintf(b, " address-family %s unicast\n  redistribute kernel route-map %s\n", fam.name, ExportMap)
 		for _, p := range c.Peers {
 			if p.Address.Is6() != fam.v6 {
 				continue

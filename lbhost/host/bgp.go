@@ -226,8 +226,8 @@ func (h *Host) ApplyAnnouncement(ctx context.Context, c announce.Config) error {
 // AnnouncementState is an announcement as the host has it.
 type AnnouncementState struct {
 	Config announce.Config
-	// Announced is whether the address is on the announcer's interface
-	// now (its frontend serves it).
+	// Announced is whether the announcer routes the address now (its
+	// frontend serves it), so bgpd announces it.
 	Announced bool
 }
 
@@ -251,9 +251,9 @@ func (h *Host) ReadAnnouncement(ctx context.Context, owner string) (*Announcemen
 	if err != nil || c.Owner != owner {
 		return nil, &Drift{Reason: "announcement " + notLbhosts(h.announcementFile(owner))}
 	}
-	on, err := h.hasAddress(ctx, c.Address, "lo")
+	on, err := h.announced(ctx, c.Address)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", h.T, err)
+		return nil, err
 	}
 	return &AnnouncementState{Config: c, Announced: on}, nil
 }
@@ -277,9 +277,9 @@ func (h *Host) DeleteAnnouncement(ctx context.Context, owner string, timeout, dr
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		on, err := h.hasAddress(ctx, st.Config.Address, "lo")
+		on, err := h.announced(ctx, st.Config.Address)
 		if err != nil {
-			return fmt.Errorf("%s: %w", h.T, err)
+			return err
 		}
 		if !on {
 			break
@@ -299,6 +299,28 @@ func (h *Host) DeleteAnnouncement(ctx context.Context, owner string, timeout, dr
 	case <-time.After(drain):
 	}
 	return nil
+}
+
+// announced reports whether the announcer's route to addr is in the
+// host's main table.
+func (h *Host) announced(ctx context.Context, addr string) (bool, error) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false, fmt.Errorf("announced address %q: %w", addr, err)
+	}
+	fam, prefix := "-4", addr+"/32"
+	if a.Is6() {
+		fam, prefix = "-6", addr+"/128"
+	}
+	out, err := h.T.Run(ctx, nil, "ip", "-j", fam, "route", "show", "exact", prefix, "proto", announce.Proto)
+	if err != nil {
+		return false, fmt.Errorf("%s: read routes: %w", h.T, err)
+	}
+	var routes []json.RawMessage
+	if err := json.Unmarshal(out, &routes); err != nil {
+		return false, fmt.Errorf("%s: parse ip -j route: %w", h.T, err)
+	}
+	return len(routes) > 0, nil
 }
 
 // BGPSession is one of the speaker's sessions as bgpd reports it.
