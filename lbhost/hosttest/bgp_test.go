@@ -348,7 +348,7 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)
 	a := hs.Host("lb-a")
 	for _, way := range []struct {
-		name         string
+		name          string
 		take, return_ func() error
 	}{
 		{"frr-killed", func() error { a.KillFRR(); return nil }, a.RestartFRR},
