@@ -1,5 +1,5 @@
 // BGP on the host: the speaker's FRR configuration, and the announcements
-// the host's announcer (lbhost-router -announce) keeps on its loopback.
+// the host's announcer (lbhost-router -announce) keeps routed.
 
 package host
 

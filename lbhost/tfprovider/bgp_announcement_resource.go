@@ -43,8 +43,9 @@ func (r *bgpAnnouncementResource) Schema(_ context.Context, _ resource.SchemaReq
 	resp.Schema = schema.Schema{
 		Description: "A load balancer's address announced over BGP by the host (`lbhost_bgp_speaker`): the config file " +
 			"`config_dir/bgp/<owner>.json` of the host's announcer (`lbhost-router -announce config_dir/bgp`), which keeps the address " +
-			"on the loopback, and so announced by bgpd, while something listens on every one of `ports` at it (the frontend) and one of " +
-			"`backends` passes `health_check`; it removes the address (bgpd withdraws the route) within ~200 ms of a failure. Everything " +
+			"local to the host and, while something listens on every one of `ports` at it (the frontend) and one of `backends` passes " +
+			"`health_check`, a kernel route to it that bgpd announces; it removes the route (bgpd withdraws it) within ~200 ms of a failure, " +
+			"the address staying local so connections in flight finish. Everything " +
 			"changes in place. Destroy removes the file, waits until the address is withdrawn, then `drain_ms` for the routers to converge, so a " +
 			"frontend destroyed after it (one it depends on) gets no new connection once gone.",
 		Attributes: map[string]schema.Attribute{

@@ -76,7 +76,7 @@ func (r *bgpSpeakerResource) Schema(_ context.Context, _ resource.SchemaRequest,
 	resp.Schema = schema.Schema{
 		Description: "The host's BGP speaker: FRR's configuration (`frr_config`, written by lbhost, checked with `vtysh -C`, applied with " +
 			"`frr-reload.py`, so sessions that stay are not reset). bgpd announces every /32 and /128 inside a pool that is on one of the host's " +
-			"interfaces (`lbhost_bgp_announcement` puts it on the loopback while its frontend serves), with the pool's communities and local " +
+			"interfaces (`lbhost_bgp_announcement`'s announcer routes it to the loopback while its frontend serves), with the pool's communities and local " +
 			"preference, and accepts no route from its peers. Every peer must be on one of the host's networks (checked at plan). Passwords come " +
 			"from files on the machine running OpenTofu and never reach the plan or state: `config_hash` is the hash of the file with its passwords " +
 			"masked, so a rotated password is written by the next apply that changes the speaker, or by `-replace`. Destroying it leaves FRR without BGP.",

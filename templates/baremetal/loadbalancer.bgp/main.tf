@@ -1,8 +1,8 @@
 # Active-active load balancers on your own Linux hosts, announced over BGP
 # (variant "bgp"): on EVERY host of settings.hosts an HAProxy frontend on the
 # Service's VIP and an announcement of the VIP (lbhost_bgp_announcement): the
-# host's announcer (lbhost-router -announce) keeps the VIP on its loopback
-# while the frontend listens and a node passes the health check, and the
+# host's announcer (lbhost-router -announce) keeps the VIP local, and routed
+# (a kernel route bgpd announces) while the frontend listens and a node passes the health check, and the
 # host's FRR (lbhost_bgp_speaker, the peering: ../bgp/, applied once per
 # cluster) announces it to the routers, which spread the flows over every
 # healthy host (ECMP). No VRRP. The VIP is allocated once, across every host
