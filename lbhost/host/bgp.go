@@ -66,10 +66,7 @@ func (h *Host) ApplySpeaker(ctx context.Context, c frr.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := h.FRR.Validate(); err != nil {
-		return err
-	}
-	unlock, err := h.lock(ctx)
+	unlock, err := h.lockFRR(ctx)
 	if err != nil {
 		return err
 	}
@@ -90,6 +87,14 @@ func (h *Host) ApplySpeaker(ctx context.Context, c frr.Config) error {
 		return &PartialError{Err: scrub(err, c)}
 	}
 	return nil
+}
+
+// lockFRR checks the FRR settings and takes the host's lock.
+func (h *Host) lockFRR(ctx context.Context) (func(), error) {
+	if err := h.FRR.Validate(); err != nil {
+		return nil, err
+	}
+	return h.lock(ctx)
 }
 
 func (h *Host) reloadFRR(ctx context.Context, file string) error {
@@ -151,10 +156,7 @@ func ConfigHash(text string) string {
 // DeleteSpeaker replaces the configuration with one without BGP (every
 // session closes, every route is withdrawn) and reloads FRR.
 func (h *Host) DeleteSpeaker(ctx context.Context) error {
-	if err := h.FRR.Validate(); err != nil {
-		return err
-	}
-	unlock, err := h.lock(ctx)
+	unlock, err := h.lockFRR(ctx)
 	if err != nil {
 		return err
 	}
