@@ -223,13 +223,16 @@ func (t *ToR) config(password string) string {
 	// ones), so the router's paths name the hosts' addresses.
 	b.WriteString("frr defaults datacenter\n!\nroute-map lb6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n")
 	fmt.Fprintf(&b, "!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", ToRASN, t.Address)
-	b.WriteString(" neighbor lb peer-group\n neighbor lb remote-as " + strconv.Itoa(HostASN) + "\n neighbor lb bfd profile fast\n")
-	b.WriteString(" neighbor lb6 peer-group\n neighbor lb6 remote-as " + strconv.Itoa(HostASN) + "\n neighbor lb6 bfd profile fast\n")
+	b.WriteString(" neighbor lb peer-group\n neighbor lb remote-as " + strconv.Itoa(HostASN) + "\n")
+	b.WriteString(" neighbor lb6 peer-group\n neighbor lb6 remote-as " + strconv.Itoa(HostASN) + "\n")
 	if password != "" {
 		fmt.Fprintf(&b, " neighbor lb password %s\n neighbor lb6 password %s\n", password, password)
 	}
 	for _, h := range t.hs.Hosts {
-		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s peer-group lb6\n", h.Address, h.Address6)
+		// The BFD profile per neighbour: FRR 8.4 does not pass a peer
+		// group's on (its sessions ran at the 300 ms default).
+		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s bfd profile fast\n", h.Address, h.Address)
+		fmt.Fprintf(&b, " neighbor %s peer-group lb6\n neighbor %s bfd profile fast\n", h.Address6, h.Address6)
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
 	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
