@@ -201,7 +201,7 @@ conformance-fast: tools-nodes tools-e2e build
 ## OpenTofu or a control plane (repo.Tofu, devcluster.ForTest); no tools needed, ~1 min warm
 UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./instances/... ./templates/... ./ccm/... \
 	./workspace/... ./cmd/... ./hack/conformance/... ./lbhost/haproxy/... ./lbhost/host/... \
-	./lbhost/keepalived/... ./lbhost/l4/... ./lbhost/router/... ./lbhost/transport/... ./fleet/... ./gate/... ./ipam/... \
+	./lbhost/keepalived/... ./lbhost/l4/... ./lbhost/router/... ./lbhost/announce/... ./lbhost/frr/... ./lbhost/transport/... ./fleet/... ./gate/... ./ipam/... \
 	./deploy/gitops/...
 unit:
 	$(GO) test -short -count=1 $(UNIT_PKGS)

@@ -27,6 +27,8 @@
 #                           without the rule backends-only-without-review (== N) and
 #                           with it (== 0), time to converge each way
 #                           (TFCCM_BENCH_REVIEW_CHURN=N)
+#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3)   a host's FRR killed or its link down:
+#                           outage median <= 1 s, <= 1 request lost at 20 req/s
 #   runner Jobs on 3 real nodes (make bench-runners): 200 Services through runner
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
@@ -52,6 +54,7 @@ run ./test/clouds/ 'Plan500Nodes' 5x
 run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
 run ./lbhost/hosttest/ 'BaremetalL4Failover' 1x
+run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
 # defaults: 10 service workers, as the chart) vs raw tofu

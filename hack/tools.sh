@@ -113,6 +113,9 @@ apt_install() {
 	# hosts sync connection state with conntrackd (TestBaremetalL4, bench).
 	command -v conntrack >/dev/null || [[ -x /usr/sbin/conntrack ]] || missing+=(conntrack)
 	command -v conntrackd >/dev/null || [[ -x /usr/sbin/conntrackd ]] || missing+=(conntrackd)
+	# BGP announcements (lbhost/frr): bgpd, bfdd and zebra on the LB hosts and
+	# the top-of-rack router of lbhost/hosttest.
+	[[ -x /usr/lib/frr/bgpd ]] || missing+=(frr)
 	# TestCompletion loads tfccm's bash completion as a user's shell does.
 	[[ -f /usr/share/bash-completion/bash_completion ]] || missing+=(bash-completion)
 	if ((${#missing[@]})); then
@@ -132,6 +135,9 @@ apt_install() {
 	fi
 	if command -v systemctl >/dev/null && systemctl is-active --quiet conntrackd 2>/dev/null; then
 		systemctl stop conntrackd || true
+	fi
+	if command -v systemctl >/dev/null && systemctl is-active --quiet frr 2>/dev/null; then
+		systemctl stop frr || true
 	fi
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Backend health (tfccm.io/Degraded): a load balancer module may carry a
@@ -99,4 +100,37 @@ func DecodeVIPHolders(outputs map[string]json.RawMessage) (map[string][]string, 
 		slices.Sort(holders[f])
 	}
 	return holders, nil
+}
+
+// BGPSessionsOutput is a health module's optional output of every LB
+// host's BGP sessions (the bgp variant of baremetal): the Service's
+// tfccm.io/BGPEstablished condition and tfccm_bgp_session_up.
+const BGPSessionsOutput = "bgp_sessions"
+
+// BGPSession is one LB host's session with one peer.
+type BGPSession struct {
+	Peer  string `json:"peer"`
+	State string `json:"state"`
+}
+
+// DecodeBGPSessions reads the health module's `bgp_sessions` output
+// (none: nil): host name → its sessions, sorted by peer.
+func DecodeBGPSessions(outputs map[string]json.RawMessage) (map[string][]BGPSession, error) {
+	raw, ok := outputs[BGPSessionsOutput]
+	if !ok {
+		return nil, nil
+	}
+	var sessions map[string][]BGPSession
+	if err := json.Unmarshal(raw, &sessions); err != nil {
+		return nil, fmt.Errorf("output `bgp_sessions` is not a map of host name to a list of {peer, state}: %w", err)
+	}
+	for h, ss := range sessions {
+		for _, s := range ss {
+			if s.Peer == "" || s.State == "" {
+				return nil, fmt.Errorf("output `bgp_sessions`: a session of host %q has no peer or state", h)
+			}
+		}
+		slices.SortFunc(ss, func(a, b BGPSession) int { return strings.Compare(a.Peer, b.Peer) })
+	}
+	return sessions, nil
 }

@@ -38,6 +38,12 @@ const (
 	// (a lost VIP); only for template sets whose health module outputs
 	// vip_holders (baremetal; vipheld.go).
 	ConditionVIPHeld = "tfccm.io/VIPHeld"
+	// ConditionBGPEstablished: whether every BGP session of every LB host
+	// that answers is Established (False names each one that is not, by
+	// host and peer name, and its state); only for template sets whose
+	// health module outputs bgp_sessions (baremetal's bgp variant;
+	// bgpsessions.go).
+	ConditionBGPEstablished = "tfccm.io/BGPEstablished"
 )
 
 // Condition reasons.
@@ -61,9 +67,14 @@ const (
 	CondReasonLBHostUnreachable = "LBHostUnreachable"
 	// CondReasonHeldBy, CondReasonSplitBrain, CondReasonNoHolder:
 	// VIPHeld with one holder per VIP, two or more, none.
-	CondReasonHeldBy             = "HeldBy"
-	CondReasonSplitBrain         = "SplitBrain"
-	CondReasonNoHolder           = "NoHolder"
+	CondReasonHeldBy     = "HeldBy"
+	CondReasonSplitBrain = "SplitBrain"
+	CondReasonNoHolder   = "NoHolder"
+	// CondReasonEstablished, CondReasonSessionDown, CondReasonNoSession:
+	// BGPEstablished with every session up, one or more down, none at all.
+	CondReasonEstablished        = "Established"
+	CondReasonSessionDown        = "SessionDown"
+	CondReasonNoSession          = "NoSession"
 	CondReasonPolicyDenied       = "PolicyDenied"
 	CondReasonChangeWindowClosed = "ChangeWindowClosed"
 )

@@ -88,7 +88,9 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
-	registerHealthMetrics.Do(func() { legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge) })
+	registerHealthMetrics.Do(func() {
+		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge)
+	})
 }
 
 // healthRound probes every applied load balancer once, workers at a time
@@ -152,11 +154,13 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 		l.dropHealth(name)
 		l.conds.remove(svc, ConditionDegraded)
 		l.conds.remove(svc, ConditionVIPHeld)
+		l.conds.remove(svc, ConditionBGPEstablished)
 		return nil, true
 	}
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
 	var holders map[string][]string
+	var sessions map[string][]templates.BGPSession
 	if err == nil {
 		backends, err = templates.DecodeBackends(outs)
 	}
@@ -165,6 +169,9 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	}
 	if err == nil {
 		holders, err = templates.DecodeVIPHolders(outs)
+	}
+	if err == nil {
+		sessions, err = templates.DecodeBGPSessions(outs)
 	}
 	if err != nil {
 		// The last reading stands: a load balancer host briefly
@@ -181,6 +188,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	sort.Strings(unreachable)
 	l.reportHealth(name, svc, backends, unreachable)
 	l.reportVIPHolders(svc, holders)
+	l.reportBGPSessions(svc, sessions)
 	return hosts, true
 }
 

@@ -51,6 +51,8 @@ var (
 		"The workspace's state is locked by someone tfccm cannot prove gone; tfccm never steals it. `tfccm unlock --workspace NAME` shows the holder and releases the lock once you know it is gone.")
 	ReasonInvalidIngress = declareReason("TerraformInvalidIngress", corev1.EventTypeWarning,
 		"The template's `ingress` output is not a valid list of `{ip, hostname, ip_mode}`; the Service gets no status until the template is fixed.")
+	ReasonBGPSessionDown = declareReason("BGPSessionDown", corev1.EventTypeWarning,
+		"Baremetal's bgp variant: a BGP session of an LB host is not Established; the message names the host, the peer (by its name in `settings.bgp`) and the session's state, as `tfccm.io/BGPEstablished` does. The host announces nothing to that peer meanwhile. Recorded once per message on every Service of the variant (docs/bgp.md#troubleshooting).")
 	ReasonDriftRepaired = declareReason("TerraformDriftRepaired", corev1.EventTypeWarning,
 		"The periodic re-plan (`terraform.drift_interval`) found the infrastructure changed outside tfccm and re-applied the load balancer.")
 	ReasonDriftFailed = declareReason("TerraformDriftCheckFailed", corev1.EventTypeWarning,

@@ -20,6 +20,7 @@ import (
 //	Dir/server-state      HAProxy's server-state-file
 //	Dir/master.sock       HAProxy's master CLI (haproxy -W -S)
 //	Dir/keepalived/O.conf VRRP instances of VIPs with VRRP (lbhost)
+//	Dir/bgp/O.json        BGP announcements, kept by lbhost-router -announce (lbhost)
 //
 // This is the local cloud's layout (examples/local/infra), so lbhost and
 // the infra's scripts share one lock.
@@ -30,6 +31,8 @@ type Host struct {
 	HAProxy string
 	// Keepalived is used by VIPs with VRRP.
 	Keepalived Keepalived
+	// FRR is used by BGP speakers.
+	FRR FRR
 	// Reserved lists addresses no VIP ever gets on this host: allocation
 	// skips them and a requested one is refused (the other hosts' own
 	// addresses, which this host cannot see, a gateway). Entries that are

@@ -82,7 +82,8 @@ type Host struct {
 	sshd        *exec.Cmd
 	haproxy     *exec.Cmd
 	keepalive   *exec.Cmd
-	l4          []*exec.Cmd // lbhost-router -l4 and conntrackd (StartL4)
+	l4          []*exec.Cmd // lbhost-router -l4 and conntrackd (StartL4); FRR and lbhost-router -announce (StartBGP)
+	frr         []*exec.Cmd // zebra, bgpd and bfdd (StartBGP)
 }
 
 // Hosts is a running set of load-balancer hosts.

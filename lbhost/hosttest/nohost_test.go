@@ -255,7 +255,7 @@ func repoRoot(t *testing.T) string {
 }
 
 // copyModule puts the *.tf files of src into dir (replacing those there).
-func copyModule(t *testing.T, src, dir string) {
+func copyModule(t testing.TB, src, dir string) {
 	t.Helper()
 	old, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
 	for _, f := range old {

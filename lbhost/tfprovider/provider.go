@@ -34,9 +34,12 @@ type providerModel struct {
 	HAProxy   types.String `tfsdk:"haproxy"`
 	KAConfig  types.String `tfsdk:"keepalived_config"`
 	KAPIDFile types.String `tfsdk:"keepalived_pid_file"`
-	Netns     types.String `tfsdk:"netns"`
-	SSH       *sshModel    `tfsdk:"ssh"`
-	Reserved  types.List   `tfsdk:"reserved_addresses"`
+	// FRR of BGP speakers: its configuration file and -N pathspace.
+	FRRConfig    types.String `tfsdk:"frr_config"`
+	FRRPathspace types.String `tfsdk:"frr_pathspace"`
+	Netns        types.String `tfsdk:"netns"`
+	SSH          *sshModel    `tfsdk:"ssh"`
+	Reserved     types.List   `tfsdk:"reserved_addresses"`
 	// Hosts: a provider of every LB host (lbhost_vip_allocation,
 	// lbhost_hosts) instead of one.
 	Hosts []hostEntry `tfsdk:"hosts"`
@@ -95,6 +98,15 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional:    true,
 				Description: "Pid file of keepalived's parent process (reloaded with SIGHUP). Default `/run/keepalived.pid`.",
 				Validators:  []validator.String{pathValidator{}},
+			},
+			"frr_config": schema.StringAttribute{
+				Optional:    true,
+				Description: "FRR's integrated configuration file on the host, which `lbhost_bgp_speaker` owns (written readable by root and group frr only, checked with `vtysh -C`, applied with `frr-reload.py`). Default `/etc/frr/frr.conf`.",
+				Validators:  []validator.String{pathValidator{}},
+			},
+			"frr_pathspace": schema.StringAttribute{
+				Optional:    true,
+				Description: "FRR's `-N` pathspace, when the host's FRR daemons run with one (one FRR per network namespace, as in tfccm's host tests). Default none.",
 			},
 			"reserved_addresses": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -199,6 +211,7 @@ func (c *conn) host(ctx context.Context) (*host.Host, error) {
 		if !c.cfg.KAPIDFile.IsNull() {
 			c.h.Keepalived.PIDFile = c.cfg.KAPIDFile.ValueString()
 		}
+		c.h.FRR = host.FRR{Config: c.cfg.FRRConfig.ValueString(), Pathspace: c.cfg.FRRPathspace.ValueString()}
 		for _, e := range c.cfg.Reserved.Elements() {
 			if v, ok := e.(types.String); ok && !v.IsNull() && !v.IsUnknown() {
 				c.h.Reserved = append(c.h.Reserved, v.ValueString())
@@ -233,11 +246,11 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPAnnouncementResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource}
+	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newBGPSessionsDataSource}
 }
 
 // connected is what every resource embeds: the provider's connection to

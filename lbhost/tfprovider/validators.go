@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/tfccm/tfccm/lbhost/frr"
 	"github.com/tfccm/tfccm/lbhost/haproxy"
 	"github.com/tfccm/tfccm/lbhost/host"
 	"github.com/tfccm/tfccm/lbhost/transport"
@@ -146,8 +147,11 @@ func pendingUnreachable(diags *diag.Diagnostics, summary string, err error) bool
 func addError(diags *diag.Diagnostics, summary string, err error) {
 	var fe *haproxy.FieldError
 	var he *host.FieldError
+	var re *frr.Error
 	field := ""
 	switch {
+	case errors.As(err, &re):
+		field = re.Field
 	case errors.As(err, &fe):
 		field = fe.Field
 	case errors.As(err, &he):

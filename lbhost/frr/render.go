@@ -1,0 +1,183 @@
+// Rendering the configuration as FRR's integrated configuration file.
+
+package frr
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Names of the objects Render writes, for the announcer and tests.
+const (
+	// ExportMap permits the pools' host routes (and sets their
+	// communities and local preference); bgpd redistributes the kernel's
+	// routes (the announcer's) through it and sends peers only what it
+	// permits.
+	ExportMap = "tfccm-export"
+	// ImportMap refuses every route a peer sends.
+	ImportMap = "tfccm-import"
+)
+
+// Render returns the FRR configuration file (bgpd and bfdd; zebra needs
+// none) of c, or the first field error. Equal configurations render
+// equal files.
+func Render(c Config) (string, error) {
+	if err := c.Validate(); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("! Written by tfccm's lbhost provider (lbhost/frr): changes are overwritten.\n")
+	b.WriteString("frr defaults traditional\nservice integrated-vtysh-config\nlog syslog informational\n!\n")
+	renderPrefixLists(&b, c.Pools)
+	renderRouteMaps(&b, c.Pools)
+	renderBGP(&b, c)
+	renderBFD(&b, c.BFDProfiles)
+	return b.String(), nil
+}
+
+func prefixList(pool string, v6 bool) string {
+	if v6 {
+		return "tfccm-pool6-" + pool
+	}
+	return "tfccm-pool-" + pool
+}
+
+// renderPrefixLists: per pool and family, its host routes only (a /32
+// or /128 inside a prefix).
+func renderPrefixLists(b *strings.Builder, pools []Pool) {
+	for _, p := range pools {
+		for i, pr := range p.Prefixes {
+			if pr.Addr().Is4() {
+				fmt.Fprintf(b, "ip prefix-list %s seq %d permit %s ge 32\n", prefixList(p.Name, false), 5*(i+1), pr)
+			} else {
+				fmt.Fprintf(b, "ipv6 prefix-list %s seq %d permit %s ge 128\n", prefixList(p.Name, true), 5*(i+1), pr)
+			}
+		}
+	}
+	b.WriteString("!\n")
+}
+
+func families(p Pool) (v4, v6 bool) {
+	for _, pr := range p.Prefixes {
+		if pr.Addr().Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	return v4, v6
+}
+
+// renderRouteMaps: one permit entry per pool and family (matching its
+// prefix list, setting its communities and local preference); anything
+// else is denied (a route map's implicit deny), and the import map
+// denies everything.
+func renderRouteMaps(b *strings.Builder, pools []Pool) {
+	seq := 10
+	for _, p := range pools {
+		v4, v6 := families(p)
+		for _, fam := range []struct {
+			on    bool
+			v6    bool
+			match string
+		}{{v4, false, "ip"}, {v6, true, "ipv6"}} {
+			if !fam.on {
+				continue
+			}
+			fmt.Fprintf(b, "route-map %s permit %d\n match %s address prefix-list %s\n", ExportMap, seq, fam.match, prefixList(p.Name, fam.v6))
+			renderSets(b, p)
+			b.WriteString("exit\n")
+			seq += 10
+		}
+	}
+	if seq == 10 {
+		// No pool: announce nothing (an empty route map would permit nothing too, but say so).
+		fmt.Fprintf(b, "route-map %s deny 10\nexit\n", ExportMap)
+	}
+	fmt.Fprintf(b, "route-map %s deny 10\nexit\n!\n", ImportMap)
+}
+
+func renderSets(b *strings.Builder, p Pool) {
+	var std, large []string
+	for _, c := range p.Communities {
+		if isLarge(c) {
+			large = append(large, c)
+		} else {
+			std = append(std, c)
+		}
+	}
+	if len(std) > 0 {
+		fmt.Fprintf(b, " set community %s\n", strings.Join(std, " "))
+	}
+	if len(large) > 0 {
+		fmt.Fprintf(b, " set large-community %s\n", strings.Join(large, " "))
+	}
+	if p.LocalPref != nil {
+		fmt.Fprintf(b, " set local-preference %d\n", *p.LocalPref)
+	}
+}
+
+func renderBGP(b *strings.Builder, c Config) {
+	fmt.Fprintf(b, "router bgp %d\n bgp router-id %s\n no bgp default ipv4-unicast\n", c.ASN, c.RouterID)
+	for _, p := range c.Peers {
+		a := p.Address.String()
+		// advertisement-interval 0: a withdrawal (a failed frontend) goes
+		// out at once, not after eBGP's 30 s MRAI.
+		fmt.Fprintf(b, " neighbor %s remote-as %d\n neighbor %s description %s\n neighbor %s advertisement-interval 0\n", a, p.ASN, a, p.Name, a)
+		if p.Port != 0 {
+			fmt.Fprintf(b, " neighbor %s port %d\n", a, p.Port)
+		}
+		if p.Keepalive != 0 {
+			fmt.Fprintf(b, " neighbor %s timers %d %d\n", a, int(p.Keepalive.Seconds()), int(p.Hold.Seconds()))
+		}
+		if p.Password != "" {
+			fmt.Fprintf(b, " neighbor %s password %s\n", a, p.Password)
+		}
+		if p.BFDProfile != "" {
+			fmt.Fprintf(b, " neighbor %s bfd profile %s\n", a, p.BFDProfile)
+		}
+	}
+	for _, fam := range []struct {
+		name string
+		v6   bool
+	}{{"ipv4", false}, {"ipv6", true}} {
+		fmt.Fprintf(b, " address-family %s unicast\n  redistribute kernel route-map %s\n", fam.name, ExportMap)
+		for _, p := range c.Peers {
+			if p.Address.Is6() != fam.v6 {
+				continue
+			}
+			a := p.Address.String()
+			fmt.Fprintf(b, "  neighbor %s activate\n  neighbor %s route-map %s in\n  neighbor %s route-map %s out\n", a, a, ImportMap, a, ExportMap)
+		}
+		b.WriteString(" exit-address-family\n")
+	}
+	b.WriteString("exit\n!\n")
+}
+
+func renderBFD(b *strings.Builder, profiles []BFDProfile) {
+	if len(profiles) == 0 {
+		return
+	}
+	b.WriteString("bfd\n")
+	for _, p := range profiles {
+		fmt.Fprintf(b, " profile %s\n", p.Name)
+		if p.ReceiveInterval != 0 {
+			fmt.Fprintf(b, "  receive-interval %d\n", p.ReceiveInterval.Milliseconds())
+		}
+		if p.TransmitInterval != 0 {
+			fmt.Fprintf(b, "  transmit-interval %d\n", p.TransmitInterval.Milliseconds())
+		}
+		if p.DetectMultiplier != 0 {
+			fmt.Fprintf(b, "  detect-multiplier %d\n", p.DetectMultiplier)
+		}
+		b.WriteString(" exit\n")
+	}
+	b.WriteString("exit\n!\n")
+}
+
+var rePasswordLine = regexp.MustCompile(`(?m)^( neighbor \S+ password ).*$`)
+
+// Masked is text with every peer password replaced: what may be hashed
+// into state or shown, for a file Render wrote or one read from a host.
+func Masked(text string) string { return rePasswordLine.ReplaceAllString(text, "${1}<password>") }

@@ -1,0 +1,541 @@
+// BGP on test hosts: FRR and the announcer on every LB host, and a
+// top-of-rack router namespace running FRR with ECMP and BFD, with
+// clients behind it.
+
+package hosttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// BGP addressing of StartBGP: the announced pools lie outside every
+// network (and outside the local clouds' 10.251.0.0/16 and
+// 10.252.0.0/16), so only the routes the hosts announce reach them; the
+// clients (RFC 2544's benchmarking range) are behind the router. Both
+// exist only inside the test's namespaces.
+const (
+	BGPPool   = "198.51.100.0/24"
+	BGPPool6  = "fd00:253::/112"
+	HostASN   = 64513
+	ToRASN    = 64512
+	clientNet = "198.18.0"
+)
+
+// BGPOptions configure StartBGP.
+type BGPOptions struct {
+	// Router is the lbhost-router binary (make build: bin/lbhost-router).
+	Router string
+	// Clients is how many client addresses the clients' namespace has
+	// (default 32).
+	Clients int
+	// Password, when set, is the sessions' TCP MD5 password: the
+	// router's configuration has it, and PasswordFile (for the hosts'
+	// password_file) holds it.
+	Password string
+}
+
+// ToR is the top-of-rack router: FRR in its own namespace on the hosts'
+// network, peering with every host, installing their routes with ECMP
+// (hashing flows by addresses and ports) and BFD; and the clients'
+// namespace behind it.
+type ToR struct {
+	Netns, ClientNetns string
+	// Address and Address6 are its addresses on the hosts' network: the
+	// hosts' peer.
+	Address, Address6 string
+	// Clients are the client addresses (IPv4 and IPv6, as many of each).
+	Clients, Clients6 []string
+	// PasswordFile holds BGPOptions.Password ("" without one).
+	PasswordFile string
+
+	hs      *Hosts
+	dir     string
+	mu      sync.Mutex
+	daemons []*exec.Cmd
+}
+
+// frrDir is where a namespace's FRR keeps its configuration and pid
+// files: group frr may write (FRR's daemons run as user frr), nobody else.
+func frrDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o770); err != nil {
+		return "", err
+	}
+	g, err := user.LookupGroup("frr")
+	if err != nil {
+		return "", fmt.Errorf("group frr: %w (Debian's frr: make tools installs it)", err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	if err := os.Chown(dir, 0, gid); err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o770)
+}
+
+// startFRR runs zebra, bgpd and bfdd in netns with pathspace netns and
+// configuration file conf (its directory dir, writable by group frr).
+func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
+	var cmds []*exec.Cmd
+	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
+		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", conf, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
+		if d == "bfdd" {
+			argv = append(argv, "--bfdctl", filepath.Join("/var/run/frr", netns, "bfdd.sock"))
+		}
+		cmd, err := start(netns, filepath.Join(dir, d+".out"), argv...)
+		if err != nil {
+			return cmds, err
+		}
+		cmds = append(cmds, cmd)
+		if d == "zebra" {
+			// bgpd and bfdd connect to zebra's socket.
+			if err := waitFile(context.Background(), filepath.Join("/var/run/frr", netns, "zserv.api")); err != nil {
+				return cmds, fmt.Errorf("zebra in %s: %w", netns, err)
+			}
+		}
+	}
+	return cmds, nil
+}
+
+// FRRConfig is the FRR configuration file of the host (the bgp module's
+// frr_config), FRRPathspace its FRR's -N.
+func (h *Host) FRRConfig() string    { return filepath.Join(h.frrDir(), "frr.conf") }
+func (h *Host) FRRPathspace() string { return h.Netns }
+func (h *Host) frrDir() string       { return filepath.Join(os.TempDir(), "lbhost-frr-"+h.Netns) }
+
+// StartBGP starts the router and FRR (no BGP yet: lbhost_bgp_speaker
+// writes it) and the announcer (lbhost-router -announce
+// <config_dir>/bgp) on every host. Stop (or the ToR's) stops them.
+func (hs *Hosts) StartBGP(opts BGPOptions) (_ *ToR, err error) {
+	if opts.Clients == 0 {
+		opts.Clients = 32
+	}
+	if _, err := os.Stat(opts.Router); err != nil {
+		return nil, fmt.Errorf("lbhosts: lbhost-router: %w (make build builds bin/lbhost-router)", err)
+	}
+	pool := netip.MustParsePrefix(hs.cloud.VIPPool).Addr().As4()
+	t := &ToR{hs: hs, Netns: hs.cloud.Prefix + "-tor", ClientNetns: hs.cloud.Prefix + "-cl",
+		Address: netip.AddrFrom4([4]byte{pool[0], pool[1], pool[2], 126}).String(), Address6: "fd00:250::fe",
+		dir: filepath.Join(os.TempDir(), "lbhost-frr-"+hs.cloud.Prefix+"-tor")}
+	defer func() {
+		if err != nil {
+			t.Stop()
+		}
+	}()
+	if err := t.up(opts); err != nil {
+		return nil, fmt.Errorf("lbhosts: router: %w", err)
+	}
+	for _, h := range hs.Hosts {
+		if err := t.upHost(h, opts.Router); err != nil {
+			return nil, fmt.Errorf("lbhosts: %s: %w", h.Name, err)
+		}
+	}
+	return t, nil
+}
+
+func (t *ToR) up(opts BGPOptions) error {
+	bridge := t.hs.cloud.Prefix + "-br"
+	cloud := t.hs.cloud.CloudNetns
+	link, clink := t.hs.cloud.Prefix+"-tr", t.hs.cloud.Prefix+"-tc"
+	steps := [][]string{
+		{"netns", "add", t.Netns},
+		{"netns", "add", t.ClientNetns},
+		{"-n", t.Netns, "link", "set", "lo", "up"},
+		{"-n", t.ClientNetns, "link", "set", "lo", "up"},
+		{"-n", cloud, "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", t.Netns},
+		{"-n", cloud, "link", "set", link, "master", bridge, "up"},
+		{"-n", t.Netns, "addr", "add", t.Address + "/24", "dev", "eth0"},
+		{"-n", t.Netns, "addr", "add", t.Address6 + "/64", "dev", "eth0", "nodad"},
+		{"-n", t.Netns, "link", "set", "eth0", "up"},
+		{"-n", t.Netns, "link", "add", clink, "type", "veth", "peer", "name", "eth0", "netns", t.ClientNetns},
+		{"-n", t.Netns, "addr", "add", clientNet + ".1/24", "dev", clink},
+		{"-n", t.Netns, "addr", "add", "fd00:251::1/64", "dev", clink, "nodad"},
+		{"-n", t.Netns, "link", "set", clink, "up"},
+		{"-n", t.ClientNetns, "link", "set", "eth0", "up"},
+	}
+	for i := 0; i < opts.Clients; i++ {
+		c, c6 := fmt.Sprintf("%s.%d", clientNet, 10+i), fmt.Sprintf("fd00:251::%x", 0x10+i)
+		t.Clients, t.Clients6 = append(t.Clients, c), append(t.Clients6, c6)
+		steps = append(steps, []string{"-n", t.ClientNetns, "addr", "add", c + "/24", "dev", "eth0"},
+			[]string{"-n", t.ClientNetns, "addr", "add", c6 + "/64", "dev", "eth0", "nodad"})
+	}
+	steps = append(steps, []string{"-n", t.ClientNetns, "route", "add", "default", "via", clientNet + ".1"},
+		[]string{"-n", t.ClientNetns, "-6", "route", "add", "default", "via", "fd00:251::1"})
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return err
+		}
+	}
+	for _, ns := range []string{t.Netns, t.ClientNetns} {
+		if err := run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0"); err != nil {
+			return err
+		}
+	}
+	// A router: forwarding, and ECMP hashing flows by addresses and ports
+	// (policy 1), so many clients' flows spread over the hosts.
+	if err := run("ip", "netns", "exec", t.Netns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
+		"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1"); err != nil {
+		return err
+	}
+	dir, err := frrDir(t.dir)
+	if err != nil {
+		return err
+	}
+	if opts.Password != "" {
+		t.PasswordFile = filepath.Join(t.hs.dir, "bgp-password")
+		if err := os.WriteFile(t.PasswordFile, []byte(opts.Password+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	conf := filepath.Join(dir, "frr.conf")
+	if err := os.WriteFile(conf, []byte(t.config(opts.Password)), 0o640); err != nil {
+		return err
+	}
+	if err := os.Chown(conf, 0, mustGid("frr")); err != nil {
+		return err
+	}
+	cmds, err := startFRR(t.Netns, dir, conf)
+	t.mu.Lock()
+	t.daemons = append(t.daemons, cmds...)
+	t.mu.Unlock()
+	return err
+}
+
+// config is the router's FRR configuration: every host a peer (IPv4 and
+// IPv6 sessions) with BFD, up to 8 equal paths installed (ECMP).
+func (t *ToR) config(password string) string {
+	var b strings.Builder
+	// IPv6 routes via the hosts' global addresses (not their link-local
+	// ones), so the router's paths name the hosts' addresses.
+	b.WriteString("frr defaults datacenter\n!\nroute-map lb6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n")
+	fmt.Fprintf(&b, "!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", ToRASN, t.Address)
+	b.WriteString(" neighbor lb peer-group\n neighbor lb remote-as " + strconv.Itoa(HostASN) + "\n")
+	b.WriteString(" neighbor lb6 peer-group\n neighbor lb6 remote-as " + strconv.Itoa(HostASN) + "\n")
+	if password != "" {
+		fmt.Fprintf(&b, " neighbor lb password %s\n neighbor lb6 password %s\n", password, password)
+	}
+	for _, h := range t.hs.Hosts {
+		// The BFD profile per neighbour: FRR 8.4 does not pass a peer
+		// group's on (its sessions ran at the 300 ms default).
+		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s bfd profile fast\n", h.Address, h.Address)
+		fmt.Fprintf(&b, " neighbor %s peer-group lb6\n neighbor %s bfd profile fast\n", h.Address6, h.Address6)
+	}
+	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
+	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
+	b.WriteString("bfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n exit\nexit\n!\n")
+	return b.String()
+}
+
+// upHost starts h's FRR (an empty configuration) and announcer, and
+// routes the clients' network back through the router.
+func (t *ToR) upHost(h *Host, router string) error {
+	dir, err := frrDir(h.frrDir())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(h.FRRConfig(), []byte("frr defaults traditional\n!\n"), 0o640); err != nil {
+		return err
+	}
+	if err := os.Chown(h.FRRConfig(), 0, mustGid("frr")); err != nil {
+		return err
+	}
+	// frr-reload.py and vtysh read <confdir>/<pathspace>/vtysh.conf.
+	if err := os.MkdirAll(filepath.Join("/etc/frr", h.Netns), 0o755); err != nil {
+		return err
+	}
+	_ = os.WriteFile(filepath.Join("/etc/frr", h.Netns, "vtysh.conf"), nil, 0o644)
+	for _, s := range [][]string{
+		{"-n", h.Netns, "route", "add", clientNet + ".0/24", "via", t.Address},
+		{"-n", h.Netns, "-6", "route", "add", "fd00:251::/64", "via", t.Address6},
+	} {
+		if err := ip(s...); err != nil {
+			return err
+		}
+	}
+	cmds, err := startFRR(h.Netns, dir, h.FRRConfig())
+	h.mu.Lock()
+	h.l4 = append(h.l4, cmds...)
+	h.frr = cmds
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(h.ConfigDir, "bgp"), 0o755); err != nil {
+		return err
+	}
+	ann, err := start(h.Netns, filepath.Join(h.dir, "announce.log"), router, "-announce", filepath.Join(h.ConfigDir, "bgp"))
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.l4 = append(h.l4, ann)
+	h.mu.Unlock()
+	return nil
+}
+
+func mustGid(group string) int {
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	return gid
+}
+
+// KillFRR kills h's FRR daemons with SIGKILL (a crashed router daemon:
+// its sessions and BFD stop at once, its routes stay in no one's table).
+func (h *Host) KillFRR() {
+	h.mu.Lock()
+	cmds := h.frr
+	h.mu.Unlock()
+	for _, c := range cmds {
+		stop(c, syscall.SIGKILL)
+	}
+}
+
+// RestartFRR starts h's FRR again after KillFRR, from the configuration
+// lbhost last wrote.
+func (h *Host) RestartFRR() error {
+	cmds, err := startFRR(h.Netns, h.frrDir(), h.FRRConfig())
+	h.mu.Lock()
+	h.l4 = append(h.l4, cmds...)
+	h.frr = cmds
+	h.mu.Unlock()
+	return err
+}
+
+// BGPSettings is load_balancer.settings for the bgp module: LBSettings
+// with each host's FRR and the peering with the router.
+func (t *ToR) BGPSettings(bfd bool) map[string]any {
+	s := t.hs.LBSettings()
+	for _, h := range t.hs.Hosts {
+		hm := s["hosts"].(map[string]any)[h.Name].(map[string]any)
+		hm["frr_config"], hm["frr_pathspace"] = h.FRRConfig(), h.FRRPathspace()
+	}
+	peer := func(name, addr string) map[string]any {
+		p := map[string]any{"name": name, "address": addr, "asn": ToRASN, "keepalive_time": 1, "hold_time": 3}
+		if bfd {
+			p["bfd_profile"] = "fast"
+		}
+		if t.PasswordFile != "" {
+			p["password_file"] = t.PasswordFile
+		}
+		return p
+	}
+	s["bgp"] = map[string]any{
+		"asn":          HostASN,
+		"peers":        []any{peer("tor", t.Address), peer("tor6", t.Address6)},
+		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": 100, "transmit_interval_ms": 100, "detect_multiplier": 3}},
+		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100"}, "local_preference": 200}},
+	}
+	return s
+}
+
+// Nexthops are the router's next hops for addr now (its /32 or /128
+// route; none without one).
+func (t *ToR) Nexthops(addr string) []string {
+	fam := "-4"
+	if strings.Contains(addr, ":") {
+		fam = "-6"
+	}
+	out, err := exec.Command("ip", "-n", t.Netns, "-j", fam, "route", "show", addr).Output()
+	if err != nil {
+		return nil
+	}
+	var routes []struct {
+		Dst      string `json:"dst"`
+		Gateway  string `json:"gateway"`
+		Nexthops []struct {
+			Gateway string `json:"gateway"`
+		} `json:"nexthops"`
+	}
+	if json.Unmarshal(out, &routes) != nil {
+		return nil
+	}
+	var hops []string
+	for _, r := range routes {
+		if r.Gateway != "" {
+			hops = append(hops, r.Gateway)
+		}
+		for _, n := range r.Nexthops {
+			hops = append(hops, n.Gateway)
+		}
+	}
+	return hops
+}
+
+// Sessions are the router's BGP sessions: peer address → state
+// ("Established", "Active", ...).
+func (t *ToR) Sessions() (map[string]string, error) {
+	out, err := exec.Command("vtysh", "-N", t.Netns, "-c", "show bgp neighbors json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("vtysh: %w", err)
+	}
+	var peers map[string]struct {
+		State string `json:"bgpState"`
+	}
+	if err := json.Unmarshal(out, &peers); err != nil {
+		return nil, err
+	}
+	s := map[string]string{}
+	for a, p := range peers {
+		s[a] = p.State
+	}
+	return s, nil
+}
+
+// Client is an HTTP client in the clients' namespace whose connections
+// come from the client address of index i (mod the number of clients).
+func (t *ToR) Client(i int, v6 bool, timeout time.Duration) *http.Client {
+	src := t.Clients[i%len(t.Clients)]
+	if v6 {
+		src = t.Clients6[i%len(t.Clients6)]
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := localcloud.InNetns(t.ClientNetns, func() error {
+			var err error
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: timeout}
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+}
+
+// Stop stops the router's FRR and removes its and the clients'
+// namespaces (the hosts' FRR and announcers stop with the hosts).
+func (t *ToR) Stop() {
+	t.mu.Lock()
+	cmds := t.daemons
+	t.daemons = nil
+	t.mu.Unlock()
+	for _, c := range cmds {
+		stop(c, syscall.SIGTERM)
+	}
+	for _, ns := range []string{t.ClientNetns, t.Netns} {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+			_ = ip("netns", "del", ns)
+		}
+	}
+	_ = os.RemoveAll(t.dir)
+	for _, h := range t.hs.Hosts {
+		_ = os.RemoveAll(filepath.Join("/etc/frr", h.Netns))
+		_ = os.RemoveAll(h.frrDir())
+	}
+}
+
+// Outage is what clients saw during an action: requests sent, lost, and
+// the span from the first lost request to the last (0 when none was).
+type Outage struct {
+	Requests, Lost int
+	Span           time.Duration
+}
+
+func (o Outage) String() string {
+	return fmt.Sprintf("%d of %d requests lost, outage %s", o.Lost, o.Requests, o.Span.Round(10*time.Millisecond))
+}
+
+// MeasureDuring sends GET url at 20 requests per second (each a new
+// connection from the next client address, 1 s timeout) from one second
+// before action until two seconds after it returned.
+func (t *ToR) MeasureDuring(url string, v6 bool, action func()) Outage {
+	type result struct {
+		at time.Time
+		ok bool
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+		wg      sync.WaitGroup
+	)
+	done := make(chan struct{})
+	loop := make(chan struct{})
+	go func() {
+		defer close(loop)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				at := time.Now()
+				resp, err := t.Client(i, v6, time.Second).Get(url)
+				ok := err == nil && resp.StatusCode == http.StatusOK
+				if err == nil {
+					resp.Body.Close()
+				}
+				mu.Lock()
+				results = append(results, result{at, ok})
+				mu.Unlock()
+			}(i)
+		}
+	}()
+	time.Sleep(time.Second)
+	action()
+	time.Sleep(2 * time.Second)
+	close(done)
+	<-loop
+	wg.Wait()
+	o := Outage{Requests: len(results)}
+	var first, last time.Time
+	for _, r := range results {
+		if r.ok {
+			continue
+		}
+		o.Lost++
+		if first.IsZero() || r.at.Before(first) {
+			first = r.at
+		}
+		if r.at.After(last) {
+			last = r.at
+		}
+	}
+	if o.Lost > 0 {
+		o.Span = last.Sub(first) + 50*time.Millisecond
+	}
+	return o
+}
+
+// Logs are the tails of the router's and the hosts' FRR logs, for a
+// failing test's message.
+func (t *ToR) Logs() string {
+	var b strings.Builder
+	dirs := []string{t.dir}
+	for _, h := range t.hs.Hosts {
+		dirs = append(dirs, h.frrDir())
+	}
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, "*.log"))
+		outs, _ := filepath.Glob(filepath.Join(d, "*.out"))
+		for _, f := range append(files, outs...) {
+			data, _ := os.ReadFile(f)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) > 8 {
+				lines = lines[len(lines)-8:]
+			}
+			fmt.Fprintf(&b, "== %s\n%s\n", f, strings.Join(lines, "\n"))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,381 @@
+package hosttest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/lbhost/hosttest"
+	"github.com/tfccm/tfccm/test/localcloud"
+)
+
+// bgpPassword is the sessions' password in TestBaremetalBGP: never in a
+// plan, the state or a tfvars file.
+const bgpPassword = "tfccm-bgp-s3cret"
+
+// bgpSetup brings up a local cloud, two LB hosts with FRR and the
+// announcer, the router and its clients, and on node-a and node-b
+// kube-proxy's health endpoint and an HTTP server on 30080 answering with
+// the address the request came from (the LB host's, on the node
+// network); then applies the bgp module (the peering, with a password
+// file and BFD) and waits until every session is up.
+func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *hosttest.ToR) {
+	cloud := localcloud.ForTest(t, localcloud.Options{})
+	hs := hosttest.ForTest(t, cloud)
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tor, err := hs.StartBGP(hosttest.BGPOptions{Router: filepath.Join(root, "bin", "lbhost-router"), Password: bgpPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tor.Stop)
+	for _, n := range []string{"node-a", "node-b"} {
+		stop, err := cloud.ServeHealthz(n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		l, err := cloud.Listen(n, "tcp", ":30080")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			io.WriteString(w, host)
+		})}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { srv.Close() })
+	}
+	_, peering := bgpWorkspace(t, "bgp", fmt.Sprintf("cluster_name = \"c1\"\nsettings = %s\n", hclValue(t, tor.BGPSettings(bfd))))
+	peering("init", "-input=false", "-no-color")
+	peering("apply", "-auto-approve", "-input=false", "-no-color")
+	t.Cleanup(func() { peering("destroy", "-auto-approve", "-input=false", "-no-color") })
+	if err := testkit.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, "every BGP session established", func(context.Context) error {
+		s, err := tor.Sessions()
+		if err != nil {
+			return err
+		}
+		up := 0
+		for _, st := range s {
+			if st == "Established" {
+				up++
+			}
+		}
+		if up != 2*len(hs.Hosts) {
+			return fmt.Errorf("sessions %v", s)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, tor.Logs())
+	}
+	return cloud, hs, tor
+}
+
+// bgpWorkspace copies a module of the baremetal set into a new directory
+// with the given tfvars and returns a function running tofu in it.
+func bgpWorkspace(t testing.TB, module, tfvars string) (string, func(args ...string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyModule(t, filepath.Join(root, "templates", "baremetal", module), dir)
+	if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars"), []byte(tfvars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(args ...string) string {
+		t.Helper()
+		out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args[0] == "apply" || args[0] == "plan" {
+			state, _ := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+			if strings.Contains(string(out), bgpPassword) || strings.Contains(string(state), bgpPassword) {
+				t.Fatal("the BGP password reached tofu's output or the state")
+			}
+		}
+		return string(out)
+	}
+}
+
+// bgpService applies the loadbalancer.bgp variant for a Service of the
+// given IP families on the hosts and returns its VIPs (family → address),
+// a function applying it again with changed settings, and one destroying
+// it.
+func bgpService(t testing.TB, cloud *localcloud.Cloud, hs *hosttest.Hosts, families ...string) (map[string]string, func(change func(settings map[string]any)), func()) {
+	t.Helper()
+	var nodes []string
+	for _, n := range []string{"node-a", "node-b"} {
+		nodes = append(nodes, fmt.Sprintf(`{ name = %q, addresses = [{ type = "InternalIP", address = %q }] }`, n, cloud.Node(n).Address))
+	}
+	policy := "SingleStack"
+	if len(families) > 1 {
+		policy = "RequireDualStack"
+	}
+	tfvars := func(change func(map[string]any)) string {
+		settings := hs.LBSettings()
+		settings["vip_pool"], settings["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
+		if change != nil {
+			change(settings)
+		}
+		return fmt.Sprintf(`cluster_name = "c1"
+load_balancer_id = "web"
+service = { ports = [{ name = "http", protocol = "TCP", port = 80, node_port = 30080 }], load_balancer_ip = null, shared_ip = null, source_ranges = [], ip_families = [%s], ip_family_policy = %q, session_affinity = "None", proxy_protocol = false }
+nodes = [%s]
+health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
+settings = %s
+`, `"`+strings.Join(families, `", "`)+`"`, policy, strings.Join(nodes, ", "), hclValue(t, settings))
+	}
+	dir, tofu := bgpWorkspace(t, "loadbalancer.bgp", tfvars(nil))
+	tofu("init", "-input=false", "-no-color")
+	tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	reapply := func(change func(map[string]any)) {
+		if err := os.WriteFile(filepath.Join(dir, "tfccm.auto.tfvars"), []byte(tfvars(change)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tofu("apply", "-auto-approve", "-input=false", "-no-color")
+	}
+	destroyed := false
+	destroy := func() {
+		if !destroyed {
+			destroyed = true
+			tofu("destroy", "-auto-approve", "-input=false", "-no-color")
+		}
+	}
+	t.Cleanup(destroy)
+	vips := map[string]string{}
+	for _, ip := range ingressIPs(t, tofu("output", "-json", "ingress")) {
+		if strings.Contains(ip, ":") {
+			vips["IPv6"] = ip
+		} else {
+			vips["IPv4"] = ip
+		}
+	}
+	return vips, reapply, destroy
+}
+
+// waitNexthops waits until the router routes vip to exactly the hosts'
+// addresses of vip's family among want, and returns how long it took.
+func waitNexthops(t testing.TB, tor *hosttest.ToR, vip string, want []string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	slices.Sort(want)
+	for {
+		got := tor.Nexthops(vip)
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("the router routes %s via %v, want %v (after %s)", vip, got, want, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hostAddrs(hs *hosttest.Hosts, v6 bool, except ...string) []string {
+	var out []string
+	for _, h := range hs.Hosts {
+		if slices.Contains(except, h.Name) {
+			continue
+		}
+		if v6 {
+			out = append(out, h.Address6)
+		} else {
+			out = append(out, h.Address)
+		}
+	}
+	return out
+}
+
+// split sends n requests to url, each a new connection from the next
+// client address, and counts them by the LB host that proxied them.
+func split(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, url string, v6 bool, n int) map[string]int {
+	t.Helper()
+	byAddr := map[string]string{}
+	for _, h := range hs.Hosts {
+		byAddr[h.NodeNetAddress] = h.Name
+	}
+	got := map[string]int{}
+	for i := 0; i < n; i++ {
+		resp, err := tor.Client(i, v6, 2*time.Second).Get(url)
+		if err != nil {
+			t.Fatalf("request %d to %s: %v", i, url, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got[byAddr[string(b)]]++
+	}
+	return got
+}
+
+// TestBaremetalBGP serves a dual-stack Service of the loadbalancer.bgp
+// variant from two LB hosts peering over BGP (password from a file, BFD)
+// with a top-of-rack router namespace: the router installs both hosts as
+// equal paths for each VIP and many clients' flows split over both; a
+// host whose frontend stops (HAProxy stopped) withdraws its routes within
+// a second; a host whose FRR is killed with SIGKILL drops out of the
+// router's paths by BFD; a host retired (a planned removal) withdraws its
+// routes before its frontend goes, without losing a request; destroying
+// the Service withdraws every route.
+func TestBaremetalBGP(t *testing.T) {
+	cloud, hs, tor := bgpSetup(t, true)
+	vips, reapply, destroy := bgpService(t, cloud, hs, "IPv4", "IPv6")
+	v4, v6 := vips["IPv4"], vips["IPv6"]
+	if v4 == "" || v6 == "" {
+		t.Fatalf("ingress %v: want an IPv4 and an IPv6 VIP", vips)
+	}
+	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
+	waitNexthops(t, tor, v6, hostAddrs(hs, true), 10*time.Second)
+	url4, url6 := "http://"+v4+"/", "http://["+v6+"]/"
+
+	for _, c := range []struct {
+		url string
+		v6  bool
+	}{{url4, false}, {url6, true}} {
+		got := split(t, hs, tor, c.url, c.v6, 100)
+		t.Logf("%s: 100 clients' requests by LB host: %v", c.url, got)
+		for _, h := range hs.Hosts {
+			if got[h.Name] < 30 {
+				t.Errorf("%s: %s served %d of 100 requests, want at least 30 (ECMP over both hosts)", c.url, h.Name, got[h.Name])
+			}
+		}
+	}
+
+	// lb-b's frontend stops: its announcer withdraws both VIPs.
+	b := hs.Host("lb-b")
+	start := time.Now()
+	b.StopHAProxy()
+	waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-b"), 5*time.Second)
+	withdrawn := time.Since(start)
+	waitNexthops(t, tor, v6, hostAddrs(hs, true, "lb-b"), 5*time.Second)
+	t.Logf("frontend stopped on lb-b: route withdrawn in %s", withdrawn.Round(time.Millisecond))
+	if withdrawn > time.Second {
+		t.Errorf("lb-b's route was withdrawn %s after its frontend stopped, want at most 1 s", withdrawn)
+	}
+	if err := b.RestartHAProxy(); err != nil {
+		t.Fatal(err)
+	}
+	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
+
+	// lb-a's FRR killed: BFD takes its paths away; lb-b serves.
+	a := hs.Host("lb-a")
+	o := tor.MeasureDuring(url4, false, func() {
+		a.KillFRR()
+		waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+	})
+	t.Logf("lb-a's FRR killed (SIGKILL): %s", o)
+	if o.Lost > 2 {
+		t.Errorf("lb-a's FRR killed: %s, want at most 2 lost (BFD)", o)
+	}
+
+	if err := a.RestartFRR(); err != nil {
+		t.Fatal(err)
+	}
+	waitNexthops(t, tor, v4, hostAddrs(hs, false), 30*time.Second)
+
+	// A planned removal of a host (retired): its routes go before its
+	// frontend does, and the other host serves every request.
+	o = tor.MeasureDuring(url4, false, func() {
+		reapply(func(s map[string]any) { s["hosts"].(map[string]any)["lb-b"].(map[string]any)["retired"] = true })
+	})
+	t.Logf("lb-b retired: %s", o)
+	if o.Lost > 0 {
+		t.Errorf("retiring lb-b: %s, want none lost (its routes withdrawn before its frontend goes)", o)
+	}
+	waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-b"), 5*time.Second)
+
+	// Destroyed, the Service's VIPs are routed nowhere.
+	destroy()
+	waitNexthops(t, tor, v4, nil, 5*time.Second)
+	waitNexthops(t, tor, v6, nil, 5*time.Second)
+}
+
+// hclValue writes v as an HCL expression: JSON's syntax is HCL's for
+// objects, tuples, strings and numbers (no value here holds "${").
+func hclValue(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil || strings.Contains(string(b), "${") || strings.Contains(string(b), "%{") {
+		t.Fatalf("settings as HCL: %v (%s)", err, b)
+	}
+	return string(b)
+}
+
+// ingressIPs are the addresses of a tofu output -json ingress.
+func ingressIPs(t testing.TB, out string) []string {
+	t.Helper()
+	var ing []struct {
+		IP string `json:"ip"`
+	}
+	if err := json.Unmarshal([]byte(out), &ing); err != nil || len(ing) == 0 {
+		t.Fatalf("ingress %s: %v", out, err)
+	}
+	var ips []string
+	for _, i := range ing {
+		ips = append(ips, i.IP)
+	}
+	return ips
+}
+
+// BenchmarkBaremetalBGPFailover (make bench): with the bgp variant, two
+// LB hosts and BFD at 100 ms × 3, lb-a is taken away at least 3 times
+// each way, its FRR killed (SIGKILL) and its link down, while clients
+// send 20 requests per second (a new connection each, from 32 client
+// addresses); it reports the outage (first to last lost request) and the
+// requests lost, median and max. Goal: median outage <= 1 s, <= 1
+// request lost.
+func BenchmarkBaremetalBGPFailover(b *testing.B) {
+	cloud, hs, tor := bgpSetup(b, true)
+	vips, _, _ := bgpService(b, cloud, hs, "IPv4")
+	vip := vips["IPv4"]
+	url := "http://" + vip + "/"
+	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)
+	a := hs.Host("lb-a")
+	for _, way := range []struct {
+		name          string
+		take, return_ func() error
+	}{
+		{"frr-killed", func() error { a.KillFRR(); return nil }, a.RestartFRR},
+		{"link-down", func() error { return a.SetLink(false) }, func() error { return a.SetLink(true) }},
+	} {
+		var spans []time.Duration
+		var lost []int
+		for i := 0; i < max(b.N, 3); i++ {
+			o := tor.MeasureDuring(url, false, func() {
+				if err := way.take(); err != nil {
+					b.Fatal(err)
+				}
+				waitNexthops(b, tor, vip, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+			})
+			b.Logf("%s, run %d: %s", way.name, i+1, o)
+			spans, lost = append(spans, o.Span), append(lost, o.Lost)
+			if err := way.return_(); err != nil {
+				b.Fatal(err)
+			}
+			waitNexthops(b, tor, vip, hostAddrs(hs, false), 30*time.Second)
+		}
+		slices.Sort(spans)
+		slices.Sort(lost)
+		b.ReportMetric(spans[len(spans)/2].Seconds(), way.name+"-outage-median-s")
+		b.ReportMetric(spans[len(spans)-1].Seconds(), way.name+"-outage-max-s")
+		b.ReportMetric(float64(lost[len(lost)/2]), way.name+"-lost-median")
+		fmt.Fprintf(os.Stdout, "BGP FAILOVER (lb-a %s, BFD 100ms x3) outage median %s max %s, requests lost median %d max %d at 20 req/s\n",
+			way.name, spans[len(spans)/2].Round(time.Millisecond), spans[len(spans)-1].Round(time.Millisecond), lost[len(lost)/2], lost[len(lost)-1])
+	}
+}

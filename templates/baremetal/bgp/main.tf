@@ -1,0 +1,61 @@
+# The LB hosts' BGP peering, once per cluster: on every active host of
+# settings.hosts an lbhost_bgp_speaker (FRR's configuration: the host's AS,
+# its peers with their timers, password files and BFD profiles, and the
+# pools whose /32 and /128 routes it announces, with their communities and
+# local preference). The announcements themselves are per Service
+# (../loadbalancer.bgp/). Every value is checked at plan by the provider,
+# naming the setting (an ASN out of range or equal to a peer's, a peer
+# outside every network of the host, an invalid community).
+# Every host of the settings, retired ones too: a provider instance must
+# outlive its resources by one apply (see ../README.md, retiring a host).
+provider "lbhost" {
+  alias    = "host"
+  for_each = var.settings.hosts
+
+  config_dir    = coalesce(each.value.config_dir, var.settings.config_dir)
+  frr_config    = each.value.frr_config
+  frr_pathspace = each.value.frr_pathspace
+  # A retired host that does not answer is forgotten on destroy.
+  forget_unreachable = each.value.retired
+  ssh = {
+    host             = each.value.address
+    port             = each.value.ssh_port
+    user             = each.value.user
+    host_key         = each.value.host_key
+    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+    agent_socket     = var.settings.ssh_agent_socket
+    private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
+  }
+}
+
+locals {
+  active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  pools = var.settings.bgp.pools != null ? var.settings.bgp.pools : [{
+    name             = "default"
+    prefixes         = compact([var.settings.vip_pool, var.settings.vip_pool6])
+    communities      = []
+    local_preference = null
+  }]
+}
+
+resource "lbhost_bgp_speaker" "host" {
+  for_each = local.active
+  provider = lbhost.host[each.key]
+
+  asn       = var.settings.bgp.asn
+  router_id = each.value.address
+  peers = [for p in var.settings.bgp.peers : {
+    name           = p.name
+    address        = p.address
+    asn            = p.asn
+    port           = p.port
+    keepalive_time = p.keepalive_time
+    hold_time      = p.hold_time
+    password_file  = p.password_file
+    bfd_profile    = p.bfd_profile
+    ibgp           = p.ibgp
+  } if p.hosts == null || contains(coalesce(p.hosts, []), each.key)]
+  bfd_profiles = var.settings.bgp.bfd_profiles
+  pools        = local.pools
+}

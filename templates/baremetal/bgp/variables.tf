@@ -1,0 +1,74 @@
+variable "cluster_name" {
+  type = string
+}
+
+variable "settings" {
+  description = "The cloud config's load_balancer.settings (the LB hosts and the SSH key source, as the loadbalancer variants read them) with its bgp block: the hosts' peering."
+  type = object({
+    hosts = map(object({
+      address  = string # IPv4: SSH, and the host's BGP router id
+      ssh_port = optional(number, 22)
+      user     = optional(string, "root")
+      sudo     = optional(bool)
+      host_key = optional(string)
+      retired  = optional(bool, false)
+      # Where the host's FRR is (defaults: /etc/frr/frr.conf, no pathspace).
+      frr_config    = optional(string)
+      frr_pathspace = optional(string)
+      config_dir    = optional(string)
+    }))
+    vip_pool             = string
+    vip_pool6            = optional(string)
+    config_dir           = optional(string, "/etc/tfccm/lbhost")
+    known_hosts_file     = optional(string)
+    ssh_agent_socket     = optional(string)
+    ssh_private_key_file = optional(string)
+    sudo                 = optional(bool, false)
+    bgp = object({
+      asn = number # the LB hosts' AS
+      peers = list(object({
+        name           = string
+        address        = string
+        asn            = number
+        port           = optional(number)
+        keepalive_time = optional(number)
+        hold_time      = optional(number)
+        # A path on the CCM's machine (a mounted Secret): the password itself is never a setting.
+        password_file = optional(string)
+        # Declared only to refuse it with a clear message (it would reach plans and state).
+        password    = optional(string)
+        bfd_profile = optional(string)
+        ibgp        = optional(bool, false)
+        # Per-host peers (hosts in different racks): the hosts that peer with it; default every host.
+        hosts = optional(list(string))
+      }))
+      bfd_profiles = optional(list(object({
+        name                 = string
+        receive_interval_ms  = optional(number)
+        transmit_interval_ms = optional(number)
+        detect_multiplier    = optional(number)
+      })), [])
+      # The pools announced, with their communities and local preference;
+      # default one pool "default" of vip_pool (and vip_pool6).
+      pools = optional(list(object({
+        name             = string
+        prefixes         = list(string)
+        communities      = optional(list(string), [])
+        local_preference = optional(number)
+      })))
+    })
+  })
+
+  validation {
+    condition     = alltrue([for p in var.settings.bgp.peers : p.password == null])
+    error_message = "settings.bgp.peers[*].password: a BGP password is never a setting (it would reach the rendered inputs, plans and state); put it in a Secret mounted as a file and set password_file to its path."
+  }
+  validation {
+    condition     = (var.settings.ssh_agent_socket == null) != (var.settings.ssh_private_key_file == null)
+    error_message = "Set exactly one of settings.ssh_agent_socket and settings.ssh_private_key_file (a path: the key itself is never a setting)."
+  }
+  validation {
+    condition     = alltrue([for p in var.settings.bgp.peers : p.hosts == null || alltrue([for h in coalesce(p.hosts, []) : contains(keys(var.settings.hosts), h)])])
+    error_message = "settings.bgp.peers[*].hosts: every name must be one of settings.hosts."
+  }
+}
