@@ -150,7 +150,7 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 // lookup is the addresses the renderer passes for svc (ipam.Book.For).
 func (b *addressBook) lookup(svc *corev1.Service) (templates.Addresses, error) {
 	a, err := b.book.For(svc)
-	return templates.Addresses{IPs: a.IPs, Shared: a.Shared}, err
+	return templates.Addresses{IPs: a.IPs, Shared: a.Shared, Segments: a.Segments}, err
 }
 
 // observe records the addresses a Service's load balancer got (the

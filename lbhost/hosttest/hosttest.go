@@ -425,6 +425,55 @@ func (h *Host) HasAddress(addr string) bool {
 	return err == nil && strings.Contains(string(out), " "+addr+"/")
 }
 
+// DeviceOf names the interface that holds addr on the host ("" for none).
+func (h *Host) DeviceOf(addr string) string {
+	out, err := exec.Command("ip", "-n", h.Netns, "-o", "addr", "show").Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasPrefix(f[3], addr+"/") {
+			return strings.SplitN(f[1], "@", 2)[0]
+		}
+	}
+	return ""
+}
+
+// AddVLAN attaches every host and the cloud router to a second L2
+// segment: VLAN id on each host's eth0 (interface "vlan<id>", the host's
+// address the subnet's 2+i) and on the cloud's bridge (the router's the
+// subnet's first host address), so the cloud netns reaches VIPs there.
+// The links go with the namespaces.
+func (hs *Hosts) AddVLAN(id int, subnet netip.Prefix) (string, error) {
+	base := subnet.Addr()
+	nth := func(n int) string {
+		a := base
+		for range n {
+			a = a.Next()
+		}
+		return fmt.Sprintf("%s/%d", a, subnet.Bits())
+	}
+	name := fmt.Sprintf("vlan%d", id)
+	router := fmt.Sprintf("%s-v%d", hs.cloud.Prefix, id)
+	steps := [][]string{
+		{"-n", hs.cloud.CloudNetns, "link", "add", "link", hs.cloud.Prefix + "-br", "name", router, "type", "vlan", "id", strconv.Itoa(id)},
+		{"-n", hs.cloud.CloudNetns, "addr", "add", nth(1), "dev", router},
+		{"-n", hs.cloud.CloudNetns, "link", "set", router, "up"},
+	}
+	for i, h := range hs.Hosts {
+		steps = append(steps,
+			[]string{"-n", h.Netns, "link", "add", "link", "eth0", "name", name, "type", "vlan", "id", strconv.Itoa(id)},
+			[]string{"-n", h.Netns, "addr", "add", nth(2 + i), "dev", name},
+			[]string{"-n", h.Netns, "link", "set", name, "up"})
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return "", fmt.Errorf("lbhosts: VLAN %d: %w", id, err)
+		}
+	}
+	return name, nil
+}
+
 // Objects lists lbhost's objects on the host (fragments, claims, VRRP
 // instances), as "<dir>/<file>".
 func (h *Host) Objects() []string {
