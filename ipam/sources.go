@@ -6,10 +6,12 @@ package ipam
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
@@ -147,7 +149,9 @@ func WithObjectPools(cfg *config.Config, objects []*poolapi.AddressPool, nodes [
 	if len(objects) == 0 {
 		return cfg, nil
 	}
-	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil, NodeAddresses(nodes))
+	reserved := NodeAddresses(nodes)
+	maps.Copy(reserved, LBHostAddresses(cfg))
+	pools, verdicts := Merge(cfg.LoadBalancer.AddressPools, objects, nil, reserved)
 	out, lb := *cfg, *cfg.LoadBalancer
 	lb.AddressPools = pools
 	out.LoadBalancer = &lb
@@ -172,6 +176,58 @@ func NodeAddresses(nodes []*corev1.Node) Reserved {
 		}
 	}
 	return r
+}
+
+// LBHostAddresses reserves the LB hosts' own addresses: address and
+// address6 of each load_balancer.settings.hosts entry (the baremetal
+// set's hosts; none for a set without them).
+func LBHostAddresses(cfg *config.Config) Reserved {
+	r := Reserved{}
+	if cfg == nil || cfg.LoadBalancer == nil {
+		return r
+	}
+	hosts := attr(cfg.LoadBalancer.Settings, "hosts")
+	if hosts == cty.NilVal || !(hosts.Type().IsObjectType() || hosts.Type().IsMapType()) {
+		return r
+	}
+	for it := hosts.ElementIterator(); it.Next(); {
+		k, h := it.Element()
+		if !k.IsKnown() || k.IsNull() || k.Type() != cty.String {
+			continue
+		}
+		for _, field := range []string{"address", "address6"} {
+			v := attr(h, field)
+			if v == cty.NilVal || v.Type() != cty.String {
+				continue
+			}
+			if ip, err := netip.ParseAddr(v.AsString()); err == nil {
+				r[ip.Unmap()] = fmt.Sprintf("the address %s of LB host %s", ip, k.AsString())
+			}
+		}
+	}
+	return r
+}
+
+// attr is v's attribute (or map element) name, cty.NilVal when v has
+// none or it is null or unknown.
+func attr(v cty.Value, name string) cty.Value {
+	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal
+	}
+	t := v.Type()
+	var out cty.Value
+	switch {
+	case t.IsObjectType() && t.HasAttribute(name):
+		out = v.GetAttr(name)
+	case t.IsMapType() && v.HasIndex(cty.StringVal(name)).True():
+		out = v.Index(cty.StringVal(name))
+	default:
+		return cty.NilVal
+	}
+	if out.IsNull() || !out.IsKnown() {
+		return cty.NilVal
+	}
+	return out
 }
 
 // coveredBy names the first reserved address inside p ("" for none).
