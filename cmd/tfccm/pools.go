@@ -32,34 +32,49 @@ func readPoolDump(path string) ([]*poolapi.AddressPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read AddressPools: %w", err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	items, err := readObjects(bytes.NewReader(b), path)
+	if err != nil {
+		return nil, err
+	}
 	var out []*poolapi.AddressPool
+	for i := range items {
+		if items[i].GetKind() != poolapi.Kind || items[i].GroupVersionKind().Group != poolapi.Group {
+			continue
+		}
+		p, err := poolapi.FromUnstructured(&items[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// readObjects is every object of a YAML or JSON stream (a List's items
+// one by one); name says where it came from in errors.
+func readObjects(r io.Reader, name string) ([]unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	var out []unstructured.Unstructured
 	for {
 		var u unstructured.Unstructured
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, fmt.Errorf("%s: not YAML objects: %w", path, err)
+			return nil, fmt.Errorf("%s: not YAML objects: %w", name, err)
 		}
-		items := []unstructured.Unstructured{u}
-		if u.IsList() {
-			l, err := u.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			items = l.Items
+		if u.Object == nil {
+			continue // an empty document
 		}
-		for i := range items {
-			if items[i].GetKind() != poolapi.Kind || items[i].GroupVersionKind().Group != poolapi.Group {
-				continue
-			}
-			p, err := poolapi.FromUnstructured(&items[i])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			out = append(out, p)
+		if !u.IsList() {
+			out = append(out, u)
+			continue
 		}
+		l, err := u.ToList()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, l.Items...)
 	}
 }
 
