@@ -227,9 +227,9 @@ func network(p *IPAddressPool, objs Objects, note func(string, ...any)) *poolapi
 	}
 	switch {
 	case allNodes && len(nodeSels) > 0:
-		note("announced from every node by one L2Advertisement and from nodes %q by another: network.nodeSelector is left unset (every node).", strings.Join(nodeSels, `", "`))
+		note("announced from every node by one L2Advertisement and from nodes \"%s\" by another: network.nodeSelector is left unset (every node).", strings.Join(nodeSels, `", "`))
 	case len(nodeSels) > 1:
-		note("announced from the nodes of several selectors (%q): an AddressPool has one network.nodeSelector; left unset (every node).", strings.Join(nodeSels, `", "`))
+		note("announced from the nodes of several selectors (\"%s\"): an AddressPool has one network.nodeSelector; left unset (every node).", strings.Join(nodeSels, `", "`))
 	case len(nodeSels) == 1:
 		n.NodeSelector = nodeSels[0]
 	}
