@@ -34,15 +34,15 @@ variable "service" {
     # By address: the segment of its address pool (network block); none: the settings' segment.
     segments = optional(map(object({
       pool      = string
-      interface = optional(string)             # default settings.vrrp_interface
-      hosts     = optional(list(string), [])   # default every host
-      subnet    = optional(string)             # default settings.vip_pool / vip_pool6
+      interface = optional(string)           # default settings.vrrp_interface
+      hosts     = optional(list(string), []) # default every host
+      subnet    = optional(string)           # default settings.vip_pool / vip_pool6
     })), {})
-    source_ranges     = list(string)
-    ip_families       = list(string)                    # the families wanted, primary first
-    ip_family_policy  = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
-    session_affinity  = string
-    proxy_protocol    = bool
+    source_ranges    = list(string)
+    ip_families      = list(string)                    # the families wanted, primary first
+    ip_family_policy = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
+    session_affinity = string
+    proxy_protocol   = bool
   })
 
   validation {
