@@ -40,11 +40,18 @@ func (c *Cloud) watchPools(ctx context.Context, clientBuilder cloudprovider.Cont
 		klog.InfoS("No AddressPool CRD in the cluster: the cloud config's address pools serve", "crd", poolapi.Resource+"."+poolapi.Group)
 	}
 	if c.cfg.Compat != nil && c.cfg.Compat.MetalLB {
-		if src.MetalLB, err = served(disc, metallb.PoolsGVR); err != nil {
-			return err
+		for _, gvr := range []schema.GroupVersionResource{metallb.PoolsGVR, metallb.L2GVR, metallb.BGPGVR} {
+			ok, err := served(disc, gvr)
+			if err != nil {
+				return err
+			}
+			if ok {
+				src.MetalLB = append(src.MetalLB, gvr)
+			}
 		}
-		if !src.MetalLB {
+		if len(src.MetalLB) == 0 || src.MetalLB[0] != metallb.PoolsGVR {
 			klog.InfoS("compat { metallb = true } but no MetalLB IPAddressPool CRD in the cluster: MetalLB's pools are not read", "crd", metallb.PoolsGVR.Resource+"."+metallb.Group)
+			src.MetalLB = nil
 		}
 	}
 	client, err := dynamic.NewForConfig(cfg)

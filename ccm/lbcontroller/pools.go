@@ -53,10 +53,10 @@ type pools struct {
 type PoolSources struct {
 	// AddressPools: the cluster has tfccm's AddressPool CRD.
 	AddressPools bool
-	// MetalLB: compat { metallb = true } and the cluster has MetalLB's
-	// IPAddressPool CRD: its pools serve as they are (package ipam/metallb),
-	// after tfccm's.
-	MetalLB bool
+	// MetalLB are MetalLB's resources the cluster serves (with compat {
+	// metallb = true }; its IPAddressPools among them, or none): its pools
+	// serve as they are (package ipam/metallb), after tfccm's.
+	MetalLB []schema.GroupVersionResource
 }
 
 // WatchPools starts the informers of the pool objects and the AddressPool
@@ -64,7 +64,7 @@ type PoolSources struct {
 // first allocation). A cluster without the CRDs keeps the cloud config's
 // pools only.
 func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface, src PoolSources) error {
-	if c.lb == nil || !src.AddressPools && !src.MetalLB {
+	if c.lb == nil || !src.AddressPools && len(src.MetalLB) == 0 {
 		return nil
 	}
 	p := &pools{
@@ -97,9 +97,9 @@ func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface, s
 			return err
 		}
 	}
-	if src.MetalLB {
+	if len(src.MetalLB) > 0 {
 		p.metallb = map[schema.GroupVersionResource]cache.GenericLister{}
-		for _, gvr := range []schema.GroupVersionResource{metallb.PoolsGVR, metallb.L2GVR, metallb.BGPGVR} {
+		for _, gvr := range src.MetalLB {
 			if p.metallb[gvr], err = watch(gvr); err != nil {
 				return err
 			}
