@@ -38,7 +38,7 @@ func TestConvertMetalLB(t *testing.T) {
 	}
 
 	// What it writes is AddressPools tfccm serves as they are.
-	pools, err := readPoolDump(filepath.Join("testdata", "convert-metallb.golden.yaml"))
+	pools, err := readPoolDump(filepath.Join("testdata", "convert-metallb.golden.yaml"), false)
 	if err != nil || len(pools) != 5 {
 		t.Fatalf("reading the output back: %d pools, %v", len(pools), err)
 	}
@@ -46,6 +46,13 @@ func TestConvertMetalLB(t *testing.T) {
 		if _, err := p.ToConfig(); err != nil {
 			t.Errorf("converted pool %s: %v", p.Name, err)
 		}
+	}
+
+	// With compat, the dump's MetalLB pools are read as the controller
+	// reads them: the same five, MetalLB's (namespaced).
+	live, err := readPoolDump(filepath.Join("testdata", "metallb-dump.yaml"), true)
+	if err != nil || len(live) != 5 || live[0].Namespace != "metallb-system" {
+		t.Errorf("the dump's pools with compat: %d, %v", len(live), err)
 	}
 
 	// No pool: an error, not an empty file.

@@ -118,7 +118,7 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, err
 	}
-	pools, err := readPoolDump(in.poolsPath)
+	pools, err := readPoolDump(in.poolsPath, cfg.Compat != nil && cfg.Compat.MetalLB)
 	if err != nil {
 		return nil, err
 	}
