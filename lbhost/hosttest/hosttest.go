@@ -439,39 +439,40 @@ func (h *Host) DeviceOf(addr string) string {
 	return ""
 }
 
-// AddVLAN attaches every host and the cloud router to a second L2
-// segment: VLAN id on each host's eth0 (interface "vlan<id>", the host's
-// address the subnet's 2+i) and on the cloud's bridge (the router's the
-// subnet's first host address), so the cloud netns reaches VIPs there.
-// The links go with the namespaces.
-func (hs *Hosts) AddVLAN(id int, subnet netip.Prefix) (string, error) {
-	base := subnet.Addr()
+// AddSegment attaches every host and the cloud router to a second L2
+// segment, as a second NIC on another VLAN would: a bridge in the cloud
+// netns (the router's address the subnet's first host address) and on
+// each host a veth link named iface into it (the host's address the
+// subnet's 2+i), so the cloud netns reaches VIPs there. The links go with
+// the namespaces.
+func (hs *Hosts) AddSegment(iface string, subnet netip.Prefix) error {
 	nth := func(n int) string {
-		a := base
+		a := subnet.Addr()
 		for range n {
 			a = a.Next()
 		}
 		return fmt.Sprintf("%s/%d", a, subnet.Bits())
 	}
-	name := fmt.Sprintf("vlan%d", id)
-	router := fmt.Sprintf("%s-v%d", hs.cloud.Prefix, id)
+	bridge := hs.cloud.Prefix + "-" + iface
 	steps := [][]string{
-		{"-n", hs.cloud.CloudNetns, "link", "add", "link", hs.cloud.Prefix + "-br", "name", router, "type", "vlan", "id", strconv.Itoa(id)},
-		{"-n", hs.cloud.CloudNetns, "addr", "add", nth(1), "dev", router},
-		{"-n", hs.cloud.CloudNetns, "link", "set", router, "up"},
+		{"-n", hs.cloud.CloudNetns, "link", "add", bridge, "type", "bridge"},
+		{"-n", hs.cloud.CloudNetns, "addr", "add", nth(1), "dev", bridge},
+		{"-n", hs.cloud.CloudNetns, "link", "set", bridge, "up"},
 	}
 	for i, h := range hs.Hosts {
+		port := fmt.Sprintf("%s-%s%d", hs.cloud.Prefix, iface[:min(len(iface), 3)], i)
 		steps = append(steps,
-			[]string{"-n", h.Netns, "link", "add", "link", "eth0", "name", name, "type", "vlan", "id", strconv.Itoa(id)},
-			[]string{"-n", h.Netns, "addr", "add", nth(2 + i), "dev", name},
-			[]string{"-n", h.Netns, "link", "set", name, "up"})
+			[]string{"-n", hs.cloud.CloudNetns, "link", "add", port, "type", "veth", "peer", "name", iface, "netns", h.Netns},
+			[]string{"-n", hs.cloud.CloudNetns, "link", "set", port, "master", bridge, "up"},
+			[]string{"-n", h.Netns, "addr", "add", nth(2 + i), "dev", iface},
+			[]string{"-n", h.Netns, "link", "set", iface, "up"})
 	}
 	for _, s := range steps {
 		if err := ip(s...); err != nil {
-			return "", fmt.Errorf("lbhosts: VLAN %d: %w", id, err)
+			return fmt.Errorf("lbhosts: segment %s: %w", iface, err)
 		}
 	}
-	return name, nil
+	return nil
 }
 
 // Objects lists lbhost's objects on the host (fragments, claims, VRRP

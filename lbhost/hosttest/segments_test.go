@@ -3,6 +3,7 @@ package hosttest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -24,8 +25,9 @@ func segmentService(ip, segments string) string {
 
 // TestBaremetalSegments serves two L2 segments from one set of LB hosts:
 // a Service on the default one (settings.vip_pool on eth0, both hosts)
-// and one whose address pool lives on VLAN 20 (its own subnet, interface
-// vlan20, host lb-b only). Each VIP is on its segment's interface and
+// and one whose address pool lives on a second segment (VLAN 20: its own
+// bridge, subnet and interface vlan20 on the hosts, host lb-b only; this
+// kernel has no 802.1Q links, so the VLAN is a second link and bridge). Each VIP is on its segment's interface and
 // answers from the cloud; the VLAN one is on lb-b alone. At plan, a
 // segment naming a host that is not in settings.hosts is refused naming
 // the pool and the host, and one whose interface the hosts lack is
@@ -34,15 +36,20 @@ func TestBaremetalSegments(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud)
 	for _, n := range []string{"node-a", "node-b"} {
-		stop, err := cloud.ServeHTTP(n, 30080, n)
-		if err != nil {
-			t.Fatal(err)
+		for _, serve := range []func() (func(), error){
+			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
+			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
+		} {
+			stop, err := serve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
 		}
-		t.Cleanup(stop)
 	}
 	subnet := netip.MustParsePrefix("10.77.20.0/24")
-	vlan, err := hs.AddVLAN(20, subnet)
-	if err != nil {
+	vlan := "vlan20"
+	if err := hs.AddSegment(vlan, subnet); err != nil {
 		t.Fatal(err)
 	}
 	defVIP := netip.MustParsePrefix(hs.VIPPool).Addr().Next().Next().Next().Next().Next().String()
@@ -86,8 +93,11 @@ func TestBaremetalSegments(t *testing.T) {
 		t.Errorf("lb-b's instance for the VLAN VIP (%v):\n%s", err, inst)
 	}
 
-	client := localcloud.HTTPClient(cloud.CloudNetns, 3*time.Second)
+	// The default segment from this host (as every hosttest test), the
+	// other from the cloud netns, the one router on it.
+	clients := map[string]*http.Client{defVIP: testkit.NewClient(3 * time.Second), segVIP: localcloud.HTTPClient(cloud.CloudNetns, 3*time.Second)}
 	for _, vip := range []string{defVIP, segVIP} {
+		client := clients[vip]
 		seen := map[string]int{}
 		testkit.Eventually(t, 30*time.Second, "both nodes answer on "+vip, func(context.Context) error {
 			body, err := testkit.GetOK(context.Background(), client, "http://"+vip+"/")
