@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,6 +124,9 @@ compat {
 	}
 	pool := func(name string) map[string]string { return map[string]string{"metallb.universe.tf/address-pool": name} }
 
+	began := time.Now()
+	phase := func(what string) { t.Logf("%s: %s", what, time.Since(began).Round(100*time.Millisecond)) }
+	phase("the CCM started")
 	mk("default", "from-lan", pool("lan"))
 	if got := waitVIP(t, client, "from-lan"); got != at(30) {
 		t.Errorf("from-lan got %s, want MetalLB's pool lan's %s", got, at(30))
@@ -131,12 +135,14 @@ compat {
 	if got := waitVIP(t, client, "from-web"); got != at(20) {
 		t.Errorf("from-web got %s, want tfccm's AddressPool web's %s (not MetalLB's pool of that name, %s)", got, at(20), at(40))
 	}
+	phase("two Services served")
 	mk("default", "from-overlap", pool("overlap"))
 	waitEvent(t, client, "from-overlap", "LoadBalancerIPRefused", "overlap")
 	mk("default", "tenant", pool("team-a"))
 	waitEvent(t, client, "tenant", "LoadBalancerIPRefused", "team-a")
 	noIngress(t, client, "default", "tenant")
 
+	phase("two refused")
 	// An edit of MetalLB's pool serves the next Service, no restart.
 	u, err := dyn.Resource(metallb.PoolsGVR).Namespace("metallb-system").Get(ctx, "lan", metav1.GetOptions{})
 	if err != nil {
@@ -152,4 +158,5 @@ compat {
 	if got := waitVIP(t, client, "grown"); got != at(31) {
 		t.Errorf("grown got %s, want the grown MetalLB pool's %s", got, at(31))
 	}
+	phase("the grown pool served")
 }
