@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tfccm/tfccm/ipam/metallb"
@@ -140,11 +139,7 @@ func comment(s string) string {
 // clusterMetalLB lists MetalLB's pools and announcements in every
 // namespace (a kind whose CRD the cluster lacks is skipped).
 func clusterMetalLB(ctx context.Context, k kubeFlags) ([]unstructured.Unstructured, error) {
-	rc, err := k.clientConfig().ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	client, err := dynamic.NewForConfig(rc)
+	client, err := k.dynamicClient()
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/tfccm/tfccm/ipam/metallb"
 	"github.com/tfccm/tfccm/ipam/poolapi"
@@ -101,11 +100,7 @@ func readObjects(r io.Reader, name string) ([]unstructured.Unstructured, error) 
 // clusterPools lists the cluster's AddressPools (none when the cluster
 // has no AddressPool CRD), and with withMetalLB MetalLB's pools.
 func clusterPools(ctx context.Context, k kubeFlags, withMetalLB bool) ([]*poolapi.AddressPool, error) {
-	rc, err := k.clientConfig().ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	client, err := dynamic.NewForConfig(rc)
+	client, err := k.dynamicClient()
 	if err != nil {
 		return nil, err
 	}

@@ -28,18 +28,7 @@ const dualService = `{ ports = [{ name = "http", protocol = "TCP", port = 80, no
 func TestBaremetalDualStack(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud)
-	for _, n := range []string{"node-a", "node-b"} {
-		for _, serve := range []func() (func(), error){
-			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
-			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
-		} {
-			stop, err := serve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-		}
-	}
+	serveNodes(t, cloud)
 	_, vars, tofu := moduleOf(t, cloud, hs, "loadbalancer", "dual", dualService)
 	vars("node-a", "node-b")
 	tofu("init", "-input=false", "-no-color")

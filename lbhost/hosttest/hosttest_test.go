@@ -115,3 +115,21 @@ settings = %s
 	}
 	return dir, vars, tofu
 }
+
+// serveNodes has node-a and node-b answer kube-proxy's health check and,
+// on NodePort 30080, with their name, until the test ends.
+func serveNodes(t *testing.T, cloud *localcloud.Cloud) {
+	t.Helper()
+	for _, n := range []string{"node-a", "node-b"} {
+		for _, serve := range []func() (func(), error){
+			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
+			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
+		} {
+			stop, err := serve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+		}
+	}
+}

@@ -34,18 +34,7 @@ import (
 func TestBaremetalNoHostIsSpecial(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud, "lb-a", "lb-b", "lb-c")
-	for _, n := range []string{"node-a", "node-b"} {
-		for _, serve := range []func() (func(), error){
-			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
-			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
-		} {
-			stop, err := serve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-		}
-	}
+	serveNodes(t, cloud)
 	lbA := hs.Host("lb-a")
 
 	// A Service applied by main's module, then upgraded.

@@ -35,18 +35,7 @@ func segmentService(ip, segments string) string {
 func TestBaremetalSegments(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud)
-	for _, n := range []string{"node-a", "node-b"} {
-		for _, serve := range []func() (func(), error){
-			func() (func(), error) { return cloud.ServeHealthz(n, 0) },
-			func() (func(), error) { return cloud.ServeHTTP(n, 30080, n) },
-		} {
-			stop, err := serve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-		}
-	}
+	serveNodes(t, cloud)
 	subnet := netip.MustParsePrefix("10.77.20.0/24")
 	vlan := "vlan20"
 	if err := hs.AddSegment(vlan, subnet); err != nil {

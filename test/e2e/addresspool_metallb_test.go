@@ -122,7 +122,9 @@ compat {
 			t.Fatal(err)
 		}
 	}
-	pool := func(name string) map[string]string { return map[string]string{"metallb.universe.tf/address-pool": name} }
+	pool := func(name string) map[string]string {
+		return map[string]string{"metallb.universe.tf/address-pool": name}
+	}
 
 	began := time.Now()
 	phase := func(what string) { t.Logf("%s: %s", what, time.Since(began).Round(100*time.Millisecond)) }
