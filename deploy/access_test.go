@@ -177,6 +177,9 @@ var accessMatrix = []access{
 	{who: "ccm", verb: "update", resource: "addresspools", group: "tfccm.io", sub: "status", name: "web", allowed: both, why: "the one writer of a pool's status (counts, conditions)"},
 	{who: "ccm", verb: "update", resource: "addresspools", group: "tfccm.io", name: "web", allowed: neither, why: "never edits a pool's spec"},
 	{who: "ccm", verb: "create", resource: "addresspools", group: "tfccm.io", allowed: neither, why: "never creates a pool"},
+	{who: "ccm", verb: "watch", resource: "ipaddresspools", group: "metallb.io", allowed: both, why: "compat { metallb = true }: reads MetalLB's pools as they are"},
+	{who: "ccm", verb: "update", resource: "ipaddresspools", group: "metallb.io", namespace: "metallb-system", name: "web", allowed: neither, why: "never edits MetalLB's pools (their status is MetalLB's)"},
+	{who: "tenant", verb: "create", resource: "ipaddresspools", group: "metallb.io", namespace: "metallb-system", allowed: neither, why: "a MetalLB pool is the admin's too"},
 
 	// An approver.
 	{who: "approver", verb: "patch", resource: "configmaps", namespace: releaseNS, name: "tfccm-plan-lb-x", allowed: allOnly, why: "approves plans (review.approvers): annotations only, not a plan's data or labels (admission policy)"},

@@ -37,7 +37,7 @@ func loadBalancer(cfg *config.Config, set *templates.Set, book *ipam.Book, svc *
 	t := Target{Namespace: svc.Namespace, Name: svc.Name}
 	a, err := book.Decide(svc)
 	if err == nil {
-		t.Spec, err = set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared})
+		t.Spec, err = set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared, Segments: a.Segments})
 	}
 	if err != nil {
 		t.Err = fmt.Errorf("render: %w", err)

@@ -45,6 +45,9 @@ type Assignment struct {
 	IPs []netip.Addr
 	// Pools are the pools of IPs, in order.
 	Pools []string
+	// Segments are the pools' segments, one per IP (nil: the IP is in no
+	// pool, or its pool has no network block).
+	Segments []*config.Segment
 	// SharedWith are the other Services (namespace/name) on the addresses.
 	SharedWith []string
 	// ShareScope is the scope of the Service's sharing key (ShareScope):
@@ -567,14 +570,26 @@ func (a *Allocator) count() {
 	}
 }
 
+// Assignment is what the Service holds (it must hold something).
+func (a *Allocator) Assignment(uid string) Assignment {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.assignment(uid)
+}
+
 func (a *Allocator) assignment(uid string) Assignment {
 	h := a.held[uid]
 	out := Assignment{IPs: slices.Clone(h.ips), ShareScope: a.shareScope(h.req, h.ips)}
 	seen := map[string]bool{}
 	for _, ip := range h.ips {
+		var seg *config.Segment
 		if p := a.poolOf(ip); p != nil {
 			out.Pools = append(out.Pools, p.Name)
+			if p.Network != nil {
+				seg = &config.Segment{Pool: p.Name, Network: p.Network}
+			}
 		}
+		out.Segments = append(out.Segments, seg)
 		for o := range a.ips[ip].users {
 			if o != uid && !seen[o] {
 				seen[o] = true

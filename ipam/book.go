@@ -33,6 +33,9 @@ type Addresses struct {
 	// Shared is the Service's share token (ShareToken), "" if it shares
 	// with no one.
 	Shared string
+	// Segments are the segments of IPs, one per IP (nil: the template's
+	// default segment).
+	Segments []*config.Segment
 }
 
 // NoticeKind says what a Notice is about.
@@ -167,7 +170,7 @@ func (b *Book) Restore(svcs []*corev1.Service) (int, []Skipped) {
 			skipped = append(skipped, Skipped{svc, ips, err})
 			continue
 		}
-		b.current[svc.UID] = Addresses{IPs: ips, Shared: ShareToken(b.cluster, b.alloc.ShareScope(req, ips), req.Sharing)}
+		b.current[svc.UID] = Addresses{IPs: ips, Shared: ShareToken(b.cluster, b.alloc.ShareScope(req, ips), req.Sharing), Segments: segmentsOf(b.alloc.Assignment(string(svc.UID)))}
 		if !servedBefore(svc) {
 			b.kept[svc.UID] = true
 		}
@@ -240,13 +243,14 @@ func (b *Book) Assign(svc *corev1.Service) (Addresses, []Notice, error) {
 		return Addresses{}, nil, err
 	}
 	addrs := Addresses{IPs: got.IPs, Shared: ShareToken(b.cluster, got.ShareScope, req.Sharing)}
+	addrs.Segments = segmentsOf(got)
 	b.mu.Lock()
 	old, had := b.current[svc.UID]
 	b.current[svc.UID] = addrs
 	kept := b.kept[svc.UID]
 	delete(b.kept, svc.UID)
 	b.mu.Unlock()
-	unchanged := had && slices.Equal(old.IPs, addrs.IPs) && old.Shared == addrs.Shared
+	unchanged := had && slices.Equal(old.IPs, addrs.IPs) && old.Shared == addrs.Shared && slices.EqualFunc(old.Segments, addrs.Segments, sameSegment)
 	if unchanged && !kept {
 		return addrs, nil, nil
 	}
@@ -338,4 +342,22 @@ func (b *Book) namespaceLabels(ns string) labels.Set {
 		return nil
 	}
 	return b.Namespaces(ns)
+}
+
+// segmentsOf is got's segments, nil when every address is on the default
+// segment.
+func segmentsOf(got Assignment) []*config.Segment {
+	if slices.ContainsFunc(got.Segments, func(s *config.Segment) bool { return s != nil }) {
+		return got.Segments
+	}
+	return nil
+}
+
+// sameSegment reports whether a and b are one segment (a pool's network
+// edited is another).
+func sameSegment(a, b *config.Segment) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Pool == b.Pool && a.Network.Name() == b.Network.Name()
 }

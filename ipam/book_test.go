@@ -108,6 +108,43 @@ func TestBookFor(t *testing.T) {
 	}
 }
 
+// TestBookSegments: an address of a pool with a network block renders
+// with that segment (pool, interface, hosts, subnet); one of a pool
+// without is on the default segment (no segments at all).
+func TestBookSegments(t *testing.T) {
+	cfg, err := config.Parse([]byte(`cluster_name = "c"
+load_balancer {
+  address_pool "lan" {
+    addresses = ["10.0.5.16/30"]
+  }
+  address_pool "vlan20" {
+    addresses   = ["10.0.20.16/30"]
+    auto_assign = false
+    network {
+      interface = "vlan20"
+      hosts     = ["lb-b"]
+      subnet    = "10.0.20.0/24"
+    }
+  }
+}
+`), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBook(cfg)
+	lan, _, err := b.Assign(svc("a", []int32{80}))
+	if err != nil || join(lan.IPs) != "10.0.5.16" || lan.Segments != nil {
+		t.Fatalf("default pool: %+v, %v; want 10.0.5.16 on the default segment", lan, err)
+	}
+	got, _, err := b.Assign(svc("b", []int32{80}, "tfccm.io/address-pool", "vlan20"))
+	if err != nil || join(got.IPs) != "10.0.20.16" || len(got.Segments) != 1 || got.Segments[0] == nil {
+		t.Fatalf("VLAN pool: %+v, %v; want 10.0.20.16 with its segment", got, err)
+	}
+	if s := got.Segments[0]; s.Pool != "vlan20" || s.Network.Name() != "interface vlan20, subnet 10.0.20.0/24, hosts lb-b" {
+		t.Errorf("segment %s of pool %s", s.Network.Name(), s.Pool)
+	}
+}
+
 // TestShareTokensPerNamespace: the token an LB host checks is the same for
 // Services of one namespace with one tfccm.io/allow-shared-ip key, and
 // differs between namespaces (so no host lets a tenant attach to another

@@ -1,6 +1,8 @@
 package ipam
 
 import (
+	"maps"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,12 @@ func poolObject(name string, age int, addrs ...string) *poolapi.AddressPool {
 	}
 }
 
+// metallbPool is p as read from MetalLB's IPAddressPool (compat).
+func metallbPool(p *poolapi.AddressPool) *poolapi.AddressPool {
+	p.Namespace = "metallb-system"
+	return p
+}
+
 func generation(p *poolapi.AddressPool, g int64) *poolapi.AddressPool {
 	p.Generation = g
 	return p
@@ -31,6 +39,41 @@ func hclPool(t *testing.T, name string, addrs ...string) config.AddressPool {
 		t.Fatal(problems)
 	}
 	return p
+}
+
+// lbHostsConfig is a cloud config with two LB hosts in its settings.
+func lbHostsConfig(t *testing.T) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(`cluster_name = "c"
+load_balancer {
+  settings = {
+    hosts = {
+      lb-a = { address = "10.0.9.2", address6 = "fd00:9::2" }
+      lb-b = { address = "10.0.9.3" }
+    }
+  }
+}
+`), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLBHostAddresses(t *testing.T) {
+	got := LBHostAddresses(lbHostsConfig(t))
+	want := map[string]string{"10.0.9.2": "the address 10.0.9.2 of LB host lb-a", "fd00:9::2": "the address fd00:9::2 of LB host lb-a", "10.0.9.3": "the address 10.0.9.3 of LB host lb-b"}
+	if len(got) != len(want) {
+		t.Errorf("reserved %v, want %v", got, want)
+	}
+	for a, w := range want {
+		if got[netip.MustParseAddr(a)] != w {
+			t.Errorf("%s: %q, want %q", a, got[netip.MustParseAddr(a)], w)
+		}
+	}
+	if r := LBHostAddresses(bookConfig(t)); len(r) != 0 {
+		t.Errorf("a config without hosts reserves %v", r)
+	}
 }
 
 func TestMerge(t *testing.T) {
@@ -49,6 +92,9 @@ func TestMerge(t *testing.T) {
 		{name: "invalid selector", objects: []*poolapi.AddressPool{{ObjectMeta: metav1.ObjectMeta{Name: "sel"}, Spec: poolapi.AddressPoolSpec{Addresses: []string{"10.0.0.0/30"}, ServiceSelectors: []string{"a in (b"}}}}, refused: []string{`sel:Invalid:selector "a in (b"`}},
 		{name: "an invalid pool does not block a later good one", objects: []*poolapi.AddressPool{poolObject("bad", 5, "10.0.0.1/24"), poolObject("good", 1, "10.0.0.0/24")}, pools: "good", refused: []string{"bad:Invalid:host bits"}},
 		{name: "a pool covering a node's address", objects: []*poolapi.AddressPool{poolObject("nodes", 1, "10.0.7.0/24"), poolObject("hostname-only", 1, "10.0.8.0/24")}, pools: "hostname-only", refused: []string{`nodes:Invalid:covers the address 10.0.7.5 of node node-a`}},
+		{name: "MetalLB's pools after tfccm's, older or not", objects: []*poolapi.AddressPool{metallbPool(poolObject("web", 9, "10.0.2.0/28")), poolObject("web", 1, "10.0.1.0/28"), metallbPool(poolObject("old", 9, "10.0.1.8/29")), metallbPool(poolObject("lan", 2, "10.0.3.0/28"))},
+			pools: "web lan", refused: []string{`web:Invalid:AddressPool "web" is used, this MetalLB IPAddressPool of the same name is not`, `old:Overlaps:of AddressPool "web"`}},
+		{name: "a pool covering an LB host's address", objects: []*poolapi.AddressPool{poolObject("lbnet", 1, "10.0.9.0/28"), poolObject("later", 1, "10.0.9.64/28")}, pools: "later", refused: []string{`lbnet:Invalid:covers the address 10.0.9.2 of LB host lb-a`}},
 		{name: "a refused edit keeps the last valid spec", objects: []*poolapi.AddressPool{poolObject("old", 5, "10.0.0.0/25"), generation(poolObject("web", 1, "10.0.0.0/24"), 2)},
 			last: map[string]*poolapi.AddressPool{"web": generation(poolObject("web", 1, "10.0.1.0/24"), 1)}, pools: "old web", refused: []string{`web:Overlaps:last valid spec (generation 1) keeps serving`}},
 	} {
@@ -58,7 +104,9 @@ func TestMerge(t *testing.T) {
 				name, cidr, _ := strings.Cut(s, "=")
 				hcl = append(hcl, hclPool(t, name, cidr))
 			}
-			pools, verdicts := Merge(hcl, tc.objects, tc.last, NodeAddresses([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.7.5"}, {Type: corev1.NodeHostName, Address: "10.0.8.5"}}}}}))
+			reserved := NodeAddresses([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.7.5"}, {Type: corev1.NodeHostName, Address: "10.0.8.5"}}}}})
+			maps.Copy(reserved, LBHostAddresses(lbHostsConfig(t)))
+			pools, verdicts := Merge(hcl, tc.objects, tc.last, reserved)
 			var names []string
 			for _, p := range pools {
 				names = append(names, p.Name)

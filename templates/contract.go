@@ -38,6 +38,15 @@ const SettingsVar = "settings"
 
 var addressType = cty.Object(map[string]cty.Type{"type": cty.String, "address": cty.String})
 
+// SegmentType is the type of one element of the `service.segments` map
+// (by address): the network block of the address's pool.
+var SegmentType = cty.Object(map[string]cty.Type{
+	"pool":      cty.String,
+	"interface": cty.String,
+	"hosts":     cty.List(cty.String),
+	"subnet":    cty.String,
+})
+
 // ServiceType is the full type of the load balancer `service` input.
 var ServiceType = cty.Object(map[string]cty.Type{
 	"uid":         cty.String,
@@ -55,6 +64,7 @@ var ServiceType = cty.Object(map[string]cty.Type{
 	"load_balancer_ip":        cty.String,
 	"load_balancer_ips":       cty.List(cty.String),
 	"shared_ip":               cty.String,
+	"segments":                cty.Map(SegmentType),
 	"source_ranges":           cty.List(cty.String),
 	"external_traffic_policy": cty.String,
 	"health_check_node_port":  cty.Number,

@@ -38,6 +38,9 @@ type Addresses struct {
 	IPs []netip.Addr
 	// Shared is the Service's share token, "" if it shares with no one.
 	Shared string
+	// Segments are the segments of IPs, one per IP (nil: the template's
+	// default segment); none: every IP is on the default segment.
+	Segments []*config.Segment
 }
 
 // RenderLoadBalancer renders the workspace of svc's load balancer over
@@ -252,6 +255,7 @@ func serviceVal(svc *corev1.Service, addrs Addresses) cty.Value {
 		"load_balancer_ip":        lbIP,
 		"load_balancer_ips":       lbIPs,
 		"shared_ip":               shared,
+		"segments":                segmentsVal(ips, addrs.Segments),
 		"source_ranges":           strList(svc.Spec.LoadBalancerSourceRanges),
 		"external_traffic_policy": str(etp),
 		"health_check_node_port":  hcPort,
@@ -261,6 +265,32 @@ func serviceVal(svc *corev1.Service, addrs Addresses) cty.Value {
 		"proxy_protocol":          cty.BoolVal(proxy),
 		"internal":                cty.BoolVal(internal),
 	})
+}
+
+// segmentsVal is the service.segments map: by address, the segment of
+// each address not on the template's default one.
+func segmentsVal(ips []netip.Addr, segs []*config.Segment) cty.Value {
+	out := map[string]cty.Value{}
+	for i, ip := range ips {
+		if i >= len(segs) || segs[i] == nil {
+			continue
+		}
+		n := segs[i].Network
+		hosts, subnet := strList(n.Hosts), n.Subnet
+		if ip.Is6() {
+			subnet = n.Subnet6
+		}
+		out[ip.String()] = cty.ObjectVal(map[string]cty.Value{
+			"pool":      str(segs[i].Pool),
+			"interface": optStr(n.Interface),
+			"hosts":     hosts,
+			"subnet":    optStr(subnet),
+		})
+	}
+	if len(out) == 0 {
+		return cty.MapValEmpty(SegmentType)
+	}
+	return cty.MapVal(out)
 }
 
 // healthCheckVal: ETP=Local checks kube-proxy's per-Service health check

@@ -6,6 +6,7 @@ package lbcontroller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type addressBook struct {
 	// poolObjects: AddressPool objects are watched, and any may select
 	// namespaces later.
 	poolObjects bool
+	// lbHosts are the LB hosts' own addresses (no pool object may cover
+	// them), from the cloud config.
+	lbHosts ipam.Reserved
 }
 
 // onChange calls f after each address assigned or released; the pool
@@ -56,7 +60,7 @@ func (b *addressBook) notifyChange() {
 }
 
 func newAddressBook(cfg *config.Config) *addressBook {
-	b := &addressBook{book: ipam.NewBook(cfg)}
+	b := &addressBook{book: ipam.NewBook(cfg), lbHosts: ipam.LBHostAddresses(cfg)}
 	b.book.Namespaces = b.namespaceLabels
 	b.book.Live = b.liveServices
 	return b
@@ -85,12 +89,14 @@ func (b *addressBook) watch(f informers.SharedInformerFactory) {
 	}
 	if b.poolObjects {
 		nodes := f.Core().V1().Nodes().Lister()
+		hosts := b.lbHosts
 		b.book.SetReserved(func() ipam.Reserved {
-			list, err := nodes.List(labels.Everything())
-			if err != nil {
-				return nil
+			r := ipam.Reserved{}
+			if list, err := nodes.List(labels.Everything()); err == nil {
+				r = ipam.NodeAddresses(list)
 			}
-			return ipam.NodeAddresses(list)
+			maps.Copy(r, hosts)
+			return r
 		})
 	}
 	if b.book.NeedsNamespaces() || b.poolObjects {
@@ -150,7 +156,7 @@ func (b *addressBook) assign(svc *corev1.Service) ([]addressNotice, error) {
 // lookup is the addresses the renderer passes for svc (ipam.Book.For).
 func (b *addressBook) lookup(svc *corev1.Service) (templates.Addresses, error) {
 	a, err := b.book.For(svc)
-	return templates.Addresses{IPs: a.IPs, Shared: a.Shared}, err
+	return templates.Addresses{IPs: a.IPs, Shared: a.Shared, Segments: a.Segments}, err
 }
 
 // observe records the addresses a Service's load balancer got (the

@@ -6,6 +6,7 @@ package lbcontroller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -23,28 +25,46 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/ipam"
+	"github.com/tfccm/tfccm/ipam/metallb"
 	"github.com/tfccm/tfccm/ipam/poolapi"
 )
 
 // poolStatusQPS bounds the status writes of all pools together.
 const poolStatusQPS, poolStatusBurst = 5, 10
 
-// pools feeds the AddressPool objects to the book and writes their status.
+// pools feeds the AddressPool objects (and MetalLB's, with compat) to the
+// book and writes the AddressPools' status.
 type pools struct {
 	book   *ipam.Book
 	client dynamic.NamespaceableResourceInterface
-	lister cache.GenericLister
-	queue  workqueue.TypedRateLimitingInterface[string]
+	lister cache.GenericLister // nil: no AddressPool CRD
+	// metallb lists MetalLB's IPAddressPools, L2Advertisements and
+	// BGPAdvertisements (nil: not read).
+	metallb map[schema.GroupVersionResource]cache.GenericLister
+	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
 	verdicts map[string]ipam.Verdict
+	// logged is what was last logged about MetalLB's pools.
+	logged string
 }
 
-// WatchPools starts the AddressPool informer and the status writer, and
-// waits until the pools are in the book (before the first allocation). A
-// cluster without the CRD keeps the cloud config's pools only.
-func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface) error {
-	if c.lb == nil {
+// PoolSources say which pool objects the cluster has to watch.
+type PoolSources struct {
+	// AddressPools: the cluster has tfccm's AddressPool CRD.
+	AddressPools bool
+	// MetalLB are MetalLB's resources the cluster serves (with compat {
+	// metallb = true }; its IPAddressPools among them, or none): its pools
+	// serve as they are (package ipam/metallb), after tfccm's.
+	MetalLB []schema.GroupVersionResource
+}
+
+// WatchPools starts the informers of the pool objects and the AddressPool
+// status writer, and waits until the pools are in the book (before the
+// first allocation). A cluster without the CRDs keeps the cloud config's
+// pools only.
+func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface, src PoolSources) error {
+	if c.lb == nil || !src.AddressPools && len(src.MetalLB) == 0 {
 		return nil
 	}
 	p := &pools{
@@ -58,20 +78,38 @@ func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface) e
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tfccm_address_pool_status"}),
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 10*time.Minute)
-	inf := f.ForResource(poolapi.GVR)
-	p.lister = inf.Lister()
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { p.reload() },
-		UpdateFunc: func(_, _ any) { p.reload() },
-		DeleteFunc: func(any) { p.reload() },
-	}); err != nil {
-		return fmt.Errorf("watch AddressPools: %w", err)
+	var synced []cache.InformerSynced
+	watch := func(gvr schema.GroupVersionResource) (cache.GenericLister, error) {
+		inf := f.ForResource(gvr)
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { p.reload() },
+			UpdateFunc: func(_, _ any) { p.reload() },
+			DeleteFunc: func(any) { p.reload() },
+		}); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", gvr.GroupResource(), err)
+		}
+		synced = append(synced, inf.Informer().HasSynced)
+		return inf.Lister(), nil
+	}
+	var err error
+	if src.AddressPools {
+		if p.lister, err = watch(poolapi.GVR); err != nil {
+			return err
+		}
+	}
+	if len(src.MetalLB) > 0 {
+		p.metallb = map[schema.GroupVersionResource]cache.GenericLister{}
+		for _, gvr := range src.MetalLB {
+			if p.metallb[gvr], err = watch(gvr); err != nil {
+				return err
+			}
+		}
 	}
 	f.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.Informer().HasSynced) {
-		return fmt.Errorf("AddressPools not listed within a minute")
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		return fmt.Errorf("address pool objects not listed within a minute")
 	}
 	p.reload()
 	c.render.addrs.onChange(p.refresh)
@@ -82,32 +120,73 @@ func (c *Controller) WatchPools(ctx context.Context, client dynamic.Interface) e
 
 // reload gives the book every pool object and queues every status.
 func (p *pools) reload() {
-	objs, err := p.lister.List(labels.Everything())
-	if err != nil {
-		klog.ErrorS(err, "List AddressPools")
-		return
-	}
 	var list []*poolapi.AddressPool
-	for _, o := range objs {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
+	if p.lister != nil {
+		for _, u := range listed(p.lister, "AddressPools") {
+			ap, err := poolapi.FromUnstructured(u)
+			if err != nil {
+				klog.ErrorS(err, "Decode AddressPool", "pool", u.GetName())
+				continue
+			}
+			list = append(list, ap)
 		}
-		ap, err := poolapi.FromUnstructured(u)
+	}
+	var notes []metallb.Note
+	if p.metallb != nil {
+		var items []unstructured.Unstructured
+		for gvr, l := range p.metallb {
+			for _, u := range listed(l, gvr.Resource) {
+				items = append(items, *u)
+			}
+		}
+		objs, err := metallb.Decode(items)
 		if err != nil {
-			klog.ErrorS(err, "Decode AddressPool", "pool", u.GetName())
-			continue
+			klog.ErrorS(err, "Decode MetalLB's pools: none of them serves")
+		} else {
+			converted, n := metallb.Convert(objs)
+			list, notes = append(list, converted...), n
 		}
-		list = append(list, ap)
 	}
 	verdicts := p.book.SetObjectPools(list)
 	p.mu.Lock()
 	p.verdicts = map[string]ipam.Verdict{}
+	var metallbSays []string
 	for _, v := range verdicts {
+		if v.FromMetalLB() {
+			metallbSays = append(metallbSays, fmt.Sprintf("IPAddressPool %s/%s: %s", v.Namespace, v.Pool, v.Message))
+			continue
+		}
 		p.verdicts[v.Pool] = v
 	}
+	for _, n := range notes {
+		metallbSays = append(metallbSays, n.String())
+	}
+	said := strings.Join(metallbSays, "\n")
+	changed := said != p.logged
+	p.logged = said
 	p.mu.Unlock()
+	if changed && p.metallb != nil {
+		// MetalLB's status is its controller's: tfccm writes none, and says
+		// what it made of each pool in its log when that changes.
+		klog.InfoS("MetalLB's address pools (compat { metallb = true })", "pools", metallbSays)
+	}
 	p.refresh()
+}
+
+// listed is every object of l (logged and empty when the list fails).
+func listed(l cache.GenericLister, what string) []*unstructured.Unstructured {
+	objs, err := l.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "List "+what)
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // refresh queues every pool's status (an address taken or freed).
@@ -137,6 +216,9 @@ func (p *pools) run(ctx context.Context) {
 
 // writeStatus updates the pool's status when it changed.
 func (p *pools) writeStatus(ctx context.Context, name string) error {
+	if p.lister == nil {
+		return nil
+	}
 	obj, err := p.lister.Get(name)
 	if err != nil {
 		return nil // deleted

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,6 +46,15 @@ func (k kubeFlags) connect() (*rest.Config, kubernetes.Interface, error) {
 	}
 	c, err := kubernetes.NewForConfig(rc)
 	return rc, c, err
+}
+
+// dynamicClient connects a dynamic client (for custom resources).
+func (k kubeFlags) dynamicClient() (dynamic.Interface, error) {
+	rc, err := k.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return dynamic.NewForConfig(rc)
 }
 
 func (k kubeFlags) clientConfig() clientcmd.ClientConfig {

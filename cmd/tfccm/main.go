@@ -22,6 +22,7 @@ type command struct {
 var commands = map[string]command{
 	// completion registers itself (completion.go).
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it on its ConfigMap in tfccm's namespace (approvers)", runApprove},
+	"convert":    {"convert metallb: MetalLB's IPAddressPools (and the L2Advertisements announcing them) as tfccm AddressPool manifests, from a cluster or a YAML dump", runConvert},
 	"lbhost":     {"prepare and check LB hosts of the baremetal set: lbhost prepare prints the script that prepares a host, lbhost check names what is missing and its fix", runLBHost},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},

@@ -113,9 +113,10 @@ func fleetPlan(ctx context.Context, o planOptions) (*fleet.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pools, err := readPoolDump(o.objects)
+	compat := cfg.Compat != nil && cfg.Compat.MetalLB
+	pools, err := readPoolDump(o.objects, compat)
 	if o.objects == "" {
-		pools, err = clusterPools(ctx, o.kube)
+		pools, err = clusterPools(ctx, o.kube, compat)
 	}
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ spec: {addresses: 10.0.0.0/30}
 			if err := os.WriteFile(f, []byte(tc.dump), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			pools, err := readPoolDump(f)
+			pools, err := readPoolDump(f, false)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one naming %s", err, tc.err)

@@ -118,7 +118,7 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, err
 	}
-	pools, err := readPoolDump(in.poolsPath)
+	pools, err := readPoolDump(in.poolsPath, cfg.Compat != nil && cfg.Compat.MetalLB)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	ws, err := set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared})
+	ws, err := set.RenderLoadBalancer(cfg, svc, nodes, templates.Addresses{IPs: a.IPs, Shared: a.Shared, Segments: a.Segments})
 	if err != nil {
 		return nil, fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tfccm/tfccm/config"
@@ -49,7 +50,16 @@ func (p *AddressPool) ToConfig() (config.AddressPool, error) {
 		ServiceSelectors:      s.ServiceSelectors,
 		ShareAcrossNamespaces: s.ShareAcrossNamespaces,
 	}
-	if problems := config.FinishPool(&c); len(problems) > 0 {
+	if n := s.Network; n != nil {
+		c.Network = &config.PoolNetwork{Interface: n.Interface, Hosts: n.Hosts, Subnet: n.Subnet, Subnet6: n.Subnet6}
+	}
+	problems := config.FinishPool(&c)
+	if n := s.Network; n != nil && n.NodeSelector != "" {
+		if _, err := labels.Parse(n.NodeSelector); err != nil {
+			problems = append(problems, fmt.Sprintf("network: nodeSelector %q: %v.", n.NodeSelector, err))
+		}
+	}
+	if len(problems) > 0 {
 		return config.AddressPool{}, &InvalidError{Pool: p.Name, Problems: problems}
 	}
 	return c, nil

@@ -42,12 +42,14 @@ type AddressPoolSpec struct {
 	Network               *Network `json:"network,omitempty"`
 }
 
-// Network is the segment a pool lives on: the interface its addresses are
-// announced on and the LB hosts or nodes that can serve them. Modelled
-// only: nothing enforces it yet (issue #51 item 2).
+// Network is the segment a pool lives on: the interface its VIPs go on,
+// the LB hosts attached to it, its subnets (config.PoolNetwork), and the
+// nodes attached to it (for a mode whose VIPs the nodes hold).
 type Network struct {
 	Interface    string   `json:"interface,omitempty"`
 	Hosts        []string `json:"hosts,omitempty"`
+	Subnet       string   `json:"subnet,omitempty"`
+	Subnet6      string   `json:"subnet6,omitempty"`
 	NodeSelector string   `json:"nodeSelector,omitempty"`
 }
 

@@ -196,6 +196,12 @@ func (h *Host) CheckRequest(ctx context.Context, v VIP) error {
 	if v.Address == "" {
 		return nil
 	}
+	if v.Interface != "" {
+		// The host is attached to the VIP's segment: its interface is there.
+		if _, err := h.hasAddress(ctx, v.Address, v.Interface); err != nil {
+			return fmt.Errorf("%s has no interface %s for VIP %s (is it attached to that network?): %w", h.T, v.Interface, v.Address, err)
+		}
+	}
 	claims, err := h.claims(ctx)
 	if err != nil {
 		return err

@@ -426,6 +426,56 @@ func (h *Host) HasAddress(addr string) bool {
 	return err == nil && strings.Contains(string(out), " "+addr+"/")
 }
 
+// DeviceOf names the interface that holds addr on the host ("" for none).
+func (h *Host) DeviceOf(addr string) string {
+	out, err := exec.Command("ip", "-n", h.Netns, "-o", "addr", "show").Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasPrefix(f[3], addr+"/") {
+			return strings.SplitN(f[1], "@", 2)[0]
+		}
+	}
+	return ""
+}
+
+// AddSegment attaches every host and the cloud router to a second L2
+// segment, as a second NIC on another VLAN would: a bridge in the cloud
+// netns (the router's address the subnet's first host address) and on
+// each host a veth link named iface into it (the host's address the
+// subnet's 2+i), so the cloud netns reaches VIPs there. The links go with
+// the namespaces.
+func (hs *Hosts) AddSegment(iface string, subnet netip.Prefix) error {
+	nth := func(n int) string {
+		a := subnet.Addr()
+		for range n {
+			a = a.Next()
+		}
+		return fmt.Sprintf("%s/%d", a, subnet.Bits())
+	}
+	bridge := hs.cloud.Prefix + "-" + iface
+	steps := [][]string{
+		{"-n", hs.cloud.CloudNetns, "link", "add", bridge, "type", "bridge"},
+		{"-n", hs.cloud.CloudNetns, "addr", "add", nth(1), "dev", bridge},
+		{"-n", hs.cloud.CloudNetns, "link", "set", bridge, "up"},
+	}
+	for i, h := range hs.Hosts {
+		port := fmt.Sprintf("%s-%s%d", hs.cloud.Prefix, iface[:min(len(iface), 3)], i)
+		steps = append(steps,
+			[]string{"-n", hs.cloud.CloudNetns, "link", "add", port, "type", "veth", "peer", "name", iface, "netns", h.Netns},
+			[]string{"-n", hs.cloud.CloudNetns, "link", "set", port, "master", bridge, "up"},
+			[]string{"-n", h.Netns, "addr", "add", nth(2 + i), "dev", iface},
+			[]string{"-n", h.Netns, "link", "set", iface, "up"})
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return fmt.Errorf("lbhosts: segment %s: %w", iface, err)
+		}
+	}
+	return nil
+}
+
 // Objects lists lbhost's objects on the host (fragments, claims, VRRP
 // instances), as "<dir>/<file>".
 func (h *Host) Objects() []string {

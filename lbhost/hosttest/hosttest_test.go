@@ -134,3 +134,4 @@ settings = %s
 	}
 	return dir, vars, tofu
 }
+

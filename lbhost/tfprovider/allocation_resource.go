@@ -116,6 +116,12 @@ func (r *allocationResource) ModifyPlan(ctx context.Context, req resource.Modify
 		addError(&resp.Diagnostics, m.summary(), err)
 		return
 	}
+	if !ok && rq.Address != "" {
+		// A requested address is known at plan, so each host's VIP
+		// checks it (and its interface) before anything is applied.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("address"), types.StringValue(rq.Address))...)
+		return
+	}
 	if !ok || (rq.Address != "" && a.Address != rq.Address) {
 		return
 	}

@@ -137,11 +137,13 @@ func TestMigrateFromMetalLB(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startTfccmEdit(t, c, func(cfg *harness.CloudConfig) {
+	t.Logf("MetalLB stopped and its announcements withdrawn %s after the migration started", time.Since(start).Round(10*time.Millisecond))
+	moved := startTfccmEdit(t, c, func(cfg *harness.CloudConfig) {
 		cfg.Blocks = strings.Replace(cfg.Blocks, "load_balancer {\n",
 			fmt.Sprintf("load_balancer {\n  address_pool \"migrate\" {\n    addresses = [%q]\n  }\n", mlbRange), 1)
 		cfg.Blocks += "compat {\n  metallb = true\n}\n"
 	})
+	t.Logf("tfccm started %s after the migration started (its log: %s)", time.Since(start).Round(10*time.Millisecond), moved.LogPath)
 	for _, s := range specs {
 		p := probes[s.name]
 		if err := p.waitUpAfter(start, 4*time.Minute); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,7 +189,7 @@ func startTfccmEdit(t *testing.T, c *Cluster, edit func(*harness.CloudConfig)) *
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
+	bin := ccmBinary(t)
 	cfg := CCMConfig(c, "nodes", filepath.Join(dir, "work"), repo.Tofu(t), repo.LBHost(t), "")
 	edit(&cfg)
 	path := filepath.Join(dir, "cloud.hcl")
@@ -210,6 +211,23 @@ func startTfccmEdit(t *testing.T, c *Cluster, edit func(*harness.CloudConfig)) *
 		}
 	})
 	return ccm
+}
+
+// ccmBins are the CCM binaries built for each running test: a second
+// start within a test (a restart, the migration's) starts at once instead
+// of after a go build, which TestMigrateFromMetalLB would count in every
+// Service's interruption.
+var ccmBins sync.Map // *testing.T -> path
+
+func ccmBinary(t *testing.T) string {
+	t.Helper()
+	if b, ok := ccmBins.Load(t); ok {
+		return b.(string)
+	}
+	b := repo.Build(t, "./cmd/terraform-cloud-controller-manager")
+	ccmBins.Store(t, b)
+	t.Cleanup(func() { ccmBins.Delete(t) })
+	return b
 }
 
 func waitNodesReady(t *testing.T, client kubernetes.Interface) {

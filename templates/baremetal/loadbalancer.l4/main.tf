@@ -95,7 +95,21 @@ locals {
   } if length([for a in n.addresses : a if a.type == "InternalIP" && can(regex(local.ipv4, a.address))]) > 0]
 
   requested = var.service.load_balancer_ip
-  pool_bits = split("/", var.settings.vip_pool)[1]
+  # The VIP's segment (its address pool's network block,
+  # docs/address-pools.md#segments): subnet, interface and hosts replace
+  # settings.vip_pool, vrrp_interface and every host.
+  segment    = lookup(var.service.segments, coalesce(local.requested, "-"), null)
+  pool       = coalesce(try(local.segment.subnet, null), var.settings.vip_pool)
+  pool_from  = try(local.segment.subnet, null) != null ? "network.subnet of address pool ${local.segment.pool}" : "settings.vip_pool"
+  interface  = coalesce(try(local.segment.interface, null), var.settings.vrrp_interface)
+  named      = try(local.segment.hosts, [])
+  serving    = { for name, h in local.active : name => h if length(local.named) == 0 || contains(local.named, name) }
+  segment_is = local.segment == null ? "the default segment" : "address pool ${local.segment.pool}'s network (interface ${local.interface}, subnet ${local.pool}, hosts ${length(local.named) > 0 ? join(", ", local.named) : "all"})"
+  # A VIP's VRRP peers are its segment's other hosts.
+  vip_peers = { for name in keys(local.serving) : name => [
+    for p in local.vrrp[name].peers : p if length(local.named) == 0 || contains([for h in local.named : try(var.settings.hosts[h].address, null)], p)
+  ] }
+  pool_bits = split("/", local.pool)[1]
 }
 
 # Which hosts answer: read at every plan; none fails it (no LB host is
@@ -111,7 +125,7 @@ resource "lbhost_vip_allocation" "vip" {
   provider = lbhost.hosts
 
   owner                   = local.owner
-  pool                    = var.settings.vip_pool
+  pool                    = local.pool
   address                 = local.requested
   share                   = var.service.shared_ip
   vrrp_interface          = var.settings.vrrp_interface
@@ -120,8 +134,12 @@ resource "lbhost_vip_allocation" "vip" {
   lifecycle {
     # The provider checks this too; here the message names the Service's field.
     precondition {
-      condition     = local.requested == null || cidrhost("${coalesce(local.requested, "0.0.0.0")}/${local.pool_bits}", 0) == cidrhost(var.settings.vip_pool, 0)
-      error_message = "The requested load balancer IP ${coalesce(local.requested, "-")} is outside the VIP pool ${var.settings.vip_pool} (settings.vip_pool)."
+      condition     = local.requested == null || cidrhost("${coalesce(local.requested, "0.0.0.0")}/${local.pool_bits}", 0) == cidrhost(local.pool, 0)
+      error_message = "The load balancer IP ${coalesce(local.requested, "-")} is outside the VIP pool ${local.pool} (${local.pool_from}) of ${local.segment_is}."
+    }
+    precondition {
+      condition     = alltrue([for h in local.named : contains(local.names, h)])
+      error_message = "The load balancer IP ${coalesce(local.requested, "-")} is on ${local.segment_is}, which names LB hosts that are not active in settings.hosts: ${join(", ", [for h in local.named : h if !contains(local.names, h)])}."
     }
   }
 }
@@ -146,31 +164,32 @@ moved {
 # loaded, and a host's VIPs go (a priority-0 advert: a peer takes over at
 # once) before its rules do.
 resource "lbhost_vip" "host" {
-  for_each = local.active
+  for_each = local.serving
   provider = lbhost.host[each.key]
 
   depends_on = [lbhost_l4_frontend.lb]
 
   owner     = local.owner
-  pool      = var.settings.vip_pool
+  pool      = local.pool
   address   = lbhost_vip_allocation.vip.address
   share     = var.service.shared_ip
-  interface = var.settings.vrrp_interface
+  interface = local.interface
   vrrp = {
+    # Adverts stay on settings.vrrp_interface; the VIP is on its segment's.
     interface         = var.settings.vrrp_interface
     virtual_router_id = lbhost_vip_allocation.vip.virtual_router_id
     priority          = local.vrrp[each.key].priority
     advert_int        = var.settings.advert_int
     nopreempt         = true
-    source_address    = local.vrrp[each.key].source
-    peers             = local.vrrp[each.key].peers
+    source_address    = length(local.vip_peers[each.key]) > 0 ? local.vrrp[each.key].source : null
+    peers             = local.vip_peers[each.key]
   }
 }
 
 # The layer-4 load balancer on every host (a backup keeps the same rules
 # for the VIP it does not hold, ready for a failover).
 resource "lbhost_l4_frontend" "lb" {
-  for_each = local.active
+  for_each = local.serving
   provider = lbhost.host[each.key]
 
   name     = local.owner

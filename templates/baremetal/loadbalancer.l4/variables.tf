@@ -31,6 +31,13 @@ variable "service" {
     }))
     load_balancer_ip = string
     shared_ip        = string # tfccm.io/allow-shared-ip: one token per shared VIP (its Services' ports are disjoint)
+    # By address: the segment of its address pool (network block); none: the settings' segment.
+    segments = optional(map(object({
+      pool      = string
+      interface = optional(string)
+      hosts     = optional(list(string), [])
+      subnet    = optional(string)
+    })), {})
     source_ranges    = list(string)
     ip_families      = list(string)
     ip_family_policy = optional(string, "SingleStack")

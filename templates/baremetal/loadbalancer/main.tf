@@ -106,21 +106,37 @@ locals {
 
   # One VIP (with its own VRRP instance and virtual router id) and one
   # frontend per host and IP family served: the Service's families that
-  # have a pool (IPv6 needs settings.vip_pool6). The IPv4 ones keep the
-  # names and keys they had before IPv6; the IPv6 ones are owned by
-  # "<owner>.6" (share token "<token>-6") and keyed "<host>.6".
+  # have a pool (IPv6 needs settings.vip_pool6, or a segment's subnet6).
+  # The IPv4 ones keep the names and keys they had before IPv6; the IPv6
+  # ones are owned by "<owner>.6" (share token "<token>-6") and keyed
+  # "<host>.6".
   requested = { for a in var.service.load_balancer_ips : (strcontains(a, ":") ? "IPv6" : "IPv4") => a }
-  pools     = { IPv4 = var.settings.vip_pool, IPv6 = var.settings.vip_pool6 }
-  served    = [for f in var.service.ip_families : f if local.pools[f] != null]
+  # The segment of each family's address (its address pool's network
+  # block, docs/address-pools.md#segments): its subnet, interface and
+  # hosts replace settings.vip_pool(6), vrrp_interface and every host.
+  segment = { for a, s in var.service.segments : (strcontains(a, ":") ? "IPv6" : "IPv4") => s }
+  pools   = { IPv4 = var.settings.vip_pool, IPv6 = var.settings.vip_pool6 }
+  served  = [for f in var.service.ip_families : f if try(coalesce(try(local.segment[f].subnet, null), local.pools[f]), null) != null]
   vips = { for f in local.served : f => {
     owner     = f == "IPv4" ? local.owner : "${local.owner}.6"
-    pool      = local.pools[f]
+    pool      = coalesce(try(local.segment[f].subnet, null), local.pools[f])
+    pool_from = try(local.segment[f].subnet, null) != null ? "network.subnet${f == "IPv4" ? "" : "6"} of address pool ${local.segment[f].pool}" : "settings.${f == "IPv4" ? "vip_pool" : "vip_pool6"}"
+    interface = coalesce(try(local.segment[f].interface, null), var.settings.vrrp_interface)
+    # The hosts of the segment (named ones that are not active are the
+    # precondition's), every active host without one.
+    named     = try(local.segment[f].hosts, [])
+    hosts     = [for n in local.names : n if length(try(local.segment[f].hosts, [])) == 0 || contains(try(local.segment[f].hosts, []), n)]
+    segment   = try("address pool ${local.segment[f].pool}'s network (interface ${coalesce(local.segment[f].interface, var.settings.vrrp_interface)}, subnet ${coalesce(local.segment[f].subnet, local.pools[f], "-")}, hosts ${length(local.segment[f].hosts) > 0 ? join(", ", local.segment[f].hosts) : "all"})", "the default segment")
     requested = lookup(local.requested, f, null)
     share     = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
     suffix    = f == "IPv4" ? "" : ".6"
   } }
-  # Per (host, family) of every active host.
-  active_vips = merge([for f, v in local.vips : { for name in local.names : "${name}${v.suffix}" => { host = name, family = f } }]...)
+  # Per (host, family) of every active host of the family's segment.
+  active_vips = merge([for f, v in local.vips : { for name in v.hosts : "${name}${v.suffix}" => { host = name, family = f } }]...)
+  # A VIP's VRRP peers are its segment's other hosts.
+  vip_peers = { for k, hv in local.active_vips : k => [
+    for p in local.vrrp[hv.host][hv.family].peers : p if length(local.vips[hv.family].named) == 0 || contains([for h in local.vips[hv.family].named : try(hv.family == "IPv4" ? var.settings.hosts[h].address : var.settings.hosts[h].address6, null)], p)
+  ] }
 }
 
 # Which hosts answer: read at every plan; none fails it (no LB host is
@@ -147,7 +163,11 @@ resource "lbhost_vip_allocation" "vip" {
     # The provider checks this too; here the message names the Service's field.
     precondition {
       condition     = each.value.requested == null || cidrhost("${coalesce(each.value.requested, "::")}/${split("/", each.value.pool)[1]}", 0) == cidrhost(each.value.pool, 0)
-      error_message = "The requested load balancer IP ${coalesce(each.value.requested, "-")} is outside the VIP pool ${each.value.pool} (settings.${each.key == "IPv4" ? "vip_pool" : "vip_pool6"})."
+      error_message = "The load balancer IP ${coalesce(each.value.requested, "-")} is outside the VIP pool ${each.value.pool} (${each.value.pool_from}) of ${each.value.segment}."
+    }
+    precondition {
+      condition     = alltrue([for h in each.value.named : contains(local.names, h)])
+      error_message = "The load balancer IP ${coalesce(each.value.requested, "-")} is on ${each.value.segment}, which names LB hosts that are not active in settings.hosts: ${join(", ", [for h in each.value.named : h if !contains(local.names, h)])}."
     }
   }
 }
@@ -182,15 +202,17 @@ resource "lbhost_vip" "host" {
   pool      = local.vips[each.value.family].pool
   address   = lbhost_vip_allocation.vip[each.value.family].address
   share     = local.vips[each.value.family].share
-  interface = var.settings.vrrp_interface
+  interface = local.vips[each.value.family].interface
   vrrp = {
+    # Adverts stay on settings.vrrp_interface (unicast between the hosts'
+    # addresses); the VIP goes on its segment's interface.
     interface         = var.settings.vrrp_interface
     virtual_router_id = lbhost_vip_allocation.vip[each.value.family].virtual_router_id
     priority          = local.vrrp[each.value.host].priority
     advert_int        = var.settings.advert_int
     nopreempt         = true
-    source_address    = local.vrrp[each.value.host][each.value.family].source
-    peers             = local.vrrp[each.value.host][each.value.family].peers
+    source_address    = length(local.vip_peers[each.key]) > 0 ? local.vrrp[each.value.host][each.value.family].source : null
+    peers             = local.vip_peers[each.key]
   }
 }
 

@@ -3,7 +3,7 @@ output "ingress" {
   value = [for f in local.served : {
     # Not waiting on any one host's frontend: a host that is down has its
     # frontend pending, and the others serve.
-    ip       = lbhost_frontend.lb["${local.names[0]}${local.vips[f].suffix}"].address
+    ip       = length(local.vips[f].hosts) > 0 ? lbhost_frontend.lb["${local.vips[f].hosts[0]}${local.vips[f].suffix}"].address : null
     ip_mode  = var.service.proxy_protocol ? "Proxy" : "VIP"
     hostname = null
   }]

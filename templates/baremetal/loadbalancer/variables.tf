@@ -31,11 +31,18 @@ variable "service" {
     }))
     load_balancer_ips = optional(list(string), []) # one per family: tfccm's allocation, or the Service's choice
     shared_ip         = string                     # tfccm.io/allow-shared-ip with address pools: one token per shared VIP
-    source_ranges     = list(string)
-    ip_families       = list(string)                    # the families wanted, primary first
-    ip_family_policy  = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
-    session_affinity  = string
-    proxy_protocol    = bool
+    # By address: the segment of its address pool (network block); none: the settings' segment.
+    segments = optional(map(object({
+      pool      = string
+      interface = optional(string)           # default settings.vrrp_interface
+      hosts     = optional(list(string), []) # default every host
+      subnet    = optional(string)           # default settings.vip_pool / vip_pool6
+    })), {})
+    source_ranges    = list(string)
+    ip_families      = list(string)                    # the families wanted, primary first
+    ip_family_policy = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
+    session_affinity = string
+    proxy_protocol   = bool
   })
 
   validation {

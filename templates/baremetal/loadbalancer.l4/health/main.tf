@@ -26,7 +26,13 @@ variable "load_balancer_id" {
 
 variable "service" {
   # The part of ../variables.tf's service type this module reads.
-  type = object({ shared_ip = optional(string) })
+  type = object({
+    shared_ip        = optional(string)
+    load_balancer_ip = optional(string)
+    segments = optional(map(object({
+      hosts = optional(list(string), [])
+    })), {})
+  })
 }
 
 variable "settings" {
@@ -70,10 +76,13 @@ provider "lbhost" {
 
 locals {
   active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  # The hosts of the VIP's segment (../main.tf's local.serving).
+  named   = try(var.service.segments[var.service.load_balancer_ip].hosts, [])
+  serving = { for name, h in local.active : name => h if length(local.named) == 0 || contains(local.named, name) }
 }
 
 data "lbhost_backend_health" "lb" {
-  for_each = local.active
+  for_each = local.serving
   provider = lbhost.host[each.key]
 
   l4_frontend = "${var.cluster_name}_${var.load_balancer_id}"

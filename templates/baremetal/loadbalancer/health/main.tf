@@ -28,6 +28,10 @@ variable "service" {
   type = object({
     ip_families = list(string)
     shared_ip   = optional(string)
+    segments = optional(map(object({
+      hosts  = optional(list(string), [])
+      subnet = optional(string)
+    })), {})
   })
 }
 
@@ -75,10 +79,15 @@ provider "lbhost" {
 
 locals {
   active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  # The segment of each family's address (../main.tf's local.segment), and
+  # the hosts serving the frontend read: its family's segment's.
+  segment = { for a, s in var.service.segments : (strcontains(a, ":") ? "IPv6" : "IPv4") => s }
+  read    = contains(var.service.ip_families, "IPv4") ? "IPv4" : "IPv6"
+  serving = { for name, h in local.active : name => h if length(try(local.segment[local.read].hosts, [])) == 0 || contains(try(local.segment[local.read].hosts, []), name) }
 }
 
 data "lbhost_backend_health" "lb" {
-  for_each = local.active
+  for_each = local.serving
   provider = lbhost.host[each.key]
 
   # The IPv4 frontend when the Service has one (both families' frontends
@@ -112,7 +121,7 @@ locals {
   vip_families = { for f in var.service.ip_families : f => {
     owner = f == "IPv4" ? local.owner : "${local.owner}.6"
     share = var.service.shared_ip == null || f == "IPv4" ? var.service.shared_ip : "${var.service.shared_ip}-6"
-  } if f == "IPv4" || var.settings.vip_pool6 != null }
+  } if f == "IPv4" || var.settings.vip_pool6 != null || try(local.segment[f].subnet, null) != null }
   vip_reads = merge([for f, v in local.vip_families : {
     for name in keys(local.active) : "${name}/${f}" => { host = name, family = f, owner = v.owner, share = v.share }
   }]...)
