@@ -134,4 +134,3 @@ settings = %s
 	}
 	return dir, vars, tofu
 }
-
