@@ -131,3 +131,14 @@ func (s *NodeVIPStatus) Announced() *metav1.Condition {
 	}
 	return nil
 }
+
+// DeepCopyStatus is a copy of s sharing nothing with it.
+func (s NodeVIPStatus) DeepCopyStatus() NodeVIPStatus {
+	out := s
+	out.Candidates = append([]string(nil), s.Candidates...)
+	out.Conditions = nil
+	for _, c := range s.Conditions {
+		out.Conditions = append(out.Conditions, *c.DeepCopy())
+	}
+	return out
+}
