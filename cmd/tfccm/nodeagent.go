@@ -19,7 +19,7 @@ import (
 )
 
 // runNodeAgent runs the agent until SIGTERM or SIGINT; then it hands its
-// VIPs over and removes them from the node.
+// VIPs over and stops answering for them.
 func runNodeAgent(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tfccm node-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,7 +32,6 @@ func runNodeAgent(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.GossipPort, "gossip-port", 7946, "the port the agents gossip on (UDP and TCP)")
 	fs.StringVar(&cfg.GossipKeyFile, "gossip-key-file", "", "a file holding the gossip key (16, 24 or 32 bytes); none gossips unencrypted")
 	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", 250*time.Millisecond, "how often each agent probes another: a node is declared gone about 4 probe intervals after it stops answering")
-	fs.StringVar(&cfg.RecordFile, "record-file", "/run/tfccm-node-agent/vips.json", "where the agent records the VIPs it added (the node's /run)")
 	fs.StringVar(&cfg.KubeletHealthz, "kubelet-healthz", "http://127.0.0.1:10248/healthz", "the kubelet's health URL: a node whose kubelet does not answer gives its VIPs up (\"\" does not check)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage

@@ -39,8 +39,6 @@ type Config struct {
 	GossipKeyFile string
 	// ProbeInterval is the gossip's probe period (default 250 ms).
 	ProbeInterval time.Duration
-	// RecordFile lists the VIPs this agent added (on the node's /run).
-	RecordFile string
 	// KubeletHealthz is the kubelet's health URL ("" does not check).
 	KubeletHealthz string
 	// Resync reconciles everything at least this often (default 2 s).
@@ -53,7 +51,7 @@ type Agent struct {
 	kube    kubernetes.Interface
 	dyn     dynamic.ResourceInterface
 	members *membership
-	record  *announce.Record
+	speaker *announce.Speaker
 	events  eventSink
 	trigger chan struct{}
 
@@ -61,12 +59,12 @@ type Agent struct {
 	vips   func() []*vipapi.NodeVIP
 	slices func(namespace, name string) []*discoveryv1.EndpointSlice
 
-	// held are the VIPs on this node, by address.
-	held map[string]announce.Held
+	// held are the VIPs this node answers for, by address.
+	held map[string]heldVIP
 }
 
 // Run runs the agent until ctx ends; then it leaves the gossip (the other
-// agents take its VIPs over) and removes every VIP it holds.
+// agents take its VIPs over) and stops answering for its VIPs.
 func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) error {
 	if cfg.GossipPort == 0 {
 		cfg.GossipPort = 7946
@@ -84,9 +82,9 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 		cfg:     cfg,
 		kube:    kube,
 		dyn:     dyn.Resource(vipapi.GVR).Namespace(cfg.Namespace),
-		record:  announce.NewRecord(cfg.RecordFile),
+		speaker: announce.NewSpeaker(),
 		trigger: make(chan struct{}, 1),
-		held:    map[string]announce.Held{},
+		held:    map[string]heldVIP{},
 	}
 	if err := a.watch(ctx, dyn); err != nil {
 		return err
@@ -120,9 +118,6 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 	// look like this node's.
 	n := a.members.join(a.peers(), cfg.GossipPort)
 	klog.InfoS("node agent joined the gossip", "node", cfg.NodeName, "address", cfg.GossipAddress, "peersAnswering", n)
-	if err := a.loadRecord(); err != nil {
-		return err
-	}
 	check := &selfCheck{kubeletURL: cfg.KubeletHealthz, interval: 500 * time.Millisecond, failures: 2, client: &http.Client{}}
 	go check.run(ctx, a.members, caps)
 	go a.rejoin(ctx)
@@ -256,11 +251,12 @@ func (a *Agent) rejoin(ctx context.Context) {
 	}
 }
 
-// stop leaves the gossip, then takes every VIP off this node.
+// stop leaves the gossip, then stops answering for every VIP.
 func (a *Agent) stop() {
 	a.members.leave()
 	for addr, h := range a.held {
 		a.release(addr, h)
 	}
+	a.speaker.Close()
 	klog.InfoS("node agent stopped; its VIPs are released", "node", a.cfg.NodeName)
 }

@@ -5,9 +5,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -52,7 +50,14 @@ func (a *Agent) reconcile(ctx context.Context) {
 	}
 }
 
-// take puts d's address on this node (once) and announces it.
+// heldVIP is one VIP this node answers for.
+type heldVIP struct {
+	ifindex int
+	iface   string
+	addr    netip.Addr
+}
+
+// take makes this node answer for d's address (announcing it when new).
 func (a *Agent) take(d decision) outcome {
 	addr := d.Address.String()
 	ifi, err := announce.Interface(d.Address, d.Interface)
@@ -61,69 +66,31 @@ func (a *Agent) take(d decision) outcome {
 		if errors.Is(err, announce.ErrOutside) {
 			reason = vipapi.ReasonOutsideNetworks
 		}
-		delete(a.held, addr) // nothing to keep
+		if prev, ok := a.held[addr]; ok {
+			a.release(addr, prev)
+		}
 		return outcome{reason: reason, message: "node " + a.cfg.NodeName + ": " + err.Error()}
 	}
-	h := announce.Held{Interface: ifi.Name, Address: d.Address}
-	if prev, ok := a.held[addr]; ok && prev == h {
-		if on, err := announce.Has(ifi, d.Address); err == nil && on {
-			return outcome{reason: vipapi.ReasonAnnounced, iface: ifi.Name, message: a.heldMessage(ifi, d.Address)}
-		}
-		klog.InfoS("a VIP this node holds was removed behind its back; adding it again", "address", addr, "interface", ifi.Name)
-	} else if ok {
+	h := heldVIP{ifindex: ifi.Index, iface: ifi.Name, addr: d.Address}
+	if prev, ok := a.held[addr]; ok && prev != h {
 		a.release(addr, prev)
 	}
-	if err := a.record.Set(h, true); err != nil {
-		return outcome{reason: vipapi.ReasonCannotAnnounce, message: err.Error()}
-	}
-	if err := announce.Add(ifi, d.Address); err != nil {
+	if err := a.speaker.Hold(ifi, d.Address); err != nil {
 		// Not allowed here: say so in the gossip, so another node holds it.
 		a.members.setSelf(meta{Why: err.Error()})
 		return outcome{reason: vipapi.ReasonCannotAnnounce, message: "node " + a.cfg.NodeName + ": " + err.Error()}
 	}
+	if _, ok := a.held[addr]; !ok {
+		klog.InfoS("holding VIP", "address", addr, "interface", ifi.Name, "candidates", d.Candidates)
+	}
 	a.held[addr] = h
-	klog.InfoS("holding VIP", "address", addr, "interface", ifi.Name, "candidates", d.Candidates)
-	go announceNow(ifi, d.Address)
-	return outcome{reason: vipapi.ReasonAnnounced, iface: ifi.Name, message: a.heldMessage(ifi, d.Address)}
+	return outcome{reason: vipapi.ReasonAnnounced, iface: ifi.Name,
+		message: "held by " + a.cfg.NodeName + " on " + ifi.Name + ", announced by " + announce.Method(d.Address)}
 }
 
-func (a *Agent) heldMessage(ifi *net.Interface, addr netip.Addr) string {
-	return "held by " + a.cfg.NodeName + " on " + ifi.Name + ", announced by " + announce.Method(addr)
-}
-
-// announceNow announces a new holder three times (a lost packet leaves no
-// neighbour behind).
-func announceNow(ifi *net.Interface, addr netip.Addr) {
-	if err := announce.Announce(ifi, addr, 3, 300*time.Millisecond); err != nil {
-		klog.ErrorS(err, "announce VIP")
-	}
-}
-
-// release takes a VIP off this node.
-func (a *Agent) release(addr string, h announce.Held) {
-	ifi, err := net.InterfaceByName(h.Interface)
-	if err == nil {
-		if err := announce.Remove(ifi, h.Address); err != nil {
-			klog.ErrorS(err, "release VIP", "address", addr)
-			return
-		}
-	}
+// release stops answering for a VIP.
+func (a *Agent) release(addr string, h heldVIP) {
+	a.speaker.Release(h.ifindex, h.addr)
 	delete(a.held, addr)
-	if err := a.record.Set(h, false); err != nil {
-		klog.ErrorS(err, "record released VIP", "address", addr)
-	}
-	klog.InfoS("released VIP", "address", addr, "interface", h.Interface)
-}
-
-// loadRecord takes over the VIPs a previous run of this agent added: the
-// first reconcile keeps those still chosen and removes the rest.
-func (a *Agent) loadRecord() error {
-	list, err := a.record.List()
-	if err != nil {
-		return err
-	}
-	for _, h := range list {
-		a.held[h.Address.String()] = h
-	}
-	return nil
+	klog.InfoS("released VIP", "address", addr, "interface", h.iface)
 }

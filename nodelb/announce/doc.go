@@ -1,8 +1,10 @@
-// Package announce puts a node-mode VIP on a Linux interface and tells the
-// network: the address as a /32 or /128 (netlink), a gratuitous ARP
-// (IPv4) or unsolicited neighbor advertisement (IPv6) so neighbours update
-// their caches at once, and the address taken off again. It keeps a record
-// of the addresses it added (Record, a file on the node's /run) so an
-// agent restarted after its VIP objects were deleted still removes them.
-// It never runs a command: everything is netlink and packet sockets.
+// Package announce makes a node answer for node-mode VIPs the way MetalLB's
+// L2 speakers do: the address is never added to an interface; a responder
+// on the interface answers ARP requests (IPv4) and neighbor solicitations
+// (IPv6) for the VIPs this node holds with the interface's hardware
+// address, and a new holder sends gratuitous ARP / unsolicited neighbor
+// advertisements so neighbours update their caches at once. kube-proxy on
+// the node takes the packets from there (ipMode VIP). An agent that stops
+// or dies stops answering: nothing stays on the node, and a node whose
+// agent is gone never competes with the new holder.
 package announce

@@ -52,14 +52,12 @@ func Interface(addr netip.Addr, name string) (*net.Interface, error) {
 	return nil, fmt.Errorf("%s: %w", addr, ErrOutside)
 }
 
-// Capability bits (linux/capability.h).
-const (
-	capNetAdmin = 12
-	capNetRaw   = 13
-)
+// capNetRaw is CAP_NET_RAW's bit (linux/capability.h).
+const capNetRaw = 13
 
-// CheckCapabilities returns an error naming the capabilities the process
-// lacks to add addresses (NET_ADMIN) and send announcements (NET_RAW).
+// CheckCapabilities returns an error naming the capability the process
+// lacks to answer ARP and neighbor solicitations and send announcements
+// (NET_RAW: packet and raw ICMPv6 sockets).
 func CheckCapabilities() error {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -69,15 +67,8 @@ func CheckCapabilities() error {
 	if err != nil {
 		return err
 	}
-	var missing []string
-	if eff&(1<<capNetAdmin) == 0 {
-		missing = append(missing, "NET_ADMIN")
-	}
 	if eff&(1<<capNetRaw) == 0 {
-		missing = append(missing, "NET_RAW")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the agent lacks capability %s: it cannot add or announce VIPs", strings.Join(missing, " and "))
+		return errors.New("the agent lacks capability NET_RAW: it cannot answer for or announce VIPs")
 	}
 	return nil
 }
