@@ -41,7 +41,7 @@ func TestDecide(t *testing.T) {
 		members: map[string]member{
 			"a": {Name: "a", meta: meta{Eligible: true}}, "b": {Name: "b", meta: meta{Eligible: true}},
 			"c": {Name: "c", meta: meta{Eligible: true}}, "d": {Name: "d", meta: meta{Eligible: true}},
-			"e": {Name: "e", meta: meta{Why: "the agent lacks capability NET_ADMIN"}},
+			"e": {Name: "e", meta: meta{Why: "the agent lacks capability NET_RAW"}},
 		},
 		slices: func(ns, name string) []*discoveryv1.EndpointSlice {
 			if name != "local" && name != "local2" {
@@ -63,7 +63,7 @@ func TestDecide(t *testing.T) {
 		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", false},
 		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", false},
 		{"every node out", []*vipapi.NodeVIP{testVIP("web", "10.0.0.5", "Cluster", "c", "d", "e", "gone")}, nil,
-			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_ADMIN); gone: no such Node", false},
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", false},
 		{"two interfaces for one address", []*vipapi.NodeVIP{testVIP("web", "10.0.0.6", "Cluster", "a"), func() *vipapi.NodeVIP {
 			v := testVIP("web2", "10.0.0.6", "Cluster", "a")
 			v.Spec.Interface = "eth1"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -211,15 +212,20 @@ func (r *responder) serveNDP() {
 		if !ok || !r.holds(ns.TargetAddress) {
 			continue
 		}
-		dst, solicited := src, true
+		// The zone by index: a name is looked up in the namespace of
+		// whichever thread runs this.
+		dst, solicited := src.WithZone(r.zone()), true
 		if src.IsUnspecified() { // duplicate address detection: tell everyone
-			dst, solicited = netip.IPv6LinkLocalAllNodes(), false
+			dst, solicited = netip.IPv6LinkLocalAllNodes().WithZone(r.zone()), false
 		}
 		if err := r.ndp.WriteTo(r.advert(ns.TargetAddress, solicited), nil, dst); err != nil {
 			klog.V(2).InfoS("neighbor advertisement", "address", ns.TargetAddress, "err", err)
 		}
 	}
 }
+
+// zone is the interface as an IPv6 zone (its index).
+func (r *responder) zone() string { return strconv.Itoa(r.ifi.Index) }
 
 func (r *responder) advert(addr netip.Addr, solicited bool) *ndp.NeighborAdvertisement {
 	return &ndp.NeighborAdvertisement{
@@ -246,7 +252,7 @@ func (r *responder) announce(addr netip.Addr, count int, gap time.Duration) {
 				err = r.arp.WriteTo(p, ethernet.Broadcast)
 			}
 		} else {
-			err = r.ndp.WriteTo(r.advert(addr, false), nil, netip.IPv6LinkLocalAllNodes())
+			err = r.ndp.WriteTo(r.advert(addr, false), nil, netip.IPv6LinkLocalAllNodes().WithZone(r.zone()))
 		}
 		if err != nil {
 			klog.ErrorS(err, "announce VIP", "address", addr, "interface", r.ifi.Name, "method", Method(addr))
