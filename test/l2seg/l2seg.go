@@ -96,8 +96,9 @@ func New(t testing.TB, opts Options) *Segment {
 		if n == Client {
 			continue
 		}
-		s.serve(t, n, host)
+		s.serve(t, n)
 	}
+	s.AddVIPs(t, opts.VIPs...)
 	if opts.Host {
 		link := opts.Prefix + "-h"
 		Sh(t, "ip", "link", "add", link, "type", "veth", "peer", "name", "ph", "netns", sw)
@@ -135,22 +136,14 @@ func (s *Segment) NodeAddr(node string) string {
 // HostAddr is the host's address on the segment (Options.Host).
 func (s *Segment) HostAddr() string { return s.Addr(254) }
 
-// serve installs node's DNAT of the VIPs and its name server.
-func (s *Segment) serve(t testing.TB, node string, host int) {
+// serve installs node's (empty) DNAT chain and its name server.
+func (s *Segment) serve(t testing.TB, node string) {
 	ns := s.Netns(node)
-	rules := "table inet l2seg {\n chain pre {\n  type nat hook prerouting priority dstnat;\n"
-	for _, v := range s.opts.VIPs {
-		fam, to := "ip", s.Addr(host)+":8080"
-		if strings.Contains(v, ":") {
-			fam, to = "ip6", "["+s.Addr6(host)+"]:8080"
-		}
-		rules += fmt.Sprintf("  %s daddr %s tcp dport 80 dnat %s to %s\n", fam, v, fam, to)
-	}
-	rules += " }\n}\n"
+	rules := "table inet l2seg {\n chain pre {\n  type nat hook prerouting priority dstnat;\n }\n}\n"
 	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft in %s: %v\n%s\n%s", ns, err, out, rules)
+		t.Fatalf("nft in %s: %v\n%s", ns, err, out)
 	}
 	l, err := localcloud.Listen(ns, "tcp", ":8080")
 	if err != nil {
@@ -167,6 +160,21 @@ func (s *Segment) serve(t testing.TB, node string, host int) {
 			c.Close()
 		}
 	}()
+}
+
+// AddVIPs makes every node take port 80 of vips to its own port 8080.
+func (s *Segment) AddVIPs(t testing.TB, vips ...string) {
+	t.Helper()
+	for i, node := range s.opts.Nodes {
+		for _, v := range vips {
+			fam, to := "ip", s.Addr(i+1)+":8080"
+			if strings.Contains(v, ":") {
+				fam, to = "ip6", "["+s.Addr6(i+1)+"]:8080"
+			}
+			Sh(t, "ip", "netns", "exec", s.Netns(node), "nft", "add", "rule", "inet", "l2seg", "pre",
+				fam, "daddr", v, "tcp", "dport", "80", "dnat", fam, "to", to)
+		}
+	}
 }
 
 // Ask connects from the client to vip:80 and returns the node that
