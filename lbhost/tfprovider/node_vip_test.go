@@ -16,8 +16,6 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
-	"github.com/tfccm/tfccm/test/devcluster"
-	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/l2seg"
 )
 
@@ -69,35 +67,8 @@ func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
 	seg := l2seg.New(t, l2seg.Options{Prefix: fmt.Sprintf("nv%d", os.Getpid()%100000), Net: net, Nodes: []string{"a", "b"}, Host: true})
 	vip4, vip6 := seg.Addr(100), seg.Addr6(100)
 	seg.AddVIPs(t, vip4, vip6)
-	cluster := devcluster.ForTestWith(t, devcluster.Options{Address: seg.HostAddr()})
-	l2seg.InstallNodeVIPCRD(t, cluster.RESTConfig())
-	ctx := context.Background()
-	client := cluster.Client()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tfccm-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"a", "b"} {
-		if _, err := harness.RegisterNode(ctx, client, harness.Node{Name: n, InternalIPs: []string{seg.NodeAddr(n)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	agentCfg, err := cluster.UserKubeconfig("agent", seg.HostAddr(), "agent", "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := l2seg.Tfccm(t)
-	logs := t.TempDir()
-	for _, n := range []string{"a", "b"} {
-		seg.StartAgent(t, bin, n, agentCfg, "tfccm-system", logs)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range []string{"a", "b"} {
-				raw, _ := os.ReadFile(filepath.Join(logs, "agent-"+n+".log"))
-				t.Logf("agent %s:\n%s", n, raw)
-			}
-		}
-	})
+	nm := seg.StartNodeMode(t)
+	cluster, client, ctx := nm.Cluster, nm.Cluster.Client(), context.Background()
 
 	dir := t.TempDir()
 	tofu := testkit.Tofu{Binary: repo.Tofu(t), Dir: dir, CLIConfig: cliConfig}

@@ -53,7 +53,7 @@ func (s *Segment) StartAgent(t testing.TB, bin, node, kubeconfig, namespace, dir
 		"--kubeconfig", kubeconfig, "--node-name", node, "--namespace", namespace,
 		"--gossip-address", s.NodeAddr(node), "--kubelet-healthz", "", "--v", "2"}, extra...)
 	cmd := exec.Command("ip", args...)
-	log, err := os.Create(filepath.Join(dir, "agent-"+node+".log"))
+	log, err := os.OpenFile(filepath.Join(dir, "agent-"+node+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
