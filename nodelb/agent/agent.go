@@ -206,22 +206,17 @@ func (a *Agent) watch(ctx context.Context, dyn dynamic.Interface) error {
 	return nil
 }
 
-// peers are the InternalIPs of the nodes that may hold a VIP and are not
-// members yet (this node excluded).
+// peers are the InternalIPs of the nodes whose agents are not members
+// (this node excluded): every Node, since any may run an agent (a node
+// without one refuses the connection at once).
 func (a *Agent) peers() []string {
-	want := map[string]bool{}
-	for _, v := range a.vips() {
-		for _, n := range v.Spec.Nodes {
-			want[n] = true
-		}
-	}
 	var members map[string]member
 	if a.members != nil {
 		members = a.members.members()
 	}
 	var out []string
 	for _, n := range a.nodes() {
-		if n.Name == a.cfg.NodeName || !want[n.Name] {
+		if n.Name == a.cfg.NodeName {
 			continue
 		}
 		if _, ok := members[n.Name]; ok {
