@@ -61,6 +61,8 @@ type Agent struct {
 
 	// held are the VIPs this node answers for, by address.
 	held map[string]heldVIP
+	// cut: this node is cut off (see isolation.go); it holds nothing.
+	cut isolation
 }
 
 // Run runs the agent until ctx ends; then it leaves the gossip (the other
@@ -121,6 +123,7 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 	check := &selfCheck{kubeletURL: cfg.KubeletHealthz, interval: 500 * time.Millisecond, failures: 2, client: &http.Client{}}
 	go check.run(ctx, a.members, caps)
 	go a.rejoin(ctx)
+	go a.cut.watch(ctx, a.kube, cfg.NodeName, a.members, a.kick)
 
 	tick := time.NewTicker(cfg.Resync)
 	defer tick.Stop()
@@ -229,10 +232,11 @@ func (a *Agent) peers() []string {
 	return out
 }
 
-// rejoin contacts the nodes that should run an agent but are not members
-// (a partition healed, an agent restarted with a new incarnation).
+// rejoin contacts, every second, the nodes whose agents are not members:
+// a partition healed (memberlist never probes a node it declared dead),
+// an agent restarted.
 func (a *Agent) rejoin(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {

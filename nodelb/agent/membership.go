@@ -38,7 +38,13 @@ type membership struct {
 
 	mu   sync.Mutex
 	self meta
+	// since: when this agent last became eligible. It counts itself a
+	// candidate only selfSettle later, once the others heard it, so a
+	// newcomer never answers while the holder it replaces still does.
+	since time.Time
 }
+
+const selfSettle = time.Second
 
 // membershipConfig is how an agent joins the gossip.
 type membershipConfig struct {
@@ -98,6 +104,10 @@ func (m *membership) join(peers []string, port int) int {
 func (m *membership) setSelf(s meta) {
 	m.mu.Lock()
 	same := m.self == s
+	if s.Eligible && !m.self.Eligible {
+		m.since = time.Now()
+		time.AfterFunc(selfSettle, m.changed)
+	}
 	m.self = s
 	m.mu.Unlock()
 	if same {
@@ -126,7 +136,10 @@ func (m *membership) members() map[string]member {
 		}
 		out[n.Name] = member{Name: n.Name, meta: md}
 	}
-	self := m.selfMeta()
+	m.mu.Lock()
+	self := m.self
+	self.Eligible = self.Eligible && time.Since(m.since) >= selfSettle
+	m.mu.Unlock()
 	out[m.list.LocalNode().Name] = member{Name: m.list.LocalNode().Name, meta: self}
 	return out
 }

@@ -28,6 +28,13 @@ func (a *Agent) reconcile(ctx context.Context) {
 		nodes[n.Name] = n
 	}
 	w := view{nodes: nodes, members: a.members.members(), slices: a.slices}
+	if a.cut.isCut() {
+		// Cut off: whatever it decides, another node is serving.
+		for addr, h := range a.held {
+			a.release(addr, h)
+		}
+		return
+	}
 	decisions := decide(a.vips(), w)
 	mine := map[string]bool{}
 	for _, d := range decisions {

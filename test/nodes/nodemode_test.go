@@ -32,8 +32,8 @@ type vipLoad struct {
 }
 
 type answer struct {
-	at   time.Time
-	node string // "" lost
+	at, done time.Time
+	node     string // "" lost
 }
 
 func startVIPLoad(seg *l2seg.Segment, vip string) *vipLoad {
@@ -48,12 +48,14 @@ func startVIPLoad(seg *l2seg.Segment, vip string) *vipLoad {
 				return
 			case at := <-t.C:
 				go func() {
-					node, err := seg.Ask(vip, 250*time.Millisecond)
+					// A client that waits 3 s, as a real one does: its SYN
+					// is retransmitted after 1 s.
+					node, err := seg.Ask(vip, 3*time.Second)
 					if err != nil {
 						node = ""
 					}
 					l.mu.Lock()
-					l.answers = append(l.answers, answer{at, node})
+					l.answers = append(l.answers, answer{at, time.Now(), node})
 					l.mu.Unlock()
 				}()
 			}
@@ -77,21 +79,28 @@ func (l *vipLoad) since(t0 time.Time) []answer {
 }
 
 // moved waits until requests sent after t0 are answered by a node other
-// than from, and returns that node, the time from t0 to the first request
-// it answered and the requests lost on the way.
+// than from, and returns that node, the time from t0 to its first answer
+// and the requests sent before that answer that were lost.
 func (l *vipLoad) moved(t *testing.T, t0 time.Time, from string, within time.Duration) (string, time.Duration, int) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		lost := 0
-		for _, a := range l.since(t0) {
-			if a.node == "" {
-				lost++
-				continue
+		answers := l.since(t0)
+		first := answer{}
+		for _, a := range answers {
+			if a.node != "" && a.node != from && (first.node == "" || a.done.Before(first.done)) {
+				first = a
 			}
-			if a.node != from {
-				return a.node, a.at.Sub(t0), lost
+		}
+		if first.node != "" {
+			time.Sleep(3500 * time.Millisecond) // the requests in flight end
+			lost := 0
+			for _, a := range l.since(t0) {
+				if a.node == "" && a.at.Before(first.done) {
+					lost++
+				}
 			}
+			return first.node, first.done.Sub(t0), lost
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -227,7 +236,7 @@ func TestNodeModeFailover(t *testing.T) {
 	defer func() { close(ld.stop); <-ld.done }()
 
 	var times []time.Duration
-	for _, kind := range []string{"agent killed", "agent killed", "agent killed", "node off the network", "node off the network", "node off the network"} {
+	for _, kind := range []string{"agent killed", "node off the network", "agent killed", "node off the network", "agent killed", "node off the network"} {
 		h := settled()
 		time.Sleep(300 * time.Millisecond)
 		t0 := time.Now()
@@ -269,7 +278,6 @@ func TestNodeModeFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		to, took, lost := ld.moved(t, t0, h, 5*time.Second)
-		time.Sleep(500 * time.Millisecond)
 		lostAll := 0
 		for _, a := range ld.since(t0) {
 			if a.node == "" {
