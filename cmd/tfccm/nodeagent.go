@@ -34,6 +34,7 @@ func runNodeAgent(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.GossipKeyFile, "gossip-key-file", "", "a file holding the gossip key (16, 24 or 32 bytes); none gossips unencrypted")
 	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", 250*time.Millisecond, "how often each agent probes another: a node is declared gone about 4 probe intervals after it stops answering")
 	fs.StringVar(&cfg.KubeletHealthz, "kubelet-healthz", "http://127.0.0.1:10248/healthz", "the kubelet's health URL: a node whose kubelet does not answer gives its VIPs up (\"\" does not check)")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "", "serve /metrics (tfccm_node_vip_held) on this address, e.g. :9412 (\"\" serves none)")
 	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(kfs)
 	fs.Var(kfs.Lookup("v").Value, "v", "log verbosity: 0 holds and releases, 1 gossip membership changes, 2 every status write and join")

@@ -43,6 +43,8 @@ type Config struct {
 	KubeletHealthz string
 	// Resync reconciles everything at least this often (default 2 s).
 	Resync time.Duration
+	// MetricsAddress serves /metrics (tfccm_node_vip_held); "" serves none.
+	MetricsAddress string
 }
 
 // Agent is one running node agent.
@@ -124,6 +126,7 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 	go check.run(ctx, a.members, caps)
 	go a.rejoin(ctx)
 	go a.cut.watch(ctx, a.kube, cfg.NodeName, a.members, a.kick)
+	go serveMetrics(ctx, cfg.MetricsAddress)
 
 	tick := time.NewTicker(cfg.Resync)
 	defer tick.Stop()

@@ -91,6 +91,7 @@ func (a *Agent) take(d decision) outcome {
 		klog.InfoS("holding VIP", "address", addr, "interface", ifi.Name, "candidates", d.Candidates)
 	}
 	a.held[addr] = h
+	heldGauge.WithLabelValues(addr, a.cfg.NodeName).Set(1)
 	return outcome{reason: vipapi.ReasonAnnounced, iface: ifi.Name,
 		message: "held by " + a.cfg.NodeName + " on " + ifi.Name + ", announced by " + announce.Method(d.Address)}
 }
@@ -99,5 +100,6 @@ func (a *Agent) take(d decision) outcome {
 func (a *Agent) release(addr string, h heldVIP) {
 	a.speaker.Release(h.ifindex, h.addr)
 	delete(a.held, addr)
+	heldGauge.DeleteLabelValues(addr, a.cfg.NodeName)
 	klog.InfoS("released VIP", "address", addr, "interface", h.iface)
 }
