@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,47 +170,46 @@ func optString(s string) types.String {
 	return types.StringValue(s)
 }
 
-func (r *nodeVIPResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var m nodeVIPModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
+// planned reads the plan into a model and connects; ok false when either failed.
+func (r *nodeVIPResource) planned(ctx context.Context, plan tfsdk.Plan, diags *diag.Diagnostics) (m nodeVIPModel, cl dynamic.ResourceInterface, ns string, ok bool) {
+	diags.Append(plan.Get(ctx, &m)...)
+	if diags.HasError() {
+		return m, nil, "", false
 	}
 	cl, ns, err := r.client()
 	if err != nil {
-		resp.Diagnostics.AddError("lbhost_node_vip: connect", err.Error())
+		diags.AddError("lbhost_node_vip: connect", err.Error())
+		return m, nil, "", false
+	}
+	return m, cl, ns, true
+}
+
+func (r *nodeVIPResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	m, cl, ns, ok := r.planned(ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	u, err := vipapi.ToUnstructured(&vipapi.NodeVIP{ObjectMeta: metav1.ObjectMeta{Name: m.Name.ValueString(), Namespace: ns}, Spec: m.spec()})
-	if err != nil {
-		resp.Diagnostics.AddError("lbhost_node_vip: create", err.Error())
-		return
+	if err == nil {
+		u, err = cl.Create(ctx, u, metav1.CreateOptions{FieldManager: "tfccm"})
 	}
-	created, err := cl.Create(ctx, u, metav1.CreateOptions{FieldManager: "tfccm"})
 	if err != nil {
 		resp.Diagnostics.AddError("lbhost_node_vip: create", fmt.Sprintf("NodeVIP %s/%s: %v", ns, m.Name.ValueString(), err))
 		return
 	}
-	r.settle(ctx, cl, &m, created.GetGeneration(), resp.State.Set, &resp.Diagnostics)
+	r.settle(ctx, cl, &m, u.GetGeneration(), resp.State.Set, &resp.Diagnostics)
 }
 
 func (r *nodeVIPResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m nodeVIPModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	cl, ns, err := r.client()
-	if err != nil {
-		resp.Diagnostics.AddError("lbhost_node_vip: connect", err.Error())
+	m, cl, ns, ok := r.planned(ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
-	if err != nil {
-		resp.Diagnostics.AddError("lbhost_node_vip: update", fmt.Sprintf("NodeVIP %s/%s: %v", ns, m.Name.ValueString(), err))
-		return
+	var v *vipapi.NodeVIP
+	if err == nil {
+		v, err = vipapi.FromUnstructured(u)
 	}
-	v, err := vipapi.FromUnstructured(u)
 	if err == nil {
 		v.Spec = m.spec()
 		u, err = vipapi.ToUnstructured(v)
