@@ -55,8 +55,9 @@ resource "lbhost_node_vip" %q {
 // kube-apiserver and two real node agents on an L2 segment of namespaces.
 // The plan shows each VIP's ports, nodes and announcement; apply returns
 // once an agent announced it (IPv4 and IPv6), the holder answers for it;
-// an address outside the nodes' networks and a VIP no node may hold fail
-// the apply naming the reason, with a Warning Event, and nothing answers;
+// an address outside the nodes' networks, a VIP no node may hold and one
+// only a node whose agent lacks CAP_NET_RAW may hold fail the apply naming
+// the reason, with a Warning Event, and nothing answers;
 // the CRD refuses an address not in canonical form; destroy leaves nothing
 // answering.
 func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
@@ -64,7 +65,7 @@ func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
 		t.Skip("starts a control plane")
 	}
 	net := fmt.Sprintf("10.97.%d", os.Getpid()%250)
-	seg := l2seg.New(t, l2seg.Options{Prefix: fmt.Sprintf("nv%d", os.Getpid()%100000), Net: net, Nodes: []string{"a", "b"}, Host: true})
+	seg := l2seg.New(t, l2seg.Options{Prefix: fmt.Sprintf("nv%d", os.Getpid()%100000), Net: net, Nodes: []string{"a", "b", "c"}, Host: true, NoNetRaw: []string{"c"}})
 	vip4, vip6 := seg.Addr(100), seg.Addr6(100)
 	seg.AddVIPs(t, vip4, vip6)
 	nm := seg.StartNodeMode(t)
@@ -132,6 +133,7 @@ func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
 	}{
 		{"outside", outside, `["a", "b"]`, vipapi.ReasonOutsideNetworks},
 		{"nobody", seg.Addr(101), `[]`, vipapi.ReasonNoEligibleNode},
+		{"nocap", seg.Addr(102), `["c"]`, "the agent lacks capability NET_RAW"},
 	} {
 		write(good + nodeVIP(tc.name, tc.addr, tc.nodes, `wait_timeout = "5s"`))
 		out, err := run("apply", "-input=false", "-no-color", "-auto-approve")
@@ -144,7 +146,7 @@ func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
 		}
 		found := false
 		for _, e := range evs.Items {
-			found = found || e.Type == corev1.EventTypeWarning && e.Reason == tc.reason
+			found = found || e.Type == corev1.EventTypeWarning && (e.Reason == tc.reason || strings.Contains(e.Message, tc.reason))
 		}
 		if !found {
 			t.Errorf("%s: no Warning Event %s on the NodeVIP: %+v", tc.name, tc.reason, evs.Items)

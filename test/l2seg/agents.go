@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,9 +50,13 @@ type Agent struct {
 // namespace; extra flags follow. Its log goes to dir/agent-<node>.log.
 func (s *Segment) StartAgent(t testing.TB, bin, node, kubeconfig, namespace, dir string, extra ...string) *Agent {
 	t.Helper()
-	args := append([]string{"netns", "exec", s.Netns(node), bin, "node-agent",
+	args := []string{"netns", "exec", s.Netns(node)}
+	if slices.Contains(s.opts.NoNetRaw, node) {
+		args = append(args, "setpriv", "--bounding-set", "-net_raw", "--inh-caps", "-net_raw", "--")
+	}
+	args = append(append(args, bin, "node-agent",
 		"--kubeconfig", kubeconfig, "--node-name", node, "--namespace", namespace,
-		"--gossip-address", s.NodeAddr(node), "--kubelet-healthz", "", "--v", "2"}, extra...)
+		"--gossip-address", s.NodeAddr(node), "--kubelet-healthz", "", "--v", "2"), extra...)
 	cmd := exec.Command("ip", args...)
 	log, err := os.OpenFile(filepath.Join(dir, "agent-"+node+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

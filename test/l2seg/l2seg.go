@@ -37,6 +37,9 @@ type Options struct {
 	Host bool
 	// VIPs are the addresses the nodes take port 80 of to their port 8080.
 	VIPs []string
+	// NoNetRaw are nodes whose agents run without CAP_NET_RAW (they cannot
+	// answer for or announce a VIP).
+	NoNetRaw []string
 }
 
 // Segment is a built segment.
