@@ -5,8 +5,9 @@
 //     lbhost provider's lbhost_node_vip resource; status written by the
 //     agents) and its conversions from the dynamic client.
 //   - holder: the one rule that picks a VIP's holder among eligible nodes.
-//   - announce: putting a VIP on a Linux interface, announcing it
-//     (gratuitous ARP, unsolicited NA) and taking it off again.
+//   - announce: answering ARP and neighbor solicitations for the VIPs a
+//     node holds, and announcing a new holder (gratuitous ARP,
+//     unsolicited NA), without adding anything to the node.
 //   - agent: the node agent (`tfccm node-agent`): membership by gossip,
 //     watches, the reconcile loop and status reports.
 package nodelb
