@@ -174,6 +174,8 @@ var accessMatrix = []access{
 	{who: "agent", verb: "list", resource: "pods", allowed: neither, why: "nothing else"},
 	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: allOnly, why: "node mode: tofu's lbhost_node_vip writes the NodeVIPs"},
 	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "NodeVIPs only in its namespace"},
+	{who: "runner", verb: "update", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, name: "c-1a2b-4", allowed: allOnly, why: "node mode with runners: tofu's lbhost_node_vip writes the NodeVIPs"},
+	{who: "runner", verb: "update", resource: "nodevips", group: "tfccm.io", sub: "status", namespace: releaseNS, name: "c-1a2b-4", allowed: neither, why: "never writes a VIP's status (the agents' report)"},
 	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: neither, why: "a VIP on the nodes is the admin's"},
 	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "no NodeVIP in its own namespace either"},
 
