@@ -58,6 +58,13 @@ output "backends" {
 output "holds_web" {
   value = data.lbhost_vip_holder.web.held
 }`,
+	"lbhost_node_vip_holder": `data "lbhost_node_vip_holder" "web" {
+  name = lbhost_node_vip.web.name
+}
+
+output "web_holder" {
+  value = data.lbhost_node_vip_holder.web.holder
+}`,
 	"lbhost_l4_frontend": `resource "lbhost_l4_frontend" "dns" {
   name    = "prod_dns"
   address = lbhost_vip.dns.address

@@ -4,7 +4,6 @@ package tfprovider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -115,14 +114,20 @@ func (r *nodeVIPResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 
 // client is the provider's cluster connection, scoped to its namespace.
 func (r *nodeVIPResource) client() (dynamic.ResourceInterface, string, error) {
-	if r.c == nil || r.c.kube == nil {
-		return nil, "", errors.New("lbhost_node_vip needs a provider with `kubernetes` (node mode)")
+	return nodeVIPClient(r.c, "lbhost_node_vip")
+}
+
+// nodeVIPClient is the NodeVIP objects of c's kubernetes namespace, for
+// what (a resource or data source type, named in the error).
+func nodeVIPClient(c *conn, what string) (dynamic.ResourceInterface, string, error) {
+	if c == nil || c.kube == nil {
+		return nil, "", fmt.Errorf("%s needs a provider with `kubernetes` (node mode)", what)
 	}
-	dyn, err := r.c.kube.client()
+	dyn, err := c.kube.client()
 	if err != nil {
 		return nil, "", err
 	}
-	ns := r.c.kube.cfg.Namespace.ValueString()
+	ns := c.kube.cfg.Namespace.ValueString()
 	return dyn.Resource(vipapi.GVR).Namespace(ns), ns, nil
 }
 

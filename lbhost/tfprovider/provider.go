@@ -256,7 +256,7 @@ func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource}
+	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newNodeVIPHolderDataSource}
 }
 
 // connected is what every resource embeds: the provider's connection to
