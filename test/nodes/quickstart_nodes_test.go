@@ -20,7 +20,6 @@ import (
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
-	"github.com/tfccm/tfccm/test/harness"
 )
 
 // quickstartNodesPage is the page TestQuickstartNodes runs.
@@ -208,49 +207,15 @@ func quickstartNodesEnv(root, work string, c *Cluster, hosts *hosttest.Hosts, re
 	if err := os.MkdirAll(wrap, 0o755); err != nil {
 		return nil, err
 	}
-	mapping, err := os.ReadFile(filepath.Join(root, "templates", "local", "instances.hcl"))
+	values, err := machineValues(root, c, hosts, ref, page.CloudConfig.Inline, "sshKey:\n  existingSecret: tfccm-ssh\n")
 	if err != nil {
 		return nil, err
 	}
-	if err := worldReadable(c.Cloud.InfraDir()); err != nil {
-		return nil, err
-	}
-	routes := hosts.RoutesSettings()
-	routes["ssh_private_key_file"] = podKey
-	inline := page.CloudConfig.Inline + fmt.Sprintf(`routes {
-  batch_window = "1s"
-  settings     = %s
-}
-instances {
-  ttl = "5s"
-  source "infra" {
-    dir = %q
-  }
-}
-`, harness.HCLObject(routes), podInventory)
-	values := fmt.Sprintf(`%s%sextraArgs: [%s]
-cloudConfig:
-  inline: |
-%s
-templates:
-  files:
-    instances.hcl: |
-%s
-sshKey:
-  existingSecret: tfccm-ssh
-extraVolumes:
-  - name: inventory
-    hostPath: {path: %q, type: Directory}
-extraVolumeMounts:
-  - {name: inventory, mountPath: %q, readOnly: true}
-`, imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "), indent(string(mapping), "      "),
-		c.Cloud.InfraDir(), podInventory)
 	overrides := filepath.Join(work, ".machine-values.yaml")
 	if err := os.WriteFile(overrides, []byte(values), 0o644); err != nil {
 		return nil, err
 	}
-	helmWrap := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = install ]; then exec %[1]s \"$@\" -f %[2]s; fi\nexec %[1]s \"$@\"\n", filepath.Join(root, "bin", "helm"), overrides)
-	if err := os.WriteFile(filepath.Join(wrap, "helm"), []byte(helmWrap), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(wrap, "helm"), []byte(helmWrapper(root, overrides)), 0o755); err != nil {
 		return nil, err
 	}
 	return append(os.Environ(), "PATH="+wrap+":"+filepath.Join(root, "bin")+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig(), "HOME="+work), nil
