@@ -102,7 +102,13 @@ func TestQuickstartNodes(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("CCM pod log:\n%s", ccmPodLogs(client, 80))
+			out, _ := runBlock(work, env, `set +e
+kubectl -n tfccm-system logs deploy/tfccm --tail=60
+kubectl -n tfccm-system logs ds/tfccm-node-agent --all-containers --prefix --tail=30
+kubectl get service web -o yaml
+kubectl -n tfccm-system get nodevips -o yaml
+kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
+			t.Logf("diagnostics:\n%s", out)
 		}
 		for _, cmd := range []string{
 			"kubectl delete service web --ignore-not-found --wait --timeout=2m",
