@@ -40,8 +40,10 @@ type valueSet struct {
 
 var valueSets = []valueSet{
 	{"defaults", "the chart's defaults (kubernetes state backend)", ""},
-	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, uninstall.loadBalancers=delete, monitoring.metricsReaders",
-		`review:
+	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, uninstall.loadBalancers=delete, monitoring.metricsReaders, nodeAgent.enabled",
+		`nodeAgent:
+  enabled: true
+review:
   enabled: true
   approvers: [{kind: Group, name: ` + approversGroup + `}]
 runner:
@@ -77,6 +79,7 @@ var principals = []principal{
 	serviceAccount("ccm", "the CCM (`"+releaseNS+"/tfccm`)", releaseNS, "tfccm"),
 	serviceAccount("runner", "runner pods (`"+runnersNS+"/tfccm-runner`)", runnersNS, "tfccm-runner"),
 	serviceAccount("uninstall", "the uninstall hook (`"+releaseNS+"/tfccm-uninstall`)", releaseNS, "tfccm-uninstall"),
+	serviceAccount("agent", "node mode's agents (`"+releaseNS+"/tfccm-node-agent`, nodeAgent.enabled)", releaseNS, "tfccm-node-agent"),
 	serviceAccount("metrics", "a metrics reader (`"+metricsNS+"/prometheus`, monitoring.metricsReaders)", metricsNS, "prometheus"),
 	{key: "tenant", doc: "a tenant (user `tenant`, every verb on Services, ConfigMaps, Secrets, Events, Pods, Deployments and Jobs in `" + tenantNS + "`, as `edit` gives)", user: "tenant", groups: []string{"system:authenticated"}},
 	{key: "approver", doc: "an approver (user `alice` in group `" + approversGroup + "`)", user: "alice", groups: []string{approversGroup, "system:authenticated"}},
@@ -159,6 +162,22 @@ var accessMatrix = []access{
 	{who: "uninstall", verb: "list", resource: "services", allowed: both, why: "`tfccm services`: the load balancers left"},
 	{who: "uninstall", verb: "delete", resource: "services", namespace: tenantNS, allowed: allOnly, why: "uninstall.loadBalancers=delete only"},
 	{who: "uninstall", verb: "get", resource: "secrets", namespace: releaseNS, allowed: neither, why: "nothing else"},
+
+	// Node mode's agents (nodeAgent.enabled) and the CCM's side of it.
+	{who: "agent", verb: "watch", resource: "nodes", allowed: allOnly, why: "node mode: which nodes may hold a VIP"},
+	{who: "agent", verb: "watch", resource: "endpointslices", group: "discovery.k8s.io", allowed: allOnly, why: "node mode: ready endpoints per node (externalTrafficPolicy: Local)"},
+	{who: "agent", verb: "watch", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: allOnly, why: "node mode: the VIPs to serve"},
+	{who: "agent", verb: "update", resource: "nodevips", group: "tfccm.io", sub: "status", namespace: releaseNS, name: "c-1a2b-4", allowed: allOnly, why: "node mode: reports the holder"},
+	{who: "agent", verb: "update", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, name: "c-1a2b-4", allowed: neither, why: "never changes a VIP's spec"},
+	{who: "agent", verb: "update", resource: "nodes", name: "node-a", allowed: neither, why: "changes no Node"},
+	{who: "agent", verb: "get", resource: "secrets", namespace: releaseNS, name: "tfccm-plan-key", allowed: neither, why: "reads no Secret (the kubelet mounts its gossip key)"},
+	{who: "agent", verb: "list", resource: "pods", allowed: neither, why: "nothing else"},
+	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: allOnly, why: "node mode: tofu's lbhost_node_vip writes the NodeVIPs"},
+	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "NodeVIPs only in its namespace"},
+	{who: "runner", verb: "update", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, name: "c-1a2b-4", allowed: allOnly, why: "node mode with runners: tofu's lbhost_node_vip writes the NodeVIPs"},
+	{who: "runner", verb: "update", resource: "nodevips", group: "tfccm.io", sub: "status", namespace: releaseNS, name: "c-1a2b-4", allowed: neither, why: "never writes a VIP's status (the agents' report)"},
+	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: neither, why: "a VIP on the nodes is the admin's"},
+	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "no NodeVIP in its own namespace either"},
 
 	// A metrics reader.
 	{who: "metrics", verb: "get", path: "/metrics", allowed: allOnly, why: "monitoring.metricsReaders"},

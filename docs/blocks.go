@@ -123,3 +123,20 @@ func BlocksRunBy(page, src, test, variant string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FilesOf returns the files a Markdown page has the reader write (blocks
+// marked `<!-- docs-test: file NAME -->`), by name, for a test elsewhere
+// that runs the page's shell blocks (BlocksRunBy) in a directory of them.
+func FilesOf(page, src string) (map[string]string, error) {
+	bs, err := parseBlocks(page, src)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, b := range bs {
+		if b.marker.kind == "file" {
+			out[b.marker.arg] = b.body
+		}
+	}
+	return out, nil
+}

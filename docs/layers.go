@@ -69,10 +69,16 @@ var Layers = []Layer{
 		Patterns: []string{"ccm"},
 	},
 	{
+		Name:     "nodelb",
+		Owns:     "node mode: the NodeVIP object, the holder rule, the node agent and its announcements; below lbhost, whose provider writes NodeVIPs, and kept apart from the CCM like it",
+		Patterns: []string{"nodelb"},
+		Only:     []string{"internal"},
+	},
+	{
 		Name:     "lbhost",
 		Owns:     "the lbhost product: tfccm's own Terraform provider for Linux load-balancer hosts and the services those hosts run, kept apart from the CCM, whose layers are all below it",
 		Patterns: []string{"lbhost"},
-		Only:     []string{"internal"},
+		Only:     []string{"internal", "nodelb"},
 	},
 	{
 		Name:     "deploy",

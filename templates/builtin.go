@@ -12,7 +12,7 @@ import (
 
 // builtinFS holds the built-in template sets, one directory each.
 //
-//go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere all:baremetal
+//go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere all:baremetal all:nodes
 var builtinFS embed.FS
 
 // builtinSets lists the names of the embedded template sets.

@@ -137,6 +137,7 @@ func TestBuiltinCredentials(t *testing.T) {
 		{"local", "routes", ""},
 		{"baremetal", "loadbalancer", ""},
 		{"baremetal", "routes", ""},
+		{"nodes", "loadbalancer", ""},
 		{"hcloud", "loadbalancer", "HCLOUD_TOKEN"},
 		{"hcloud", "routes", "HCLOUD_TOKEN"},
 		{"digitalocean", "loadbalancer", "DIGITALOCEAN_TOKEN"},

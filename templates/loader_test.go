@@ -164,7 +164,7 @@ func TestNewLoader(t *testing.T) {
 		t.Fatal("built-in local set has no loadbalancer module")
 	}
 	cfg.TemplateSet = "nope"
-	if _, err := NewLoader(cfg); err == nil || !strings.Contains(err.Error(), `template_set "nope" is not built in (built in: baremetal, digitalocean, exoscale, google, hcloud, local, oci, openstack, proxmox, vsphere)`) {
+	if _, err := NewLoader(cfg); err == nil || !strings.Contains(err.Error(), `template_set "nope" is not built in (built in: baremetal, digitalocean, exoscale, google, hcloud, local, nodes, oci, openstack, proxmox, vsphere)`) {
 		t.Fatalf("unknown set: %v", err)
 	}
 	bad := t.TempDir()

@@ -23,7 +23,7 @@ import (
 var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	Subsystem:      "tfccm_load_balancer",
 	Name:           "vip_holders",
-	Help:           "LB hosts holding each load balancer's VIP now (1 is right; 2 or more: VRRP split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal).",
+	Help:           "LB hosts holding each load balancer's VIP now (1 is right; 2 or more: VRRP split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal: LB hosts; nodes: the node holding it).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"service_namespace", "service_name", "family"})
 

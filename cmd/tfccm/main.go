@@ -24,6 +24,7 @@ var commands = map[string]command{
 	"approve":    {"list the plans awaiting approval (review mode), show one and approve it on its ConfigMap in tfccm's namespace (approvers)", runApprove},
 	"convert":    {"convert metallb: MetalLB's IPAddressPools (and the L2Advertisements announcing them) as tfccm AddressPool manifests, from a cluster or a YAML dump", runConvert},
 	"lbhost":     {"prepare and check LB hosts of the baremetal set: lbhost prepare prints the script that prepares a host, lbhost check names what is missing and its fix", runLBHost},
+	"node-agent": {"(on a node, as the chart's DaemonSet) hold and announce the node-mode VIPs this node is chosen for, and report them on their NodeVIP objects", runNodeAgent},
 	"plan":       {"fleet plan: every load balancer and the routes planned read-only with candidate templates/config", runPlan},
 	"render":     {"render a load balancer or routes workspace", runRender},
 	"run":        {"(inside a runner pod) run one tofu command of a workspace for the job runner", runRun},

@@ -58,6 +58,13 @@ output "backends" {
 output "holds_web" {
   value = data.lbhost_vip_holder.web.held
 }`,
+	"lbhost_node_vip_holder": `data "lbhost_node_vip_holder" "web" {
+  name = lbhost_node_vip.web.name
+}
+
+output "web_holder" {
+  value = data.lbhost_node_vip_holder.web.holder
+}`,
 	"lbhost_l4_frontend": `resource "lbhost_l4_frontend" "dns" {
   name    = "prod_dns"
   address = lbhost_vip.dns.address
@@ -71,6 +78,18 @@ output "holds_web" {
   ]
   health_check = { protocol = "HTTP", port = 10256, path = "/healthz" }
 }`,
+	"lbhost_node_vip": `provider "lbhost" {
+  kubernetes = { namespace = "tfccm-system" }
+}
+
+resource "lbhost_node_vip" "web" {
+  name                    = "prod-web-4"
+  address                 = "192.168.1.240"
+  service                 = { namespace = "shop", name = "web" }
+  ports                   = [{ protocol = "TCP", port = 443 }, { protocol = "UDP", port = 443 }]
+  external_traffic_policy = "Local"
+  nodes                   = ["node-a", "node-b", "node-c"]
+}`,
 	"lbhost_route": `resource "lbhost_route" "pods_node_a" {
   destination = "10.244.1.0/24"
   gateway     = "10.250.0.11"
@@ -82,6 +101,7 @@ var docImports = map[string]string{
 	"lbhost_frontend":    "tofu import lbhost_frontend.web prod_web           # <name>",
 	"lbhost_route":       "tofu import lbhost_route.pods_node_a 10.244.1.0/24  # <destination>",
 	"lbhost_l4_frontend": "tofu import lbhost_l4_frontend.dns prod_dns     # <name>",
+	"lbhost_node_vip":    "tofu import lbhost_node_vip.web prod-web-4      # <NodeVIP name> (in the provider's namespace)",
 }
 
 // hostSetup is what a host must provide; the provider manages only its own

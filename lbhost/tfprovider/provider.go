@@ -46,6 +46,8 @@ type providerModel struct {
 	// ForgetUnreachable: Delete of an unreachable host's object forgets
 	// it (a retired host that will not come back).
 	ForgetUnreachable types.Bool `tfsdk:"forget_unreachable"`
+	// Kubernetes: node mode, the cluster instead of a host.
+	Kubernetes *kubeModel `tfsdk:"kubernetes"`
 }
 
 // hostEntry is one host of a provider of every host.
@@ -76,7 +78,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 	resp.Schema = schema.Schema{
 		Description: "Manages HAProxy load balancers, VIPs and kernel routes on one Linux load-balancer host, " +
 			"reached through a network namespace of the machine running OpenTofu (`netns`) or over SSH (`ssh`); or, with `hosts`, " +
-			"every host of a group at once (for `lbhost_vip_allocation` and `lbhost_hosts`). Exactly one of `netns`, `ssh` and `hosts` is set.",
+			"every host of a group at once (for `lbhost_vip_allocation` and `lbhost_hosts`); or, with `kubernetes`, the cluster's own nodes (node mode: `lbhost_node_vip`). Exactly one of `netns`, `ssh`, `hosts` and `kubernetes` is set.",
 		Attributes: map[string]schema.Attribute{
 			"config_dir": schema.StringAttribute{
 				Optional: true,
@@ -119,7 +121,8 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional:    true,
 				Description: netnsDescription,
 			},
-			"ssh": sshAttribute(),
+			"ssh":        sshAttribute(),
+			"kubernetes": kubernetesAttribute(),
 			"forget_unreachable": schema.BoolAttribute{
 				Optional: true,
 				Description: "Destroying an object of this host while the host is unreachable forgets it (a warning) instead of failing: for a " +
@@ -175,11 +178,16 @@ type conn struct {
 	// name; name is this connection's host name among them.
 	peers []*conn
 	name  string
+	// kube: node mode's connection to the cluster (the kubernetes block).
+	kube *kubeConn
 }
 
 func (c *conn) host(ctx context.Context) (*host.Host, error) {
 	if c.unknown {
 		return nil, fmt.Errorf("lbhost: the provider configuration is not known yet (it depends on values known only after apply)")
+	}
+	if c.kube != nil {
+		return nil, fmt.Errorf("lbhost: this provider is configured with `kubernetes` (node mode): it serves lbhost_node_vip only, not host resources")
 	}
 	c.once.Do(func() {
 		var t transport.Transport
@@ -231,8 +239,19 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		resp.Diagnostics.Append(configureHosts(cfg, resp)...)
 		return
 	}
+	if cfg.Kubernetes != nil {
+		if !cfg.Netns.IsNull() || cfg.SSH != nil {
+			resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud), `ssh` (a remote host), `hosts` (every host of a group) and `kubernetes` (node mode).")
+			return
+		}
+		c := &conn{cfg: cfg, kube: &kubeConn{cfg: *cfg.Kubernetes}}
+		c.unknown = cfg.Kubernetes.Namespace.IsUnknown() || cfg.Kubernetes.ConfigPath.IsUnknown() || cfg.Kubernetes.ConfigContext.IsUnknown()
+		resp.ResourceData = c
+		resp.DataSourceData = c
+		return
+	}
 	if cfg.Netns.IsNull() == (cfg.SSH == nil) {
-		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud), `ssh` (a remote host) and `hosts` (every host of a group).")
+		resp.Diagnostics.AddError("lbhost: choose one transport", "Set exactly one of `netns` (the local cloud), `ssh` (a remote host), `hosts` (every host of a group) and `kubernetes` (node mode).")
 		return
 	}
 	c := &conn{cfg: cfg, unknown: cfg.ConfigDir.IsUnknown() || cfg.Netns.IsUnknown() || cfg.HAProxy.IsUnknown() ||
@@ -246,11 +265,11 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPAnnouncementResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPAnnouncementResource, newNodeVIPResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newBGPSessionsDataSource}
+	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newBGPSessionsDataSource, newNodeVIPHolderDataSource}
 }
 
 // connected is what every resource embeds: the provider's connection to

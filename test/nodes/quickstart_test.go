@@ -142,48 +142,15 @@ func quickstartEnv(root, work string, c *Cluster, hosts *hosttest.Hosts, ref str
 	sshConfig := fmt.Sprintf("Host *\n  IdentityFile %s\n  IdentitiesOnly yes\n  BatchMode yes\n  StrictHostKeyChecking accept-new\n  UserKnownHostsFile %s\n",
 		hosts.AdminKey, filepath.Join(work, ".known_hosts"))
 	overrides := filepath.Join(work, ".machine-values.yaml")
-	routes := hosts.RoutesSettings()
-	routes["ssh_private_key_file"] = podKey
-	mapping, err := os.ReadFile(filepath.Join(root, "templates", "local", "instances.hcl"))
+	values, err := machineValues(root, c, hosts, ref, "", "")
 	if err != nil {
 		return nil, err
 	}
-	// The pod's user (65532) reads the inventory through a read-only hostPath.
-	if err := worldReadable(c.Cloud.InfraDir()); err != nil {
-		return nil, err
-	}
-	inline := fmt.Sprintf(`routes {
-  batch_window = "1s"
-  settings     = %s
-}
-instances {
-  ttl = "5s"
-  source "infra" {
-    dir = %q
-  }
-}
-`, harness.HCLObject(routes), podInventory)
-	values := fmt.Sprintf(`%s%sextraArgs: [%s]
-cloudConfig:
-  inline: |
-%s
-templates:
-  files:
-    instances.hcl: |
-%s
-extraVolumes:
-  - name: inventory
-    hostPath: {path: %q, type: Directory}
-extraVolumeMounts:
-  - {name: inventory, mountPath: %q, readOnly: true}
-`, imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "), indent(string(mapping), "      "),
-		c.Cloud.InfraDir(), podInventory)
 	files := map[string]string{
 		filepath.Join(work, ".ssh_config"): sshConfig,
 		overrides:                          values,
 		filepath.Join(wrap, "ssh"):         fmt.Sprintf("#!/bin/sh\nexec /usr/bin/ssh -F %s \"$@\"\n", filepath.Join(work, ".ssh_config")),
-		filepath.Join(wrap, "helm"): fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = install ]; then exec %[1]s \"$@\" -f %[2]s; fi\nexec %[1]s \"$@\"\n",
-			filepath.Join(root, "bin", "helm"), overrides),
+		filepath.Join(wrap, "helm"):        helmWrapper(root, overrides),
 	}
 	for p, content := range files {
 		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
@@ -269,4 +236,54 @@ func countCommands(block string) int {
 		}
 	}
 	return n
+}
+
+// machineValues are the chart values a quickstart test adds after the
+// page's (helm install -f): the image, the CCM's layout on node-a, the
+// pod-range routes these nodes need through the cloud's router and their
+// inventory (their kubelets run with --cloud-provider=external) appended to
+// the page's inline cloud config pageInline, and extra values.
+func machineValues(root string, c *Cluster, hosts *hosttest.Hosts, ref, pageInline, extra string) (string, error) {
+	mapping, err := os.ReadFile(filepath.Join(root, "templates", "local", "instances.hcl"))
+	if err != nil {
+		return "", err
+	}
+	// The pod's user (65532) reads the inventory through a read-only hostPath.
+	if err := worldReadable(c.Cloud.InfraDir()); err != nil {
+		return "", err
+	}
+	routes := hosts.RoutesSettings()
+	routes["ssh_private_key_file"] = podKey
+	inline := pageInline + fmt.Sprintf(`routes {
+  batch_window = "1s"
+  settings     = %s
+}
+instances {
+  ttl = "5s"
+  source "infra" {
+    dir = %q
+  }
+}
+`, harness.HCLObject(routes), podInventory)
+	return fmt.Sprintf(`%s%sextraArgs: [%s]
+cloudConfig:
+  inline: |
+%s
+templates:
+  files:
+    instances.hcl: |
+%s
+%sextraVolumes:
+  - name: inventory
+    hostPath: {path: %q, type: Directory}
+extraVolumeMounts:
+  - {name: inventory, mountPath: %q, readOnly: true}
+`, imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "), indent(string(mapping), "      "),
+		extra, c.Cloud.InfraDir(), podInventory), nil
+}
+
+// helmWrapper is a helm that adds the values file overrides to helm install.
+func helmWrapper(root, overrides string) string {
+	return fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = install ]; then exec %[1]s \"$@\" -f %[2]s; fi\nexec %[1]s \"$@\"\n",
+		filepath.Join(root, "bin", "helm"), overrides)
 }

@@ -1,0 +1,173 @@
+package tfprovider_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/nodelb/vipapi"
+	"github.com/tfccm/tfccm/templates"
+	"github.com/tfccm/tfccm/test/devcluster"
+	"github.com/tfccm/tfccm/test/l2seg"
+)
+
+// TestNodesHealthModuleReadsHolders plans the nodes set's health module
+// (templates/nodes/loadbalancer/health) against a real kube-apiserver
+// holding NodeVIP objects whose status the test writes as the node agents
+// would: vip_holders names each family's holder (none before an agent
+// reported, none while the Announced condition is False or describes an
+// older spec), and backends marks the selected nodes the agents do not
+// count eligible unhealthy; templates' decoders read both, as tfccm's
+// health loop does.
+func TestNodesHealthModuleReadsHolders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cluster := devcluster.ForTest(t)
+	l2seg.InstallNodeVIPCRD(t, cluster.RESTConfig())
+	ctx := context.Background()
+	if _, err := cluster.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l2seg.Namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cluster.RESTConfig()).Resource(vipapi.GVR).Namespace(l2seg.Namespace)
+
+	// The workspace: the health module beside the inputs tfccm writes.
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	dir := filepath.Join(ws, templates.HealthDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "templates", "nodes", "loadbalancer", templates.HealthDir, "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, _ := json.Marshal(map[string]any{
+		"load_balancer_id": "prod-abc",
+		"service":          map[string]any{"load_balancer_ips": []string{"192.0.2.10", "2001:db8::10"}},
+		"nodes": []map[string]any{
+			{"name": "node-a", "labels": map[string]string{"lb": "yes"}},
+			{"name": "node-b", "labels": map[string]string{"lb": "yes"}},
+			{"name": "node-c", "labels": map[string]string{}},
+		},
+		"settings": map[string]any{"namespace": l2seg.Namespace, "node_selector": map[string]string{"lb": "yes"}},
+	})
+	for name, data := range map[string][]byte{filepath.Join(dir, "main.tf"): src, filepath.Join(dir, "tfccm.auto.tfvars.json"): inputs} {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tofu := testkit.Tofu{Binary: repo.Tofu(t), Dir: dir, CLIConfig: cliConfig, Env: []string{"KUBECONFIG=" + cluster.Kubeconfig()}}
+	if out, err := tofu.Run(ctx, "init", "-input=false", "-no-color"); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	probe := func(t *testing.T) (map[string][]string, []templates.BackendHealth) {
+		t.Helper()
+		if out, err := tofu.Run(ctx, "plan", "-input=false", "-no-color", "-lock=false", "-out=probe.plan"); err != nil {
+			t.Fatalf("plan: %v\n%s", err, out)
+		}
+		out, err := tofu.Run(ctx, "show", "-json", "probe.plan")
+		if err != nil {
+			t.Fatalf("show: %v\n%s", err, out)
+		}
+		var plan struct {
+			PlannedValues struct {
+				Outputs map[string]struct {
+					Value json.RawMessage `json:"value"`
+				} `json:"outputs"`
+			} `json:"planned_values"`
+		}
+		if err := json.Unmarshal(out, &plan); err != nil {
+			t.Fatal(err)
+		}
+		outs := map[string]json.RawMessage{}
+		for k, v := range plan.PlannedValues.Outputs {
+			outs[k] = v.Value
+		}
+		holders, err := templates.DecodeVIPHolders(outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		backends, err := templates.DecodeBackends(outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return holders, backends
+	}
+	report := func(t *testing.T, name, addr, holder string, status metav1.ConditionStatus, reason string, candidates []string, stale bool) {
+		t.Helper()
+		u, err := dyn.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			v := &vipapi.NodeVIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l2seg.Namespace},
+				Spec: vipapi.NodeVIPSpec{Address: addr, Service: vipapi.ServiceRef{Namespace: "shop", Name: "web"}, ExternalTrafficPolicy: "Cluster", Nodes: []string{"node-a", "node-b"}}}
+			if u, err = vipapi.ToUnstructured(v); err != nil {
+				t.Fatal(err)
+			}
+			if u, err = dyn.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := vipapi.FromUnstructured(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := v.Generation
+		if stale {
+			gen--
+		}
+		v.Status = vipapi.NodeVIPStatus{Holder: holder, Candidates: candidates, ObservedGeneration: gen,
+			Conditions: []metav1.Condition{{Type: vipapi.ConditionAnnounced, Status: status, Reason: reason, Message: "set by the test",
+				ObservedGeneration: gen, LastTransitionTime: metav1.Now()}}}
+		if u, err = vipapi.ToUnstructured(v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := []string{"node-a", "node-b"}
+	healthy := func(a, b bool) []templates.BackendHealth {
+		return []templates.BackendHealth{{Node: "node-a", Healthy: a}, {Node: "node-b", Healthy: b}}
+	}
+
+	for _, step := range []struct {
+		name     string
+		act      func(t *testing.T)
+		holders  map[string][]string
+		backends []templates.BackendHealth
+	}{
+		{"no NodeVIP yet", func(*testing.T) {}, map[string][]string{"IPv4": {}, "IPv6": {}}, healthy(false, false)},
+		{"both held", func(t *testing.T) {
+			report(t, "prod-abc-4", "192.0.2.10", "node-a", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, false)
+			report(t, "prod-abc-6", "2001:db8::10", "node-b", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, false)
+		}, map[string][]string{"IPv4": {"node-a"}, "IPv6": {"node-b"}}, healthy(true, true)},
+		{"IPv6 cannot be announced, node-a no longer eligible", func(t *testing.T) {
+			report(t, "prod-abc-4", "192.0.2.10", "node-b", metav1.ConditionTrue, vipapi.ReasonAnnounced, []string{"node-b"}, false)
+			report(t, "prod-abc-6", "2001:db8::10", "node-b", metav1.ConditionFalse, vipapi.ReasonCannotAnnounce, []string{"node-b"}, false)
+		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true)},
+		{"a status of an older spec", func(t *testing.T) {
+			report(t, "prod-abc-6", "2001:db8::10", "node-a", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, true)
+		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true)},
+	} {
+		step.act(t)
+		holders, backends := probe(t)
+		if !reflect.DeepEqual(holders, step.holders) {
+			t.Errorf("%s: vip_holders %v, want %v", step.name, holders, step.holders)
+		}
+		if !reflect.DeepEqual(backends, step.backends) {
+			t.Errorf("%s: backends %v, want %v", step.name, backends, step.backends)
+		}
+	}
+}

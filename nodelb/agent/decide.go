@@ -1,0 +1,86 @@
+// The decision for every address: who holds it, among which candidates.
+
+package agent
+
+import (
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/tfccm/tfccm/nodelb/holder"
+	"github.com/tfccm/tfccm/nodelb/vipapi"
+)
+
+// decision is the holder of one address and the NodeVIPs that carry it
+// (Services sharing an address have one NodeVIP each).
+type decision struct {
+	Address    netip.Addr
+	VIPs       []*vipapi.NodeVIP
+	Interface  string
+	Holder     string
+	Candidates []string
+	// Why there is no holder.
+	Why string
+	// Reporter writes the status when there is no holder: the live agent
+	// the rule would pick among all of them.
+	Reporter string
+	// Invalid: the NodeVIPs disagree on the interface, or the address does
+	// not parse.
+	Invalid string
+}
+
+// decide applies the holder rule to every address of vips.
+func decide(vips []*vipapi.NodeVIP, w view) []decision {
+	byAddr := map[string][]*vipapi.NodeVIP{}
+	for _, v := range vips {
+		if v.DeletionTimestamp != nil {
+			continue
+		}
+		byAddr[v.Spec.Address] = append(byAddr[v.Spec.Address], v)
+	}
+	var alive []string
+	for name := range w.members {
+		alive = append(alive, name)
+	}
+	var out []decision
+	for addr, group := range byAddr {
+		sort.Slice(group, func(i, j int) bool {
+			return group[i].Namespace+"/"+group[i].Name < group[j].Namespace+"/"+group[j].Name
+		})
+		d := decision{VIPs: group, Reporter: holder.Choose(addr, alive), Interface: group[0].Spec.Interface}
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			d.Invalid = "address " + addr + " is not an IP address"
+			out = append(out, d)
+			continue
+		}
+		d.Address = a
+		// Every Service sharing the address must be served by the holder:
+		// the candidates are those every one of them allows.
+		var cands []string
+		for i, v := range group {
+			if v.Spec.Interface != d.Interface {
+				d.Invalid = "the NodeVIPs of address " + addr + " name different interfaces"
+			}
+			c := holder.Candidates(v.Spec.Nodes, w.nodeStates(v), v.Spec.ExternalTrafficPolicy == vipapi.PolicyLocal)
+			if i == 0 {
+				cands = c
+			} else {
+				cands = slices.DeleteFunc(cands, func(n string) bool { return !slices.Contains(c, n) })
+			}
+			if len(c) == 0 && d.Why == "" {
+				d.Why = w.why(v, w.nodeStates(v))
+			}
+		}
+		if d.Invalid == "" {
+			d.Candidates = cands
+			d.Holder = holder.Choose(addr, cands)
+			if d.Holder == "" && d.Why == "" {
+				d.Why = "no eligible node serves every Service sharing the address"
+			}
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VIPs[0].Spec.Address < out[j].VIPs[0].Spec.Address })
+	return out
+}

@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/nodelb/holder"
+	"github.com/tfccm/tfccm/nodelb/vipapi"
+)
+
+func testNode(name string, ready, cordoned bool) *corev1.Node {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{Unschedulable: cordoned},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}},
+	}
+}
+
+func testVIP(name, addr, policy string, nodes ...string) *vipapi.NodeVIP {
+	return &vipapi.NodeVIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tfccm"},
+		Spec: vipapi.NodeVIPSpec{Address: addr, Service: vipapi.ServiceRef{Namespace: "app", Name: name},
+			ExternalTrafficPolicy: policy, Nodes: nodes},
+	}
+}
+
+// TestDecide: the decision for each address, from a view of three nodes.
+func TestDecide(t *testing.T) {
+	yes := true
+	onB := "b"
+	w := view{
+		nodes: map[string]*corev1.Node{"a": testNode("a", true, false), "b": testNode("b", true, false), "c": testNode("c", true, true), "d": testNode("d", false, false)},
+		members: map[string]member{
+			"a": {Name: "a", meta: meta{Eligible: true}}, "b": {Name: "b", meta: meta{Eligible: true}},
+			"c": {Name: "c", meta: meta{Eligible: true}}, "d": {Name: "d", meta: meta{Eligible: true}},
+			"e": {Name: "e", meta: meta{Why: "the agent lacks capability NET_RAW"}},
+		},
+		slices: func(ns, name string) []*discoveryv1.EndpointSlice {
+			if name != "local" && name != "local2" {
+				return nil
+			}
+			return []*discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{{NodeName: &onB, Conditions: discoveryv1.EndpointConditions{Ready: &yes}}}}}
+		},
+	}
+	w.nodes["e"] = testNode("e", true, false)
+	for _, tc := range []struct {
+		name       string
+		vips       []*vipapi.NodeVIP
+		candidates []string
+		why        string
+		invalid    bool
+	}{
+		{"cluster policy: ready, schedulable nodes with a live agent", []*vipapi.NodeVIP{testVIP("web", "10.0.0.1", "Cluster", "a", "b", "c", "d")}, []string{"a", "b"}, "", false},
+		{"local policy: only the node with an endpoint", []*vipapi.NodeVIP{testVIP("local", "10.0.0.2", "Local", "a", "b")}, []string{"b"}, "", false},
+		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", false},
+		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", false},
+		{"every node out", []*vipapi.NodeVIP{testVIP("web", "10.0.0.5", "Cluster", "c", "d", "e", "gone")}, nil,
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", false},
+		{"two interfaces for one address", []*vipapi.NodeVIP{testVIP("web", "10.0.0.6", "Cluster", "a"), func() *vipapi.NodeVIP {
+			v := testVIP("web2", "10.0.0.6", "Cluster", "a")
+			v.Spec.Interface = "eth1"
+			return v
+		}()}, nil, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := decide(tc.vips, w)
+			if len(ds) != 1 {
+				t.Fatalf("%d decisions, want 1", len(ds))
+			}
+			d := ds[0]
+			if (d.Invalid != "") != tc.invalid {
+				t.Fatalf("Invalid = %q", d.Invalid)
+			}
+			if !slices.Equal(d.Candidates, tc.candidates) {
+				t.Errorf("candidates %v, want %v", d.Candidates, tc.candidates)
+			}
+			if want := holder.Choose(tc.vips[0].Spec.Address, tc.candidates); !tc.invalid && d.Holder != want {
+				t.Errorf("holder %q, want %q", d.Holder, want)
+			}
+			if d.Why != tc.why {
+				t.Errorf("why %q\nwant %q", d.Why, tc.why)
+			}
+			if d.Reporter == "" {
+				t.Error("no reporter")
+			}
+		})
+	}
+}

@@ -1,0 +1,105 @@
+// The reconcile loop: hold the addresses this node is chosen for, release the others.
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/nodelb/announce"
+	"github.com/tfccm/tfccm/nodelb/vipapi"
+)
+
+// outcome is what this agent did with an address it was chosen for.
+type outcome struct {
+	reason, message string
+	iface           string
+}
+
+// reconcile applies the decisions of the current view to this node and
+// reports them.
+func (a *Agent) reconcile(ctx context.Context) {
+	nodes := map[string]*corev1.Node{}
+	for _, n := range a.nodes() {
+		nodes[n.Name] = n
+	}
+	w := view{nodes: nodes, members: a.members.members(), slices: a.slices}
+	if a.cut.isCut() {
+		// Cut off: whatever it decides, another node is serving.
+		for addr, h := range a.held {
+			a.release(addr, h)
+		}
+		return
+	}
+	decisions := decide(a.vips(), w)
+	mine := map[string]bool{}
+	for _, d := range decisions {
+		switch {
+		case d.Invalid != "":
+			if d.Reporter == a.cfg.NodeName {
+				a.report(ctx, d, "", outcome{reason: vipapi.ReasonInvalid, message: d.Invalid})
+			}
+		case d.Holder == a.cfg.NodeName:
+			mine[d.Address.String()] = true
+			a.report(ctx, d, a.cfg.NodeName, a.take(d))
+		case d.Holder == "" && d.Reporter == a.cfg.NodeName:
+			a.report(ctx, d, "", outcome{reason: vipapi.ReasonNoEligibleNode, message: d.Why})
+		}
+	}
+	for addr, h := range a.held {
+		if !mine[addr] {
+			a.release(addr, h)
+		}
+	}
+}
+
+// heldVIP is one VIP this node answers for.
+type heldVIP struct {
+	ifindex int
+	iface   string
+	addr    netip.Addr
+}
+
+// take makes this node answer for d's address (announcing it when new).
+func (a *Agent) take(d decision) outcome {
+	addr := d.Address.String()
+	ifi, err := announce.Interface(d.Address, d.Interface)
+	if err != nil {
+		reason := vipapi.ReasonCannotAnnounce
+		if errors.Is(err, announce.ErrOutside) {
+			reason = vipapi.ReasonOutsideNetworks
+		}
+		if prev, ok := a.held[addr]; ok {
+			a.release(addr, prev)
+		}
+		return outcome{reason: reason, message: "node " + a.cfg.NodeName + ": " + err.Error()}
+	}
+	h := heldVIP{ifindex: ifi.Index, iface: ifi.Name, addr: d.Address}
+	if prev, ok := a.held[addr]; ok && prev != h {
+		a.release(addr, prev)
+	}
+	if err := a.speaker.Hold(ifi, d.Address); err != nil {
+		// Not allowed here: say so in the gossip, so another node holds it.
+		a.members.setSelf(meta{Why: err.Error()})
+		return outcome{reason: vipapi.ReasonCannotAnnounce, message: "node " + a.cfg.NodeName + ": " + err.Error()}
+	}
+	if _, ok := a.held[addr]; !ok {
+		klog.InfoS("holding VIP", "address", addr, "interface", ifi.Name, "candidates", d.Candidates)
+	}
+	a.held[addr] = h
+	heldGauge.WithLabelValues(addr, a.cfg.NodeName).Set(1)
+	return outcome{reason: vipapi.ReasonAnnounced, iface: ifi.Name,
+		message: "held by " + a.cfg.NodeName + " on " + ifi.Name + ", announced by " + announce.Method(d.Address)}
+}
+
+// release stops answering for a VIP.
+func (a *Agent) release(addr string, h heldVIP) {
+	a.speaker.Release(h.ifindex, h.addr)
+	delete(a.held, addr)
+	heldGauge.DeleteLabelValues(addr, a.cfg.NodeName)
+	klog.InfoS("released VIP", "address", addr, "interface", h.iface)
+}
