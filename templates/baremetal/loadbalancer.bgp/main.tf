@@ -105,10 +105,10 @@ resource "lbhost_vip_allocation" "vip" {
   for_each = local.vips
   provider = lbhost.hosts
 
-  owner                   = each.value.owner
-  pool                    = each.value.pool
-  address                 = each.value.requested
-  share                   = each.value.share
+  owner   = each.value.owner
+  pool    = each.value.pool
+  address = each.value.requested
+  share   = each.value.share
   # No VRRP: the id is reserved on "lo", where no instance runs.
   vrrp_interface          = "lo"
   virtual_router_id_range = var.settings.virtual_router_ids
@@ -160,9 +160,9 @@ resource "lbhost_bgp_announcement" "host" {
   ports    = [for p in lbhost_frontend.lb[each.key].ports : p.port]
   backends = [for b in local.backends : b.address]
   health_check = {
-    protocol = var.health_check.protocol
-    port     = var.health_check.port
-    path     = var.health_check.protocol == "TCP" ? null : var.health_check.path
+    protocol    = var.health_check.protocol
+    port        = var.health_check.port
+    path        = var.health_check.protocol == "TCP" ? null : var.health_check.path
     interval_ms = 500
     rise        = 2
     fall        = 2

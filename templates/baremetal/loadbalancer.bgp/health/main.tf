@@ -120,5 +120,5 @@ data "lbhost_bgp_sessions" "host" {
 
 output "bgp_sessions" {
   description = "Per active LB host that answers, its BGP sessions: peer name and state."
-  value = { for name, d in data.lbhost_bgp_sessions.host : name => [for s in d.sessions : { peer = s.peer, state = s.state }] if d.reachable }
+  value       = { for name, d in data.lbhost_bgp_sessions.host : name => [for s in d.sessions : { peer = s.peer, state = s.state }] if d.reachable }
 }
