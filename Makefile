@@ -209,7 +209,7 @@ unit:
 ## E2E_LANE: the e2e tests that run in a second go test process beside the rest of ./test/e2e/ and
 ## every other package (about half of the package's time: LB hosts, the image, kill -9s, the soak),
 ## so the longest package does not bound make test; -skip gives the first process every other test
-E2E_LANE = ^(TestBaremetal|TestServiceVarsBaremetal|TestNameHeldByOneServiceOnBaremetal|TestDemoBaremetal|TestKill9DuringAppliesBaremetal|TestDegradedFromL4|TestDegradedFromHAProxy|TestContainerServesLoadBalancer|TestImageProviderMirror|TestSoak|TestHALeaderKilledMidApply|TestKill9DuringApplies|TestRenderMatchesController)$$
+E2E_LANE = ^(TestBaremetal|TestServiceVarsBaremetal|TestNameHeldByOneServiceOnBaremetal|TestDemoBaremetal|TestKill9DuringAppliesBaremetal|TestDegradedFromL4|TestDegradedFromHAProxy|TestContainerServesLoadBalancer|TestImageProviderMirror|TestSoak|TestHALeaderKilledMidApply|TestKill9DuringApplies|TestRenderMatchesController|TestAdoptThroughStandIn|TestReviewModeBackendsOnly|TestMetalLBPools)$$
 
 ## test: everything CI runs — lint, unit, integration and e2e tests, the fast subset of the upstream
 ## LoadBalancer conformance specs on real nodes, then a check that the tests left no namespace,

@@ -2,6 +2,7 @@ package hosttest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,6 +101,22 @@ func TestLBHostCheck(t *testing.T) {
 	repairShadow := func() error { return unshadow() }
 	// /etc/group without group tfccm, and with it but without the login.
 	noGroup, notMember := groupFiles(t, files)
+	// Out of group tfccm: not a member, and (when tfccm lbhost prepare made
+	// the login, with tfccm its primary group) another primary group.
+	otherPrimary := passwdFile(t, files, sudoUser)
+	shadowOutOfGroup := func() error {
+		undoGroup, err := h.ShadowFile("/etc/group", notMember)
+		if err != nil {
+			return err
+		}
+		undoPasswd, err := h.ShadowFile("/etc/passwd", otherPrimary)
+		if err != nil {
+			_ = undoGroup()
+			return err
+		}
+		unshadow = func() error { return errors.Join(undoPasswd(), undoGroup()) }
+		return nil
+	}
 	keepalivedBin, err := exec.LookPath("keepalived")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +145,7 @@ func TestLBHostCheck(t *testing.T) {
 		{"master socket", "group tfccm does not exist, so HAProxy cannot create its master socket",
 			func() error { h.StopHAProxy(); return shadow("/etc/group", noGroup)() },
 			func() error { _ = unshadow(); return h.RestartHAProxy() }},
-		{"master socket", sudoUser + " is not in group tfccm", shadow("/etc/group", notMember), repairShadow},
+		{"master socket", sudoUser + " is not in group tfccm", shadowOutOfGroup, repairShadow},
 		{"nft", "/usr/sbin/nft is missing", shadow("/usr/sbin/nft", notExec), repairShadow},
 		{"keepalived", "keepalived 1.3.5 is older than 2.0", shadow(keepalivedBin, oldKeepalived), repairShadow},
 	} {
@@ -181,4 +198,27 @@ func groupFiles(t *testing.T, dir string) (noGroup, notMember string) {
 		}
 	}
 	return noGroup, notMember
+}
+
+// passwdFile writes a copy of this machine's /etc/passwd into dir in which
+// login's primary group is nogroup (65534) instead of group tfccm, the one
+// tfccm lbhost prepare gives a login it creates.
+func passwdFile(t *testing.T, dir, login string) string {
+	t.Helper()
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if f := strings.Split(l, ":"); f[0] == login && len(f) == 7 {
+			f[3] = "65534"
+			lines[i] = strings.Join(f, ":")
+		}
+	}
+	p := filepath.Join(dir, "passwd-otherprimary")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -47,8 +47,9 @@ output "ingress" {
 `
 
 // staticHealthModule is a health module (templates.HealthDir) reporting
-// node-a healthy, LB host lb-a up and holding the IPv4 VIP, whatever the
-// load balancer (TestMonitoredMetricsAreExported: the gauges the alerts read).
+// node-a healthy, LB host lb-a up, holding the IPv4 VIP and with its BGP
+// session to peer tor up, whatever the load balancer
+// (TestMonitoredMetricsAreExported: the gauges the alerts read).
 const staticHealthModule = `output "backends" {
   value = [{ node = "node-a", healthy = true }]
 }
@@ -59,6 +60,10 @@ output "hosts" {
 
 output "vip_holders" {
   value = { IPv4 = ["lb-a"] }
+}
+
+output "bgp_sessions" {
+  value = { lb-a = [{ peer = "tor", state = "Established" }] }
 }
 `
 
