@@ -477,14 +477,14 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if l.review != nil && r.Err == nil && r.Changed && r.Verdict.Approved != "" {
 		l.event(svc, corev1.EventTypeNormal, ReasonPlanApprovedByPolicy, r.Verdict.Approved+" approves the plan: applied without review")
 	}
+	if conds := resultConditions(r); len(conds) > 0 {
+		l.conds.set(svc, conds...)
+	}
 	if l.review != nil {
 		l.review.loadBalancerResult(svc, name, r)
 		if r.AwaitingApproval {
-			return true // the pending-approval Event is recorded
+			return true // the pending-approval Event is recorded; the condition is set above
 		}
-	}
-	if conds := resultConditions(r); len(conds) > 0 {
-		l.conds.set(svc, conds...)
 	}
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event

@@ -23,12 +23,16 @@ func Stop(err error) error { return stopError{err} }
 
 // Poll checks cond at once and then every interval until it returns nil,
 // timeout passes or ctx ends, or cond returns a Stop error. The error names
-// what was awaited, the timeout and cond's last error, which it wraps.
+// what was awaited, the timeout and cond's last error, which it wraps: the
+// last one cond gave before the deadline, as a check cut short by it fails
+// only for that (a client's "would exceed context deadline"), which says
+// nothing of the state awaited.
 func Poll(ctx context.Context, interval, timeout time.Duration, what string, cond func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var last error
 	for {
 		err := cond(ctx)
 		var stop stopError
@@ -37,10 +41,12 @@ func Poll(ctx context.Context, interval, timeout time.Duration, what string, con
 			return nil
 		case errors.As(err, &stop):
 			return fmt.Errorf("%s: %w", what, stop.err)
+		case ctx.Err() == nil || last == nil:
+			last = err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: not true after %s: %w", what, timeout, err)
+			return fmt.Errorf("%s: not true after %s: %w", what, timeout, last)
 		case <-tick.C:
 		}
 	}

@@ -29,6 +29,19 @@ func TestPoll(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "never: not true after 100ms: last state") {
 		t.Fatalf("err %v", err)
 	}
+	// A check the deadline cuts short fails for the deadline alone: the
+	// error is the state the check before it saw.
+	n = 0
+	err = Poll(context.Background(), 10*time.Millisecond, 100*time.Millisecond, "cut short", func(ctx context.Context) error {
+		if n++; n == 1 {
+			return errors.New("state: Applying")
+		}
+		<-ctx.Done()
+		return fmt.Errorf("rate: Wait(n=1) would exceed context deadline: %w", ctx.Err())
+	})
+	if err == nil || !strings.Contains(err.Error(), "cut short: not true after 100ms: state: Applying") {
+		t.Fatalf("err %v", err)
+	}
 	gone := errors.New("process exited")
 	n = 0
 	start := time.Now()

@@ -78,4 +78,8 @@ func TestReviewModeBackendsOnly(t *testing.T) {
 	if ev := harness.Events(context.Background(), client, "default", "web"); !strings.Contains(ev, lbcontroller.ReasonPlanPendingApproval) {
 		t.Fatalf("no %s Event for the port change: %s", lbcontroller.ReasonPlanPendingApproval, ev)
 	}
+	// The pending plan is a condition too, not only an Event.
+	eventually(t, time.Minute, "Programmed=False AwaitingApproval for the port change", func(ctx context.Context) error {
+		return programmed(ctx, client, lbcontroller.CondReasonAwaitingApproval, "awaits approval")
+	})
 }
