@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ const bgpPassword = "tfccm-bgp-s3cret"
 // the address the request came from (the LB host's, on the node
 // network); then applies the bgp module (the peering, with a password
 // file and BFD) and waits until every session is up.
-func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *hosttest.ToR) {
+func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *hosttest.ToR, func(args ...string) string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud)
 	root, err := repo.Root()
@@ -62,10 +63,43 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 	peering("init", "-input=false", "-no-color")
 	peering("apply", "-auto-approve", "-input=false", "-no-color")
 	t.Cleanup(func() { peering("destroy", "-auto-approve", "-input=false", "-no-color") })
-	if err := tor.WaitUp(context.Background(), bfd, 30*time.Second); err != nil {
+	checkRouterNeighbors(t, hs, tor, peering("output", "-json", "router_neighbors"))
+	// BGP only: BFD comes up a few seconds later (its slow start), and
+	// the callers wait for it where it counts.
+	if err := tor.WaitUp(context.Background(), false, 30*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, tor.Logs())
 	}
-	return cloud, hs, tor
+	return cloud, hs, tor, peering
+}
+
+// checkRouterNeighbors checks the peering module's router_neighbors
+// output: the router side derived from the same settings names, for each
+// of the router's two peers, every host's address of its family, the
+// hosts' AS and the BFD profile's timers.
+func checkRouterNeighbors(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, out string) {
+	t.Helper()
+	var got map[string]struct {
+		Address    string   `json:"address"`
+		RemoteASN  int      `json:"remote_asn"`
+		Neighbors  []string `json:"neighbors"`
+		BFDProfile *struct {
+			ReceiveMS int `json:"receive_interval_ms"`
+		} `json:"bfd_profile"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("router_neighbors %s: %v", out, err)
+	}
+	for name, want := range map[string]struct {
+		addr string
+		v6   bool
+	}{"tor": {tor.Address, false}, "tor6": {tor.Address6, true}} {
+		g := got[name]
+		hosts := hostAddrs(hs, want.v6)
+		slices.Sort(hosts)
+		if g.Address != want.addr || g.RemoteASN != hosttest.HostASN || !slices.Equal(g.Neighbors, hosts) || g.BFDProfile == nil || g.BFDProfile.ReceiveMS != 100 {
+			t.Errorf("router_neighbors[%s] = %+v, want address %s, remote_asn %d, neighbors %v, the fast BFD profile", name, g, want.addr, hosttest.HostASN, hosts)
+		}
+	}
 }
 
 // bgpWorkspace copies a module of the baremetal set into a new directory
@@ -218,7 +252,7 @@ func split(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, url string, v6 b
 // routes before its frontend goes, without losing a request; destroying
 // the Service withdraws every route.
 func TestBaremetalBGP(t *testing.T) {
-	cloud, hs, tor := bgpSetup(t, true)
+	cloud, hs, tor, peering := bgpSetup(t, true)
 	vips, reapply, destroy := bgpService(t, cloud, hs, "IPv4", "IPv6")
 	v4, v6 := vips["IPv4"], vips["IPv6"]
 	if v4 == "" || v6 == "" {
@@ -257,7 +291,11 @@ func TestBaremetalBGP(t *testing.T) {
 	}
 	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
 
-	// lb-a's FRR killed: BFD takes its paths away; lb-b serves.
+	// lb-a's FRR killed: BFD takes its paths away; lb-b serves. BFD is
+	// up on every session by now (it was not needed before).
+	if err := tor.WaitUp(context.Background(), true, 10*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, tor.Logs())
+	}
 	a := hs.Host("lb-a")
 	o := tor.MeasureDuring(url4, false, func() {
 		a.KillFRR()
@@ -288,6 +326,17 @@ func TestBaremetalBGP(t *testing.T) {
 	destroy()
 	waitNexthops(t, tor, v4, nil, 5*time.Second)
 	waitNexthops(t, tor, v6, nil, 5*time.Second)
+
+	// lb-a's IPv6 address gone (its addressing changed under an applied
+	// peering): its IPv6 peer is off its networks now, which is a Warning,
+	// not an error, so the peering still plans and (the cleanup) destroys.
+	if out, err := exec.Command("ip", "-n", a.Netns, "addr", "del", a.Address6+"/64", "dev", "eth0").CombinedOutput(); err != nil {
+		t.Fatalf("ip addr del: %v: %s", err, out)
+	}
+	out := strings.Join(strings.Fields(peering("plan", "-input=false", "-no-color")), " ")
+	if !strings.Contains(out, "a peer is off the host's networks") || !strings.Contains(out, tor.Address6+" is outside every network") {
+		t.Errorf("the peering's plan with lb-a's IPv6 address gone: want a Warning naming %s:\n%s", tor.Address6, out)
+	}
 }
 
 // hclValue writes v as an HCL expression: JSON's syntax is HCL's for
@@ -327,11 +376,14 @@ func ingressIPs(t testing.TB, out string) []string {
 // shows what a loaded machine loses on its own. Goal: median outage <=
 // 1 s, <= 1 request lost.
 func BenchmarkBaremetalBGPFailover(b *testing.B) {
-	cloud, hs, tor := bgpSetup(b, true)
+	cloud, hs, tor, _ := bgpSetup(b, true)
 	vips, _, _ := bgpService(b, cloud, hs, "IPv4")
 	vip := vips["IPv4"]
 	url := "http://" + vip + "/"
 	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)
+	if err := tor.WaitUp(context.Background(), true, 30*time.Second); err != nil {
+		b.Fatalf("%v\n%s", err, tor.Logs())
+	}
 	a := hs.Host("lb-a")
 	nothing := func() error { return nil }
 	for _, way := range []struct {
