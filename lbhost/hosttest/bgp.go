@@ -103,15 +103,15 @@ func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
 	if err := os.Chown(empty, 0, mustGid("frr")); err != nil {
 		return nil, err
 	}
-	run := filepath.Join("/var/run/frr", netns)
+	rundir := filepath.Join("/var/run/frr", netns)
 	var cmds []*exec.Cmd
 	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
 		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", empty, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
 		if d == "bfdd" {
-			argv = append(argv, "--bfdctl", filepath.Join(run, "bfdd.sock"))
+			argv = append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))
 		}
 		// A restarted daemon's old socket would pass the wait below.
-		_ = os.Remove(filepath.Join(run, d+".vty"))
+		_ = os.Remove(filepath.Join(rundir, d+".vty"))
 		cmd, err := start(netns, filepath.Join(dir, d+".out"), argv...)
 		if err != nil {
 			return cmds, err
@@ -119,30 +119,20 @@ func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
 		cmds = append(cmds, cmd)
 		if d == "zebra" {
 			// bgpd and bfdd connect to zebra's socket.
-			if err := waitFile(context.Background(), filepath.Join(run, "zserv.api")); err != nil {
+			if err := waitFile(context.Background(), filepath.Join(rundir, "zserv.api")); err != nil {
 				return cmds, fmt.Errorf("zebra in %s: %w", netns, err)
 			}
 		}
 	}
 	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
-		if err := waitFile(context.Background(), filepath.Join(run, d+".vty")); err != nil {
+		if err := waitFile(context.Background(), filepath.Join(rundir, d+".vty")); err != nil {
 			return cmds, fmt.Errorf("%s in %s: %w", d, netns, err)
 		}
 	}
-	if err := runQuiet("vtysh", "-N", netns, "-f", conf); err != nil {
+	if err := run("vtysh", "-N", netns, "-f", conf); err != nil {
 		return cmds, fmt.Errorf("loading %s: %w", conf, err)
 	}
 	return cmds, nil
-}
-
-// runQuiet is run, but vtysh's warning about a missing vtysh.conf in
-// the pathspace is no failure.
-func runQuiet(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // FRRConfig is the FRR configuration file of the host (the bgp module's
