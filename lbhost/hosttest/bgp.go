@@ -7,6 +7,7 @@ package hosttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
 
@@ -87,15 +89,29 @@ func frrDir(dir string) (string, error) {
 	return dir, os.Chmod(dir, 0o770)
 }
 
-// startFRR runs zebra, bgpd and bfdd in netns with pathspace netns and
-// configuration file conf (its directory dir, writable by group frr).
+// startFRR runs zebra, bgpd and bfdd in netns with pathspace netns (its
+// directory dir, writable by group frr), then loads the integrated
+// configuration file conf through vtysh, as Debian's frrinit does (vtysh
+// -b): each daemon reading conf itself (-f) stops at the first "exit" of
+// a block it does not know (bfdd at "router bgp"'s), so bfdd never read
+// the BFD profiles after it and ran its sessions at FRR's 300 ms default.
 func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
+	empty := filepath.Join(dir, "empty.conf")
+	if err := os.WriteFile(empty, nil, 0o640); err != nil {
+		return nil, err
+	}
+	if err := os.Chown(empty, 0, mustGid("frr")); err != nil {
+		return nil, err
+	}
+	rundir := filepath.Join("/var/run/frr", netns)
 	var cmds []*exec.Cmd
 	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
-		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", conf, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
+		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", empty, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
 		if d == "bfdd" {
-			argv = append(argv, "--bfdctl", filepath.Join("/var/run/frr", netns, "bfdd.sock"))
+			argv = append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))
 		}
+		// A restarted daemon's old socket would pass the wait below.
+		_ = os.Remove(filepath.Join(rundir, d+".vty"))
 		cmd, err := start(netns, filepath.Join(dir, d+".out"), argv...)
 		if err != nil {
 			return cmds, err
@@ -103,10 +119,18 @@ func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
 		cmds = append(cmds, cmd)
 		if d == "zebra" {
 			// bgpd and bfdd connect to zebra's socket.
-			if err := waitFile(context.Background(), filepath.Join("/var/run/frr", netns, "zserv.api")); err != nil {
+			if err := waitFile(context.Background(), filepath.Join(rundir, "zserv.api")); err != nil {
 				return cmds, fmt.Errorf("zebra in %s: %w", netns, err)
 			}
 		}
+	}
+	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
+		if err := waitFile(context.Background(), filepath.Join(rundir, d+".vty")); err != nil {
+			return cmds, fmt.Errorf("%s in %s: %w", d, netns, err)
+		}
+	}
+	if err := run("vtysh", "-N", netns, "-f", conf); err != nil {
+		return cmds, fmt.Errorf("loading %s: %w", conf, err)
 	}
 	return cmds, nil
 }
@@ -398,6 +422,57 @@ func (t *ToR) Sessions() (map[string]string, error) {
 	return s, nil
 }
 
+// BFDPeers are the router's BFD sessions: peer address → status ("up",
+// "down", "init").
+func (t *ToR) BFDPeers() (map[string]string, error) {
+	out, err := exec.Command("vtysh", "-N", t.Netns, "-c", "show bfd peers json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("vtysh: %w", err)
+	}
+	var peers []struct {
+		Peer   string `json:"peer"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(out, &peers); err != nil {
+		return nil, err
+	}
+	s := map[string]string{}
+	for _, p := range peers {
+		s[p.Peer] = p.Status
+	}
+	return s, nil
+}
+
+// WaitUp waits until the router has every host's BGP sessions
+// established and, with bfd, their BFD sessions up: a BGP session comes
+// back (a restarted FRR, a link up) before its BFD session does, and
+// until then only the hold timer would notice the host going away again.
+func (t *ToR) WaitUp(ctx context.Context, bfd bool, timeout time.Duration) error {
+	return testkit.Poll(ctx, 50*time.Millisecond, timeout, "every BGP session established and its BFD up", func(context.Context) error {
+		s, err := t.Sessions()
+		if err != nil {
+			return err
+		}
+		var b map[string]string
+		if bfd {
+			if b, err = t.BFDPeers(); err != nil {
+				return err
+			}
+		}
+		for _, h := range t.hs.Hosts {
+			for _, a := range []string{h.Address, h.Address6} {
+				if s[a] != "Established" {
+					return fmt.Errorf("BGP sessions %v", s)
+				}
+				if bfd && b[a] != "up" {
+					return fmt.Errorf("BFD sessions %v", b)
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // Client is an HTTP client in the clients' namespace whose connections
 // come from the client address of index i (mod the number of clients).
 func (t *ToR) Client(i int, v6 bool, timeout time.Duration) *http.Client {
@@ -445,10 +520,37 @@ func (t *ToR) Stop() {
 type Outage struct {
 	Requests, Lost int
 	Span           time.Duration
+	// Errors count the lost requests by what the client saw (a timeout,
+	// a refused or reset connection, a status).
+	Errors map[string]int
 }
 
 func (o Outage) String() string {
-	return fmt.Sprintf("%d of %d requests lost, outage %s", o.Lost, o.Requests, o.Span.Round(10*time.Millisecond))
+	s := fmt.Sprintf("%d of %d requests lost, outage %s", o.Lost, o.Requests, o.Span.Round(10*time.Millisecond))
+	if len(o.Errors) > 0 {
+		s += fmt.Sprintf(" %v", o.Errors)
+	}
+	return s
+}
+
+// errorKind is what a failed request saw, without addresses or ports.
+func errorKind(err error, status int) string {
+	switch {
+	case err == nil:
+		return "status " + strconv.Itoa(status)
+	case os.IsTimeout(err):
+		if strings.Contains(err.Error(), "dial") {
+			return "connect timeout"
+		}
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "unreachable"
+	}
+	return "other"
 }
 
 // MeasureDuring sends GET url at 20 requests per second (each a new
@@ -456,8 +558,9 @@ func (o Outage) String() string {
 // before action until two seconds after it returned.
 func (t *ToR) MeasureDuring(url string, v6 bool, action func()) Outage {
 	type result struct {
-		at time.Time
-		ok bool
+		at   time.Time
+		ok   bool
+		kind string
 	}
 	var (
 		mu      sync.Mutex
@@ -482,11 +585,15 @@ func (t *ToR) MeasureDuring(url string, v6 bool, action func()) Outage {
 				at := time.Now()
 				resp, err := t.Client(i, v6, time.Second).Get(url)
 				ok := err == nil && resp.StatusCode == http.StatusOK
+				kind := ""
 				if err == nil {
 					resp.Body.Close()
+					kind = errorKind(nil, resp.StatusCode)
+				} else {
+					kind = errorKind(err, 0)
 				}
 				mu.Lock()
-				results = append(results, result{at, ok})
+				results = append(results, result{at, ok, kind})
 				mu.Unlock()
 			}(i)
 		}
@@ -497,13 +604,14 @@ func (t *ToR) MeasureDuring(url string, v6 bool, action func()) Outage {
 	close(done)
 	<-loop
 	wg.Wait()
-	o := Outage{Requests: len(results)}
+	o := Outage{Requests: len(results), Errors: map[string]int{}}
 	var first, last time.Time
 	for _, r := range results {
 		if r.ok {
 			continue
 		}
 		o.Lost++
+		o.Errors[r.kind]++
 		if first.IsZero() || r.at.Before(first) {
 			first = r.at
 		}

@@ -415,7 +415,12 @@ func (h *Host) SetLink(up bool) error {
 	if err := ip("-n", h.Netns, "link", "set", "eth0", "up"); err != nil {
 		return err
 	}
-	// The kernel dropped the default route with the link.
+	// The kernel dropped the default route with the link, and the IPv6
+	// address (keep_addr_on_down is off by default), as a host's network
+	// configuration puts back.
+	if err := ip("-n", h.Netns, "addr", "replace", h.Address6+"/64", "dev", "eth0", "nodad"); err != nil {
+		return err
+	}
 	return ip("-n", h.Netns, "route", "replace", "default", "via", h.gateway)
 }
 

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/frr"
@@ -241,8 +243,18 @@ func (r *bgpSpeakerResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	default:
 		if err := c.Validate(); err != nil {
-			addError(&resp.Diagnostics, m.summary(), err)
-			return
+			off := offNetworkPeers(c)
+			if !priorPeers(ctx, req.State, off) {
+				addError(&resp.Diagnostics, m.summary(), err)
+				return
+			}
+			// Only peers applied before are off the host's networks now
+			// (its addresses changed, or went with a link): no new input
+			// is wrong, and refusing would block every plan, a destroy's
+			// refresh too.
+			resp.Diagnostics.AddWarning(m.summary()+": a peer is off the host's networks", err.Error()+
+				"; it was applied before, so the plan goes on: fix the host's addresses or the peer")
+			c.Networks = nil
 		}
 	}
 	text, err := frr.Render(c)
@@ -251,6 +263,40 @@ func (r *bgpSpeakerResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("config_hash"), host.ConfigHash(text))...)
+}
+
+// offNetworkPeers are the addresses of c's peers outside every one of
+// c.Networks.
+func offNetworkPeers(c frr.Config) []string {
+	var off []string
+	for _, p := range c.Peers {
+		on := false
+		for _, n := range c.Networks {
+			on = on || n.Contains(p.Address)
+		}
+		if !on {
+			off = append(off, p.Address.String())
+		}
+	}
+	return off
+}
+
+// priorPeers reports whether every address of addrs (at least one) is a
+// peer's in the prior state.
+func priorPeers(ctx context.Context, state tfsdk.State, addrs []string) bool {
+	if len(addrs) == 0 || state.Raw.IsNull() {
+		return false
+	}
+	var prior bgpSpeakerModel
+	if state.Get(ctx, &prior).HasError() {
+		return false
+	}
+	for _, a := range addrs {
+		if !slices.ContainsFunc(prior.Peers, func(p bgpPeerModel) bool { return p.Address == a }) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *bgpSpeakerResource) write(ctx context.Context, m *bgpSpeakerModel) error {

@@ -5,7 +5,7 @@ set -eu
 
 # Packages: only the missing ones (no download when all are there).
 missing=
-for p in haproxy keepalived openssh-server iproute2 util-linux nftables sudo frr; do
+for p in haproxy keepalived openssh-server iproute2 util-linux nftables sudo frr frr-pythontools; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -qx 'install ok installed' || missing="$missing $p"
 done
 if [ -n "$missing" ]; then

@@ -5,7 +5,7 @@ set -eu
 
 # Packages: only the missing ones (no download when all are there).
 missing=
-for p in haproxy keepalived openssh-server iproute2 util-linux nftables sudo frr; do
+for p in haproxy keepalived openssh-server iproute2 util-linux nftables sudo frr frr-pythontools; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -qx 'install ok installed' || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
@@ -33,7 +33,8 @@ cat > /etc/sudoers.d/tfccm.new.tmp <<'TFCCM_EOF'
 # setting is true, each as `sudo -n -- COMMAND ARGS...`. sh and env are
 # among them (atomic file writes, the C locale), so this login can do
 # what root can: the rules name what lbhost runs, they are no sandbox.
-Cmnd_Alias TFCCM_LBHOST = /usr/bin/env, /usr/bin/sh, /usr/bin/rm, /usr/bin/test, /usr/bin/ls, /usr/bin/mkdir, /usr/bin/tar, /usr/bin/flock, /usr/bin/kill, /usr/bin/ss, /usr/sbin/ip, /usr/sbin/haproxy, /usr/sbin/keepalived, /usr/sbin/nft
+# vtysh and frr-reload.py: a BGP host's FRR (lbhost_bgp_speaker).
+Cmnd_Alias TFCCM_LBHOST = /usr/bin/env, /usr/bin/sh, /usr/bin/rm, /usr/bin/test, /usr/bin/ls, /usr/bin/mkdir, /usr/bin/tar, /usr/bin/flock, /usr/bin/kill, /usr/bin/ss, /usr/sbin/ip, /usr/sbin/haproxy, /usr/sbin/keepalived, /usr/sbin/nft, /usr/bin/vtysh, /usr/lib/frr/frr-reload.py
 tfccm ALL=(root) NOPASSWD: TFCCM_LBHOST
 TFCCM_EOF
 chmod 440 /etc/sudoers.d/tfccm.new.tmp && mv /etc/sudoers.d/tfccm.new.tmp /etc/sudoers.d/tfccm.new

@@ -6,7 +6,10 @@ variable "settings" {
   description = "The cloud config's load_balancer.settings (the LB hosts and the SSH key source, as the loadbalancer variants read them) with its bgp block: the hosts' peering."
   type = object({
     hosts = map(object({
-      address  = string # IPv4: SSH, and the host's BGP router id
+      address = string # IPv4: SSH, and the host's BGP router id
+      # IPv6: the host's address an IPv6 peer (the router) sees; only
+      # the router_neighbors output reads it.
+      address6 = optional(string)
       ssh_port = optional(number, 22)
       user     = optional(string, "root")
       sudo     = optional(bool)
