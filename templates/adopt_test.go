@@ -88,3 +88,63 @@ load_balancer {
 		t.Errorf("a Service without tfccm.io/adopt adopts:\n%s", ws.Files[TfvarsFile])
 	}
 }
+
+// TestRetainAllowList: tfccm.io/retain-on-delete marks the workspace to be
+// forgotten at delete only in a namespace the admin lets keep load
+// balancers (adopt "NS" { retain = true }, ids optional); a tenant asking
+// for it anywhere else is refused naming the allow-list, and nothing
+// renders. False or unset retains nothing; a value that is not a bool is
+// refused.
+func TestRetainAllowList(t *testing.T) {
+	const cfg = `cluster_name = "c"
+load_balancer {
+  settings = { location = "fsn1" }
+  adopt "shop" {
+    retain = true
+  }
+  adopt "blog" {
+    ids = ["4712"]
+  }
+}`
+	hcloud, err := LoadBuiltin("hcloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, namespace, value string
+		want                   string // error substring; "" renders
+		retain                 bool
+	}{
+		{name: "allowed", namespace: "shop", value: "true", retain: true},
+		{name: "false", namespace: "shop", value: "false"},
+		{name: "false where not allowed", namespace: "blog", value: "false"},
+		{name: "adopting namespace without retain", namespace: "blog", value: "true",
+			want: `annotation tfccm.io/retain-on-delete: namespace blog may not keep its load balancers when a Service is deleted: the cluster admin allows it with load_balancer { adopt "blog" { retain = true } }`},
+		{name: "namespace without a block", namespace: "dev", value: "true", want: "namespace dev may not keep"},
+		{name: "not a bool", namespace: "shop", value: "yes please", want: "tfccm.io/retain-on-delete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := svc(func(s *corev1.Service) {
+				s.Namespace = tt.namespace
+				s.Annotations["tfccm.io/retain-on-delete"] = tt.value
+			})
+			ws, err := hcloud.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
+				}
+				if ws != nil {
+					t.Fatal("a refused Service rendered a workspace")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws.Retain != tt.retain {
+				t.Errorf("Retain = %v, want %v", ws.Retain, tt.retain)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ type adoptCase struct {
 	// load balancer is handed over (the others are deleted first, as the
 	// set's walk-through says); nil keeps all.
 	keep []string
+	// retain deletes the Service with tfccm.io/retain-on-delete: the
+	// workspace's forget configuration (workspace.ForgetSpec) is applied
+	// instead of a destroy.
+	retain bool
 }
 
 func adoptCases() map[string]adoptCase {
@@ -39,7 +43,7 @@ func adoptCases() map[string]adoptCase {
 	return map[string]adoptCase{
 		"hcloud": {cloud: hcloudCloud(), lb: "hcloud_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": id(old, "hcloud_load_balancer.this")}
-		}},
+		}, retain: true},
 		"digitalocean": {cloud: digitalOceanCloud(), lb: "digitalocean_loadbalancer.this", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": id(old, "digitalocean_loadbalancer.this")}
 		}},
@@ -55,7 +59,7 @@ func adoptCases() map[string]adoptCase {
 				v["monitor."+k] = id(old, `openstack_lb_monitor_v2.port["`+k+`"]`)
 			}
 			return v
-		}},
+		}, retain: true},
 		"oci": {cloud: ociCloud(), lb: "oci_network_load_balancer_network_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
 			v := map[string]string{"id": id(old, "oci_network_load_balancer_network_load_balancer.this")}
 			for addr, vals := range old {
@@ -68,7 +72,7 @@ func adoptCases() map[string]adoptCase {
 		}, keep: []string{"oci_network_load_balancer_network_load_balancer.this", "oci_network_load_balancer_listener.", "oci_network_load_balancer_backend_set."}},
 		"google": {cloud: googleCloud(), lb: "google_compute_address.this[0]", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": fmt.Sprint(old["google_compute_address.this[0]"]["name"])}
-		}, keep: []string{"google_compute_address.this[0]"}},
+		}, keep: []string{"google_compute_address.this[0]"}, retain: true},
 	}
 }
 
@@ -79,7 +83,8 @@ func adoptCases() map[string]adoptCase {
 // with no destroy and no replace, the apply creates no new load balancer and
 // the status keeps its address, and the next plan is empty; a later change
 // (a new port) applies to the adopted load balancer; deleting the Service
-// destroys it, leaving the cloud empty.
+// destroys it, leaving the cloud empty, or, for three of the sets, keeps it
+// (tfccm.io/retain-on-delete): every resource forgotten, none destroyed.
 //
 // The six sets run in parallel, each with its own stand-in cloud but one
 // stand-in binary; twelve tofu commands per set at most.
@@ -174,7 +179,7 @@ func runAdopt(t *testing.T, bin string, ac adoptCase) {
 		s.Annotations["tfccm.io/adopt"] = string(value)
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Protocol: corev1.ProtocolTCP, Port: 8443, NodePort: 30843})
 	})
-	render(t, set, cfg, more, c.nodes(), dir)
+	last := render(t, set, cfg, more, c.nodes(), dir)
 	// As the engine plans once the adoption applied: what was adopted is
 	// in the state, a new port is created (workspace.AdoptVar).
 	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color", "-var="+workspace.AdoptVar+"=null")
@@ -184,10 +189,54 @@ func runAdopt(t *testing.T, bin string, ac adoptCase) {
 	}
 	noNewLoadBalancer(t, "a new port", changed, lbType)
 
+	if ac.retain {
+		retainOnDelete(t, env, dir, last, len(adopted))
+		return
+	}
 	// Deleting the Service destroys it: nothing is left in the cloud.
 	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 	env.Calls(t)
 	assertStoreEmpty(t, env)
+}
+
+// retainOnDelete deletes the Service with tfccm.io/retain-on-delete, as
+// the engine does: it plans the workspace's forget configuration without
+// refresh, which forgets every resource of the state (at least adopted of
+// them) and destroys none, and applies it: the cloud is asked nothing and
+// keeps every object, the state is empty.
+func retainOnDelete(t *testing.T, env *standin.Env, dir string, spec *workspace.Spec, adopted int) {
+	t.Helper()
+	forget, err := workspace.ForgetSpec(*spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forget.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	// OpenTofu warns of each forgotten resource: the reviewer reads it.
+	if out := env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-refresh=false", "-out=tfplan"); !strings.Contains(string(out), "will not be managed anymore") {
+		t.Errorf("the forget plan does not say what is forgotten:\n%s", out)
+	}
+	var plan tfjson.Plan
+	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json", "tfplan"), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var p plans.PendingPlan
+	plans.Redact(&plan, &p)
+	t.Logf("retain on delete: %s", p.Summary())
+	if p.Forget < adopted || p.Add+p.Change+p.Remove != 0 {
+		t.Errorf("retain on delete plans %s, want only forgets (at least %d)", p.Summary(), adopted)
+	}
+	env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan")
+	if calls := env.Calls(t); len(calls) != 0 {
+		t.Errorf("retain on delete asked the cloud: %+v", calls)
+	}
+	if left, _ := applied(t, env, dir); len(left) != 0 {
+		t.Errorf("the state still holds %d resources", len(left))
+	}
+	if entries, err := os.ReadDir(env.Store); err != nil || len(entries) == 0 {
+		t.Errorf("the retained load balancer is gone from the cloud: %v", err)
+	}
 }
 
 // noNewLoadBalancer fails the test when calls delete anything or create a
