@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // TestAdoptAllowList: tfccm.io/adopt renders the adopt input only for ids
@@ -53,22 +55,9 @@ load_balancer {
 			if set == nil {
 				set = hcloud
 			}
-			s := svc(func(s *corev1.Service) {
-				s.Namespace = tt.namespace
-				s.Annotations["tfccm.io/adopt"] = tt.value
-			})
-			ws, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
-				}
-				if ws != nil {
-					t.Fatal("a refused adoption rendered a workspace")
-				}
+			ws := renderAnnotated(t, set, cfg, tt.namespace, "tfccm.io/adopt", tt.value, tt.want)
+			if ws == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !ws.Adopts {
 				t.Error("the workspace is not marked as adopting")
@@ -125,26 +114,35 @@ load_balancer {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := svc(func(s *corev1.Service) {
-				s.Namespace = tt.namespace
-				s.Annotations["tfccm.io/retain-on-delete"] = tt.value
-			})
-			ws, err := hcloud.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
-				}
-				if ws != nil {
-					t.Fatal("a refused Service rendered a workspace")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ws.Retain != tt.retain {
+			ws := renderAnnotated(t, hcloud, cfg, tt.namespace, "tfccm.io/retain-on-delete", tt.value, tt.want)
+			if ws != nil && ws.Retain != tt.retain {
 				t.Errorf("Retain = %v, want %v", ws.Retain, tt.retain)
 			}
 		})
 	}
+}
+
+// renderAnnotated renders a Service of namespace with annotation key set
+// to value. When want is set the render must fail with an error holding it
+// and render nothing (then it returns nil).
+func renderAnnotated(t *testing.T, set *Set, cfg, namespace, key, value, want string) *workspace.Spec {
+	t.Helper()
+	s := svc(func(s *corev1.Service) {
+		s.Namespace = namespace
+		s.Annotations[key] = value
+	})
+	ws, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v\nwant containing %q", err, want)
+		}
+		if ws != nil {
+			t.Fatalf("a Service refused for %s rendered a workspace", key)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

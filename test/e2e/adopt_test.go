@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -157,23 +158,10 @@ instances {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`annotation tfccm.io/adopt: namespace shop may not adopt %q`, platform.ID)
-	eventually(t, time.Minute, "steal: Warning Event and Accepted=False naming the id", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "shop", "steal"); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
-			return fmt.Errorf("events: %s", ev)
-		}
-		s, err := client.CoreV1().Services("shop").Get(ctx, "steal", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
-			return fmt.Errorf("condition %+v", c)
-		}
-		if len(s.Status.LoadBalancer.Ingress) > 0 {
-			return fmt.Errorf("a refused adoption got %v", s.Status.LoadBalancer.Ingress)
-		}
-		return nil
-	})
+	waitRefused(t, client, "shop", "steal", want)
+	if s, err := client.CoreV1().Services("shop").Get(ctx, "steal", metav1.GetOptions{}); err != nil || len(s.Status.LoadBalancer.Ingress) > 0 {
+		t.Errorf("a refused adoption got an address: %v", err)
+	}
 	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
 		t.Errorf("a refused adoption has workspaces %v", ws)
 	}
@@ -230,19 +218,7 @@ instances {
 		return err
 	})
 	wantRetain := `annotation tfccm.io/retain-on-delete: namespace shop may not keep its load balancers`
-	eventually(t, time.Minute, "web: retain refused with a Warning Event and Accepted=False", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "shop", "web"); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+wantRetain) {
-			return fmt.Errorf("events: %s", ev)
-		}
-		s, err := client.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, wantRetain) {
-			return fmt.Errorf("condition %+v", c)
-		}
-		return nil
-	})
+	waitRefused(t, client, "shop", "web", wantRetain)
 
 	// Deleting the Service destroys the adopted load balancer, not the platform's.
 	if err := tenant.CoreV1().Services("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
@@ -304,4 +280,24 @@ instances {
 	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
 		t.Errorf("workspaces left after the delete: %v", ws)
 	}
+}
+
+// waitRefused waits for the Service's Warning Event and Accepted=False
+// (invalid input) carrying want.
+func waitRefused(t *testing.T, client kubernetes.Interface, namespace, name, want string) {
+	t.Helper()
+	eventually(t, time.Minute, name+": Warning Event and Accepted=False: "+want, func(ctx context.Context) error {
+		if ev := harness.Events(ctx, client, namespace, name); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
+			return fmt.Errorf("events: %s", ev)
+		}
+		s, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("condition %+v", c)
+		}
+		return nil
+	})
 }
