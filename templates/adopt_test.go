@@ -16,20 +16,7 @@ import (
 // renders. The id reaches the template as a variable value in the tfvars
 // (escaped), never as HCL of its own.
 func TestAdoptAllowList(t *testing.T) {
-	const cfg = `cluster_name = "c"
-load_balancer {
-  settings = { location = "fsn1" }
-  adopt "shop" {
-    ids = ["4711"]
-  }
-  adopt "blog" {
-    ids = ["4712"]
-  }
-}`
-	hcloud, err := LoadBuiltin("hcloud")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hcloud := allowListConfig, loadHcloud(t)
 	tests := []struct {
 		name, namespace, value string
 		set                    *Set
@@ -85,20 +72,7 @@ load_balancer {
 // renders. False or unset retains nothing; a value that is not a bool is
 // refused.
 func TestRetainAllowList(t *testing.T) {
-	const cfg = `cluster_name = "c"
-load_balancer {
-  settings = { location = "fsn1" }
-  adopt "shop" {
-    retain = true
-  }
-  adopt "blog" {
-    ids = ["4712"]
-  }
-}`
-	hcloud, err := LoadBuiltin("hcloud")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hcloud := allowListConfig, loadHcloud(t)
 	tests := []struct {
 		name, namespace, value string
 		want                   string // error substring; "" renders
@@ -145,4 +119,27 @@ func renderAnnotated(t *testing.T, set *Set, cfg, namespace, key, value, want st
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// allowListConfig lets shop adopt 4711 and keep its load balancers, and
+// blog adopt 4712.
+const allowListConfig = `cluster_name = "c"
+load_balancer {
+  settings = { location = "fsn1" }
+  adopt "shop" {
+    ids    = ["4711"]
+    retain = true
+  }
+  adopt "blog" {
+    ids = ["4712"]
+  }
+}`
+
+func loadHcloud(t *testing.T) *Set {
+	t.Helper()
+	set, err := LoadBuiltin("hcloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
