@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,5 +156,49 @@ func TestRetainOnDelete(t *testing.T) {
 				t.Errorf("OnApplyStart was told %q, want the delete's plan as 1 to forget and 0 to destroy", summaries)
 			}
 		})
+	}
+}
+
+// TestReviewRetainNeedsApproval: in review mode a retained delete is a
+// published plan like a destroy, which forgets (and destroys nothing);
+// nothing happens before its approval, and after it the resources are
+// forgotten (their destroy-time provisioner never runs) and the workspace
+// removed.
+func TestReviewRetainNeedsApproval(t *testing.T) {
+	work := t.TempDir()
+	e := newTestEngine(t, Options{WorkDir: work, Review: true})
+	spec := reviewSpec(3)
+	if _, err := e.Apply(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Approve("rv", awaitPlan(t, e, spec).Hash); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, e, spec)
+
+	spec.Retain = true
+	if _, err := e.Destroy(spec); err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPlan(t, e, spec)
+	if !p.Destroy || p.Remove != 0 || p.Forget == 0 || !strings.HasSuffix(p.Summary(), "0 to destroy, "+strconv.Itoa(p.Forget)+" to forget") {
+		t.Errorf("retain plan %+v (%s), want only forgets", p, p.Summary())
+	}
+	if _, err := os.Stat(e.Dir("rv")); err != nil {
+		t.Fatalf("workspace removed before approval: %v", err)
+	}
+	if err := e.Approve("rv", p.Hash); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if st, err := e.Wait(ctx, "rv", spec.Hash); err != nil || st.Phase != PhaseDestroyed {
+		t.Fatalf("retain after approval: %v, %+v", err, st)
+	}
+	if _, err := os.Stat(filepath.Join(work, "destroyed.mark")); !os.IsNotExist(err) {
+		t.Errorf("a retained resource was destroyed: %v", err)
+	}
+	if _, err := os.Stat(e.Dir("rv")); !os.IsNotExist(err) {
+		t.Errorf("workspace dir left: %v", err)
 	}
 }
