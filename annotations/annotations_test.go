@@ -112,7 +112,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestDeclarations(t *testing.T) {
-	want := []string{"tfccm.io/address-pool", "tfccm.io/adopt", "tfccm.io/allow-shared-ip", "tfccm.io/approved-plan", "tfccm.io/internal", "tfccm.io/load-balancer-ip", "tfccm.io/load-balancer-ips", "tfccm.io/name", "tfccm.io/proxy-protocol", "tfccm.io/template", "tfccm.io/vars"}
+	want := []string{"tfccm.io/address-pool", "tfccm.io/adopt", "tfccm.io/allow-shared-ip", "tfccm.io/approved-plan", "tfccm.io/internal", "tfccm.io/load-balancer-ip", "tfccm.io/load-balancer-ips", "tfccm.io/name", "tfccm.io/proxy-protocol", "tfccm.io/retain-on-delete", "tfccm.io/template", "tfccm.io/vars"}
 	got := All()
 	if len(got) != len(want) {
 		t.Fatalf("got %d declarations, want %d", len(got), len(want))

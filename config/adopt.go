@@ -1,7 +1,8 @@
 package config
 
 // The admin's allow-list of adoptions: which existing load balancers the
-// Services of a namespace may adopt with tfccm.io/adopt. Adopting takes a
+// Services of a namespace may adopt with tfccm.io/adopt, and whether they
+// may keep them at delete with tfccm.io/retain-on-delete. Adopting takes a
 // load balancer over (a later Service delete destroys it), so a namespace
 // tenant may name only ids the cluster admin listed for their namespace.
 
@@ -16,7 +17,19 @@ import (
 // Adopt is one namespace's allowed adoptions.
 type Adopt struct {
 	Namespace string   `hcl:"namespace,label" doc:"The namespace whose Services may adopt these load balancers."`
-	IDs       []string `hcl:"ids" doc:"The ids (as the template set's import takes them: the load balancer's, and for OpenStack its listeners' and pools') a Service of the namespace may name in tfccm.io/adopt. Any other id is refused: a tenant cannot take over (and later destroy) another team's or the platform's load balancer."`
+	IDs       []string `hcl:"ids,optional" doc:"The ids (as the template set's import takes them: the load balancer's, and for OpenStack its listeners' and pools') a Service of the namespace may name in tfccm.io/adopt. Any other id is refused: a tenant cannot take over (and later destroy) another team's or the platform's load balancer."`
+	Retain    bool     `hcl:"retain,optional" doc:"Lets the Services of the namespace keep their load balancer in the cloud when they are deleted (tfccm.io/retain-on-delete): the delete forgets it instead of destroying it. Off by default: a kept load balancer is no longer managed by tfccm and is still billed, so the admin decides who may leave one behind."`
+}
+
+// AllowsRetain reports whether the Services of namespace may keep their
+// load balancer at delete (tfccm.io/retain-on-delete).
+func (lb *LoadBalancer) AllowsRetain(namespace string) bool {
+	for _, a := range lb.Adoptions {
+		if a.Namespace == namespace {
+			return a.Retain
+		}
+	}
+	return false
 }
 
 // AllowsAdoption reports whether a Service in namespace may adopt the

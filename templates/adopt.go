@@ -3,7 +3,9 @@ package templates
 // Adoption: a Service's tfccm.io/adopt reaches the template as the input
 // adopt (a map of strings: "id" and the parts' ids, or null), which the
 // template's import blocks read; the id is never written into HCL. Only
-// ids the cluster admin allows for the Service's namespace pass.
+// ids the cluster admin allows for the Service's namespace pass. Keeping
+// the load balancer at delete (tfccm.io/retain-on-delete) is allowed per
+// namespace the same way.
 
 import (
 	"fmt"
@@ -50,4 +52,19 @@ func adoptVal(cfg *config.Config, m *Module, svc *corev1.Service) (cty.Value, er
 		vals[k] = str(a.Parts[k])
 	}
 	return cty.MapVal(vals), nil
+}
+
+// retainOnDelete checks svc's tfccm.io/retain-on-delete against the admin's
+// allow-list: whether deleting svc forgets its load balancer instead of
+// destroying it (workspace.Spec.Retain).
+func retainOnDelete(cfg *config.Config, svc *corev1.Service) (bool, error) {
+	retain, _, err := annotations.RetainOnDelete.Get(svc.Annotations)
+	if err != nil || !retain {
+		return false, err
+	}
+	if !cfg.LoadBalancer.AllowsRetain(svc.Namespace) {
+		return false, fmt.Errorf("annotation %s: namespace %s may not keep its load balancers when a Service is deleted: the cluster admin allows it with load_balancer { adopt %q { retain = true } } in the cloud config; nothing is planned, and deleting the Service destroys its load balancer",
+			annotations.RetainOnDelete.Name, svc.Namespace, svc.Namespace)
+	}
+	return true, nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tfccm/tfccm/workspace"
 )
 
 // TestAdoptAllowList: tfccm.io/adopt renders the adopt input only for ids
@@ -14,20 +16,7 @@ import (
 // renders. The id reaches the template as a variable value in the tfvars
 // (escaped), never as HCL of its own.
 func TestAdoptAllowList(t *testing.T) {
-	const cfg = `cluster_name = "c"
-load_balancer {
-  settings = { location = "fsn1" }
-  adopt "shop" {
-    ids = ["4711"]
-  }
-  adopt "blog" {
-    ids = ["4712"]
-  }
-}`
-	hcloud, err := LoadBuiltin("hcloud")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hcloud := allowListConfig, loadHcloud(t)
 	tests := []struct {
 		name, namespace, value string
 		set                    *Set
@@ -53,22 +42,9 @@ load_balancer {
 			if set == nil {
 				set = hcloud
 			}
-			s := svc(func(s *corev1.Service) {
-				s.Namespace = tt.namespace
-				s.Annotations["tfccm.io/adopt"] = tt.value
-			})
-			ws, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
-			if tt.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("err = %v\nwant containing %q", err, tt.want)
-				}
-				if ws != nil {
-					t.Fatal("a refused adoption rendered a workspace")
-				}
+			ws := renderAnnotated(t, set, cfg, tt.namespace, "tfccm.io/adopt", tt.value, tt.want)
+			if ws == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !ws.Adopts {
 				t.Error("the workspace is not marked as adopting")
@@ -87,4 +63,83 @@ load_balancer {
 	if ws.Adopts || strings.Contains(string(ws.Files[TfvarsFile]), "\nadopt") {
 		t.Errorf("a Service without tfccm.io/adopt adopts:\n%s", ws.Files[TfvarsFile])
 	}
+}
+
+// TestRetainAllowList: tfccm.io/retain-on-delete marks the workspace to be
+// forgotten at delete only in a namespace the admin lets keep load
+// balancers (adopt "NS" { retain = true }, ids optional); a tenant asking
+// for it anywhere else is refused naming the allow-list, and nothing
+// renders. False or unset retains nothing; a value that is not a bool is
+// refused.
+func TestRetainAllowList(t *testing.T) {
+	cfg, hcloud := allowListConfig, loadHcloud(t)
+	tests := []struct {
+		name, namespace, value string
+		want                   string // error substring; "" renders
+		retain                 bool
+	}{
+		{name: "allowed", namespace: "shop", value: "true", retain: true},
+		{name: "false", namespace: "shop", value: "false"},
+		{name: "false where not allowed", namespace: "blog", value: "false"},
+		{name: "adopting namespace without retain", namespace: "blog", value: "true",
+			want: `annotation tfccm.io/retain-on-delete: namespace blog may not keep its load balancers when a Service is deleted: the cluster admin allows it with load_balancer { adopt "blog" { retain = true } }`},
+		{name: "namespace without a block", namespace: "dev", value: "true", want: "namespace dev may not keep"},
+		{name: "not a bool", namespace: "shop", value: "yes please", want: "tfccm.io/retain-on-delete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := renderAnnotated(t, hcloud, cfg, tt.namespace, "tfccm.io/retain-on-delete", tt.value, tt.want)
+			if ws != nil && ws.Retain != tt.retain {
+				t.Errorf("Retain = %v, want %v", ws.Retain, tt.retain)
+			}
+		})
+	}
+}
+
+// renderAnnotated renders a Service of namespace with annotation key set
+// to value. When want is set the render must fail with an error holding it
+// and render nothing (then it returns nil).
+func renderAnnotated(t *testing.T, set *Set, cfg, namespace, key, value, want string) *workspace.Spec {
+	t.Helper()
+	s := svc(func(s *corev1.Service) {
+		s.Namespace = namespace
+		s.Annotations[key] = value
+	})
+	ws, err := set.RenderLoadBalancer(testConfig(t, cfg), s, testNodes(), Addresses{})
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v\nwant containing %q", err, want)
+		}
+		if ws != nil {
+			t.Fatalf("a Service refused for %s rendered a workspace", key)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// allowListConfig lets shop adopt 4711 and keep its load balancers, and
+// blog adopt 4712.
+const allowListConfig = `cluster_name = "c"
+load_balancer {
+  settings = { location = "fsn1" }
+  adopt "shop" {
+    ids    = ["4711"]
+    retain = true
+  }
+  adopt "blog" {
+    ids = ["4712"]
+  }
+}`
+
+func loadHcloud(t *testing.T) *Set {
+	t.Helper()
+	set, err := LoadBuiltin("hcloud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }

@@ -76,6 +76,10 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
+	retain, err := retainOnDelete(cfg, svc)
+	if err != nil {
+		return nil, err
+	}
 	service := serviceVal(svc, addrs)
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
 	if err := checkServiceVars(cfg.LoadBalancer, vars); err != nil {
@@ -99,7 +103,7 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	if err != nil {
 		return nil, err
 	}
-	r.Spec.Adopts = adopt != cty.NilVal
+	r.Spec.Adopts, r.Spec.Retain = adopt != cty.NilVal, retain
 	return r, nil
 }
 

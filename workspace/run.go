@@ -118,12 +118,22 @@ func (ps *passes) prepare(ctx context.Context, spec *Spec, destroy bool, rec *re
 	if destroy {
 		// Destroy with the configuration the state was applied with (see
 		// appliedDir), not with inputs that may have become invalid since.
+		hash, retain := spec.Hash, spec.Retain
 		if prev, ok := lastApplied(dir, spec); ok {
-			// Still the destroy that was asked for: its hash names it (a
-			// published destroy plan is matched with the request by it).
-			prev.Hash = spec.Hash
 			spec = &prev
 		}
+		if retain {
+			// Keep the resources: forget them (retain.go).
+			forget, err := ForgetSpec(*spec)
+			if err != nil {
+				return nil, nil, &tofu.Error{Op: "destroy", Summary: scrub.Scrub(err.Error())}
+			}
+			forget.Retain = true
+			spec = &forget
+		}
+		// Still the destroy that was asked for: its hash names it (a
+		// published destroy plan is matched with the request by it).
+		spec.Hash = hash
 	}
 	if err := os.MkdirAll(filepath.Join(dir, metaDir), 0o700); err != nil {
 		return nil, nil, &tofu.Error{Op: "write", Summary: err.Error()}
@@ -187,14 +197,17 @@ func (ps *passes) runDestroy(ctx context.Context, r *runner, spec *Spec, out run
 	case err != nil:
 		return out.fail("destroy", err)
 	case empty:
-	case ps.opts.Review || ps.opts.Gate != nil:
-		// A destroy plan, judged by the gate (and published in review
-		// mode), then applied.
+	case ps.opts.Review || ps.opts.Gate != nil || spec.Retain:
+		// A destroy plan (a forget plan when retained), judged by the
+		// gate (and published in review mode), then applied.
 		changes, p, err := ps.planOrPublish(ctx, r, spec, true)
 		if err != nil || p != nil {
 			return out.planned(p, err).keep(ctx, ps.plans, r)
 		}
 		if changes {
+			if spec.Retain {
+				ps.applyStarts(ctx, r, spec) // "N to forget", nothing destroyed
+			}
 			if err := r.applyPlan(ctx, "destroy"); err != nil {
 				return out.fail("destroy", err)
 			}
@@ -308,7 +321,11 @@ func (ps *passes) applyStarts(ctx context.Context, r *runner, spec *Spec) {
 // publishes a plan with changes, which is then pending.
 func (ps *passes) planOrPublish(ctx context.Context, r *runner, spec *Spec, destroy bool) (changes bool, pending *plans.PendingPlan, err error) {
 	opts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.LockTimeout("0s")}
-	if destroy {
+	switch {
+	case destroy && spec.Retain:
+		// The forget configuration (retain.go): nothing to read.
+		opts = append(opts, tfexec.Refresh(false))
+	case destroy:
 		opts = append(opts, tfexec.Destroy(true))
 	}
 	if r.adoptDone(destroy) {

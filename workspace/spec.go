@@ -44,6 +44,13 @@ type Spec struct {
 	// node added later is created, not imported. Not hashed (the inputs
 	// carry the adoption).
 	Adopts bool
+	// Retain, on a destroy, keeps the workspace's resources in the cloud
+	// (tfccm.io/retain-on-delete): the engine plans the forget
+	// configuration (ForgetSpec: a removed block with destroy = false for
+	// every resource) instead of a destroy, applies it, and removes the
+	// state and directory as after a destroy. Read from the spec the
+	// destroy was asked with. Not hashed, never written.
+	Retain bool
 	// Files maps slash-separated relative paths to their content: module
 	// .tf files, scripts, tfccm.auto.tfvars and the generated backend file.
 	Files map[string][]byte

@@ -32,6 +32,10 @@ type adoptCase struct {
 	// load balancer is handed over (the others are deleted first, as the
 	// set's walk-through says); nil keeps all.
 	keep []string
+	// retain deletes the Service with tfccm.io/retain-on-delete: the
+	// workspace's forget configuration (workspace.ForgetSpec) is applied
+	// instead of a destroy.
+	retain bool
 }
 
 func adoptCases() map[string]adoptCase {
@@ -39,7 +43,7 @@ func adoptCases() map[string]adoptCase {
 	return map[string]adoptCase{
 		"hcloud": {cloud: hcloudCloud(), lb: "hcloud_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": id(old, "hcloud_load_balancer.this")}
-		}},
+		}, retain: true},
 		"digitalocean": {cloud: digitalOceanCloud(), lb: "digitalocean_loadbalancer.this", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": id(old, "digitalocean_loadbalancer.this")}
 		}},
@@ -55,7 +59,7 @@ func adoptCases() map[string]adoptCase {
 				v["monitor."+k] = id(old, `openstack_lb_monitor_v2.port["`+k+`"]`)
 			}
 			return v
-		}},
+		}, retain: true},
 		"oci": {cloud: ociCloud(), lb: "oci_network_load_balancer_network_load_balancer.this", value: func(old map[string]map[string]any) map[string]string {
 			v := map[string]string{"id": id(old, "oci_network_load_balancer_network_load_balancer.this")}
 			for addr, vals := range old {
@@ -68,7 +72,7 @@ func adoptCases() map[string]adoptCase {
 		}, keep: []string{"oci_network_load_balancer_network_load_balancer.this", "oci_network_load_balancer_listener.", "oci_network_load_balancer_backend_set."}},
 		"google": {cloud: googleCloud(), lb: "google_compute_address.this[0]", value: func(old map[string]map[string]any) map[string]string {
 			return map[string]string{"id": fmt.Sprint(old["google_compute_address.this[0]"]["name"])}
-		}, keep: []string{"google_compute_address.this[0]"}},
+		}, keep: []string{"google_compute_address.this[0]"}, retain: true},
 	}
 }
 
@@ -77,9 +81,13 @@ func adoptCases() map[string]adoptCase {
 // thrown away: the object lives on in the stand-in's cloud only) is adopted
 // by a Service naming it in tfccm.io/adopt: the plan imports it ("importing")
 // with no destroy and no replace, the apply creates no new load balancer and
-// the status keeps its address; a later change (a new port) applies to the
-// adopted load balancer; deleting the Service destroys it, leaving the cloud
-// empty.
+// the status keeps its address, and the next plan is empty; a later change
+// (a new port) applies to the adopted load balancer; deleting the Service
+// destroys it, leaving the cloud empty, or, for three of the sets, keeps it
+// (tfccm.io/retain-on-delete): every resource forgotten, none destroyed.
+//
+// The six sets run in parallel, each with its own stand-in cloud but one
+// stand-in binary; twelve tofu commands per set at most.
 func TestAdopt(t *testing.T) {
 	cases := adoptCases()
 	names := make([]string, 0, len(cases))
@@ -87,14 +95,18 @@ func TestAdopt(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	bin := standin.Build(t)
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) { runAdopt(t, cases[name]) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runAdopt(t, bin, cases[name])
+		})
 	}
 }
 
-func runAdopt(t *testing.T, ac adoptCase) {
+func runAdopt(t *testing.T, bin string, ac adoptCase) {
 	c := ac.cloud
-	env := standin.Setup(t, c.provider)
+	env := standin.SetupBinary(t, bin, c.provider)
 	env.Only = c.only
 	env.SetFixture(t, c.fixture)
 	set, err := templates.LoadBuiltin(c.set)
@@ -106,8 +118,10 @@ func runAdopt(t *testing.T, ac adoptCase) {
 	// The old load balancer: made for another Service, then only in the cloud.
 	oldDir := filepath.Join(work, "old")
 	oldSvc := service(func(s *corev1.Service) { s.Name, s.UID = "web-old", types.UID("0a0b0c0d-1111-4222-8333-444455556666") })
-	applyService(t, env, set, parseConfig(t, c.config, work), oldSvc, c.nodes(), oldDir)
-	old, oldIngress := resources(t, env, oldDir), output(t, env, oldDir)
+	render(t, set, parseConfig(t, c.config, work), oldSvc, c.nodes(), oldDir)
+	env.Tofu(t, oldDir, "init", "-input=false", "-no-color")
+	env.Tofu(t, oldDir, "apply", "-auto-approve", "-input=false", "-no-color")
+	old, oldIngress := applied(t, env, oldDir)
 	handOver(t, env, oldDir, old, ac.keep)
 	env.Calls(t)
 
@@ -147,28 +161,25 @@ func runAdopt(t *testing.T, ac adoptCase) {
 		t.Error(err)
 	}
 	noWarnings(t, "apply", env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan"))
-	calls := env.Calls(t)
 	lbType := strings.SplitN(ac.lb, ".", 2)[0]
-	for _, call := range calls {
-		if call.Op == "delete" || (call.Op == "create" && call.Type == lbType) {
-			t.Errorf("adoption made a %s call on %s: %+v", call.Op, call.Type, call)
-		}
-	}
-	adopted := resources(t, env, dir)
+	noNewLoadBalancer(t, "adoption", env.Calls(t), lbType)
+	adopted, ingress := applied(t, env, dir)
 	if adopted[ac.lb]["id"] != old[ac.lb]["id"] {
 		t.Errorf("%s is %v, want the adopted %v", ac.lb, adopted[ac.lb]["id"], old[ac.lb]["id"])
 	}
-	if got := output(t, env, dir); !sameIPs(got, oldIngress) {
-		t.Errorf("the Service's address changed: %v, was %v", got, oldIngress)
+	if !sameIPs(ingress, oldIngress) {
+		t.Errorf("the Service's address changed: %v, was %v", ingress, oldIngress)
 	}
-	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode")
+	// What was adopted reads back as the template wants it: nothing to do.
+	env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-detailed-exitcode", "-var="+workspace.AdoptVar+"=null")
 
-	// A later change applies to the adopted load balancer.
+	// A later change applies to the adopted load balancer: no create of
+	// its type and no delete means it is the same object.
 	more := service(func(s *corev1.Service) {
 		s.Annotations["tfccm.io/adopt"] = string(value)
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Protocol: corev1.ProtocolTCP, Port: 8443, NodePort: 30843})
 	})
-	render(t, set, cfg, more, c.nodes(), dir)
+	last := render(t, set, cfg, more, c.nodes(), dir)
 	// As the engine plans once the adoption applied: what was adopted is
 	// in the state, a new port is created (workspace.AdoptVar).
 	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color", "-var="+workspace.AdoptVar+"=null")
@@ -176,19 +187,67 @@ func runAdopt(t *testing.T, ac adoptCase) {
 	if len(changed) == 0 {
 		t.Error("a new port made no call")
 	}
-	for _, call := range changed {
-		if call.Op == "delete" || (call.Op == "create" && call.Type == lbType) {
-			t.Errorf("a new port made a %s call on %s: %+v", call.Op, call.Type, call)
-		}
-	}
-	if after := resources(t, env, dir); after[ac.lb]["id"] != old[ac.lb]["id"] {
-		t.Errorf("after a new port %s is %v, want %v", ac.lb, after[ac.lb]["id"], old[ac.lb]["id"])
-	}
+	noNewLoadBalancer(t, "a new port", changed, lbType)
 
+	if ac.retain {
+		retainOnDelete(t, env, dir, last, len(adopted))
+		return
+	}
 	// Deleting the Service destroys it: nothing is left in the cloud.
 	env.Tofu(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color")
 	env.Calls(t)
 	assertStoreEmpty(t, env)
+}
+
+// retainOnDelete deletes the Service with tfccm.io/retain-on-delete, as
+// the engine does: it plans the workspace's forget configuration without
+// refresh, which forgets every resource of the state (at least adopted of
+// them) and destroys none, and applies it: the cloud is asked nothing and
+// keeps every object, the state is empty.
+func retainOnDelete(t *testing.T, env *standin.Env, dir string, spec *workspace.Spec, adopted int) {
+	t.Helper()
+	forget, err := workspace.ForgetSpec(*spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forget.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	// OpenTofu warns of each forgotten resource: the reviewer reads it.
+	if out := env.Tofu(t, dir, "plan", "-input=false", "-no-color", "-refresh=false", "-out=tfplan"); !strings.Contains(string(out), "will not be managed anymore") {
+		t.Errorf("the forget plan does not say what is forgotten:\n%s", out)
+	}
+	var plan tfjson.Plan
+	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json", "tfplan"), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var p plans.PendingPlan
+	plans.Redact(&plan, &p)
+	t.Logf("retain on delete: %s", p.Summary())
+	if p.Forget < adopted || p.Add+p.Change+p.Remove != 0 {
+		t.Errorf("retain on delete plans %s, want only forgets (at least %d)", p.Summary(), adopted)
+	}
+	env.Tofu(t, dir, "apply", "-input=false", "-no-color", "tfplan")
+	if calls := env.Calls(t); len(calls) != 0 {
+		t.Errorf("retain on delete asked the cloud: %+v", calls)
+	}
+	if left, _ := applied(t, env, dir); len(left) != 0 {
+		t.Errorf("the state still holds %d resources", len(left))
+	}
+	if entries, err := os.ReadDir(env.Store); err != nil || len(entries) == 0 {
+		t.Errorf("the retained load balancer is gone from the cloud: %v", err)
+	}
+}
+
+// noNewLoadBalancer fails the test when calls delete anything or create a
+// load balancer of lbType: what was adopted must be kept.
+func noNewLoadBalancer(t *testing.T, what string, calls []standin.Call, lbType string) {
+	t.Helper()
+	for _, call := range calls {
+		if call.Op == "delete" || (call.Op == "create" && call.Type == lbType) {
+			t.Errorf("%s made a %s call on %s: %+v", what, call.Op, call.Type, call)
+		}
+	}
 }
 
 func render(t *testing.T, set *templates.Set, cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, dir string) *workspace.Spec {
@@ -201,13 +260,6 @@ func render(t *testing.T, set *templates.Set, cfg *config.Config, svc *corev1.Se
 		t.Fatal(err)
 	}
 	return ws
-}
-
-func applyService(t *testing.T, env *standin.Env, set *templates.Set, cfg *config.Config, svc *corev1.Service, nodes []*corev1.Node, dir string) {
-	t.Helper()
-	render(t, set, cfg, svc, nodes, dir)
-	env.Tofu(t, dir, "init", "-input=false", "-no-color")
-	env.Tofu(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
 }
 
 // handOver leaves the old load balancer in the cloud without any state:
@@ -233,32 +285,31 @@ func handOver(t *testing.T, env *standin.Env, dir string, old map[string]map[str
 	}
 }
 
-// resources returns the managed resources of dir's state by address.
-func resources(t *testing.T, env *standin.Env, dir string) map[string]map[string]any {
+// applied returns dir's state: its managed resources by address, and the
+// ingress output.
+func applied(t *testing.T, env *standin.Env, dir string) (map[string]map[string]any, []map[string]any) {
 	t.Helper()
 	var st tfjson.State
 	if err := json.Unmarshal(env.Tofu(t, dir, "show", "-json"), &st); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]map[string]any{}
+	res := map[string]map[string]any{}
+	var ingress []map[string]any
 	if st.Values == nil || st.Values.RootModule == nil {
-		return out
+		return res, ingress
 	}
 	for _, r := range st.Values.RootModule.Resources {
 		if r.Mode == tfjson.ManagedResourceMode {
-			out[r.Address] = r.AttributeValues
+			res[r.Address] = r.AttributeValues
 		}
 	}
-	return out
-}
-
-func output(t *testing.T, env *standin.Env, dir string) []map[string]any {
-	t.Helper()
-	var ingress []map[string]any
-	if err := json.Unmarshal(env.Tofu(t, dir, "output", "-json", "ingress"), &ingress); err != nil {
-		t.Fatal(err)
+	if o := st.Values.Outputs["ingress"]; o != nil {
+		b, _ := json.Marshal(o.Value)
+		if err := json.Unmarshal(b, &ingress); err != nil {
+			t.Fatalf("output ingress: %v", err)
+		}
 	}
-	return ingress
+	return res, ingress
 }
 
 func sameIPs(a, b []map[string]any) bool {

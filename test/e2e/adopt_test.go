@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -70,8 +71,12 @@ resource "hcloud_load_balancer" "platform" {
 // ServiceAccount token) asking to adopt the platform's load balancer is
 // refused with a Warning Event and Accepted=False and nothing is planned;
 // adopting the load balancer the admin allows for the namespace imports
-// it: no new load balancer, the Service gets its address, and deleting the
-// Service destroys it while the platform's stays.
+// it: no new load balancer, the Service gets its address; the tenant
+// asking to keep it at delete is refused (retain is not allowed in its
+// namespace), and deleting the Service destroys it while the platform's
+// stays. In a namespace the admin allows retain-on-delete, deleting a
+// Service forgets its load balancer: the plan says "to forget", the cloud
+// keeps it.
 func TestAdoptThroughStandIn(t *testing.T) {
 	env := standin.Setup(t, "hcloud")
 	env.SetFixture(t, map[string]map[string]any{
@@ -107,6 +112,9 @@ load_balancer {
   settings = { location = "fsn1" }
   adopt "shop" {
     ids = [%q]
+  }
+  adopt "keep" {
+    retain = true
   }
 }
 instances {
@@ -150,23 +158,10 @@ instances {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`annotation tfccm.io/adopt: namespace shop may not adopt %q`, platform.ID)
-	eventually(t, time.Minute, "steal: Warning Event and Accepted=False naming the id", func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, "shop", "steal"); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
-			return fmt.Errorf("events: %s", ev)
-		}
-		s, err := client.CoreV1().Services("shop").Get(ctx, "steal", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
-			return fmt.Errorf("condition %+v", c)
-		}
-		if len(s.Status.LoadBalancer.Ingress) > 0 {
-			return fmt.Errorf("a refused adoption got %v", s.Status.LoadBalancer.Ingress)
-		}
-		return nil
-	})
+	waitRefused(t, client, "shop", "steal", want)
+	if s, err := client.CoreV1().Services("shop").Get(ctx, "steal", metav1.GetOptions{}); err != nil || len(s.Status.LoadBalancer.Ingress) > 0 {
+		t.Errorf("a refused adoption got an address: %v", err)
+	}
 	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
 		t.Errorf("a refused adoption has workspaces %v", ws)
 	}
@@ -211,6 +206,20 @@ instances {
 		return false
 	})
 
+	// Keeping it at delete is not the shop tenant's to ask for: refused,
+	// nothing planned, and the delete below destroys it as usual.
+	eventually(t, time.Minute, "retain-on-delete asked for", func(ctx context.Context) error {
+		s, err := tenant.CoreV1().Services("shop").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Annotations["tfccm.io/retain-on-delete"] = "true"
+		_, err = tenant.CoreV1().Services("shop").Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+	wantRetain := `annotation tfccm.io/retain-on-delete: namespace shop may not keep its load balancers`
+	waitRefused(t, client, "shop", "web", wantRetain)
+
 	// Deleting the Service destroys the adopted load balancer, not the platform's.
 	if err := tenant.CoreV1().Services("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -233,4 +242,62 @@ instances {
 	if left, _ := filepath.Glob(filepath.Join(env.Store, "hcloud_load_balancer", "*")); len(left) != 1 {
 		t.Errorf("load balancers left %v, want the platform's", left)
 	}
+
+	// In namespace keep the admin allows retain-on-delete: deleting the
+	// Service forgets its load balancer (the Event's plan says so) and the
+	// cloud keeps it; the workspace goes.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "keep"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := adopting("kept", "", 30082)
+	kept.Namespace, kept.Annotations = "keep", map[string]string{"tfccm.io/retain-on-delete": "true"}
+	if _, err := client.CoreV1().Services("keep").Create(ctx, kept, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := harness.WaitForIngress(ctx, client, "keep", "kept", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	env.Calls(t)
+	if err := client.CoreV1().Services("keep").Delete(ctx, "kept", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "kept: Service deleted, its load balancer forgotten", func(ctx context.Context) error {
+		if _, err := client.CoreV1().Services("keep").Get(ctx, "kept", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		// The load balancer, its service and two server targets.
+		if ev := harness.Events(ctx, client, "keep", "kept"); !strings.Contains(ev, "applying the plan: 0 to add, 0 to change, 0 to destroy, 4 to forget") {
+			return fmt.Errorf("events: %s", ev)
+		}
+		return nil
+	})
+	if calls := env.Calls(t); len(calls) != 0 {
+		t.Errorf("a kept load balancer's delete asked the cloud: %+v", calls)
+	}
+	if left, _ := filepath.Glob(filepath.Join(env.Store, "hcloud_load_balancer", "*")); len(left) != 2 {
+		t.Errorf("load balancers left %v, want the platform's and the kept one", left)
+	}
+	if ws, _ := filepath.Glob(filepath.Join(workDir, "lb-*")); len(ws) != 0 {
+		t.Errorf("workspaces left after the delete: %v", ws)
+	}
+}
+
+// waitRefused waits for the Service's Warning Event and Accepted=False
+// (invalid input) carrying want.
+func waitRefused(t *testing.T, client kubernetes.Interface, namespace, name, want string) {
+	t.Helper()
+	eventually(t, time.Minute, name+": Warning Event and Accepted=False: "+want, func(ctx context.Context) error {
+		if ev := harness.Events(ctx, client, namespace, name); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
+			return fmt.Errorf("events: %s", ev)
+		}
+		s, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("condition %+v", c)
+		}
+		return nil
+	})
 }

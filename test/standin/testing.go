@@ -35,8 +35,20 @@ type Env struct {
 // (all when none are named) in a fresh directory and returns its Env.
 func Setup(t testing.TB, names ...string) *Env {
 	t.Helper()
+	return SetupBinary(t, Build(t), names...)
+}
+
+// Build builds the stand-in's binary once for tests that set up several
+// Envs (SetupBinary), and returns its path.
+func Build(t testing.TB) string {
+	t.Helper()
+	return repo.Build(t, "./test/standin/cmd/terraform-provider-standin")
+}
+
+// SetupBinary is Setup with the stand-in binary bin already built (Build).
+func SetupBinary(t testing.TB, bin string, names ...string) *Env {
+	t.Helper()
 	dir := t.TempDir()
-	bin := repo.Build(t, "./test/standin/cmd/terraform-provider-standin")
 	providers := Known
 	if len(names) > 0 {
 		providers = nil

@@ -16,7 +16,7 @@ import (
 
 // planLineRe matches tofu's plan summary line, with or without the
 // import and forget counts OpenTofu adds around it.
-var planLineRe = regexp.MustCompile(`^Plan: (?:\d+ to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, \d+ to forget)?\.$`)
+var planLineRe = regexp.MustCompile(`^Plan: (?:(\d+) to import, )?(\d+) to add, (\d+) to change, (\d+) to destroy(?:, (\d+) to forget)?\.$`)
 
 // maxPlanLine bounds the partial line PlanLineWriter keeps: the summary
 // line is short, a longer line is not it.
@@ -74,10 +74,8 @@ func (w *PlanLineWriter) Write(p []byte) (int, error) {
 func (w *PlanLineWriter) endLine() {
 	if !w.long {
 		if m := planLineRe.FindSubmatch(bytes.TrimRight(w.line, "\r")); m != nil && !w.problem {
-			add, _ := strconv.Atoi(string(m[1]))
-			change, _ := strconv.Atoi(string(m[2]))
-			remove, _ := strconv.Atoi(string(m[3]))
-			w.found, w.plan = true, plans.PendingPlan{Add: add, Change: change, Remove: remove}
+			n := func(i int) int { v, _ := strconv.Atoi(string(m[i])); return v } // "" (absent) is 0
+			w.found, w.plan = true, plans.PendingPlan{Import: n(1), Add: n(2), Change: n(3), Remove: n(4), Forget: n(5)}
 			if w.OnSummary != nil {
 				w.OnSummary(w.plan.Summary())
 			}

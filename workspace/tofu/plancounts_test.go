@@ -13,7 +13,7 @@ func TestPlanLineWriter(t *testing.T) {
 	}{
 		{"create", "\nOpenTofu will perform the following actions:\n\nPlan: 2 to add, 0 to change, 0 to destroy.\n", "2 to add, 0 to change, 0 to destroy", false},
 		{"replace", "Plan: 1 to add, 1 to change, 1 to destroy.\n\nChanges to Outputs:\n", "1 to add, 1 to change, 1 to destroy", false},
-		{"import and forget", "Plan: 1 to import, 3 to add, 0 to change, 0 to destroy, 2 to forget.\n", "3 to add, 0 to change, 0 to destroy", false},
+		{"import and forget", "Plan: 1 to import, 3 to add, 0 to change, 0 to destroy, 2 to forget.\n", "1 to import, 3 to add, 0 to change, 0 to destroy, 2 to forget", false},
 		{"CRLF", "Plan: 4 to add, 0 to change, 0 to destroy.\r\n", "4 to add, 0 to change, 0 to destroy", false},
 		{"last line wins", "Plan: 1 to add, 0 to change, 0 to destroy.\nPlan: 5 to add, 0 to change, 0 to destroy.\n", "5 to add, 0 to change, 0 to destroy", false},
 		{"outputs only", "Changes to Outputs:\n  + o = 1\n", "", false},

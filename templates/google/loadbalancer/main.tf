@@ -86,9 +86,10 @@ resource "google_compute_address" "this" {
   labels       = local.labels
 
   lifecycle {
-    # An adopted address keeps the description it was reserved with (a
-    # new one would replace it).
-    ignore_changes = [description]
+    # An adopted address keeps the name and description it was reserved
+    # with (Google cannot change either in place), also once the adoption
+    # applied and later plans run without var.adopt.
+    ignore_changes = [name, description]
   }
 }
 
