@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/harness"
@@ -33,101 +34,9 @@ import (
 // and its interruption (the longest run without an answer, probed every
 // 100 ms from the host) is logged.
 func TestMigrateFromMetalLB(t *testing.T) {
-	needNodes(t)
-	ctx := context.Background()
-	c := ForTest(t, Options{Nodes: 2})
-	client := c.Client()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectl := func(stdin string, args ...string) {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	// Nodes come up under a tfccm that serves no load balancer: the
-	// nodes need their CCM; the Services are MetalLB's until the move.
-	ccm := startTfccmWith(t, c, "")
-	mlbLog, stopMetalLB := startMetalLB(t, c, "")
-	base := netip.MustParsePrefix(c.Cloud.VIPPool).Addr().As4()
-	at := func(last byte) string { a := base; a[3] = last; return netip.AddrFrom4(a).String() }
-	// MetalLB's own pool from startMetalLB goes; the one migrated is in
-	// the cloud's VIP pool, which the host reaches through the cloud.
-	kubectl("", "-n", "metallb-system", "delete", "ipaddresspool", "test")
-	mlbRange := at(200) + "-" + at(207)
-	kubectl(fmt.Sprintf("apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata:\n  name: migrate\n  namespace: metallb-system\nspec:\n  addresses: [%q]\n", mlbRange), "apply", "-f", "-")
-	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitNodesReady(t, client)
-	runPod(t, client, "web", "node-a")
-	ccm.Stop()
-
-	type svcSpec struct {
-		name string
-		port int32
-		ann  map[string]string
-	}
-	specs := []svcSpec{
-		{"picked", 80, nil},
-		{"chosen", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(205)}},
-		{"shared-http", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
-		{"shared-alt", 8080, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
-	}
-	for _, s := range specs {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "default", Annotations: s.ann},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "netexec"},
-				Ports: []corev1.ServicePort{{Name: "http", Port: s.port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-		}
-		if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// MetalLB assigns; "its speakers" announce: a route per address.
-	ips := map[string]string{}
-	routed := map[string]bool{}
-	nodeA := c.Cloud.Node("node-a").Address
-	route := func(op, ip string) error {
-		out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "route", op, ip+"/32", "via", nodeA).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip route %s %s: %v: %s", op, ip, err, out)
-		}
-		return nil
-	}
-	for _, s := range specs {
-		ip, err := harness.WaitForIngress(ctx, client, "default", s.name, 2*time.Minute)
-		if err != nil {
-			t.Fatalf("%v\nMetalLB log:\n%s", err, mlbLog())
-		}
-		ips[s.name] = ip
-		if !routed[ip] {
-			if err := route("replace", ip); err != nil {
-				t.Fatal(err)
-			}
-			routed[ip] = true
-			t.Cleanup(func() { _ = route("del", ip) })
-		}
-	}
-	if ips["shared-http"] != at(206) || ips["shared-alt"] != at(206) || ips["chosen"] != at(205) {
-		t.Fatalf("MetalLB's addresses %v: want chosen at %s, both shared ones at %s", ips, at(205), at(206))
-	}
-	probes := map[string]*prober{}
-	for _, s := range specs {
-		url := fmt.Sprintf("http://%s:%d/hostname", ips[s.name], s.port)
-		p := &prober{url: url}
-		if err := p.waitUp(2 * time.Minute); err != nil {
-			t.Fatalf("%s before the migration (MetalLB's address, routed to node-a): %v", s.name, err)
-		}
-		probes[s.name] = p
-		p.start()
-		t.Cleanup(p.stop)
-	}
-
+	m := setUpMigration(t)
+	ctx, c, client, specs, ips, probes := context.Background(), m.c, m.client, m.specs, m.ips, m.probes
+	mlbRange, stopMetalLB, routed, route := m.mlbRange, m.stopMetalLB, m.routed, m.route
 	// The migration: MetalLB stops, its announcements go, tfccm starts
 	// with the same pool and MetalLB's annotations read.
 	start := time.Now()
@@ -184,6 +93,131 @@ func TestMigrateFromMetalLB(t *testing.T) {
 			t.Errorf("%s: %d LoadBalancerIPAssigned Events, want 1", s.name, assigned)
 		}
 	}
+}
+
+// migration is MetalLB serving the four Services of the migration tests,
+// each probed every 100 ms from the host.
+type migration struct {
+	c           *Cluster
+	client      kubernetes.Interface
+	kubectl     func(stdin string, args ...string)
+	specs       []svcSpec
+	ips         map[string]string // by Service: MetalLB's address
+	routed      map[string]bool   // the addresses "its speakers" route to node-a
+	route       func(op, ip string) error
+	probes      map[string]*prober
+	mlbRange    string
+	stopMetalLB func()
+	mlbLog      func() string
+}
+
+type svcSpec struct {
+	name string
+	port int32
+	ann  map[string]string
+}
+
+// setUpMigration brings up two real nodes under a tfccm that serves no
+// load balancer (stopped once they are up), MetalLB's controller with an
+// IPAddressPool inside the local cloud's VIP pool, and four class-less
+// Services it gives addresses: one it picked, one chosen
+// (metallb.universe.tf/loadBalancerIPs), two sharing one (allow-shared-ip,
+// two ports). Its speakers are stood in for as MetalLB's BGP mode would
+// have a router learn them: a /32 route per address to node-a in the
+// cloud's router, and kube-proxy on the node serves it. Every Service
+// answers and is probed when it returns.
+func setUpMigration(t *testing.T) *migration {
+	needNodes(t)
+	ctx := context.Background()
+	c := ForTest(t, Options{Nodes: 2})
+	client := c.Client()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(stdin string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Nodes come up under a tfccm that serves no load balancer: the
+	// nodes need their CCM; the Services are MetalLB's until the move.
+	ccm := startTfccmWith(t, c, "")
+	mlbLog, stopMetalLB := startMetalLB(t, c, "")
+	base := netip.MustParsePrefix(c.Cloud.VIPPool).Addr().As4()
+	at := func(last byte) string { a := base; a[3] = last; return netip.AddrFrom4(a).String() }
+	// MetalLB's own pool from startMetalLB goes; the one migrated is in
+	// the cloud's VIP pool, which the host reaches through the cloud.
+	kubectl("", "-n", "metallb-system", "delete", "ipaddresspool", "test")
+	mlbRange := at(200) + "-" + at(207)
+	kubectl(fmt.Sprintf("apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata:\n  name: migrate\n  namespace: metallb-system\nspec:\n  addresses: [%q]\n", mlbRange), "apply", "-f", "-")
+	if err := harness.WaitNodesInitialized(ctx, client, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitNodesReady(t, client)
+	runPod(t, client, "web", "node-a")
+	ccm.Stop()
+
+	specs := []svcSpec{
+		{"picked", 80, nil},
+		{"chosen", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(205)}},
+		{"shared-http", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
+		{"shared-alt", 8080, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
+	}
+	for _, s := range specs {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "default", Annotations: s.ann},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "netexec"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: s.port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+		}
+		if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// MetalLB assigns; "its speakers" announce: a route per address.
+	ips := map[string]string{}
+	routed := map[string]bool{}
+	nodeA := c.Cloud.Node("node-a").Address
+	route := func(op, ip string) error {
+		out, err := exec.Command("ip", "-n", c.Cloud.CloudNetns, "route", op, ip+"/32", "via", nodeA).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip route %s %s: %v: %s", op, ip, err, out)
+		}
+		return nil
+	}
+	for _, s := range specs {
+		ip, err := harness.WaitForIngress(ctx, client, "default", s.name, 2*time.Minute)
+		if err != nil {
+			t.Fatalf("%v\nMetalLB log:\n%s", err, mlbLog())
+		}
+		ips[s.name] = ip
+		if !routed[ip] {
+			if err := route("replace", ip); err != nil {
+				t.Fatal(err)
+			}
+			routed[ip] = true
+			t.Cleanup(func() { _ = route("del", ip) })
+		}
+	}
+	if ips["shared-http"] != at(206) || ips["shared-alt"] != at(206) || ips["chosen"] != at(205) {
+		t.Fatalf("MetalLB's addresses %v: want chosen at %s, both shared ones at %s", ips, at(205), at(206))
+	}
+	probes := map[string]*prober{}
+	for _, s := range specs {
+		url := fmt.Sprintf("http://%s:%d/hostname", ips[s.name], s.port)
+		p := &prober{url: url}
+		if err := p.waitUp(2 * time.Minute); err != nil {
+			t.Fatalf("%s before the migration (MetalLB's address, routed to node-a): %v", s.name, err)
+		}
+		probes[s.name] = p
+		p.start()
+		t.Cleanup(p.stop)
+	}
+	return &migration{c: c, client: client, kubectl: kubectl, specs: specs, ips: ips, routed: routed, route: route, probes: probes,
+		mlbRange: mlbRange, stopMetalLB: stopMetalLB, mlbLog: mlbLog}
 }
 
 // prober GETs url every 100 ms (1 s timeout) and keeps the longest run
