@@ -74,9 +74,9 @@ func (c *Controller) Attach(engine Engine) {
 	c.lb.addrs = c.render.addrs
 	c.lb.takeover = c.render.takeover
 	c.lb.takeover.onChange(c.lb.resyncAll)
-	c.lb.afterTakeover = c.class.approvedApplied
 	c.lb.serves = c.cfg.Serves
 	c.class = newClassLoop(c.lb, c.cfg.Serves, c.cfg.LoadBalancerClass, c.cfg.ClusterName, c.events.event)
+	c.lb.afterTakeover = c.class.approvedApplied
 	if c.review != nil {
 		c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted, c.cfg.Serves)
 		c.lb.afterApproval = c.class.approvedApplied
