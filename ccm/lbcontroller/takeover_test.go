@@ -13,10 +13,7 @@ import (
 )
 
 func TestTakeoverStandby(t *testing.T) {
-	cfg, err := config.Parse([]byte("cluster_name = \"c1\"\ncompat {\n  metallb = true\n  metallb_takeover = \"prepare\"\n}\n"), "cloud.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := addressConfig(t, "compat {\n  metallb = true\n  metallb_takeover = \"prepare\"\n}\n")
 	svc := func(ns, name string, class *string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{LoadBalancerClass: class}}
 	}
@@ -31,7 +28,7 @@ func TestTakeoverStandby(t *testing.T) {
 
 	var none *takeover // metallb_takeover = "now"
 	want(none, web, false)
-	if newTakeover(testCfg(t)) != nil {
+	if newTakeover(addressConfig(t, "compat {\n  metallb = true\n}\n")) != nil {
 		t.Error("a takeover without metallb_takeover = \"prepare\"")
 	}
 
@@ -77,13 +74,4 @@ func TestTakeoverStandby(t *testing.T) {
 	other.setClient(c2)
 	other.poll(ctx)
 	want(other, web, true)
-}
-
-func testCfg(t *testing.T) *config.Config {
-	t.Helper()
-	cfg, err := config.Parse([]byte("cluster_name = \"c1\"\ncompat {\n  metallb = true\n}\n"), "cloud.hcl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
