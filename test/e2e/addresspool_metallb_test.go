@@ -70,6 +70,12 @@ compat {
 	// MetalLB is installed after tfccm starts: its CRDs are seen without a
 	// restart.
 	ccm := startCCM(t, cluster, cfg)
+	eventually(t, time.Minute, "the CCM finds no MetalLB CRD", func(context.Context) error {
+		if !strings.Contains(ccm.LogTail(400), "MetalLB's pools are not read until it appears") {
+			return fmt.Errorf("not in its log yet")
+		}
+		return nil
+	})
 	kubectl := filepath.Join(repoRoot(t), "bin", "kubectl")
 	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side", "-f", metallbCRDs(t)).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply MetalLB's CRDs: %v\n%s", err, out)
