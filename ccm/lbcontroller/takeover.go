@@ -165,7 +165,16 @@ func hasIngressIP(svc *corev1.Service) bool {
 // controller does not call for a class-less Service whose spec did not
 // change).
 func (l *loadBalancers) takeoverResult(svc *corev1.Service, ws string, r workspace.Result) {
-	if l.takeover == nil || r.Err != nil || r.Op == "destroy" || r.AwaitingApproval {
+	if l.takeover == nil {
+		return
+	}
+	if r.Op == "destroy" {
+		l.mu.Lock()
+		delete(l.prepared, ws)
+		l.mu.Unlock()
+		return
+	}
+	if r.Err != nil || r.AwaitingApproval {
 		return
 	}
 	standby, err := l.takeover.standby(svc)
