@@ -54,15 +54,24 @@ type BaremetalHost struct {
 // BaremetalPool is one of the chart's baremetal.addressPools: an
 // address_pool block (pools.go) spelt as chart values.
 type BaremetalPool struct {
-	Name                  string   `json:"name" setting:"NAME" doc:"The pool's name (the block's label). Required."`
-	Addresses             []string `json:"addresses" setting:"addresses" doc:"CIDRs or first-last ranges. Required."`
-	AutoAssign            *bool    `json:"autoAssign,omitempty" setting:"auto_assign" doc:"As auto_assign."`
-	AvoidBuggyIPs         bool     `json:"avoidBuggyIPs,omitempty" setting:"avoid_buggy_ips" doc:"As avoid_buggy_ips."`
-	Priority              int      `json:"priority,omitempty" setting:"priority" doc:"As priority."`
-	Namespaces            []string `json:"namespaces,omitempty" setting:"namespaces" doc:"As namespaces."`
-	NamespaceSelectors    []string `json:"namespaceSelectors,omitempty" setting:"namespace_selectors" doc:"As namespace_selectors."`
-	ServiceSelectors      []string `json:"serviceSelectors,omitempty" setting:"service_selectors" doc:"As service_selectors."`
-	ShareAcrossNamespaces bool     `json:"shareAcrossNamespaces,omitempty" setting:"share_across_namespaces" doc:"As share_across_namespaces (admin side)."`
+	Name                  string            `json:"name" setting:"NAME" doc:"The pool's name (the block's label). Required."`
+	Addresses             []string          `json:"addresses" setting:"addresses" doc:"CIDRs or first-last ranges. Required."`
+	AutoAssign            *bool             `json:"autoAssign,omitempty" setting:"auto_assign" doc:"As auto_assign."`
+	AvoidBuggyIPs         bool              `json:"avoidBuggyIPs,omitempty" setting:"avoid_buggy_ips" doc:"As avoid_buggy_ips."`
+	Priority              int               `json:"priority,omitempty" setting:"priority" doc:"As priority."`
+	Namespaces            []string          `json:"namespaces,omitempty" setting:"namespaces" doc:"As namespaces."`
+	NamespaceSelectors    []string          `json:"namespaceSelectors,omitempty" setting:"namespace_selectors" doc:"As namespace_selectors."`
+	ServiceSelectors      []string          `json:"serviceSelectors,omitempty" setting:"service_selectors" doc:"As service_selectors."`
+	ShareAcrossNamespaces bool              `json:"shareAcrossNamespaces,omitempty" setting:"share_across_namespaces" doc:"As share_across_namespaces (admin side)."`
+	Network               *BaremetalNetwork `json:"network,omitempty" setting:"network" doc:"The segment (VLAN) the pool lives on, as the network block (docs/address-pools.md#segments); none: vipPool on interface, every host."`
+}
+
+// BaremetalNetwork is a pool's network block spelt as chart values.
+type BaremetalNetwork struct {
+	Interface string   `json:"interface,omitempty" setting:"interface" doc:"As network.interface: the LB hosts' interface on the segment."`
+	Hosts     []string `json:"hosts,omitempty" setting:"hosts" doc:"As network.hosts: the LB hosts (names in hosts) attached to it; none: every host."`
+	Subnet    string   `json:"subnet,omitempty" setting:"subnet" doc:"As network.subnet: the segment's IPv4 network."`
+	Subnet6   string   `json:"subnet6,omitempty" setting:"subnet6" doc:"As network.subnet6: the segment's IPv6 network."`
 }
 
 var (
@@ -230,11 +239,15 @@ func (v *BaremetalValues) Settings() cty.Value {
 func (v *BaremetalValues) Pools() []AddressPool {
 	var out []AddressPool
 	for _, p := range v.AddressPools {
-		out = append(out, AddressPool{
+		pool := AddressPool{
 			Name: p.Name, Addresses: p.Addresses, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs,
 			Priority: p.Priority, Namespaces: p.Namespaces, NamespaceSelectors: p.NamespaceSelectors,
 			ServiceSelectors: p.ServiceSelectors, ShareAcrossNamespaces: p.ShareAcrossNamespaces,
-		})
+		}
+		if n := p.Network; n != nil {
+			pool.Network = &PoolNetwork{Interface: n.Interface, Hosts: n.Hosts, Subnet: n.Subnet, Subnet6: n.Subnet6}
+		}
+		out = append(out, pool)
 	}
 	return out
 }

@@ -51,7 +51,9 @@ func TestBaremetalValuesAreTheSettingsHCLGives(t *testing.T) {
 		host(m, 1)["retired"] = true
 		m["vipPool6"] = "fd00:10::1:0/112"
 		m["advertInt"] = 2
-		m["addressPools"] = []any{map[string]any{"name": "web", "addresses": []string{"192.168.10.144/28"}, "autoAssign": false}}
+		m["addressPools"] = []any{map[string]any{"name": "web", "addresses": []string{"192.168.10.144/28"}, "autoAssign": false},
+			map[string]any{"name": "vlan20", "addresses": []string{"10.0.20.64/26"},
+				"network": map[string]any{"interface": "vlan20", "hosts": []string{"lb-a"}, "subnet": "10.0.20.0/24"}}}
 	})
 	got, err := ParseFS(fstest.MapFS{"cloud.hcl": {Data: []byte(baremetalHCL)}, "baremetal.json": {Data: values}}, "cloud.hcl")
 	if err != nil {
@@ -85,9 +87,13 @@ load_balancer {
 	if !got.LoadBalancer.Settings.RawEquals(want.LoadBalancer.Settings) {
 		t.Errorf("settings\n got %#v\nwant %#v", got.LoadBalancer.Settings, want.LoadBalancer.Settings)
 	}
-	if len(got.LoadBalancer.AddressPools) != 1 || got.LoadBalancer.AddressPools[0].Ranges[0] != want.LoadBalancer.AddressPools[0].Ranges[0] ||
+	if len(got.LoadBalancer.AddressPools) != 2 || got.LoadBalancer.AddressPools[0].Ranges[0] != want.LoadBalancer.AddressPools[0].Ranges[0] ||
 		*got.LoadBalancer.AddressPools[0].AutoAssign {
-		t.Errorf("address pools %+v", got.LoadBalancer.AddressPools)
+		t.Fatalf("address pools %+v", got.LoadBalancer.AddressPools)
+	}
+	// A pool on another segment (chart values' network, as the block).
+	if n := got.LoadBalancer.AddressPools[1].Network; n == nil || n.Interface != "vlan20" || strings.Join(n.Hosts, ",") != "lb-a" || n.Prefix.String() != "10.0.20.0/24" {
+		t.Errorf("vlan20's network %+v, want interface vlan20, hosts lb-a, subnet 10.0.20.0/24", n)
 	}
 }
 

@@ -61,6 +61,7 @@ func (c *Config) finish(body hcl.Body) hcl.Diagnostics {
 	c.Instances.finish(k, c)
 	c.finishPolicies(k)
 	c.finishWindows(k)
+	c.Compat.finish(k)
 	return k.diags
 }
 

@@ -102,6 +102,8 @@ func (p *AddressPool) HasSelectors() bool {
 // Compat turns on reading other load balancers' annotations.
 type Compat struct {
 	MetalLB bool `hcl:"metallb,optional" doc:"Reads MetalLB's Service annotations (metallb.universe.tf/ and metallb.io/ loadBalancerIPs, allow-shared-ip, address-pool) as their tfccm.io/ equivalents, so Services move from MetalLB unchanged (docs/migrate-from-metallb.md)."`
+	// MetalLBTakeover is TakeoverNow or TakeoverPrepare (config/takeover.go).
+	MetalLBTakeover string `hcl:"metallb_takeover,optional" doc:"Admin side of the trust boundary. With metallb = true: \"now\" (default) serves class-less Services at once; \"prepare\" applies each class-less Service's load balancer with every address MetalLB assigned but does not announce it (MetalLB still does) and leaves its status as MetalLB wrote it (Programmed=False Prepared), until the admin takes it over: tfccm takeover, which lists it in the ConfigMap tfccm-takeover of tfccm's namespace; then one quick apply raises the address (docs/migrate-from-metallb.md). Needs a template that declares service.announce (the local and baremetal sets' default variants)."`
 }
 
 var poolNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

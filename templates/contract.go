@@ -73,6 +73,7 @@ var ServiceType = cty.Object(map[string]cty.Type{
 	"session_affinity":        cty.String,
 	"proxy_protocol":          cty.Bool,
 	"internal":                cty.Bool,
+	"announce":                cty.Bool,
 })
 
 // NodeType is the type of one element of the `nodes` input.

@@ -41,6 +41,11 @@ type Addresses struct {
 	// Segments are the segments of IPs, one per IP (nil: the template's
 	// default segment); none: every IP is on the default segment.
 	Segments []*config.Segment
+	// Standby prepares the load balancer without announcing its
+	// addresses (service.announce = false): another controller (MetalLB,
+	// during a migration) still announces them. Only a module whose
+	// service input declares `announce` can prepare.
+	Standby bool
 }
 
 // RenderLoadBalancer renders the workspace of svc's load balancer over
@@ -79,6 +84,10 @@ func (s *Set) renderLoadBalancer(cfg *config.Config, svc *corev1.Service, nodes 
 	retain, err := retainOnDelete(cfg, svc)
 	if err != nil {
 		return nil, err
+	}
+	if addrs.Standby && !declaresAnnounce(m) {
+		return nil, fmt.Errorf("template %s cannot prepare a load balancer without announcing it (its service input declares no announce): "+
+			"take the Service over (docs/migrate-from-metallb.md) or use a template that declares service.announce", m.Key)
 	}
 	service := serviceVal(svc, addrs)
 	vars, _, _ := annotations.Vars.Get(svc.Annotations)
@@ -268,7 +277,15 @@ func serviceVal(svc *corev1.Service, addrs Addresses) cty.Value {
 		"session_affinity":        str(affinity),
 		"proxy_protocol":          cty.BoolVal(proxy),
 		"internal":                cty.BoolVal(internal),
+		"announce":                cty.BoolVal(!addrs.Standby),
 	})
+}
+
+// declaresAnnounce reports whether m's service input has `announce`: the
+// template can prepare a load balancer without announcing it.
+func declaresAnnounce(m *Module) bool {
+	v, ok := m.Variables["service"]
+	return ok && v.Type.IsObjectType() && v.Type.HasAttribute("announce")
 }
 
 // segmentsVal is the service.segments map: by address, the segment of

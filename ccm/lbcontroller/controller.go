@@ -72,6 +72,12 @@ type loadBalancers struct {
 	health    healthState            // the backends gauges set (health.go)
 	// addrs decides the Services' addresses (nil: none decided by tfccm).
 	addrs *addressBook
+	// takeover says which class-less Services are prepared only, not
+	// announced (takeover.go; nil: none); afterTakeover writes the status
+	// of one once its take-over is applied.
+	takeover      *takeover
+	afterTakeover func(svc *corev1.Service)
+	prepared      map[string]bool // workspace -> last applied without its announcement
 	// serves says which Services tfccm serves (config.Serves): those
 	// hold tfccm.io/name values. nil: every LoadBalancer Service.
 	serves func(svc *corev1.Service) bool
@@ -136,6 +142,13 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return nil, err
 	}
 	l.asked(svc)
+	standby, err := l.takeover.standby(svc)
+	if err != nil {
+		return nil, api.NewRetryError(err.Error(), inFlightRetry)
+	}
+	if standby && !hasIngressIP(svc) {
+		return nil, api.NewRetryError("prepared only once MetalLB has given the Service an address (compat { metallb_takeover = \"prepare\" })", preparedRetry)
+	}
 	st, err := l.submit(svc, nodes)
 	if err != nil {
 		return nil, l.refusedOnce(svc, err)
@@ -144,7 +157,13 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	s := ofStatus(st)
 	switch o := outcomeOf(s); o.answer {
 	case answerStatus:
-		return l.ingress(svc, st)
+		status, err := l.ingress(svc, st)
+		if err != nil || !standby {
+			return status, err
+		}
+		// Prepared: MetalLB still announces, and its status stays.
+		l.conds.set(svc, preparedCondition())
+		return svc.Status.LoadBalancer.DeepCopy(), nil
 	case answerRefused:
 		return nil, l.refusedOnce(svc, refusedInput(o.fail(s)))
 	case answerFailed:
@@ -332,6 +351,9 @@ func (l *loadBalancers) renderAndApply(name string, svc *corev1.Service, nodes [
 	if err := l.checkName(svc); err != nil {
 		return workspace.Status{}, err
 	}
+	if _, err := l.takeover.standby(svc); err != nil {
+		return workspace.Status{}, api.NewRetryError(err.Error(), inFlightRetry)
+	}
 	if err := l.assignAddresses(svc); err != nil {
 		return workspace.Status{}, err
 	}
@@ -486,6 +508,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 			return true // the pending-approval Event is recorded; the condition is set above
 		}
 	}
+	l.takeoverResult(svc, name, r)
 	if r.Drift && r.Err == nil && !r.Changed {
 		return true // re-planned, nothing drifted: no Event
 	}

@@ -67,6 +67,8 @@ type templateRenderer struct {
 	cfg    *config.Config
 	loader *templates.Loader
 	addrs  *addressBook // the Services' addresses (nil: each Service's own)
+	// takeover says which Services are prepared only (nil: none).
+	takeover *takeover
 }
 
 var _ renderer = templateRenderer{}
@@ -80,6 +82,9 @@ func (t templateRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev
 	if err != nil {
 		return nil, err
 	}
+	// Not known yet (renderAndApply waits for it): not announced.
+	standby, known := t.takeover.standby(svc)
+	addrs.Standby = standby || known != nil
 	return t.loader.Set().RenderLoadBalancer(t.cfg, svc, nodes, addrs)
 }
 

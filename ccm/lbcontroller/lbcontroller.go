@@ -38,7 +38,7 @@ type Controller struct {
 // policy gate), whose publication and approvals are then its own.
 func New(cfg *config.Config, loader *templates.Loader, publishing bool) *Controller {
 	c := &Controller{cfg: cfg, events: newEvents(), publishing: publishing}
-	c.render = templateRenderer{cfg: cfg, loader: loader, addrs: newAddressBook(cfg)}
+	c.render = templateRenderer{cfg: cfg, loader: loader, addrs: newAddressBook(cfg), takeover: newTakeover(cfg)}
 	c.plans = newPlanSecrets(cfg.Namespace, func(ws string) (*corev1.Service, bool) {
 		if c.lb == nil {
 			return nil, false
@@ -72,8 +72,11 @@ func (c *Controller) Attach(engine Engine) {
 	}
 	c.lb = newLoadBalancers(engine, c.render, lbRev, c.events.event, c.cfg.Backend.Type != "local", c.cfg.LoadBalancer.EnsureWait)
 	c.lb.addrs = c.render.addrs
+	c.lb.takeover = c.render.takeover
+	c.lb.takeover.onChange(c.lb.resyncAll)
 	c.lb.serves = c.cfg.Serves
 	c.class = newClassLoop(c.lb, c.cfg.Serves, c.cfg.LoadBalancerClass, c.cfg.ClusterName, c.events.event)
+	c.lb.afterTakeover = c.class.approvedApplied
 	if c.review != nil {
 		c.review.setOwners(c.lb.planOwner, c.lb.approvalAccepted, c.cfg.Serves)
 		c.lb.afterApproval = c.class.approvedApplied
@@ -136,6 +139,7 @@ func (c *Controller) SetClient(client kubernetes.Interface, recorder record.Even
 		c.review.setClient(client)
 	}
 	c.plans.setClient(client)
+	c.render.takeover.setClient(client)
 	if c.lb != nil {
 		c.lb.conds.setClient(client)
 		c.class.setClient(client)
@@ -163,6 +167,7 @@ func (c *Controller) Start(ctx context.Context, engine *workspace.Engine, routes
 			go c.lb.runHealth(ctx, engine, c.cfg.LoadBalancer.HealthInterval, c.cfg.Terraform.Parallelism)
 		}
 		go c.class.run(ctx)
+		go c.lb.takeover.run(ctx)
 	}
 	if routes && c.review != nil {
 		go c.review.pollRoutesApproval(ctx)

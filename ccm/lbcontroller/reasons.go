@@ -37,6 +37,8 @@ func declareReason(name, typ, doc string) string {
 var (
 	ReasonRenderFailed = declareReason("TerraformRenderFailed", corev1.EventTypeWarning,
 		"The Service's workspace could not be rendered: an invalid `tfccm.io/` annotation, a setting the template does not declare, an unknown template variant, or a template set without a load balancer module. Nothing is applied; fix the Service (or the cloud config).")
+	ReasonTakenOver = declareReason("LoadBalancerTakenOver", corev1.EventTypeNormal,
+		"A Service prepared while MetalLB announced it (`compat { metallb_takeover = \"prepare\" }`) was taken over (`tfccm takeover`): the apply that raised its addresses is done, and tfccm announces them now. Stop MetalLB's speakers next (docs/migrate-from-metallb.md).")
 	ReasonApplied = declareReason("TerraformApplied", corev1.EventTypeNormal,
 		"The load balancer's plan was applied (or had no changes), with how long it took.")
 	ReasonApplying = declareReason("TerraformApplying", corev1.EventTypeNormal,

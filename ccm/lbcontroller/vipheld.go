@@ -31,10 +31,14 @@ var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 var ipFamilies = []string{"IPv4", "IPv6"}
 
 // reportVIPHolders sets the Service's VIPHeld condition and holders gauges
-// from a reading (nil: the set reads no holders; nothing is reported).
+// from a reading (nil: the set reads no holders; nothing is reported; nor
+// while the Service is prepared only).
 func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string) {
 	if holders == nil {
 		return
+	}
+	if standby, err := l.takeover.standby(svc); standby || err != nil {
+		return // prepared, not announced: no holder is right (takeover.go)
 	}
 	for _, f := range ipFamilies {
 		if hs, ok := holders[f]; ok {

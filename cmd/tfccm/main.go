@@ -30,6 +30,7 @@ var commands = map[string]command{
 	"run":        {"(inside a runner pod) run one tofu command of a workspace for the job runner", runRun},
 	"services":   {"list the LoadBalancer Services tfccm serves; --uninstall refuse|delete guards helm uninstall", runServices},
 	"status":     {"from a workstation: the leader (pod, since when, version), Services by phase and why not served, plans awaiting approval", runStatus},
+	"takeover":   {"take Services over from MetalLB (compat { metallb_takeover = \"prepare\" }): list them (or --all) in tfccm's ConfigMap tfccm-takeover, and their prepared load balancers announce their addresses (admins)", runTakeover},
 	"state":      {"query the instances tfccm reads from Terraform state", runState},
 	"unlock":     {"show who holds a workspace's state lock and release it when its holder is gone", runUnlock},
 	"validate":   {"check template sets or modules against the contract", runValidate},

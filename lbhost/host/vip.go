@@ -45,6 +45,11 @@ type VIP struct {
 	// address too (see claims.go); their VRRP instance is one, owned by
 	// the token.
 	Share string
+	// Standby claims the address (and picks the VRRP id) without
+	// configuring it: no address on Interface, no VRRP instance. Another
+	// speaker (MetalLB's, during a migration) still announces it; Announce
+	// configures it later.
+	Standby bool
 }
 
 var reVRIDRange = regexp.MustCompile(`^([1-9][0-9]{0,2})-([1-9][0-9]{0,2})$`)
@@ -233,6 +238,9 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 	})
 	if err != nil {
 		return "", err
+	}
+	if v.Standby {
+		return addr, nil
 	}
 	if v.VRRP != nil {
 		in := *v.VRRP

@@ -48,6 +48,7 @@ type vipModel struct {
 	VRRP      *vrrpModel   `tfsdk:"vrrp"`
 	Share     types.String `tfsdk:"share"`
 	InEffect  types.Bool   `tfsdk:"in_effect"`
+	Standby   types.Bool   `tfsdk:"standby"`
 }
 
 type vrrpModel struct {
@@ -119,6 +120,11 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"interface": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("lo"),
 				Description: "Interface the address is added to (by lbhost, or by keepalived with `vrrp`).",
 				Validators:  []validator.String{ifaceCheck}, PlanModifiers: replace},
+			"standby": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "Claim the address (and with `vrrp` its virtual router id) without announcing it: no address on `interface`, " +
+					"no VRRP instance, while another speaker still announces it (a migration from MetalLB: the frontends listen, " +
+					"with `ip_nonlocal_bind`). Changes in place: `false` announces the address (adds it, or writes and loads the VRRP " +
+					"instance) in one quick apply, `true` withdraws it again unless another owner shares it. In effect when claimed."},
 			"in_effect": schema.BoolAttribute{Computed: true,
 				Description: "Whether the VIP was in effect at the last refresh: claimed by `owner` and its address configured (with `vrrp`: " +
 					"held by its VRRP instance). A refresh that finds only part of it on the host sets it false, and the next apply " +
@@ -172,7 +178,8 @@ func (m vipModel) vip() (host.VIP, error) {
 	if err != nil {
 		return host.VIP{}, err
 	}
-	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString(), Share: m.Share.ValueString()}
+	v := host.VIP{Owner: m.Owner.ValueString(), Pool: pool, Interface: m.Interface.ValueString(), Share: m.Share.ValueString(),
+		Standby: m.Standby.ValueBool()}
 	if m.VRRP != nil {
 		in, diags := m.VRRP.instance(context.Background())
 		if diags.HasError() {
@@ -285,6 +292,13 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		return
 	}
 	held := readHosted(ctx, r.c, resp, m.summary(), func(h *host.Host) (*host.HeldVIP, error) {
+		if m.Standby.ValueBool() {
+			// On standby the claim is all there is: in effect while it is there.
+			if claimed, err := h.HasClaim(ctx, m.Owner.ValueString(), m.Address.ValueString()); err != nil || !claimed {
+				return nil, err
+			}
+			return &host.HeldVIP{}, nil
+		}
 		return h.ReadVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
 	}, func() diag.Diagnostics {
 		inert := m
@@ -295,6 +309,9 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		return
 	}
 	changed := false
+	if m.Standby.IsNull() {
+		m.Standby, changed = types.BoolValue(false), true // a state from before standby: no diff for it
+	}
 	if m.notInEffect() {
 		m.InEffect, changed = types.BoolValue(true), true // restored on the host
 	}
@@ -361,7 +378,14 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 		return
 	}
-	if m.VRRP != nil {
+	if standby, was := m.Standby.ValueBool(), prior.Standby.ValueBool(); standby != was {
+		resp.Diagnostics.Append(r.announce(ctx, m, standby)...)
+		if !resp.Diagnostics.HasError() {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		}
+		return
+	}
+	if m.VRRP != nil && !m.Standby.ValueBool() {
 		v, err := m.vip()
 		var h *host.Host
 		if err == nil {
@@ -380,6 +404,29 @@ func (r *vipResource) Update(ctx context.Context, req resource.UpdateRequest, re
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// announce configures m's VIP on the host (standby false: the address, or
+// its VRRP instance) or withdraws it (standby true), keeping the claim.
+func (r *vipResource) announce(ctx context.Context, m vipModel, standby bool) diag.Diagnostics {
+	var diags diag.Diagnostics
+	v, err := m.vip()
+	var h *host.Host
+	if err == nil {
+		h, err = r.c.host(ctx)
+	}
+	switch {
+	case err != nil:
+	case standby:
+		err = h.WithdrawVIP(ctx, v.Owner, v.Share, m.Address.ValueString(), v.Interface, v.VRRP != nil)
+	default:
+		v.Address = m.Address.ValueString()
+		_, err = h.ClaimVIP(ctx, v)
+	}
+	if err != nil {
+		addError(&diags, m.summary(), err)
+	}
+	return diags
 }
 
 func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -413,7 +460,7 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 		return
 	}
 	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
-		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull(), InEffect: types.BoolValue(true)}
+		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull(), InEffect: types.BoolValue(true), Standby: types.BoolValue(false)}
 	// A VIP held by keepalived is adopted with its VRRP instance.
 	in, err := h.ReadVRRP(ctx, parts[0])
 	if err != nil {

@@ -57,6 +57,25 @@ func TestMetalLBPools(t *testing.T) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	cluster := devcluster.ForTest(t)
 	installPoolCRD(t, cluster)
+	client := cluster.Client()
+	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
+  settings = %s
+}
+compat {
+  metallb = true
+}
+`, harness.HCLObject(cloud.LBSettings())))
+	serveNodes(t, cloud, 30080)
+	createNode(t, client, cloud, "node-a")
+	// MetalLB is installed after tfccm starts: its CRDs are seen without a
+	// restart.
+	ccm := startCCM(t, cluster, cfg)
+	eventually(t, time.Minute, "the CCM finds no MetalLB CRD", func(context.Context) error {
+		if !strings.Contains(ccm.LogTail(400), "MetalLB's pools are not read until it appears") {
+			return fmt.Errorf("not in its log yet")
+		}
+		return nil
+	})
 	kubectl := filepath.Join(repoRoot(t), "bin", "kubectl")
 	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side", "-f", metallbCRDs(t)).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply MetalLB's CRDs: %v\n%s", err, out)
@@ -64,7 +83,6 @@ func TestMetalLBPools(t *testing.T) {
 	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.Kubeconfig(), "wait", "--for=condition=Established", "crd/ipaddresspools.metallb.io", "crd/l2advertisements.metallb.io", "--timeout=60s").CombinedOutput(); err != nil {
 		t.Fatalf("kubectl wait for MetalLB's CRDs: %v\n%s", err, out)
 	}
-	client := cluster.Client()
 	dyn := dynamic.NewForConfigOrDie(cluster.RESTConfig())
 	ctx := context.Background()
 	for _, ns := range []string{"metallb-system", "team-a"} {
@@ -99,17 +117,12 @@ func TestMetalLBPools(t *testing.T) {
 	create("IPAddressPool", "overlap", map[string]any{"addresses": []any{at(20) + "-" + at(21)}, "autoAssign": false})
 	create("IPAddressPool", "team-a", map[string]any{"addresses": []any{at(50) + "/32"}, "serviceAllocation": map[string]any{"namespaces": []any{"team-a"}}})
 	create("L2Advertisement", "all", map[string]any{})
-
-	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf(`load_balancer {
-  settings = %s
-}
-compat {
-  metallb = true
-}
-`, harness.HCLObject(cloud.LBSettings())))
-	serveNodes(t, cloud, 30080)
-	createNode(t, client, cloud, "node-a")
-	startCCM(t, cluster, cfg)
+	eventually(t, time.Minute, "the CCM reads MetalLB's pools, installed after it started", func(context.Context) error {
+		if tail := ccm.LogTail(400); !strings.Contains(tail, "Pool CRDs appeared") || !strings.Contains(tail, "IPAddressPool metallb-system/team-a") {
+			return fmt.Errorf("not in its log yet")
+		}
+		return nil
+	})
 
 	mk := func(ns, name string, ann map[string]string) {
 		t.Helper()

@@ -20,6 +20,9 @@ up() {
 	local n=(ip -n "$CLOUD_NETNS")
 	"${n[@]}" link set lo up
 	ip netns exec "$CLOUD_NETNS" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv6.conf.default.forwarding=1
+	# HAProxy binds a VIP not (yet) on the netns: a load balancer prepared
+	# before its take-over from MetalLB (lbhost_vip standby).
+	ip netns exec "$CLOUD_NETNS" sysctl -qw net.ipv4.ip_nonlocal_bind=1 net.ipv6.ip_nonlocal_bind=1
 
 	"${n[@]}" link show "$BRIDGE" >/dev/null 2>&1 || "${n[@]}" link add "$BRIDGE" type bridge
 	"${n[@]}" addr replace "$BRIDGE_ADDR" dev "$BRIDGE"

@@ -203,6 +203,9 @@ resource "lbhost_vip" "host" {
   address   = lbhost_vip_allocation.vip[each.value.family].address
   share     = local.vips[each.value.family].share
   interface = local.vips[each.value.family].interface
+  # Prepared while MetalLB still announces the address: no VRRP instance
+  # until the take-over, an in-place update of these VIPs alone.
+  standby = !var.service.announce
   vrrp = {
     # Adverts stay on settings.vrrp_interface (unicast between the hosts'
     # addresses); the VIP goes on its segment's interface.

@@ -43,6 +43,7 @@ variable "service" {
     ip_family_policy = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
     session_affinity = string
     proxy_protocol   = bool
+    announce         = optional(bool, true) # false: prepared while MetalLB still announces (no VRRP instance yet)
   })
 
   validation {

@@ -53,6 +53,10 @@ resource "lbhost_vip" "vip" {
   pool    = each.value.pool
   address = each.value.requested
   share   = each.value.share
+  # Prepared while MetalLB still announces the address: claimed, the
+  # frontend listening (the cloud netns has ip_nonlocal_bind), the address
+  # raised by the take-over, an in-place update of this resource alone.
+  standby = !var.service.announce
 
   lifecycle {
     # The provider checks this too; here the message names the Service's field.

@@ -36,6 +36,7 @@ variable "service" {
     ip_family_policy  = optional(string, "SingleStack") # | PreferDualStack | RequireDualStack
     session_affinity  = string
     proxy_protocol    = bool
+    announce          = optional(bool, true) # false: prepared while MetalLB still announces (the VIP claimed, not raised)
   })
 
   validation {

@@ -1,0 +1,176 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/test/harness"
+)
+
+// TestMigrateFromMetalLBTakeover walks the prepare-then-take-over
+// migration of docs/migrate-from-metallb.md beside MetalLB's controller and
+// its speakers (setUpMigration): tfccm starts while MetalLB still serves,
+// with compat { metallb = true, metallb_takeover = "prepare" }; each
+// Service's load balancer is applied without its VIP (Programmed=False
+// Prepared, the status left as MetalLB wrote it, the address not raised).
+// Then the admin takes the Services over one address at a time with
+// `tfccm takeover`: tfccm raises the VIP (one in-place apply), and the
+// speakers' route to the address is withdrawn — for "chosen" in the
+// reverse order (withdrawn first), to measure which is shorter. MetalLB's
+// controller stops last. No Service is edited, every address is kept, and
+// each Service's interruption (the longest run without an answer, probed
+// every 100 ms from the host) is at most 3 s in the take-over-first order.
+func TestMigrateFromMetalLBTakeover(t *testing.T) {
+	m := setUpMigration(t)
+	ctx, c, client := context.Background(), m.c, m.client
+	cli := repo.Build(t, "./cmd/tfccm")
+	vipUp := func(ip string) bool {
+		out, _ := exec.Command("ip", "-n", c.Cloud.CloudNetns, "-4", "addr", "show").CombinedOutput()
+		return strings.Contains(string(out), " "+ip+"/32 ")
+	}
+
+	start := time.Now()
+	for _, p := range m.probes {
+		p.reset() // the interruptions from tfccm's start on
+	}
+	ccm := startTfccmEdit(t, c, func(cfg *harness.CloudConfig) {
+		cfg.Blocks = strings.Replace(cfg.Blocks, "load_balancer {\n",
+			fmt.Sprintf("load_balancer {\n  address_pool \"migrate\" {\n    addresses = [%q]\n  }\n", m.mlbRange), 1)
+		cfg.Blocks += "compat {\n  metallb          = true\n  metallb_takeover = \"prepare\"\n}\n"
+	})
+	t.Logf("tfccm started beside MetalLB in %s (its log: %s)", time.Since(start).Round(10*time.Millisecond), ccm.LogPath)
+	for _, s := range m.specs {
+		err := harness.Eventually(ctx, 4*time.Minute, s.name+" prepared", func(ctx context.Context) error {
+			return programmedReason(ctx, c, s.name, "Prepared")
+		})
+		if err != nil {
+			t.Fatalf("%v\nServices' events: %s", err, harness.Events(ctx, client, "default", s.name))
+		}
+	}
+	t.Logf("every Service prepared %s after tfccm started", time.Since(start).Round(10*time.Millisecond))
+	for _, s := range m.specs {
+		got := getService(t, client, s.name)
+		if len(got.Status.LoadBalancer.Ingress) != 1 || got.Status.LoadBalancer.Ingress[0].IP != m.ips[s.name] {
+			t.Errorf("%s: status %+v while prepared, want MetalLB's %s", s.name, got.Status.LoadBalancer.Ingress, m.ips[s.name])
+		}
+		if vipUp(m.ips[s.name]) {
+			t.Errorf("%s: %s raised in the cloud while prepared (MetalLB still announces it)", s.name, m.ips[s.name])
+		}
+	}
+
+	// The take-over, address by address.
+	for _, group := range [][]string{{"picked"}, {"chosen"}, {"shared-http", "shared-alt"}} {
+		ip := m.ips[group[0]]
+		reverse := group[0] == "chosen"
+		t0 := time.Now()
+		if reverse {
+			if err := m.route("del", ip); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args := []string{"takeover", "--kubeconfig", c.Kubeconfig()}
+		for _, n := range group {
+			args = append(args, "default/"+n)
+		}
+		if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+			t.Fatalf("tfccm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		err := harness.Eventually(ctx, 2*time.Minute, ip+" raised", func(context.Context) error {
+			if !vipUp(ip) {
+				return fmt.Errorf("not on the cloud's router yet")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%v\nServices' events: %s", err, harness.Events(ctx, client, "default", group[0]))
+		}
+		raised := time.Since(t0)
+		if !reverse {
+			if err := m.route("del", ip); err != nil {
+				t.Fatal(err)
+			}
+		}
+		order := "taken over, then its speakers' route withdrawn"
+		if reverse {
+			order = "its speakers' route withdrawn, then taken over"
+		}
+		t.Logf("%s (%s): raised %s after tfccm takeover (%s)", strings.Join(group, ", "), ip, raised.Round(10*time.Millisecond), order)
+	}
+	m.stopMetalLB()
+	for _, s := range m.specs {
+		if err := harness.Eventually(ctx, 2*time.Minute, s.name+" programmed", func(ctx context.Context) error {
+			return programmedReason(ctx, c, s.name, "Applied")
+		}); err != nil {
+			t.Errorf("%v\nServices' events: %s", err, harness.Events(ctx, client, "default", s.name))
+		}
+	}
+	time.Sleep(2 * time.Second) // answers after the last change
+	for _, s := range m.specs {
+		p := m.probes[s.name]
+		p.stop()
+		got := getService(t, client, s.name)
+		ip := ""
+		if len(got.Status.LoadBalancer.Ingress) > 0 {
+			ip = got.Status.LoadBalancer.Ingress[0].IP
+		}
+		if ip != m.ips[s.name] {
+			t.Errorf("%s: address %s after the migration, was %s", s.name, ip, m.ips[s.name])
+		}
+		if !vipUp(m.ips[s.name]) {
+			t.Errorf("%s: %s not on the cloud's router after the take-over", s.name, m.ips[s.name])
+		}
+		gap := p.longest()
+		t.Logf("%s (%s:%d): interruption %s (no answer from %s to %s after tfccm started)",
+			s.name, m.ips[s.name], s.port, gap.Round(10*time.Millisecond), p.gapFrom().Sub(start).Round(10*time.Millisecond), p.gapTo().Sub(start).Round(10*time.Millisecond))
+		if s.name != "chosen" && gap > 3*time.Second {
+			t.Errorf("%s: interruption %s, want at most 3 s", s.name, gap.Round(10*time.Millisecond))
+		}
+	}
+	// As in the stop-and-start way: the addresses were kept from the
+	// status, and nothing warned; each Service was taken over once.
+	for _, s := range m.specs {
+		assigned, taken := 0, 0
+		for _, ev := range strings.Split(harness.Events(ctx, client, "default", s.name), " | ") {
+			if strings.HasPrefix(ev, "Warning ") && !notTheLoadBalancers(ev) {
+				t.Errorf("%s: Event during the migration: %s", s.name, ev)
+			}
+			if strings.Contains(ev, "LoadBalancerIPAssigned") {
+				assigned++
+				if !strings.Contains(ev, "address "+m.ips[s.name]+" ") || !strings.Contains(ev, "kept from the Service's status") {
+					t.Errorf("%s: %s, want its address %s kept from its status", s.name, ev, m.ips[s.name])
+				}
+			}
+			if strings.Contains(ev, "LoadBalancerTakenOver") {
+				taken++
+			}
+		}
+		if assigned != 1 || taken != 1 {
+			t.Errorf("%s: %d LoadBalancerIPAssigned and %d LoadBalancerTakenOver Events, want 1 of each", s.name, assigned, taken)
+		}
+	}
+}
+
+// programmedReason fails unless the Service's tfccm.io/Programmed
+// condition has reason.
+func programmedReason(ctx context.Context, c *Cluster, name, reason string) error {
+	svc, err := c.Client().CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range svc.Status.Conditions {
+		if cond.Type == "tfccm.io/Programmed" {
+			if cond.Reason != reason {
+				return fmt.Errorf("%s: Programmed %s %s: %s, want reason %s", name, cond.Status, cond.Reason, cond.Message, reason)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no Programmed condition yet", name)
+}
