@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/workspace"
@@ -76,6 +76,16 @@ func (s *Set) HostHealth() *Module {
 func (s *Set) HostHealthReads(key string) bool {
 	h, lb := s.HostHealth(), s.modules[key]
 	return h != nil && lb != nil && lb.Kind == KindLoadBalancer && path.Dir(h.Origin) == path.Dir(lb.Origin)
+}
+
+// HostHealthModule returns the key of svc's load balancer module when the
+// set's hosts health module reads it (HostHealthReads).
+func (s *Set) HostHealthModule(svc *corev1.Service) (string, bool) {
+	m, err := s.loadBalancerModule(svc)
+	if err != nil || !s.HostHealthReads(m.Key) {
+		return "", false
+	}
+	return m.Key, true
 }
 
 // RenderHostHealth renders the hosts health module's probe over lbs with
@@ -180,10 +190,4 @@ func ReadAppliedInputs(tfvars []byte) (id string, service cty.Value, err error) 
 		return "", cty.NilVal, err
 	}
 	return idVal.AsString(), service, nil
-}
-
-// SortHostHealthLBs orders lbs by id (a stable inputs file: the same
-// load balancers give the same probe).
-func SortHostHealthLBs(lbs []HostHealthLB) {
-	sort.Slice(lbs, func(i, j int) bool { return lbs[i].ID < lbs[j].ID })
 }

@@ -75,6 +75,9 @@ var (
 // series it set, so they are dropped with the Service.
 type healthState struct {
 	mu     sync.Mutex
+	// applied caches the load balancers' inputs the hosts health module
+	// gets (hosthealth.go).
+	applied appliedInputs
 	series map[string][2]string // workspace -> namespace, name
 	hosts  map[string]bool      // LB host -> up, as last reported
 }
@@ -113,8 +116,7 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 	sort.Strings(names)
 	var mu sync.Mutex
 	hosts, complete := map[string]bool{}, true
-	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
-		seen, ok := l.probeOne(ctx, prober, names[i], live[names[i]])
+	merge := func(seen map[string]bool, ok bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		complete = complete && ok
@@ -123,6 +125,25 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 				hosts[h] = up
 			}
 		}
+	}
+	// The load balancers the set's hosts health module reads, in one
+	// probe for all of them (hosthealth.go); the others one by one.
+	read := l.readHosts(ctx, prober, live)
+	rest := names[:0:0]
+	for _, name := range names {
+		r, ok := read[name]
+		switch {
+		case !ok:
+			rest = append(rest, name)
+		case r == nil:
+			merge(nil, false) // no reading: the last one stands
+		default:
+			merge(l.reportOutputs(name, live[name], r, nil))
+		}
+	}
+	names = rest
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
+		merge(l.probeOne(ctx, prober, names[i], live[names[i]]))
 	})
 	if ctx.Err() != nil {
 		return
@@ -157,6 +178,14 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 		l.conds.remove(svc, ConditionBGPEstablished)
 		return nil, true
 	}
+	return l.reportOutputs(name, svc, outs, err)
+}
+
+// reportOutputs reports a load balancer's health outputs (its health
+// module's, or its entry of the hosts health module's) read with err; it
+// returns the LB hosts they name, each true when reached, and false when
+// there was no reading (the last one stands).
+func (l *loadBalancers) reportOutputs(name string, svc *corev1.Service, outs map[string]json.RawMessage, err error) (map[string]bool, bool) {
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
 	var holders map[string][]string

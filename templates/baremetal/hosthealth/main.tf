@@ -42,16 +42,14 @@ variable "settings" {
   # The part of ../loadbalancer*/variables.tf's settings type read here.
   type = object({
     hosts = map(object({
-      address             = string
-      ssh_port            = optional(number, 22)
-      user                = optional(string, "root")
-      sudo                = optional(bool)
-      host_key            = optional(string)
-      retired             = optional(bool, false)
-      config_dir          = optional(string)
-      keepalived_config   = optional(string)
-      keepalived_pid_file = optional(string)
-      frr_pathspace       = optional(string)
+      address       = string
+      ssh_port      = optional(number, 22)
+      user          = optional(string, "root")
+      sudo          = optional(bool)
+      host_key      = optional(string)
+      retired       = optional(bool, false)
+      config_dir    = optional(string)
+      frr_pathspace = optional(string)
     }))
     config_dir           = optional(string, "/etc/tfccm/lbhost")
     haproxy              = optional(string)
@@ -114,7 +112,7 @@ locals {
   # hosts of its family's segment, the VIP of each family served.
   vrrp_lbs = { for id, lb in local.vrrp : id => {
     frontend = "${var.cluster_name}_${id}${contains(lb.service.ip_families, "IPv4") ? "" : ".6"}"
-    serving = [for name in keys(local.active) : name if length(try(local.segment[id][local.family[id]].hosts, [])) == 0 || contains(try(local.segment[id][local.family[id]].hosts, []), name)]
+    serving  = [for name in keys(local.active) : name if length(try(local.segment[id][local.family[id]].hosts, [])) == 0 || contains(try(local.segment[id][local.family[id]].hosts, []), name)]
     vips = { for f in lb.service.ip_families : f => (
       lb.service.shared_ip == null ? (f == "IPv4" ? "${var.cluster_name}_${id}" : "${var.cluster_name}_${id}.6") : (f == "IPv4" ? "share.${lb.service.shared_ip}" : "share.${lb.service.shared_ip}-6")
     ) if f == "IPv4" || var.settings.vip_pool6 != null || try(local.segment[id][f].subnet, null) != null }
@@ -126,8 +124,8 @@ locals {
   # segment, the IPv4 VIP.
   l4_lbs = { for id, lb in local.l4 : id => {
     frontend = "${var.cluster_name}_${id}"
-    serving = [for name in keys(local.active) : name if length(try(lb.service.segments[lb.service.load_balancer_ip].hosts, [])) == 0 || contains(try(lb.service.segments[lb.service.load_balancer_ip].hosts, []), name)]
-    vips = { IPv4 = lb.service.shared_ip == null ? "${var.cluster_name}_${id}" : "share.${lb.service.shared_ip}" }
+    serving  = [for name in keys(local.active) : name if length(try(lb.service.segments[lb.service.load_balancer_ip].hosts, [])) == 0 || contains(try(lb.service.segments[lb.service.load_balancer_ip].hosts, []), name)]
+    vips     = { IPv4 = lb.service.shared_ip == null ? "${var.cluster_name}_${id}" : "share.${lb.service.shared_ip}" }
   } }
 
   # The bgp variant (../loadbalancer.bgp/health): every active host.
