@@ -92,7 +92,7 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
 	registerHealthMetrics.Do(func() {
-		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge)
+		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge, healthReadsTotal)
 	})
 }
 
@@ -169,6 +169,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	if prober.Status(name).Phase != workspace.PhaseApplied {
 		return nil, false // a run in flight or failed: read after it settles
 	}
+	healthReadsTotal.WithLabelValues(healthReadLoadBalancer).Inc()
 	outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
 	if errors.Is(err, workspace.ErrNoProbe) {
 		// The set reads no health (or no longer: a new override).

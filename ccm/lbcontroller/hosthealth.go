@@ -14,12 +14,29 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
+)
+
+// healthReadsTotal counts the health round's tofu refreshes by what each
+// read: one set's LB hosts for all its load balancers ("hosts"), or one
+// load balancer through its own health module ("load_balancer").
+var healthReadsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem:      "tfccm_load_balancer",
+	Name:           "health_reads_total",
+	Help:           "Health reads (one tofu refresh each) by what they read (read): every LB host of a template set for all its load balancers at once (hosts), or one load balancer (load_balancer).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"read"})
+
+// The values of healthReadsTotal's label.
+const (
+	healthReadHosts        = "hosts"
+	healthReadLoadBalancer = "load_balancer"
 )
 
 // hostHealthSource is what the health round needs of the templates to read
@@ -141,6 +158,7 @@ func (l *loadBalancers) readHosts(ctx context.Context, prober healthProber, live
 	var entries map[string]map[string]json.RawMessage
 	if err == nil {
 		var outs map[string]json.RawMessage
+		healthReadsTotal.WithLabelValues(healthReadHosts).Inc()
 		if outs, err = hp.ProbeSpec(ctx, spec); err == nil {
 			entries, err = templates.DecodeHostHealth(outs)
 		}
