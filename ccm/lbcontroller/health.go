@@ -74,12 +74,12 @@ var (
 // healthState is what the health loop last reported per workspace: the
 // series it set, so they are dropped with the Service.
 type healthState struct {
-	mu     sync.Mutex
+	mu sync.Mutex
 	// applied caches the load balancers' inputs the hosts health module
 	// gets (hosthealth.go).
 	applied appliedInputs
-	series map[string][2]string // workspace -> namespace, name
-	hosts  map[string]bool      // LB host -> up, as last reported
+	series  map[string][2]string // workspace -> namespace, name
+	hosts   map[string]bool      // LB host -> up, as last reported
 }
 
 // runHealth reads backend health every interval (jittered) until ctx ends,

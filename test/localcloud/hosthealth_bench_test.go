@@ -80,7 +80,9 @@ resource "lbhost_frontend" "lb" {
 	runTofu(t, tofu, infra, "init", "-input=false", "-no-color")
 	runTofu(t, tofu, infra, "apply", "-auto-approve", "-input=false", "-no-color", "-parallelism=20")
 	t.Logf("HOSTHEALTH: %d frontends created in %s", n, time.Since(start).Round(time.Second))
-	t.Cleanup(func() { _, _ = RunTofu(ctx, tofu, infra, "destroy", "-auto-approve", "-input=false", "-no-color", "-parallelism=20") })
+	t.Cleanup(func() {
+		_, _ = RunTofu(ctx, tofu, infra, "destroy", "-auto-approve", "-input=false", "-no-color", "-parallelism=20")
+	})
 
 	// Before: each load balancer's own health module, one refresh each.
 	shared := t.TempDir()
