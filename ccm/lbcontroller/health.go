@@ -30,7 +30,9 @@ import (
 // changes and destroys nothing and takes no state lock — and its `backends`
 // output becomes the Service's Degraded condition and the backends gauges.
 // Workspaces of sets without a health module are never probed and get no
-// Degraded condition. Only a changed condition is written (server-side
+// Degraded condition. A set with a hosts health module reads all its load
+// balancers in one probe per round instead (hosthealth.go); only those it
+// gives no entry for are probed one by one. Only a changed condition is written (server-side
 // apply of tfccm's own condition types, like the others), so the reads
 // never fight the service controller's status writes.
 
