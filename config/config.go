@@ -116,7 +116,7 @@ type LoadBalancer struct {
 	AddressPools  []AddressPool `hcl:"address_pool,block" doc:"A named pool of addresses tfccm allocates load balancer addresses from (one block per pool; docs/address-pools.md). With none, tfccm allocates nothing and the template does (the local and baremetal sets from settings.vip_pool)."`
 	// EnsureWait is parsed from EnsureWaitRaw.
 	EnsureWait        time.Duration
-	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_load_balancer_backends_up: one read-only tofu refresh per load balancer (apply -refresh-only into a state of its own: nothing is created, changed or destroyed). \"0s\" turns it off."`
+	HealthIntervalRaw string `hcl:"health_interval,optional" doc:"How often the backend health of every load balancer whose template set can read it (a health module, docs/templates.md) is read from the load balancer itself, for the Service's tfccm.io/Degraded condition and tfccm_load_balancer_backends_up: one read-only tofu refresh (apply -refresh-only into a state of its own: nothing is created, changed or destroyed) per template set whose hosts health module reads every LB host once for all its load balancers (local, baremetal), else per load balancer. \"0s\" turns it off."`
 	// HealthInterval is parsed from HealthIntervalRaw.
 	HealthInterval time.Duration
 }

@@ -29,6 +29,12 @@
 #                           (TFCCM_BENCH_REVIEW_CHURN=N)
 #   baremetal bgp (FRR, ECMP, BFD 100 ms x 3)   a host's FRR killed or its link down:
 #                           outage median <= 1 s, <= 1 request lost at 20 req/s
+#   health reads, one interval: per load balancer (a health module each) vs the
+#                           set's hosts health module, local set at N = 10, 100 and
+#                           1,000 (TFCCM_BENCH_HOSTHEALTH_PERLB: the per-LB side read for
+#                           100 and scaled): tofu runs, wall time, share of the run
+#                           budget (goal <= 5% at 1,000); baremetal, 10 load balancers
+#                           on two LB hosts over SSH: logins per interval (N x H vs H)
 #   runner Jobs on 3 real nodes (make bench-runners): 200 Services through runner
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
@@ -77,6 +83,16 @@ TFCCM_BENCH_ENCRYPTION=${TFCCM_BENCH_ENCRYPTION:-50} \
 echo "### review mode, ${TFCCM_BENCH_REVIEW_CHURN:-1000} load balancers x one node joining, with and without the rule"
 TFCCM_BENCH_REVIEW_CHURN=${TFCCM_BENCH_REVIEW_CHURN:-1000} \
 	go test -count=1 -timeout 180m -run '^TestReviewChurnBench$' -v ./test/e2e/ | grep -E 'REVIEW_CHURN|FAIL|ok ' || true
+
+# Health reads per LB host instead of per load balancer
+# (docs/scale.md#health-reads-per-lb-host).
+for n in 10 100 1000; do
+	echo "### health reads, ${n} load balancers of the local set"
+	TFCCM_BENCH_HOSTHEALTH=$n TFCCM_BENCH_HOSTHEALTH_PERLB=100 \
+		go test -count=1 -timeout 40m -run '^TestHostHealthBench$' -v ./test/localcloud/ | grep -E 'HOSTHEALTH|FAIL|ok ' || true
+done
+echo "### health reads, 10 load balancers on two baremetal LB hosts over SSH"
+TFCCM_BENCH_HOSTHEALTH_SSH=10 go test -count=1 -timeout 30m -run '^TestBaremetalHostHealth$' -v ./lbhost/hosttest/ | grep -E 'FIGURE|FAIL|ok ' || true
 
 # Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
 echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"

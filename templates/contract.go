@@ -20,6 +20,10 @@ const (
 	// KindHealth is a load balancer module's health module (its HealthDir
 	// subdirectory): it gets the load balancer's inputs.
 	KindHealth Kind = "health"
+	// KindHostHealth is a set's hosts health module (HostHealthDir): one
+	// read of every LB host for all the set's load balancers
+	// (hosthealth.go).
+	KindHostHealth Kind = "hosthealth"
 )
 
 // InstancesFile is the name of a set's state-to-instance mapping.
@@ -118,13 +122,21 @@ var Inputs = map[Kind]map[string]cty.Type{
 	},
 }
 
-func init() { Inputs[KindHealth] = Inputs[KindLoadBalancer] }
+func init() {
+	Inputs[KindHealth] = Inputs[KindLoadBalancer]
+	Inputs[KindHostHealth] = map[string]cty.Type{
+		"cluster_name":   cty.String,
+		HostHealthLBsVar: cty.Map(HostHealthLBType),
+		SettingsVar:      cty.DynamicPseudoType,
+	}
+}
 
 // RequiredOutputs are the outputs each kind of module must declare.
 var RequiredOutputs = map[Kind][]string{
 	KindLoadBalancer: {"ingress"},
 	KindRoutes:       {"routes"},
 	KindHealth:       {HealthOutput},
+	KindHostHealth:   {HostHealthOutput},
 }
 
 func inputNames(k Kind) []string {

@@ -73,6 +73,8 @@ func kindOf(key string) (Kind, string, bool) {
 		return KindLoadBalancer, "", true
 	case key == string(KindRoutes):
 		return KindRoutes, "", true
+	case key == HostHealthDir:
+		return KindHostHealth, "", true
 	case strings.HasPrefix(key, string(KindLoadBalancer)+"."):
 		return KindLoadBalancer, strings.TrimPrefix(key, string(KindLoadBalancer)+"."), true
 	}

@@ -62,7 +62,13 @@ func (s *Set) Variants() []string {
 // OpenTofuOnly says why HashiCorp Terraform cannot run the set ("" = it
 // can): the first module that needs OpenTofu and why.
 func (s *Set) OpenTofuOnly() string {
-	for _, k := range sortedKeys(s.modules) {
+	// The modules that create things first: the reason names one of them
+	// when they need OpenTofu too.
+	keys := sortedKeys(s.modules)
+	sort.SliceStable(keys, func(i, j int) bool {
+		return s.modules[keys[i]].Kind != KindHostHealth && s.modules[keys[j]].Kind == KindHostHealth
+	})
+	for _, k := range keys {
 		if why := s.modules[k].OpenTofuOnly; why != "" {
 			return k + ": " + why
 		}

@@ -76,8 +76,15 @@ func (e *Engine) Probe(ctx context.Context, name, module, inputs string) (map[st
 			return nil, fmt.Errorf("probe %s/%s: copy its inputs: %w", name, module, err)
 		}
 	}
+	return e.probeRun(ctx, dir, e.Dir(name))
+}
+
+// probeRun refreshes the probe copy dir (ready: its module and inputs
+// written) and returns its outputs; declDir is where its declarations
+// come from (credentials).
+func (e *Engine) probeRun(ctx context.Context, dir, declDir string) (map[string]json.RawMessage, error) {
 	r := newRunner(e.tofu, dir, nil, e.tofu.Scrub)
-	r.DeclDir = e.Dir(name)
+	r.DeclDir = declDir
 	// Initialized: its .terraform, or with runner Jobs its lock file alone
 	// (the providers, all a probe's .terraform holds, stay in the pod; the
 	// next pod links them again). A refresh that finds them missing

@@ -30,7 +30,9 @@ import (
 // changes and destroys nothing and takes no state lock — and its `backends`
 // output becomes the Service's Degraded condition and the backends gauges.
 // Workspaces of sets without a health module are never probed and get no
-// Degraded condition. Only a changed condition is written (server-side
+// Degraded condition. A set with a hosts health module reads all its load
+// balancers in one probe per round instead (hosthealth.go); only those it
+// gives no entry for are probed one by one. Only a changed condition is written (server-side
 // apply of tfccm's own condition types, like the others), so the reads
 // never fight the service controller's status writes.
 
@@ -74,9 +76,12 @@ var (
 // healthState is what the health loop last reported per workspace: the
 // series it set, so they are dropped with the Service.
 type healthState struct {
-	mu     sync.Mutex
-	series map[string][2]string // workspace -> namespace, name
-	hosts  map[string]bool      // LB host -> up, as last reported
+	mu sync.Mutex
+	// applied caches the load balancers' inputs the hosts health module
+	// gets (hosthealth.go).
+	applied appliedInputs
+	series  map[string][2]string // workspace -> namespace, name
+	hosts   map[string]bool      // LB host -> up, as last reported
 }
 
 // runHealth reads backend health every interval (jittered) until ctx ends,
@@ -89,7 +94,7 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
 	registerHealthMetrics.Do(func() {
-		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge)
+		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge, healthReadsTotal)
 	})
 }
 
@@ -113,8 +118,7 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 	sort.Strings(names)
 	var mu sync.Mutex
 	hosts, complete := map[string]bool{}, true
-	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
-		seen, ok := l.probeOne(ctx, prober, names[i], live[names[i]])
+	merge := func(seen map[string]bool, ok bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		complete = complete && ok
@@ -123,6 +127,25 @@ func (l *loadBalancers) healthRound(ctx context.Context, prober healthProber, wo
 				hosts[h] = up
 			}
 		}
+	}
+	// The load balancers the set's hosts health module reads, in one
+	// probe for all of them (hosthealth.go); the others one by one.
+	read := l.readHosts(ctx, prober, live)
+	rest := names[:0:0]
+	for _, name := range names {
+		r, ok := read[name]
+		switch {
+		case !ok:
+			rest = append(rest, name)
+		case r == nil:
+			merge(nil, false) // no reading: the last one stands
+		default:
+			merge(l.reportOutputs(name, live[name], r, nil))
+		}
+	}
+	names = rest
+	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(names), func(i int) {
+		merge(l.probeOne(ctx, prober, names[i], live[names[i]]))
 	})
 	if ctx.Err() != nil {
 		return
@@ -148,6 +171,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	if prober.Status(name).Phase != workspace.PhaseApplied {
 		return nil, false // a run in flight or failed: read after it settles
 	}
+	healthReadsTotal.WithLabelValues(healthReadLoadBalancer).Inc()
 	outs, err := prober.Probe(ctx, name, templates.HealthDir, templates.TfvarsFile)
 	if errors.Is(err, workspace.ErrNoProbe) {
 		// The set reads no health (or no longer: a new override).
@@ -157,6 +181,14 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 		l.conds.remove(svc, ConditionBGPEstablished)
 		return nil, true
 	}
+	return l.reportOutputs(name, svc, outs, err)
+}
+
+// reportOutputs reports a load balancer's health outputs (its health
+// module's, or its entry of the hosts health module's) read with err; it
+// returns the LB hosts they name, each true when reached, and false when
+// there was no reading (the last one stands).
+func (l *loadBalancers) reportOutputs(name string, svc *corev1.Service, outs map[string]json.RawMessage, err error) (map[string]bool, bool) {
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
 	var holders map[string][]string

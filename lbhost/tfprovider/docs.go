@@ -200,7 +200,10 @@ func writeDataSourceAttrs(b *strings.Builder, attrs map[string]dschema.Attribute
 	for _, name := range sorted(attrs) {
 		a := attrs[name]
 		line(b, indent, name, a, "")
-		if n, ok := a.(dschema.ListNestedAttribute); ok {
+		switch n := a.(type) {
+		case dschema.ListNestedAttribute:
+			writeDataSourceAttrs(b, n.NestedObject.Attributes, indent+"  ")
+		case dschema.MapNestedAttribute:
 			writeDataSourceAttrs(b, n.NestedObject.Attributes, indent+"  ")
 		}
 	}
@@ -228,6 +231,8 @@ func typeName(t attr.Type) string {
 	switch tt := t.(type) {
 	case types.ListType:
 		return "list(" + typeName(tt.ElemType) + ")"
+	case types.MapType:
+		return "map(" + typeName(tt.ElemType) + ")"
 	case types.ObjectType:
 		return "object"
 	}

@@ -269,7 +269,7 @@ func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newBGPSessionsDataSource, newNodeVIPHolderDataSource}
+	return []func() datasource.DataSource{newBackendHealthDataSource, newHostsDataSource, newVIPHolderDataSource, newBGPSessionsDataSource, newHostHealthDataSource, newNodeVIPHolderDataSource}
 }
 
 // connected is what every resource embeds: the provider's connection to
