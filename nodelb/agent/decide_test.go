@@ -94,3 +94,50 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideKeepsTheHolder: the holder a NodeVIP's status names keeps the
+// address while it stays a candidate (a returning node takes nothing back);
+// a holder that is out, or a status not announced, leaves it to the hash.
+func TestDecideKeepsTheHolder(t *testing.T) {
+	w := view{
+		nodes: map[string]*corev1.Node{"a": testNode("a", true, false), "b": testNode("b", true, false), "c": testNode("c", true, false), "x": testNode("x", true, true)},
+		members: map[string]member{
+			"a": {Name: "a", meta: meta{Eligible: true}}, "b": {Name: "b", meta: meta{Eligible: true}},
+			"c": {Name: "c", meta: meta{Eligible: true}}, "x": {Name: "x", meta: meta{Eligible: true}},
+		},
+		slices: func(ns, name string) []*discoveryv1.EndpointSlice { return nil },
+	}
+	const addr = "10.0.0.9"
+	first := holder.Choose(addr, []string{"a", "b", "c"})
+	var other string
+	for _, n := range []string{"a", "b", "c"} {
+		if n != first {
+			other = n
+			break
+		}
+	}
+	held := func(name, node string, announced metav1.ConditionStatus) *vipapi.NodeVIP {
+		v := testVIP(name, addr, "Cluster", "a", "b", "c", "x")
+		v.Status.Holder = node
+		v.Status.Conditions = []metav1.Condition{{Type: vipapi.ConditionAnnounced, Status: announced, Reason: vipapi.ReasonAnnounced}}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		vips []*vipapi.NodeVIP
+		want string
+	}{
+		{"no status: the hash", []*vipapi.NodeVIP{testVIP("web", addr, "Cluster", "a", "b", "c", "x")}, first},
+		{"held by another candidate: it keeps it", []*vipapi.NodeVIP{held("web", other, metav1.ConditionTrue)}, other},
+		{"held by a cordoned node: the hash", []*vipapi.NodeVIP{held("web", "x", metav1.ConditionTrue)}, first},
+		{"not announced: the hash", []*vipapi.NodeVIP{held("web", other, metav1.ConditionFalse)}, first},
+		{"shared address, one status names the holder", []*vipapi.NodeVIP{held("web", other, metav1.ConditionTrue), testVIP("web2", addr, "Cluster", "a", "b", "c")}, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := decide(tc.vips, w)
+			if len(ds) != 1 || ds[0].Holder != tc.want {
+				t.Fatalf("decisions %+v, want holder %q", ds, tc.want)
+			}
+		})
+	}
+}

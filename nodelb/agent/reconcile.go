@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tfccm/tfccm/nodelb/announce"
@@ -35,7 +36,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		}
 		return
 	}
-	decisions := decide(a.vips(), w)
+	decisions := decide(a.confirmed(ctx, a.vips()), w)
 	mine := map[string]bool{}
 	for _, d := range decisions {
 		switch {
@@ -55,6 +56,34 @@ func (a *Agent) reconcile(ctx context.Context) {
 			a.release(addr, h)
 		}
 	}
+}
+
+// confirmed replaces, in vips, each NodeVIP whose status names this node
+// as holder while this node does not hold its address (it was cut off,
+// restarted, or ineligible) with a fresh copy read from the API server: a
+// watch that has not caught up after the node's link came back would
+// otherwise name this node, and it would take back (the holder keeps its
+// VIPs) what another node now holds. A NodeVIP that cannot be read is left
+// out of this round.
+func (a *Agent) confirmed(ctx context.Context, vips []*vipapi.NodeVIP) []*vipapi.NodeVIP {
+	out := vips[:0:0]
+	for _, v := range vips {
+		if _, held := a.held[v.Spec.Address]; v.Status.Holder != a.cfg.NodeName || held {
+			out = append(out, v)
+			continue
+		}
+		u, err := a.dyn.Get(ctx, v.Name, metav1.GetOptions{})
+		if err != nil {
+			klog.V(2).InfoS("NodeVIP not confirmed", "nodevip", v.Name, "err", err)
+			continue
+		}
+		fresh, err := vipapi.FromUnstructured(u)
+		if err != nil {
+			continue
+		}
+		out = append(out, fresh)
+	}
+	return out
 }
 
 // heldVIP is one VIP this node answers for.
