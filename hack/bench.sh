@@ -33,6 +33,10 @@
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
 #                           bytes per apply (TFCCM_BENCH_RUNNERS=N, TFCCM_BENCH_PARALLELISM)
+#   node mode on 3 real nodes (make bench-nodemode): the holder's kubelet stopped, its
+#                           agent killed, its node powered off, drained; 20 req/s through
+#                           the VIP: median <= 1.5 s, max 3 s, <= 2 lost (drain: 0), no
+#                           failback, never two holders (TFCCM_BENCH_NODEMODE=rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"

@@ -160,6 +160,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
 	var holders map[string][]string
+	var kind string
 	var sessions map[string][]templates.BGPSession
 	if err == nil {
 		backends, err = templates.DecodeBackends(outs)
@@ -169,6 +170,9 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	}
 	if err == nil {
 		holders, err = templates.DecodeVIPHolders(outs)
+	}
+	if err == nil {
+		kind, err = templates.DecodeVIPHolderKind(outs)
 	}
 	if err == nil {
 		sessions, err = templates.DecodeBGPSessions(outs)
@@ -187,7 +191,7 @@ func (l *loadBalancers) probeOne(ctx context.Context, prober healthProber, name 
 	}
 	sort.Strings(unreachable)
 	l.reportHealth(name, svc, backends, unreachable)
-	l.reportVIPHolders(svc, holders)
+	l.reportVIPHolders(svc, holders, kind)
 	l.reportBGPSessions(svc, sessions)
 	return hosts, true
 }

@@ -142,16 +142,24 @@ func (n *Node) StartKubelet() error {
 	return err
 }
 
-// KillProcesses sends SIGKILL to the node's processes (its mount
-// namespace's) whose command line contains all of words, and returns how
-// many it killed.
+// KillProcesses sends SIGKILL to the node's processes (those in its
+// cgroups: its pods' too) whose command line contains all of words, and
+// returns how many it killed.
 func (n *Node) KillProcesses(words ...string) (int, error) {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", holderPID(n.holder)))
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("node %s: %w", n.Name, err)
+		return 0, err
 	}
 	killed := 0
-	for _, pid := range pidsInMountNS(ns) {
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || !strings.Contains(string(cg), n.cfg.CgroupRoot+"/") {
+			continue
+		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
