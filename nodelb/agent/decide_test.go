@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -139,5 +141,38 @@ func TestDecideKeepsTheHolder(t *testing.T) {
 				t.Fatalf("decisions %+v, want holder %q", ds, tc.want)
 			}
 		})
+	}
+}
+
+// TestMayOverwrite: the holder writes its status at once unless the status
+// names another holder; then once per overwriteEvery (two holders that do
+// not hear each other write no loop).
+func TestMayOverwrite(t *testing.T) {
+	a := &Agent{cfg: Config{NodeName: "a"}, overwrote: map[string]time.Time{}, held: map[string]heldVIP{}}
+	named := func(node string) decision {
+		v := testVIP("web", "10.0.0.1", "Cluster", "a", "b")
+		if node != "" {
+			v.Status.Holder = node
+			v.Status.Conditions = []metav1.Condition{{Type: vipapi.ConditionAnnounced, Status: metav1.ConditionTrue}}
+		}
+		return decision{Address: netip.MustParseAddr("10.0.0.1"), VIPs: []*vipapi.NodeVIP{v}}
+	}
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name   string
+		status string
+		at     time.Duration
+		want   bool
+	}{
+		{"no holder named: write", "", 0, true},
+		{"itself named: write", "a", 0, true},
+		{"another named: take over", "b", 0, true},
+		{"another named again at once: wait", "b", time.Second, false},
+		{"itself named meanwhile: write", "a", 2 * time.Second, true},
+		{"another named after the interval: write", "b", overwriteEvery, true},
+	} {
+		if got := a.mayOverwrite(named(tc.status), t0.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: mayOverwrite = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,10 @@ func (a *Agent) reconcile(ctx context.Context) {
 			}
 		case d.Holder == a.cfg.NodeName:
 			mine[d.Address.String()] = true
-			a.report(ctx, d, a.cfg.NodeName, a.take(d))
+			o := a.take(d)
+			if a.mayOverwrite(d, time.Now()) {
+				a.report(ctx, d, a.cfg.NodeName, o)
+			}
 		case d.Holder == "" && d.Reporter == a.cfg.NodeName:
 			a.report(ctx, d, "", outcome{reason: vipapi.ReasonNoEligibleNode, message: d.Why})
 		}
@@ -84,6 +88,40 @@ func (a *Agent) confirmed(ctx context.Context, vips []*vipapi.NodeVIP) []*vipapi
 		out = append(out, fresh)
 	}
 	return out
+}
+
+// overwriteEvery is how often an agent may write itself as holder over a
+// status that names another node as holding the address.
+const overwriteEvery = 5 * time.Second
+
+// mayOverwrite: whether this agent, d's holder, may write d's status now.
+// Taking over from a holder that is gone is one write. Two agents that
+// both hold the address (they do not hear each other: a partition) would
+// each overwrite the other's status at once, every time, in a loop of API
+// writes; this bounds each to one write per overwriteEvery.
+func (a *Agent) mayOverwrite(d decision, now time.Time) bool {
+	addr := d.Address.String()
+	other := false
+	for _, v := range d.VIPs {
+		if c := v.Status.Announced(); c != nil && c.Status == metav1.ConditionTrue && v.Status.Holder != "" && v.Status.Holder != a.cfg.NodeName {
+			other = true
+		}
+	}
+	if !other {
+		return true
+	}
+	if last, ok := a.overwrote[addr]; ok && now.Sub(last) < overwriteEvery {
+		return false
+	}
+	a.overwrote[addr] = now
+	if len(a.overwrote) > 4*len(a.held)+16 {
+		for k, t := range a.overwrote {
+			if now.Sub(t) >= overwriteEvery {
+				delete(a.overwrote, k)
+			}
+		}
+	}
+	return true
 }
 
 // heldVIP is one VIP this node answers for.
