@@ -85,3 +85,7 @@ TFCCM_BENCH_REVIEW_CHURN=${TFCCM_BENCH_REVIEW_CHURN:-1000} \
 # Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
 echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"
 make --no-print-directory bench-runners | grep -E 'RUNNERS:|real nodes up|--- |^(ok|FAIL)|_test.go:[0-9]+: .*(want|fail|Error)' || true
+
+# Node mode's failover on 3 real nodes (docs/node-mode.md#measured).
+echo "### node mode failover, ${TFCCM_BENCH_NODEMODE:-5} rounds of each fault on 3 real nodes"
+make --no-print-directory bench-nodemode | grep -E 'NODEMODE-REAL|real nodes up|--- |^(ok|FAIL)|_test.go:[0-9]+: .*(want|fail|Error)' || true

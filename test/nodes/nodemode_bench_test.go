@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -72,8 +73,9 @@ const (
 // round; a drain loses none. An ARP watch on the nodes' network fails the
 // test on a second holder; at every settle the NodeVIP's status and the
 // agents' tfccm_node_vip_held name the same one holder, and at the end the
-// Service's tfccm.io/VIPHeld names it too. The lines to read start
-// NODEMODE-REAL.
+// Service's tfccm.io/VIPHeld names it too; the pod sees the client's own
+// address (Local), and UDP on the same Service and port is served by the
+// holder. The lines to read start NODEMODE-REAL.
 func TestNodeModeFailoverBench(t *testing.T) {
 	needNodes(t)
 	rounds, _ := strconv.Atoi(os.Getenv("TFCCM_BENCH_NODEMODE"))
@@ -127,7 +129,8 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "echo"},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-			Ports:                 []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
+				{Name: "udp", Port: 80, TargetPort: intstr.FromInt32(8081), Protocol: corev1.ProtocolUDP}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +263,8 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 			case faultKubelet:
 				err = n.StartKubelet()
 			case faultPower:
-				_, err = runBlock(work, env, "ip -n "+n.Netns+" link set eth0 up")
+				// The link's routes went with it: the default route back too.
+				_, err = runBlock(work, env, "ip -n "+n.Netns+" link set eth0 up && ip -n "+n.Netns+" route replace default via 10.250.0.1 dev eth0")
 			case faultDrain:
 				<-drained // maintenance done
 				_, err = runBlock(work, env, "kubectl uncordon "+h)
@@ -312,6 +316,48 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 	}); err != nil {
 		t.Error(err)
 	}
+	// externalTrafficPolicy Local keeps the client's address; UDP on the
+	// same Service and address is served by the holder too.
+	resp, err := httpc.Get("http://" + nodesVIP + "/clientip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(b), c.Cloud.HostAddress+":") {
+		t.Errorf("the pod saw the client as %q, want the host's %s (externalTrafficPolicy Local keeps it)", b, c.Cloud.HostAddress)
+	}
+	if got, err := askUDP(nodesVIP+":80", podNode); err != nil || got != h {
+		t.Errorf("UDP through the VIP answered from %q (%v), want the holder %s", got, err, h)
+	}
+}
+
+// askUDP sends netexec's "hostname" over UDP to addr (up to 10 tries) and
+// returns the node of the pod that answered.
+func askUDP(addr string, podNode map[string]string) (string, error) {
+	var last error
+	for range 10 {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			return "", err
+		}
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 256)
+		var n int
+		if _, err = conn.Write([]byte("hostname")); err == nil {
+			n, err = conn.Read(buf)
+		}
+		conn.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		if node, ok := podNode[strings.TrimSpace(string(buf[:n]))]; ok {
+			return node, nil
+		}
+		return "", fmt.Errorf("answered %q, no pod of the DaemonSet", buf[:n])
+	}
+	return "", last
 }
 
 // lostSince counts the requests sent after t0 that got no answer.
@@ -339,7 +385,8 @@ func startEchoDaemonSet(t *testing.T, c *Cluster) map[string]string {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "netexec", Image: AgnhostImage,
-					Args: []string{"netexec", "--http-port=8080"}, Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}},
+					Args:  []string{"netexec", "--http-port=8080", "--udp-port=8081"},
+					Ports: []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081, Protocol: corev1.ProtocolUDP}}}}},
 			},
 		},
 	}
