@@ -145,8 +145,9 @@ func TestDecideKeepsTheHolder(t *testing.T) {
 }
 
 // TestMayOverwrite: the holder writes its status at once unless the status
-// names another holder; then once per overwriteEvery (two holders that do
-// not hear each other write no loop).
+// names another holder and it overwrote that less than overwriteEvery ago
+// (two holders that do not hear each other write no loop); a write that
+// failed (nothing recorded) is retried at once.
 func TestMayOverwrite(t *testing.T) {
 	a := &Agent{cfg: Config{NodeName: "a"}, overwrote: map[string]time.Time{}, held: map[string]heldVIP{}}
 	named := func(node string) decision {
@@ -159,20 +160,26 @@ func TestMayOverwrite(t *testing.T) {
 	}
 	t0 := time.Now()
 	for _, tc := range []struct {
-		name   string
-		status string
-		at     time.Duration
-		want   bool
+		name      string
+		status    string
+		at        time.Duration
+		written   bool // the write succeeded (reconcile records it)
+		other, ok bool
 	}{
-		{"no holder named: write", "", 0, true},
-		{"itself named: write", "a", 0, true},
-		{"another named: take over", "b", 0, true},
-		{"another named again at once: wait", "b", time.Second, false},
-		{"itself named meanwhile: write", "a", 2 * time.Second, true},
-		{"another named after the interval: write", "b", overwriteEvery, true},
+		{"no holder named: write", "", 0, true, false, true},
+		{"itself named: write", "a", 0, true, false, true},
+		{"another named, the write fails", "b", 0, false, true, true},
+		{"another named: retried at once", "b", 100 * time.Millisecond, true, true, true},
+		{"another named again soon after: wait", "b", time.Second, false, true, false},
+		{"itself named meanwhile: write", "a", 2 * time.Second, true, false, true},
+		{"another named after the interval: write", "b", 100*time.Millisecond + overwriteEvery, true, true, true},
 	} {
-		if got := a.mayOverwrite(named(tc.status), t0.Add(tc.at)); got != tc.want {
-			t.Errorf("%s: mayOverwrite = %v, want %v", tc.name, got, tc.want)
+		other, ok := a.mayOverwrite(named(tc.status), t0.Add(tc.at))
+		if other != tc.other || ok != tc.ok {
+			t.Errorf("%s: mayOverwrite = %v, %v, want %v, %v", tc.name, other, ok, tc.other, tc.ok)
+		}
+		if ok && other && tc.written {
+			a.overwrote["10.0.0.1"] = t0.Add(tc.at)
 		}
 	}
 }

@@ -48,8 +48,10 @@ func (a *Agent) reconcile(ctx context.Context) {
 		case d.Holder == a.cfg.NodeName:
 			mine[d.Address.String()] = true
 			o := a.take(d)
-			if a.mayOverwrite(d, time.Now()) {
-				a.report(ctx, d, a.cfg.NodeName, o)
+			if other, ok := a.mayOverwrite(d, time.Now()); ok {
+				if a.report(ctx, d, a.cfg.NodeName, o) > 0 && other {
+					a.overwrote[d.Address.String()] = time.Now()
+				}
 			}
 		case d.Holder == "" && d.Reporter == a.cfg.NodeName:
 			a.report(ctx, d, "", outcome{reason: vipapi.ReasonNoEligibleNode, message: d.Why})
@@ -94,34 +96,32 @@ func (a *Agent) confirmed(ctx context.Context, vips []*vipapi.NodeVIP) []*vipapi
 // status that names another node as holding the address.
 const overwriteEvery = 5 * time.Second
 
-// mayOverwrite: whether this agent, d's holder, may write d's status now.
-// Taking over from a holder that is gone is one write. Two agents that
-// both hold the address (they do not hear each other: a partition) would
-// each overwrite the other's status at once, every time, in a loop of API
-// writes; this bounds each to one write per overwriteEvery.
-func (a *Agent) mayOverwrite(d decision, now time.Time) bool {
-	addr := d.Address.String()
-	other := false
+// mayOverwrite: whether this agent, d's holder, may write d's status now,
+// and whether the status names another holder. Taking over from a holder
+// that is gone is one write (retried at once when it fails). Two agents
+// that both hold the address (they do not hear each other: a partition)
+// would each overwrite the other's status at once, every time, in a loop
+// of API writes; once one has overwritten it (reconcile records when), it
+// waits overwriteEvery before it does again.
+func (a *Agent) mayOverwrite(d decision, now time.Time) (other, ok bool) {
 	for _, v := range d.VIPs {
 		if c := v.Status.Announced(); c != nil && c.Status == metav1.ConditionTrue && v.Status.Holder != "" && v.Status.Holder != a.cfg.NodeName {
 			other = true
 		}
 	}
 	if !other {
-		return true
+		return false, true
 	}
+	addr := d.Address.String()
 	if last, ok := a.overwrote[addr]; ok && now.Sub(last) < overwriteEvery {
-		return false
+		return true, false
 	}
-	a.overwrote[addr] = now
-	if len(a.overwrote) > 4*len(a.held)+16 {
-		for k, t := range a.overwrote {
-			if now.Sub(t) >= overwriteEvery {
-				delete(a.overwrote, k)
-			}
+	for k, t := range a.overwrote {
+		if now.Sub(t) >= overwriteEvery {
+			delete(a.overwrote, k)
 		}
 	}
-	return true
+	return true, true
 }
 
 // heldVIP is one VIP this node answers for.
