@@ -183,3 +183,41 @@ func TestMayOverwrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitHandover: a new holder waits (at most handoverDelay) for an old
+// holder that is alive and eligible in the gossip to let go; it takes at
+// once from one that is gone or gossips itself not eligible.
+func TestWaitHandover(t *testing.T) {
+	held := func(node string) decision {
+		v := testVIP("web", "10.0.0.1", "Cluster", "a", "b")
+		v.Status.Holder = node
+		v.Status.Conditions = []metav1.Condition{{Type: vipapi.ConditionAnnounced, Status: metav1.ConditionTrue}}
+		return decision{Address: netip.MustParseAddr("10.0.0.1"), VIPs: []*vipapi.NodeVIP{v}}
+	}
+	alive := map[string]member{"a": {Name: "a", meta: meta{Eligible: true}}, "b": {Name: "b", meta: meta{Eligible: true}}}
+	ineligible := map[string]member{"a": {Name: "a", meta: meta{Eligible: true}}, "b": {Name: "b", meta: meta{Why: "its kubelet does not answer"}}}
+	gone := map[string]member{"a": {Name: "a", meta: meta{Eligible: true}}}
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name    string
+		d       decision
+		members map[string]member
+		at      time.Duration
+		want    bool
+	}{
+		{"no holder named: take", held(""), alive, 0, false},
+		{"the old holder is gone: take", held("b"), gone, 0, false},
+		{"the old holder gossips not eligible: take", held("b"), ineligible, 0, false},
+		{"the old holder is alive and eligible (cordoned): wait", held("b"), alive, 0, true},
+		{"still within the delay: wait", held("b"), alive, handoverDelay / 2, true},
+		{"the delay is over: take anyway", held("b"), alive, handoverDelay, false},
+	} {
+		a := &Agent{cfg: Config{NodeName: "a"}, handover: map[string]time.Time{}, trigger: make(chan struct{}, 1)}
+		if tc.at > 0 {
+			a.handover["10.0.0.1"] = t0
+		}
+		if got := a.waitHandover(tc.d, tc.members, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: waitHandover = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		return
 	}
 	decisions := decide(a.confirmed(ctx, a.vips()), w)
-	mine := map[string]bool{}
+	mine, waiting := map[string]bool{}, map[string]bool{}
 	for _, d := range decisions {
 		switch {
 		case d.Invalid != "":
@@ -46,7 +46,12 @@ func (a *Agent) reconcile(ctx context.Context) {
 				a.report(ctx, d, "", outcome{reason: vipapi.ReasonInvalid, message: d.Invalid})
 			}
 		case d.Holder == a.cfg.NodeName:
-			mine[d.Address.String()] = true
+			addr := d.Address.String()
+			if _, held := a.held[addr]; !held && a.waitHandover(d, w.members, time.Now()) {
+				waiting[addr] = true
+				continue
+			}
+			mine[addr] = true
 			o := a.take(d)
 			if other, ok := a.mayOverwrite(d, time.Now()); ok {
 				if a.report(ctx, d, a.cfg.NodeName, o) > 0 && other {
@@ -60,6 +65,11 @@ func (a *Agent) reconcile(ctx context.Context) {
 	for addr, h := range a.held {
 		if !mine[addr] {
 			a.release(addr, h)
+		}
+	}
+	for addr := range a.handover {
+		if !waiting[addr] {
+			delete(a.handover, addr)
 		}
 	}
 }
@@ -90,6 +100,41 @@ func (a *Agent) confirmed(ctx context.Context, vips []*vipapi.NodeVIP) []*vipapi
 		out = append(out, fresh)
 	}
 	return out
+}
+
+// handoverDelay is how long a new holder waits for the old one to let go
+// when the old one is alive and still eligible in the gossip (cordoned,
+// drained, not Ready, its endpoint gone: what every agent learns from the
+// API server, each at its own moment). Nothing is lost meanwhile:
+// kube-proxy on the old holder still serves what reaches it.
+const handoverDelay = 500 * time.Millisecond
+
+// waitHandover: whether this agent, chosen for d's address it does not
+// hold, waits before it takes it, because the holder d's status names is
+// a live, eligible agent that will release it itself (a planned hand-over:
+// taking at once would answer beside it for a moment). A holder that is
+// gone or gossips itself not eligible (its kubelet stopped: it released
+// first) is replaced at once. It waits handoverDelay at most, then takes
+// the address anyway.
+func (a *Agent) waitHandover(d decision, members map[string]member, now time.Time) bool {
+	addr := d.Address.String()
+	planned := false
+	for _, h := range currentHolders(d.VIPs) {
+		if m, ok := members[h]; ok && h != a.cfg.NodeName && m.Eligible {
+			planned = true
+		}
+	}
+	if !planned {
+		delete(a.handover, addr)
+		return false
+	}
+	since, ok := a.handover[addr]
+	if !ok {
+		a.handover[addr] = now
+		time.AfterFunc(handoverDelay, a.kick)
+		return true
+	}
+	return now.Sub(since) < handoverDelay
 }
 
 // overwriteEvery is how often an agent may write itself as holder over a
