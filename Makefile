@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-image tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-image tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners bench-nodemode soak demo demo-down clean image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -259,6 +259,16 @@ bench-runners: tools-nodes build image
 	rc=0; TFCCM_NODES=1 TFCCM_BENCH_RUNNERS=$(TFCCM_BENCH_RUNNERS) TFCCM_BENCH_PARALLELISM=$(TFCCM_BENCH_PARALLELISM) \
 		IMAGE_DIR=$(IMAGE_DIR) $(GO) test -count=1 -timeout 150m -run '^TestRunnersVsInProcess$$' -v ./test/nodes/ || rc=$$?; \
 		bash hack/leftovers.sh check .work/leftovers.before-bench-runners || rc=1; exit $$rc
+
+## bench-nodemode: node mode's failover on 3 real nodes (chart-installed agents, kube-proxy on the
+## holder): TFCCM_BENCH_NODEMODE (5) rounds each of the holder's kubelet stopped, its agent killed, its
+## node powered off and drained, 20 req/s through the VIP; the lines to read start NODEMODE-REAL:
+TFCCM_BENCH_NODEMODE ?= 5
+bench-nodemode: tools-nodes build image
+	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before-bench-nodemode
+	rc=0; TFCCM_NODES=1 TFCCM_BENCH_NODEMODE=$(TFCCM_BENCH_NODEMODE) IMAGE_DIR=$(IMAGE_DIR) \
+		$(GO) test -count=1 -timeout 60m -run '^TestNodeModeFailoverBench$$' -v ./test/nodes/ || rc=$$?; \
+		bash hack/leftovers.sh check .work/leftovers.before-bench-nodemode || rc=1; exit $$rc
 
 ## demo: local control plane + local cloud + CCM + a LoadBalancer Service;
 ## SET=baremetal: the baremetal set on two LB hosts (sshd, HAProxy, keepalived) over SSH;

@@ -39,6 +39,10 @@
 #                           Jobs vs in-process at the same parallelism: ratio, pods per
 #                           apply, Job wall time, pod start, apiserver writes and etcd
 #                           bytes per apply (TFCCM_BENCH_RUNNERS=N, TFCCM_BENCH_PARALLELISM)
+#   node mode on 3 real nodes (make bench-nodemode): the holder's kubelet stopped, its
+#                           agent killed, its node powered off, drained; 20 req/s through
+#                           the VIP: median <= 1.5 s, max 3 s, <= 2 lost (drain: 0), no
+#                           failback, never two holders (TFCCM_BENCH_NODEMODE=rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"
@@ -97,3 +101,7 @@ TFCCM_BENCH_HOSTHEALTH_SSH=10 go test -count=1 -timeout 30m -run '^TestBaremetal
 # Runner Jobs on 3 real nodes against in-process (docs/scale.md#runner-jobs).
 echo "### runner Jobs vs in-process, ${TFCCM_BENCH_RUNNERS:-200} Services on 3 real nodes"
 make --no-print-directory bench-runners | grep -E 'RUNNERS:|real nodes up|--- |^(ok|FAIL)|_test.go:[0-9]+: .*(want|fail|Error)' || true
+
+# Node mode's failover on 3 real nodes (docs/node-mode.md#measured).
+echo "### node mode failover, ${TFCCM_BENCH_NODEMODE:-5} rounds of each fault on 3 real nodes"
+make --no-print-directory bench-nodemode | grep -E 'NODEMODE-REAL|real nodes up|--- |^(ok|FAIL)|_test.go:[0-9]+: .*(want|fail|Error)' || true

@@ -138,6 +138,7 @@ func TestBuiltinCredentials(t *testing.T) {
 		{"baremetal", "loadbalancer", ""},
 		{"baremetal", "routes", ""},
 		{"nodes", "loadbalancer", ""},
+		{"nodes", "routes", ""},
 		{"hcloud", "loadbalancer", "HCLOUD_TOKEN"},
 		{"hcloud", "routes", "HCLOUD_TOKEN"},
 		{"digitalocean", "loadbalancer", "DIGITALOCEAN_TOKEN"},

@@ -102,6 +102,28 @@ func DecodeVIPHolders(outputs map[string]json.RawMessage) (map[string][]string, 
 	return holders, nil
 }
 
+// VIPHolderKindOutput is a health module's optional output naming what
+// holds its VIPs, for the words of tfccm.io/VIPHeld: "node" (the nodes
+// set); none is "LB host".
+const VIPHolderKindOutput = "vip_holder_kind"
+
+// DecodeVIPHolderKind reads the health module's `vip_holder_kind` output:
+// "node", or "" (LB hosts) without it.
+func DecodeVIPHolderKind(outputs map[string]json.RawMessage) (string, error) {
+	raw, ok := outputs[VIPHolderKindOutput]
+	if !ok {
+		return "", nil
+	}
+	var kind string
+	if err := json.Unmarshal(raw, &kind); err != nil || kind != "node" && kind != "LB host" {
+		return "", fmt.Errorf("output `vip_holder_kind` is %s: want \"node\" or \"LB host\"", raw)
+	}
+	if kind == "LB host" {
+		kind = ""
+	}
+	return kind, nil
+}
+
 // BGPSessionsOutput is a health module's optional output of every LB
 // host's BGP sessions (the bgp variant of baremetal): the Service's
 // tfccm.io/BGPEstablished condition and tfccm_bgp_session_up.

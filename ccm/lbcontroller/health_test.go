@@ -22,6 +22,7 @@ type fakeProber struct {
 	outputs string
 	hosts   string // the hosts output ("": none)
 	holders string // the vip_holders output ("": none)
+	kind    string // the vip_holder_kind output ("": none)
 	bgp     string // the bgp_sessions output ("": none)
 	err     error
 
@@ -43,6 +44,9 @@ func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]jso
 	}
 	if f.holders != "" {
 		outs["vip_holders"] = json.RawMessage(f.holders)
+	}
+	if f.kind != "" {
+		outs["vip_holder_kind"] = json.RawMessage(f.kind)
 	}
 	if f.bgp != "" {
 		outs["bgp_sessions"] = json.RawMessage(f.bgp)

@@ -1,4 +1,4 @@
-// Which LB host holds each VIP (tfccm.io/VIPHeld and
+// Which LB host (or node) holds each VIP (tfccm.io/VIPHeld and
 // tfccm_load_balancer_vip_holders), from the health modules' vip_holders.
 
 package lbcontroller
@@ -32,8 +32,9 @@ var ipFamilies = []string{"IPv4", "IPv6"}
 
 // reportVIPHolders sets the Service's VIPHeld condition and holders gauges
 // from a reading (nil: the set reads no holders; nothing is reported; nor
-// while the Service is prepared only).
-func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string) {
+// while the Service is prepared only); kind is what holds the VIPs
+// (vip_holder_kind: "node", "" LB hosts).
+func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string, kind string) {
 	if holders == nil {
 		return
 	}
@@ -47,7 +48,7 @@ func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string
 			vipHoldersGauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
 		}
 	}
-	l.conds.set(svc, vipHeldCondition(holders))
+	l.conds.set(svc, vipHeldCondition(holders, kind))
 }
 
 // dropVIPHolders removes a Service's holders gauges.
@@ -59,17 +60,23 @@ func dropVIPHolders(namespace, name string) {
 
 // The parts of VIPHeld's message VIPHolders reads back: per family
 // "<family> VIP held by <hosts>", joined by "; ".
-const (
-	noHolder   = "no LB host that answers"
-	splitBrain = " at once (VRRP split brain: the hosts do not hear each other)"
-	heldBy     = " VIP held by "
-)
+const heldBy = " VIP held by "
+
+// holderWords are VIPHeld's words for a VIP no holder answers for, and
+// the suffix naming a split brain, by kind of holder (vip_holder_kind).
+type holderWords struct{ none, split string }
+
+var holderKinds = map[string]holderWords{
+	"":     {"no LB host that answers", " at once (VRRP split brain: the hosts do not hear each other)"},
+	"node": {"no node that answers", " at once (split brain: their node agents do not hear each other)"},
+}
 
 // vipHeldCondition is VIPHeld for the holders of each family's VIP: True
 // (HeldBy) when every VIP has exactly one holder; else False, SplitBrain
 // when one has two or more, NoHolder when one has none. The message names
 // every family's holders.
-func vipHeldCondition(holders map[string][]string) metav1.Condition {
+func vipHeldCondition(holders map[string][]string, kind string) metav1.Condition {
+	words := holderKinds[kind]
 	status, reason := true, CondReasonHeldBy
 	var parts []string
 	for _, f := range ipFamilies {
@@ -79,12 +86,12 @@ func vipHeldCondition(holders map[string][]string) metav1.Condition {
 		}
 		switch {
 		case len(hs) == 0:
-			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, noHolder))
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, words.none))
 			if reason != CondReasonSplitBrain {
 				status, reason = false, CondReasonNoHolder
 			}
 		case len(hs) > 1:
-			parts = append(parts, fmt.Sprintf("%s VIP held by %s%s", f, joinHosts(hs), splitBrain))
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s%s", f, joinHosts(hs), words.split))
 			status, reason = false, CondReasonSplitBrain
 		default:
 			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, hs[0]))
@@ -122,11 +129,13 @@ func VIPHolders(conds []metav1.Condition) string {
 		if !ok {
 			continue
 		}
-		switch {
-		case hosts == noHolder:
-			hosts = "NONE"
-		case strings.HasSuffix(hosts, splitBrain):
-			hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, splitBrain), " and ", "+"), ", ", "+") + " SPLIT"
+		for _, w := range holderKinds {
+			switch {
+			case hosts == w.none:
+				hosts = "NONE"
+			case strings.HasSuffix(hosts, w.split):
+				hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, w.split), " and ", "+"), ", ", "+") + " SPLIT"
+			}
 		}
 		if len(parts) > 1 {
 			hosts = f + " " + hosts

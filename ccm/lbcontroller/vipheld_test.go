@@ -13,7 +13,8 @@ import (
 // TestHealthRoundVIPHolders: the vip_holders output becomes VIPHeld (True
 // HeldBy naming the holder of each family's VIP; False SplitBrain with two
 // holders, NoHolder with none, split brain winning) and the holders
-// gauge per family; a malformed output keeps the last reading; a family
+// gauge per family, in words of nodes when vip_holder_kind says "node"; a
+// malformed output keeps the last reading; a family
 // no longer served loses its series; a deleted Service loses them all.
 func TestHealthRoundVIPHolders(t *testing.T) {
 	registerHealth()
@@ -24,30 +25,39 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 	backends := `[{"node":"a","healthy":true}]`
 	for _, tc := range []struct {
 		name, holders string
+		kind          string
 		status        metav1.ConditionStatus
 		reason        string
 		message       string
 		gauges        map[string]float64
 		column        string
 	}{
-		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
+		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by lb-a; IPv6 VIP held by lb-b", map[string]float64{"IPv4": 1, "IPv6": 1}, "IPv4 lb-a, IPv6 lb-b"},
-		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
+		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
 			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
-		{"malformed output keeps the last reading", `["lb-a"]`, metav1.ConditionFalse, CondReasonSplitBrain,
+		{"malformed output keeps the last reading", `["lb-a"]`, "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
 			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
-		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, metav1.ConditionFalse, CondReasonSplitBrain,
+		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by no LB host that answers; IPv6 VIP held by lb-a, lb-b and lb-c at once (VRRP split brain: the hosts do not hear each other)",
 			map[string]float64{"IPv4": 0, "IPv6": 3}, "IPv4 NONE, IPv6 lb-a+lb-b+lb-c SPLIT"},
-		{"lost, IPv6 no longer served", `{"IPv4":[]}`, metav1.ConditionFalse, CondReasonNoHolder,
+		{"lost, IPv6 no longer served", `{"IPv4":[]}`, "", metav1.ConditionFalse, CondReasonNoHolder,
 			"IPv4 VIP held by no LB host that answers", map[string]float64{"IPv4": 0}, "NONE"},
-		{"held again", `{"IPv4":["lb-b"]}`, metav1.ConditionTrue, CondReasonHeldBy,
+		{"held again", `{"IPv4":["lb-b"]}`, "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by lb-b", map[string]float64{"IPv4": 1}, "lb-b"},
+		{"node mode: held by a node", `{"IPv4":["node-a"]}`, `"node"`, metav1.ConditionTrue, CondReasonHeldBy,
+			"IPv4 VIP held by node-a", map[string]float64{"IPv4": 1}, "node-a"},
+		{"node mode: lost, in words of nodes", `{"IPv4":[]}`, `"node"`, metav1.ConditionFalse, CondReasonNoHolder,
+			"IPv4 VIP held by no node that answers", map[string]float64{"IPv4": 0}, "NONE"},
+		{"node mode: split brain, in words of nodes", `{"IPv4":["node-b","node-a"]}`, `"node"`, metav1.ConditionFalse, CondReasonSplitBrain,
+			"IPv4 VIP held by node-a and node-b at once (split brain: their node agents do not hear each other)", map[string]float64{"IPv4": 2}, "node-a+node-b SPLIT"},
+		{"an unknown kind keeps the last reading", `{"IPv4":["x"]}`, `"router"`, metav1.ConditionFalse, CondReasonSplitBrain,
+			"IPv4 VIP held by node-a and node-b at once (split brain: their node agents do not hear each other)", map[string]float64{"IPv4": 2}, "node-a+node-b SPLIT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders}, 1)
+			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders, kind: tc.kind}, 1)
 			c, ok := l.conds.get(svc.UID, ConditionVIPHeld)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
 				t.Errorf("VIPHeld %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)

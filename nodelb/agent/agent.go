@@ -65,6 +65,12 @@ type Agent struct {
 	held map[string]heldVIP
 	// cut: this node is cut off (see isolation.go); it holds nothing.
 	cut isolation
+	// overwrote: when this agent last wrote itself as holder over a
+	// status naming another holder, by address (see mayOverwrite).
+	overwrote map[string]time.Time
+	// handover: since when this agent waits for the old holder to release
+	// an address it was chosen for, by address (see waitHandover).
+	handover map[string]time.Time
 }
 
 // Run runs the agent until ctx ends; then it leaves the gossip (the other
@@ -89,6 +95,9 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 		speaker: announce.NewSpeaker(),
 		trigger: make(chan struct{}, 1),
 		held:    map[string]heldVIP{},
+
+		overwrote: map[string]time.Time{},
+		handover:  map[string]time.Time{},
 	}
 	if err := a.watch(ctx, dyn); err != nil {
 		return err

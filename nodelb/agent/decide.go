@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tfccm/tfccm/nodelb/holder"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
 )
@@ -74,7 +76,7 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 		}
 		if d.Invalid == "" {
 			d.Candidates = cands
-			d.Holder = holder.Choose(addr, cands)
+			d.Holder = holder.Sticky(addr, cands, currentHolders(group))
 			if d.Holder == "" && d.Why == "" {
 				d.Why = "no eligible node serves every Service sharing the address"
 			}
@@ -83,4 +85,17 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VIPs[0].Spec.Address < out[j].VIPs[0].Spec.Address })
 	return out
+}
+
+// currentHolders are the holders the statuses of group name as announcing
+// the address: the holder keeps it while it stays a candidate.
+func currentHolders(group []*vipapi.NodeVIP) []string {
+	var out []string
+	for _, v := range group {
+		if c := v.Status.Announced(); c != nil && c.Status == metav1.ConditionTrue && v.Status.Holder != "" {
+			out = append(out, v.Status.Holder)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -21,8 +21,10 @@ import (
 )
 
 // report writes the status of every NodeVIP of d when it changed, and a
-// Warning Event when a VIP newly cannot be served.
-func (a *Agent) report(ctx context.Context, d decision, holderName string, o outcome) {
+// Warning Event when a VIP newly cannot be served; it returns how many
+// statuses it wrote.
+func (a *Agent) report(ctx context.Context, d decision, holderName string, o outcome) int {
+	written := 0
 	for _, v := range d.VIPs {
 		want := v.Status.DeepCopyStatus()
 		want.ObservedGeneration = v.Generation
@@ -53,8 +55,11 @@ func (a *Agent) report(ctx context.Context, d decision, holderName string, o out
 		if _, err := a.dyn.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 			// A conflict is an older copy: the next reconcile retries.
 			klog.V(2).InfoS("NodeVIP status not written", "nodevip", v.Name, "err", err)
+			continue
 		}
+		written++
 	}
+	return written
 }
 
 // sameStatus compares statuses without the conditions' transition times.

@@ -83,6 +83,26 @@ func Choose(address string, candidates []string) string {
 	return best
 }
 
+// Sticky is the holder of address among candidates when current (the
+// holders the VIP's status names) already hold it: the current holder while
+// it stays a candidate, so a node that returns does not take its VIPs back
+// (that would be a second short move, with requests lost, for nothing);
+// Choose among candidates when no current holder is one. Should the
+// statuses name several current holders that are candidates, Choose picks
+// among them, so every agent still agrees.
+func Sticky(address string, candidates, current []string) string {
+	var kept []string
+	for _, c := range current {
+		if slices.Contains(candidates, c) {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) > 0 {
+		return Choose(address, kept)
+	}
+	return Choose(address, candidates)
+}
+
 // score is the rendezvous weight of node for address.
 func score(address, node string) uint64 {
 	h := sha256.New()

@@ -113,3 +113,40 @@ func TestChooseMovesOnlyTheLostNodesVIPs(t *testing.T) {
 		}
 	}
 }
+
+// TestSticky: the current holder keeps the VIP while it is a candidate; a
+// returning node takes nothing back; with no current candidate the hash
+// decides.
+func TestSticky(t *testing.T) {
+	const addr = "10.0.0.1"
+	all := []string{"a", "b", "c"}
+	first := Choose(addr, all)
+	var others []string
+	for _, n := range all {
+		if n != first {
+			others = append(others, n)
+		}
+	}
+	second := Choose(addr, others)
+	for _, tc := range []struct {
+		name       string
+		candidates []string
+		current    []string
+		want       string
+	}{
+		{"no holder yet: the hash", all, nil, first},
+		{"the holder stays while eligible", all, []string{first}, first},
+		{"failback: the first choice returns, the holder keeps it", all, []string{second}, second},
+		{"the holder is out: the hash among the rest", others, []string{first}, second},
+		{"a holder not selected any more is ignored", []string{"a", "b"}, []string{"z"}, Choose(addr, []string{"a", "b"})},
+		{"two current holders (statuses disagree): the hash among them", all, []string{others[0], others[1]}, Choose(addr, others)},
+		{"two current holders, one out: the other", []string{first, others[0]}, []string{others[0], others[1]}, others[0]},
+		{"no candidate", nil, []string{first}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Sticky(addr, tc.candidates, tc.current); got != tc.want {
+				t.Errorf("Sticky(%v, current %v) = %q, want %q", tc.candidates, tc.current, got, tc.want)
+			}
+		})
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,15 +99,7 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 			return n, err
 		}
 	}
-	if _, err := n.start("kubelet", filepath.Join(cfg.Bin, "kubelet"),
-		"--config="+filepath.Join(cfg.Dir, "kubelet.yaml"),
-		"--kubeconfig="+cfg.Kubelet,
-		"--root-dir="+filepath.Join(cfg.Dir, "kubelet"),
-		"--hostname-override="+cfg.Name,
-		"--node-ip="+cfg.Address,
-		"--cloud-provider=external",
-		"--v=1",
-	); err != nil {
+	if _, err := n.start("kubelet", filepath.Join(cfg.Bin, "kubelet"), cfg.kubeletArgs()...); err != nil {
 		return n, err
 	}
 	if _, err := n.start("kube-proxy", filepath.Join(cfg.Bin, "kube-proxy"),
@@ -116,6 +110,69 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 }
 
 var errExited = errors.New("process exited")
+
+// kubeletArgs are the node's kubelet's flags.
+func (cfg nodeConfig) kubeletArgs() []string {
+	return []string{
+		"--config=" + filepath.Join(cfg.Dir, "kubelet.yaml"),
+		"--kubeconfig=" + cfg.Kubelet,
+		"--root-dir=" + filepath.Join(cfg.Dir, "kubelet"),
+		"--hostname-override=" + cfg.Name,
+		"--node-ip=" + cfg.Address,
+		"--cloud-provider=external",
+		"--v=1",
+	}
+}
+
+// StopKubelet stops the node's kubelet (SIGTERM, as systemctl stop does);
+// its pods keep running. StartKubelet starts it again.
+func (n *Node) StopKubelet() error {
+	for i, p := range n.procs {
+		if p.Path != "" && strings.Contains(strings.Join(p.Args, " "), "/kubelet ") {
+			n.procs = slices.Delete(n.procs, i, i+1)
+			return devcluster.StopPID(p.Process.Pid, 10*time.Second)
+		}
+	}
+	return fmt.Errorf("node %s: no kubelet running", n.Name)
+}
+
+// StartKubelet starts the node's kubelet after StopKubelet.
+func (n *Node) StartKubelet() error {
+	_, err := n.start("kubelet", filepath.Join(n.cfg.Bin, "kubelet"), n.cfg.kubeletArgs()...)
+	return err
+}
+
+// KillProcesses sends SIGKILL to the node's processes (those in its
+// cgroups: its pods' too) whose command line contains all of words, and
+// returns how many it killed.
+func (n *Node) KillProcesses(words ...string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil || !strings.Contains(string(cg), n.cfg.CgroupRoot+"/") {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		line := strings.ReplaceAll(string(b), "\x00", " ")
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(line, w) }) {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed++
+			}
+		}
+	}
+	return killed, nil
+}
 
 // importImage imports an image archive (docker-archive or OCI tar) into
 // the node's containerd, in the namespace kubelet's CRI uses.

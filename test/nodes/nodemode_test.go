@@ -37,6 +37,13 @@ type answer struct {
 }
 
 func startVIPLoad(seg *l2seg.Segment, vip string) *vipLoad {
+	// A client that waits 3 s, as a real one does: its SYN is
+	// retransmitted after 1 s.
+	return startAskLoad(func() (string, error) { return seg.Ask(vip, 3*time.Second) })
+}
+
+// startAskLoad calls ask 20 times a second; ask returns the node that answered.
+func startAskLoad(ask func() (string, error)) *vipLoad {
 	l := &vipLoad{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -48,9 +55,7 @@ func startVIPLoad(seg *l2seg.Segment, vip string) *vipLoad {
 				return
 			case at := <-t.C:
 				go func() {
-					// A client that waits 3 s, as a real one does: its SYN
-					// is retransmitted after 1 s.
-					node, err := seg.Ask(vip, 3*time.Second)
+					node, err := ask()
 					if err != nil {
 						node = ""
 					}
@@ -108,6 +113,22 @@ func (l *vipLoad) moved(t *testing.T, t0 time.Time, from string, within time.Dur
 	return "", 0, 0
 }
 
+// stays waits for and checks that every request sent in the window after
+// t0 was answered by node: a node that returned took nothing back.
+func (l *vipLoad) stays(t *testing.T, t0 time.Time, node string, window time.Duration) {
+	t.Helper()
+	time.Sleep(window + 3500*time.Millisecond) // the last requests end
+	var other []string
+	for _, a := range l.since(t0) {
+		if a.at.Before(t0.Add(window)) && a.node != node {
+			other = append(other, fmt.Sprintf("%s: %q", a.at.Format("15:04:05.000"), a.node))
+		}
+	}
+	if len(other) > 0 {
+		t.Errorf("after the old holder returned, requests were not answered by the holder %s: %v", node, other)
+	}
+}
+
 // arpWatch asks for the VIP every 100 ms from the client and counts the
 // requests answered by two hardware addresses: two holders.
 type arpWatch struct {
@@ -117,9 +138,14 @@ type arpWatch struct {
 }
 
 func watchARP(t *testing.T, seg *l2seg.Segment, vip netip.Addr) *arpWatch {
+	return watchARPFrom(t, seg.Netns(l2seg.Client), "eth0", vip)
+}
+
+// watchARPFrom is an ARP watch from interface iface of network namespace netns.
+func watchARPFrom(t *testing.T, netns, iface string, vip netip.Addr) *arpWatch {
 	w := &arpWatch{}
-	err := localcloud.InNetns(seg.Netns(l2seg.Client), func() error {
-		ifi, err := net.InterfaceByName("eth0")
+	err := localcloud.InNetns(netns, func() error {
+		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
 		}
@@ -184,8 +210,9 @@ func (w *arpWatch) twoHolders() []string {
 // client sees which node serves. At 20 requests a second it measures the
 // VIP moving when the holder's agent is killed and when the holder's node
 // drops off the network (median ≤ 1.5 s, max 3 s, ≤ 2 lost), and a cordon
-// handing over with none lost; an ARP watch fails the test on a second
-// holder; deleting the NodeVIP leaves nothing answering. The nodes run no
+// handing over with none lost; a node that returns takes nothing back
+// (every request answered by the new holder); an ARP watch fails the test
+// on a second holder; deleting the NodeVIP leaves nothing answering. The nodes run no
 // kubelet (the Nodes are registered Ready): what is measured is the agents.
 func TestNodeModeFailover(t *testing.T) {
 	needNodes(t)
@@ -252,14 +279,15 @@ func TestNodeModeFailover(t *testing.T) {
 		if took > 3*time.Second || lost > 2 {
 			t.Errorf("%s: the VIP took %v and lost %d requests (want ≤ 3 s, ≤ 2)", kind, took, lost)
 		}
-		// Bring the node back; the VIP may move back to it (the rule is
-		// deterministic), and must settle again.
+		// Bring the node back: the VIP stays with its new holder (no
+		// failback, no second move).
+		back := time.Now()
 		if kind == "agent killed" {
 			nm.Restart(t, h)
 		} else {
 			l2seg.Sh(t, "ip", "-n", seg.Netns(h), "link", "set", "eth0", "up")
 		}
-		time.Sleep(2 * time.Second)
+		ld.stays(t, back, to, 4*time.Second)
 	}
 	slices.Sort(times)
 	median := times[len(times)/2]
@@ -288,10 +316,11 @@ func TestNodeModeFailover(t *testing.T) {
 		if lost+lostAll > 0 {
 			t.Errorf("cordon of %s lost %d requests, want 0", h, lostAll)
 		}
+		back := time.Now()
 		if _, err := nm.Cluster.Client().CoreV1().Nodes().Patch(ctx, h, types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		ld.stays(t, back, to, 3*time.Second)
 	}
 	if d := watch.twoHolders(); len(d) > 0 {
 		t.Errorf("two holders answered for %s: %v", vip, d)

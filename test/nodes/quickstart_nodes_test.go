@@ -39,7 +39,8 @@ const (
 // kube-proxy) of one L2 network, to the curl through the VIP that kube-proxy
 // on the holder serves (ipMode VIP), from the host (routed to the node
 // network through the cloud's router, which ARPs for the VIP). It counts the
-// commands (≤ 5) and times them; then the Service's NodeVIPs name a holder
+// commands (≤ 5) and times them; the pod ranges are routed by the set's
+// routes module (no FailedToCreateRoute); then the Service's NodeVIPs name a holder
 // among the labelled nodes, and deleting the Service leaves no NodeVIP and
 // nothing answering at the VIP. What the test adds (a second values file
 // for helm install, as TestQuickstart does): the image, the CCM's layout on
@@ -72,23 +73,7 @@ func TestQuickstartNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The router's sshd, for the pod-range routes; its key in the Secret
-	// the machine's values name, in the namespace the page installs into.
-	hosts := hosttest.ForTest(t, c.Cloud)
-	if err := hosts.StartRouter(); err != nil {
-		t.Fatal(err)
-	}
-	key, err := os.ReadFile(hosts.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tfccm-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Secrets("tfccm-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
-		Data: map[string][]byte{"id_ed25519": key}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	hosts := routerWithKey(t, c)
 
 	work := t.TempDir()
 	for name, body := range files {
@@ -147,6 +132,12 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 	lines := strings.Split(strings.TrimSpace(last), "\n")
 	if answer := lines[len(lines)-1]; !slices.Contains(pods, answer) {
 		t.Errorf("the curl answered %q, not one of the pods %v", answer, pods)
+	}
+
+	// The pod ranges are routed (the set's routes module): no Node has a
+	// FailedToCreateRoute Event.
+	if evs, err := client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedToCreateRoute"}); err != nil || len(evs.Items) > 0 {
+		t.Errorf("FailedToCreateRoute Events: %v %v", err, evs)
 	}
 
 	// The VIP is the Service's, held by a labelled node, announced.
@@ -225,4 +216,29 @@ func quickstartNodesEnv(root, work string, c *Cluster, hosts *hosttest.Hosts, re
 		return nil, err
 	}
 	return append(os.Environ(), "PATH="+wrap+":"+filepath.Join(root, "bin")+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig(), "HOME="+work), nil
+}
+
+// routerWithKey starts the router's sshd, for the pod-range routes, and
+// puts its key in the Secret the machine's values name (tfccm-ssh), in the
+// namespace the chart is installed into (tfccm-system, created here).
+func routerWithKey(t *testing.T, c *Cluster) *hosttest.Hosts {
+	t.Helper()
+	ctx := context.Background()
+	hosts := hosttest.ForTest(t, c.Cloud)
+	if err := hosts.StartRouter(); err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(hosts.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := c.Client()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tfccm-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets("tfccm-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
+		Data: map[string][]byte{"id_ed25519": key}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return hosts
 }

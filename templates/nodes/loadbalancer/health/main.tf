@@ -71,3 +71,8 @@ output "vip_holders" {
   description = "Per IP family served, the node holding its address now as the agents report it: one is right, none a lost VIP (tfccm.io/VIPHeld, tfccm_load_balancer_vip_holders). The status names one holder, so a split brain shows only as two nodes answering ARP (the agents' holder rule prevents it while they hear each other)."
   value       = { for f, h in data.lbhost_node_vip_holder.vip : f => h.held ? [h.holder] : [] }
 }
+
+output "vip_holder_kind" {
+  description = "The holders vip_holders names are nodes: tfccm.io/VIPHeld says so (\"no node that answers\")."
+  value       = "node"
+}
