@@ -542,22 +542,13 @@ func TestMain(m *testing.M) {
 func tfccmBinary(t *testing.T) string {
 	t.Helper()
 	tfccmOnce.Do(func() {
-		root, err := repo.Root()
-		if err != nil {
-			tfccmErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "tfccm-clouds-bin")
 		if err != nil {
 			tfccmErr = err
 			return
 		}
 		tfccmPath = filepath.Join(dir, "tfccm")
-		cmd := exec.Command("go", "build", "-o", tfccmPath, "./cmd/tfccm")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tfccmErr = fmt.Errorf("build tfccm: %v\n%s", err, out)
-		}
+		tfccmErr = repo.BuildTo("./cmd/tfccm", tfccmPath)
 	})
 	if tfccmErr != nil {
 		t.Fatal(tfccmErr)
