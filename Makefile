@@ -206,22 +206,32 @@ UNIT_PKGS := ./annotations/... ./config/... ./internal/... ./instances/... ./tem
 unit:
 	$(GO) test -short -count=1 $(UNIT_PKGS)
 
-## E2E_LANE: the e2e tests that run in a second go test process beside the rest of ./test/e2e/ and
-## every other package (about half of the package's time: LB hosts, the image, kill -9s, the soak),
-## so the longest package does not bound make test; -skip gives the first process every other test
-E2E_LANE = ^(TestBaremetal|TestServiceVarsBaremetal|TestNameHeldByOneServiceOnBaremetal|TestDemoBaremetal|TestKill9DuringAppliesBaremetal|TestDegradedFromL4|TestDegradedFromHAProxy|TestContainerServesLoadBalancer|TestImageProviderMirror|TestSoak|TestHALeaderKilledMidApply|TestKill9DuringApplies|TestRenderMatchesController|TestAdoptThroughStandIn|TestReviewModeBackendsOnly|TestMetalLBPools)$$
+## E2E_LANE: the e2e tests that run in one of the two go test processes of ./test/e2e/ (LB hosts, the
+## image, kill -9s, the soak and others, about half of the package's time); -skip gives the other
+## process every other test. Both run beside the go test of every other package, so the longest
+## package (~25 minutes in one process) does not bound make test
+E2E_LANE = ^(TestBaremetal|TestServiceVarsBaremetal|TestNameHeldByOneServiceOnBaremetal|TestDemoBaremetal|TestKill9DuringAppliesBaremetal|TestDegradedFromL4|TestDegradedFromHAProxy|TestContainerServesLoadBalancer|TestImageProviderMirror|TestSoak|TestHALeaderKilledMidApply|TestKill9DuringApplies|TestRenderMatchesController|TestAdoptThroughStandIn|TestReviewModeBackendsOnly|TestMetalLBPools|TestSharedAndChosenAddresses|TestAddressPoolObjects|TestDemo|TestBurstNoWarnings)$$
+
+## TEST_FIRST: the packages other than test/e2e that take minutes, started first (go test starts the
+## package it is told first first), so none of them starts last and runs alone
+TEST_FIRST := ./test/clouds/ ./lbhost/hosttest/ ./lbhost/tfprovider/ ./workspace/ ./test/localcloud/
 
 ## test: everything CI runs — lint, unit, integration and e2e tests, the fast subset of the upstream
 ## LoadBalancer conformance specs on real nodes, then a check that the tests left no namespace,
-## process, link or cgroup of their own behind. ./test/e2e/ comes first: go test starts the package
-## it is told first first, and the longest one should not wait for a lane. Only the conformance
-## specs need the parts of real nodes and the e2e suite: on a cold machine they build (niced, log in
+## process, link or cgroup of their own behind. Three go test processes at once: ./test/e2e/ in two
+## (E2E_LANE and the rest; logs in .work/e2e-lane.log and .work/e2e-rest.log, printed at the end) and
+## every other package in the third, the slow ones first (TEST_FIRST). The e2e tests mostly wait (on
+## applies, Events, kernels), so the two cores serve all three. Only the conformance specs need the
+## parts of real nodes and the e2e suite: on a cold machine they build (niced, log in
 ## .work/tools-nodes.log) while the Go tests run, on the CPU the tests leave idle
 test: tools build standin lint
 	@mkdir -p .work && bash hack/leftovers.sh snapshot .work/leftovers.before
 	nice -n 19 $(MAKE) --no-print-directory tools-nodes tools-e2e >.work/tools-nodes.log 2>&1 & nodes=$$!; \
 		$(GO) test -count=1 -timeout 45m -run '$(E2E_LANE)' ./test/e2e/ >.work/e2e-lane.log 2>&1 & lane=$$!; \
-		rc=0; $(GO) test -count=1 -timeout 45m -skip '$(E2E_LANE)' ./test/e2e/ ./... || rc=$$?; \
+		$(GO) test -count=1 -timeout 45m -skip '$(E2E_LANE)' ./test/e2e/ >.work/e2e-rest.log 2>&1 & rest=$$!; \
+		rc=0; $(GO) test -count=1 -timeout 45m $(TEST_FIRST) $$($(GO) list ./... | grep -vx 'github.com/tfccm/tfccm/test/e2e') || rc=$$?; \
+		wait $$rest || { rc=1; echo "the e2e rest failed (log below: .work/e2e-rest.log)"; }; \
+		echo "==> the e2e rest: go test -skip '$(E2E_LANE)' ./test/e2e/"; cat .work/e2e-rest.log; \
 		wait $$lane || { rc=1; echo "the e2e lane failed (log below: .work/e2e-lane.log)"; }; \
 		echo "==> the e2e lane: go test -run '$(E2E_LANE)' ./test/e2e/"; cat .work/e2e-lane.log; \
 		if wait $$nodes; then cat .work/tools-nodes.log; $(CONFORMANCE_FAST_RUN) || rc=$$?; \

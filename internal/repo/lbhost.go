@@ -3,7 +3,6 @@ package repo
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -39,11 +38,9 @@ func LBHostCLIConfig() (string, error) {
 			}
 			tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
 			if i == 0 {
-				cmd := exec.Command("go", "build", "-o", tmp, "./lbhost/cmd/terraform-provider-lbhost")
-				cmd.Dir = root
-				if out, err := cmd.CombinedOutput(); err != nil {
+				if err := BuildTo("./lbhost/cmd/terraform-provider-lbhost", tmp); err != nil {
 					os.Remove(tmp)
-					lbhost.err = fmt.Errorf("build the lbhost provider: %w\n%s", err, out)
+					lbhost.err = fmt.Errorf("the lbhost provider: %w", err)
 					return
 				}
 			} else if err := copyFile(mirror.BinaryPath(providers, mirror.Source, mirror.Version), tmp); err != nil {

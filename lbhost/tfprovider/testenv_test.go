@@ -38,15 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		bin := mirror.BinaryPath(filepath.Join(dir, "providers"), mirror.Source, tfprovider.Version)
-		root, err := repo.Root()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		cmd := exec.Command("go", "build", "-o", bin, "./lbhost/cmd/terraform-provider-lbhost")
-		cmd.Dir = root
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err := repo.BuildTo("./lbhost/cmd/terraform-provider-lbhost", bin); err != nil {
 			fmt.Fprintln(os.Stderr, "build provider:", err)
 			return 1
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,11 +61,7 @@ func ccmBinary(t testing.TB) string {
 			return
 		}
 		ccmPath = filepath.Join(dir, "terraform-cloud-controller-manager")
-		cmd := exec.Command("go", "build", "-o", ccmPath, "./cmd/terraform-cloud-controller-manager")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build CCM: %v\n%s", err, out)
-		}
+		buildErr = repo.BuildTo("./cmd/terraform-cloud-controller-manager", ccmPath)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

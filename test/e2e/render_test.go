@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/devcluster"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/test/localcloud"
@@ -206,11 +207,7 @@ func tfccmBinary(t *testing.T) string {
 	t.Helper()
 	tfccmOnce.Do(func() {
 		tfccmPath = filepath.Join(filepath.Dir(ccmBinary(t)), "tfccm")
-		cmd := exec.Command("go", "build", "-o", tfccmPath, "./cmd/tfccm")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tfccmErr = fmt.Errorf("build tfccm: %v\n%s", err, out)
-		}
+		tfccmErr = repo.BuildTo("./cmd/tfccm", tfccmPath)
 	})
 	if tfccmErr != nil {
 		t.Fatal(tfccmErr)
