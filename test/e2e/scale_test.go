@@ -54,7 +54,7 @@ func TestCCMScaleBench(t *testing.T) {
 		}
 		drift = d
 	}
-	cluster := devcluster.ForTest(t)
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"}) // ClusterIPs for 5,000 Services
 	client := cluster.Client()
 	dir := t.TempDir()
 	starts := filepath.Join(dir, "tofu-starts.log")
