@@ -47,8 +47,9 @@ const burstParallelism = 4
 func TestBurstVsRawTofu(t *testing.T) {
 	n := harness.BenchCount(t, "TFCCM_BENCH_BURST", "TFCCM_BENCH_BURST=N runs the burst benchmark (make bench)")
 	maxRatio := harness.BenchRatio(t, "TFCCM_BENCH_BURST_MAX", 1.2)
-	cloud := localcloud.ForTest(t, localcloud.Options{VIPs: n}) // 1,000 or 5,000: a /22 or /19 VIP pool
-	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"}) // ClusterIPs for 5,000 Services
+	// A VIP pool and a service range that hold N (1,000: a /22 VIP pool).
+	cloud := localcloud.ForTest(t, localcloud.Options{VIPs: n})
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"})
 	client := cluster.Client()
 	serveNodes(t, cloud, 30080)
 	for _, name := range cloud.Nodes() {

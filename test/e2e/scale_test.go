@@ -27,9 +27,10 @@ import (
 // template of testdata/scale (one terraform_data per load balancer,
 // layered over the local set; addresses from an address pool of tfccm's):
 //
-//   - the CCM's resident memory with 1 and 1+K Nodes (K =
-//     TFCCM_BENCH_CCM_NODES, 100), then with N/2 and N Services: memory
-//     per Node and per Service are the slopes; at N <= 1,000 it fails above
+//   - the CCM's resident memory (and Go heap in use) with 1 and 1+K Nodes
+//     (K = TFCCM_BENCH_CCM_NODES, 1,000; 100 of them stay for the
+//     Services), then with N/2 and N Services: memory per Node and per
+//     Service are the slopes; at N <= 1,000 it fails above
 //     TFCCM_BENCH_CCM_RSS_MAX MiB (200);
 //   - tofu processes alive while nothing changes (every process under the
 //     work dir, sampled every second): it fails on any;
@@ -44,7 +45,7 @@ import (
 // Every tofu start is counted by a wrapper that logs it and execs tofu.
 func TestCCMScaleBench(t *testing.T) {
 	n := harness.BenchCount(t, "TFCCM_BENCH_CCM", "TFCCM_BENCH_CCM=N runs the CCM scale benchmark (make bench)")
-	extraNodes := scaleEnvInt(t, "TFCCM_BENCH_CCM_NODES", 100)
+	extraNodes := scaleEnvInt(t, "TFCCM_BENCH_CCM_NODES", 1000)
 	rssMax := scaleEnvInt(t, "TFCCM_BENCH_CCM_RSS_MAX", 200)
 	drift := max(4*time.Minute, time.Duration(n)*600*time.Millisecond)
 	if v := os.Getenv("TFCCM_BENCH_CCM_DRIFT"); v != "" {
@@ -78,16 +79,23 @@ func TestCCMScaleBench(t *testing.T) {
 	}
 	t.Logf("CCM_SCALE: N=%d, +%d nodes, drift_interval=%s, parallelism=%d; load average %s", n, extraNodes, drift, burstParallelism, uptime())
 
-	// Memory per Node: 1 Node, then 1+K, before any Service.
+	// Memory per Node: 1 Node, then 1+K, before any Service; the Services
+	// then serve 1+min(K, 100) Nodes.
 	time.Sleep(15 * time.Second)
-	rss0 := rssOf(t, ccm)
+	rss0, heap0 := rssOf(t, ccm), scaleHeap(t, cluster, ccm)
 	for i := 1; i <= extraNodes; i++ {
 		registerNode(t, client, harness.Node{Name: fmt.Sprintf("node-%d", i), InternalIPs: []string{fmt.Sprintf("10.199.%d.%d", i/250, 1+i%250)}})
 	}
 	time.Sleep(15 * time.Second)
-	rss1 := rssOf(t, ccm)
+	rss1, heap1 := rssOf(t, ccm), scaleHeap(t, cluster, ccm)
 	perNode := float64(rss1-rss0) / float64(max(extraNodes, 1))
-	t.Logf("CCM_SCALE: RSS %d MiB with 1 node, %d MiB with %d: %.1f KiB per Node", rss0>>10, rss1>>10, extraNodes+1, perNode)
+	t.Logf("CCM_SCALE: RSS %d MiB with 1 node, %d MiB with %d: %.1f KiB per Node (Go heap in use %d -> %d MiB: %.1f KiB per Node)",
+		rss0>>10, rss1>>10, extraNodes+1, perNode, heap0>>20, heap1>>20, float64(heap1-heap0)/1024/float64(max(extraNodes, 1)))
+	for i := 101; i <= extraNodes; i++ {
+		if err := client.CoreV1().Nodes().Delete(t.Context(), fmt.Sprintf("node-%d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Memory per Service: N/2 Services, then N.
 	names := make([]string, n)
@@ -110,14 +118,15 @@ func TestCCMScaleBench(t *testing.T) {
 	took := create(0, half)
 	waitTofuQuiet(t, starts, 10*time.Second)
 	time.Sleep(5 * time.Second)
-	rssHalf := rssOf(t, ccm)
-	t.Logf("CCM_SCALE: %d Services to ingress in %s; RSS %d MiB; load average %s", half, took.Round(time.Second), rssHalf>>10, uptime())
+	rssHalf, heapHalf := rssOf(t, ccm), scaleHeap(t, cluster, ccm)
+	t.Logf("CCM_SCALE: %d Services to ingress in %s; RSS %d MiB, Go heap in use %d MiB; load average %s", half, took.Round(time.Second), rssHalf>>10, heapHalf>>20, uptime())
 	took = create(half, n)
 	waitTofuQuiet(t, starts, 10*time.Second)
-	rssFull := rssOf(t, ccm)
+	time.Sleep(5 * time.Second)
+	rssFull, heapFull := rssOf(t, ccm), scaleHeap(t, cluster, ccm)
 	perService := float64(rssFull-rssHalf) / float64(n-half)
-	t.Logf("CCM_SCALE: %d more Services to ingress in %s; RSS %d MiB at N=%d: %.1f KiB per Service; load average %s",
-		n-half, took.Round(time.Second), rssFull>>10, n, perService, uptime())
+	t.Logf("CCM_SCALE: %d more Services to ingress in %s; RSS %d MiB at N=%d: %.1f KiB per Service (Go heap in use %d MiB: %.1f KiB per Service); load average %s",
+		n-half, took.Round(time.Second), rssFull>>10, n, perService, heapFull>>20, float64(heapFull-heapHalf)/1024/float64(n-half), uptime())
 
 	// Idle: nothing changes; no tofu process may be alive.
 	idle := 30
@@ -326,4 +335,17 @@ func noopApplies(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) in
 	}
 	v, _ := strconv.Atoi(m[1])
 	return v
+}
+
+var heapMetric = regexp.MustCompile(`(?m)^go_memstats_heap_inuse_bytes ([0-9.e+]+)$`)
+
+// scaleHeap is the CCM's Go heap in use in bytes (0 when not exported).
+func scaleHeap(t *testing.T, cluster *devcluster.Cluster, ccm *harness.CCM) int64 {
+	t.Helper()
+	m := heapMetric.FindStringSubmatch(ccmMetrics(t, cluster, ccm))
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(m[1], 64)
+	return int64(f)
 }
