@@ -50,7 +50,7 @@ type Options struct {
 	TransitCIDR string
 	VIPPool     string
 	// VIPs is how many VIPs the automatic VIP pool must hold at least
-	// (default 253, a /24; e.g. 1,000 for a burst bench gives a /22).
+	// (default a /24: 254; e.g. 1,000 for a burst bench gives a /22).
 	VIPs int
 }
 

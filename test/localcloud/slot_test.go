@@ -5,8 +5,8 @@ import "testing"
 func TestPoolBits(t *testing.T) {
 	for _, tc := range []struct{ vips, want int }{
 		{0, 24},
-		{253, 24},
-		{254, 23},
+		{254, 24},
+		{255, 23},
 		{1000, 22},
 		{5000, 19},
 		{8190, 19},
