@@ -81,8 +81,8 @@ type Options struct {
 	// DriftInterval, when positive, re-plans every applied workspace this
 	// often and applies the plan if the infrastructure drifted (Reconcile).
 	// A round starts every interval (+ up to 10% jitter), the first one an
-	// interval after Start, and spreads its workspaces' checks over the
-	// interval, each at a random point of its own slot.
+	// interval after Start, and spreads its workspaces' checks evenly over
+	// the interval (interval/N apart, at a random phase per round).
 	DriftInterval time.Duration
 	// OnResult, if set, is called after every plan/apply/destroy attempt
 	// (not for no-ops), from a worker goroutine, and when a pending plan

@@ -166,8 +166,8 @@ func driftLoop(ctx context.Context, interval time.Duration, names func() []strin
 	}, interval, driftRoundJitter, false)
 }
 
-// driftRound re-plans every applied workspace once, spread over window:
-// checks do not bunch up at the start of the round, so N workspaces do not
+// driftRound re-plans every applied workspace once, spread evenly over
+// window: checks do not bunch up at the start of the round, so N workspaces do not
 // re-plan (and call their cloud's APIs) in the same second. Workspaces are
 // taken in name order, so each is re-planned about once per interval.
 func driftRound(ctx context.Context, window time.Duration, names []string, check func(name string)) {
@@ -200,14 +200,16 @@ func (e *Engine) driftable() []string {
 }
 
 // driftSchedule returns the offsets within window of n drift checks:
-// window is cut into n equal slots and check i falls at a random point of
-// slot i (jittered, but never two checks closer than chance within
-// neighbouring slots). rnd returns a float in [0,1).
+// window is cut into n equal slots and every check falls at the same
+// random point of its slot (one phase per round, drawn from rnd, a float
+// in [0,1)): the round is jittered, and no two checks are ever closer than
+// window/n, so no second holds more than ceil(n/window in seconds) starts.
 func driftSchedule(n int, window time.Duration, rnd func() float64) []time.Duration {
 	out := make([]time.Duration, n)
 	slot := float64(window) / float64(n)
+	phase := rnd()
 	for i := range out {
-		out[i] = time.Duration((float64(i) + rnd()) * slot)
+		out[i] = time.Duration((float64(i) + phase) * slot)
 	}
 	return out
 }

@@ -36,7 +36,8 @@ import (
 // the number of raw tofu pipelines it is compared with.
 const burstParallelism = 4
 
-// TestBurstVsRawTofu (make bench; TFCCM_BENCH_BURST=N Services, e.g. 200)
+// TestBurstVsRawTofu (make bench; TFCCM_BENCH_BURST=N Services, e.g. 200;
+// 1,000 and 5,000 get a VIP pool that holds them)
 // creates N LoadBalancer Services at once and times them to all having
 // ingress through the CCM with the binary's own defaults (10 service
 // workers, as the chart; the engine at parallelism 4), then times raw `tofu init`, `plan -out` and `apply` of the
@@ -46,8 +47,9 @@ const burstParallelism = 4
 func TestBurstVsRawTofu(t *testing.T) {
 	n := harness.BenchCount(t, "TFCCM_BENCH_BURST", "TFCCM_BENCH_BURST=N runs the burst benchmark (make bench)")
 	maxRatio := harness.BenchRatio(t, "TFCCM_BENCH_BURST_MAX", 1.2)
-	cloud := localcloud.ForTest(t, localcloud.Options{})
-	cluster := devcluster.ForTest(t)
+	// A VIP pool and a service range that hold N (1,000: a /22 VIP pool).
+	cloud := localcloud.ForTest(t, localcloud.Options{VIPs: n})
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"})
 	client := cluster.Client()
 	serveNodes(t, cloud, 30080)
 	for _, name := range cloud.Nodes() {
@@ -63,7 +65,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 
 	names := make([]string, n)
 	for i := range names {
-		names[i] = fmt.Sprintf("burst-%03d", i)
+		names[i] = fmt.Sprintf("burst-%04d", i)
 	}
 	reloads0 := haproxyReloads(t, cloud)
 	ccmCPU0, planeCPU0 := burstCPU(t, ccm.PID()), controlPlaneCPU(t, cluster)
@@ -83,7 +85,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 		serviceOf[templates.LoadBalancerWorkspaceName(&config.Config{ClusterName: "e2e"}, created)] = name
 		return nil
 	})
-	vips := waitAllIngress(t, client, names, 15*time.Minute)
+	vips := waitAllIngress(t, client, names, scaleTimeout(n))
 	ccmTime := time.Since(start)
 	ccmReloads := haproxyReloads(t, cloud) - reloads0
 	ccmCPU, planeCPU := burstCPU(t, ccm.PID()).Sub(ccmCPU0), controlPlaneCPU(t, cluster)-planeCPU0

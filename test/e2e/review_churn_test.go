@@ -33,8 +33,9 @@ import (
 // when a plan waits with the rule or one does not without it.
 func TestReviewChurnBench(t *testing.T) {
 	n := harness.BenchCount(t, "TFCCM_BENCH_REVIEW_CHURN", "TFCCM_BENCH_REVIEW_CHURN=N runs the review-mode churn benchmark (make bench)")
-	cloud := localcloud.ForTest(t, localcloud.Options{})
-	cluster := devcluster.ForTest(t)
+	// A VIP pool and a service range that hold N (1,000: a /22 VIP pool).
+	cloud := localcloud.ForTest(t, localcloud.Options{VIPs: n})
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"})
 	client := cluster.Client()
 	serveNodes(t, cloud, 30080)
 	createNode(t, client, cloud, "node-a")

@@ -49,6 +49,9 @@ type Options struct {
 	// TransitCIDR (a /30) and VIPPool override the automatic choice.
 	TransitCIDR string
 	VIPPool     string
+	// VIPs is how many VIPs the automatic VIP pool must hold at least
+	// (default a /24: 254; e.g. 1,000 for a burst bench gives a /22).
+	VIPs int
 }
 
 // NodeInfo is a node as the infra's state records it.
@@ -138,7 +141,7 @@ func Up(ctx context.Context, opts Options) (*Cloud, error) {
 	}
 	defer unlock()
 	if c.TransitCIDR == "" || c.VIPPool == "" {
-		transit, pool, err := pickSlot()
+		transit, pool, err := pickSlot(poolBits(opts.VIPs))
 		if err != nil {
 			return nil, err
 		}

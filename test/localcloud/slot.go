@@ -28,8 +28,9 @@ func lockHost() (unlock func(), err error) {
 
 // pickSlot returns the first transit /30 (10.251.k.0/30) and VIP pool
 // (10.252.k.0/24) that overlap no route on the host. k = 0 gives the
-// defaults of templates/CONTRACT.md.
-func pickSlot() (transit, pool string, err error) {
+// defaults of templates/CONTRACT.md. With bits below 24 the pool is a
+// 10.252.m.0/bits of that size instead (a /22 for 1,000 VIPs), aligned.
+func pickSlot(bits int) (transit, pool string, err error) {
 	out, err := exec.Command("ip", "-4", "route", "show", "table", "all").Output()
 	if err != nil {
 		return "", "", fmt.Errorf("local cloud: list host routes: %w", err)
@@ -65,12 +66,26 @@ func pickSlot() (transit, pool string, err error) {
 		}
 		return true
 	}
-	for k := 0; k < 256; k++ {
+	if bits <= 0 || bits > 24 {
+		bits = 24
+	}
+	step := 1 << (24 - bits) // /24s per pool
+	for k := 0; k*step < 256; k++ {
 		t := netip.MustParsePrefix(fmt.Sprintf("10.251.%d.0/30", k))
-		v := netip.MustParsePrefix(fmt.Sprintf("10.252.%d.0/24", k))
+		v := netip.MustParsePrefix(fmt.Sprintf("10.252.%d.0/%d", k*step, bits))
 		if free(t) && free(v) {
 			return t.String(), v.String(), nil
 		}
 	}
 	return "", "", fmt.Errorf("local cloud: no free address slot in 10.251.0.0/16 and 10.252.0.0/16 on this host")
+}
+
+// poolBits is the prefix length of the smallest VIP pool, a /24 or
+// larger, that holds vips addresses besides its first and last.
+func poolBits(vips int) int {
+	bits := 24
+	for bits > 8 && 1<<(32-bits)-2 < vips {
+		bits--
+	}
+	return bits
 }

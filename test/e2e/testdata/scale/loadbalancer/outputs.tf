@@ -1,0 +1,7 @@
+output "ingress" {
+  value = [{
+    ip       = terraform_data.frontend.output.address
+    ip_mode  = "VIP"
+    hostname = null
+  }]
+}
