@@ -36,7 +36,14 @@ func LBHostCLIConfig() (string, error) {
 				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
 				return
 			}
-			tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+			// Staged outside the mirror: tofu hashes every file of a
+			// provider's directory (h1), so no other file may ever be
+			// there, even for a moment.
+			tmp := filepath.Join(root, ".work", fmt.Sprintf("lbhost-provider-%d.tmp%d", i, os.Getpid()))
+			if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
 			if i == 0 {
 				if err := BuildTo("./lbhost/cmd/terraform-provider-lbhost", tmp); err != nil {
 					os.Remove(tmp)
@@ -47,7 +54,16 @@ func LBHostCLIConfig() (string, error) {
 				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
 				return
 			}
-			if err := os.Rename(tmp, bin); err != nil {
+			err := os.Rename(tmp, bin)
+			// A rename onto another link of the same file (BuildTo's
+			// shared output, renamed there by another test process) does
+			// nothing and leaves tmp (POSIX).
+			os.Remove(tmp)
+			if err != nil {
+				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
+				return
+			}
+			if err := onlyFile(bin); err != nil {
 				lbhost.err = fmt.Errorf("lbhost provider: %w", err)
 				return
 			}
@@ -87,6 +103,23 @@ func LBHost(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// onlyFile removes every other entry of bin's directory (a staging file
+// an older test run left there): tofu's hash of the package covers them.
+func onlyFile(bin string) error {
+	entries, err := os.ReadDir(filepath.Dir(bin))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(bin) {
+			if err := os.RemoveAll(filepath.Join(filepath.Dir(bin), e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func copyFile(src, dst string) error {
