@@ -9,7 +9,9 @@
 --     is being applied; a stale plan is planned again for approval)
 --   tfccm.io/Programmed=False, any other reason
 --     (ApplyFailed, PolicyDenied, InvalidInput)      -> Degraded
---   tfccm.io/Programmed=True (Applied, DriftRepaired) -> Healthy
+--   tfccm.io/Programmed=True (Applied, DriftRepaired) -> Healthy once the
+--     Service has its ingress address (the service controller publishes it
+--     just after tfccm's apply ends: Progressing until then)
 -- An edit of the Service is Programmed=False Applying from the moment
 -- tfccm takes it up until its apply ends. Services have no
 -- metadata.generation and the conditions no observedGeneration, so the
@@ -56,8 +58,11 @@ end
 
 if programmed ~= nil then
   hs.message = programmed.message
-  if programmed.status == "True" then
+  if programmed.status == "True" and ingress() then
     hs.status = "Healthy"
+  elseif programmed.status == "True" then
+    hs.status = "Progressing"
+    hs.message = "applied; waiting for the address to be published"
   elseif progressing[programmed.reason] then
     hs.status = "Progressing"
   else

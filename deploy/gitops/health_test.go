@@ -19,20 +19,21 @@ type want struct {
 // The fixtures carry what tfccm writes: its conditions without an
 // observedGeneration, Services without a metadata.generation.
 var fixtures = map[string]want{
-	"clusterip":         {"Healthy", "", "Current"},
-	"new":               {"Progressing", "Waiting for the load balancer", "InProgress"},
-	"awaiting-approval": {"Progressing", "plan 3f1c2d (1 to add, 0 to change, 0 to destroy) awaits approval", "InProgress"},
-	"window-closed":     {"Progressing", "next window opens at 2026-11-25T21:00:00Z", "InProgress"},
-	"applying":          {"Progressing", "applying the plan: 3 to add", "InProgress"},
-	"edit-in-flight":    {"Progressing", "the Service's workspace is being planned and applied", "InProgress"},
-	"plan-stale":        {"Progressing", "the state changed since the plan was made", "InProgress"},
-	"applied":           {"Healthy", "runs the Service", "Current"},
-	"drift-repaired":    {"Healthy", "re-applied", "Current"},
-	"apply-failed":      {"Degraded", "quota exceeded", "Failed"},
-	"policy-denied":     {"Degraded", "policy at-most-2-destroys", "Failed"},
-	"refused":           {"Degraded", "forward TCP only", "Failed"},
-	"edit-refused":      {"Degraded", "annotation tfccm.io/vars", "Failed"},
-	"other-class":       {"Healthy", "", "Current"},
+	"clusterip":          {"Healthy", "", "Current"},
+	"new":                {"Progressing", "Waiting for the load balancer", "InProgress"},
+	"awaiting-approval":  {"Progressing", "plan 3f1c2d (1 to add, 0 to change, 0 to destroy) awaits approval", "InProgress"},
+	"window-closed":      {"Progressing", "next window opens at 2026-11-25T21:00:00Z", "InProgress"},
+	"applying":           {"Progressing", "applying the plan: 3 to add", "InProgress"},
+	"edit-in-flight":     {"Progressing", "the Service's workspace is being planned and applied", "InProgress"},
+	"plan-stale":         {"Progressing", "the state changed since the plan was made", "InProgress"},
+	"applied":            {"Healthy", "runs the Service", "Current"},
+	"applied-no-address": {"Progressing", "waiting for the address to be published", "InProgress"},
+	"drift-repaired":     {"Healthy", "re-applied", "Current"},
+	"apply-failed":       {"Degraded", "quota exceeded", "Failed"},
+	"policy-denied":      {"Degraded", "policy at-most-2-destroys", "Failed"},
+	"refused":            {"Degraded", "forward TCP only", "Failed"},
+	"edit-refused":       {"Degraded", "annotation tfccm.io/vars", "Failed"},
+	"other-class":        {"Healthy", "", "Current"},
 }
 
 // service reads a fixture as the unstructured object Argo CD and Flux see.
