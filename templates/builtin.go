@@ -4,6 +4,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -14,6 +15,13 @@ import (
 //
 //go:embed all:local all:hcloud all:digitalocean all:oci all:openstack all:google all:exoscale all:proxmox all:vsphere all:baremetal all:nodes
 var builtinFS embed.FS
+
+// borrowed names the modules a built-in set takes from another built-in
+// set instead of keeping a copy (set -> module -> the set that holds it):
+// one file to mend, and no two copies drifting apart.
+var borrowed = map[string]map[string]string{
+	"nodes": {"routes": "baremetal"}, // the same routes on a Linux router over SSH
+}
 
 // builtinSets lists the names of the embedded template sets.
 func builtinSets() []string {
@@ -38,7 +46,23 @@ func LoadBuiltin(name string) (*Set, error) {
 	if !found {
 		return nil, fmt.Errorf("template_set %q is not built in (built in: %s)", name, strings.Join(known, ", "))
 	}
-	s, diags := LoadSet(builtinFS, name, "builtin:"+name)
+	t, err := readTree(builtinFS, name)
+	if err != nil {
+		return nil, fmt.Errorf("built-in template set %s: %w", name, err)
+	}
+	for _, mod := range sortedKeys(borrowed[name]) {
+		from := borrowed[name][mod]
+		if _, dup := t.modules[mod]; dup {
+			return nil, fmt.Errorf("built-in template set %s: module %s is both borrowed from %s and its own", name, mod, from)
+		}
+		var files []File
+		if err := readModuleFiles(builtinFS, path.Join(from, mod), "", 0, &treeBudget{}, &files); err != nil {
+			return nil, fmt.Errorf("built-in template set %s: module %s borrowed from %s: %w", name, mod, from, err)
+		}
+		sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+		t.modules[mod] = files
+	}
+	s, diags := buildSet(nil, t, "builtin:"+name)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("built-in template set %s: %w", name, diagError(diags))
 	}

@@ -1,6 +1,8 @@
 # Kernel routes on a Linux router host over SSH through tfccm's lbhost
 # provider: a retargeted route is an in-place update, a route removed behind
-# tfccm's back is recreated by the next apply.
+# tfccm's back is recreated by the next apply. The nodes set borrows this
+# module (templates/builtin.go): node mode's load balancers need no SSH, only
+# these routes do.
 provider "lbhost" {
   ssh = {
     host             = var.settings.router.address
