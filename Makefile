@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 comma := ,
 BINARIES := terraform-cloud-controller-manager tfccm devcluster tfccm-demo lbhost-router
 
-.PHONY: release release-check all build tools tools-image tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners bench-nodemode soak demo demo-down clean image
+.PHONY: release release-check all build tools tools-image tools-nodes tools-e2e tools-s3 tools-metallb test-backends test-nodes conformance conformance-fast standin test test-terraform unit lint bench bench-runners bench-nodemode soak demo demo-down clean clean-leftovers image
 
 # VERSION: the one version of this build (docs/releasing.md), from
 # `git describe --tags --always --dirty` (hack/version.sh). Override with
@@ -287,6 +287,11 @@ SET ?= local
 NODES ?=
 demo: tools build $(if $(NODES),tools-nodes)
 	bash hack/demo.sh up --set $(SET) $(if $(NODES),--nodes $(NODES))
+
+## clean-leftovers: remove what earlier test runs left behind (network namespaces, links, cgroups and
+## processes of test clouds whose test process is gone; the list make test checks), printing each
+clean-leftovers:
+	bash hack/leftovers.sh clean
 
 demo-down:
 	bash hack/demo.sh down
