@@ -22,7 +22,11 @@ var ErrSourceWithoutPeers = errors.New("set without vrrp.peers: a unicast source
 // Instance is one VRRP instance holding one VIP.
 type Instance struct {
 	// Owner names the instance (lbhost_<owner>) and the fragment file.
-	Owner   string
+	Owner string
+	// Name, when set, is the instance's name instead of lbhost_<owner>:
+	// an adopted hand-made instance keeps its name, so keepalived's
+	// reload carries its state (MASTER stays MASTER, the VIP stays up).
+	Name    string
 	Address string
 	// AddressInterface is where keepalived configures the address.
 	AddressInterface string
@@ -55,6 +59,8 @@ func (in Instance) Validate() error {
 	switch {
 	case !reOwner.MatchString(in.Owner):
 		return fmt.Errorf("owner: %q is not a valid owner", in.Owner)
+	case in.Name != "" && !ValidName(in.Name):
+		return fmt.Errorf("keepalived_instance: %q is not an instance name", in.Name)
 	case !ip(in.Address):
 		return fmt.Errorf("address: %q is not an IP address", in.Address)
 	case !reIface.MatchString(in.AddressInterface):
@@ -90,6 +96,14 @@ func (in Instance) Validate() error {
 	return nil
 }
 
+// name is the instance's name in keepalived.
+func (in Instance) name() string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return "lbhost_" + in.Owner
+}
+
 // Render returns the fragment for in.
 func Render(in Instance) ([]byte, error) {
 	if err := in.Validate(); err != nil {
@@ -102,7 +116,7 @@ func Render(in Instance) ([]byte, error) {
 		bits = 128
 	}
 	w("%s%s", header, in.Owner)
-	w("vrrp_instance lbhost_%s {", in.Owner)
+	w("vrrp_instance %s {", in.name())
 	w("    state BACKUP")
 	w("    interface %s", in.Interface)
 	w("    virtual_router_id %d", in.VirtualRouterID)
@@ -151,6 +165,8 @@ func Parse(data []byte) (Instance, error) {
 		case len(k) == 1 && k[0] == "}":
 			block = ""
 		case len(k) == 3 && k[0] == "vrrp_instance" && k[1] == "lbhost_"+in.Owner && k[2] == "{":
+		case len(k) == 3 && k[0] == "vrrp_instance" && in.Name == "" && ValidName(k[1]) && k[2] == "{":
+			in.Name = k[1] // an adopted instance's own name
 		case len(k) == 2 && k[0] == "state" && k[1] == "BACKUP":
 		case len(k) == 2 && k[0] == "interface":
 			in.Interface = k[1]
