@@ -7,6 +7,7 @@
 package keepalived
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -17,6 +18,9 @@ import (
 // reName is the shape of an instance name tfccm adopts: it reaches error
 // messages and tfccm's own fragment, so nothing else.
 var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ErrNoInstance: the configuration has no instance of the name.
+var ErrNoInstance = errors.New("not found (only the file itself is searched, not the files it includes)")
 
 // ValidName reports whether s can name an adopted instance.
 func ValidName(s string) bool { return reName.MatchString(s) }
@@ -163,7 +167,7 @@ func FindHandmade(data []byte, file, name string) (Handmade, error) {
 	}
 	switch len(found) {
 	case 0:
-		return Handmade{}, fail("not found (only the file itself is searched, not the files it includes)")
+		return Handmade{}, fmt.Errorf("keepalived configuration %s: vrrp_instance %s: %w", file, name, ErrNoInstance)
 	case 1:
 	default:
 		return Handmade{}, fail("defined %d times (lines %d and %d)", len(found), found[0].words[0].line, found[1].words[0].line)
