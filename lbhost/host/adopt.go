@@ -77,6 +77,7 @@ func (h *Host) adoptVRRP(ctx context.Context, in keepalived.Instance) error {
 	if err := CheckHandmade(&hm, h.T, in.Address, in.VirtualRouterID, in.Interface); err != nil {
 		return err
 	}
+	in.AddressBits = hm.AddressBits // the VIP unchanged: no address removed and added at the reload
 	frag, err := keepalived.Render(in)
 	if err != nil {
 		return &FieldError{Field: "vrrp", Msg: err.Error()}

@@ -260,7 +260,11 @@ func (hm *Handmade) read(block []stmt) error {
 		return fmt.Errorf("line %d: virtual_ipaddress holds %d addresses; tfccm adopts an instance with exactly one", seen["virtual_ipaddress"], len(vips))
 	}
 	addr, dev, _ := strings.Cut(vips[0], " ")
+	addr, bits, _ := strings.Cut(addr, "/")
 	hm.Address, hm.AddressInterface = addr, dev
+	if n, err := strconv.Atoi(bits); err == nil && n != netip.MustParseAddr(addr).BitLen() {
+		hm.AddressBits = n
+	}
 	if dev == "" {
 		hm.AddressInterface = hm.Interface
 	}
@@ -310,7 +314,7 @@ func vipList(s stmt, line int) ([]string, error) {
 		default:
 			return nil, fmt.Errorf("line %d: a virtual_ipaddress entry has options tfccm's instance does not carry (only \"dev IFACE\")", l)
 		}
-		out = append(out, a+" "+dev)
+		out = append(out, e.words[0].text+" "+dev)
 	}
 	return out, nil
 }

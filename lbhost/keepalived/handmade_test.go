@@ -23,7 +23,7 @@ func TestFindHandmade(t *testing.T) {
 		want       *Instance // nil: an error
 		err        string
 	}{
-		{file: "main.conf", name: "VI_WEB", want: &Instance{Name: "VI_WEB", Address: "192.0.2.10", AddressInterface: "eth0", Interface: "eth0",
+		{file: "main.conf", name: "VI_WEB", want: &Instance{Name: "VI_WEB", Address: "192.0.2.10", AddressBits: 24, AddressInterface: "eth0", Interface: "eth0",
 			VirtualRouterID: 51, Priority: 150, AdvertInt: 1, NoPreempt: true, SourceAddress: "10.0.0.2", Peers: []string{"10.0.0.3"}}},
 		{file: "main.conf", name: "VI_V6", want: &Instance{Name: "VI_V6", Address: "fd00:5::7", AddressInterface: "eth0", Interface: "eth0",
 			VirtualRouterID: 54, Priority: 90, AdvertInt: 1}},
@@ -116,13 +116,13 @@ func TestHandmadeWithout(t *testing.T) {
 // TestRenderAdopted: an adopted instance keeps its name in tfccm's
 // fragment, and the fragment parses back with it.
 func TestRenderAdopted(t *testing.T) {
-	in := Instance{Owner: "c1_web", Name: "VI_WEB", Address: "192.0.2.10", AddressInterface: "eth0", Interface: "eth0",
+	in := Instance{Owner: "c1_web", Name: "VI_WEB", Address: "192.0.2.10", AddressBits: 24, AddressInterface: "eth0", Interface: "eth0",
 		VirtualRouterID: 51, Priority: 150, AdvertInt: 1, NoPreempt: true}
 	data, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), "vrrp_instance VI_WEB {\n") {
+	if !strings.Contains(string(data), "vrrp_instance VI_WEB {\n") || !strings.Contains(string(data), "192.0.2.10/24 dev eth0") {
 		t.Errorf("fragment does not keep the name:\n%s", data)
 	}
 	got, err := Parse(data)

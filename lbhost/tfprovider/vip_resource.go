@@ -336,7 +336,7 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	if in := held.VRRP; m.VRRP != nil && in != nil {
 		want, _ := m.VRRP.instance(ctx)
-		want.Owner, want.Address, want.AddressInterface, want.Name = in.Owner, in.Address, in.AddressInterface, in.Name
+		want.Owner, want.Address, want.AddressInterface, want.Name, want.AddressBits = in.Owner, in.Address, in.AddressInterface, in.Name, in.AddressBits
 		if fmt.Sprint(*want) != fmt.Sprint(*in) {
 			m.VRRP, changed = fromInstance(*in, m.VRRP), true
 		}
