@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,7 +51,14 @@ func TestBaremetalAdoptHandmade(t *testing.T) {
 		_, err := testkit.GetOK(ctx, testkit.NewClient(time.Second), "http://"+vip.String()+"/")
 		return err
 	})
-	holder := hs.Master(vip.String())
+	// The hand-made priorities put it on lb-a (which preempts).
+	var holder *hosttest.Host
+	testkit.Eventually(t, 20*time.Second, "lb-a holds the hand-made VIP, lb-b not", func(context.Context) error {
+		if holder = hs.Master(vip.String()); holder != hs.Host("lb-a") || hs.Host("lb-b").HasAddress(vip.String()) {
+			return errNotHeld
+		}
+		return nil
+	})
 	mains := map[string][]byte{}
 	for _, h := range hs.Hosts {
 		mains[h.Name], _ = os.ReadFile(h.KeepalivedConfig)
@@ -91,18 +99,24 @@ func TestBaremetalAdoptHandmade(t *testing.T) {
 		t.Fatal(err)
 	}
 	mains["lb-a"], _ = os.ReadFile(hs.Host("lb-a").KeepalivedConfig)
+	// In parallel (plans read only: no lock), each with its own inputs.
+	vars("node-a")
+	var wg sync.WaitGroup
 	for _, bad := range []struct{ name, svc, id, want string }{
 		{"no such instance", service(vip.String()), "keepalived:VI_NONE", "vrrp_instance VI_NONE: not found"},
 		{"on one host only", service(other), "keepalived:VI_ONE", "vrrp_instance VI_ONE: not found"},
 		{"another address than the Service's", service(other), "keepalived:VI_WEB", "the adopted vrrp_instance VI_WEB holds " + vip.String() + ", and " + other + " is asked for"},
 		{"not an instance", service(vip.String()), "4711", "tfccm.io/adopt must be keepalived:<instance name>"},
 	} {
-		adopt(bad.svc, bad.id)
-		out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, "plan", "-input=false", "-no-color")
-		if err == nil || !strings.Contains(strings.Join(strings.Fields(err.Error()), " "), bad.want) {
-			t.Errorf("%s: plan %v, want an error containing %q:\n%s", bad.name, err, bad.want, out)
-		}
+		wg.Go(func() {
+			out, err := localcloud.RunTofu(context.Background(), repo.Tofu(t), dir, "plan", "-input=false", "-no-color", "-lock=false",
+				"-var", "service="+bad.svc, "-var", `adopt={ id = "`+bad.id+`" }`)
+			if err == nil || !strings.Contains(strings.Join(strings.Fields(err.Error()), " "), bad.want) {
+				t.Errorf("%s: plan %v, want an error containing %q:\n%s", bad.name, err, bad.want, out)
+			}
+		})
 	}
+	wg.Wait()
 	checkUnchanged := func(when string) {
 		t.Helper()
 		for _, h := range hs.Hosts {
@@ -161,8 +175,10 @@ func TestBaremetalAdoptHandmade(t *testing.T) {
 	if err := json.Unmarshal([]byte(tofu("output", "-json", "ingress")), &ing); err != nil || len(ing) != 1 || ing[0].IP != vip.String() {
 		t.Errorf("ingress %v (%v), want %s", ing, err, vip)
 	}
-	if h := hs.Master(vip.String()); h != holder {
-		t.Errorf("after the adoption %v holds %s, want %s as before", h, vip, holder.Name)
+	for _, h := range hs.Hosts {
+		if h.HasAddress(vip.String()) != (h == holder) {
+			t.Errorf("after the adoption %s holds %s: %t, want only %s as before", h.Name, vip, h.HasAddress(vip.String()), holder.Name)
+		}
 	}
 	for _, h := range hs.Hosts {
 		main, _ := os.ReadFile(h.KeepalivedConfig)
