@@ -143,3 +143,45 @@ func loadHcloud(t *testing.T) *Set {
 	}
 	return set
 }
+
+// TestAdoptBaremetalAllowList: the baremetal set adopts hand-made
+// keepalived instances by "keepalived:<instance>", only those the admin
+// lists for the Service's namespace; a tenant naming another team's
+// instance is refused at render, nothing planned.
+func TestAdoptBaremetalAllowList(t *testing.T) {
+	set, err := LoadBuiltin("baremetal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cfg = `cluster_name = "c"
+load_balancer {
+  settings = {
+    hosts = { lb-a = { address = "10.0.0.2", host_key = "ssh-ed25519 AAAA" } }
+    vip_pool = "10.0.0.0/24", vrrp_interface = "eth0", ssh_agent_socket = "/run/agent"
+  }
+  adopt "shop" {
+    ids = ["keepalived:VI_WEB"]
+  }
+  adopt "blog" {
+    ids = ["keepalived:VI_BLOG"]
+  }
+}`
+	for _, tt := range []struct{ name, namespace, value, want string }{
+		{name: "the namespace's instance", namespace: "shop", value: "keepalived:VI_WEB"},
+		{name: "another team's instance", namespace: "shop", value: "keepalived:VI_BLOG", want: `namespace shop may not adopt "keepalived:VI_BLOG"`},
+		{name: "an instance not listed", namespace: "dev", value: "keepalived:VI_WEB", want: `namespace dev may not adopt "keepalived:VI_WEB"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := renderAnnotated(t, set, cfg, tt.namespace, "tfccm.io/adopt", tt.value, tt.want)
+			if ws == nil {
+				return
+			}
+			if got := string(ws.Files[TfvarsFile]); !ws.Adopts || !strings.Contains(got, `id = "keepalived:VI_WEB"`) {
+				t.Errorf("adopts %t, tfvars:\n%s", ws.Adopts, got)
+			}
+			if _, ok := ws.Files["adopt.tf"]; !ok {
+				t.Error("the workspace has no adopt.tf")
+			}
+		})
+	}
+}

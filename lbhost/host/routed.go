@@ -61,7 +61,7 @@ func (h *Host) ApplyRoutedVIP(ctx context.Context, r RoutedVIP) (string, error) 
 		return "", err
 	}
 	defer unlock()
-	addr, err := h.claim(ctx, r.Owner, r.Share, r.Pool, r.Address, nil)
+	addr, err := h.claim(ctx, r.Owner, r.Share, r.Pool, r.Address, false, nil)
 	if err != nil {
 		return "", err
 	}

@@ -229,7 +229,8 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	addr, err := h.claim(ctx, v.Owner, v.Share, v.Pool, v.Address, func() error {
+	adopting := v.VRRP != nil && v.VRRP.Name != ""
+	addr, err := h.claim(ctx, v.Owner, v.Share, v.Pool, v.Address, adopting, func() error {
 		if v.VRRP == nil {
 			return nil
 		}
@@ -245,7 +246,11 @@ func (h *Host) ClaimVIP(ctx context.Context, v VIP) (string, error) {
 	if v.VRRP != nil {
 		in := *v.VRRP
 		in.Owner, in.Address, in.AddressInterface = v.vrrpOwner(), addr, v.Interface
-		if err := h.applyVRRP(ctx, in); err != nil {
+		apply := h.applyVRRP
+		if adopting {
+			apply = h.adoptVRRP // a hand-made instance moves into lbhost's fragment
+		}
+		if err := apply(ctx, in); err != nil {
 			return addr, fmt.Errorf("VRRP instance for %s: %w", addr, err)
 		}
 		return addr, nil
@@ -308,10 +313,12 @@ func (h *Host) pickVRID(ctx context.Context, v VIP) error {
 // claim on it (with share: an address others claim with the same token is
 // taken first). Neither a reserved address (Host.Reserved) nor one of
 // the host's own (ownAddrs) is ever allocated; requested, either is
-// refused. check, when set, runs once the address is chosen and before
+// refused, unless adopted (a hand-made VRRP instance being adopted may
+// hold its VIP with a subnet's prefix, as an address of the host's own
+// looks). check, when set, runs once the address is chosen and before
 // anything is written: its error changes nothing. The caller holds the
 // host lock.
-func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix, addr string, check func() error) (string, error) {
+func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix, addr string, adopted bool, check func() error) (string, error) {
 	claims, err := h.claims(ctx)
 	if err != nil {
 		return "", err
@@ -327,6 +334,9 @@ func (h *Host) claim(ctx context.Context, owner, share string, pool netip.Prefix
 		}
 	}
 	for a, ifc := range own {
+		if adopted && a == addr {
+			continue
+		}
 		reserved[a] = fmt.Sprintf("the address of %s itself (on %s), not a VIP", h.T, ifc)
 	}
 	if addr != "" {

@@ -54,15 +54,18 @@ func (h *Host) ReadVRRP(ctx context.Context, owner string) (*keepalived.Instance
 // (keepalived -t) and reloads keepalived; a rejected configuration is
 // rolled back. Callers hold the lock.
 func (h *Host) applyVRRP(ctx context.Context, in keepalived.Instance) error {
-	data, err := keepalived.Render(in)
-	if err != nil {
-		return &FieldError{Field: strings.SplitN(err.Error(), ":", 2)[0], Msg: err.Error()}
-	}
 	file := h.vrrpFragment(in.Owner)
 	old, rerr := h.T.ReadFile(ctx, file)
 	exists := rerr == nil
 	if rerr != nil && !transport.IsNotExist(rerr) {
 		return fmt.Errorf("%s: %w", h.T, rerr)
+	}
+	if prev, err := keepalived.Parse(old); exists && err == nil && prev.Address == in.Address && in.AddressBits == 0 {
+		in.AddressBits = prev.AddressBits // an adopted VIP keeps its prefix length
+	}
+	data, err := keepalived.Render(in)
+	if err != nil {
+		return &FieldError{Field: strings.SplitN(err.Error(), ":", 2)[0], Msg: err.Error()}
 	}
 	if exists && bytes.Equal(old, data) {
 		return nil

@@ -22,8 +22,17 @@ var ErrSourceWithoutPeers = errors.New("set without vrrp.peers: a unicast source
 // Instance is one VRRP instance holding one VIP.
 type Instance struct {
 	// Owner names the instance (lbhost_<owner>) and the fragment file.
-	Owner   string
+	Owner string
+	// Name, when set, is the instance's name instead of lbhost_<owner>:
+	// an adopted hand-made instance keeps its name, so keepalived's
+	// reload carries its state (MASTER stays MASTER, the VIP stays up).
+	Name    string
 	Address string
+	// AddressBits is the prefix length the address is configured with (0:
+	// a host prefix, /32 or /128). An adopted hand-made instance keeps its
+	// own (a VIP configured as /24 stays /24: no address change, and the
+	// host's on-link route stays).
+	AddressBits int
 	// AddressInterface is where keepalived configures the address.
 	AddressInterface string
 	// Interface carries the VRRP adverts.
@@ -55,8 +64,12 @@ func (in Instance) Validate() error {
 	switch {
 	case !reOwner.MatchString(in.Owner):
 		return fmt.Errorf("owner: %q is not a valid owner", in.Owner)
+	case in.Name != "" && !ValidName(in.Name):
+		return fmt.Errorf("keepalived_instance: %q is not an instance name", in.Name)
 	case !ip(in.Address):
 		return fmt.Errorf("address: %q is not an IP address", in.Address)
+	case in.AddressBits < 0 || in.AddressBits > netip.MustParseAddr(in.Address).BitLen():
+		return fmt.Errorf("address: prefix length %d is not one of %s", in.AddressBits, in.Address)
 	case !reIface.MatchString(in.AddressInterface):
 		return fmt.Errorf("interface: %q is not an interface name", in.AddressInterface)
 	case !reIface.MatchString(in.Interface):
@@ -90,6 +103,14 @@ func (in Instance) Validate() error {
 	return nil
 }
 
+// name is the instance's name in keepalived.
+func (in Instance) name() string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return "lbhost_" + in.Owner
+}
+
 // Render returns the fragment for in.
 func Render(in Instance) ([]byte, error) {
 	if err := in.Validate(); err != nil {
@@ -101,8 +122,11 @@ func Render(in Instance) ([]byte, error) {
 	if a := netip.MustParseAddr(in.Address); a.Is6() {
 		bits = 128
 	}
+	if in.AddressBits != 0 {
+		bits = in.AddressBits
+	}
 	w("%s%s", header, in.Owner)
-	w("vrrp_instance lbhost_%s {", in.Owner)
+	w("vrrp_instance %s {", in.name())
 	w("    state BACKUP")
 	w("    interface %s", in.Interface)
 	w("    virtual_router_id %d", in.VirtualRouterID)
@@ -146,11 +170,16 @@ func Parse(data []byte) (Instance, error) {
 		case block == "peers" && len(k) == 1 && k[0] != "}":
 			in.Peers = append(in.Peers, k[0])
 		case block == "vips" && len(k) == 3 && k[1] == "dev":
-			a, _, _ := strings.Cut(k[0], "/")
+			a, bits, _ := strings.Cut(k[0], "/")
 			in.Address, in.AddressInterface = a, k[2]
+			if n, err := strconv.Atoi(bits); err == nil && n != netip.MustParseAddr(addrOr(a)).BitLen() {
+				in.AddressBits = n
+			}
 		case len(k) == 1 && k[0] == "}":
 			block = ""
 		case len(k) == 3 && k[0] == "vrrp_instance" && k[1] == "lbhost_"+in.Owner && k[2] == "{":
+		case len(k) == 3 && k[0] == "vrrp_instance" && in.Name == "" && ValidName(k[1]) && k[2] == "{":
+			in.Name = k[1] // an adopted instance's own name
 		case len(k) == 2 && k[0] == "state" && k[1] == "BACKUP":
 		case len(k) == 2 && k[0] == "interface":
 			in.Interface = k[1]
@@ -179,4 +208,12 @@ func Parse(data []byte) (Instance, error) {
 		return in, fmt.Errorf("fragment holds invalid values: %w", err)
 	}
 	return in, nil
+}
+
+// addrOr is s, or an IPv4 address when s is not one (Validate reports it).
+func addrOr(s string) string {
+	if _, err := netip.ParseAddr(s); err != nil {
+		return "0.0.0.0"
+	}
+	return s
 }

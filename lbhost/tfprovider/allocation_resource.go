@@ -25,8 +25,9 @@ type allocationResource struct{ connected }
 func newAllocationResource() resource.Resource { return &allocationResource{} }
 
 var (
-	_ resource.ResourceWithConfigure  = (*allocationResource)(nil)
-	_ resource.ResourceWithModifyPlan = (*allocationResource)(nil)
+	_ resource.ResourceWithConfigure   = (*allocationResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*allocationResource)(nil)
+	_ resource.ResourceWithImportState = (*allocationResource)(nil)
 )
 
 type allocationModel struct {
@@ -52,6 +53,8 @@ func (r *allocationResource) Schema(_ context.Context, _ resource.SchemaRequest,
 			"the id's reservation `vrrp-ids/<interface>.<id>`). No one host holds the allocation: any host may be down, reinstalled or " +
 			"replaced; the values live in state and never change (Read reads nothing). An owner that already holds an address and id " +
 			"on a host that answers (an `lbhost_vip` of an earlier layout) keeps them, known at plan. Give both to an `lbhost_vip` on every host. " +
+			"Import adopts a hand-made keepalived VRRP instance, read on every host (each must answer and have it alike: address, virtual router id, interface): " +
+			"`keepalived:<instance>,<owner>,<pool>`; its address and id become the allocation's, and a plan asking another `address` of it fails. " +
 			"Create fails when no host answers; destroy drops the claim and reservation on the hosts that answer.",
 		Attributes: claimSchema{
 			ownerValidators:   []validator.String{ownerCheck},
@@ -92,7 +95,11 @@ func (m allocationModel) summary() string { return "lbhost_vip_allocation " + m.
 // a host that answers keeps them, known at plan (an upgrade from the
 // layout where one host allocated replaces nothing).
 func (r *allocationResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || !req.State.Raw.IsNull() || r.c == nil || r.c.unknown {
+	if !req.Plan.Raw.IsNull() && !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(checkAdoptedAddress(ctx, req, resp)...)
+		return
+	}
+	if req.Plan.Raw.IsNull() || r.c == nil || r.c.unknown {
 		return
 	}
 	var m allocationModel

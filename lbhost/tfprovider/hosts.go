@@ -31,7 +31,7 @@ func configureHosts(cfg providerModel, resp *provider.ConfigureResponse) diag.Di
 	all := &conn{cfg: cfg}
 	seen := map[string]bool{}
 	for i, e := range cfg.Hosts {
-		if e.Name.IsUnknown() || e.ConfigDir.IsUnknown() || e.Netns.IsUnknown() || (e.SSH != nil && e.SSH.Host.IsUnknown()) {
+		if e.Name.IsUnknown() || e.ConfigDir.IsUnknown() || e.KAConfig.IsUnknown() || e.Netns.IsUnknown() || (e.SSH != nil && e.SSH.Host.IsUnknown()) {
 			all.unknown = true
 			continue
 		}
@@ -47,7 +47,7 @@ func configureHosts(cfg providerModel, resp *provider.ConfigureResponse) diag.Di
 		seen[name] = true
 		all.peers = append(all.peers, &conn{name: name, cfg: providerModel{
 			ConfigDir: e.ConfigDir, Netns: e.Netns, SSH: e.SSH, Reserved: cfg.Reserved,
-			HAProxy: types.StringNull(), KAConfig: types.StringNull(), KAPIDFile: types.StringNull(),
+			HAProxy: types.StringNull(), KAConfig: e.KAConfig, KAPIDFile: types.StringNull(),
 		}})
 	}
 	sort.Slice(all.peers, func(i, j int) bool { return all.peers[i].name < all.peers[j].name })

@@ -56,6 +56,9 @@ type hostEntry struct {
 	ConfigDir types.String `tfsdk:"config_dir"`
 	Netns     types.String `tfsdk:"netns"`
 	SSH       *sshModel    `tfsdk:"ssh"`
+	// KAConfig is the host's keepalived main configuration (import of a
+	// hand-made instance reads it).
+	KAConfig types.String `tfsdk:"keepalived_config"`
 }
 
 type sshModel struct {
@@ -137,6 +140,8 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"config_dir": schema.StringAttribute{Required: true, Description: "As the provider's `config_dir`.", Validators: []validator.String{pathValidator{}}},
 					"netns":      schema.StringAttribute{Optional: true, Description: netnsDescription},
 					"ssh":        sshAttribute(),
+					"keepalived_config": schema.StringAttribute{Optional: true, Validators: []validator.String{pathValidator{}},
+						Description: "As the provider's `keepalived_config` (default `/etc/keepalived/keepalived.conf`): where `lbhost_vip_allocation`'s import of a hand-made instance (`keepalived:<instance>,...`) reads it on this host."},
 				}},
 			},
 		},

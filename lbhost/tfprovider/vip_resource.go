@@ -49,6 +49,9 @@ type vipModel struct {
 	Share     types.String `tfsdk:"share"`
 	InEffect  types.Bool   `tfsdk:"in_effect"`
 	Standby   types.Bool   `tfsdk:"standby"`
+	// KeepalivedInstance: the adopted hand-made instance's name (null
+	// for a VIP lbhost created).
+	KeepalivedInstance types.String `tfsdk:"keepalived_instance"`
 }
 
 type vrrpModel struct {
@@ -105,7 +108,9 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 			"applies never get the same address; a requested `address` is checked against the pool and its current owner at plan " +
 			"time and again under the lock. Claims are files `claims/<address>` holding the owner (an IPv6 address with `_` for `:`). Read reports a claim " +
 			"without its address, or an address without its claim, as not in effect (`in_effect`): kept in state, so a destroy removes what is left, and " +
-			"restored in place by the next apply, with the same address; a VIP of which nothing is left is gone from state. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it.",
+			"restored in place by the next apply, with the same address; a VIP of which nothing is left is gone from state. Import with `<owner>,<pool>[,<interface>]`; a VRRP instance of the owner is adopted with it. " +
+			"Import with `keepalived:<instance>,<owner>,<pool>` adopts a hand-made `vrrp_instance` from keepalived's main configuration (see `keepalived_instance`); " +
+			"it must hold exactly one address, of the pool, and carry nothing lbhost's instance does not (scripts, authentication, notify): the import fails naming the line otherwise.",
 		Attributes: claimSchema{
 			ownerValidators:   []validator.String{ownerCheck},
 			pool:              "IPv4 CIDR (/30 or larger) or IPv6 CIDR (/126 or larger) the address comes from; of an IPv6 pool, allocation considers the first 65536 addresses.",
@@ -125,6 +130,12 @@ func (r *vipResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *
 					"no VRRP instance, while another speaker still announces it (a migration from MetalLB: the frontends listen, " +
 					"with `ip_nonlocal_bind`). Changes in place: `false` announces the address (adds it, or writes and loads the VRRP " +
 					"instance) in one quick apply, `true` withdraws it again unless another owner shares it. In effect when claimed."},
+			"keepalived_instance": schema.StringAttribute{Computed: true,
+				Description: "The name of the hand-made keepalived `vrrp_instance` this VIP adopted (import `keepalived:<instance>,<owner>,<pool>`), null for a VIP lbhost created. " +
+					"The apply after the import moves the instance out of keepalived's main configuration (`keepalived_config`, backed up as `<config>.tfccm-adopted-<instance>`) " +
+					"into lbhost's fragment, under this name (keepalived keeps an instance's state across a reload by its name: the VIP stays where it is), with the VIP's " +
+					"`vrrp` settings, checked with `keepalived -t` and applied by one reload; until then the VIP is not `in_effect`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"in_effect": schema.BoolAttribute{Computed: true,
 				Description: "Whether the VIP was in effect at the last refresh: claimed by `owner` and its address configured (with `vrrp`: " +
 					"held by its VRRP instance). A refresh that finds only part of it on the host sets it false, and the next apply " +
@@ -186,6 +197,9 @@ func (m vipModel) vip() (host.VIP, error) {
 			return v, fmt.Errorf("vrrp.peers: not a list of strings")
 		}
 		v.VRRP = in
+		if !m.KeepalivedInstance.IsUnknown() {
+			in.Name = m.KeepalivedInstance.ValueString()
+		}
 		if m.VRRP.VirtualRouterID.IsUnknown() {
 			in.VirtualRouterID = 0
 		}
@@ -276,6 +290,7 @@ func (r *vipResource) Create(ctx context.Context, req resource.CreateRequest, re
 	}, func(m *vipModel, addr string, err error) {
 		// Claimed, even if configuring the address failed.
 		m.ID, m.Address, m.InEffect = m.Owner, types.StringValue(addr), types.BoolValue(err == nil)
+		m.KeepalivedInstance = types.StringNull()
 		if m.VRRP != nil {
 			// ClaimVIP filled in an allocated virtual router id.
 			m.VRRP.VirtualRouterID = types.Int64Value(int64(v.VRRP.VirtualRouterID))
@@ -299,7 +314,11 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 			}
 			return &host.HeldVIP{}, nil
 		}
-		return h.ReadVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+		held, err := h.ReadVIP(ctx, m.Owner.ValueString(), m.Share.ValueString(), m.Address.ValueString(), m.Interface.ValueString(), m.VRRP != nil)
+		if held == nil && err == nil && !m.KeepalivedInstance.IsNull() && m.notInEffect() {
+			return readAdopting(ctx, h, m) // imported, not moved yet
+		}
+		return held, err
 	}, func() diag.Diagnostics {
 		inert := m
 		inert.InEffect = types.BoolValue(false) // the next apply restores it
@@ -317,7 +336,7 @@ func (r *vipResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	if in := held.VRRP; m.VRRP != nil && in != nil {
 		want, _ := m.VRRP.instance(ctx)
-		want.Owner, want.Address, want.AddressInterface = in.Owner, in.Address, in.AddressInterface
+		want.Owner, want.Address, want.AddressInterface, want.Name, want.AddressBits = in.Owner, in.Address, in.AddressInterface, in.Name, in.AddressBits
 		if fmt.Sprint(*want) != fmt.Sprint(*in) {
 			m.VRRP, changed = fromInstance(*in, m.VRRP), true
 		}
@@ -435,8 +454,17 @@ func (r *vipResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	})
 }
 
-// ImportState takes "<owner>,<pool>[,<interface>]".
+// ImportState takes "<owner>,<pool>[,<interface>]", or
+// "keepalived:<instance>,<owner>,<pool>" to adopt a hand-made instance.
 func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if a, ok, err := parseAdoptID(req.ID); ok {
+		if err != nil {
+			resp.Diagnostics.AddError("import lbhost_vip", fmt.Sprintf("id %q: %v", req.ID, err))
+			return
+		}
+		r.importAdoptedVIP(ctx, a, resp)
+		return
+	}
 	parts := strings.Split(req.ID, ",")
 	if len(parts) < 2 || len(parts) > 3 {
 		resp.Diagnostics.AddError("import lbhost_vip", fmt.Sprintf("id %q: want <owner>,<pool>[,<interface>]", req.ID))
@@ -460,7 +488,8 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 		return
 	}
 	m := vipModel{ID: types.StringValue(parts[0]), Owner: types.StringValue(parts[0]), Pool: types.StringValue(parts[1]),
-		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull(), InEffect: types.BoolValue(true), Standby: types.BoolValue(false)}
+		Address: types.StringValue(addr), Interface: types.StringValue(iface), Share: types.StringNull(), InEffect: types.BoolValue(true), Standby: types.BoolValue(false),
+		KeepalivedInstance: types.StringNull()}
 	// A VIP held by keepalived is adopted with its VRRP instance.
 	in, err := h.ReadVRRP(ctx, parts[0])
 	if err != nil {
@@ -469,6 +498,9 @@ func (r *vipResource) ImportState(ctx context.Context, req resource.ImportStateR
 	}
 	if in != nil && in.Address == addr {
 		m.VRRP = fromInstance(*in, nil)
+		if in.Name != "" {
+			m.KeepalivedInstance = types.StringValue(in.Name) // adopted before
+		}
 		if len(parts) < 3 {
 			m.Interface = types.StringValue(in.AddressInterface)
 		}

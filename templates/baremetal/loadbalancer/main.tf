@@ -35,6 +35,8 @@ provider "lbhost" {
     name       = name
     config_dir = coalesce(local.active[name].config_dir, var.settings.config_dir)
     ssh        = local.ssh[name]
+    # Where an adoption (adopt.tf) reads the host's hand-made instance.
+    keepalived_config = local.active[name].keepalived_config != null ? local.active[name].keepalived_config : var.settings.keepalived_config
   }]
 }
 
