@@ -15,15 +15,15 @@ import (
 )
 
 // vipHoldersGauge: one series per Service and IP family whose health
-// module outputs vip_holders (baremetal), the number of LB hosts holding
-// the VIP in the last reading; dropped with the Service. Labels are the
+// module outputs vip_holders (baremetal, nodes), the number of LB hosts
+// (nodes) holding the VIP in the last reading; dropped with the Service. Labels are the
 // Service's, as the backends gauges', and the family: at most two series
 // per load balancer, whatever the addresses. TfccmVIPSplitBrain (>= 2)
 // and TfccmVIPLost (0) read it.
 var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	Subsystem:      "tfccm_load_balancer",
 	Name:           "vip_holders",
-	Help:           "LB hosts holding each load balancer's VIP now (1 is right; 2 or more: VRRP split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal: LB hosts; nodes: the node holding it).",
+	Help:           "LB hosts or nodes holding each load balancer's VIP now (1 is right; 2 or more: split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal: LB hosts; nodes: the node holding it, or the contenders in a split brain; no series for a family vip_idle names).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"service_namespace", "service_name", "family"})
 
