@@ -109,7 +109,6 @@ const (
 // it finds another node answering for the address it holds.
 const EventSplitBrain = "SplitBrain"
 
-
 // Traffic policies.
 const (
 	PolicyCluster = "Cluster"
