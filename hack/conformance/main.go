@@ -1,6 +1,6 @@
 // Command conformance runs the upstream Kubernetes e2e LoadBalancer specs
 // (bin/e2e.test, make tools-e2e) against tfccm on real nodes (make
-// conformance, make conformance-fast).
+// conformance, make conformance-fast, make conformance-nodes).
 //
 //	go run ./hack/conformance [--nodes 3] [--set local|nodes] [--focus RE] [--skip RE] [--parallel N] [--dir DIR] [--out FILE]
 //
