@@ -102,6 +102,34 @@ func DecodeVIPHolders(outputs map[string]json.RawMessage) (map[string][]string, 
 	return holders, nil
 }
 
+// VIPIdleOutput is a health module's optional output of the IP families
+// whose address no holder is meant to hold now, each with the reason
+// (NoLocalEndpoint: externalTrafficPolicy Local and no ready endpoint on
+// any node): tfccm.io/VIPHeld says so, and no holders gauge counts it as
+// lost.
+const VIPIdleOutput = "vip_idle"
+
+// DecodeVIPIdle reads the health module's `vip_idle` output (none: nil).
+func DecodeVIPIdle(outputs map[string]json.RawMessage) (map[string]string, error) {
+	raw, ok := outputs[VIPIdleOutput]
+	if !ok {
+		return nil, nil
+	}
+	var idle map[string]string
+	if err := json.Unmarshal(raw, &idle); err != nil {
+		return nil, fmt.Errorf("output `vip_idle` is not a map of IP family to a reason: %w", err)
+	}
+	for f, why := range idle {
+		if f != "IPv4" && f != "IPv6" {
+			return nil, fmt.Errorf("output `vip_idle` names IP family %q: want IPv4 or IPv6", f)
+		}
+		if why != "NoLocalEndpoint" {
+			return nil, fmt.Errorf("output `vip_idle` gives family %s reason %q: want NoLocalEndpoint", f, why)
+		}
+	}
+	return idle, nil
+}
+
 // VIPHolderKindOutput is a health module's optional output naming what
 // holds its VIPs, for the words of tfccm.io/VIPHeld: "node" (the nodes
 // set); none is "LB host".

@@ -32,11 +32,12 @@ const (
 	// them), or all healthy (False); only for template sets that read
 	// backend health (health.go).
 	ConditionDegraded = "tfccm.io/Degraded"
-	// ConditionVIPHeld: which LB hosts hold each of the load balancer's
-	// VIPs now (the message names them per family): True when every VIP
-	// has one holder; False with two or more (VRRP split brain) or none
-	// (a lost VIP); only for template sets whose health module outputs
-	// vip_holders (baremetal; vipheld.go).
+	// ConditionVIPHeld: which LB hosts (or, node mode, nodes) hold each of
+	// the load balancer's VIPs now (the message names them per family):
+	// True when every VIP has one holder; False with two or more (split
+	// brain) or none (a lost VIP), or NoLocalEndpoint when no holder is
+	// meant (Local, no ready endpoint); only for template sets whose health
+	// module outputs vip_holders (baremetal, nodes; vipheld.go).
 	ConditionVIPHeld = "tfccm.io/VIPHeld"
 	// ConditionBGPEstablished: whether every BGP session of every LB host
 	// that answers is Established (False names each one that is not, by
@@ -70,6 +71,10 @@ const (
 	CondReasonHeldBy     = "HeldBy"
 	CondReasonSplitBrain = "SplitBrain"
 	CondReasonNoHolder   = "NoHolder"
+	// CondReasonNoLocalEndpoint: VIPHeld False because no holder is meant
+	// (node mode, externalTrafficPolicy Local, no ready endpoint): the
+	// health module's vip_idle reason, NodeVIP's own.
+	CondReasonNoLocalEndpoint = "NoLocalEndpoint"
 	// CondReasonEstablished, CondReasonSessionDown, CondReasonNoSession:
 	// BGPEstablished with every session up, one or more down, none at all.
 	CondReasonEstablished        = "Established"

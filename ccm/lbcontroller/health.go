@@ -192,6 +192,7 @@ func (l *loadBalancers) reportOutputs(name string, svc *corev1.Service, outs map
 	var backends []templates.BackendHealth
 	var hosts map[string]bool
 	var holders map[string][]string
+	var idle map[string]string
 	var kind string
 	var sessions map[string][]templates.BGPSession
 	if err == nil {
@@ -202,6 +203,9 @@ func (l *loadBalancers) reportOutputs(name string, svc *corev1.Service, outs map
 	}
 	if err == nil {
 		holders, err = templates.DecodeVIPHolders(outs)
+	}
+	if err == nil {
+		idle, err = templates.DecodeVIPIdle(outs)
 	}
 	if err == nil {
 		kind, err = templates.DecodeVIPHolderKind(outs)
@@ -223,7 +227,7 @@ func (l *loadBalancers) reportOutputs(name string, svc *corev1.Service, outs map
 	}
 	sort.Strings(unreachable)
 	l.reportHealth(name, svc, backends, unreachable)
-	l.reportVIPHolders(svc, holders, kind)
+	l.reportVIPHolders(svc, holders, idle, kind)
 	l.reportBGPSessions(svc, sessions)
 	return hosts, true
 }

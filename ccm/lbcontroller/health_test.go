@@ -23,6 +23,7 @@ type fakeProber struct {
 	hosts   string // the hosts output ("": none)
 	holders string // the vip_holders output ("": none)
 	kind    string // the vip_holder_kind output ("": none)
+	idle    string // the vip_idle output ("": none)
 	bgp     string // the bgp_sessions output ("": none)
 	err     error
 
@@ -47,6 +48,9 @@ func (f *fakeProber) Probe(_ context.Context, name, _, _ string) (map[string]jso
 	}
 	if f.kind != "" {
 		outs["vip_holder_kind"] = json.RawMessage(f.kind)
+	}
+	if f.idle != "" {
+		outs["vip_idle"] = json.RawMessage(f.idle)
 	}
 	if f.bgp != "" {
 		outs["bgp_sessions"] = json.RawMessage(f.bgp)

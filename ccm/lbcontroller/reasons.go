@@ -55,6 +55,8 @@ var (
 		"The template's `ingress` output is not a valid list of `{ip, hostname, ip_mode}`; the Service gets no status until the template is fixed.")
 	ReasonBGPSessionDown = declareReason("BGPSessionDown", corev1.EventTypeWarning,
 		"Baremetal's bgp variant: a BGP session of an LB host is not Established; the message names the host, the peer (by its name in `settings.bgp`) and the session's state, as `tfccm.io/BGPEstablished` does. The host announces nothing to that peer meanwhile. Recorded once per message on every Service of the variant (docs/bgp.md#troubleshooting).")
+	ReasonVIPSplitBrain = declareReason("VIPSplitBrain", corev1.EventTypeWarning,
+		"Two or more LB hosts (VRRP) or nodes (node mode: the NodeVIP's `status.contenders`) answer for one of the Service's VIPs at once: they do not hear each other, so clients reach whichever answered ARP/NDP last. The message names them, as `tfccm.io/VIPHeld=False` `SplitBrain` does; recorded once per message (docs/operations.md#tfccmvipsplitbrain, docs/node-mode.md#split-brain).")
 	ReasonDriftRepaired = declareReason("TerraformDriftRepaired", corev1.EventTypeWarning,
 		"The periodic re-plan (`terraform.drift_interval`) found the infrastructure changed outside tfccm and re-applied the load balancer.")
 	ReasonDriftFailed = declareReason("TerraformDriftCheckFailed", corev1.EventTypeWarning,

@@ -15,15 +15,15 @@ import (
 )
 
 // vipHoldersGauge: one series per Service and IP family whose health
-// module outputs vip_holders (baremetal), the number of LB hosts holding
-// the VIP in the last reading; dropped with the Service. Labels are the
+// module outputs vip_holders (baremetal, nodes), the number of LB hosts
+// (nodes) holding the VIP in the last reading; dropped with the Service. Labels are the
 // Service's, as the backends gauges', and the family: at most two series
 // per load balancer, whatever the addresses. TfccmVIPSplitBrain (>= 2)
 // and TfccmVIPLost (0) read it.
 var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	Subsystem:      "tfccm_load_balancer",
 	Name:           "vip_holders",
-	Help:           "LB hosts holding each load balancer's VIP now (1 is right; 2 or more: VRRP split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal: LB hosts; nodes: the node holding it).",
+	Help:           "LB hosts or nodes holding each load balancer's VIP now (1 is right; 2 or more: split brain; 0: lost), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module outputs vip_holders (baremetal: LB hosts; nodes: the node holding it, or the contenders in a split brain; no series for a family vip_idle names).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"service_namespace", "service_name", "family"})
 
@@ -32,10 +32,12 @@ var ipFamilies = []string{"IPv4", "IPv6"}
 
 // reportVIPHolders sets the Service's VIPHeld condition and holders gauges
 // from a reading (nil: the set reads no holders; nothing is reported; nor
-// while the Service is prepared only); kind is what holds the VIPs
-// (vip_holder_kind: "node", "" LB hosts).
-func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string, kind string) {
-	if holders == nil {
+// while the Service is prepared only); idle are the families no holder is
+// meant to hold, with the reason (vip_idle: no gauge series, so no
+// TfccmVIPLost); kind is what holds the VIPs (vip_holder_kind: "node", ""
+// LB hosts). A split brain is also a Warning Event VIPSplitBrain.
+func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string][]string, idle map[string]string, kind string) {
+	if holders == nil && idle == nil {
 		return
 	}
 	if standby, err := l.takeover.standby(svc); standby || err != nil {
@@ -48,7 +50,12 @@ func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string
 			vipHoldersGauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
 		}
 	}
-	l.conds.set(svc, vipHeldCondition(holders, kind))
+	c := vipHeldCondition(holders, idle, kind)
+	if c.Reason == CondReasonSplitBrain && l.event != nil {
+		// Repeats of the same message are recorded once (events.event).
+		l.event(svc, corev1.EventTypeWarning, ReasonVIPSplitBrain, c.Message)
+	}
+	l.conds.set(svc, c)
 }
 
 // dropVIPHolders removes a Service's holders gauges.
@@ -62,25 +69,37 @@ func dropVIPHolders(namespace, name string) {
 // "<family> VIP held by <hosts>", joined by "; ".
 const heldBy = " VIP held by "
 
-// holderWords are VIPHeld's words for a VIP no holder answers for, and
-// the suffix naming a split brain, by kind of holder (vip_holder_kind).
-type holderWords struct{ none, split string }
+// holderWords are VIPHeld's words for a VIP no holder answers for, the
+// suffix naming a split brain, and the words for a VIP no holder is meant
+// to hold (vip_idle NoLocalEndpoint), by kind of holder (vip_holder_kind).
+type holderWords struct{ none, split, idle string }
 
 var holderKinds = map[string]holderWords{
-	"":     {"no LB host that answers", " at once (VRRP split brain: the hosts do not hear each other)"},
-	"node": {"no node that answers", " at once (split brain: their node agents do not hear each other)"},
+	"":     {"no LB host that answers", " at once (VRRP split brain: the hosts do not hear each other)", "no LB host (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)"},
+	"node": {"no node that answers", " at once (split brain: their node agents do not hear each other)", "no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)"},
 }
 
 // vipHeldCondition is VIPHeld for the holders of each family's VIP: True
 // (HeldBy) when every VIP has exactly one holder; else False, SplitBrain
-// when one has two or more, NoHolder when one has none. The message names
-// every family's holders.
-func vipHeldCondition(holders map[string][]string, kind string) metav1.Condition {
-	words := holderKinds[kind]
+// when one has two or more, NoHolder when one has none, NoLocalEndpoint
+// when the only VIPs without a holder are idle ones (no holder meant). The
+// message names every family's holders.
+func vipHeldCondition(holders map[string][]string, idle map[string]string, kind string) metav1.Condition {
+	words, ok := holderKinds[kind]
+	if !ok {
+		words = holderKinds[""]
+	}
 	status, reason := true, CondReasonHeldBy
 	var parts []string
 	for _, f := range ipFamilies {
 		hs, ok := holders[f]
+		if _, isIdle := idle[f]; isIdle && !ok {
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, words.idle))
+			if reason == CondReasonHeldBy {
+				status, reason = false, CondReasonNoLocalEndpoint
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -133,6 +152,8 @@ func VIPHolders(conds []metav1.Condition) string {
 			switch {
 			case hosts == w.none:
 				hosts = "NONE"
+			case hosts == w.idle:
+				hosts = "IDLE"
 			case strings.HasSuffix(hosts, w.split):
 				hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, w.split), " and ", "+"), ", ", "+") + " SPLIT"
 			}

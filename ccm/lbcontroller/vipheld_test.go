@@ -2,6 +2,7 @@ package lbcontroller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +16,14 @@ import (
 // holders, NoHolder with none, split brain winning) and the holders
 // gauge per family, in words of nodes when vip_holder_kind says "node"; a
 // malformed output keeps the last reading; a family
-// no longer served loses its series; a deleted Service loses them all.
+// no longer served loses its series; a family vip_idle names (node mode,
+// Local without a ready endpoint) is NoLocalEndpoint with no series (no
+// TfccmVIPLost), unless another family is lost or split; a split brain is
+// a Warning Event VIPSplitBrain naming the holders; a deleted Service
+// loses them all.
 func TestHealthRoundVIPHolders(t *testing.T) {
 	registerHealth()
-	l, _ := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
+	l, events := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
 	svc := phaseService()
 	name := fakeRenderer{}.WorkspaceName(svc)
 	l.services[name] = &lbEntry{svc: svc, nodes: []string{"a"}}
@@ -26,41 +31,59 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 	for _, tc := range []struct {
 		name, holders string
 		kind          string
+		idle          string
 		status        metav1.ConditionStatus
 		reason        string
 		message       string
 		gauges        map[string]float64
 		column        string
 	}{
-		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, "", metav1.ConditionTrue, CondReasonHeldBy,
+		{"one holder per family", `{"IPv4":["lb-a"],"IPv6":["lb-b"]}`, "", "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by lb-a; IPv6 VIP held by lb-b", map[string]float64{"IPv4": 1, "IPv6": 1}, "IPv4 lb-a, IPv6 lb-b"},
-		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, "", metav1.ConditionFalse, CondReasonSplitBrain,
+		{"split brain", `{"IPv4":["lb-b","lb-a"],"IPv6":["lb-b"]}`, "", "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
 			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
-		{"malformed output keeps the last reading", `["lb-a"]`, "", metav1.ConditionFalse, CondReasonSplitBrain,
+		{"malformed output keeps the last reading", `["lb-a"]`, "", "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by lb-a and lb-b at once (VRRP split brain: the hosts do not hear each other); IPv6 VIP held by lb-b",
 			map[string]float64{"IPv4": 2, "IPv6": 1}, "IPv4 lb-a+lb-b SPLIT, IPv6 lb-b"},
-		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, "", metav1.ConditionFalse, CondReasonSplitBrain,
+		{"lost, split brain wins", `{"IPv4":[],"IPv6":["lb-a","lb-b","lb-c"]}`, "", "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by no LB host that answers; IPv6 VIP held by lb-a, lb-b and lb-c at once (VRRP split brain: the hosts do not hear each other)",
 			map[string]float64{"IPv4": 0, "IPv6": 3}, "IPv4 NONE, IPv6 lb-a+lb-b+lb-c SPLIT"},
-		{"lost, IPv6 no longer served", `{"IPv4":[]}`, "", metav1.ConditionFalse, CondReasonNoHolder,
+		{"lost, IPv6 no longer served", `{"IPv4":[]}`, "", "", metav1.ConditionFalse, CondReasonNoHolder,
 			"IPv4 VIP held by no LB host that answers", map[string]float64{"IPv4": 0}, "NONE"},
-		{"held again", `{"IPv4":["lb-b"]}`, "", metav1.ConditionTrue, CondReasonHeldBy,
+		{"held again", `{"IPv4":["lb-b"]}`, "", "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by lb-b", map[string]float64{"IPv4": 1}, "lb-b"},
-		{"node mode: held by a node", `{"IPv4":["node-a"]}`, `"node"`, metav1.ConditionTrue, CondReasonHeldBy,
+		{"node mode: held by a node", `{"IPv4":["node-a"]}`, `"node"`, "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by node-a", map[string]float64{"IPv4": 1}, "node-a"},
-		{"node mode: lost, in words of nodes", `{"IPv4":[]}`, `"node"`, metav1.ConditionFalse, CondReasonNoHolder,
+		{"node mode: lost, in words of nodes", `{"IPv4":[]}`, `"node"`, "", metav1.ConditionFalse, CondReasonNoHolder,
 			"IPv4 VIP held by no node that answers", map[string]float64{"IPv4": 0}, "NONE"},
-		{"node mode: split brain, in words of nodes", `{"IPv4":["node-b","node-a"]}`, `"node"`, metav1.ConditionFalse, CondReasonSplitBrain,
+		{"node mode: split brain, in words of nodes", `{"IPv4":["node-b","node-a"]}`, `"node"`, "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by node-a and node-b at once (split brain: their node agents do not hear each other)", map[string]float64{"IPv4": 2}, "node-a+node-b SPLIT"},
-		{"an unknown kind keeps the last reading", `{"IPv4":["x"]}`, `"router"`, metav1.ConditionFalse, CondReasonSplitBrain,
+		{"an unknown kind keeps the last reading", `{"IPv4":["x"]}`, `"router"`, "", metav1.ConditionFalse, CondReasonSplitBrain,
 			"IPv4 VIP held by node-a and node-b at once (split brain: their node agents do not hear each other)", map[string]float64{"IPv4": 2}, "node-a+node-b SPLIT"},
+		{"node mode: Local without a ready endpoint, no holder meant", `{}`, `"node"`, `{"IPv4":"NoLocalEndpoint"}`, metav1.ConditionFalse, CondReasonNoLocalEndpoint,
+			"IPv4 VIP held by no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)", map[string]float64{}, "IDLE"},
+		{"node mode: one family idle, the other lost: NoHolder", `{"IPv6":[]}`, `"node"`, `{"IPv4":"NoLocalEndpoint"}`, metav1.ConditionFalse, CondReasonNoHolder,
+			"IPv4 VIP held by no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local); IPv6 VIP held by no node that answers",
+			map[string]float64{"IPv6": 0}, "IPv4 IDLE, IPv6 NONE"},
+		{"node mode: an endpoint ready again, held", `{"IPv4":["node-b"]}`, `"node"`, "", metav1.ConditionTrue, CondReasonHeldBy,
+			"IPv4 VIP held by node-b", map[string]float64{"IPv4": 1}, "node-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders, kind: tc.kind}, 1)
+			before := len(*events)
+			l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends, holders: tc.holders, kind: tc.kind, idle: tc.idle}, 1)
 			c, ok := l.conds.get(svc.UID, ConditionVIPHeld)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
 				t.Errorf("VIPHeld %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
+			}
+			warned := false
+			for _, e := range (*events)[before:] {
+				if e.reason == ReasonVIPSplitBrain && e.eventType == "Warning" && e.message == tc.message {
+					warned = true
+				}
+			}
+			if fresh := tc.reason == CondReasonSplitBrain && !strings.HasPrefix(tc.name, "malformed") && !strings.HasPrefix(tc.name, "an unknown"); warned != fresh {
+				t.Errorf("Warning %s recorded: %t, want %t (%v)", ReasonVIPSplitBrain, warned, fresh, (*events)[before:])
 			}
 			if got := VIPHolders([]metav1.Condition{c}); got != tc.column {
 				t.Errorf("HOLDER column %q, want %q", got, tc.column)

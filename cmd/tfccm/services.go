@@ -137,8 +137,8 @@ func serviceState(s corev1.Service) string {
 	return strings.Join(ips, ",")
 }
 
-// printServices lists svcs; HOLDER is the LB host holding each VIP
-// (tfccm.io/VIPHeld: baremetal; "-" for other sets).
+// printServices lists svcs; HOLDER is the LB host (baremetal) or node
+// (nodes) holding each VIP, from tfccm.io/VIPHeld ("-" for other sets).
 func printServices(w io.Writer, svcs []corev1.Service) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tSTATE\tHOLDER\tFINALIZER")

@@ -1,12 +1,14 @@
 // Command conformance runs the upstream Kubernetes e2e LoadBalancer specs
 // (bin/e2e.test, make tools-e2e) against tfccm on real nodes (make
-// conformance, make conformance-fast).
+// conformance, make conformance-fast, make conformance-nodes).
 //
-//	go run ./hack/conformance [--nodes 3] [--focus RE] [--skip RE] [--parallel N] [--dir DIR] [--out FILE]
+//	go run ./hack/conformance [--nodes 3] [--set local|nodes] [--focus RE] [--skip RE] [--parallel N] [--dir DIR] [--out FILE]
 //
 // It brings up the control plane with N real nodes in the local cloud
 // (test/nodes), starts tfccm as their CCM with the local set's `routed`
-// module as the cluster's default LoadBalancer module (an override_dir), lists
+// module as the cluster's default LoadBalancer module (an override_dir) or,
+// with --set nodes, node mode (the nodes set, a pool on the nodes' network,
+// a node agent on each real node: make conformance-nodes), lists
 // the specs the focus selects, runs each in its own e2e.test process (up to
 // --parallel at once, each in its own namespaces, with its own JUnit report),
 // tears everything down and writes the per-spec result table (Markdown) to
@@ -42,6 +44,7 @@ type options struct {
 	keep            bool
 	prefix          string
 	module          string
+	set             string
 }
 
 func main() {
@@ -56,6 +59,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster up afterwards (bin/devcluster down --dir DIR/cluster)")
 	flag.StringVar(&o.prefix, "prefix", "tfccmcf", "local cloud name prefix")
 	flag.StringVar(&o.module, "module", "loadbalancer.routed", "the local set's LoadBalancer module the run makes the default (e.g. loadbalancer.l4)")
+	flag.StringVar(&o.set, "set", "local", "the template set serving LoadBalancers: local (its --module the default) or nodes (node mode: the nodes set, a node agent on each real node)")
 	flag.Parse()
 	start := time.Now()
 	err := run(o)
@@ -69,6 +73,9 @@ func main() {
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
 func run(o options) (err error) {
+	if o.set != "local" && o.set != "nodes" {
+		return errNoSet
+	}
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -105,9 +112,13 @@ func run(o options) (err error) {
 		return err
 	}
 	var ccm *harness.CCM
+	var nodeAgents *agents
 	defer func() {
 		if ccm != nil {
 			ccm.Stop()
+		}
+		if nodeAgents != nil {
+			nodeAgents.stop()
 		}
 		if o.keep {
 			say("cluster left up: bin/devcluster down --dir %s", clusterDir)
@@ -118,7 +129,13 @@ func run(o options) (err error) {
 			err = fmt.Errorf("%w; down: %v", err, derr)
 		}
 	}()
-	if ccm, err = startCCM(c, root, bin, dir, o.module); err != nil {
+	if o.set == "nodes" {
+		if nodeAgents, err = startNodeAgents(ctx, c, root, bin, dir); err != nil {
+			return err
+		}
+		say("node agents on %d nodes (logs: %s)", len(c.Nodes), filepath.Join(dir, "agents"))
+	}
+	if ccm, err = startCCM(c, root, bin, dir, o); err != nil {
 		return err
 	}
 	say("tfccm is the CCM (log: %s)", ccm.LogPath)
@@ -145,24 +162,47 @@ func run(o options) (err error) {
 // variant), through an override directory: the upstream specs need what
 // only a routed VIP gives (Services without node ports, client addresses
 // kept for externalTrafficPolicy: Local, the VIP served by kube-proxy).
-func startCCM(c *nodes.Cluster, root, bin, dir, module string) (*harness.CCM, error) {
-	if !regexp.MustCompile(`^loadbalancer(\.[a-z0-9-]+)?$`).MatchString(module) {
-		return nil, fmt.Errorf("--module %q is not a LoadBalancer module of the local set", module)
-	}
-	overrides := filepath.Join(dir, "templates")
-	if err := os.CopyFS(filepath.Join(overrides, "loadbalancer"), os.DirFS(filepath.Join(root, "templates", "local", module))); err != nil {
+// With --set nodes it is the nodes set's (nodeModeConfig).
+func startCCM(c *nodes.Cluster, root, bin, dir string, o options) (*harness.CCM, error) {
+	cfg, err := ccmConfig(c, root, bin, dir, o)
+	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "cloud.hcl")
-	cfg := nodes.CCMConfig(c, "conformance", filepath.Join(dir, "tfccm"), filepath.Join(bin, "tofu"), filepath.Join(bin, "lbhost.tfrc"), overrides)
 	if err := cfg.Write(cfgPath); err != nil {
 		return nil, err
 	}
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
+	if o.set == "nodes" {
+		// The nodes set's provider writes NodeVIPs with the kubeconfig a
+		// client finds by default (~/.kube/config: tofu gets HOME, never
+		// KUBECONFIG), as the chart's pod has its in-cluster credentials.
+		home, err := kubeHome(c, dir)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "HOME="+home)
+	}
 	return harness.StartCCM(harness.CCMOptions{
 		Binary: filepath.Join(bin, "terraform-cloud-controller-manager"), Kubeconfig: c.Kubeconfig(),
-		CloudConfig: cfgPath, Dir: dir, StopGrace: 30 * time.Second, Flags: nodes.CCMFlags,
-		Env: []string{"PATH=" + bin + ":" + os.Getenv("PATH")},
+		CloudConfig: cfgPath, Dir: dir, StopGrace: 30 * time.Second, Flags: nodes.CCMFlags, Env: env,
 	})
+}
+
+// ccmConfig is the CCM's cloud config for the run's set.
+func ccmConfig(c *nodes.Cluster, root, bin, dir string, o options) (harness.CloudConfig, error) {
+	if o.set == "nodes" {
+		return nodeModeConfig(c, root, bin, dir)
+	}
+	module := o.module
+	if !regexp.MustCompile(`^loadbalancer(\.[a-z0-9-]+)?$`).MatchString(module) {
+		return harness.CloudConfig{}, fmt.Errorf("--module %q is not a LoadBalancer module of the local set", module)
+	}
+	overrides := filepath.Join(dir, "templates")
+	if err := os.CopyFS(filepath.Join(overrides, "loadbalancer"), os.DirFS(filepath.Join(root, "templates", "local", module))); err != nil {
+		return harness.CloudConfig{}, err
+	}
+	return nodes.CCMConfig(c, "conformance", filepath.Join(dir, "tfccm"), filepath.Join(bin, "tofu"), filepath.Join(bin, "lbhost.tfrc"), overrides), nil
 }
 
 // spec is one selected spec: its full text (containers and leaf, what

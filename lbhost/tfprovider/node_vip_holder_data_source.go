@@ -29,6 +29,7 @@ type nodeVIPHolderModel struct {
 	Held       types.Bool   `tfsdk:"held"`
 	Holder     types.String `tfsdk:"holder"`
 	Candidates []string     `tfsdk:"candidates"`
+	Contenders []string     `tfsdk:"contenders"`
 	Reason     types.String `tfsdk:"reason"`
 }
 
@@ -47,7 +48,10 @@ func (d *nodeVIPHolderDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				"current spec (its Announced condition is True)."},
 			"holder":     schema.StringAttribute{Computed: true, Description: "The node holding it; empty when none does."},
 			"candidates": schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "The eligible nodes the agents chose the holder from, sorted."},
-			"reason":     schema.StringAttribute{Computed: true, Description: "The Announced condition's reason (empty before any agent reported)."},
+			"contenders": schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "The nodes answering for the address at once, sorted, when more than one does " +
+				"(a split brain: their agents do not hear each other but reach the API server); empty otherwise."},
+			"reason": schema.StringAttribute{Computed: true, Description: "The Announced condition's reason (empty before any agent reported); " +
+				"`NoLocalEndpoint`: externalTrafficPolicy Local and no ready endpoint on any node, so no node is meant to hold it."},
 		},
 	}
 }
@@ -69,7 +73,7 @@ func (d *nodeVIPHolderDataSource) Read(ctx context.Context, req datasource.ReadR
 		resp.Diagnostics.AddError("lbhost_node_vip_holder: connect", err.Error())
 		return
 	}
-	m.Exists, m.Held, m.Holder, m.Candidates, m.Reason = types.BoolValue(false), types.BoolValue(false), types.StringValue(""), []string{}, types.StringValue("")
+	m.Exists, m.Held, m.Holder, m.Candidates, m.Contenders, m.Reason = types.BoolValue(false), types.BoolValue(false), types.StringValue(""), []string{}, []string{}, types.StringValue("")
 	u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -92,6 +96,9 @@ func (d *nodeVIPHolderDataSource) Read(ctx context.Context, req datasource.ReadR
 	}
 	if v.Status.Candidates != nil {
 		m.Candidates = slices.Sorted(slices.Values(v.Status.Candidates))
+	}
+	if held && len(v.Status.Contenders) > 1 {
+		m.Contenders = slices.Sorted(slices.Values(v.Status.Contenders))
 	}
 	if c := v.Status.Announced(); c != nil {
 		m.Reason = types.StringValue(c.Reason)

@@ -25,8 +25,10 @@ import (
 // holding NodeVIP objects whose status the test writes as the node agents
 // would: vip_holders names each family's holder (none before an agent
 // reported, none while the Announced condition is False or describes an
-// older spec), and backends marks the selected nodes the agents do not
-// count eligible unhealthy; templates' decoders read both, as tfccm's
+// older spec; the contenders when the status lists two or more: a split
+// brain), vip_idle the families whose reason is NoLocalEndpoint (left out
+// of vip_holders), and backends marks the selected nodes the agents do not
+// count eligible unhealthy; templates' decoders read them, as tfccm's
 // health loop does.
 func TestNodesHealthModuleReadsHolders(t *testing.T) {
 	if testing.Short() {
@@ -73,7 +75,7 @@ func TestNodesHealthModuleReadsHolders(t *testing.T) {
 	if out, err := tofu.Run(ctx, "init", "-input=false", "-no-color"); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	probe := func(t *testing.T) (map[string][]string, []templates.BackendHealth) {
+	probe := func(t *testing.T) (map[string][]string, []templates.BackendHealth, map[string]string) {
 		t.Helper()
 		if out, err := tofu.Run(ctx, "plan", "-input=false", "-no-color", "-lock=false", "-out=probe.plan"); err != nil {
 			t.Fatalf("plan: %v\n%s", err, out)
@@ -104,8 +106,13 @@ func TestNodesHealthModuleReadsHolders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return holders, backends
+		idle, err := templates.DecodeVIPIdle(outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return holders, backends, idle
 	}
+	var contenders []string // the next report's status.contenders
 	report := func(t *testing.T, name, addr, holder string, status metav1.ConditionStatus, reason string, candidates []string, stale bool) {
 		t.Helper()
 		u, err := dyn.Get(ctx, name, metav1.GetOptions{})
@@ -127,7 +134,7 @@ func TestNodesHealthModuleReadsHolders(t *testing.T) {
 		if stale {
 			gen--
 		}
-		v.Status = vipapi.NodeVIPStatus{Holder: holder, Candidates: candidates, ObservedGeneration: gen,
+		v.Status = vipapi.NodeVIPStatus{Holder: holder, Candidates: candidates, Contenders: contenders, ObservedGeneration: gen,
 			Conditions: []metav1.Condition{{Type: vipapi.ConditionAnnounced, Status: status, Reason: reason, Message: "set by the test",
 				ObservedGeneration: gen, LastTransitionTime: metav1.Now()}}}
 		if u, err = vipapi.ToUnstructured(v); err != nil {
@@ -147,22 +154,34 @@ func TestNodesHealthModuleReadsHolders(t *testing.T) {
 		act      func(t *testing.T)
 		holders  map[string][]string
 		backends []templates.BackendHealth
+		idle     map[string]string
 	}{
-		{"no NodeVIP yet", func(*testing.T) {}, map[string][]string{"IPv4": {}, "IPv6": {}}, healthy(false, false)},
+		{"no NodeVIP yet", func(*testing.T) {}, map[string][]string{"IPv4": {}, "IPv6": {}}, healthy(false, false), map[string]string{}},
 		{"both held", func(t *testing.T) {
 			report(t, "prod-abc-4", "192.0.2.10", "node-a", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, false)
 			report(t, "prod-abc-6", "2001:db8::10", "node-b", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, false)
-		}, map[string][]string{"IPv4": {"node-a"}, "IPv6": {"node-b"}}, healthy(true, true)},
+		}, map[string][]string{"IPv4": {"node-a"}, "IPv6": {"node-b"}}, healthy(true, true), map[string]string{}},
+		{"split brain on IPv4: both contenders", func(t *testing.T) {
+			contenders = both
+			report(t, "prod-abc-4", "192.0.2.10", "node-b", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, false)
+			contenders = nil
+		}, map[string][]string{"IPv4": {"node-a", "node-b"}, "IPv6": {"node-b"}}, healthy(true, true), map[string]string{}},
 		{"IPv6 cannot be announced, node-a no longer eligible", func(t *testing.T) {
 			report(t, "prod-abc-4", "192.0.2.10", "node-b", metav1.ConditionTrue, vipapi.ReasonAnnounced, []string{"node-b"}, false)
 			report(t, "prod-abc-6", "2001:db8::10", "node-b", metav1.ConditionFalse, vipapi.ReasonCannotAnnounce, []string{"node-b"}, false)
-		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true)},
+		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true), map[string]string{}},
 		{"a status of an older spec", func(t *testing.T) {
 			report(t, "prod-abc-6", "2001:db8::10", "node-a", metav1.ConditionTrue, vipapi.ReasonAnnounced, both, true)
-		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true)},
+		}, map[string][]string{"IPv4": {"node-b"}, "IPv6": {}}, healthy(false, true), map[string]string{}},
+		{"IPv6 with no ready local endpoint: idle, not held", func(t *testing.T) {
+			report(t, "prod-abc-6", "2001:db8::10", "", metav1.ConditionFalse, vipapi.ReasonNoLocalEndpoint, nil, false)
+		}, map[string][]string{"IPv4": {"node-b"}}, healthy(false, false), map[string]string{"IPv6": vipapi.ReasonNoLocalEndpoint}},
 	} {
 		step.act(t)
-		holders, backends := probe(t)
+		holders, backends, idle := probe(t)
+		if !reflect.DeepEqual(idle, step.idle) {
+			t.Errorf("%s: vip_idle %v, want %v", step.name, idle, step.idle)
+		}
 		if !reflect.DeepEqual(holders, step.holders) {
 			t.Errorf("%s: vip_holders %v, want %v", step.name, holders, step.holders)
 		}

@@ -67,7 +67,9 @@ func (r *nodeVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"agent alive, and with `external_traffic_policy = \"Local\"` a ready endpoint), put the address on its interface and announce it " +
 			"(`announcement`); kube-proxy there serves the Service (ingress `ip_mode = \"VIP\"`). Apply returns once an agent reports the " +
 			"address announced, and fails with the agents' reason (no eligible node, an address outside the nodes' networks, an agent that " +
-			"cannot announce) after `wait_timeout`, or at once for an address no node can hold. Read reports the object as it is; " +
+			"cannot announce) after `wait_timeout`, or at once for an address no node can hold. With `external_traffic_policy = \"Local\"` and no " +
+			"ready endpoint of the Service on any node (reason `NoLocalEndpoint`) it returns at once with no holder: the agents hold the " +
+			"address once an endpoint is ready. Read reports the object as it is; " +
 			"`holder` is where the address is now. Everything but `name` changes in place.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "`<namespace>/<name>` of the NodeVIP object.",
@@ -258,7 +260,10 @@ var dnsLabelCheck = stringCheck{desc: "a DNS label (1-63 lowercase letters, digi
 var finalReasons = map[string]bool{vipapi.ReasonOutsideNetworks: true, vipapi.ReasonInvalid: true}
 
 // waitAnnounced polls the object until the agents report generation gen
-// announced, a reason no waiting changes, or timeout.
+// announced, a reason no waiting changes, or timeout. NoLocalEndpoint (a
+// Local Service without a ready endpoint) is settled, not a failure: no
+// node is meant to hold the address until a pod is ready, which may be
+// never (scaled to zero), so the apply returns with no holder.
 func waitAnnounced(ctx context.Context, cl dynamic.ResourceInterface, name string, gen int64, timeout time.Duration) (*vipapi.NodeVIP, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -271,7 +276,7 @@ func waitAnnounced(ctx context.Context, cl dynamic.ResourceInterface, name strin
 				c := v.Status.Announced()
 				if c != nil && c.ObservedGeneration >= gen {
 					switch {
-					case c.Status == metav1.ConditionTrue:
+					case c.Status == metav1.ConditionTrue, c.Reason == vipapi.ReasonNoLocalEndpoint:
 						return v, nil
 					case finalReasons[c.Reason]:
 						return v, fmt.Errorf("%s: %s", c.Reason, c.Message)

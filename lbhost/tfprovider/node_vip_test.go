@@ -156,6 +156,30 @@ func TestNodeVIPProviderAgainstAPIServer(t *testing.T) {
 		t.Errorf("a VIP no node may hold answered, by %q", got)
 	}
 
+	// externalTrafficPolicy Local and no ready endpoint anywhere: apply
+	// returns at once (no wait for an announcement), the status says
+	// NoLocalEndpoint with no holder, no Warning, nothing answers.
+	idle := strings.Replace(nodeVIP("idle", seg.Addr(103), `["a", "b"]`, `wait_timeout = "30s"`), `"Cluster"`, `"Local"`, 1)
+	write(good + idle)
+	start = time.Now()
+	if out, err := run("apply", "-input=false", "-no-color", "-auto-approve"); err != nil {
+		t.Errorf("apply of a Local VIP without endpoints: %v\n%s", err, out)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("apply of a Local VIP without endpoints took %v: it waited for an announcement", took)
+	}
+	if u, err := dyn.Get(ctx, "idle", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if v, err := vipapi.FromUnstructured(u); err != nil || v.Status.Holder != "" || v.Status.Announced() == nil || v.Status.Announced().Reason != vipapi.ReasonNoLocalEndpoint {
+		t.Errorf("the Local VIP without endpoints: %v %+v, want reason %s and no holder", err, v.Status, vipapi.ReasonNoLocalEndpoint)
+	}
+	if evs, err := client.CoreV1().Events("tfccm-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=idle,type=Warning"}); err != nil || len(evs.Items) > 0 {
+		t.Errorf("Warning Events on the Local VIP without endpoints: %v %+v", err, evs)
+	}
+	if got, err := seg.Ask(seg.Addr(103), 300*time.Millisecond); err == nil {
+		t.Errorf("a Local VIP without endpoints answered, by %q", got)
+	}
+
 	// The CRD refuses an address in another form than the canonical one
 	// (two objects could otherwise name one VIP differently).
 	junk, err := vipapi.ToUnstructured(&vipapi.NodeVIP{ObjectMeta: metav1.ObjectMeta{Name: "junk", Namespace: "tfccm-system"},

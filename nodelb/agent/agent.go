@@ -71,6 +71,9 @@ type Agent struct {
 	// handover: since when this agent waits for the old holder to release
 	// an address it was chosen for, by address (see waitHandover).
 	handover map[string]time.Time
+	// contention: other nodes answering for addresses this node holds
+	// (see contention.go).
+	contention contention
 }
 
 // Run runs the agent until ctx ends; then it leaves the gossip (the other
@@ -98,6 +101,8 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 
 		overwrote: map[string]time.Time{},
 		handover:  map[string]time.Time{},
+
+		contention: newContention(),
 	}
 	if err := a.watch(ctx, dyn); err != nil {
 		return err

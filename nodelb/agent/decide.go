@@ -21,8 +21,11 @@ type decision struct {
 	Interface  string
 	Holder     string
 	Candidates []string
-	// Why there is no holder.
-	Why string
+	// Why there is no holder, and the Announced reason that says it:
+	// NoEligibleNode, or NoLocalEndpoint when the only thing the nodes
+	// lack is a ready endpoint of an externalTrafficPolicy Local Service.
+	Why       string
+	WhyReason string
 	// Reporter writes the status when there is no holder: the live agent
 	// the rule would pick among all of them.
 	Reporter string
@@ -71,20 +74,34 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 				cands = slices.DeleteFunc(cands, func(n string) bool { return !slices.Contains(c, n) })
 			}
 			if len(c) == 0 && d.Why == "" {
-				d.Why = w.why(v, w.nodeStates(v))
+				d.Why, d.WhyReason = w.why(v, w.nodeStates(v)), vipapi.ReasonNoEligibleNode
+				if noLocalEndpoint(v, w) {
+					d.WhyReason = vipapi.ReasonNoLocalEndpoint
+				}
 			}
 		}
 		if d.Invalid == "" {
 			d.Candidates = cands
 			d.Holder = holder.Sticky(addr, cands, currentHolders(group))
 			if d.Holder == "" && d.Why == "" {
-				d.Why = "no eligible node serves every Service sharing the address"
+				d.Why, d.WhyReason = "no eligible node serves every Service sharing the address", vipapi.ReasonNoEligibleNode
 			}
 		}
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VIPs[0].Spec.Address < out[j].VIPs[0].Spec.Address })
 	return out
+}
+
+// noLocalEndpoint: v's traffic policy is Local, and some of its nodes
+// could hold it but for a ready local endpoint: a Service without a ready
+// pod (scaled to zero, starting), which no node is meant to answer for.
+func noLocalEndpoint(v *vipapi.NodeVIP, w view) bool {
+	if v.Spec.ExternalTrafficPolicy != vipapi.PolicyLocal {
+		return false
+	}
+	states := w.nodeStates(v)
+	return len(holder.Candidates(v.Spec.Nodes, states, true)) == 0 && len(holder.Candidates(v.Spec.Nodes, states, false)) > 0
 }
 
 // currentHolders are the holders the statuses of group name as announcing

@@ -58,19 +58,24 @@ func TestDecide(t *testing.T) {
 		vips       []*vipapi.NodeVIP
 		candidates []string
 		why        string
+		reason     string
 		invalid    bool
 	}{
-		{"cluster policy: ready, schedulable nodes with a live agent", []*vipapi.NodeVIP{testVIP("web", "10.0.0.1", "Cluster", "a", "b", "c", "d")}, []string{"a", "b"}, "", false},
-		{"local policy: only the node with an endpoint", []*vipapi.NodeVIP{testVIP("local", "10.0.0.2", "Local", "a", "b")}, []string{"b"}, "", false},
-		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", false},
-		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", false},
+		{"cluster policy: ready, schedulable nodes with a live agent", []*vipapi.NodeVIP{testVIP("web", "10.0.0.1", "Cluster", "a", "b", "c", "d")}, []string{"a", "b"}, "", "", false},
+		{"local policy: only the node with an endpoint", []*vipapi.NodeVIP{testVIP("local", "10.0.0.2", "Local", "a", "b")}, []string{"b"}, "", "", false},
+		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", "", false},
+		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", vipapi.ReasonNoEligibleNode, false},
 		{"every node out", []*vipapi.NodeVIP{testVIP("web", "10.0.0.5", "Cluster", "c", "d", "e", "gone")}, nil,
-			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", false},
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", vipapi.ReasonNoEligibleNode, false},
+		{"local policy, no ready endpoint anywhere: NoLocalEndpoint", []*vipapi.NodeVIP{testVIP("idle", "10.0.0.7", "Local", "a", "b", "c")}, nil,
+			"no eligible node: a: " + holder.NoLocalEndpoint + "; b: " + holder.NoLocalEndpoint + "; c: " + holder.NotSchedulable, vipapi.ReasonNoLocalEndpoint, false},
+		{"local policy, the nodes out for other reasons: NoEligibleNode", []*vipapi.NodeVIP{testVIP("idle", "10.0.0.8", "Local", "c", "d")}, nil,
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady, vipapi.ReasonNoEligibleNode, false},
 		{"two interfaces for one address", []*vipapi.NodeVIP{testVIP("web", "10.0.0.6", "Cluster", "a"), func() *vipapi.NodeVIP {
 			v := testVIP("web2", "10.0.0.6", "Cluster", "a")
 			v.Spec.Interface = "eth1"
 			return v
-		}()}, nil, "", true},
+		}()}, nil, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := decide(tc.vips, w)
@@ -87,8 +92,8 @@ func TestDecide(t *testing.T) {
 			if want := holder.Choose(tc.vips[0].Spec.Address, tc.candidates); !tc.invalid && d.Holder != want {
 				t.Errorf("holder %q, want %q", d.Holder, want)
 			}
-			if d.Why != tc.why {
-				t.Errorf("why %q\nwant %q", d.Why, tc.why)
+			if d.Why != tc.why || d.WhyReason != tc.reason {
+				t.Errorf("why %q (%s)\nwant %q (%s)", d.Why, d.WhyReason, tc.why, tc.reason)
 			}
 			if d.Reporter == "" {
 				t.Error("no reporter")

@@ -20,6 +20,9 @@ import (
 type outcome struct {
 	reason, message string
 	iface           string
+	// contenders: the nodes answering for the address at once (split
+	// brain), when this node holds it and is not alone.
+	contenders []string
 }
 
 // reconcile applies the decisions of the current view to this node and
@@ -53,13 +56,20 @@ func (a *Agent) reconcile(ctx context.Context) {
 			}
 			mine[addr] = true
 			o := a.take(d)
+			if o.reason == vipapi.ReasonAnnounced {
+				var fresh string
+				o.contenders, fresh = a.contention.observe(a.cfg.NodeName, d, w.members, time.Now())
+				if fresh != "" {
+					a.splitBrain(d, fresh)
+				}
+			}
 			if other, ok := a.mayOverwrite(d, time.Now()); ok {
 				if a.report(ctx, d, a.cfg.NodeName, o) > 0 && other {
 					a.overwrote[d.Address.String()] = time.Now()
 				}
 			}
 		case d.Holder == "" && d.Reporter == a.cfg.NodeName:
-			a.report(ctx, d, "", outcome{reason: vipapi.ReasonNoEligibleNode, message: d.Why})
+			a.report(ctx, d, "", outcome{reason: d.WhyReason, message: d.Why})
 		}
 	}
 	for addr, h := range a.held {
@@ -212,6 +222,7 @@ func (a *Agent) take(d decision) outcome {
 func (a *Agent) release(addr string, h heldVIP) {
 	a.speaker.Release(h.ifindex, h.addr)
 	delete(a.held, addr)
+	a.contention.forget(addr)
 	heldGauge.DeleteLabelValues(addr, a.cfg.NodeName)
 	klog.InfoS("released VIP", "address", addr, "interface", h.iface)
 }

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,11 +30,12 @@ func (a *Agent) report(ctx context.Context, d decision, holderName string, o out
 		want := v.Status.DeepCopyStatus()
 		want.ObservedGeneration = v.Generation
 		want.Candidates = d.Candidates
-		want.Holder, want.Interface, want.Announcement = "", "", ""
+		want.Holder, want.Interface, want.Announcement, want.Contenders = "", "", "", nil
 		status := metav1.ConditionFalse
 		if o.reason == vipapi.ReasonAnnounced {
 			status = metav1.ConditionTrue
 			want.Holder, want.Interface, want.Announcement = holderName, o.iface, announce.Method(d.Address)
+			want.Contenders = o.contenders
 		}
 		old := v.Status.Announced()
 		apimeta.SetStatusCondition(&want.Conditions, metav1.Condition{
@@ -42,7 +44,9 @@ func (a *Agent) report(ctx context.Context, d decision, holderName string, o out
 		if sameStatus(v.Status, want) {
 			continue
 		}
-		if status == metav1.ConditionFalse && (old == nil || old.Reason != o.reason || old.Message != o.message) {
+		if status == metav1.ConditionFalse && o.reason != vipapi.ReasonNoLocalEndpoint && (old == nil || old.Reason != o.reason || old.Message != o.message) {
+			// No Warning for a Local Service without a ready endpoint:
+			// nothing is wrong, the address is held once a pod is ready.
 			a.events.warn(v, o.reason, o.message)
 		}
 		c := *v
@@ -62,10 +66,22 @@ func (a *Agent) report(ctx context.Context, d decision, holderName string, o out
 	return written
 }
 
+// splitBrain records a Warning Event SplitBrain on d's NodeVIPs: node
+// other answers for the address this node holds.
+func (a *Agent) splitBrain(d decision, other string) {
+	msg := fmt.Sprintf("nodes %s and %s both answer for %s: their node agents do not hear each other (gossip, port %d) "+
+		"but both reach the API server; clients reach whichever answered ARP/NDP last", a.cfg.NodeName, other, d.Address, a.cfg.GossipPort)
+	klog.InfoS("split brain: another node answers for a VIP this node holds", "address", d.Address, "other", other)
+	for _, v := range d.VIPs {
+		a.events.warn(v, vipapi.EventSplitBrain, msg)
+	}
+}
+
 // sameStatus compares statuses without the conditions' transition times.
 func sameStatus(a, b vipapi.NodeVIPStatus) bool {
 	if a.Holder != b.Holder || a.Interface != b.Interface || a.Announcement != b.Announcement ||
-		a.ObservedGeneration != b.ObservedGeneration || !slices.Equal(a.Candidates, b.Candidates) || len(a.Conditions) != len(b.Conditions) {
+		a.ObservedGeneration != b.ObservedGeneration || !slices.Equal(a.Candidates, b.Candidates) || !slices.Equal(a.Contenders, b.Contenders) ||
+		len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for i := range a.Conditions {

@@ -57,9 +57,19 @@ func (s *Speaker) Hold(ifi *net.Interface, addr netip.Addr) error {
 	}
 	if r.add(addr) {
 		go r.announce(addr, 3, 300*time.Millisecond)
+	} else if r.due(addr, time.Now()) {
+		go r.announce(addr, 1, 0)
 	}
 	return nil
 }
+
+// ReannounceEvery is how often a holder announces an address it keeps
+// holding again (one gratuitous ARP / unsolicited NA), when Hold is called
+// for it: a neighbour whose cache another node pointed elsewhere (a node
+// that held the address for a moment, its view briefly different, then
+// let go: the holder itself never changed, so it announced nothing) follows
+// the holder again within this time instead of until its entry expires.
+const ReannounceEvery = 5 * time.Second
 
 // Release stops answering for addr on the interface of index ifindex.
 func (s *Speaker) Release(ifindex int, addr netip.Addr) {
@@ -88,13 +98,15 @@ type responder struct {
 	ifi  *net.Interface
 	mu   sync.Mutex
 	vips map[netip.Addr]bool
+	// announced: when each held address was last announced.
+	announced map[netip.Addr]time.Time
 	arp  *arp.Client
 	ndp  *ndp.Conn
 	done chan struct{}
 }
 
 func startResponder(ifi *net.Interface, v6 bool) (*responder, error) {
-	r := &responder{ifi: ifi, vips: map[netip.Addr]bool{}, done: make(chan struct{})}
+	r := &responder{ifi: ifi, vips: map[netip.Addr]bool{}, announced: map[netip.Addr]time.Time{}, done: make(chan struct{})}
 	if !v6 {
 		c, err := arp.Dial(ifi)
 		if err != nil {
@@ -128,6 +140,7 @@ func (r *responder) add(addr netip.Addr) bool {
 		return false
 	}
 	r.vips[addr] = true
+	r.announced[addr] = time.Now()
 	if r.ndp != nil {
 		if group, err := ndp.SolicitedNodeMulticast(addr); err == nil {
 			if err := r.ndp.JoinGroup(group); err != nil {
@@ -148,7 +161,20 @@ func (r *responder) remove(addr netip.Addr) bool {
 		}
 	}
 	delete(r.vips, addr)
+	delete(r.announced, addr)
 	return len(r.vips) == 0
+}
+
+// due: addr is held and was last announced ReannounceEvery ago or more; it
+// counts as announced now.
+func (r *responder) due(addr netip.Addr, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.vips[addr] || now.Sub(r.announced[addr]) < ReannounceEvery {
+		return false
+	}
+	r.announced[addr] = now
+	return true
 }
 
 func (r *responder) holds(addr netip.Addr) bool {

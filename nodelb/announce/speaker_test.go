@@ -52,7 +52,43 @@ func TestHelperSpeaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Println("holding")
-	select {}
+	// As the agent's reconcile: Hold again every round.
+	for range time.Tick(500 * time.Millisecond) {
+		if err := sp.Hold(ifi, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSpeakerReannounces: a holder whose neighbours were pointed at
+// another node (which held the address for a moment, then let go, while
+// the holder never changed) announces the address again within
+// ReannounceEvery, so the client's existing entry follows the holder
+// again without asking.
+func TestSpeakerReannounces(t *testing.T) {
+	for _, vip := range []string{"10.98.0.100", "fd98::100"} {
+		t.Run(vip, func(t *testing.T) {
+			s := l2seg.New(t, l2seg.Options{Prefix: fmt.Sprintf("tr%d", os.Getpid()%100000), Net: "10.98.0", Nodes: []string{"a", "b"}, VIPs: []string{vip}})
+			speak(t, s, "a", vip)
+			if got, err := s.Ask(vip, 300*time.Millisecond); got != "a" {
+				t.Fatalf("held by a: answered by %q (%v)", got, err)
+			}
+			time.Sleep(1500 * time.Millisecond) // the first announcements are over
+			l2seg.Sh(t, "ip", "-n", s.Netns(l2seg.Client), "neigh", "replace", vip, "lladdr", s.MACs["b"], "dev", "eth0", "nud", "stale")
+			start := time.Now()
+			for {
+				neigh := l2seg.Sh(t, "ip", "-n", s.Netns(l2seg.Client), "neigh", "show", vip)
+				if strings.Contains(neigh, s.MACs["a"]) {
+					break
+				}
+				if time.Since(start) > ReannounceEvery+3*time.Second {
+					t.Fatalf("the client's entry still %q %v after it was pointed at b: a did not announce again", neigh, time.Since(start).Round(time.Millisecond))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			t.Logf("the client's entry back on a %v after it was pointed at b", time.Since(start).Round(time.Millisecond))
+		})
+	}
 }
 
 // TestSpeakerMovesVIP: on one L2 segment of namespaces, the node whose

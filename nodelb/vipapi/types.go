@@ -78,6 +78,11 @@ type NodeVIPStatus struct {
 	Announcement string `json:"announcement,omitempty"`
 	// Candidates are the eligible nodes the holder was chosen from.
 	Candidates []string `json:"candidates,omitempty"`
+	// Contenders are the nodes answering for the address at once, sorted,
+	// when more than one does (a split brain: their agents do not hear
+	// each other, yet each reaches the API server and overwrites the
+	// other's claim); empty otherwise.
+	Contenders []string `json:"contenders,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Announced.
@@ -94,7 +99,15 @@ const (
 	ReasonOutsideNetworks = "AddressOutsideNodeNetworks"
 	ReasonCannotAnnounce  = "CannotAnnounce"
 	ReasonInvalid         = "Invalid"
+	// ReasonNoLocalEndpoint: externalTrafficPolicy Local and no eligible
+	// node has a ready endpoint of the Service; no node holds the address
+	// until one has (not a failure: apply does not wait for it).
+	ReasonNoLocalEndpoint = "NoLocalEndpoint"
 )
+
+// EventSplitBrain is the Warning Event an agent records on a NodeVIP when
+// it finds another node answering for the address it holds.
+const EventSplitBrain = "SplitBrain"
 
 // Traffic policies.
 const (
@@ -136,6 +149,7 @@ func (s *NodeVIPStatus) Announced() *metav1.Condition {
 func (s NodeVIPStatus) DeepCopyStatus() NodeVIPStatus {
 	out := s
 	out.Candidates = append([]string(nil), s.Candidates...)
+	out.Contenders = append([]string(nil), s.Contenders...)
 	out.Conditions = nil
 	for _, c := range s.Conditions {
 		out.Conditions = append(out.Conditions, *c.DeepCopy())

@@ -68,8 +68,15 @@ output "backends" {
 }
 
 output "vip_holders" {
-  description = "Per IP family served, the node holding its address now as the agents report it: one is right, none a lost VIP (tfccm.io/VIPHeld, tfccm_load_balancer_vip_holders). The status names one holder, so a split brain shows only as two nodes answering ARP (the agents' holder rule prevents it while they hear each other)."
-  value       = { for f, h in data.lbhost_node_vip_holder.vip : f => h.held ? [h.holder] : [] }
+  description = "Per IP family served, the nodes answering for its address now as the agents report it: one is right, two or more a split brain (the NodeVIP's contenders: agents that do not hear each other), none a lost VIP (tfccm.io/VIPHeld, tfccm_load_balancer_vip_holders). A family no node is meant to hold (vip_idle) is left out."
+  value = { for f, h in data.lbhost_node_vip_holder.vip : f => (
+    length(h.contenders) > 1 ? h.contenders : (h.held ? [h.holder] : [])
+  ) if h.reason != "NoLocalEndpoint" }
+}
+
+output "vip_idle" {
+  description = "Per IP family no node is meant to hold, why: externalTrafficPolicy Local and no ready endpoint of the Service on any node (tfccm.io/VIPHeld says NoLocalEndpoint; no TfccmVIPLost: the address is held as soon as a pod is ready)."
+  value       = { for f, h in data.lbhost_node_vip_holder.vip : f => h.reason if h.reason == "NoLocalEndpoint" }
 }
 
 output "vip_holder_kind" {
