@@ -188,7 +188,7 @@ func (c Config) validatePeer(p Peer, profiles map[string]bool) *Error {
 	case !p.Address.IsValid() || p.Address.Zone() != "" || p.Address.IsUnspecified() || p.Address.IsMulticast():
 		return &Error{Field: "address", Msg: fmt.Sprintf("%q is not a unicast IPv4 or IPv6 address", p.Address)}
 	case !c.onNetwork(p.Address):
-		return &Error{Field: "address", Msg: fmt.Sprintf("%s is outside every network of the host's interfaces (%s): a peer must be directly connected", p.Address, joinPrefixes(c.Networks))}
+		return &Error{Field: "address", Msg: fmt.Sprintf("%s is outside every network of the host's interfaces (%s): a peer must be directly connected (peer %s)", p.Address, joinPrefixes(c.Networks), p.Name)}
 	}
 	if err := CheckASN(p.ASN); err != nil {
 		return &Error{Field: "asn", Msg: err.Error()}
