@@ -35,6 +35,7 @@ type BaremetalValues struct {
 	VirtualRouterIDs string          `json:"virtualRouterIds,omitempty" setting:"settings.virtual_router_ids" doc:"FIRST-LAST within 1-255 (default 1-255): the VRRP ids tfccm may use; leave out your routers' ids."`
 	AdvertInt        int             `json:"advertInt,omitempty" setting:"settings.advert_int" doc:"Seconds between VRRP adverts, 1-255 (default 1)."`
 	AddressPools     []BaremetalPool `json:"addressPools,omitempty" setting:"address_pool" doc:"Address pools inside vipPool/vipPool6 (docs/address-pools.md); none: VIPs from vipPool."`
+	BGP              *BaremetalBGP   `json:"bgp,omitempty" setting:"settings.bgp" doc:"The bgp variant's peering (docs/bgp.md): the hosts' AS, their peers, the Linux routers tfccm configures too, BFD, the password Secret."`
 	// SSHPrivateKeyFile is where the chart mounts sshKey (the path, never
 	// the key).
 	SSHPrivateKeyFile string `json:"sshPrivateKeyFile" setting:"settings.ssh_private_key_file" doc:"Written by the chart: /etc/tfccm/ssh/ and sshKey.key, where it mounts sshKey.existingSecret (a path; the key itself is never a value)."`
@@ -137,6 +138,9 @@ func (v *BaremetalValues) check() []string {
 	if !strings.HasPrefix(v.SSHPrivateKeyFile, "/") {
 		bad("sshPrivateKeyFile", "must be an absolute path (the chart sets it from sshKey: set sshKey.existingSecret)")
 	}
+	if v.BGP != nil {
+		errs = append(errs, v.BGP.check(v.Hosts)...)
+	}
 	for i, p := range v.AddressPools {
 		if p.Name == "" {
 			bad(fmt.Sprintf("addressPools[%d].name", i), "is required")
@@ -195,16 +199,7 @@ func validRouterIDs(s string) bool {
 func (v *BaremetalValues) Settings() cty.Value {
 	hosts := map[string]cty.Value{}
 	for _, h := range v.Hosts {
-		attrs := map[string]cty.Value{"address": cty.StringVal(h.Address), "host_key": cty.StringVal(h.HostKey)}
-		if v.User != "" {
-			attrs["user"] = cty.StringVal(v.User)
-		}
-		if h.Address6 != "" {
-			attrs["address6"] = cty.StringVal(h.Address6)
-		}
-		if h.Port != 0 {
-			attrs["ssh_port"] = cty.NumberIntVal(int64(h.Port))
-		}
+		attrs := sshAttrs(h, v.User)
 		if h.Priority != 0 {
 			attrs["priority"] = cty.NumberIntVal(int64(h.Priority))
 		}
@@ -231,7 +226,27 @@ func (v *BaremetalValues) Settings() cty.Value {
 	if v.AdvertInt != 0 {
 		s["advert_int"] = cty.NumberIntVal(int64(v.AdvertInt))
 	}
+	if v.BGP != nil {
+		s["bgp"] = v.BGP.settings(v.User)
+	}
 	return cty.ObjectVal(s)
+}
+
+// sshAttrs are the settings of an SSH target (an LB host of
+// settings.hosts, a router of settings.bgp.routers): its addresses, host
+// key, port and login.
+func sshAttrs(h BaremetalHost, user string) map[string]cty.Value {
+	attrs := map[string]cty.Value{"address": cty.StringVal(h.Address), "host_key": cty.StringVal(h.HostKey)}
+	if user != "" {
+		attrs["user"] = cty.StringVal(user)
+	}
+	if h.Address6 != "" {
+		attrs["address6"] = cty.StringVal(h.Address6)
+	}
+	if h.Port != 0 {
+		attrs["ssh_port"] = cty.NumberIntVal(int64(h.Port))
+	}
+	return attrs
 }
 
 // Pools are v's address pools as address_pool blocks (checked with the

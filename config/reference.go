@@ -55,8 +55,13 @@ func writeValueRows(b *strings.Builder, prefix, settingPrefix string, t reflect.
 		switch f.Type.Kind() {
 		case reflect.Int:
 			typ = "number"
-		case reflect.Bool, reflect.Pointer:
+		case reflect.Bool:
 			typ = "bool"
+		case reflect.Pointer:
+			typ = "bool"
+			if f.Type.Elem().Kind() == reflect.Struct {
+				typ = "object"
+			}
 		case reflect.Slice:
 			typ = "list"
 			if f.Type.Elem().Kind() == reflect.String {
@@ -64,7 +69,12 @@ func writeValueRows(b *strings.Builder, prefix, settingPrefix string, t reflect.
 			}
 		}
 		fmt.Fprintf(b, "| `%s%s` | %s | `%s%s` | %s |\n", prefix, name, typ, settingPrefix, setting, f.Tag.Get("doc"))
-		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+		switch {
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			writeValueRows(b, prefix+name+".", settingPrefix+setting+".", f.Type.Elem())
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct && prefix != "baremetal.":
+			writeValueRows(b, prefix+name+"[].", settingPrefix+setting+"[*].", f.Type.Elem())
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			sub := "load_balancer.settings.hosts."
 			if setting == "address_pool" {
 				sub = "load_balancer.address_pool."

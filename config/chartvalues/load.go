@@ -37,6 +37,7 @@ const (
 	providerLockFile  = "/usr/local/share/tfccm/providers.lock.hcl"
 	overrideDir       = "/etc/tfccm/templates"
 	sshKeyDir         = "/etc/tfccm/ssh"
+	bgpPasswordDir    = "/etc/tfccm/bgp"
 	stateNamespaceFmt = "%s-state"
 	runnerNSFmt       = "%s-runners"
 )
@@ -200,8 +201,15 @@ func (v *values) jobHCL(line func(string, ...any)) {
 	if r.HostNetwork {
 		line("host_network = true")
 	}
+	var mounts []string
 	if s := v.SSHKey.ExistingSecret; s != "" {
-		line("secret_mounts = { %s = %s }", q(sshKeyDir), q(s))
+		mounts = append(mounts, q(sshKeyDir)+" = "+q(s))
+	}
+	if s := v.bgpSecret(); s != "" {
+		mounts = append(mounts, q(bgpPasswordDir)+" = "+q(s))
+	}
+	if len(mounts) > 0 {
+		line("secret_mounts = { %s }", strings.Join(mounts, ", "))
 	}
 	if len(r.NodeSelector) > 0 {
 		keys := make([]string, 0, len(r.NodeSelector))
@@ -237,5 +245,24 @@ func (v *values) baremetalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("baremetal: %w", err)
 	}
 	m["sshPrivateKeyFile"] = sshKeyDir + "/" + v.SSHKey.Key
+	if b, ok := m["bgp"].(map[string]any); !ok || len(b) == 0 {
+		delete(m, "bgp") // the chart's default, {}: no BGP
+	} else if v.bgpSecret() != "" {
+		b["passwordFile"] = bgpPasswordDir + "/password"
+	}
 	return json.Marshal(m)
+}
+
+// bgpSecret is baremetal.bgp.passwordSecret ("" without), which the chart
+// mounts at bgpPasswordDir.
+func (v *values) bgpSecret() string {
+	var b struct {
+		BGP struct {
+			PasswordSecret string `json:"passwordSecret"`
+		} `json:"bgp"`
+	}
+	if !v.hasBaremetal() || json.Unmarshal(v.Baremetal, &b) != nil {
+		return ""
+	}
+	return b.BGP.PasswordSecret
 }

@@ -130,25 +130,12 @@ func (c Config) Validate() error {
 	if !c.RouterID.Is4() {
 		return &Error{Field: "router_id", Msg: fmt.Sprintf("%q is not an IPv4 address", c.RouterID)}
 	}
-	profiles := map[string]bool{}
-	for i, p := range c.BFDProfiles {
-		if err := p.validate(); err != nil {
-			return &Error{Field: fmt.Sprintf("bfd_profiles[%d].%s", i, err.Field), Msg: err.Msg}
-		}
-		if profiles[p.Name] {
-			return &Error{Field: fmt.Sprintf("bfd_profiles[%d].name", i), Msg: fmt.Sprintf("%q is given twice", p.Name)}
-		}
-		profiles[p.Name] = true
+	profiles, err := validateProfiles(c.BFDProfiles)
+	if err != nil {
+		return err
 	}
-	seen := map[netip.Addr]bool{}
-	for i, p := range c.Peers {
-		if err := c.validatePeer(p, profiles); err != nil {
-			return &Error{Field: fmt.Sprintf("peers[%d].%s", i, err.Field), Msg: err.Msg}
-		}
-		if seen[p.Address] {
-			return &Error{Field: fmt.Sprintf("peers[%d].address", i), Msg: fmt.Sprintf("%s is given twice", p.Address)}
-		}
-		seen[p.Address] = true
+	if err := c.validatePeers("peers", c.Peers, profiles); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	for i, p := range c.Pools {
@@ -163,6 +150,37 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// validateProfiles checks BFD profiles and returns their names.
+func validateProfiles(ps []BFDProfile) (map[string]bool, error) {
+	profiles := map[string]bool{}
+	for i, p := range ps {
+		if err := p.validate(); err != nil {
+			return nil, &Error{Field: fmt.Sprintf("bfd_profiles[%d].%s", i, err.Field), Msg: err.Msg}
+		}
+		if profiles[p.Name] {
+			return nil, &Error{Field: fmt.Sprintf("bfd_profiles[%d].name", i), Msg: fmt.Sprintf("%q is given twice", p.Name)}
+		}
+		profiles[p.Name] = true
+	}
+	return profiles, nil
+}
+
+// validatePeers checks the peers (or a router's neighbours: field names
+// the list) of a speaker of AS c.ASN on c.Networks.
+func (c Config) validatePeers(field string, peers []Peer, profiles map[string]bool) error {
+	seen := map[netip.Addr]bool{}
+	for i, p := range peers {
+		if err := c.validatePeer(p, profiles); err != nil {
+			return &Error{Field: fmt.Sprintf("%s[%d].%s", field, i, err.Field), Msg: err.Msg}
+		}
+		if seen[p.Address] {
+			return &Error{Field: fmt.Sprintf("%s[%d].address", field, i), Msg: fmt.Sprintf("%s is given twice", p.Address)}
+		}
+		seen[p.Address] = true
+	}
+	return nil
+}
+
 func (c Config) validatePeer(p Peer, profiles map[string]bool) *Error {
 	switch {
 	case !reName.MatchString(p.Name):
@@ -170,7 +188,7 @@ func (c Config) validatePeer(p Peer, profiles map[string]bool) *Error {
 	case !p.Address.IsValid() || p.Address.Zone() != "" || p.Address.IsUnspecified() || p.Address.IsMulticast():
 		return &Error{Field: "address", Msg: fmt.Sprintf("%q is not a unicast IPv4 or IPv6 address", p.Address)}
 	case !c.onNetwork(p.Address):
-		return &Error{Field: "address", Msg: fmt.Sprintf("%s is outside every network of the host's interfaces (%s): a peer must be directly connected", p.Address, joinPrefixes(c.Networks))}
+		return &Error{Field: "address", Msg: fmt.Sprintf("%s is outside every network of the host's interfaces (%s): a peer must be directly connected (peer %s)", p.Address, joinPrefixes(c.Networks), p.Name)}
 	}
 	if err := CheckASN(p.ASN); err != nil {
 		return &Error{Field: "asn", Msg: err.Error()}

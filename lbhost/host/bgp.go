@@ -71,20 +71,27 @@ func (h *Host) ApplySpeaker(ctx context.Context, c frr.Config) error {
 		return err
 	}
 	defer unlock()
+	return h.replaceFRR(ctx, text, c.Peers)
+}
+
+// replaceFRR stages text beside the FRR file (readable by root and group
+// frr only: it may hold passwords), checks it with vtysh -C, moves it over
+// the file and reloads FRR. Errors never show a password of peers.
+func (h *Host) replaceFRR(ctx context.Context, text string, peers []frr.Peer) error {
 	file := h.FRR.frrConfig()
 	staged := file + ".lbhost-new"
 	if _, err := h.T.Run(ctx, []byte(text), "sh", "-c", writeSecretScript, "sh", staged); err != nil {
-		return fmt.Errorf("%s: write %s: %w", h.T, staged, scrub(err, c))
+		return fmt.Errorf("%s: write %s: %w", h.T, staged, scrub(err, peers))
 	}
 	if _, err := h.T.Run(ctx, nil, "vtysh", "-C", "-f", staged); err != nil {
 		_, _ = h.T.Run(ctx, nil, "rm", "-f", "--", staged)
-		return fmt.Errorf("%s: FRR refuses the configuration (vtysh -C): %w", h.T, scrub(err, c))
+		return fmt.Errorf("%s: FRR refuses the configuration (vtysh -C): %w", h.T, scrub(err, peers))
 	}
 	if _, err := h.T.Run(ctx, nil, "mv", "-f", "--", staged, file); err != nil {
-		return fmt.Errorf("%s: %w", h.T, scrub(err, c))
+		return fmt.Errorf("%s: %w", h.T, scrub(err, peers))
 	}
 	if err := h.reloadFRR(ctx, file); err != nil {
-		return &PartialError{Err: scrub(err, c)}
+		return &PartialError{Err: scrub(err, peers)}
 	}
 	return nil
 }
@@ -98,7 +105,9 @@ func (h *Host) lockFRR(ctx context.Context) (func(), error) {
 }
 
 func (h *Host) reloadFRR(ctx context.Context, file string) error {
-	argv := []string{"/usr/lib/frr/frr-reload.py", "--reload"}
+	// At info, frr-reload.py logs the configuration it applies (the
+	// passwords with it) to /var/log/frr/frr-reload.log: warning at most.
+	argv := []string{"/usr/lib/frr/frr-reload.py", "--reload", "--log-level", "warning"}
 	if h.FRR.Pathspace != "" {
 		argv = append(argv, "--pathspace", h.FRR.Pathspace)
 	}
@@ -118,9 +127,9 @@ func (h *Host) reloadFRR(ctx context.Context, file string) error {
 var rePassword = regexp.MustCompile(`(password\s+)\S+`)
 
 // scrub replaces every peer password in err's text.
-func scrub(err error, c frr.Config) error {
+func scrub(err error, peers []frr.Peer) error {
 	s := err.Error()
-	for _, p := range c.Peers {
+	for _, p := range peers {
 		if p.Password != "" {
 			s = strings.ReplaceAll(s, p.Password, "<password>")
 		}

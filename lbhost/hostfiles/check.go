@@ -53,6 +53,9 @@ func Check(ctx context.Context, t transport.Transport, target Target) []Finding 
 			return out
 		}
 	}
+	if target.Router {
+		return append(out, checkFRR(ctx, t)...)
+	}
 	out = append(out,
 		checkVersion(ctx, t, "haproxy", MinHAProxy, []string{target.HAProxy, "-v"},
 			"apt-get install haproxy (Debian 12 and Ubuntu 24.04 have 2.6 or later; older releases: haproxy.debian.net)"),
@@ -66,7 +69,20 @@ func Check(ctx context.Context, t transport.Transport, target Target) []Finding 
 		checkMasterSocket(ctx, t, target),
 	)
 	out = append(out, checkSysctls(ctx, t)...)
+	if target.BGP {
+		out = append(out, checkFRR(ctx, t)...)
+	}
 	return out
+}
+
+// checkFRR checks the FRR tools lbhost runs on a BGP host or router:
+// vtysh (its dry run checks every configuration) and frr-reload.py (which
+// applies one, changing only what differs).
+func checkFRR(ctx context.Context, t transport.Transport) []Finding {
+	return []Finding{
+		checkTool(ctx, t, "vtysh", "/usr/bin/vtysh", "apt-get install frr (BGP: lbhost checks FRR's configuration with vtysh -C)"),
+		checkTool(ctx, t, "frr-reload.py", "/usr/lib/frr/frr-reload.py", "apt-get install frr-pythontools (BGP: lbhost applies FRR's configuration with frr-reload.py)"),
+	}
 }
 
 func checkSudo(ctx context.Context, t transport.Transport, target Target) Finding {

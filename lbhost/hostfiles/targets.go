@@ -24,6 +24,12 @@ type Target struct {
 	ConfigDir        string
 	HAProxy          string
 	KeepalivedConfig string
+	// BGP: the host runs FRR (settings.bgp is set), so vtysh and
+	// frr-reload.py are checked too.
+	BGP bool
+	// Router: a Linux router of settings.bgp.routers, where lbhost needs
+	// FRR's tools alone (Name is "router NAME").
+	Router bool
 }
 
 // settings is the part of the baremetal set's load_balancer.settings that
@@ -46,6 +52,17 @@ type settings struct {
 	SSHAgentSocket    *string   `json:"ssh_agent_socket"`
 	SSHPrivateKeyFile *string   `json:"ssh_private_key_file"`
 	Sudo              *flexBool `json:"sudo"`
+	BGP               *struct {
+		Routers []struct {
+			Name    string    `json:"name"`
+			Address string    `json:"address"`
+			SSHPort *flexInt  `json:"ssh_port"`
+			User    *string   `json:"user"`
+			Sudo    *flexBool `json:"sudo"`
+			HostKey *string   `json:"host_key"`
+			Retired *flexBool `json:"retired"`
+		} `json:"routers"`
+	} `json:"bgp"`
 }
 
 func or[T any](p *T, def T) T {
@@ -91,7 +108,24 @@ func TargetsFromSettings(v cty.Value) ([]Target, error) {
 		if t.SSH.HostKey == "" {
 			t.SSH.KnownHostsFile = or(s.KnownHostsFile, "")
 		}
+		t.BGP = s.BGP != nil
 		out = append(out, t)
+	}
+	if s.BGP != nil {
+		for _, r := range s.BGP.Routers {
+			if or(r.Retired, flexBool(false)) {
+				continue
+			}
+			t := Target{Name: "router " + r.Name, Router: true, BGP: true, SSH: transport.SSHConfig{
+				Host: r.Address, Port: int(or(r.SSHPort, flexInt(22))), User: or(r.User, "root"),
+				HostKey: or(r.HostKey, ""), AgentSocket: or(s.SSHAgentSocket, ""), PrivateKeyFile: or(s.SSHPrivateKeyFile, ""),
+				Sudo: bool(or(r.Sudo, or(s.Sudo, flexBool(false)))),
+			}}
+			if t.SSH.HostKey == "" {
+				t.SSH.KnownHostsFile = or(s.KnownHostsFile, "")
+			}
+			out = append(out, t)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

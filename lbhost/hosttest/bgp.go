@@ -50,6 +50,11 @@ type BGPOptions struct {
 	// router's configuration has it, and PasswordFile (for the hosts'
 	// password_file) holds it.
 	Password string
+	// RouterSide: the router's FRR starts with its admin's configuration
+	// alone (AdminConfig: its own `router bgp`, no LB host) and an sshd
+	// on Address, so the bgp module's lbhost_bgp_router adds the hosts
+	// (RouterSideSettings).
+	RouterSide bool
 }
 
 // ToR is the top-of-rack router: FRR in its own namespace on the hosts'
@@ -63,8 +68,11 @@ type ToR struct {
 	Address, Address6 string
 	// Clients are the client addresses (IPv4 and IPv6, as many of each).
 	Clients, Clients6 []string
-	// PasswordFile holds BGPOptions.Password ("" without one).
-	PasswordFile string
+	// PasswordFile holds BGPOptions.Password ("" without one);
+	// RouterPasswordFile is the router's own copy (RouterSide).
+	PasswordFile, RouterPasswordFile string
+	// HostKey is the router's sshd's host key (RouterSide).
+	HostKey string
 
 	hs      *Hosts
 	dir     string
@@ -225,8 +233,15 @@ func (t *ToR) up(opts BGPOptions) error {
 			return err
 		}
 	}
-	conf := filepath.Join(dir, "frr.conf")
-	if err := os.WriteFile(conf, []byte(t.config(opts.Password)), 0o640); err != nil {
+	conf := t.FRRConfig()
+	text := t.config(opts.Password)
+	if opts.RouterSide {
+		text = AdminConfig
+		if err := t.upRouterSide(opts); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(conf, []byte(text), 0o640); err != nil {
 		return err
 	}
 	if err := os.Chown(conf, 0, mustGid("frr")); err != nil {
@@ -237,6 +252,89 @@ func (t *ToR) up(opts BGPOptions) error {
 	t.daemons = append(t.daemons, cmds...)
 	t.mu.Unlock()
 	return err
+}
+
+// AdminConfig is the router's own FRR configuration in a RouterSide
+// test: its admin's BGP instance with an upstream neighbour of its own,
+// and marker lines (a comment, a prefix list) that must survive tfccm.
+var AdminConfig = fmt.Sprintf(`frr defaults datacenter
+! admin-marker: the router's admin wrote this file; tfccm adds its own section only.
+ip prefix-list admin-marker seq 5 permit 203.0.113.0/24
+!
+router bgp %d
+ bgp router-id 10.255.0.1
+ neighbor 192.0.2.1 remote-as 65001
+ neighbor 192.0.2.1 description upstream
+ neighbor 192.0.2.1 shutdown
+exit
+!
+`, ToRASN)
+
+// FRRConfig is the router's FRR configuration file, FRRPathspace its -N.
+func (t *ToR) FRRConfig() string    { return filepath.Join(t.dir, "frr.conf") }
+func (t *ToR) FRRPathspace() string { return t.Netns }
+
+// upRouterSide gives the router what lbhost_bgp_router needs: an sshd on
+// Address authorizing the hosts' client key, vtysh.conf for frr-reload.py
+// and its own copy of the password.
+func (t *ToR) upRouterSide(opts BGPOptions) error {
+	if err := os.MkdirAll(filepath.Join("/etc/frr", t.Netns), 0o755); err != nil {
+		return err
+	}
+	_ = os.WriteFile(filepath.Join("/etc/frr", t.Netns, "vtysh.conf"), nil, 0o644)
+	if opts.Password != "" {
+		t.RouterPasswordFile = filepath.Join(t.dir, "bgp-password")
+		if err := os.WriteFile(t.RouterPasswordFile, []byte(opts.Password+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	// Back to OpenTofu's SSH connections (from outside the hosts' network).
+	if err := ip("-n", t.Netns, "route", "add", "default", "via", strings.Split(t.hs.router, "/")[0]); err != nil {
+		return err
+	}
+	sshDir := filepath.Join(t.hs.dir, "tor-ssh")
+	if err := os.MkdirAll(sshDir, 0o700); err != nil {
+		return err
+	}
+	key, err := writeSSHD(sshDir, t.Address, t.hs.PrivateKey+".pub")
+	if err != nil {
+		return err
+	}
+	cmd, err := startSSHD(sshDir, func(argv ...string) []string {
+		return append([]string{"ip", "netns", "exec", t.Netns}, argv...)
+	})
+	if cmd != nil {
+		t.mu.Lock()
+		t.daemons = append(t.daemons, cmd)
+		t.mu.Unlock()
+	}
+	t.HostKey = key
+	return err
+}
+
+// RouterSideSettings is load_balancer.settings for the bgp module with
+// the router in settings.bgp.routers (no peers of the hosts' own): the
+// module declares both sides.
+func (t *ToR) RouterSideSettings() map[string]any {
+	s := t.BGPSettings(true)
+	bgp := s["bgp"].(map[string]any)
+	bgp["peers"] = []any{}
+	r := map[string]any{"name": "tor", "address": t.Address, "address6": t.Address6, "asn": ToRASN, "host_key": t.HostKey,
+		"frr_config": t.FRRConfig(), "frr_pathspace": t.FRRPathspace(), "keepalive_time": 1, "hold_time": 3, "bfd_profile": "fast"}
+	if t.PasswordFile != "" {
+		r["password_file"], r["router_password_file"] = t.PasswordFile, t.RouterPasswordFile
+	}
+	bgp["routers"] = []any{r}
+	return s
+}
+
+// RunningConfig is the router's FRR running configuration.
+func (t *ToR) RunningConfig() (string, error) {
+	out, err := exec.Command("vtysh", "-N", t.Netns, "-c", "show running-config").Output()
+	if err != nil {
+		return "", fmt.Errorf("vtysh: %w", err)
+	}
+	return string(out), nil
 }
 
 // config is the router's FRR configuration: every host a peer (IPv4 and
@@ -509,6 +607,7 @@ func (t *ToR) Stop() {
 		}
 	}
 	_ = os.RemoveAll(t.dir)
+	_ = os.RemoveAll(filepath.Join("/etc/frr", t.Netns))
 	for _, h := range t.hs.Hosts {
 		_ = os.RemoveAll(filepath.Join("/etc/frr", h.Netns))
 		_ = os.RemoveAll(h.frrDir())

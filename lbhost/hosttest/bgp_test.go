@@ -42,6 +42,24 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 		t.Fatal(err)
 	}
 	t.Cleanup(tor.Stop)
+	serveSourceAddress(t, cloud)
+	_, peering := bgpWorkspace(t, "bgp", fmt.Sprintf("cluster_name = \"c1\"\nsettings = %s\n", hclValue(t, tor.BGPSettings(bfd))))
+	peering("init", "-input=false", "-no-color")
+	peering("apply", "-auto-approve", "-input=false", "-no-color")
+	t.Cleanup(func() { peering("destroy", "-auto-approve", "-input=false", "-no-color") })
+	checkRouterNeighbors(t, hs, tor, peering("output", "-json", "router_neighbors"))
+	// BGP only: BFD comes up a few seconds later (its slow start), and
+	// the callers wait for it where it counts.
+	if err := tor.WaitUp(context.Background(), false, 30*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, tor.Logs())
+	}
+	return cloud, hs, tor, peering
+}
+
+// serveSourceAddress serves kube-proxy's health endpoint and, on 30080, the
+// address the request came from on node-a and node-b.
+func serveSourceAddress(t testing.TB, cloud *localcloud.Cloud) {
+	t.Helper()
 	for _, n := range []string{"node-a", "node-b"} {
 		stop, err := cloud.ServeHealthz(n, 0)
 		if err != nil {
@@ -59,17 +77,6 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 		go func() { _ = srv.Serve(l) }()
 		t.Cleanup(func() { srv.Close() })
 	}
-	_, peering := bgpWorkspace(t, "bgp", fmt.Sprintf("cluster_name = \"c1\"\nsettings = %s\n", hclValue(t, tor.BGPSettings(bfd))))
-	peering("init", "-input=false", "-no-color")
-	peering("apply", "-auto-approve", "-input=false", "-no-color")
-	t.Cleanup(func() { peering("destroy", "-auto-approve", "-input=false", "-no-color") })
-	checkRouterNeighbors(t, hs, tor, peering("output", "-json", "router_neighbors"))
-	// BGP only: BFD comes up a few seconds later (its slow start), and
-	// the callers wait for it where it counts.
-	if err := tor.WaitUp(context.Background(), false, 30*time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, tor.Logs())
-	}
-	return cloud, hs, tor, peering
 }
 
 // checkRouterNeighbors checks the peering module's router_neighbors

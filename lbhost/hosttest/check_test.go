@@ -34,7 +34,10 @@ func TestLBHostCheck(t *testing.T) {
 	})
 	h := hs.Hosts[0]
 	// The targets come from a cloud config, as the command reads them.
-	cfg, err := config.Parse([]byte("cluster_name = \"c1\"\ntemplate_set = \"baremetal\"\n"+harness.Block("load_balancer", hs.LBSettings())), "cloud.hcl")
+	// A BGP host (settings.bgp): FRR's tools are checked too.
+	settings := hs.LBSettings()
+	settings["bgp"] = map[string]any{"asn": hosttest.HostASN}
+	cfg, err := config.Parse([]byte("cluster_name = \"c1\"\ntemplate_set = \"baremetal\"\n"+harness.Block("load_balancer", settings)), "cloud.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +45,7 @@ func TestLBHostCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(targets) != 1 || !targets[0].SSH.Sudo || targets[0].SSH.User != sudoUser || targets[0].ConfigDir != h.ConfigDir {
+	if len(targets) != 1 || !targets[0].BGP || !targets[0].SSH.Sudo || targets[0].SSH.User != sudoUser || targets[0].ConfigDir != h.ConfigDir {
 		t.Fatalf("targets %+v", targets)
 	}
 	target := targets[0]
@@ -147,6 +150,8 @@ func TestLBHostCheck(t *testing.T) {
 			func() error { _ = unshadow(); return h.RestartHAProxy() }},
 		{"master socket", sudoUser + " is not in group tfccm", shadowOutOfGroup, repairShadow},
 		{"nft", "/usr/sbin/nft is missing", shadow("/usr/sbin/nft", notExec), repairShadow},
+		{"vtysh", "/usr/bin/vtysh is missing", shadow("/usr/bin/vtysh", notExec), repairShadow},
+		{"frr-reload.py", "/usr/lib/frr/frr-reload.py is missing", shadow("/usr/lib/frr/frr-reload.py", notExec), repairShadow},
 		{"keepalived", "keepalived 1.3.5 is older than 2.0", shadow(keepalivedBin, oldKeepalived), repairShadow},
 	} {
 		if err := b.break_(); err != nil {

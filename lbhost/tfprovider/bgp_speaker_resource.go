@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -41,26 +40,6 @@ type bgpSpeakerModel struct {
 	ConfigHash  types.String      `tfsdk:"config_hash"`
 }
 
-type bgpPeerModel struct {
-	Name         string       `tfsdk:"name"`
-	Address      string       `tfsdk:"address"`
-	ASN          int64        `tfsdk:"asn"`
-	Port         types.Int64  `tfsdk:"port"`
-	Keepalive    types.Int64  `tfsdk:"keepalive_time"`
-	Hold         types.Int64  `tfsdk:"hold_time"`
-	PasswordFile types.String `tfsdk:"password_file"`
-	Password     types.String `tfsdk:"password"`
-	BFDProfile   types.String `tfsdk:"bfd_profile"`
-	IBGP         types.Bool   `tfsdk:"ibgp"`
-}
-
-type bfdProfileModel struct {
-	Name             string      `tfsdk:"name"`
-	ReceiveMS        types.Int64 `tfsdk:"receive_interval_ms"`
-	TransmitMS       types.Int64 `tfsdk:"transmit_interval_ms"`
-	DetectMultiplier types.Int64 `tfsdk:"detect_multiplier"`
-}
-
 type bgpPoolModel struct {
 	Name        string      `tfsdk:"name"`
 	Prefixes    []string    `tfsdk:"prefixes"`
@@ -87,27 +66,11 @@ func (r *bgpSpeakerResource) Schema(_ context.Context, _ resource.SchemaRequest,
 			"asn":       schema.Int64Attribute{Required: true, Description: "The host's AS number (1-4294967294 but 23456 and 65535)."},
 			"router_id": str("The host's BGP identifier: an IPv4 address, usually its own."),
 			"peers": schema.ListNestedAttribute{Required: true, Description: "The BGP neighbours (top-of-rack routers).",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":           str("The peer's name (1-32 of a-z, 0-9, '-'): its description in FRR, and how Warnings and metrics name it."),
-					"address":        str("The peer's address (IPv4 or IPv6) on one of the host's networks; IPv4 peers get the IPv4 announcements, IPv6 peers the IPv6 ones."),
-					"asn":            schema.Int64Attribute{Required: true, Description: "The peer's AS number. The host's own only with `ibgp = true`."},
-					"port":           optInt("The peer's BGP port. Default 179."),
-					"keepalive_time": optInt("Seconds between keepalives (with `hold_time`). Default FRR's 60."),
-					"hold_time":      optInt("Seconds without a message before the session is down: at least 3 and 3 × `keepalive_time`. Default FRR's 180; BFD detects a dead peer far sooner."),
-					"password_file": schema.StringAttribute{Optional: true, Description: "Path, on the machine running OpenTofu (a mounted Secret), of a file holding the session's TCP MD5 password " +
-						"(1-80 printable characters without spaces; a trailing newline is dropped). The password itself is never an argument."},
-					"password": schema.StringAttribute{Optional: true, Sensitive: true, Description: "Refused: a password given here would be in the plan and the state. " +
-						"Declared only so that it is refused by name (an object's unknown attributes are dropped silently); use `password_file`."},
-					"bfd_profile": schema.StringAttribute{Optional: true, Description: "One of `bfd_profiles`: BFD on the session, which takes it down as soon as BFD does."},
-					"ibgp":        schema.BoolAttribute{Optional: true, Description: "The peer shares the host's AS on purpose (iBGP); without it an equal AS is refused."},
-				}}},
-			"bfd_profiles": schema.ListNestedAttribute{Optional: true, Description: "Named BFD timer sets.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":                 str("The profile's name."),
-					"receive_interval_ms":  optInt("Milliseconds (10-60000). Default 300."),
-					"transmit_interval_ms": optInt("Milliseconds (10-60000). Default 300."),
-					"detect_multiplier":    optInt("Missed packets before the peer is down (2-255). Default 3."),
-				}}},
+				NestedObject: schema.NestedAttributeObject{Attributes: peerAttributes(
+					"The peer's address (IPv4 or IPv6) on one of the host's networks; IPv4 peers get the IPv4 announcements, IPv6 peers the IPv6 ones.",
+					"Path, on the machine running OpenTofu (a mounted Secret), of a file holding the session's TCP MD5 password "+
+						"(1-80 printable characters without spaces; a trailing newline is dropped). The password itself is never an argument.")}},
+			"bfd_profiles": bfdProfilesAttribute(),
 			"pools": schema.ListNestedAttribute{Required: true, Description: "The address pools whose addresses are announced.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":     str("The pool's name."),
@@ -130,24 +93,14 @@ func (m bgpSpeakerModel) config(passwords bool) (frr.Config, error) {
 		return frr.Config{}, &frr.Error{Field: "router_id", Msg: fmt.Sprintf("%q is not an IPv4 address", m.RouterID)}
 	}
 	c := frr.Config{ASN: uint32(m.ASN), RouterID: rid}
-	if m.ASN < 1 || m.ASN > 4294967294 {
-		return c, &frr.Error{Field: "asn", Msg: fmt.Sprintf("%d: want 1-4294967294", m.ASN)}
+	if err := checkASNRange("asn", m.ASN); err != nil {
+		return c, err
 	}
 	for i, p := range m.Peers {
-		if !p.Password.IsNull() {
-			return frr.Config{}, &frr.Error{Field: fmt.Sprintf("peers[%d].password", i),
-				Msg: "a BGP password is never an argument (it would be in the plan and the state): put it in a file (a mounted Secret) and set password_file to its path"}
-		}
-		a, err := netip.ParseAddr(p.Address)
+		peer, err := p.peer(fmt.Sprintf("peers[%d]", i))
 		if err != nil {
-			return c, &frr.Error{Field: fmt.Sprintf("peers[%d].address", i), Msg: fmt.Sprintf("%q is not an IP address", p.Address)}
+			return c, err
 		}
-		if p.ASN < 1 || p.ASN > 4294967294 {
-			return c, &frr.Error{Field: fmt.Sprintf("peers[%d].asn", i), Msg: fmt.Sprintf("%d: want 1-4294967294", p.ASN)}
-		}
-		peer := frr.Peer{Name: p.Name, Address: a, ASN: uint32(p.ASN), Port: uint16(p.Port.ValueInt64()),
-			Keepalive: time.Duration(p.Keepalive.ValueInt64()) * time.Second, Hold: time.Duration(p.Hold.ValueInt64()) * time.Second,
-			BFDProfile: p.BFDProfile.ValueString(), IBGP: p.IBGP.ValueBool()}
 		if f := p.PasswordFile.ValueString(); f != "" && passwords {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -160,12 +113,7 @@ func (m bgpSpeakerModel) config(passwords bool) (frr.Config, error) {
 		}
 		c.Peers = append(c.Peers, peer)
 	}
-	for _, b := range m.BFDProfiles {
-		c.BFDProfiles = append(c.BFDProfiles, frr.BFDProfile{Name: b.Name,
-			ReceiveInterval:  time.Duration(b.ReceiveMS.ValueInt64()) * time.Millisecond,
-			TransmitInterval: time.Duration(b.TransmitMS.ValueInt64()) * time.Millisecond,
-			DetectMultiplier: int(b.DetectMultiplier.ValueInt64())})
-	}
+	c.BFDProfiles = bfdProfiles(m.BFDProfiles)
 	for i, p := range m.Pools {
 		pool := frr.Pool{Name: p.Name, Communities: p.Communities}
 		for j, s := range p.Prefixes {

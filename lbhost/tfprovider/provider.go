@@ -106,7 +106,7 @@ func (p *lbhostProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			},
 			"frr_config": schema.StringAttribute{
 				Optional:    true,
-				Description: "FRR's integrated configuration file on the host, which `lbhost_bgp_speaker` owns (written readable by root and group frr only, checked with `vtysh -C`, applied with `frr-reload.py`). Default `/etc/frr/frr.conf`.",
+				Description: "FRR's integrated configuration file on the host, which `lbhost_bgp_speaker` owns (on a router, `lbhost_bgp_router` owns only its marked tfccm-* section of it; written readable by root and group frr only, checked with `vtysh -C`, applied with `frr-reload.py`). Default `/etc/frr/frr.conf`.",
 				Validators:  []validator.String{pathValidator{}},
 			},
 			"frr_pathspace": schema.StringAttribute{
@@ -270,7 +270,7 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPAnnouncementResource, newNodeVIPResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPRouterResource, newBGPAnnouncementResource, newNodeVIPResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {

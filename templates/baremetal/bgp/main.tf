@@ -29,8 +29,58 @@ provider "lbhost" {
   }
 }
 
+# One per Linux router of settings.bgp.routers, retired ones too (a
+# provider instance must outlive its resources by one apply): the router
+# side of the peering (lbhost_bgp_router), over SSH as to an LB host.
+provider "lbhost" {
+  alias    = "router"
+  for_each = { for r in var.settings.bgp.routers : r.name => r }
+
+  frr_config    = each.value.frr_config
+  frr_pathspace = each.value.frr_pathspace
+  ssh = {
+    host             = each.value.address
+    port             = each.value.ssh_port
+    user             = each.value.user
+    host_key         = each.value.host_key
+    known_hosts_file = each.value.host_key == null ? var.settings.known_hosts_file : null
+    agent_socket     = var.settings.ssh_agent_socket
+    private_key_file = var.settings.ssh_private_key_file
+    sudo             = each.value.sudo != null ? each.value.sudo : var.settings.sudo
+  }
+}
+
 locals {
   active = { for name, h in var.settings.hosts : name => h if !h.retired }
+  # The hosts' peers: settings.bgp.peers, and every router of
+  # settings.bgp.routers (NAME on its address, NAME-6 on its address6).
+  routers = [for r in var.settings.bgp.routers : r if !r.retired]
+  peers = concat([for p in var.settings.bgp.peers : {
+    name                 = p.name
+    address              = p.address
+    asn                  = p.asn
+    port                 = p.port
+    keepalive_time       = p.keepalive_time
+    hold_time            = p.hold_time
+    password_file        = p.password_file
+    router_password_file = p.router_password_file
+    bfd_profile          = p.bfd_profile
+    ibgp                 = p.ibgp
+    hosts                = p.hosts
+    }], flatten([for r in local.routers : [for a in compact([r.address, r.address6]) : {
+      name                 = a == r.address ? r.name : "${r.name}-6"
+      address              = a
+      asn                  = r.asn
+      port                 = tonumber(null)
+      keepalive_time       = r.keepalive_time
+      hold_time            = r.hold_time
+      password_file        = r.password_file
+      router_password_file = r.router_password_file
+      bfd_profile          = r.bfd_profile
+      ibgp                 = false
+      hosts                = r.hosts
+  }]]))
+  prefixes = distinct(flatten([for p in local.pools : p.prefixes]))
   pools = var.settings.bgp.pools != null ? var.settings.bgp.pools : [{
     name             = "default"
     prefixes         = compact([var.settings.vip_pool, var.settings.vip_pool6])
@@ -45,7 +95,7 @@ resource "lbhost_bgp_speaker" "host" {
 
   asn       = var.settings.bgp.asn
   router_id = each.value.address
-  peers = [for p in var.settings.bgp.peers : {
+  peers = [for p in local.peers : {
     name           = p.name
     address        = p.address
     asn            = p.asn
@@ -58,4 +108,27 @@ resource "lbhost_bgp_speaker" "host" {
   } if p.hosts == null || contains(coalesce(p.hosts, []), each.key)]
   bfd_profiles = var.settings.bgp.bfd_profiles
   pools        = local.pools
+}
+
+# The router side on every Linux router of settings.bgp.routers: each
+# active LB host (of the router's hosts) a neighbour, on the router's
+# address and, with address6, on the hosts' address6; only host routes
+# inside the pools accepted.
+resource "lbhost_bgp_router" "router" {
+  for_each = { for r in var.settings.bgp.routers : r.name => r if !r.retired }
+  provider = lbhost.router[each.key]
+
+  asn = each.value.asn
+  neighbors = flatten([for name, h in local.active : [for a in compact([h.address, each.value.address6 == null ? null : h.address6]) : {
+    name           = a == h.address ? name : "${name}-6"
+    address        = a
+    asn            = var.settings.bgp.asn
+    keepalive_time = each.value.keepalive_time
+    hold_time      = each.value.hold_time
+    password_file  = each.value.router_password_file
+    bfd_profile    = each.value.bfd_profile
+  }] if each.value.hosts == null || contains(coalesce(each.value.hosts, []), name)])
+  bfd_profiles  = [for b in var.settings.bgp.bfd_profiles : b if b.name == each.value.bfd_profile]
+  prefixes      = local.prefixes
+  maximum_paths = each.value.maximum_paths
 }

@@ -29,7 +29,7 @@ variable "settings" {
     sudo                 = optional(bool, false)
     bgp = object({
       asn = number # the LB hosts' AS
-      peers = list(object({
+      peers = optional(list(object({
         name           = string
         address        = string
         asn            = number
@@ -44,7 +44,42 @@ variable "settings" {
         ibgp        = optional(bool, false)
         # Per-host peers (hosts in different racks): the hosts that peer with it; default every host.
         hosts = optional(list(string))
-      }))
+        # The path of the router's own copy of the password, for a router
+        # template (router_neighbors' password_file).
+        router_password_file = optional(string)
+      })), [])
+      # Linux routers running FRR that tfccm configures too (lbhost_bgp_router
+      # over SSH, as LB hosts): each is a peer of the hosts (a second one,
+      # NAME-6, on address6) and gets the hosts as tfccm-* neighbours inside
+      # the admin's own `router bgp <asn>`. A new LB host is one change.
+      routers = optional(list(object({
+        name     = string
+        address  = string # IPv4: SSH, and the hosts' IPv4 peer
+        address6 = optional(string)
+        asn      = number
+        ssh_port = optional(number, 22)
+        user     = optional(string, "root")
+        sudo     = optional(bool)
+        host_key = optional(string)
+        # The router's FRR (defaults: /etc/frr/frr.conf, no pathspace).
+        frr_config     = optional(string)
+        frr_pathspace  = optional(string)
+        keepalive_time = optional(number)
+        hold_time      = optional(number)
+        # The hosts' copy of the password (a path on the CCM's machine, a
+        # mounted Secret) and the router's own (a path on the router).
+        password_file        = optional(string)
+        router_password_file = optional(string)
+        # Declared only to refuse it with a clear message.
+        password      = optional(string)
+        bfd_profile   = optional(string)
+        maximum_paths = optional(number)
+        # The hosts that peer with it (racks); default every host.
+        hosts = optional(list(string))
+        # true: tfccm removes its objects from the router (and the hosts'
+        # sessions with it); drop the router after the next apply.
+        retired = optional(bool, false)
+      })), [])
       bfd_profiles = optional(list(object({
         name                 = string
         receive_interval_ms  = optional(number)
@@ -65,6 +100,26 @@ variable "settings" {
   validation {
     condition     = alltrue([for p in var.settings.bgp.peers : p.password == null])
     error_message = "settings.bgp.peers[*].password: a BGP password is never a setting (it would reach the rendered inputs, plans and state); put it in a Secret mounted as a file and set password_file to its path."
+  }
+  validation {
+    condition     = alltrue([for r in var.settings.bgp.routers : r.password == null])
+    error_message = "settings.bgp.routers[*].password: a BGP password is never a setting (it would reach the rendered inputs, plans and state); set password_file (the hosts' copy, a mounted Secret) and router_password_file (the router's copy, a path on the router)."
+  }
+  validation {
+    condition     = alltrue([for r in var.settings.bgp.routers : (r.password_file == null) == (r.router_password_file == null)])
+    error_message = "settings.bgp.routers[*]: set both password_file (the hosts' copy) and router_password_file (the router's), or neither: a session with a password on one side only never comes up."
+  }
+  validation {
+    condition     = alltrue([for r in var.settings.bgp.routers : r.asn != var.settings.bgp.asn])
+    error_message = "settings.bgp.routers[*].asn: a router's AS must differ from settings.bgp.asn, the LB hosts' (the hosts are its eBGP neighbours)."
+  }
+  validation {
+    condition     = length(distinct(concat([for r in var.settings.bgp.routers : r.name], [for r in var.settings.bgp.routers : "${r.name}-6" if r.address6 != null], [for p in var.settings.bgp.peers : p.name]))) == length(var.settings.bgp.routers) + length([for r in var.settings.bgp.routers : r if r.address6 != null]) + length(var.settings.bgp.peers)
+    error_message = "settings.bgp.routers[*].name: every router's name (and NAME-6 for one with address6) must differ from the others' and from every settings.bgp.peers[*].name."
+  }
+  validation {
+    condition     = alltrue([for r in var.settings.bgp.routers : r.hosts == null || alltrue([for h in coalesce(r.hosts, []) : contains(keys(var.settings.hosts), h)])])
+    error_message = "settings.bgp.routers[*].hosts: every name must be one of settings.hosts."
   }
   validation {
     condition     = (var.settings.ssh_agent_socket == null) != (var.settings.ssh_private_key_file == null)

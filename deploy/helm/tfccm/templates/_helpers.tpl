@@ -233,9 +233,9 @@ terraform {
     {{- if .Values.runner.hostNetwork }}
     host_network    = true
     {{- end }}
-    {{- with .Values.sshKey.existingSecret }}
+    {{- if or .Values.sshKey.existingSecret (include "tfccm.bgpSecret" .) }}
     # sshKey: where the rendered workspaces name the key
-    secret_mounts   = { "/etc/tfccm/ssh" = {{ . | quote }} }
+    secret_mounts   = { {{ with .Values.sshKey.existingSecret }}"/etc/tfccm/ssh" = {{ . | quote }}{{ end }}{{ if and .Values.sshKey.existingSecret (include "tfccm.bgpSecret" .) }}, {{ end }}{{ with include "tfccm.bgpSecret" . }}"/etc/tfccm/bgp" = {{ . | quote }}{{ end }} }
     {{- end }}
     {{- with .Values.runner.nodeSelector }}
     node_selector   = { {{ range $k, $v := . }}{{ $k | quote }} = {{ $v | quote }}, {{ end }}}
@@ -260,11 +260,21 @@ backend "kubernetes" {
 {{- end }}
 {{- end -}}
 
+{{/* The Secret holding the BGP sessions' password (baremetal.bgp.passwordSecret), mounted at /etc/tfccm/bgp; "" without. */}}
+{{- define "tfccm.bgpSecret" -}}
+{{- if .Values.baremetal.hosts -}}{{- with .Values.baremetal.bgp -}}{{- .passwordSecret | default "" -}}{{- end -}}{{- end -}}
+{{- end -}}
+
 {{/* baremetal.json: the baremetal value as given and where sshKey is
 mounted, as JSON (config.BaremetalValues converts it). */}}
 {{- define "tfccm.baremetalValues" -}}
 {{- $b := deepCopy .Values.baremetal -}}
 {{- $_ := set $b "sshPrivateKeyFile" (printf "/etc/tfccm/ssh/%s" .Values.sshKey.key) -}}
+{{- if not $b.bgp -}}
+{{- $_ := unset $b "bgp" -}}
+{{- else if $b.bgp.passwordSecret -}}
+{{- $_ := set $b.bgp "passwordFile" "/etc/tfccm/bgp/password" -}}
+{{- end -}}
 {{- toPrettyJson $b -}}
 {{- end -}}
 
