@@ -282,13 +282,11 @@ func (t *ToR) upHost(h *Host, router string) error {
 		return err
 	}
 	_ = os.WriteFile(filepath.Join("/etc/frr", h.Netns, "vtysh.conf"), nil, 0o644)
-	for _, s := range [][]string{
-		{"-n", h.Netns, "route", "add", clientNet + ".0/24", "via", t.Address},
-		{"-n", h.Netns, "-6", "route", "add", "fd00:251::/64", "via", t.Address6},
-	} {
-		if err := ip(s...); err != nil {
-			return err
-		}
+	// Kept across a link down and up (SetLink): without them the host
+	// answers its clients through its default gateway, which drops it.
+	if err := h.addRoutes([]string{"route", "replace", clientNet + ".0/24", "via", t.Address},
+		[]string{"-6", "route", "replace", "fd00:251::/64", "via", t.Address6}); err != nil {
+		return err
 	}
 	cmds, err := startFRR(h.Netns, dir, h.FRRConfig())
 	h.mu.Lock()
