@@ -108,7 +108,10 @@ func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
 	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
 		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", empty, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
 		if d == "bfdd" {
-			argv = append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))
+			// Real-time priority: on this shared, loaded machine a bfdd
+			// starved of CPU for 300 ms took every session down at once
+			// (docs/bgp.md); a router runs BFD in hardware or first.
+			argv = append([]string{"chrt", "--rr", "10"}, append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))...)
 		}
 		// A restarted daemon's old socket would pass the wait below.
 		_ = os.Remove(filepath.Join(rundir, d+".vty"))

@@ -434,13 +434,14 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 				}
 			})
 			o := w.Outage
-			b.Logf("%s, run %d: %s, the router's path to lb-a gone after %s", way.name, i+1, o, g.Round(time.Millisecond))
+			// On stdout: a benchmark's log is cut after a few lines.
+			fmt.Fprintf(os.Stdout, "BGP FAILOVER RUN %s %d: %s, the router's path to lb-a gone after %s\n", way.name, i+1, o, g.Round(time.Millisecond))
 			if trace != nil {
 				name := fmt.Sprintf("%s-%d", way.name, i+1)
 				if err := trace.WriteTimeline(name, w, marks, before, trace.Snapshot(vip)); err != nil {
 					b.Fatal(err)
 				}
-				b.Logf("%s, run %d: lost by the host their SYN went to %v (timeline %s.txt)", way.name, i+1, trace.LostByHost(w), name)
+				fmt.Fprintf(os.Stdout, "BGP FAILOVER RUN %s %d: lost by the host their SYN went to %v (timeline %s.txt)\n", way.name, i+1, trace.LostByHost(w), name)
 			}
 			spans, lost, gone = append(spans, o.Span), append(lost, o.Lost), append(gone, g)
 			if err := way.return_(); err != nil {
