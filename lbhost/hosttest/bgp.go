@@ -286,7 +286,8 @@ func (t *ToR) upHost(h *Host, router string) error {
 	}
 	_ = os.WriteFile(filepath.Join("/etc/frr", h.Netns, "vtysh.conf"), nil, 0o644)
 	// Kept across a link down and up (SetLink): without them the host
-	// answers its clients through its default gateway, which drops it.
+	// answers its clients through its default gateway, the local cloud's
+	// router, which has no route to them.
 	if err := h.addRoutes([]string{"route", "replace", clientNet + ".0/24", "via", t.Address},
 		[]string{"-6", "route", "replace", "fd00:251::/64", "via", t.Address6}); err != nil {
 		return err
