@@ -116,7 +116,10 @@ func startFRR(netns, dir, conf string) ([]*exec.Cmd, error) {
 	for _, d := range []string{"zebra", "bgpd", "bfdd"} {
 		argv := []string{"/usr/lib/frr/" + d, "-N", netns, "-f", empty, "-i", filepath.Join(dir, d+".pid"), "--log", "file:" + filepath.Join(dir, d+".log")}
 		if d == "bfdd" {
-			argv = append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))
+			// Real-time priority: on this shared, loaded machine a bfdd
+			// starved of CPU for 300 ms took every session down at once
+			// (docs/bgp.md); a router runs BFD in hardware or first.
+			argv = append([]string{"chrt", "--rr", "10"}, append(argv, "--bfdctl", filepath.Join(rundir, "bfdd.sock"))...)
 		}
 		// A restarted daemon's old socket would pass the wait below.
 		_ = os.Remove(filepath.Join(rundir, d+".vty"))
@@ -380,13 +383,12 @@ func (t *ToR) upHost(h *Host, router string) error {
 		return err
 	}
 	_ = os.WriteFile(filepath.Join("/etc/frr", h.Netns, "vtysh.conf"), nil, 0o644)
-	for _, s := range [][]string{
-		{"-n", h.Netns, "route", "add", clientNet + ".0/24", "via", t.Address},
-		{"-n", h.Netns, "-6", "route", "add", "fd00:251::/64", "via", t.Address6},
-	} {
-		if err := ip(s...); err != nil {
-			return err
-		}
+	// Kept across a link down and up (SetLink): without them the host
+	// answers its clients through its default gateway, the local cloud's
+	// router, which has no route to them.
+	if err := h.addRoutes([]string{"route", "replace", clientNet + ".0/24", "via", t.Address},
+		[]string{"-6", "route", "replace", "fd00:251::/64", "via", t.Address6}); err != nil {
+		return err
 	}
 	cmds, err := startFRR(h.Netns, dir, h.FRRConfig())
 	h.mu.Lock()

@@ -3,6 +3,7 @@ package hosttest_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,10 @@ import (
 	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/localcloud"
 )
+
+// bgpTrace, when set, is where BenchmarkBaremetalBGPFailover writes each
+// run's timeline (hosttest.Trace).
+var bgpTrace = flag.String("bgp.trace", "", "directory for BenchmarkBaremetalBGPFailover's per-run timelines and the router's trace")
 
 // bgpPassword is the sessions' password in TestBaremetalBGP: never in a
 // plan, the state or a tfvars file.
@@ -391,7 +396,16 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 	if err := tor.WaitUp(context.Background(), true, 30*time.Second); err != nil {
 		b.Fatalf("%v\n%s", err, tor.Logs())
 	}
+	waitServing(b, hs, tor, url)
 	a := hs.Host("lb-a")
+	var trace *hosttest.Trace
+	if *bgpTrace != "" {
+		var err error
+		if trace, err = tor.StartTrace(*bgpTrace); err != nil {
+			b.Fatal(err)
+		}
+		defer trace.Stop()
+	}
 	nothing := func() error { return nil }
 	for _, way := range []struct {
 		name          string
@@ -410,15 +424,32 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 		var lost []int
 		for i := 0; i < max(b.N, 3); i++ {
 			var g time.Duration
-			o := tor.MeasureDuring(url, false, func() {
+			var marks []hosttest.Mark
+			before := ""
+			if trace != nil {
+				before = trace.Snapshot(vip)
+			}
+			w := tor.MeasureTimeline(url, false, func() {
+				marks = append(marks, hosttest.Mark{At: time.Now(), What: "lb-a " + way.name})
 				if err := way.take(); err != nil {
 					b.Fatal(err)
 				}
+				marks = append(marks, hosttest.Mark{At: time.Now(), What: "lb-a " + way.name + " done"})
 				if way.name != "none" {
 					g = waitNexthops(b, tor, vip, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+					marks = append(marks, hosttest.Mark{At: time.Now(), What: "the router's path to lb-a gone (ip route show)"})
 				}
 			})
-			b.Logf("%s, run %d: %s, the router's path to lb-a gone after %s", way.name, i+1, o, g.Round(time.Millisecond))
+			o := w.Outage
+			// On stdout: a benchmark's log is cut after a few lines.
+			fmt.Fprintf(os.Stdout, "BGP FAILOVER RUN %s %d: %s, the router's path to lb-a gone after %s\n", way.name, i+1, o, g.Round(time.Millisecond))
+			if trace != nil {
+				name := fmt.Sprintf("%s-%d", way.name, i+1)
+				if err := trace.WriteTimeline(name, w, marks, before, trace.Snapshot(vip)); err != nil {
+					b.Fatal(err)
+				}
+				fmt.Fprintf(os.Stdout, "BGP FAILOVER RUN %s %d: lost by the host their SYN went to %v (timeline %s.txt)\n", way.name, i+1, trace.LostByHost(w), name)
+			}
 			spans, lost, gone = append(spans, o.Span), append(lost, o.Lost), append(gone, g)
 			if err := way.return_(); err != nil {
 				b.Fatal(err)
@@ -427,6 +458,7 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 			if err := tor.WaitUp(context.Background(), way.bfdUp, 30*time.Second); err != nil {
 				b.Fatal(err)
 			}
+			waitServing(b, hs, tor, url)
 		}
 		slices.Sort(spans)
 		slices.Sort(lost)
@@ -438,5 +470,43 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 		fmt.Fprintf(os.Stdout, "BGP FAILOVER (lb-a %s, BFD 100ms x3) outage median %s max %s, requests lost median %d max %d at 20 req/s, router's path gone median %s max %s\n",
 			way.name, spans[len(spans)/2].Round(time.Millisecond), spans[len(spans)-1].Round(time.Millisecond), lost[len(lost)/2], lost[len(lost)-1],
 			gone[len(gone)/2].Round(time.Millisecond), gone[len(gone)-1].Round(time.Millisecond))
+	}
+}
+
+// waitServing waits until every host answers clients through the router:
+// 16 requests in a row, each a new connection from the next client
+// address, all answered and by every host. A host the router routes to
+// may still not answer (a route back to the clients lost with its link),
+// and a run starting then measures that, not the failover.
+func waitServing(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, url string) {
+	t.Helper()
+	byAddr := map[string]string{}
+	for _, h := range hs.Hosts {
+		byAddr[h.NodeNetAddress] = h.Name
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, failed := map[string]int{}, 0
+		for i := 0; i < 16; i++ {
+			resp, err := tor.Client(i, false, time.Second).Get(url)
+			if err != nil {
+				failed++
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got[byAddr[string(body)]]++
+		}
+		served := failed == 0
+		for _, h := range hs.Hosts {
+			served = served && got[h.Name] > 0
+		}
+		if served {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every host answers through the router: 16 requests served by %v, %d failed", got, failed)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -84,6 +84,10 @@ type Host struct {
 	keepalive   *exec.Cmd
 	l4          []*exec.Cmd // lbhost-router -l4 and conntrackd (StartL4); FRR and lbhost-router -announce (StartBGP)
 	frr         []*exec.Cmd // zebra, bgpd and bfdd (StartBGP)
+	// routes are the static routes via eth0 beyond the default one (ip
+	// route arguments): the kernel drops them with the link, and
+	// SetLink puts them back as the host's network configuration would.
+	routes [][]string
 }
 
 // Hosts is a running set of load-balancer hosts.
@@ -407,7 +411,9 @@ func (h *Host) StopSSHD() {
 }
 
 // SetLink takes the host's network link down or up: down, the host is
-// unreachable and out of its VRRP groups.
+// unreachable and out of its VRRP groups; up, its IPv6 address, default
+// route and static routes (addRoutes) come back, as its network
+// configuration would put them back.
 func (h *Host) SetLink(up bool) error {
 	if !up {
 		return ip("-n", h.Netns, "link", "set", "eth0", "down")
@@ -421,7 +427,33 @@ func (h *Host) SetLink(up bool) error {
 	if err := ip("-n", h.Netns, "addr", "replace", h.Address6+"/64", "dev", "eth0", "nodad"); err != nil {
 		return err
 	}
-	return ip("-n", h.Netns, "route", "replace", "default", "via", h.gateway)
+	if err := ip("-n", h.Netns, "route", "replace", "default", "via", h.gateway); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	routes := h.routes
+	h.mu.Unlock()
+	for _, r := range routes {
+		if err := ip(append([]string{"-n", h.Netns}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRoutes adds static routes via eth0 (ip route arguments with
+// "replace", e.g. {"-6", "route", "replace", PREFIX, "via", ADDR}) that
+// SetLink puts back after the link was down.
+func (h *Host) addRoutes(routes ...[]string) error {
+	for _, r := range routes {
+		if err := ip(append([]string{"-n", h.Netns}, r...)...); err != nil {
+			return err
+		}
+	}
+	h.mu.Lock()
+	h.routes = append(h.routes, routes...)
+	h.mu.Unlock()
+	return nil
 }
 
 // HasAddress reports whether addr is configured on the host's eth0 (held
