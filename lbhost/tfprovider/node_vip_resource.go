@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -43,6 +44,7 @@ type nodeVIPModel struct {
 	Announcement          types.String        `tfsdk:"announcement"`
 	WaitTimeout           types.String        `tfsdk:"wait_timeout"`
 	Holder                types.String        `tfsdk:"holder"`
+	Standby               types.Bool          `tfsdk:"standby"`
 }
 
 type nodeVIPServiceModel struct {
@@ -95,6 +97,11 @@ func (r *nodeVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"wait_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("30s"),
 				Description: "How long apply waits for the agents to announce the address (a Go duration). Default `30s`."},
 			"holder": schema.StringAttribute{Computed: true, Description: "The node holding the address, as the agents last reported it."},
+			"standby": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "Write the object without any node holding the address, while another speaker still announces it (a migration " +
+					"from MetalLB): the agents report it not announced, reason `Standby`, and apply returns without waiting. Changes in " +
+					"place: `false` has the agents hold and announce it (apply waits for that as on create), `true` releases it. An " +
+					"address shared by several objects is held unless all of them are on standby."},
 		},
 	}
 }
@@ -139,6 +146,7 @@ func (m *nodeVIPModel) spec() vipapi.NodeVIPSpec {
 		ExternalTrafficPolicy: m.ExternalTrafficPolicy.ValueString(),
 		Nodes:                 append([]string(nil), m.Nodes...),
 		Interface:             m.Interface.ValueString(),
+		Standby:               m.Standby.ValueBool(),
 	}
 	for _, p := range m.Ports {
 		s.Ports = append(s.Ports, vipapi.Port{Protocol: p.Protocol, Port: int32(p.Port)})
@@ -163,6 +171,7 @@ func (m *nodeVIPModel) fromObject(v *vipapi.NodeVIP) {
 		m.Announcement = types.StringValue(announce.Method(a))
 	}
 	m.Holder = types.StringValue(v.Status.Holder)
+	m.Standby = types.BoolValue(v.Spec.Standby)
 	if m.WaitTimeout.IsNull() || m.WaitTimeout.IsUnknown() {
 		m.WaitTimeout = types.StringValue("30s")
 	}
@@ -232,8 +241,23 @@ func (r *nodeVIPResource) Update(ctx context.Context, req resource.UpdateRequest
 // settle waits until the agents report on generation gen and records m in
 // state either way (the object exists: a failed wait is kept, the next
 // apply resumes). It fails with the agents' reason when the address is
-// not announced.
+// not announced. On standby nothing is announced: it records the object
+// as written, without waiting.
 func (r *nodeVIPResource) settle(ctx context.Context, cl dynamic.ResourceInterface, m *nodeVIPModel, gen int64, set func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) {
+	if m.Standby.ValueBool() {
+		var v *vipapi.NodeVIP
+		u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
+		if err == nil {
+			v, err = vipapi.FromUnstructured(u)
+		}
+		if err == nil {
+			m.fromObject(v)
+		} else {
+			m.ID, m.Holder = types.StringValue(m.Name.ValueString()), types.StringValue("")
+		}
+		diags.Append(set(ctx, m)...)
+		return
+	}
 	timeout, err := time.ParseDuration(m.WaitTimeout.ValueString())
 	if err != nil || timeout < 0 {
 		timeout = 30 * time.Second
@@ -340,4 +364,5 @@ func (r *nodeVIPResource) Delete(ctx context.Context, req resource.DeleteRequest
 func (r *nodeVIPResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_timeout"), "30s")...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("standby"), false)...)
 }

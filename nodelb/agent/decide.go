@@ -29,6 +29,9 @@ type decision struct {
 	// Invalid: the NodeVIPs disagree on the interface, or the address does
 	// not parse.
 	Invalid string
+	// Standby: every NodeVIP of the address is on standby (spec.standby):
+	// no node holds it; the Reporter says so.
+	Standby bool
 }
 
 // decide applies the holder rule to every address of vips.
@@ -74,8 +77,11 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 				d.Why = w.why(v, w.nodeStates(v))
 			}
 		}
+		d.Standby = allStandby(group)
 		if d.Invalid == "" {
 			d.Candidates = cands
+		}
+		if d.Invalid == "" && !d.Standby {
 			d.Holder = holder.Sticky(addr, cands, currentHolders(group))
 			if d.Holder == "" && d.Why == "" {
 				d.Why = "no eligible node serves every Service sharing the address"
@@ -85,6 +91,17 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VIPs[0].Spec.Address < out[j].VIPs[0].Spec.Address })
 	return out
+}
+
+// allStandby: every NodeVIP of an address is on standby (one that is not
+// needs the address held).
+func allStandby(group []*vipapi.NodeVIP) bool {
+	for _, v := range group {
+		if !v.Spec.Standby {
+			return false
+		}
+	}
+	return len(group) > 0
 }
 
 // currentHolders are the holders the statuses of group name as announcing

@@ -52,6 +52,11 @@ type NodeVIPSpec struct {
 	// Interface is where the VIP goes; empty: the interface whose network
 	// contains the address.
 	Interface string `json:"interface,omitempty"`
+	// Standby: the address is not held by any node (another speaker still
+	// announces it: a migration from MetalLB); the agents report the
+	// Announced condition False with reason Standby, and no Event. An
+	// address shared by several NodeVIPs is held unless all are on standby.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // ServiceRef names a Service.
@@ -94,6 +99,9 @@ const (
 	ReasonOutsideNetworks = "AddressOutsideNodeNetworks"
 	ReasonCannotAnnounce  = "CannotAnnounce"
 	ReasonInvalid         = "Invalid"
+	// ReasonStandby: the NodeVIP is on standby (spec.standby); nothing
+	// is wrong, so no Warning Event.
+	ReasonStandby = "Standby"
 )
 
 // Traffic policies.
