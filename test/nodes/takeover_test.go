@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/harness"
@@ -114,7 +115,7 @@ func TestMigrateFromMetalLBTakeover(t *testing.T) {
 			t.Errorf("%v\nServices' events: %s", err, harness.Events(ctx, client, "default", s.name))
 		}
 	}
-	checkTakeoverOneWay(t, c, ccm, m.specs, m.ips, vipUp)
+	checkTakeoverOneWay(t, client, ccm, m.specs, m.ips, vipUp)
 	time.Sleep(2 * time.Second) // answers after the last change
 	for _, s := range m.specs {
 		p := m.probes[s.name]
@@ -164,7 +165,12 @@ func TestMigrateFromMetalLBTakeover(t *testing.T) {
 // programmedReason fails unless the Service's tfccm.io/Programmed
 // condition has reason.
 func programmedReason(ctx context.Context, c *Cluster, name, reason string) error {
-	svc, err := c.Client().CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	return programmedReasonOf(ctx, c.Client(), name, reason)
+}
+
+// programmedReasonOf is programmedReason with the cluster's client.
+func programmedReasonOf(ctx context.Context, client kubernetes.Interface, name, reason string) error {
+	svc, err := client.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -185,12 +191,12 @@ func programmedReason(ctx context.Context, c *Cluster, name, reason string) erro
 // or by a GitOps tool; once the CCM has read the list without them, for
 // a few seconds no Service's address is withdrawn (held says whether an
 // address is announced) and none is prepared again.
-func checkTakeoverOneWay(t *testing.T, c *Cluster, ccm *harness.CCM, specs []svcSpec, ips map[string]string, held func(ip string) bool) {
+func checkTakeoverOneWay(t *testing.T, client kubernetes.Interface, ccm *harness.CCM, specs []svcSpec, ips map[string]string, held func(ip string) bool) {
 	t.Helper()
 	ctx := context.Background()
 	const lost = `"Take-over list changed" all=false services=0`
 	seen := strings.Count(ccmLog(ccm), lost)
-	if err := c.Client().CoreV1().ConfigMaps("kube-system").Delete(ctx, "tfccm-takeover", metav1.DeleteOptions{}); err != nil {
+	if err := client.CoreV1().ConfigMaps("kube-system").Delete(ctx, "tfccm-takeover", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete the take-over list: %v", err)
 	}
 	if err := harness.Eventually(ctx, time.Minute, "the CCM read the list without the Services", func(context.Context) error {
@@ -207,7 +213,7 @@ func checkTakeoverOneWay(t *testing.T, c *Cluster, ccm *harness.CCM, specs []svc
 			if !held(ips[s.name]) {
 				withdrawn[ips[s.name]] = true
 			}
-			if err := programmedReason(ctx, c, s.name, "Applied"); err != nil {
+			if err := programmedReasonOf(ctx, client, s.name, "Applied"); err != nil {
 				prepared[s.name] = true
 				t.Logf("after the list was deleted: %v", err)
 			}
