@@ -56,13 +56,13 @@ func TestMigrateFromMetalLBNodes(t *testing.T) {
 	seg := l2seg.New(t, l2seg.Options{Prefix: fmt.Sprintf("mn%d", os.Getpid()%100000), Net: fmt.Sprintf("10.95.%d", os.Getpid()%250), Nodes: nodes, Host: true})
 	at := seg.Addr
 	var pool []string
-	for i := 200; i <= 207; i++ {
+	for i := 120; i <= 127; i++ { // .200 is the segment's client
 		pool = append(pool, at(i))
 	}
 	seg.AddVIPs(t, pool...)
 	for i, n := range nodes { // the second port of the shared address
 		l2seg.Sh(t, "ip", "netns", "exec", seg.Netns(n), "nft", "add", "rule", "inet", "l2seg", "pre",
-			"ip", "daddr", at(206), "tcp", "dport", "8080", "dnat", "ip", "to", seg.Addr(i+1)+":8080")
+			"ip", "daddr", at(126), "tcp", "dport", "8080", "dnat", "ip", "to", seg.Addr(i+1)+":8080")
 	}
 	nm := seg.StartNodeMode(t)
 	cluster, client := nm.Cluster, nm.Cluster.Client()
@@ -78,7 +78,7 @@ func TestMigrateFromMetalLBNodes(t *testing.T) {
 	// MetalLB: its controller on the host, a speaker in each node.
 	mlbLog, stopController := startMetalLBAt(t, cluster.Kubeconfig(), "")
 	kubectl("", "-n", "metallb-system", "delete", "ipaddresspool", "test")
-	mlbRange := at(200) + "-" + at(207)
+	mlbRange := at(120) + "-" + at(127)
 	kubectl(fmt.Sprintf(`apiVersion: metallb.io/v1beta1
 kind: IPAddressPool
 metadata:
@@ -97,7 +97,22 @@ spec:
 `, mlbRange), "apply", "-f", "-")
 	logs := t.TempDir()
 	speakers := map[string]*exec.Cmd{}
+	// Each speaker reads its own Pod (the owner of its status objects):
+	// one per node as MetalLB's DaemonSet makes them, run by no kubelet.
+	kubectl("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: metallb-system\n", "apply", "-f", "-")
 	for _, n := range nodes {
+		kubectl(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: speaker-%[1]s
+  namespace: metallb-system
+  labels: {app: metallb, component: speaker}
+spec:
+  nodeName: %[1]s
+  hostNetwork: true
+  automountServiceAccountToken: false
+  containers: [{name: speaker, image: quay.io/metallb/speaker:v0.15.2}]
+`, n), "apply", "-f", "-")
 		speakers[n] = startSpeaker(t, seg, speaker, n, nm.AgentKubeconfig, logs)
 	}
 	stopSpeakers := func() {
@@ -117,9 +132,9 @@ spec:
 
 	specs := []svcSpec{
 		{"picked", 80, nil},
-		{"chosen", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(205)}},
-		{"shared-http", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
-		{"shared-alt", 8080, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(206), "metallb.universe.tf/allow-shared-ip": "front"}},
+		{"chosen", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(125)}},
+		{"shared-http", 80, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(126), "metallb.universe.tf/allow-shared-ip": "front"}},
+		{"shared-alt", 8080, map[string]string{"metallb.universe.tf/loadBalancerIPs": at(126), "metallb.universe.tf/allow-shared-ip": "front"}},
 	}
 	ready, onA := true, "a"
 	for _, s := range specs {
@@ -154,8 +169,8 @@ spec:
 		}
 		ips[s.name] = ip
 	}
-	if ips["shared-http"] != at(206) || ips["shared-alt"] != at(206) || ips["chosen"] != at(205) {
-		t.Fatalf("MetalLB's addresses %v: want chosen at %s, both shared ones at %s", ips, at(205), at(206))
+	if ips["shared-http"] != at(126) || ips["shared-alt"] != at(126) || ips["chosen"] != at(125) {
+		t.Fatalf("MetalLB's addresses %v: want chosen at %s, both shared ones at %s", ips, at(125), at(126))
 	}
 	probes := map[string]*prober{}
 	for _, s := range specs {
@@ -165,7 +180,7 @@ spec:
 			return err == nil
 		}}
 		if err := p.waitUp(2 * time.Minute); err != nil {
-			t.Fatalf("%s before the migration (announced by MetalLB's speakers): %v", s.name, err)
+			t.Fatalf("%s before the migration (announced by MetalLB's speakers): %v\nthe client's neighbours:\n%s", s.name, err, seg.Neighbours(t))
 		}
 		probes[s.name] = p
 		p.start()
@@ -328,7 +343,7 @@ compat {
 func startSpeaker(t *testing.T, seg *l2seg.Segment, bin, node, kubeconfig, logs string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", seg.Netns(node), bin,
-		"--kubeconfig="+kubeconfig, "--namespace=metallb-system", "--node-name="+node, "--port=7472", "--log-level=info")
+		"--kubeconfig="+kubeconfig, "--namespace=metallb-system", "--node-name="+node, "--pod-name=speaker-"+node, "--port=7472", "--log-level=info")
 	log, err := os.Create(filepath.Join(logs, "speaker-"+node+".log"))
 	if err != nil {
 		t.Fatal(err)
