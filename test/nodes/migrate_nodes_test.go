@@ -378,7 +378,8 @@ func askPort(seg *l2seg.Segment, vip string, port int32, timeout time.Duration) 
 // startTfccmNodes runs the CCM (built from this tree) with the nodes set
 // against the cluster of kubeconfig, blocks its cloud config; no routes
 // (the segment's nodes need none), and its tofu's lbhost provider reaches
-// the cluster through $KUBECONFIG.
+// the cluster through ~/.kube/config (tofu gets the CCM's HOME, and no
+// other variable of its environment).
 func startTfccmNodes(t *testing.T, kubeconfig, blocks string) *harness.CCM {
 	t.Helper()
 	root, err := repo.Root()
@@ -392,10 +393,21 @@ func startTfccmNodes(t *testing.T, kubeconfig, blocks string) *harness.CCM {
 	if err := cfg.Write(path); err != nil {
 		t.Fatal(err)
 	}
+	home := filepath.Join(dir, "home")
+	kc, err := os.ReadFile(kubeconfig)
+	if err == nil {
+		err = os.MkdirAll(filepath.Join(home, ".kube"), 0o700)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(home, ".kube", "config"), kc, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	ccm, err := harness.StartCCM(harness.CCMOptions{
 		Binary: ccmBinary(t), Kubeconfig: kubeconfig, CloudConfig: path, Dir: dir,
 		Flags: []string{"--configure-cloud-routes=false", "--concurrent-service-syncs=4"},
-		Env:   []string{"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig},
+		Env:   []string{"PATH=" + filepath.Join(root, "bin") + ":" + os.Getenv("PATH"), "HOME=" + home},
 	})
 	if err != nil {
 		t.Fatal(err)
