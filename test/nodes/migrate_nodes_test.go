@@ -292,13 +292,15 @@ compat {
 		}
 	}
 	checkTakeoverOneWay(t, client, ccm, specs, ips, held)
-	// The neighbours' caches forget MetalLB's speakers: every address is
-	// asked again through the holder's announcement alone.
+	time.Sleep(2 * time.Second) // answers after the last change
+	for _, p := range probes {
+		p.stop()
+	}
+	// The client's neighbour cache forgets MetalLB's speakers: every
+	// address is asked again through the holder's announcement alone.
 	l2seg.Sh(t, "ip", "-n", seg.Netns(l2seg.Client), "neigh", "flush", "dev", "eth0")
-	time.Sleep(2 * time.Second)
 	for _, s := range specs {
 		p := probes[s.name]
-		p.stop()
 		got := getService(t, client, s.name)
 		ip := ""
 		if len(got.Status.LoadBalancer.Ingress) > 0 {
