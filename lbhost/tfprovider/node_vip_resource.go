@@ -22,7 +22,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tfccm/tfccm/nodelb/announce"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
@@ -219,18 +221,24 @@ func (r *nodeVIPResource) Update(ctx context.Context, req resource.UpdateRequest
 	if !ok {
 		return
 	}
-	u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
-	var v *vipapi.NodeVIP
-	if err == nil {
-		v, err = vipapi.FromUnstructured(u)
-	}
-	if err == nil {
-		v.Spec = m.spec()
-		u, err = vipapi.ToUnstructured(v)
-	}
-	if err == nil {
-		u, err = cl.Update(ctx, u, metav1.UpdateOptions{FieldManager: "tfccm"})
-	}
+	// The agents write the status meanwhile (a new resourceVersion): a
+	// conflict reads the object again and writes the spec on it.
+	var u *unstructured.Unstructured
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
+		var v *vipapi.NodeVIP
+		if err == nil {
+			v, err = vipapi.FromUnstructured(got)
+		}
+		if err == nil {
+			v.Spec = m.spec()
+			got, err = vipapi.ToUnstructured(v)
+		}
+		if err == nil {
+			u, err = cl.Update(ctx, got, metav1.UpdateOptions{FieldManager: "tfccm"})
+		}
+		return err
+	})
 	if err != nil {
 		resp.Diagnostics.AddError("lbhost_node_vip: update", fmt.Sprintf("NodeVIP %s/%s: %v", ns, m.Name.ValueString(), err))
 		return
