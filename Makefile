@@ -152,7 +152,7 @@ tools-e2e: tools
 ## tools-s3: SeaweedFS (bin/weed), the S3-compatible server of the s3 backend tests
 tools-s3: tools
 	bash hack/tools.sh s3
-## tools-metallb: MetalLB's controller and its CRDs into bin/ (cached; ~4 min cold), the second load
+## tools-metallb: MetalLB's controller, its speaker and its CRDs into bin/ (cached; ~4 min cold), the second load
 ## balancer controller the real-node tests run beside tfccm
 tools-metallb: tools
 	bash hack/tools.sh metallb

@@ -233,11 +233,14 @@ fi
 if [[ ${1-} == s3 ]]; then
 	build weed "$SEAWEEDFS_VERSION" "$root/hack/tools/seaweedfs" github.com/seaweedfs/seaweedfs/weed "-s -w"
 fi
-# `tools.sh metallb` (make tools-metallb): MetalLB's controller as bin/metallb-controller and
-# its CRDs (IPAddressPool, L2Advertisement, ...) from the module's source in bin/metallb-crds,
-# for the real-node tests that run it beside tfccm (not part of make test: ~4 min cold).
+# `tools.sh metallb` (make tools-metallb): MetalLB's controller as bin/metallb-controller, its
+# speaker (L2 and BGP announcements; run with --node-name, memberlist off without --ml-bindaddr)
+# as bin/metallb-speaker, and its CRDs (IPAddressPool, L2Advertisement, ...) from the module's
+# source in bin/metallb-crds, for the real-node tests that run it beside tfccm (not part of
+# make test: ~4 min cold).
 if [[ ${1-} == metallb ]]; then
 	build metallb-controller "$METALLB_VERSION" "$root/hack/tools/metallb" go.universe.tf/metallb/controller "-s -w"
+	build metallb-speaker "$METALLB_VERSION" "$root/hack/tools/metallb" go.universe.tf/metallb/speaker "-s -w"
 	mlb=$(cd "$root/hack/tools/metallb" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' go.universe.tf/metallb)
 	mkdir -p "$bin/metallb-crds"
 	install -m 0644 "$mlb"/config/crd/bases/*.yaml "$bin/metallb-crds/"

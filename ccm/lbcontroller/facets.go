@@ -2,6 +2,7 @@ package lbcontroller
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,9 +83,14 @@ func (t templateRenderer) RenderLoadBalancer(svc *corev1.Service, nodes []*corev
 	if err != nil {
 		return nil, err
 	}
-	// Not known yet (renderAndApply waits for it): not announced.
-	standby, known := t.takeover.standby(svc)
-	addrs.Standby = standby || known != nil
+	// The list not read yet (renderAndApply waits for it), the Service
+	// never applied announcing: not announced. What was applied not
+	// readable: nothing is rendered.
+	standby, err := t.takeover.standby(svc)
+	if err != nil && !errors.Is(err, errTakeoverUnknown) {
+		return nil, err
+	}
+	addrs.Standby = standby || err != nil
 	return t.loader.Set().RenderLoadBalancer(t.cfg, svc, nodes, addrs)
 }
 

@@ -73,6 +73,7 @@ func (c *Controller) Attach(engine Engine) {
 	c.lb = newLoadBalancers(engine, c.render, lbRev, c.events.event, c.cfg.Backend.Type != "local", c.cfg.LoadBalancer.EnsureWait)
 	c.lb.addrs = c.render.addrs
 	c.lb.takeover = c.render.takeover
+	c.lb.takeover.recallFrom(engine, c.render.WorkspaceName)
 	c.lb.takeover.onChange(c.lb.resyncAll)
 	c.lb.serves = c.cfg.Serves
 	c.class = newClassLoop(c.lb, c.cfg.Serves, c.cfg.LoadBalancerClass, c.cfg.ClusterName, c.events.event)

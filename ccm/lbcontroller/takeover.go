@@ -1,7 +1,10 @@
 // The take-over from MetalLB (compat { metallb_takeover = "prepare" }):
 // class-less Services are applied without announcing their addresses,
 // their status left as MetalLB wrote it, until the admin takes them over
-// in the ConfigMap config.TakeoverConfigMap of tfccm's namespace.
+// in the ConfigMap config.TakeoverConfigMap of tfccm's namespace. The
+// take-over is one-way: a Service whose load balancer was once applied
+// announcing stays announced whatever the list says later (deleted,
+// edited, not read yet after a restart): prepareOnly is the rule.
 
 package lbcontroller
 
@@ -37,6 +40,11 @@ type takeover struct {
 	all     bool            // every Service taken over
 	keys    map[string]bool // config.TakeoverKey of each Service taken over
 	changed func()          // the list changed (re-render the Services)
+
+	// applied recalls what each workspace's last apply announced
+	// (takeover_recall.go); workspace names a Service's workspace.
+	applied   *appliedAnnounce
+	workspace func(svc *corev1.Service) string
 }
 
 func newTakeover(cfg *config.Config) *takeover {
@@ -55,6 +63,28 @@ func (t *takeover) setClient(client kubernetes.Interface) {
 	t.mu.Unlock()
 }
 
+// recallFrom reads what was applied from source, naming each Service's
+// workspace with ws.
+func (t *takeover) recallFrom(source appliedSource, ws func(svc *corev1.Service) string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.applied, t.workspace = &appliedAnnounce{source: source}, ws
+	t.mu.Unlock()
+}
+
+// forget drops what is recalled of workspace ws (destroyed).
+func (t *takeover) forget(ws string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	applied := t.applied
+	t.mu.Unlock()
+	applied.forget(ws)
+}
+
 func (t *takeover) onChange(f func()) {
 	if t == nil {
 		return
@@ -69,18 +99,40 @@ func (t *takeover) onChange(f func()) {
 // restart).
 var errTakeoverUnknown = fmt.Errorf("waiting to read the take-over list (ConfigMap %s)", config.TakeoverConfigMap)
 
-// standby reports whether svc is prepared only: class-less and not taken
-// over. It fails until the list was read.
+// standby reports whether svc is prepared only (prepareOnly). It fails
+// while that is not known: the list not read yet for a Service never
+// applied announcing, or what its workspace last applied unreadable.
 func (t *takeover) standby(svc *corev1.Service) (bool, error) {
 	if t == nil || svc.Spec.LoadBalancerClass != nil {
 		return false, nil
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.read {
-		return false, errTakeoverUnknown
+	read, listed := t.read, t.all || t.keys[config.TakeoverKey(svc.Namespace, svc.Name)]
+	applied, ws := t.applied, t.workspace
+	t.mu.Unlock()
+	announced := false
+	if !listed && applied != nil {
+		var err error
+		if announced, err = applied.announced(ws(svc)); err != nil {
+			return false, err
+		}
 	}
-	return !t.all && !t.keys[config.TakeoverKey(svc.Namespace, svc.Name)], nil
+	return prepareOnly(read, listed, announced)
+}
+
+// prepareOnly is the take-over's rule for a class-less Service: announced
+// once its load balancer was applied announcing (one-way: a list that
+// loses it never withdraws its addresses) or once it is in the take-over
+// list; prepared only otherwise, and not decided before the list was read.
+func prepareOnly(listRead, listed, announced bool) (bool, error) {
+	switch {
+	case announced, listed:
+		return false, nil
+	case !listRead:
+		return false, errTakeoverUnknown
+	default:
+		return true, nil
+	}
 }
 
 // run reads the list until ctx ends.
@@ -172,6 +224,7 @@ func (l *loadBalancers) takeoverResult(svc *corev1.Service, ws string, r workspa
 		l.mu.Lock()
 		delete(l.prepared, ws)
 		l.mu.Unlock()
+		l.takeover.forget(ws)
 		return
 	}
 	if r.Err != nil || r.AwaitingApproval {

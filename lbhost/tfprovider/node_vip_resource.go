@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -21,7 +22,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tfccm/tfccm/nodelb/announce"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
@@ -43,6 +46,7 @@ type nodeVIPModel struct {
 	Announcement          types.String        `tfsdk:"announcement"`
 	WaitTimeout           types.String        `tfsdk:"wait_timeout"`
 	Holder                types.String        `tfsdk:"holder"`
+	Standby               types.Bool          `tfsdk:"standby"`
 }
 
 type nodeVIPServiceModel struct {
@@ -97,6 +101,11 @@ func (r *nodeVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"wait_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("30s"),
 				Description: "How long apply waits for the agents to announce the address (a Go duration). Default `30s`."},
 			"holder": schema.StringAttribute{Computed: true, Description: "The node holding the address, as the agents last reported it."},
+			"standby": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "Write the object without any node holding the address, while another speaker still announces it (a migration " +
+					"from MetalLB): the agents report it not announced, reason `Standby`, and apply returns without waiting. Changes in " +
+					"place: `false` has the agents hold and announce it (apply waits for that as on create), `true` releases it. An " +
+					"address shared by several objects is held unless all of them are on standby."},
 		},
 	}
 }
@@ -141,6 +150,7 @@ func (m *nodeVIPModel) spec() vipapi.NodeVIPSpec {
 		ExternalTrafficPolicy: m.ExternalTrafficPolicy.ValueString(),
 		Nodes:                 append([]string(nil), m.Nodes...),
 		Interface:             m.Interface.ValueString(),
+		Standby:               m.Standby.ValueBool(),
 	}
 	for _, p := range m.Ports {
 		s.Ports = append(s.Ports, vipapi.Port{Protocol: p.Protocol, Port: int32(p.Port)})
@@ -165,6 +175,7 @@ func (m *nodeVIPModel) fromObject(v *vipapi.NodeVIP) {
 		m.Announcement = types.StringValue(announce.Method(a))
 	}
 	m.Holder = types.StringValue(v.Status.Holder)
+	m.Standby = types.BoolValue(v.Spec.Standby)
 	if m.WaitTimeout.IsNull() || m.WaitTimeout.IsUnknown() {
 		m.WaitTimeout = types.StringValue("30s")
 	}
@@ -212,18 +223,24 @@ func (r *nodeVIPResource) Update(ctx context.Context, req resource.UpdateRequest
 	if !ok {
 		return
 	}
-	u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
-	var v *vipapi.NodeVIP
-	if err == nil {
-		v, err = vipapi.FromUnstructured(u)
-	}
-	if err == nil {
-		v.Spec = m.spec()
-		u, err = vipapi.ToUnstructured(v)
-	}
-	if err == nil {
-		u, err = cl.Update(ctx, u, metav1.UpdateOptions{FieldManager: "tfccm"})
-	}
+	// The agents write the status meanwhile (a new resourceVersion): a
+	// conflict reads the object again and writes the spec on it.
+	var u *unstructured.Unstructured
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
+		var v *vipapi.NodeVIP
+		if err == nil {
+			v, err = vipapi.FromUnstructured(got)
+		}
+		if err == nil {
+			v.Spec = m.spec()
+			got, err = vipapi.ToUnstructured(v)
+		}
+		if err == nil {
+			u, err = cl.Update(ctx, got, metav1.UpdateOptions{FieldManager: "tfccm"})
+		}
+		return err
+	})
 	if err != nil {
 		resp.Diagnostics.AddError("lbhost_node_vip: update", fmt.Sprintf("NodeVIP %s/%s: %v", ns, m.Name.ValueString(), err))
 		return
@@ -234,8 +251,23 @@ func (r *nodeVIPResource) Update(ctx context.Context, req resource.UpdateRequest
 // settle waits until the agents report on generation gen and records m in
 // state either way (the object exists: a failed wait is kept, the next
 // apply resumes). It fails with the agents' reason when the address is
-// not announced.
+// not announced. On standby nothing is announced: it records the object
+// as written, without waiting.
 func (r *nodeVIPResource) settle(ctx context.Context, cl dynamic.ResourceInterface, m *nodeVIPModel, gen int64, set func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) {
+	if m.Standby.ValueBool() {
+		var v *vipapi.NodeVIP
+		u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
+		if err == nil {
+			v, err = vipapi.FromUnstructured(u)
+		}
+		if err == nil {
+			m.fromObject(v)
+		} else {
+			m.ID, m.Holder = types.StringValue(m.Name.ValueString()), types.StringValue("")
+		}
+		diags.Append(set(ctx, m)...)
+		return
+	}
 	timeout, err := time.ParseDuration(m.WaitTimeout.ValueString())
 	if err != nil || timeout < 0 {
 		timeout = 30 * time.Second
@@ -345,4 +377,5 @@ func (r *nodeVIPResource) Delete(ctx context.Context, req resource.DeleteRequest
 func (r *nodeVIPResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_timeout"), "30s")...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("standby"), false)...)
 }

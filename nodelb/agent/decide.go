@@ -32,6 +32,9 @@ type decision struct {
 	// Invalid: the NodeVIPs disagree on the interface, or the address does
 	// not parse.
 	Invalid string
+	// Standby: every NodeVIP of the address is on standby (spec.standby):
+	// no node holds it; the Reporter says so.
+	Standby bool
 }
 
 // decide applies the holder rule to every address of vips.
@@ -80,8 +83,11 @@ func decide(vips []*vipapi.NodeVIP, w view) []decision {
 				}
 			}
 		}
+		d.Standby = allStandby(group)
 		if d.Invalid == "" {
 			d.Candidates = cands
+		}
+		if d.Invalid == "" && !d.Standby {
 			d.Holder = holder.Sticky(addr, cands, currentHolders(group))
 			if d.Holder == "" && d.Why == "" {
 				d.Why, d.WhyReason = "no eligible node serves every Service sharing the address", vipapi.ReasonNoEligibleNode
@@ -102,6 +108,17 @@ func noLocalEndpoint(v *vipapi.NodeVIP, w view) bool {
 	}
 	states := w.nodeStates(v)
 	return len(holder.Candidates(v.Spec.Nodes, states, true)) == 0 && len(holder.Candidates(v.Spec.Nodes, states, false)) > 0
+}
+
+// allStandby: every NodeVIP of an address is on standby (one that is not
+// needs the address held).
+func allStandby(group []*vipapi.NodeVIP) bool {
+	for _, v := range group {
+		if !v.Spec.Standby {
+			return false
+		}
+	}
+	return len(group) > 0
 }
 
 // currentHolders are the holders the statuses of group name as announcing

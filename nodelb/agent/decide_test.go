@@ -60,22 +60,26 @@ func TestDecide(t *testing.T) {
 		why        string
 		reason     string
 		invalid    bool
+		standby    bool // no holder: every NodeVIP of the address on standby
 	}{
-		{"cluster policy: ready, schedulable nodes with a live agent", []*vipapi.NodeVIP{testVIP("web", "10.0.0.1", "Cluster", "a", "b", "c", "d")}, []string{"a", "b"}, "", "", false},
-		{"local policy: only the node with an endpoint", []*vipapi.NodeVIP{testVIP("local", "10.0.0.2", "Local", "a", "b")}, []string{"b"}, "", "", false},
-		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", "", false},
-		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", vipapi.ReasonNoEligibleNode, false},
+		{"cluster policy: ready, schedulable nodes with a live agent", []*vipapi.NodeVIP{testVIP("web", "10.0.0.1", "Cluster", "a", "b", "c", "d")}, []string{"a", "b"}, "", "", false, false},
+		{"local policy: only the node with an endpoint", []*vipapi.NodeVIP{testVIP("local", "10.0.0.2", "Local", "a", "b")}, []string{"b"}, "", "", false, false},
+		{"shared address: the nodes every Service allows", []*vipapi.NodeVIP{testVIP("web", "10.0.0.3", "Cluster", "a", "b"), testVIP("local2", "10.0.0.3", "Local", "a", "b")}, []string{"b"}, "", "", false, false},
+		{"no node selected", []*vipapi.NodeVIP{testVIP("web", "10.0.0.4", "Cluster")}, nil, "no node may hold it: the node selector matches no node", vipapi.ReasonNoEligibleNode, false, false},
 		{"every node out", []*vipapi.NodeVIP{testVIP("web", "10.0.0.5", "Cluster", "c", "d", "e", "gone")}, nil,
-			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", vipapi.ReasonNoEligibleNode, false},
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady + "; e: " + holder.AgentIneligible + " (the agent lacks capability NET_RAW); gone: no such Node", vipapi.ReasonNoEligibleNode, false, false},
 		{"local policy, no ready endpoint anywhere: NoLocalEndpoint", []*vipapi.NodeVIP{testVIP("idle", "10.0.0.7", "Local", "a", "b", "c")}, nil,
-			"no eligible node: a: " + holder.NoLocalEndpoint + "; b: " + holder.NoLocalEndpoint + "; c: " + holder.NotSchedulable, vipapi.ReasonNoLocalEndpoint, false},
+			"no eligible node: a: " + holder.NoLocalEndpoint + "; b: " + holder.NoLocalEndpoint + "; c: " + holder.NotSchedulable, vipapi.ReasonNoLocalEndpoint, false, false},
 		{"local policy, the nodes out for other reasons: NoEligibleNode", []*vipapi.NodeVIP{testVIP("idle", "10.0.0.8", "Local", "c", "d")}, nil,
-			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady, vipapi.ReasonNoEligibleNode, false},
+			"no eligible node: c: " + holder.NotSchedulable + "; d: " + holder.NotReady, vipapi.ReasonNoEligibleNode, false, false},
 		{"two interfaces for one address", []*vipapi.NodeVIP{testVIP("web", "10.0.0.6", "Cluster", "a"), func() *vipapi.NodeVIP {
 			v := testVIP("web2", "10.0.0.6", "Cluster", "a")
 			v.Spec.Interface = "eth1"
 			return v
-		}()}, nil, "", "", true},
+		}()}, nil, "", "", true, false},
+		{"on standby: no holder", []*vipapi.NodeVIP{standbyVIP(testVIP("web", "10.0.0.9", "Cluster", "a", "b"))}, []string{"a", "b"}, "", "", false, true},
+		{"shared, one Service taken over: held", []*vipapi.NodeVIP{standbyVIP(testVIP("web", "10.0.0.10", "Cluster", "a", "b")), testVIP("web2", "10.0.0.10", "Cluster", "a", "b")},
+			[]string{"a", "b"}, "", "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := decide(tc.vips, w)
@@ -89,7 +93,14 @@ func TestDecide(t *testing.T) {
 			if !slices.Equal(d.Candidates, tc.candidates) {
 				t.Errorf("candidates %v, want %v", d.Candidates, tc.candidates)
 			}
-			if want := holder.Choose(tc.vips[0].Spec.Address, tc.candidates); !tc.invalid && d.Holder != want {
+			if d.Standby != tc.standby {
+				t.Errorf("standby %t, want %t", d.Standby, tc.standby)
+			}
+			want := holder.Choose(tc.vips[0].Spec.Address, tc.candidates)
+			if tc.standby {
+				want = ""
+			}
+			if !tc.invalid && d.Holder != want {
 				t.Errorf("holder %q, want %q", d.Holder, want)
 			}
 			if d.Why != tc.why || d.WhyReason != tc.reason {
@@ -100,6 +111,11 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+func standbyVIP(v *vipapi.NodeVIP) *vipapi.NodeVIP {
+	v.Spec.Standby = true
+	return v
 }
 
 // TestDecideKeepsTheHolder: the holder a NodeVIP's status names keeps the

@@ -48,6 +48,11 @@ func (a *Agent) reconcile(ctx context.Context) {
 			if d.Reporter == a.cfg.NodeName {
 				a.report(ctx, d, "", outcome{reason: vipapi.ReasonInvalid, message: d.Invalid})
 			}
+		case d.Standby:
+			if d.Reporter == a.cfg.NodeName {
+				a.report(ctx, d, "", outcome{reason: vipapi.ReasonStandby,
+					message: "on standby (spec.standby): no node holds the address; another speaker announces it"})
+			}
 		case d.Holder == a.cfg.NodeName:
 			addr := d.Address.String()
 			if _, held := a.held[addr]; !held && a.waitHandover(d, w.members, time.Now()) {

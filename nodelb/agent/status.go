@@ -22,8 +22,8 @@ import (
 )
 
 // report writes the status of every NodeVIP of d when it changed, and a
-// Warning Event when a VIP newly cannot be served; it returns how many
-// statuses it wrote.
+// Warning Event when a VIP newly cannot be served (standby is no such
+// case); it returns how many statuses it wrote.
 func (a *Agent) report(ctx context.Context, d decision, holderName string, o outcome) int {
 	written := 0
 	for _, v := range d.VIPs {
@@ -44,9 +44,9 @@ func (a *Agent) report(ctx context.Context, d decision, holderName string, o out
 		if sameStatus(v.Status, want) {
 			continue
 		}
-		if status == metav1.ConditionFalse && o.reason != vipapi.ReasonNoLocalEndpoint && (old == nil || old.Reason != o.reason || old.Message != o.message) {
-			// No Warning for a Local Service without a ready endpoint:
-			// nothing is wrong, the address is held once a pod is ready.
+		if status == metav1.ConditionFalse && o.reason != vipapi.ReasonNoLocalEndpoint && o.reason != vipapi.ReasonStandby && (old == nil || old.Reason != o.reason || old.Message != o.message) {
+			// No Warning for a Local Service without a ready endpoint or a
+			// NodeVIP on standby: nothing is wrong.
 			a.events.warn(v, o.reason, o.message)
 		}
 		c := *v

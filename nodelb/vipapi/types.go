@@ -52,6 +52,11 @@ type NodeVIPSpec struct {
 	// Interface is where the VIP goes; empty: the interface whose network
 	// contains the address.
 	Interface string `json:"interface,omitempty"`
+	// Standby: the address is not held by any node (another speaker still
+	// announces it: a migration from MetalLB); the agents report the
+	// Announced condition False with reason Standby, and no Event. An
+	// address shared by several NodeVIPs is held unless all are on standby.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // ServiceRef names a Service.
@@ -103,6 +108,9 @@ const (
 	// node has a ready endpoint of the Service; no node holds the address
 	// until one has (not a failure: apply does not wait for it).
 	ReasonNoLocalEndpoint = "NoLocalEndpoint"
+	// ReasonStandby: the NodeVIP is on standby (spec.standby); nothing
+	// is wrong, so no Warning Event.
+	ReasonStandby = "Standby"
 )
 
 // EventSplitBrain is the Warning Event an agent records on a NodeVIP when

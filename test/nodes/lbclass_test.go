@@ -214,6 +214,12 @@ func classService(name string, class *string) *corev1.Service {
 // tail and a function stopping it.
 func startMetalLB(t *testing.T, c *Cluster, class string) (log func() string, stop func()) {
 	t.Helper()
+	return startMetalLBAt(t, c.Kubeconfig(), class)
+}
+
+// startMetalLBAt is startMetalLB against the cluster of kubeconfig.
+func startMetalLBAt(t *testing.T, kubeconfig, class string) (log func() string, stop func()) {
+	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +230,7 @@ func startMetalLB(t *testing.T, c *Cluster, class string) (log func() string, st
 	}
 	kubectl := func(stdin string, args ...string) {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
+		cmd := exec.Command(filepath.Join(root, "bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -243,7 +249,7 @@ func startMetalLB(t *testing.T, c *Cluster, class string) (log func() string, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--kubeconfig=" + c.Kubeconfig(), "--namespace=metallb-system",
+	args := []string{"--kubeconfig=" + kubeconfig, "--namespace=metallb-system",
 		"--webhook-mode=disabled", "--disable-cert-rotation", fmt.Sprintf("--port=%d", port)}
 	if class != "" {
 		args = append(args, "--lb-class="+class)

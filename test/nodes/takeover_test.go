@@ -3,12 +3,14 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/test/harness"
@@ -24,9 +26,11 @@ import (
 // `tfccm takeover`: tfccm raises the VIP (one in-place apply), and the
 // speakers' route to the address is withdrawn — for "chosen" in the
 // reverse order (withdrawn first), to measure which is shorter. MetalLB's
-// controller stops last. No Service is edited, every address is kept, and
-// each Service's interruption (the longest run without an answer, probed
-// every 100 ms from the host) is at most 3 s in the take-over-first order.
+// controller stops last. Then the take-over list is deleted: no address
+// is withdrawn (the take-over is one-way). No Service is edited, every
+// address is kept, and each Service's interruption (the longest run
+// without an answer, probed every 100 ms from the host) is at most 3 s in
+// the take-over-first order.
 func TestMigrateFromMetalLBTakeover(t *testing.T) {
 	m := setUpMigration(t)
 	ctx, c, client := context.Background(), m.c, m.client
@@ -111,6 +115,7 @@ func TestMigrateFromMetalLBTakeover(t *testing.T) {
 			t.Errorf("%v\nServices' events: %s", err, harness.Events(ctx, client, "default", s.name))
 		}
 	}
+	checkTakeoverOneWay(t, client, ccm, m.specs, m.ips, vipUp)
 	time.Sleep(2 * time.Second) // answers after the last change
 	for _, s := range m.specs {
 		p := m.probes[s.name]
@@ -160,7 +165,12 @@ func TestMigrateFromMetalLBTakeover(t *testing.T) {
 // programmedReason fails unless the Service's tfccm.io/Programmed
 // condition has reason.
 func programmedReason(ctx context.Context, c *Cluster, name, reason string) error {
-	svc, err := c.Client().CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	return programmedReasonOf(ctx, c.Client(), name, reason)
+}
+
+// programmedReasonOf is programmedReason with the cluster's client.
+func programmedReasonOf(ctx context.Context, client kubernetes.Interface, name, reason string) error {
+	svc, err := client.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -173,4 +183,55 @@ func programmedReason(ctx context.Context, c *Cluster, name, reason string) erro
 		}
 	}
 	return fmt.Errorf("%s: no Programmed condition yet", name)
+}
+
+// checkTakeoverOneWay checks the take-over's one-way rule after every
+// Service was taken over: the take-over list (the ConfigMap
+// tfccm-takeover) is deleted, as before setting metallb_takeover = "now"
+// or by a GitOps tool; once the CCM has read the list without them, for
+// a few seconds no Service's address is withdrawn (held says whether an
+// address is announced) and none is prepared again.
+func checkTakeoverOneWay(t *testing.T, client kubernetes.Interface, ccm *harness.CCM, specs []svcSpec, ips map[string]string, held func(ip string) bool) {
+	t.Helper()
+	ctx := context.Background()
+	const lost = `"Take-over list changed" all=false services=0`
+	seen := strings.Count(ccmLog(ccm), lost)
+	if err := client.CoreV1().ConfigMaps("kube-system").Delete(ctx, "tfccm-takeover", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the take-over list: %v", err)
+	}
+	if err := harness.Eventually(ctx, time.Minute, "the CCM read the list without the Services", func(context.Context) error {
+		if strings.Count(ccmLog(ccm), lost) <= seen {
+			return fmt.Errorf("no %s in its log yet", lost)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	withdrawn, prepared := map[string]bool{}, map[string]bool{}
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for _, s := range specs {
+			if !held(ips[s.name]) {
+				withdrawn[ips[s.name]] = true
+			}
+			if err := programmedReasonOf(ctx, client, s.name, "Applied"); err != nil {
+				prepared[s.name] = true
+				t.Logf("after the list was deleted: %v", err)
+			}
+		}
+	}
+	addrs := map[string]bool{}
+	for _, s := range specs {
+		addrs[ips[s.name]] = true
+	}
+	t.Logf("take-over list deleted: %d of %d addresses withdrawn, %d of %d Services not Applied in the 8 s after the CCM read it",
+		len(withdrawn), len(addrs), len(prepared), len(specs))
+	if len(withdrawn) > 0 || len(prepared) > 0 {
+		t.Errorf("the take-over was undone by deleting its list: withdrawn %v, not Applied %v", withdrawn, prepared)
+	}
+}
+
+// ccmLog is the CCM's log so far.
+func ccmLog(ccm *harness.CCM) string {
+	b, _ := os.ReadFile(ccm.LogPath)
+	return string(b)
 }

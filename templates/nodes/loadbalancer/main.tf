@@ -4,7 +4,10 @@
 # the selected nodes, put the address on its interface, announce it and
 # report it, and apply returns once they have. kube-proxy on the holder
 # serves the Service (ip_mode VIP): no proxy, no node port, client
-# addresses kept with externalTrafficPolicy Local.
+# addresses kept with externalTrafficPolicy Local. Prepared during a
+# migration from MetalLB (service.announce = false), the NodeVIPs are on
+# standby: written, held by no node, apply returns at once; the take-over
+# flips them in place.
 provider "lbhost" {
   kubernetes = {
     namespace = var.settings.namespace
@@ -36,6 +39,7 @@ resource "lbhost_node_vip" "vip" {
   nodes                   = local.eligible
   interface               = var.settings.interface
   wait_timeout            = var.settings.wait_timeout
+  standby                 = !var.service.announce
 
   lifecycle {
     # Checked at plan, before anything changes.

@@ -18,6 +18,7 @@ variable "service" {
     external_traffic_policy = string
     ip_families             = list(string)
     proxy_protocol          = bool
+    announce                = optional(bool, true) # false: prepared while MetalLB still announces (NodeVIP on standby: no node holds it)
   })
 
   validation {
