@@ -22,7 +22,9 @@ type Target struct {
 	Namespace, Pod, Container string
 }
 
-func (t Target) String() string { return t.Namespace + "/" + t.Pod + " (container " + t.Container + ")" }
+func (t Target) String() string {
+	return t.Namespace + "/" + t.Pod + " (container " + t.Container + ")"
+}
 
 // Streams are the command's standard streams; Stdin may be nil (none).
 type Streams struct {
