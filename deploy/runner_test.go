@@ -72,7 +72,7 @@ func TestHelmRunner(t *testing.T) {
 
 // TestHelmRunnerPool: runner.pool writes terraform.job.pool and grants the
 // CCM the pool's rules in the runners' namespace only (a Role): pods/exec
-// create, pods get, list, delete, deployments get, create, update, delete.
+// get and create (WebSocket exec needs both), pods get, list, delete, deployments get, create, update, delete.
 func TestHelmRunnerPool(t *testing.T) {
 	objs := objects(t, "default", "runner.enabled=true", "runner.namespace=tfccm-runners", "runner.pool=3")
 	var cfg *config.Config
@@ -105,7 +105,7 @@ func TestHelmRunnerPool(t *testing.T) {
 		}
 	}
 	want := []string{
-		"tfccm-runners  pods delete", "tfccm-runners  pods get", "tfccm-runners  pods list", "tfccm-runners  pods/exec create",
+		"tfccm-runners  pods delete", "tfccm-runners  pods get", "tfccm-runners  pods list", "tfccm-runners  pods/exec create", "tfccm-runners  pods/exec get",
 		"tfccm-runners apps deployments create", "tfccm-runners apps deployments delete", "tfccm-runners apps deployments get", "tfccm-runners apps deployments update",
 	}
 	slices.Sort(pool)

@@ -80,7 +80,7 @@ func RunPooled(ctx context.Context, rc *rest.Config, client kubernetes.Interface
 		case ctx.Err() != nil:
 			return nil, errors.New("interrupted: the exec into its runner pool pod was closed (tofu got SIGINT to save its state and release its lock)")
 		case podexec.Forbidden(err):
-			return &result{Exit: 1, Stderr: forbiddenExec(cfg, pod.Name)}, nil
+			return &result{Exit: 1, Stderr: forbiddenExec(cfg, pod.Name, err)}, nil
 		}
 		var busy *busyError
 		if errors.As(err, &busy) || (!sent && podGone(ctx, client, cfg, pod.Name)) {
@@ -189,6 +189,6 @@ func replace(client kubernetes.Interface, cfg *Config, name string) {
 }
 
 // forbiddenExec is the diagnostic when RBAC refuses the exec.
-func forbiddenExec(cfg *Config, pod string) string {
-	return fmt.Sprintf("Error: Runner pool exec refused\n\nThe CCM may not create pods/exec in namespace %s (runner pool pod %s): its Role <release>:runner-control needs pods/exec create, pods get, list, delete and deployments get, create, update, delete there (the Helm chart grants them with runner.pool > 0).\n", cfg.Namespace, pod)
+func forbiddenExec(cfg *Config, pod string, err error) string {
+	return fmt.Sprintf("Error: Runner pool exec refused\n\nThe CCM may not exec into runner pool pod %s/%s (%v): its Role <release>:runner-control needs pods/exec get and create (WebSocket exec needs both), pods get, list, delete and deployments get, create, update, delete in namespace %s (the Helm chart grants them with runner.pool > 0).\n", cfg.Namespace, pod, err, cfg.Namespace)
 }
