@@ -17,6 +17,9 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 )
 
+// One command in a pod's container: where (Target), its streams, and how
+// it ended (ExitCode, Forbidden).
+
 // Target is the container a command runs in.
 type Target struct {
 	Namespace, Pod, Container string
