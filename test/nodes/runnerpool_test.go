@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
@@ -45,7 +46,11 @@ func TestRunnerPoolOnRealNodes(t *testing.T) {
 
 	// A pooled pod deleted while it applies pool-b's load balancer.
 	createService(t, client, "pool-b")
-	pod := poolPodRunning(t, client, "apply", "pool-b", 3*time.Minute)
+	svc, err := client.CoreV1().Services("default").Get(ctx, "pool-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := poolPodRunning(t, client, "apply", []string{"pool-b", string(svc.UID)}, 3*time.Minute)
 	zero := int64(0)
 	if err := client.CoreV1().Pods(runnersNamespace).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
@@ -112,16 +117,17 @@ func countJobs(ctx context.Context, client kubernetes.Interface, n *atomic.Int64
 }
 
 // poolPodRunning waits until a pooled pod runs tofu cmd in the workspace
-// of Service svc (its rendered files name the Service) and returns the
+// of a Service (its rendered files name it: svc, its name and UID) and returns the
 // pod's name.
-func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd, svc string, timeout time.Duration) string {
+func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc []string, timeout time.Duration) string {
 	t.Helper()
 	var name string
-	err := harness.Eventually(context.Background(), timeout, "a runner pool pod running tofu "+cmd+" for "+svc, func(ctx context.Context) error {
-		list, err := client.CoreV1().Pods(runnersNamespace).List(ctx, metav1.ListOptions{LabelSelector: poolSelector})
-		if err != nil {
-			return err
-		}
+	list, err := client.CoreV1().Pods(runnersNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: poolSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Polled every 100 ms: an apply of the local set lasts seconds.
+	err = testkit.Poll(context.Background(), 100*time.Millisecond, timeout, "a runner pool pod running tofu "+cmd+" for "+svc[0], func(ctx context.Context) error {
 		for _, p := range harness.Processes(func(args []string) bool {
 			return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && args[1] == cmd
 		}) {
@@ -146,8 +152,9 @@ func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd, svc string, 
 }
 
 // workspaceNames reports whether a file of process pid's working
-// directory (its workspace) mentions text.
-func workspaceNames(pid int, text string) bool {
+// directory (its workspace) mentions one of texts (the Service's name or
+// UID).
+func workspaceNames(pid int, texts []string) bool {
 	dir := fmt.Sprintf("/proc/%d/cwd", pid)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -158,8 +165,10 @@ func workspaceNames(pid int, text string) bool {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err == nil && len(b) < 1<<20 && strings.Contains(string(b), `"`+text+`"`) {
-			return true
+		for _, text := range texts {
+			if err == nil && len(b) < 1<<20 && strings.Contains(string(b), text) {
+				return true
+			}
 		}
 	}
 	return false
