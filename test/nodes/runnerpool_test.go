@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/internal/testkit"
+	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/test/harness"
 	"github.com/tfccm/tfccm/workspace/jobrunner"
 )
@@ -50,7 +52,10 @@ func TestRunnerPoolOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := poolPodRunning(t, client, "apply", []string{"pool-b", string(svc.UID)}, 3*time.Minute)
+	// Its workspace names it by load_balancer_id, "<cluster>-<hash of
+	// its UID>".
+	id := templates.LoadBalancerID(&config.Config{ClusterName: "x"}, svc)
+	pod := poolPodRunning(t, client, "apply", []string{id[strings.LastIndex(id, "-")+1:]}, 3*time.Minute)
 	zero := int64(0)
 	if err := client.CoreV1().Pods(runnersNamespace).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
@@ -152,8 +157,7 @@ func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc [
 }
 
 // workspaceNames reports whether a file of process pid's working
-// directory (its workspace) mentions one of texts (the Service's name or
-// UID).
+// directory (its workspace) mentions one of texts.
 func workspaceNames(pid int, texts []string) bool {
 	dir := fmt.Sprintf("/proc/%d/cwd", pid)
 	entries, err := os.ReadDir(dir)
