@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,8 +31,8 @@ const poolSelector = jobrunner.LabelRunner + "=pool"
 // pods (a Deployment spread over the nodes) through pods/exec, so no Job,
 // no runner Secret and no pod per command is created. Three load
 // balancers are applied and destroyed through the pool; one pooled pod is
-// deleted (at once, as a node gone would) while it runs a Service's tofu
-// apply: the CCM reports the pod gone, retries the run on the other pod
+// deleted (at once, its request's processes killed, as a node gone would)
+// while it runs a Service's tofu apply: the CCM reports the pod gone, retries the run on the other pod
 // (or its replacement), releases any state lock the pod left, and the
 // Service converges; the pool is back to two pods spread over the nodes.
 func TestRunnerPoolOnRealNodes(t *testing.T) {
@@ -55,10 +57,17 @@ func TestRunnerPoolOnRealNodes(t *testing.T) {
 	// Its workspace names it by load_balancer_id, "<cluster>-<hash of
 	// its UID>".
 	id := templates.LoadBalancerID(&config.Config{ClusterName: "x"}, svc)
-	pod := poolPodRunning(t, client, "apply", []string{id[strings.LastIndex(id, "-")+1:]}, 3*time.Minute)
+	pod, pid := poolPodRunning(t, client, "apply", []string{id[strings.LastIndex(id, "-")+1:]}, 3*time.Minute)
 	zero := int64(0)
 	if err := client.CoreV1().Pods(runnersNamespace).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
+	}
+	// As a node gone: the request ends now, without its result (a local
+	// apply would otherwise finish before the kubelet stops the pod).
+	for _, p := range []int{parentOf(pid), pid} {
+		if p > 1 {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
 	}
 	t.Logf("deleted runner pool pod %s while it applied pool-b", pod)
 	if _, err := harness.WaitForIngress(ctx, client, "default", "pool-b", 6*time.Minute); err != nil {
@@ -124,9 +133,10 @@ func countJobs(ctx context.Context, client kubernetes.Interface, n *atomic.Int64
 // poolPodRunning waits until a pooled pod runs tofu cmd in the workspace
 // of a Service (its rendered files name it: svc, its name and UID) and returns the
 // pod's name.
-func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc []string, timeout time.Duration) string {
+func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc []string, timeout time.Duration) (string, int) {
 	t.Helper()
 	var name string
+	var pid int
 	list, err := client.CoreV1().Pods(runnersNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: poolSelector})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +153,7 @@ func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc [
 			for _, pod := range list.Items {
 				uid := string(pod.UID)
 				if strings.Contains(string(cgroup), uid) || strings.Contains(string(cgroup), strings.ReplaceAll(uid, "-", "_")) {
-					name = pod.Name
+					name, pid = pod.Name, p
 					return nil
 				}
 			}
@@ -153,7 +163,23 @@ func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc [
 	if err != nil {
 		t.Fatal(err)
 	}
-	return name
+	return name, pid
+}
+
+// parentOf is process pid's parent (`tfccm run --exec` for a pooled pod's
+// tofu), 0 when unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // workspaceNames reports whether a file of process pid's working
