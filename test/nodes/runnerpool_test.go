@@ -131,8 +131,8 @@ func countJobs(ctx context.Context, client kubernetes.Interface, n *atomic.Int64
 }
 
 // poolPodRunning waits until a pooled pod runs tofu cmd in the workspace
-// of a Service (its rendered files name it: svc, its name and UID) and returns the
-// pod's name.
+// of a Service (its rendered files hold one of svc: the hash of its UID
+// in load_balancer_id) and returns the pod's name and tofu's pid.
 func poolPodRunning(t *testing.T, client kubernetes.Interface, cmd string, svc []string, timeout time.Duration) (string, int) {
 	t.Helper()
 	var name string
