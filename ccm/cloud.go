@@ -186,8 +186,10 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(lbcontroller.EventCorrelation()))
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.lbc.SetClient(client, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"}))
+	recorder := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tfccm"})
+	c.lbc.SetClient(client, recorder)
 	ctx, cancel := context.WithCancel(context.Background())
+	startRunnerPool(ctx, c.cfg, client, recorder)
 	if err := c.incarnations.record(ctx, client, c.cfg.Namespace); err != nil {
 		// Locks of earlier leaders are then reported instead of released.
 		klog.ErrorS(err, "Record this incarnation", "configMap", c.cfg.Namespace+"/"+annotations.Incarnations)

@@ -1,6 +1,7 @@
 package ccm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/tfccm/tfccm/ccm/lbcontroller"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/workspace"
@@ -45,6 +51,23 @@ func jobRunner(cfg *config.Config, opts *workspace.Options) (*jobrunner.Locks, e
 	return locks, nil
 }
 
+// startRunnerPool keeps the job runner's pool of warm runner pods
+// (terraform.job.pool > 0) until ctx ends, or removes the pool an earlier
+// configuration left (pool = 0). Nothing with the in-process runner.
+func startRunnerPool(ctx context.Context, cfg *config.Config, client kubernetes.Interface, recorder record.EventRecorder) {
+	if cfg.Terraform.Runner != config.RunnerJob {
+		return
+	}
+	jc, err := jobConfig(cfg)
+	if err != nil {
+		klog.ErrorS(err, "Runner pool")
+		return
+	}
+	pool := jobrunner.NewPool(jc, client)
+	pool.Recorder, pool.PendingReason = recorder, lbcontroller.ReasonRunnerPoolPending
+	go pool.Run(ctx)
+}
+
 // jobConfig is the job runner's configuration from the cloud config.
 func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 	t, j := cfg.Terraform, cfg.Terraform.Job
@@ -66,6 +89,7 @@ func jobConfig(cfg *config.Config) (*jobrunner.Config, error) {
 		StateToken:     cfg.Backend != nil && cfg.Backend.Type == "kubernetes",
 		HostNetwork:    j.HostNetwork,
 		SecretMounts:   j.SecretMounts,
+		Pool:           j.Pool,
 		WorkDir:        cfg.WorkDir,
 		Identity:       cfg.Identity(),
 		Tofu:           tofu,

@@ -30,6 +30,7 @@ type Job struct {
 	MemoryLimit    string            `hcl:"memory_limit,optional" doc:"Memory limit of a runner pod (tofu killed above it: the run fails and is retried)."`
 	HostNetwork    bool              `hcl:"host_network,optional" doc:"Runner pods on their node's network, like the CCM where tfccm routes the pod network itself (the routes workspace must run before pods can reach the apiserver); they then tolerate the route controller's node.kubernetes.io/network-unavailable taint. Admin: such pods need a runner namespace at Pod Security's privileged level (baseline refuses the host network)."`
 	SecretMounts   map[string]string `hcl:"secret_mounts,optional" doc:"Secrets of the job namespace mounted read-only in runner pods, by path: files a provider reads by path (ssh_private_key_file) must be where the rendered workspace names them, e.g. { \"/etc/tfccm/ssh\" = \"tfccm-ssh\" }. Credentials in the CCM's environment reach runner pods through their input Secret."`
+	Pool           int               `hcl:"pool,optional" doc:"Admin: N > 0 keeps a pool of N warm runner pods (a Deployment tfccm-runners-<owner> in the job namespace, spread over the nodes) and sends each tofu command to a free one through pods/exec, instead of a Job, its Secrets and a pod per command (docs/scale.md#runner-pool); 0 (the default) runs a Job per command. At most 64. The CCM then needs pods/exec get and create, pods get, list, delete and deployments get, create, update, delete in the job namespace (the Helm chart's runner.pool)."`
 	PluginCache    string            `hcl:"plugin_cache,optional" doc:"Admin: a node directory (hostPath) every runner pod on a node shares as TF_PLUGIN_CACHE_DIR, so providers are copied from the image's mirror once per node (OpenTofu >= 1.10 makes the cache safe for concurrent runs). Unset (the default), each runner pod has a cache of its own and meets Pod Security's restricted level; a hostPath cache needs a runner namespace at the privileged level (hostPath volumes and a root init container that makes the directory the runner user's)."`
 }
 
@@ -94,10 +95,16 @@ func (c *Config) finishRunner(k *checker) {
 			k.errAt(at("terraform", "job"), "Invalid job secret_mounts", fmt.Sprintf("terraform.job.secret_mounts: %q = %q: an absolute path and a Secret's name.", p, name))
 		}
 	}
+	if j.Pool < 0 || j.Pool > MaxJobPool {
+		k.errAt(at("terraform", "job", "pool"), "Invalid job pool", fmt.Sprintf("terraform.job.pool = %d: want 0 (a Job per command) to %d warm runner pods.", j.Pool, MaxJobPool))
+	}
 	if j.PluginCache != "" && !strings.HasPrefix(j.PluginCache, "/") {
 		k.errAt(at("terraform", "job"), "Invalid job plugin_cache", "terraform.job.plugin_cache must be an absolute path on the nodes.")
 	}
 }
+
+// MaxJobPool is the most warm runner pods terraform.job.pool asks for.
+const MaxJobPool = 64
 
 // Toleration is one parsed terraform.job.tolerations entry.
 type Toleration struct {

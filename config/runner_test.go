@@ -23,6 +23,9 @@ func TestRunner(t *testing.T) {
 		// namespace, and never the state's for the runners' Secrets.
 		{"job in kube-system", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    namespace = \"kube-system\"\n  }\n}\n" + kube, []string{"cloud.hcl:6,17-30: Runner Jobs in kube-system", `e.g. "tfccm-runners"`}},
 		{"job in the state namespace", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    namespace = \"default\"\n  }\n}\n" + kube, []string{"cloud.hcl:6,17-26: Runner Jobs in the state namespace", "input Secrets"}},
+		{"pool of 64", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    pool = 64\n  }\n}\n" + kube, nil},
+		{"pool above 64", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    pool = 65\n  }\n}\n" + kube, []string{"cloud.hcl:6,12-14: Invalid job pool", "terraform.job.pool = 65: want 0 (a Job per command) to 64"}},
+		{"negative pool", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    pool = -1\n  }\n}\n" + kube, []string{"Invalid job pool"}},
 		{"relative plugin cache", "cluster_name = \"a\"\nterraform {\n  runner = \"job\"\n  job {\n    image = \"x\"\n    plugin_cache = \"cache\"\n  }\n}\n" + kube, []string{"Invalid job plugin_cache"}},
 	}
 	for _, tc := range cases {

@@ -40,7 +40,7 @@ type valueSet struct {
 
 var valueSets = []valueSet{
 	{"defaults", "the chart's defaults (kubernetes state backend)", ""},
-	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, uninstall.loadBalancers=delete, monitoring.metricsReaders, nodeAgent.enabled",
+	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, runner.pool=2, uninstall.loadBalancers=delete, monitoring.metricsReaders, nodeAgent.enabled",
 		`nodeAgent:
   enabled: true
 review:
@@ -48,6 +48,7 @@ review:
   approvers: [{kind: Group, name: ` + approversGroup + `}]
 runner:
   enabled: true
+  pool: 2
 uninstall:
   loadBalancers: delete
 monitoring:
@@ -144,6 +145,12 @@ var accessMatrix = []access{
 	{who: "ccm", verb: "create", resource: "jobs", group: "batch", namespace: "kube-system", allowed: neither, why: "starts no Job in kube-system"},
 	{who: "ccm", verb: "create", resource: "pods", namespace: runnersNS, allowed: neither, why: "runs no pod of its own"},
 	{who: "ccm", verb: "list", resource: "events", namespace: runnersNS, allowed: allOnly, why: "runner: reads why a runner pod was refused (FailedCreate)"},
+	{who: "ccm", verb: "create", resource: "pods", sub: "exec", namespace: runnersNS, name: "tfccm-runners-x-y-z", allowed: allOnly, why: "runner.pool: sends each tofu command to a pooled runner pod"},
+	{who: "ccm", verb: "create", resource: "deployments", group: "apps", namespace: runnersNS, allowed: allOnly, why: "runner.pool: keeps the pool's Deployment"},
+	{who: "ccm", verb: "delete", resource: "pods", namespace: runnersNS, name: "tfccm-runners-x-y-z", allowed: allOnly, why: "runner.pool: replaces a pooled pod that failed a request, spreads the pool"},
+	{who: "ccm", verb: "create", resource: "pods", sub: "exec", namespace: releaseNS, name: "tfccm-x", allowed: neither, why: "execs into no pod outside the runners' namespace"},
+	{who: "ccm", verb: "create", resource: "pods", sub: "exec", namespace: tenantNS, name: "web-x", allowed: neither, why: "execs into no tenant's pod"},
+	{who: "ccm", verb: "create", resource: "deployments", group: "apps", namespace: "kube-system", allowed: neither, why: "creates no Deployment outside the runners' namespace"},
 	{who: "ccm", verb: "create", resource: "serviceaccounts", sub: "token", namespace: "kube-system", name: "default", allowed: neither, why: "mints no token"},
 	{who: "ccm", verb: "patch", resource: "services", sub: "status", namespace: tenantNS, allowed: both, why: "service controller: load balancer status"},
 	{who: "ccm", verb: "delete", resource: "services", namespace: tenantNS, allowed: neither, why: "never deletes a Service"},
@@ -193,6 +200,8 @@ var accessMatrix = []access{
 	{who: "tenant", verb: "patch", resource: "configmaps", namespace: releaseNS, name: "tfccm-takeover", allowed: neither, why: "cannot take a Service over from MetalLB (the admin's tfccm takeover)"},
 	{who: "tenant", verb: "get", resource: "secrets", namespace: stateNS, allowed: neither, why: "cannot read state"},
 	{who: "tenant", verb: "create", resource: "jobs", group: "batch", namespace: runnersNS, allowed: neither, why: "cannot run in the runners' namespace"},
+	{who: "tenant", verb: "create", resource: "pods", sub: "exec", namespace: runnersNS, name: "tfccm-runners-x-y-z", allowed: neither, why: "cannot exec into a pooled runner pod (its requests carry credentials)"},
+	{who: "tenant", verb: "update", resource: "deployments", group: "apps", namespace: runnersNS, name: "tfccm-runners-x", allowed: neither, why: "cannot change the runner pool"},
 	{who: "tenant", verb: "create", resource: "addresspools", group: "tfccm.io", allowed: neither, why: "an address pool is the admin's (docs/address-pools.md)"},
 	{who: "tenant", verb: "update", resource: "addresspools", group: "tfccm.io", name: "web", allowed: neither, why: "cannot widen a pool or open it to its namespace"},
 	{who: "ccm", verb: "watch", resource: "addresspools", group: "tfccm.io", allowed: both, why: "reads the AddressPool objects into its address book"},

@@ -364,6 +364,8 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"runner: {enabled: true, namespace: kube-system}", "runner.namespace kube-system: tfccm starts Jobs", false},
 		{"runner: {enabled: true, namespace: st}\nstateBackend: {kubernetes: {namespace: st}}", "runner.namespace st is the state's or the release's namespace", false},
 		{"runner: {enabled: true}\nstateBackend: {kubernetes: {namespace: kube-system}}", "stateBackend.kubernetes.namespace kube-system", false},
+		{"runner: {enabled: true, pool: 65}", "runner/pool", false},
+		{"runner: {enabled: true, pool: -1}", "runner/pool", false},
 		{"review: {enabled: true}", "review.enabled (or policy/change_windows blocks) in the release namespace kube-system", false},
 		{`cloudConfig: {inline: "policy \"x\" {\n}\n"}`, "in the release namespace kube-system", false},
 		{"review: {approvers: [{kind: Group, name: sre}]}", "review.approvers in the release namespace kube-system", false},

@@ -54,9 +54,63 @@ func TestHelmRunner(t *testing.T) {
 		t.Errorf("runner grants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	ccm := strings.Join(grants(t, objs, ccmSA.Namespace, ccmSA.Name), "\n")
-	for _, g := range []string{"tfccm-runners batch jobs create", "tfccm-runners batch jobs patch", "tfccm-runners  pods list"} {
+	for _, g := range []string{"tfccm-runners batch jobs create", "tfccm-runners batch jobs patch", "tfccm-runners  pods list", "tfccm-runners apps deployments delete"} {
 		if !strings.Contains(ccm, g) {
 			t.Errorf("the CCM lacks %q", g)
 		}
+	}
+	// Without runner.pool the CCM execs into nothing.
+	for _, g := range []string{"pods/exec", "deployments create", "pods delete"} {
+		if strings.Contains(ccm, g) {
+			t.Errorf("without runner.pool the CCM has %q", g)
+		}
+	}
+	if j.Pool != 0 {
+		t.Errorf("pool %d without runner.pool", j.Pool)
+	}
+}
+
+// TestHelmRunnerPool: runner.pool writes terraform.job.pool and grants the
+// CCM the pool's rules in the runners' namespace only (a Role): pods/exec
+// get and create (WebSocket exec needs both), pods get, list, delete, deployments get, create, update, delete.
+func TestHelmRunnerPool(t *testing.T) {
+	objs := objects(t, "default", "runner.enabled=true", "runner.namespace=tfccm-runners", "runner.pool=3")
+	var cfg *config.Config
+	var ccmSA *corev1.ServiceAccount
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.ConfigMap:
+			if v.Name == "tfccm-cloud-config" {
+				var err error
+				if cfg, err = chartCloudConfig(t, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *corev1.ServiceAccount:
+			if v.Name != "tfccm-runner" && v.Annotations["helm.sh/hook"] == "" {
+				ccmSA = v
+			}
+		}
+	}
+	if cfg == nil || ccmSA == nil {
+		t.Fatal("cloud config or the CCM's ServiceAccount missing")
+	}
+	if cfg.Terraform.Job.Pool != 3 {
+		t.Errorf("terraform.job.pool = %d, want 3", cfg.Terraform.Job.Pool)
+	}
+	var pool []string
+	for _, g := range grants(t, objs, ccmSA.Namespace, ccmSA.Name) {
+		if strings.Contains(g, "pods") || strings.Contains(g, "deployments") {
+			pool = append(pool, g)
+		}
+	}
+	want := []string{
+		"tfccm-runners  pods delete", "tfccm-runners  pods get", "tfccm-runners  pods list", "tfccm-runners  pods/exec create", "tfccm-runners  pods/exec get",
+		"tfccm-runners apps deployments create", "tfccm-runners apps deployments delete", "tfccm-runners apps deployments get", "tfccm-runners apps deployments update",
+	}
+	slices.Sort(pool)
+	slices.Sort(want)
+	if strings.Join(pool, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the CCM's pod and Deployment grants:\n%s\nwant (the runners' namespace only):\n%s", strings.Join(pool, "\n"), strings.Join(want, "\n"))
 	}
 }

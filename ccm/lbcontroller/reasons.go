@@ -35,6 +35,8 @@ func declareReason(name, typ, doc string) string {
 // The Event reasons tfccm records on Services. Keep docs short and
 // user-facing; they are published.
 var (
+	ReasonRunnerPoolPending = declareReason("RunnerPoolPending", corev1.EventTypeWarning,
+		"Recorded on the runner pool's Deployment (`terraform.job.pool`, in the job namespace), not on a Service: a pooled runner pod stayed unscheduled for a minute; the message names the pods and the scheduler's reason (resources, node selector, taints). Commands wait for a free pod meanwhile; give the pods room or lower the pool (docs/scale.md#runner-pool).")
 	ReasonRenderFailed = declareReason("TerraformRenderFailed", corev1.EventTypeWarning,
 		"The Service's workspace could not be rendered: an invalid `tfccm.io/` annotation, a setting the template does not declare, an unknown template variant, or a template set without a load balancer module. Nothing is applied; fix the Service (or the cloud config).")
 	ReasonTakenOver = declareReason("LoadBalancerTakenOver", corev1.EventTypeNormal,

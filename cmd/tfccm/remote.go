@@ -4,14 +4,13 @@ package main
 // workspaces as it left them) and its tofu (a state lock's holder, and
 // releasing it). From a workstation, `tfccm workspaces` and `tfccm
 // unlock` without --config find the leader through its Lease and run
-// themselves in its pod (pods/exec, with the user's credentials: RBAC
+// themselves in its pod (pods/exec through internal/podexec, with the user's credentials: RBAC
 // decides, and only whoever may exec into tfccm's pods can), against the
 // cloud config the pod was started with. The command goes as an argument
 // vector, never through a shell.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -19,13 +18,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
-	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/tfccm/tfccm/internal/podexec"
 )
 
 // leaderContainer is the CCM's container in the chart's pods.
@@ -56,11 +52,11 @@ func inLeader(ctx context.Context, kf kubeFlags, lf leaderFlags, command string,
 	}
 	fmt.Fprintf(stderr, "(in the leader, pod %s/%s)\n", pod.Namespace, pod.Name)
 	err = execIn(ctx, rc, client, pod, argv, stdout, stderr)
-	var exit utilexec.CodeExitError
+	if code, ok := podexec.ExitCode(err); ok {
+		return code, nil
+	}
 	switch {
-	case errors.As(err, &exit):
-		return exit.Code, nil
-	case apierrors.IsForbidden(err) || err != nil && strings.Contains(err.Error(), "forbidden"):
+	case podexec.Forbidden(err):
 		return exitError, &permissionError{verb: "create", what: "pods/exec " + pod.Name, where: "in namespace " + pod.Namespace}
 	case err != nil:
 		return exitError, fmt.Errorf("run in pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -85,26 +81,9 @@ func leaderCommand(pod *corev1.Pod, command string, args []string) ([]string, er
 	return nil, fmt.Errorf("pod %s/%s has no container %s: not a tfccm pod of the chart", pod.Namespace, pod.Name, leaderContainer)
 }
 
-// execIn runs argv in the CCM container of pod, over WebSocket (SPDY where
-// the apiserver has no WebSocket exec), and streams its output.
+// execIn runs argv in the CCM container of pod and streams its output.
 func execIn(ctx context.Context, rc *rest.Config, client kubernetes.Interface, pod *corev1.Pod, argv []string, stdout, stderr io.Writer) error {
-	req := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: leaderContainer, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(rc, "GET", req.URL().String())
-	if err != nil {
-		return err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(rc, "POST", req.URL())
-	if err != nil {
-		return err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return err
-	}
-	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	return podexec.Run(ctx, rc, client, podexec.Target{Namespace: pod.Namespace, Pod: pod.Name, Container: leaderContainer}, argv, podexec.Streams{Stdout: stdout, Stderr: stderr})
 }
 
 // workspaceName is what a workspace's name may be (lb-<cluster>-<hash>,

@@ -198,6 +198,9 @@ func (v *values) jobHCL(line func(string, ...any)) {
 	line("cpu = %s", q(r.CPU))
 	line("memory = %s", q(r.Memory))
 	line("memory_limit = %s", q(r.MemoryLimit))
+	if r.Pool > 0 {
+		line("pool = %d", r.Pool)
+	}
 	if r.HostNetwork {
 		line("host_network = true")
 	}

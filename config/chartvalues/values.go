@@ -66,6 +66,7 @@ type runner struct {
 	CPU            string            `json:"cpu"`
 	Memory         string            `json:"memory"`
 	MemoryLimit    string            `json:"memoryLimit"`
+	Pool           int               `json:"pool"`
 }
 
 type sshKey struct {

@@ -110,6 +110,15 @@ func TestRunnersVsInProcess(t *testing.T) {
 	}
 	proc := runBench(t, client, "proc", n, nil, ccmLog)
 	deleteServices(t, client, proc.names, ccmLog)
+	ccm = waitCCMPod(t, client)
+
+	if benchModes()["pool"] {
+		// The runner pool: the same cluster, the chart upgraded.
+		ccm = benchPool(t, ic, client, baseFile, dir, par, n, proc, ccm.Name, ccmLog)
+	}
+	if !benchModes()["job"] {
+		return
+	}
 
 	// Runner Jobs: the same cluster, the chart upgraded.
 	over := filepath.Join(dir, "runners.yaml")
@@ -147,10 +156,30 @@ func TestRunnersVsInProcess(t *testing.T) {
 // benchValues are the chart values over the base: terraform.parallelism
 // par, service workers for it, runner Jobs or not.
 func benchValues(par int, runner bool) string {
+	return benchPoolValues(par, runner, 0)
+}
+
+// benchPoolValues are benchValues with runner.pool = pool.
+func benchPoolValues(par int, runner bool, pool int) string {
 	flags := slices.DeleteFunc(slices.Clone(CCMFlags), func(f string) bool { return strings.HasPrefix(f, "--concurrent-service-syncs=") })
 	flags = append(flags, fmt.Sprintf("--concurrent-service-syncs=%d", max(10, par)))
-	return fmt.Sprintf("extraArgs: [%s]\ncloudConfig:\n  terraform: |\n    parallelism = %d\nrunner:\n  enabled: %v\n  hostNetwork: true\n",
-		strings.Join(flags, ", "), par, runner)
+	return fmt.Sprintf("extraArgs: [%s]\ncloudConfig:\n  terraform: |\n    parallelism = %d\nrunner:\n  enabled: %v\n  hostNetwork: true\n  pool: %d\n",
+		strings.Join(flags, ", "), par, runner, pool)
+}
+
+// benchModes are the runner modes the bench measures after the
+// in-process burst (TFCCM_BENCH_MODES, comma-separated: job, pool;
+// default job).
+func benchModes() map[string]bool {
+	v := os.Getenv("TFCCM_BENCH_MODES")
+	if v == "" {
+		v = "job"
+	}
+	out := map[string]bool{}
+	for _, m := range strings.Split(v, ",") {
+		out[strings.TrimSpace(m)] = true
+	}
+	return out
 }
 
 // waitReplaced waits until the chart's one pod is a new one (not old) and

@@ -55,8 +55,14 @@ func runnerLayout(memoryLimit string) string {
 // records two runs of one workspace at once.
 func runnerCluster(t *testing.T) (*inCluster, context.Context, func() string, *runners) {
 	t.Helper()
+	return runnerClusterWith(t, runnerLayout("1Gi"))
+}
+
+// runnerClusterWith is runnerCluster with chart values layout.
+func runnerClusterWith(t *testing.T, layout string) (*inCluster, context.Context, func() string, *runners) {
+	t.Helper()
 	needNodes(t)
-	ic := installInCluster(t, imageArchive(t), runnerLayout("1Gi"))
+	ic := installInCluster(t, imageArchive(t), layout)
 	client := ic.client
 	ccmLog := func() string { return ccmPodLogs(client, 60) + "\nrunner pods:\n" + runnerPods(client) }
 	ctx, cancel := context.WithCancel(context.Background())

@@ -57,7 +57,12 @@ func ClientMain() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	client, err := cfg.client()
+	rc, err := cfg.restConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
+		return 1
+	}
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
 		return 1
@@ -67,7 +72,12 @@ func ClientMain() int {
 		fmt.Fprintf(os.Stderr, "tfccm job runner: %v\n", err)
 		return 1
 	}
-	res, err := Run(ctx, client, &cfg, dir, args, os.Environ())
+	var res *result
+	if cfg.Pool > 0 {
+		res, err = RunPooled(ctx, rc, client, &cfg, dir, args, os.Environ())
+	} else {
+		res, err = Run(ctx, client, &cfg, dir, args, os.Environ())
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tfccm job runner: workspace %s: %v\n", cfg.workspaceOf(dir), err)
 		return 1
@@ -77,8 +87,8 @@ func ClientMain() int {
 	return res.Exit
 }
 
-// client is the stand-in's Kubernetes client.
-func (c *Config) client() (kubernetes.Interface, error) {
+// restConfig is how the stand-in reaches the apiserver.
+func (c *Config) restConfig() (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if c.Kubeconfig != "" {
@@ -94,7 +104,7 @@ func (c *Config) client() (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	rc.UserAgent = "tfccm-job-runner"
-	return kubernetes.NewForConfig(rc)
+	return rc, nil
 }
 
 // Run runs tofu args for the workspace in dir as a Job and returns tofu's

@@ -64,6 +64,9 @@ type Config struct {
 	// Grace is the pod's termination grace period.
 	Deadline time.Duration `json:"deadline"`
 	Grace    time.Duration `json:"grace"`
+	// Pool > 0 runs commands in a pool of that many warm runner pods
+	// (pool.go) instead of a Job per command.
+	Pool int `json:"pool,omitempty"`
 	// Poll is how often the stand-in reads its Job's status (default 1s;
 	// every 10 polls while a watch of the Job tells it of changes).
 	Poll time.Duration `json:"poll,omitempty"`

@@ -35,17 +35,36 @@ func (l *Locks) jobOf(who string) string {
 	return user
 }
 
+// pooledPodOf is the runner pool pod of this controller named in a lock
+// holder "user@host" (a pooled pod's USER is its name), "" when the holder
+// is not one.
+func (l *Locks) pooledPodOf(who string) string {
+	user, _, ok := strings.Cut(who, "@")
+	if !ok || !strings.HasPrefix(user, l.cfg.PoolName()+"-") {
+		return ""
+	}
+	return user
+}
+
 // Gone reports whether who is a runner of this controller that no longer
 // runs: no pod of its Job is pending or running (deleted, evicted, its
-// tofu killed, out of memory), so the lock it left is nobody's.
+// tofu killed, out of memory), or the pooled pod it names is gone
+// (deleted, its node gone, replaced after a failed request), so the lock
+// it left is nobody's.
 func (l *Locks) Gone(who string) bool {
-	job := l.jobOf(who)
 	c := l.client.Load()
-	if job == "" || c == nil {
+	if c == nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if pod := l.pooledPodOf(who); pod != "" {
+		return podGone(ctx, *c, l.cfg, pod)
+	}
+	job := l.jobOf(who)
+	if job == "" {
+		return false
+	}
 	pods, err := jobPods(ctx, *c, l.cfg, job)
 	if err != nil {
 		return false

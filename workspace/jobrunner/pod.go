@@ -58,10 +58,16 @@ func PodMain(args []string, stdout, stderr io.Writer) int {
 	send := fs.String("send-result", "", "write the result archive in this file into the result Secrets of the Job --result, and exit")
 	resultJob := fs.String("result", "", "the Job whose result Secrets to write (with --send-result)")
 	tofu := fs.String("tofu", "/usr/local/bin/tofu", "the tofu binary")
+	serve := fs.Bool("serve", false, "a pooled runner pod's main process: wait for requests through pods/exec (serve.go)")
+	execOne := fs.Bool("exec", false, "run one pooled request: a request frame on stdin, the result frame on stdout")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	switch {
+	case *serve:
+		return serveMain(*work, stderr)
+	case *execOne:
+		return execMain(os.Stdin, stdout, stderr, *work, *cache, *tofu)
 	case *prepare != "":
 		if err := os.Chown(*prepare, runnerUID, runnerGID); err != nil {
 			fmt.Fprintf(stderr, "tfccm run: %v\n", err)

@@ -230,6 +230,9 @@ terraform {
     cpu             = {{ .Values.runner.cpu | quote }}
     memory          = {{ .Values.runner.memory | quote }}
     memory_limit    = {{ .Values.runner.memoryLimit | quote }}
+    {{- if gt (int .Values.runner.pool) 0 }}
+    pool            = {{ int .Values.runner.pool }}
+    {{- end }}
     {{- if .Values.runner.hostNetwork }}
     host_network    = true
     {{- end }}
