@@ -100,9 +100,9 @@ type responder struct {
 	vips map[netip.Addr]bool
 	// announced: when each held address was last announced.
 	announced map[netip.Addr]time.Time
-	arp  *arp.Client
-	ndp  *ndp.Conn
-	done chan struct{}
+	arp       *arp.Client
+	ndp       *ndp.Conn
+	done      chan struct{}
 }
 
 func startResponder(ifi *net.Interface, v6 bool) (*responder, error) {
