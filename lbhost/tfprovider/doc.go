@@ -12,3 +12,5 @@
 // the mapping of Terraform's plans and state onto package host, which does
 // the host-side work.
 package tfprovider
+
+//go:generate go test -run ^TestDocs$ -update .
