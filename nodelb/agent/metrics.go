@@ -14,10 +14,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// Metrics names what the agents serve on /metrics (not the CCM): the
+// chart's alerts may use them too.
+var Metrics = []string{heldMetric}
+
+const heldMetric = "tfccm_node_vip_held"
+
 // heldGauge is 1 for each VIP this node answers for: summed over the
 // nodes, a VIP at 0 has no holder and at 2 two (alert on both).
 var heldGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "tfccm_node_vip_held",
+	Name: heldMetric,
 	Help: "1 for each node-mode VIP (address) this node answers for; summed over the nodes it is the number of holders, which must be 1.",
 }, []string{"address", "node"})
 
