@@ -5,14 +5,17 @@
 package tfprovider
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/tfccm/tfccm/lbhost/frr"
+	"github.com/tfccm/tfccm/lbhost/host"
 )
 
 type bgpPeerModel struct {
@@ -104,4 +107,29 @@ func bfdProfiles(ms []bfdProfileModel) []frr.BFDProfile {
 			DetectMultiplier: int(b.DetectMultiplier.ValueInt64())})
 	}
 	return out
+}
+
+// readFRRHash is the Read of the FRR resources (speaker and router): the
+// prior state with the hash of what is on the host now (hash), kept as it
+// was while the host is unreachable.
+func readFRRHash[M any](ctx context.Context, c *conn, req resource.ReadRequest, resp *resource.ReadResponse,
+	summary func(M) string, field func(*M) *types.String, hash func(*host.Host, context.Context) (string, error)) {
+	m, ok := readPrior[M](ctx, req, resp)
+	if !ok {
+		return
+	}
+	h, err := c.host(ctx)
+	if keptUnreachable(&resp.Diagnostics, summary(m), err) {
+		return
+	}
+	var sum string
+	if err == nil {
+		sum, err = hash(h, ctx)
+	}
+	if err != nil {
+		addError(&resp.Diagnostics, summary(m), err)
+		return
+	}
+	*field(&m) = types.StringValue(sum)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

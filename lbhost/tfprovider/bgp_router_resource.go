@@ -175,24 +175,7 @@ func (r *bgpRouterResource) Update(ctx context.Context, req resource.UpdateReque
 // Read reports the hash of tfccm's section on the router: edited or gone,
 // the next plan updates it.
 func (r *bgpRouterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	m, ok := readPrior[bgpRouterModel](ctx, req, resp)
-	if !ok {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if keptUnreachable(&resp.Diagnostics, m.summary(), err) {
-		return
-	}
-	var sum string
-	if err == nil {
-		sum, err = h.RouterHash(ctx)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, m.summary(), err)
-		return
-	}
-	m.ConfigHash = types.StringValue(sum)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	readFRRHash(ctx, r.c, req, resp, bgpRouterModel.summary, func(m *bgpRouterModel) *types.String { return &m.ConfigHash }, (*host.Host).RouterHash)
 }
 
 func (r *bgpRouterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -275,24 +275,7 @@ func (r *bgpSpeakerResource) Update(ctx context.Context, req resource.UpdateRequ
 // Read reports the hash of the file on the host: edited or gone, the
 // next plan updates it.
 func (r *bgpSpeakerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	m, ok := readPrior[bgpSpeakerModel](ctx, req, resp)
-	if !ok {
-		return
-	}
-	h, err := r.c.host(ctx)
-	if keptUnreachable(&resp.Diagnostics, m.summary(), err) {
-		return
-	}
-	var sum string
-	if err == nil {
-		sum, err = h.SpeakerHash(ctx)
-	}
-	if err != nil {
-		addError(&resp.Diagnostics, m.summary(), err)
-		return
-	}
-	m.ConfigHash = types.StringValue(sum)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	readFRRHash(ctx, r.c, req, resp, bgpSpeakerModel.summary, func(m *bgpSpeakerModel) *types.String { return &m.ConfigHash }, (*host.Host).SpeakerHash)
 }
 
 func (r *bgpSpeakerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
