@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/internal/repo"
@@ -276,6 +277,19 @@ func ForTest(t testing.TB, opts Options) *Cluster {
 		opts.Prefix = fmt.Sprintf("t%05x%x", os.Getpid()&0xfffff, 8+testSeq%8)
 	}
 	start := time.Now()
+	if opts.HostRoute {
+		// One host route to the nodes' network fits the machine: tests in
+		// other processes (parallel packages, other worktrees) that want
+		// one wait here rather than fail on the route.
+		unlock, err := lockHostRoute()
+		if err != nil {
+			t.Fatalf("real nodes up: %v", err)
+		}
+		t.Cleanup(unlock)
+		if waited := time.Since(start); waited > time.Second {
+			t.Logf("waited %s for another test's host route to the nodes' network", waited.Round(time.Second))
+		}
+	}
 	c, err := Up(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("real nodes up: %v", err)
@@ -298,3 +312,21 @@ func ForTest(t testing.TB, opts Options) *Cluster {
 
 // Client is an admin clientset.
 func (c *Cluster) Client() kubernetes.Interface { return c.Cluster.Client() }
+
+// hostRouteLock is the file whose lock a test holds while its cluster has
+// the host route to NodeNetwork (HostRoute).
+const hostRouteLock = "/run/tfccm-nodes-hostroute.lock"
+
+// lockHostRoute waits for and takes the host route's lock; unlock
+// releases it (registered before the cluster's Down, so it runs after).
+func lockHostRoute() (unlock func(), err error) {
+	f, err := os.OpenFile(hostRouteLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: host route lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("nodes: host route lock %s: %w", hostRouteLock, err)
+	}
+	return func() { _ = f.Close() }, nil
+}
