@@ -10,15 +10,10 @@ import (
 // opts.ClusterCIDR) and kube-scheduler, each as its own bootstrap RBAC
 // user, without serving ports or leader election.
 func (c *Cluster) startControllers(opts Options) error {
-	mask := "24"
-	if strings.Contains(opts.ClusterCIDR, ":") {
-		mask = "64"
-	}
-	if err := c.startControllerManager(opts,
+	if err := c.startControllerManager(opts, append([]string{
 		"--allocate-node-cidrs=true",
-		"--cluster-cidr="+opts.ClusterCIDR,
-		"--node-cidr-mask-size="+mask,
-	); err != nil {
+		"--cluster-cidr=" + opts.ClusterCIDR,
+	}, nodeCIDRMaskFlags(opts.ClusterCIDR)...)...); err != nil {
 		return err
 	}
 	bin := filepath.Dir(c.binAPIServer)
@@ -39,6 +34,28 @@ func (c *Cluster) startControllers(opts Options) error {
 	}
 	c.controllers = append(c.controllers, cmd)
 	return nil
+}
+
+// nodeCIDRMaskFlags are the node pod CIDR sizes of clusterCIDR (one CIDR,
+// or an IPv4 and an IPv6 one, comma-separated): a /24 of IPv4, a /64 of
+// IPv6.
+func nodeCIDRMaskFlags(clusterCIDR string) []string {
+	v4, v6 := false, false
+	for _, cidr := range strings.Split(clusterCIDR, ",") {
+		if strings.Contains(cidr, ":") {
+			v6 = true
+		} else {
+			v4 = true
+		}
+	}
+	switch {
+	case v4 && v6:
+		return []string{"--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64"}
+	case v6:
+		return []string{"--node-cidr-mask-size=64"}
+	default:
+		return []string{"--node-cidr-mask-size=24"}
+	}
 }
 
 // startControllerManager runs kube-controller-manager as its bootstrap RBAC

@@ -43,7 +43,9 @@ type Options struct {
 	// cluster; default 10.0.0.0/24.
 	ServiceCIDRs string
 	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
-	// CIDRs allocated from it, /24 each) and kube-scheduler, for real nodes.
+	// CIDRs allocated from it: an IPv4 /24, an IPv6 /64, or one of each
+	// when it is an IPv4 and an IPv6 CIDR, comma-separated, for a
+	// dual-stack cluster) and kube-scheduler, for real nodes.
 	ClusterCIDR string
 	// Controllers, when set and ClusterCIDR is not, starts
 	// kube-controller-manager with these controllers alone (e.g.

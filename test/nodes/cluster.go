@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +33,17 @@ type Options struct {
 	// "tfccmdc"; ForTest picks one from the test process's ID (as
 	// localcloud.ForTest does, so hack/leftovers.sh knows whose it is).
 	Prefix string
-	// ClusterCIDR is the pod network; nodes get /24s of it. Default 10.244.0.0/16.
+	// ClusterCIDR is the pod network; nodes get /24s of it. Default
+	// 10.244.0.0/16 (DualStack: DualStackClusterCIDR).
 	ClusterCIDR string
+	// DualStack makes a dual-stack cluster: every node has an IPv6
+	// address (fd00:250::N/64) beside its IPv4 one on the same segment
+	// and both as kubelet node IPs, the Service range and the pod network
+	// are of both families (DualStackServiceCIDRs, DualStackClusterCIDR;
+	// every node a /24 and a /64), the CNI gives pods an address of each,
+	// kube-proxy serves both. IPv4 comes first. The host route (HostRoute)
+	// and the NAT to the host stay IPv4.
+	DualStack bool
 	// Detach starts every process in its own session, to outlive the caller
 	// (`devcluster up --nodes`); Down(dir) stops them.
 	Detach bool
@@ -52,6 +63,8 @@ type Cluster struct {
 	Cloud *localcloud.Cloud
 	Nodes []*Node
 	dir   string
+	// clusterCIDR is the pod network (Options.ClusterCIDR).
+	clusterCIDR string
 }
 
 // state is what Down needs of a cluster, kept in <Dir>/nodes.json.
@@ -68,8 +81,19 @@ type nodeState struct {
 
 const stateFile = "nodes.json"
 
-// NodeNetwork is the local cloud's node network (examples/local/infra).
-const NodeNetwork = "10.250.0.0/24"
+// NodeNetwork is the local cloud's node network (examples/local/infra);
+// NodeNetwork6 its IPv6 one (Options.DualStack).
+const (
+	NodeNetwork  = "10.250.0.0/24"
+	NodeNetwork6 = "fd00:250::/64"
+)
+
+// The ranges of a dual-stack cluster (Options.DualStack): Services' and
+// pods', IPv4 first.
+const (
+	DualStackServiceCIDRs = "10.0.0.0/24,fd00:10:96::/112"
+	DualStackClusterCIDR  = "10.244.0.0/16,fd00:10:244::/56"
+)
 
 // IsNodesDir reports whether dir holds a cluster Up made (with nodes).
 func IsNodesDir(dir string) bool {
@@ -98,8 +122,16 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Nodes < 1 || opts.Nodes > 26 {
 		return nil, fmt.Errorf("nodes: %d nodes: want 1 to 26", opts.Nodes)
 	}
-	if opts.ClusterCIDR == "" {
+	var serviceCIDRs string // devcluster's default
+	switch {
+	case opts.ClusterCIDR != "":
+	case opts.DualStack:
+		opts.ClusterCIDR = DualStackClusterCIDR
+	default:
 		opts.ClusterCIDR = "10.244.0.0/16"
+	}
+	if opts.DualStack {
+		serviceCIDRs = DualStackServiceCIDRs
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = "tfccmdc"
@@ -130,7 +162,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	var specs []localcloud.NodeSpec
 	for i := 0; i < opts.Nodes; i++ {
-		specs = append(specs, localcloud.NodeSpec{Name: "node-" + string(rune('a'+i)), Zone: "local-a", Region: "local", InstanceType: "local.small"})
+		specs = append(specs, localcloud.NodeSpec{Name: "node-" + string(rune('a'+i)), Zone: "local-a", Region: "local", InstanceType: "local.small", IPv6: opts.DualStack})
 	}
 	st := state{CloudDir: filepath.Join(dir, "cloud")}
 	cloud, err := localcloud.Up(ctx, localcloud.Options{Prefix: opts.Prefix, Nodes: specs, WorkDir: st.CloudDir})
@@ -138,7 +170,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	st.Tofu = cloud.Tofu
-	c = &Cluster{Cloud: cloud, dir: dir}
+	c = &Cluster{Cloud: cloud, dir: dir, clusterCIDR: opts.ClusterCIDR}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, Down(context.WithoutCancel(ctx), dir))
@@ -156,7 +188,8 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, fmt.Errorf("nodes: route %s from the host (another cluster with HostRoute running?): %v: %s", NodeNetwork, err, out)
 		}
 	}
-	c.Cluster, err = devcluster.Start(ctx, devcluster.Options{Dir: dir, Detach: opts.Detach, Address: cloud.HostAddress, ClusterCIDR: opts.ClusterCIDR})
+	c.Cluster, err = devcluster.Start(ctx, devcluster.Options{Dir: dir, Detach: opts.Detach, Address: cloud.HostAddress,
+		ClusterCIDR: opts.ClusterCIDR, ServiceCIDRs: serviceCIDRs})
 	if err != nil {
 		return c, err
 	}
@@ -176,7 +209,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 		cfg := nodeConfig{
-			Name: name, Address: info.Address, Dir: filepath.Join(dir, "nodes", name), Bin: bin, Runc: runc,
+			Name: name, Address: info.Address, AddressV6: info.AddressV6, Dir: filepath.Join(dir, "nodes", name), Bin: bin, Runc: runc,
 			CgroupRoot: "/" + cgroupPrefix + info.Netns, ClusterDNS: ClusterDNS, CACert: c.CACert(),
 			Kubelet: kubelet, Proxy: proxy, ClusterCIDR: opts.ClusterCIDR,
 		}
@@ -220,6 +253,17 @@ func natToHost(cloud *localcloud.Cloud) error {
 		return fmt.Errorf("nodes: NAT in the cloud router: %v: %s", err, out)
 	}
 	return nil
+}
+
+// CCMFlags are CCMFlags with this cluster's pod network as --cluster-cidr.
+func (c *Cluster) CCMFlags() []string {
+	out := slices.Clone(CCMFlags)
+	for i, f := range out {
+		if strings.HasPrefix(f, "--cluster-cidr=") {
+			out[i] = "--cluster-cidr=" + c.clusterCIDR
+		}
+	}
+	return out
 }
 
 // Dir is the cluster's directory.

@@ -18,6 +18,7 @@ const (
 type nodeConfig struct {
 	Name        string
 	Address     string // the node's InternalIP in the cloud network
+	AddressV6   string // its IPv6 InternalIP in a dual-stack cluster, else ""
 	Dir         string // per-node directory (absolute)
 	Bin         string // directory of the node binaries
 	Runc        string // OCI runtime binary
@@ -26,7 +27,16 @@ type nodeConfig struct {
 	CACert      string
 	Kubelet     string // kubelet's kubeconfig
 	Proxy       string // kube-proxy's kubeconfig
-	ClusterCIDR string
+	ClusterCIDR string // one CIDR, or an IPv4 and an IPv6 one (dual-stack)
+}
+
+// nodeIPs are kubelet's --node-ip: the IPv4 address, and the IPv6 one of a
+// dual-stack node after it.
+func (c nodeConfig) nodeIPs() string {
+	if c.AddressV6 == "" {
+		return c.Address
+	}
+	return c.Address + "," + c.AddressV6
 }
 
 func (c nodeConfig) socket() string { return c.Dir + "/containerd/containerd.sock" }
@@ -154,10 +164,21 @@ func (c nodeConfig) proxyConfig() string {
 	}, "\n")
 }
 
-// cniConfig is the node's CNI network: a bridge with the pod CIDR (no
-// masquerade: the cloud routes pod ranges), host-local IPAM keeping its
-// leases under the node's directory, portmap for hostPort.
-func (c nodeConfig) cniConfig(podCIDR string) (string, error) {
+// cniConfig is the node's CNI network: a bridge with the pod CIDRs (one,
+// or one of each family: pods get an address of each; no masquerade: the
+// cloud routes pod ranges), host-local IPAM keeping its leases under the
+// node's directory, portmap for hostPort.
+func (c nodeConfig) cniConfig(podCIDRs []string) (string, error) {
+	var ranges [][]map[string]string
+	var routes []map[string]string
+	for _, cidr := range podCIDRs {
+		ranges = append(ranges, []map[string]string{{"subnet": cidr}})
+		dst := "0.0.0.0/0"
+		if strings.Contains(cidr, ":") {
+			dst = "::/0"
+		}
+		routes = append(routes, map[string]string{"dst": dst})
+	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "tfccm",
@@ -170,8 +191,8 @@ func (c nodeConfig) cniConfig(podCIDR string) (string, error) {
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": podCIDR}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"ranges":  ranges,
+					"routes":  routes,
 					"dataDir": c.Dir + "/cni/ipam",
 				},
 			},

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,28 +66,73 @@ func TestContainerdConfig(t *testing.T) {
 }
 
 func TestCNIConfig(t *testing.T) {
-	conf, err := testNode.cniConfig("10.244.1.0/24")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name            string
+		podCIDRs        []string
+		subnets, routes []string
+	}{
+		{"IPv4", []string{"10.244.1.0/24"}, []string{"10.244.1.0/24"}, []string{"0.0.0.0/0"}},
+		{"dual-stack", []string{"10.244.1.0/24", "fd00:10:244:1::/64"}, []string{"10.244.1.0/24", "fd00:10:244:1::/64"}, []string{"0.0.0.0/0", "::/0"}},
+	} {
+		conf, err := testNode.cniConfig(tc.podCIDRs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Plugins []struct {
+				Type   string `json:"type"`
+				IPMasq *bool  `json:"ipMasq"`
+				IPAM   struct {
+					Ranges  [][]map[string]string `json:"ranges"`
+					Routes  []map[string]string   `json:"routes"`
+					DataDir string                `json:"dataDir"`
+				} `json:"ipam"`
+			} `json:"plugins"`
+		}
+		if err := json.Unmarshal([]byte(conf), &got); err != nil {
+			t.Fatal(err)
+		}
+		br := got.Plugins[0]
+		if br.Type != "bridge" || br.IPMasq == nil || *br.IPMasq {
+			t.Errorf("%s: first plugin %+v: want a bridge with ipMasq false (pod ranges are routed)", tc.name, br)
+		}
+		var subnets, routes []string
+		for _, r := range br.IPAM.Ranges {
+			subnets = append(subnets, r[0]["subnet"])
+		}
+		for _, r := range br.IPAM.Routes {
+			routes = append(routes, r["dst"])
+		}
+		if !slices.Equal(subnets, tc.subnets) || !slices.Equal(routes, tc.routes) || br.IPAM.DataDir != "/tmp/x/nodes/node-a/cni/ipam" {
+			t.Errorf("%s: IPAM %+v, want ranges %v and routes %v", tc.name, br.IPAM, tc.subnets, tc.routes)
+		}
 	}
-	var got struct {
-		Plugins []struct {
-			Type   string `json:"type"`
-			IPMasq *bool  `json:"ipMasq"`
-			IPAM   struct {
-				Ranges  [][]map[string]string `json:"ranges"`
-				DataDir string                `json:"dataDir"`
-			} `json:"ipam"`
-		} `json:"plugins"`
+}
+
+// A dual-stack node gives kubelet both addresses, IPv4 first.
+func TestNodeIPs(t *testing.T) {
+	dual := testNode
+	dual.AddressV6 = "fd00:250::11"
+	for _, tc := range []struct {
+		cfg  nodeConfig
+		want string
+	}{
+		{testNode, "--node-ip=10.250.0.11"},
+		{dual, "--node-ip=10.250.0.11,fd00:250::11"},
+	} {
+		if args := tc.cfg.kubeletArgs(); !slices.Contains(args, tc.want) {
+			t.Errorf("kubelet args %v lack %s", args, tc.want)
+		}
 	}
-	if err := json.Unmarshal([]byte(conf), &got); err != nil {
-		t.Fatal(err)
+}
+
+// A dual-stack cluster's CCM routes both pod networks.
+func TestClusterCCMFlags(t *testing.T) {
+	c := &Cluster{clusterCIDR: DualStackClusterCIDR}
+	if flags := c.CCMFlags(); !slices.Contains(flags, "--cluster-cidr="+DualStackClusterCIDR) || len(flags) != len(CCMFlags) {
+		t.Errorf("CCMFlags() = %v", flags)
 	}
-	br := got.Plugins[0]
-	if br.Type != "bridge" || br.IPMasq == nil || *br.IPMasq {
-		t.Errorf("first plugin %+v: want a bridge with ipMasq false (pod ranges are routed)", br)
-	}
-	if br.IPAM.Ranges[0][0]["subnet"] != "10.244.1.0/24" || br.IPAM.DataDir != "/tmp/x/nodes/node-a/cni/ipam" {
-		t.Errorf("IPAM %+v", br.IPAM)
+	if !slices.Contains(CCMFlags, "--cluster-cidr=10.244.0.0/16") {
+		t.Errorf("CCMFlags %v changed", CCMFlags)
 	}
 }

@@ -71,7 +71,7 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 			return n, fmt.Errorf("node %s: %w", cfg.Name, err)
 		}
 	}
-	if err := nodeSysctls(netns); err != nil {
+	if err := nodeSysctls(netns, cfg.AddressV6 != ""); err != nil {
 		return n, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
 	if err := makeCgroupRoot(cfg.CgroupRoot); err != nil {
@@ -118,7 +118,7 @@ func (cfg nodeConfig) kubeletArgs() []string {
 		"--kubeconfig=" + cfg.Kubelet,
 		"--root-dir=" + filepath.Join(cfg.Dir, "kubelet"),
 		"--hostname-override=" + cfg.Name,
-		"--node-ip=" + cfg.Address,
+		"--node-ip=" + cfg.nodeIPs(),
 		"--cloud-provider=external",
 		"--v=1",
 	}
@@ -232,14 +232,19 @@ func (n *Node) start(name, bin string, args ...string) (*exec.Cmd, error) {
 }
 
 // nodeSysctls: bridged pod traffic goes through iptables (kube-proxy's
-// Service rules for pods on the same bridge), and the node forwards.
-func nodeSysctls(netns string) error {
+// Service rules for pods on the same bridge), and the node forwards (IPv6
+// too on a dual-stack node).
+func nodeSysctls(netns string, v6 bool) error {
+	sysctls := map[string]string{
+		"net/ipv4/ip_forward":                 "1",
+		"net/bridge/bridge-nf-call-iptables":  "1",
+		"net/bridge/bridge-nf-call-ip6tables": "1",
+	}
+	if v6 {
+		sysctls["net/ipv6/conf/all/forwarding"] = "1"
+	}
 	return localcloud.InNetns(netns, func() error {
-		for k, v := range map[string]string{
-			"net/ipv4/ip_forward":                 "1",
-			"net/bridge/bridge-nf-call-iptables":  "1",
-			"net/bridge/bridge-nf-call-ip6tables": "1",
-		} {
+		for k, v := range sysctls {
 			if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
 				return fmt.Errorf("sysctl %s: %w", k, err)
 			}
@@ -248,24 +253,26 @@ func nodeSysctls(netns string) error {
 	})
 }
 
-// writeCNIConfig waits until the node has a pod CIDR and writes its CNI
-// network; containerd picks it up and kubelet reports the node Ready.
+// writeCNIConfig waits until the node has its pod CIDRs (one per family of
+// the cluster) and writes its CNI network; containerd picks it up and
+// kubelet reports the node Ready.
 func (n *Node) writeCNIConfig(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
-	var cidr string
+	want := len(strings.Split(n.cfg.ClusterCIDR, ","))
+	var cidrs []string
 	if err := waitFor(ctx, timeout, func() error {
 		node, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if node.Spec.PodCIDR == "" {
-			return errors.New("no pod CIDR yet")
+		if len(node.Spec.PodCIDRs) < want {
+			return fmt.Errorf("pod CIDRs %v, want %d", node.Spec.PodCIDRs, want)
 		}
-		cidr = node.Spec.PodCIDR
+		cidrs = node.Spec.PodCIDRs
 		return nil
 	}); err != nil {
 		return fmt.Errorf("node %s: registered with a pod CIDR: %w; see %s", n.Name, err, filepath.Join(n.Dir, "kubelet.log"))
 	}
-	conf, err := n.cfg.cniConfig(cidr)
+	conf, err := n.cfg.cniConfig(cidrs)
 	if err != nil {
 		return err
 	}

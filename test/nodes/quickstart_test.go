@@ -278,7 +278,7 @@ templates:
     hostPath: {path: %q, type: Directory}
 extraVolumeMounts:
   - {name: inventory, mountPath: %q, readOnly: true}
-`, imageValues(ref), uninstallLayout, strings.Join(CCMFlags, ", "), indent(inline, "    "), indent(string(mapping), "      "),
+`, imageValues(ref), uninstallLayout, strings.Join(c.CCMFlags(), ", "), indent(inline, "    "), indent(string(mapping), "      "),
 		extra, c.Cloud.InfraDir(), podInventory), nil
 }
 
