@@ -376,15 +376,32 @@ func lostSince(l *vipLoad, t0 time.Time) int {
 // /hostname answers).
 func startEchoDaemonSet(t *testing.T, c *Cluster) map[string]string {
 	t.Helper()
+	return startEchoDaemonSetOn(t, c, nil)
+}
+
+// startEchoDaemonSetOn is startEchoDaemonSet on the named nodes alone
+// (every node when nodes is empty).
+func startEchoDaemonSetOn(t *testing.T, c *Cluster, nodes []string) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	labels := map[string]string{"app": "echo"}
+	var affinity *corev1.Affinity
+	if len(nodes) > 0 {
+		affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: nodes}}}}}}}
+	}
+	want := len(c.Nodes)
+	if len(nodes) > 0 {
+		want = len(nodes)
+	}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "netexec", Image: AgnhostImage,
+				Spec: corev1.PodSpec{Affinity: affinity, Containers: []corev1.Container{{Name: "netexec", Image: AgnhostImage,
 					Args:  []string{"netexec", "--http-port=8080", "--udp-port=8081"},
 					Ports: []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081, Protocol: corev1.ProtocolUDP}}}}},
 			},
@@ -407,8 +424,8 @@ func startEchoDaemonSet(t *testing.T, c *Cluster) map[string]string {
 				}
 			}
 		}
-		if len(out) != len(c.Nodes) {
-			return fmt.Errorf("%d echo pods ready, want %d", len(out), len(c.Nodes))
+		if len(out) != want {
+			return fmt.Errorf("%d echo pods ready, want %d", len(out), want)
 		}
 		return nil
 	}); err != nil {
