@@ -83,7 +83,9 @@ type agents struct{ cmds []*exec.Cmd }
 // `tfccm node-agent` (bin/tfccm) on each real node: in the node's network
 // namespace, beside its kubelet (whose /healthz it checks) and kube-proxy,
 // gossiping on the node's address, as the chart's DaemonSet runs it
-// (host network). Their logs are dir/agents/<node>.log.
+// (host network), with the credentials the chart gives it (a token of its
+// ServiceAccount, bound by its RBAC: agentKubeconfig). Their logs are
+// dir/agents/<node>.log.
 func startNodeAgents(ctx context.Context, c *nodes.Cluster, root, bin, dir string) (*agents, error) {
 	crd := filepath.Join(root, "deploy", "helm", "tfccm", "crds", "tfccm.io_nodevips.yaml")
 	if out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", c.Kubeconfig(), "apply", "-f", crd).CombinedOutput(); err != nil {
@@ -94,8 +96,9 @@ func startNodeAgents(ctx context.Context, c *nodes.Cluster, root, bin, dir strin
 		return nil, err
 	}
 	// The agents reach the apiserver as the kubelets do (the host's
-	// address in the cloud).
-	kc, err := c.UserKubeconfig("node-agent", c.Cloud.HostAddress, "tfccm-node-agent", "system:masters")
+	// address in the cloud), as the chart's ServiceAccount with the
+	// chart's RBAC and nothing more.
+	kc, err := agentKubeconfig(ctx, c, root, bin, dir)
 	if err != nil {
 		return nil, err
 	}
