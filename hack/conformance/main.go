@@ -107,6 +107,13 @@ func run(o options) (err error) {
 	ctx := context.Background()
 	clusterDir := filepath.Join(dir, "cluster")
 	say("starting the control plane, CoreDNS and %d real nodes", o.nodes)
+	// One host route to the nodes' network fits the machine: wait for
+	// another run's or test's cluster to release it.
+	unlock, err := nodes.LockHostRoute()
+	if err != nil {
+		return err
+	}
+	defer unlock() // after the cluster's down (deferred below)
 	c, err := nodes.Up(ctx, nodes.Options{Dir: clusterDir, Nodes: o.nodes, Prefix: o.prefix, HostRoute: true})
 	if err != nil {
 		return err

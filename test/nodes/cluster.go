@@ -325,7 +325,7 @@ func ForTest(t testing.TB, opts Options) *Cluster {
 		// One host route to the nodes' network fits the machine: tests in
 		// other processes (parallel packages, other worktrees) that want
 		// one wait here rather than fail on the route.
-		unlock, err := lockHostRoute()
+		unlock, err := LockHostRoute()
 		if err != nil {
 			t.Fatalf("real nodes up: %v", err)
 		}
@@ -361,9 +361,11 @@ func (c *Cluster) Client() kubernetes.Interface { return c.Cluster.Client() }
 // the host route to NodeNetwork (HostRoute).
 const hostRouteLock = "/run/tfccm-nodes-hostroute.lock"
 
-// lockHostRoute waits for and takes the host route's lock; unlock
-// releases it (registered before the cluster's Down, so it runs after).
-func lockHostRoute() (unlock func(), err error) {
+// LockHostRoute waits for and takes the host route's lock; unlock
+// releases it (ForTest registers it before the cluster's Down, so it runs
+// after). Other programs that Up a cluster with HostRoute (hack/conformance)
+// take it too, and hold it until their cluster is down.
+func LockHostRoute() (unlock func(), err error) {
 	f, err := os.OpenFile(hostRouteLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: host route lock: %w", err)
