@@ -136,3 +136,16 @@ func TestClusterCCMFlags(t *testing.T) {
 		t.Errorf("CCMFlags %v changed", CCMFlags)
 	}
 }
+
+// A flag with a comma stays one item of the chart's extraArgs.
+func TestFlowList(t *testing.T) {
+	var got []string
+	if err := yaml.UnmarshalStrict([]byte("extraArgs: "+flowList([]string{"--cluster-cidr=10.244.0.0/16,fd00:10:244::/56", "--v=2"})), &struct {
+		ExtraArgs *[]string `json:"extraArgs"`
+	}{&got}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--cluster-cidr=10.244.0.0/16,fd00:10:244::/56", "--v=2"}; !slices.Equal(got, want) {
+		t.Errorf("extraArgs %q, want %q", got, want)
+	}
+}

@@ -99,7 +99,7 @@ kubectl get pods -A -o wide
 kubectl get service echo -o yaml
 kubectl -n tfccm-system get nodevips -o yaml
 kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
-			t.Logf("diagnostics:\n%s\nclient's neighbours:\n%s", out, cl.sh(t, "ip", "neigh"))
+			t.Logf("diagnostics:\n%s\nclient's neighbours:\n%s\n%s", out, cl.sh(t, "neigh"), podLogTails(c, "tfccm-system", 40))
 		}
 		for _, cmd := range []string{
 			"kubectl delete service echo --ignore-not-found --wait --timeout=2m",
@@ -292,6 +292,20 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 			t.Errorf("%s answered by %s after the Service was deleted", vip, got)
 		}
 	}
+}
+
+// podLogTails are the last lines of the logs of namespace's containers,
+// read from the nodes' pod log directories (kubectl logs needs the host
+// route to the kubelets).
+func podLogTails(c *Cluster, namespace string, lines int) string {
+	var b strings.Builder
+	for _, n := range c.Nodes {
+		logs, _ := filepath.Glob(filepath.Join(n.Dir, "pod-logs", namespace+"_*", "*", "*.log"))
+		for _, l := range logs {
+			fmt.Fprintf(&b, "%s %s:\n%s\n", n.Name, strings.TrimPrefix(l, filepath.Join(n.Dir, "pod-logs")+"/"), logTail(l, lines))
+		}
+	}
+	return b.String()
 }
 
 // segClient is a client on the nodes' segment: its own network namespace

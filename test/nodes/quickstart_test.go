@@ -265,7 +265,7 @@ instances {
   }
 }
 `, harness.HCLObject(routes), podInventory)
-	return fmt.Sprintf(`%s%sextraArgs: [%s]
+	return fmt.Sprintf(`%s%sextraArgs: %s
 cloudConfig:
   inline: |
 %s
@@ -278,8 +278,18 @@ templates:
     hostPath: {path: %q, type: Directory}
 extraVolumeMounts:
   - {name: inventory, mountPath: %q, readOnly: true}
-`, imageValues(ref), uninstallLayout, strings.Join(c.CCMFlags(), ", "), indent(inline, "    "), indent(string(mapping), "      "),
+`, imageValues(ref), uninstallLayout, flowList(c.CCMFlags()), indent(inline, "    "), indent(string(mapping), "      "),
 		extra, c.Cloud.InfraDir(), podInventory), nil
+}
+
+// flowList is items as a YAML flow sequence of quoted strings (a dual-stack
+// --cluster-cidr holds a comma).
+func flowList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = jsonString(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 // helmWrapper is a helm that adds the values file overrides to helm install.
