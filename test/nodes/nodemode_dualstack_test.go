@@ -286,7 +286,7 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 	}); err != nil {
 		t.Error(err)
 	}
-	cl.sh(t, "ip", "neigh", "flush", "dev", "eth0")
+	cl.sh(t, "neigh", "flush", "dev", "eth0")
 	for _, vip := range vips {
 		if got, err := cl.askTCP(vip, "/hostname", podNode); err == nil {
 			t.Errorf("%s answered by %s after the Service was deleted", vip, got)
