@@ -13,7 +13,9 @@
 // kube-proxy keep theirs; runc (Debian's) as the OCI runtime; images are
 // built locally (make tools-nodes) and imported, never pulled. The CNI
 // bridge does not masquerade: pod ranges are routed between nodes by the
-// cloud's router, i.e. by tfccm's routes workspace.
+// cloud's router, i.e. by tfccm's routes workspace. Clusters are IPv4;
+// Options.DualStack makes one dual-stack (both families for the nodes'
+// addresses, Services, pods and their routes, kube-proxy's rules).
 //
 // Down (and a failed Up) leave no process, network namespace, route,
 // cgroup directory or mount behind: a node's mounts live in its mount
