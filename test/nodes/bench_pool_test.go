@@ -49,6 +49,7 @@ func benchPool(t *testing.T, ic *inCluster, client kubernetes.Interface, baseFil
 	if out, err := ic.rel.Helm("upgrade", "tfccm", filepath.Join(root, deploy.Chart), "--values", baseFile, "--values", over); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
+	ic.runnerSecret(t)
 	waitReplaced(t, client, oldCCM)
 	spread := waitPoolSpreadOver(t, client, pool, min(pool, benchNodes), 5*time.Minute, ccmLog)
 	perNode := map[string]int{}
