@@ -166,7 +166,9 @@ func samplePool(ctx context.Context, t *testing.T, client kubernetes.Interface) 
 				return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && !strings.HasPrefix(args[1], "-")
 			}) {
 				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				what[pid] = strings.Split(string(cmd), "\x00")[1]
+				if args := strings.Split(string(cmd), "\x00"); len(args) > 1 {
+					what[pid] = args[1]
+				} // else: it ended since it was listed
 			}
 			s.mu.Lock()
 			for pid, w := range what {
