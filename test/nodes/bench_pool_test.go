@@ -49,6 +49,7 @@ func benchPool(t *testing.T, ic *inCluster, client kubernetes.Interface, baseFil
 	if out, err := ic.rel.Helm("upgrade", "tfccm", filepath.Join(root, deploy.Chart), "--values", baseFile, "--values", over); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
+	ic.runnerSecret(t)
 	waitReplaced(t, client, oldCCM)
 	spread := waitPoolSpreadOver(t, client, pool, min(pool, benchNodes), 5*time.Minute, ccmLog)
 	perNode := map[string]int{}
@@ -165,7 +166,9 @@ func samplePool(ctx context.Context, t *testing.T, client kubernetes.Interface) 
 				return len(args) > 1 && strings.HasSuffix(args[0], "/tofu") && !strings.HasPrefix(args[1], "-")
 			}) {
 				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				what[pid] = strings.Split(string(cmd), "\x00")[1]
+				if args := strings.Split(string(cmd), "\x00"); len(args) > 1 {
+					what[pid] = args[1]
+				} // else: it ended since it was listed
 			}
 			s.mu.Lock()
 			for pid, w := range what {

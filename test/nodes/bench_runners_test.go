@@ -131,6 +131,7 @@ func TestRunnersVsInProcess(t *testing.T) {
 	if out, err := ic.rel.Helm("upgrade", "tfccm", filepath.Join(root, deploy.Chart), "--values", baseFile, "--values", over); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
+	ic.runnerSecret(t)
 	waitReplaced(t, client, ccm.Name)
 	obs.waitSettled(t)
 	job := runBench(t, client, "job", n, obs, ccmLog)

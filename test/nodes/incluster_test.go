@@ -156,17 +156,7 @@ func (ic *inCluster) install(t *testing.T, chart, values string, baseFiles ...st
 	if err != nil {
 		t.Fatal(err)
 	}
-	// With runner.enabled runner pods mount the SSH key in the runners'
-	// namespace of their own, which the chart created.
-	if _, err := ic.client.CoreV1().Namespaces().Get(context.Background(), runnersNamespace, metav1.GetOptions{}); err == nil {
-		_, err := ic.client.CoreV1().Secrets(runnersNamespace).Create(context.Background(), &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
-			Data:       map[string][]byte{"id_ed25519": ic.key},
-		}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	ic.runnerSecret(t)
 	t.Cleanup(func() {
 		if err := ic.rel.Uninstall(2 * time.Minute); err != nil {
 			t.Error(err)
@@ -177,6 +167,23 @@ func (ic *inCluster) install(t *testing.T, chart, values string, baseFiles ...st
 			t.Logf("CCM pod log, last 80 lines:\n%s", ccmPodLogs(ic.client, 80))
 		}
 	})
+}
+
+// runnerSecret gives the runners' namespace, once the chart has created
+// it (runner.enabled, at install or at an upgrade), the SSH key Secret its
+// runner pods mount, as the admin does (values: runner.namespace).
+func (ic *inCluster) runnerSecret(t *testing.T) {
+	t.Helper()
+	if _, err := ic.client.CoreV1().Namespaces().Get(context.Background(), runnersNamespace, metav1.GetOptions{}); err != nil {
+		return
+	}
+	_, err := ic.client.CoreV1().Secrets(runnersNamespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "tfccm-ssh"},
+		Data:       map[string][]byte{"id_ed25519": ic.key},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 // testCCMInCluster is TestCCMInClusterOnRealNodes with the chart's layout
