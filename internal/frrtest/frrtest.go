@@ -22,7 +22,8 @@ import (
 )
 
 // Daemons are the FRR daemons Start runs, in start order.
-var Daemons = []string{"zebra", "bgpd", "bfdd"}
+// (staticd as Debian's frr always starts it).
+var Daemons = []string{"zebra", "bgpd", "bfdd", "staticd"}
 
 // Skip skips t unless it runs as root with Debian's FRR installed.
 func Skip(t testing.TB) {
@@ -83,7 +84,7 @@ type FRR struct {
 	cmds        map[string]*exec.Cmd
 }
 
-// Start runs zebra, bgpd and bfdd in netns (pathspace netns) and loads
+// Start runs zebra, bgpd, bfdd and staticd in netns (pathspace netns) and loads
 // conf (may be empty) through vtysh, as Debian's frrinit does; t's
 // cleanup stops them.
 func Start(t testing.TB, netns, conf string) *FRR {
