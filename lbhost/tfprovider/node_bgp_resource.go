@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,12 +183,30 @@ func (m *nodeBGPModel) check() error {
 	return err
 }
 
+// ValidateConfig checks a configuration whose values are known (literal
+// values: `tofu validate`); ModifyPlan checks it at plan otherwise.
 func (r *nodeBGPResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m nodeBGPModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || hasUnknown(m) {
+	if !req.Config.Raw.IsFullyKnown() {
 		return
 	}
+	checkNodeBGP(ctx, req.Config, &resp.Diagnostics)
+}
+
+// ModifyPlan checks the configuration at plan, its values known by then.
+func (r *nodeBGPResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || !req.Config.Raw.IsFullyKnown() {
+		return
+	}
+	checkNodeBGP(ctx, req.Config, &resp.Diagnostics)
+}
+
+func checkNodeBGP(ctx context.Context, cfg tfsdk.Config, diags *diag.Diagnostics) {
+	var m nodeBGPModel
+	diags.Append(cfg.Get(ctx, &m)...)
+	if diags.HasError() || hasUnknown(m) {
+		return
+	}
+	resp := struct{ Diagnostics *diag.Diagnostics }{diags}
 	if err := m.check(); err != nil {
 		field, msg := "", err.Error()
 		if fe, ok := err.(*frr.Error); ok {

@@ -53,12 +53,12 @@ type Result struct {
 // empty every tfccm object is removed (BGP mode off).
 func Apply(ctx context.Context, dir string, want frr.Node) (Result, error) {
 	var res Result
-	blocks, err := want.Blocks()
-	if err != nil {
-		return res, err
-	}
-	if len(want.Peers) == 0 {
-		blocks = nil
+	var blocks []frr.Block
+	if len(want.Peers) > 0 {
+		var err error
+		if blocks, err = want.Blocks(); err != nil {
+			return res, err
+		}
 	}
 	conns := map[string]*frrvty.Conn{}
 	defer func() {
