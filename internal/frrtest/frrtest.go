@@ -4,7 +4,6 @@ package frrtest
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -17,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // Daemons are the FRR daemons Start runs, in start order.
@@ -146,11 +143,15 @@ func (f *FRR) StartDaemon(t testing.TB, d, conf string) {
 		t.Fatalf("start %s: %v", d, err)
 	}
 	f.cmds[d] = cmd
-	if err := testkit.Poll(context.Background(), 50*time.Millisecond, 30*time.Second, d+"'s vty socket appears", func(context.Context) error {
-		_, err := os.Stat(filepath.Join(f.RunDir, d+".vty"))
-		return err
-	}); err != nil {
-		t.Fatalf("%s in %s: %v (log %s)", d, f.Netns, err, filepath.Join(f.Dir, d+".log"))
+	sock := filepath.Join(f.RunDir, d+".vty")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := os.Stat(sock)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s in %s: no vty socket after 30s: %v (log %s)", d, f.Netns, err, filepath.Join(f.Dir, d+".log"))
+		}
 	}
 }
 
