@@ -115,6 +115,40 @@ type bgpState struct {
 	announced map[string]bool
 	// configured: the node's FRR holds the peering (with nothing wrong).
 	configured bool
+	// passwords caches the Secrets' keys read (never logged), so a
+	// reconcile every few seconds does not read them each time.
+	passwords map[vipapi.SecretKeyRef]cachedPassword
+}
+
+// cachedPassword is one password and when it was read.
+type cachedPassword struct {
+	value string
+	read  time.Time
+}
+
+// passwordTTL is how long a password read from a Secret is used before
+// it is read again (a rotated password reaches FRR within it).
+const passwordTTL = 30 * time.Second
+
+// password is the key ref of its Secret, cached for passwordTTL.
+func (s *bgpState) password(ctx context.Context, ref vipapi.SecretKeyRef, now time.Time) (string, error) {
+	if c, ok := s.passwords[ref]; ok && now.Sub(c.read) < passwordTTL {
+		return c.value, nil
+	}
+	sec, err := s.secrets(ctx, ref.Name)
+	if err != nil {
+		return "", err
+	}
+	v, ok := sec.Data[ref.Key]
+	if !ok {
+		return "", errors.New("no such key")
+	}
+	if s.passwords == nil {
+		s.passwords = map[vipapi.SecretKeyRef]cachedPassword{}
+	}
+	pw := strings.TrimSpace(string(v))
+	s.passwords[ref] = cachedPassword{value: pw, read: now}
+	return pw, nil
 }
 
 // reconcileBGP announces this node's share of the BGP NodeVIPs, reports
@@ -187,15 +221,7 @@ func (a *Agent) applyBGP(ctx context.Context, mine []netip.Addr, self *corev1.No
 	if b != nil {
 		gen = b.Generation
 		c, err := bgp.Config(b.Spec, nodeOf(self), func(ref vipapi.SecretKeyRef) (string, error) {
-			s, err := a.bgp.secrets(ctx, ref.Name)
-			if err != nil {
-				return "", err
-			}
-			v, ok := s.Data[ref.Key]
-			if !ok {
-				return "", errors.New("no such key")
-			}
-			return strings.TrimSpace(string(v)), nil
+			return a.bgp.password(ctx, ref, time.Now())
 		})
 		if err != nil {
 			a.bgpProblem(ctx, b, gen, "NodeBGP: "+err.Error())

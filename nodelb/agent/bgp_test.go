@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -79,5 +82,29 @@ func TestInPools(t *testing.T) {
 	got := inPools([]netip.Addr{netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("203.0.113.1")}, pools)
 	if len(got) != 1 || got[0].String() != "198.51.100.7" {
 		t.Fatal(got)
+	}
+}
+
+// TestPasswordCache: a Secret's key is read once per passwordTTL; a
+// missing key is an error that names no value.
+func TestPasswordCache(t *testing.T) {
+	reads := 0
+	s := bgpState{secrets: func(_ context.Context, name string) (*corev1.Secret, error) {
+		reads++
+		return &corev1.Secret{Data: map[string][]byte{"pw": []byte("s3cret\n")}}, nil
+	}}
+	ref := vipapi.SecretKeyRef{Name: "bgp", Key: "pw"}
+	t0 := time.Now()
+	for _, at := range []time.Time{t0, t0.Add(time.Second), t0.Add(passwordTTL + time.Second)} {
+		got, err := s.password(context.Background(), ref, at)
+		if err != nil || got != "s3cret" {
+			t.Fatalf("%q, %v", got, err)
+		}
+	}
+	if reads != 2 {
+		t.Fatalf("%d reads, want 2 (one per TTL)", reads)
+	}
+	if _, err := s.password(context.Background(), vipapi.SecretKeyRef{Name: "bgp", Key: "other"}, t0); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("missing key: %v", err)
 	}
 }
