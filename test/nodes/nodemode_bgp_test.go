@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func installCRD(t *testing.T, dyn dynamic.Interface, file string, gvr schema.Gro
 // announce bgp is announced by every node (status.announcers, the ToR's
 // route has one next hop per node) and flows from many client ports reach
 // each node; a node's bgpd killed withdraws its path (BFD) while the
-// others serve; a Local NodeVIP whose only endpoint is on one node is
+// others serve; a node's agent stopped withdraws its path first; a Local NodeVIP whose only endpoint is on one node is
 // announced by that node alone; deleting the NodeVIPs withdraws every
 // route; deleting the NodeBGP leaves no tfccm object in any node's FRR,
 // the admin's own lines intact.
@@ -244,6 +245,14 @@ func TestNodeModeBGPAgents(t *testing.T) {
 	}
 	frr["a"].StartDaemon(t, "bgpd", "")
 	waitHops(vip, addrs(nodes...), "node a announces again after its bgpd restarted (the agent reconfigures it)")
+
+	// A node's agent stopped (SIGTERM: a DaemonSet rollout): it withdraws
+	// its announcements first; started again, it announces again.
+	_ = nm.Agents["c"].Cmd.Process.Signal(syscall.SIGTERM)
+	_ = nm.Agents["c"].Cmd.Wait()
+	waitHops(vip, addrs("a", "b"), "node c's agent stopped: its path withdrawn")
+	nm.Restart(t, "c", "--frr-dir", frr["c"].RunDir)
+	waitHops(vip, addrs(nodes...), "node c's agent back: it announces again")
 
 	// Local: only the node with a ready endpoint announces.
 	onB, ready, port, proto, pname := "b", true, int32(8080), corev1.ProtocolTCP, "http"
