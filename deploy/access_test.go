@@ -40,9 +40,12 @@ type valueSet struct {
 
 var valueSets = []valueSet{
 	{"defaults", "the chart's defaults (kubernetes state backend)", ""},
-	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, runner.pool=2, uninstall.loadBalancers=delete, monitoring.metricsReaders, nodeAgent.enabled",
+	{"all", "review.enabled, review.approvers (group " + approversGroup + "), runner.enabled, runner.pool=2, uninstall.loadBalancers=delete, monitoring.metricsReaders, nodeAgent.enabled, nodeAgent.bgp (passwordSecrets tfccm-bgp)",
 		`nodeAgent:
   enabled: true
+  bgp:
+    enabled: true
+    passwordSecrets: [tfccm-bgp]
 review:
   enabled: true
   approvers: [{kind: Group, name: ` + approversGroup + `}]
@@ -180,6 +183,11 @@ var accessMatrix = []access{
 	{who: "agent", verb: "update", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, name: "c-1a2b-4", allowed: neither, why: "never changes a VIP's spec"},
 	{who: "agent", verb: "update", resource: "nodes", name: "node-a", allowed: neither, why: "changes no Node"},
 	{who: "agent", verb: "get", resource: "secrets", namespace: releaseNS, name: "tfccm-plan-key", allowed: neither, why: "reads no Secret (the kubelet mounts its gossip key)"},
+	{who: "agent", verb: "watch", resource: "nodebgps", group: "tfccm.io", namespace: releaseNS, allowed: allOnly, why: "BGP mode: the nodes' peering"},
+	{who: "agent", verb: "update", resource: "nodebgps", group: "tfccm.io", sub: "status", namespace: releaseNS, name: "nodes", allowed: allOnly, why: "BGP mode: reports its node's FRR"},
+	{who: "agent", verb: "update", resource: "nodebgps", group: "tfccm.io", namespace: releaseNS, name: "nodes", allowed: neither, why: "never changes the peering"},
+	{who: "agent", verb: "get", resource: "secrets", namespace: releaseNS, name: "tfccm-bgp", allowed: allOnly, why: "BGP mode: the peers' passwords, from the Secrets nodeAgent.bgp.passwordSecrets names only"},
+	{who: "agent", verb: "list", resource: "secrets", namespace: releaseNS, allowed: neither, why: "lists no Secret"},
 	{who: "agent", verb: "list", resource: "pods", allowed: neither, why: "nothing else"},
 	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: allOnly, why: "node mode: tofu's lbhost_node_vip writes the NodeVIPs"},
 	{who: "ccm", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "NodeVIPs only in its namespace"},
@@ -187,6 +195,9 @@ var accessMatrix = []access{
 	{who: "runner", verb: "update", resource: "nodevips", group: "tfccm.io", sub: "status", namespace: releaseNS, name: "c-1a2b-4", allowed: neither, why: "never writes a VIP's status (the agents' report)"},
 	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: releaseNS, allowed: neither, why: "a VIP on the nodes is the admin's"},
 	{who: "tenant", verb: "create", resource: "nodevips", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "no NodeVIP in its own namespace either"},
+	{who: "ccm", verb: "update", resource: "nodebgps", group: "tfccm.io", namespace: releaseNS, name: "nodes", allowed: allOnly, why: "BGP mode: tofu's lbhost_node_bgp writes the nodes' peering"},
+	{who: "tenant", verb: "update", resource: "nodebgps", group: "tfccm.io", namespace: releaseNS, name: "nodes", allowed: neither, why: "the nodes' peering is the admin's"},
+	{who: "tenant", verb: "create", resource: "nodebgps", group: "tfccm.io", namespace: tenantNS, allowed: neither, why: "no NodeBGP in its own namespace either"},
 
 	// A metrics reader.
 	{who: "metrics", verb: "get", path: "/metrics", allowed: allOnly, why: "monitoring.metricsReaders"},

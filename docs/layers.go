@@ -69,16 +69,22 @@ var Layers = []Layer{
 		Patterns: []string{"ccm"},
 	},
 	{
-		Name:     "nodelb",
-		Owns:     "node mode: the NodeVIP object, the holder rule, the node agent and its announcements; below lbhost, whose provider writes NodeVIPs, and kept apart from the CCM like it",
-		Patterns: []string{"nodelb"},
+		Name:     "frr",
+		Owns:     "FRR's typed BGP configuration, its checks and its rendering: one owner of the rules for LB hosts (lbhost) and the cluster's nodes (nodelb, BGP mode)",
+		Patterns: []string{"lbhost/frr"},
 		Only:     []string{"internal"},
+	},
+	{
+		Name:     "nodelb",
+		Owns:     "node mode: the NodeVIP and NodeBGP objects, the holder rule, the node agent and its announcements; below lbhost, whose provider writes NodeVIPs, and kept apart from the CCM like it",
+		Patterns: []string{"nodelb"},
+		Only:     []string{"internal", "frr"},
 	},
 	{
 		Name:     "lbhost",
 		Owns:     "the lbhost product: tfccm's own Terraform provider for Linux load-balancer hosts and the services those hosts run, kept apart from the CCM, whose layers are all below it",
 		Patterns: []string{"lbhost"},
-		Only:     []string{"internal", "nodelb"},
+		Only:     []string{"internal", "frr", "nodelb"},
 	},
 	{
 		Name:     "deploy",
@@ -93,7 +99,7 @@ var Layers = []Layer{
 	{
 		Name:     "test support",
 		Owns:     "helpers for tests and tools only (the repository's pinned tools, polling, golden files), so no production package imports them",
-		Patterns: []string{"internal/testkit", "internal/repo"},
+		Patterns: []string{"internal/testkit", "internal/repo", "internal/frrtest"},
 	},
 	{
 		Name:     "tests and tools",

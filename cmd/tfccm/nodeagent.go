@@ -35,6 +35,7 @@ func runNodeAgent(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", 250*time.Millisecond, "how often each agent probes another: a node is declared gone about 4 probe intervals after it stops answering")
 	fs.StringVar(&cfg.KubeletHealthz, "kubelet-healthz", "http://127.0.0.1:10248/healthz", "the kubelet's health URL: a node whose kubelet does not answer gives its VIPs up (\"\" does not check)")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "", "serve /metrics (tfccm_node_vip_held) on this address, e.g. :9412 (\"\" serves none)")
+	fs.StringVar(&cfg.FRRDir, "frr-dir", "", "BGP mode: the directory of the node's FRR vty sockets (the chart mounts the node's /var/run/frr); \"\" turns BGP mode off")
 	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(kfs)
 	fs.Var(kfs.Lookup("v").Value, "v", "log verbosity: 0 holds and releases, 1 gossip membership changes, 2 every status write and join")

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -47,6 +48,8 @@ type nodeVIPModel struct {
 	WaitTimeout           types.String        `tfsdk:"wait_timeout"`
 	Holder                types.String        `tfsdk:"holder"`
 	Standby               types.Bool          `tfsdk:"standby"`
+	Announce              types.String        `tfsdk:"announce"`
+	Announcers            types.List          `tfsdk:"announcers"`
 }
 
 type nodeVIPServiceModel struct {
@@ -101,6 +104,14 @@ func (r *nodeVIPResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"wait_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("30s"),
 				Description: "How long apply waits for the agents to announce the address (a Go duration). Default `30s`."},
 			"holder": schema.StringAttribute{Computed: true, Description: "The node holding the address, as the agents last reported it."},
+			"announce": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(vipapi.AnnounceL2),
+				Validators: []validator.String{oneOf(vipapi.AnnounceL2, vipapi.AnnounceBGP)},
+				Description: "`l2` (default): one holder answers ARP/NDP for the address. `bgp`: every eligible node (Ready, not cordoned, " +
+					"agent alive, and with `external_traffic_policy = \"Local\"` a ready endpoint) announces a route to it to the peers of the " +
+					"cluster's `lbhost_node_bgp`, through its own FRR; the routers spread flows over them by ECMP, and a node that stops " +
+					"being eligible withdraws. Apply returns once at least one node announces. Changes in place."},
+			"announcers": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				Description: "With `announce = \"bgp\"`: the nodes announcing the address, as the agents last reported them."},
 			"standby": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "Write the object without any node holding the address, while another speaker still announces it (a migration " +
 					"from MetalLB): the agents report it not announced, reason `Standby`, and apply returns without waiting. Changes in " +
@@ -116,12 +127,20 @@ func (r *nodeVIPResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var addr types.String
+	var addr, mode types.String
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("address"), &addr)...)
-	if a, err := netip.ParseAddr(addr.ValueString()); err == nil && !addr.IsUnknown() {
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("announce"), &mode)...)
+	if mode.ValueString() == vipapi.AnnounceBGP {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("announcement"), announcementBGP)...)
+		return
+	}
+	if a, err := netip.ParseAddr(addr.ValueString()); err == nil && !addr.IsUnknown() && !mode.IsUnknown() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("announcement"), announce.Method(a))...)
 	}
 }
+
+// announcementBGP is the announcement of a NodeVIP announced over BGP.
+const announcementBGP = "BGP"
 
 // client is the provider's cluster connection, scoped to its namespace.
 func (r *nodeVIPResource) client() (dynamic.ResourceInterface, string, error) {
@@ -152,6 +171,11 @@ func (m *nodeVIPModel) spec() vipapi.NodeVIPSpec {
 		Interface:             m.Interface.ValueString(),
 		Standby:               m.Standby.ValueBool(),
 	}
+	if m.Announce.ValueString() == vipapi.AnnounceBGP {
+		// l2 stays "" on the object: objects written before BGP mode
+		// existed do not change.
+		s.Announce = vipapi.AnnounceBGP
+	}
 	for _, p := range m.Ports {
 		s.Ports = append(s.Ports, vipapi.Port{Protocol: p.Protocol, Port: int32(p.Port)})
 	}
@@ -174,11 +198,26 @@ func (m *nodeVIPModel) fromObject(v *vipapi.NodeVIP) {
 	if a, err := netip.ParseAddr(v.Spec.Address); err == nil {
 		m.Announcement = types.StringValue(announce.Method(a))
 	}
+	m.Announce = types.StringValue(vipapi.AnnounceL2)
+	if v.Spec.BGP() {
+		m.Announce = types.StringValue(vipapi.AnnounceBGP)
+		m.Announcement = types.StringValue(announcementBGP)
+	}
+	m.Announcers = stringList(v.Status.Announcers)
 	m.Holder = types.StringValue(v.Status.Holder)
 	m.Standby = types.BoolValue(v.Spec.Standby)
 	if m.WaitTimeout.IsNull() || m.WaitTimeout.IsUnknown() {
 		m.WaitTimeout = types.StringValue("30s")
 	}
+}
+
+// stringList is ss as a list value (empty, not null, when none).
+func stringList(ss []string) types.List {
+	vals := make([]attr.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, vals)
 }
 
 func optString(s string) types.String {
@@ -264,6 +303,7 @@ func (r *nodeVIPResource) settle(ctx context.Context, cl dynamic.ResourceInterfa
 			m.fromObject(v)
 		} else {
 			m.ID, m.Holder = types.StringValue(m.Name.ValueString()), types.StringValue("")
+			m.Announcers = stringList(nil)
 		}
 		diags.Append(set(ctx, m)...)
 		return
@@ -278,6 +318,7 @@ func (r *nodeVIPResource) settle(ctx context.Context, cl dynamic.ResourceInterfa
 	} else {
 		m.ID = types.StringValue(m.Name.ValueString())
 		m.Holder = types.StringValue("")
+		m.Announcers = stringList(nil)
 	}
 	diags.Append(set(ctx, m)...)
 	if werr != nil {
@@ -378,4 +419,5 @@ func (r *nodeVIPResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_timeout"), "30s")...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("standby"), false)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("announce"), vipapi.AnnounceL2)...)
 }

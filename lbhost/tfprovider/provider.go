@@ -270,7 +270,7 @@ func (p *lbhostProvider) Configure(ctx context.Context, req provider.ConfigureRe
 }
 
 func (p *lbhostProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPRouterResource, newBGPAnnouncementResource, newNodeVIPResource}
+	return []func() resource.Resource{newFrontendResource, newVIPResource, newRouteResource, newRoutedVIPResource, newL4FrontendResource, newAllocationResource, newBGPSpeakerResource, newBGPRouterResource, newBGPAnnouncementResource, newNodeVIPResource, newNodeBGPResource}
 }
 
 func (p *lbhostProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -45,6 +46,11 @@ type Config struct {
 	Resync time.Duration
 	// MetricsAddress serves /metrics (tfccm_node_vip_held); "" serves none.
 	MetricsAddress string
+	// FRRDir is where the node's FRR has its vty sockets (the chart's
+	// hostPath /var/run/frr): BGP mode (NodeVIPs with announce bgp,
+	// configured by the NodeBGP object). "": BGP mode is off and such
+	// NodeVIPs are reported as not announced.
+	FRRDir string
 }
 
 // Agent is one running node agent.
@@ -74,6 +80,8 @@ type Agent struct {
 	// contention: other nodes answering for addresses this node holds
 	// (see contention.go).
 	contention contention
+	// bgp is BGP mode's state (bgp.go).
+	bgp bgpState
 }
 
 // Run runs the agent until ctx ends; then it leaves the gossip (the other
@@ -103,6 +111,11 @@ func Run(ctx context.Context, cfg Config, kube kubernetes.Interface, dyn dynamic
 		handover:  map[string]time.Time{},
 
 		contention: newContention(),
+		bgp:        bgpState{dir: cfg.FRRDir, spec: func() *vipapi.NodeBGP { return nil }, announced: map[string]bool{}},
+	}
+	a.bgp.dyn = dyn.Resource(vipapi.BGPGVR).Namespace(cfg.Namespace)
+	a.bgp.secrets = func(ctx context.Context, name string) (*corev1.Secret, error) {
+		return kube.CoreV1().Secrets(cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
 	}
 	if err := a.watch(ctx, dyn); err != nil {
 		return err
@@ -185,6 +198,29 @@ func (a *Agent) watch(ctx context.Context, dyn dynamic.Interface) error {
 	if _, err := vips.Informer().AddEventHandler(kick); err != nil {
 		return err
 	}
+	if a.cfg.FRRDir != "" {
+		// BGP mode: the NodeBGP object too (its CRD comes with the chart).
+		bgps := df.ForResource(vipapi.BGPGVR)
+		if _, err := bgps.Informer().AddEventHandler(kick); err != nil {
+			return err
+		}
+		a.bgp.spec = func() *vipapi.NodeBGP {
+			o, err := bgps.Lister().ByNamespace(a.cfg.Namespace).Get(vipapi.BGPName)
+			if err != nil {
+				return nil
+			}
+			u, ok := o.(interface{ UnstructuredContent() map[string]any })
+			if !ok {
+				return nil
+			}
+			var b vipapi.NodeBGP
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &b); err != nil {
+				klog.ErrorS(err, "unreadable NodeBGP")
+				return nil
+			}
+			return &b
+		}
+	}
 	f.Start(ctx.Done())
 	df.Start(ctx.Done())
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
@@ -194,7 +230,7 @@ func (a *Agent) watch(ctx context.Context, dyn dynamic.Interface) error {
 	}
 	for gvr, ok := range df.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return fmt.Errorf("node-agent: watch %v did not sync (is the NodeVIP CRD installed?)", gvr)
+			return fmt.Errorf("node-agent: watch %v did not sync (are the NodeVIP and, with BGP mode, NodeBGP CRDs installed?)", gvr)
 		}
 	}
 	a.nodes = func() []*corev1.Node {
@@ -267,8 +303,18 @@ func (a *Agent) rejoin(ctx context.Context) {
 	}
 }
 
-// stop leaves the gossip, then stops answering for every VIP.
+// stop withdraws its BGP announcements, leaves the gossip, then stops
+// answering for every VIP.
 func (a *Agent) stop() {
+	if a.bgp.dir != "" {
+		var self *corev1.Node
+		for _, n := range a.nodes() {
+			if n.Name == a.cfg.NodeName {
+				self = n
+			}
+		}
+		a.withdrawBGP(self)
+	}
 	a.members.leave()
 	for addr, h := range a.held {
 		a.release(addr, h)

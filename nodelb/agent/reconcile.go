@@ -33,6 +33,8 @@ func (a *Agent) reconcile(ctx context.Context) {
 		nodes[n.Name] = n
 	}
 	w := view{nodes: nodes, members: a.members.members(), slices: a.slices}
+	l2, viaBGP := splitBGP(a.vips())
+	a.reconcileBGP(ctx, viaBGP, w, nodes[a.cfg.NodeName])
 	if a.cut.isCut() {
 		// Cut off: whatever it decides, another node is serving.
 		for addr, h := range a.held {
@@ -40,7 +42,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		}
 		return
 	}
-	decisions := decide(a.confirmed(ctx, a.vips()), w)
+	decisions := decide(a.confirmed(ctx, l2), w)
 	mine, waiting := map[string]bool{}, map[string]bool{}
 	for _, d := range decisions {
 		switch {

@@ -113,6 +113,11 @@ func (e eventSink) warn(v *vipapi.NodeVIP, reason, message string) {
 	e.rec.Event(runtime.Object(ref), corev1.EventTypeWarning, reason, message)
 }
 
+// warnObject records a Warning Event on any object.
+func (e eventSink) warnObject(ref *corev1.ObjectReference, reason, message string) {
+	e.rec.Event(runtime.Object(ref), corev1.EventTypeWarning, reason, message)
+}
+
 // vipFromMap converts an informer's object.
 func vipFromMap(m map[string]any) (*vipapi.NodeVIP, error) {
 	var v vipapi.NodeVIP

@@ -16,3 +16,12 @@ func TestCRDMatchesTypes(t *testing.T) {
 		Spec: reflect.TypeFor[NodeVIPSpec](), Status: reflect.TypeFor[NodeVIPStatus](),
 	})
 }
+
+// TestNodeBGPCRDMatchesTypes: the same for NodeBGP.
+func TestNodeBGPCRDMatchesTypes(t *testing.T) {
+	testkit.CheckCRD(t, testkit.CRD{
+		File:  "../../deploy/helm/tfccm/crds/tfccm.io_nodebgps.yaml",
+		Group: Group, Kind: BGPKind, Resource: BGPResource, Version: Version,
+		Spec: reflect.TypeFor[NodeBGPSpec](), Status: reflect.TypeFor[NodeBGPStatus](),
+	})
+}

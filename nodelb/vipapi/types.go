@@ -57,7 +57,21 @@ type NodeVIPSpec struct {
 	// Announced condition False with reason Standby, and no Event. An
 	// address shared by several NodeVIPs is held unless all are on standby.
 	Standby bool `json:"standby,omitempty"`
+	// Announce is how the address is announced: "" or AnnounceL2 (one
+	// holder answers ARP/NDP for it), or AnnounceBGP (every eligible node
+	// announces a route to it to its BGP peers, configured by the NodeBGP
+	// object; the routers spread the flows over them by ECMP).
+	Announce string `json:"announce,omitempty"`
 }
+
+// Announce modes.
+const (
+	AnnounceL2  = "l2"
+	AnnounceBGP = "bgp"
+)
+
+// BGP: the NodeVIP is announced over BGP.
+func (s NodeVIPSpec) BGP() bool { return s.Announce == AnnounceBGP }
 
 // ServiceRef names a Service.
 type ServiceRef struct {
@@ -81,6 +95,9 @@ type NodeVIPStatus struct {
 	// Announcement is how the holder announced it ("gratuitous ARP",
 	// "unsolicited neighbor advertisement").
 	Announcement string `json:"announcement,omitempty"`
+	// Announcers are the nodes announcing the address over BGP now
+	// (announce bgp: there is no single holder), sorted.
+	Announcers []string `json:"announcers,omitempty"`
 	// Candidates are the eligible nodes the holder was chosen from.
 	Candidates []string `json:"candidates,omitempty"`
 	// Contenders are the nodes answering for the address at once, sorted,
@@ -108,6 +125,9 @@ const (
 	// node has a ready endpoint of the Service; no node holds the address
 	// until one has (not a failure: apply does not wait for it).
 	ReasonNoLocalEndpoint = "NoLocalEndpoint"
+	// ReasonNoBGP: announce bgp, but no NodeBGP object configures the
+	// nodes' peering, or no eligible node's FRR took it.
+	ReasonNoBGP = "NoBGPSpeaker"
 	// ReasonStandby: the NodeVIP is on standby (spec.standby); nothing
 	// is wrong, so no Warning Event.
 	ReasonStandby = "Standby"
@@ -157,6 +177,7 @@ func (s *NodeVIPStatus) Announced() *metav1.Condition {
 func (s NodeVIPStatus) DeepCopyStatus() NodeVIPStatus {
 	out := s
 	out.Candidates = append([]string(nil), s.Candidates...)
+	out.Announcers = append([]string(nil), s.Announcers...)
 	out.Contenders = append([]string(nil), s.Contenders...)
 	out.Conditions = nil
 	for _, c := range s.Conditions {
