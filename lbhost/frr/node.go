@@ -15,9 +15,10 @@ import (
 // Node is what tfccm adds to a node's FRR: its peers in `router bgp ASN`
 // (descriptions tfccm-<name>), the BFD profiles they use (tfccm-<name>),
 // per pool a prefix list and an entry of the export route map (its
-// communities and local preference), the import route map that refuses
+// communities and local preference, set towards peers) and of the
+// originate route map (match only), the import route map that refuses
 // every route a peer sends, and one `network` statement (route map
-// tfccm-export) per address the node announces. Everything is named
+// tfccm-originate) per address the node announces. Everything is named
 // tfccm-*; the rest of the node's FRR is the admin's.
 type Node struct {
 	Config
@@ -130,6 +131,7 @@ func (n Node) Blocks() ([]Block, error) {
 				}
 			}
 			out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", ExportMap, seq), Body: body})
+			out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", OriginateMap, seq), Body: []string{body[0]}})
 			seq += 10
 		}
 	}
@@ -187,7 +189,7 @@ func (n Node) Blocks() ([]Block, error) {
 			ip = "ipv6"
 		}
 		out = append(out, Block{Daemon: "staticd", Text: fmt.Sprintf("%s route %s lo tag %d", ip, netip.PrefixFrom(a, a.BitLen()), StaticTag)})
-		out = append(out, Block{Daemon: "bgpd", Context: []string{bgp, AddressFamily(a.Is6())}, Text: fmt.Sprintf("network %s route-map %s", netip.PrefixFrom(a, a.BitLen()), ExportMap)})
+		out = append(out, Block{Daemon: "bgpd", Context: []string{bgp, AddressFamily(a.Is6())}, Text: fmt.Sprintf("network %s route-map %s", netip.PrefixFrom(a, a.BitLen()), OriginateMap)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil

@@ -31,9 +31,12 @@ func TestNodeBlocks(t *testing.T) {
 		"bgpd: router bgp 64513 | neighbor 10.0.0.1 description tfccm-tor {}",
 		"bgpd: router bgp 64513 | neighbor 10.0.0.1 bfd profile tfccm-fast {}",
 		"bgpd: router bgp 64513 > address-family ipv6 unicast | neighbor fd00::1 activate {}",
-		"bgpd: router bgp 64513 > address-family ipv4 unicast | network 198.51.100.7/32 route-map tfccm-export {}",
+		"bgpd: router bgp 64513 > address-family ipv4 unicast | network 198.51.100.7/32 route-map tfccm-originate {}",
 		"staticd:  | ip route 198.51.100.7/32 lo tag 29798 {}",
 		"bgpd:  | route-map tfccm-export permit 10 {match ip address prefix-list tfccm-pool-p; set community 64513:1}",
+		// Communities are set towards peers, never when the route is
+		// originated (no-export there would keep it from eBGP peers).
+		"bgpd:  | route-map tfccm-originate permit 10 {match ip address prefix-list tfccm-pool-p}",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)

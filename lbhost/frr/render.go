@@ -10,11 +10,16 @@ import (
 
 // Names of the objects Render writes, for the announcer and tests.
 const (
-	// ExportMap permits the pools' host routes (and sets their
-	// communities and local preference); bgpd redistributes the kernel's
-	// routes (the announcer's) through it and sends peers only what it
-	// permits.
+	// ExportMap permits the pools' host routes and sets their
+	// communities and local preference on the way to a peer: bgpd sends
+	// peers only what it permits.
 	ExportMap = "tfccm-export"
+	// OriginateMap permits the pools' host routes into bgpd (the kernel's
+	// routes of the announcer on an LB host, a node's network statements)
+	// and sets nothing: a community set when a route is originated would
+	// act on this speaker already (no-export keeps the route from every
+	// eBGP peer), where the admin means it for the peer.
+	OriginateMap = "tfccm-originate"
 	// ImportMap refuses every route a peer sends.
 	ImportMap = "tfccm-import"
 )
@@ -88,12 +93,13 @@ func renderRouteMaps(b *strings.Builder, pools []Pool) {
 			fmt.Fprintf(b, "route-map %s permit %d\n match %s address prefix-list %s\n", ExportMap, seq, fam.match, prefixList(p.Name, fam.v6))
 			renderSets(b, p)
 			b.WriteString("exit\n")
+			fmt.Fprintf(b, "route-map %s permit %d\n match %s address prefix-list %s\nexit\n", OriginateMap, seq, fam.match, prefixList(p.Name, fam.v6))
 			seq += 10
 		}
 	}
 	if seq == 10 {
 		// No pool: announce nothing (an empty route map would permit nothing too, but say so).
-		fmt.Fprintf(b, "route-map %s deny 10\nexit\n", ExportMap)
+		fmt.Fprintf(b, "route-map %s deny 10\nexit\nroute-map %s deny 10\nexit\n", ExportMap, OriginateMap)
 	}
 	fmt.Fprintf(b, "route-map %s deny 10\nexit\n!\n", ImportMap)
 }
@@ -142,7 +148,7 @@ func renderBGP(b *strings.Builder, c Config) {
 		name string
 		v6   bool
 	}{{"ipv4", false}, {"ipv6", true}} {
-		fmt.Fprintf(b, " address-family %s unicast\n  redistribute kernel route-map %s\n", fam.name, ExportMap)
+		fmt.Fprintf(b, " address-family %s unicast\n  redistribute kernel route-map %s\n", fam.name, OriginateMap)
 		for _, p := range c.Peers {
 			if p.Address.Is6() != fam.v6 {
 				continue

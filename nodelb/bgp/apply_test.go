@@ -68,7 +68,8 @@ func wantNode(announce ...string) frr.Node {
 		},
 		BFDProfiles: []frr.BFDProfile{{Name: "fast", ReceiveInterval: 100 * time.Millisecond, TransmitInterval: 100 * time.Millisecond, DetectMultiplier: 3}},
 		Pools: []frr.Pool{{Name: "default", Prefixes: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("fd00:253::/112")},
-			Communities: []string{"64513:100", "64513:1:2"}}},
+			// no-export: the ToR (eBGP) must still get the route, carrying it.
+			Communities: []string{"64513:100", "no-export", "64513:1:2"}}},
 		Networks: []netip.Prefix{netip.MustParsePrefix("10.77.0.0/24"), netip.MustParsePrefix("fd77::/64")},
 	}}
 	for _, a := range announce {
@@ -129,7 +130,7 @@ func TestApplyAnnouncesAndWithdraws(t *testing.T) {
 	waitRoute(t, p, "198.51.100.10", true)
 	waitRoute(t, p, "fd00:253::10", true)
 	// Communities reach the ToR.
-	if out := p.tor.Vtysh(t, "show bgp ipv4 unicast 198.51.100.10/32"); !strings.Contains(out, "64513:100") || !strings.Contains(out, "64513:1:2") {
+	if out := p.tor.Vtysh(t, "show bgp ipv4 unicast 198.51.100.10/32"); !strings.Contains(out, "64513:100") || !strings.Contains(out, "no-export") || !strings.Contains(out, "64513:1:2") {
 		t.Errorf("communities missing at the ToR:\n%s", out)
 	}
 	// BFD is up with the profile's timers.

@@ -102,7 +102,7 @@ func owned(daemon, text string) (running, error) {
 			b.Body = l.body
 		case r.asn != 0 && len(l.context) >= 1 && l.context[0] == bgp && strings.HasPrefix(l.text, "neighbor ") && r.peers[strings.Fields(l.text)[1]]:
 		case daemon == "staticd" && len(l.context) == 0 && (strings.HasPrefix(l.text, "ip route ") || strings.HasPrefix(l.text, "ipv6 route ")) && strings.HasSuffix(l.text, fmt.Sprintf(" tag %d", frr.StaticTag)):
-		case r.asn != 0 && len(l.context) == 2 && l.context[0] == bgp && strings.HasPrefix(l.text, "network ") && strings.HasSuffix(l.text, " route-map "+frr.ExportMap):
+		case r.asn != 0 && len(l.context) == 2 && l.context[0] == bgp && strings.HasPrefix(l.text, "network ") && strings.HasSuffix(l.text, " route-map "+frr.OriginateMap):
 		default:
 			continue
 		}
