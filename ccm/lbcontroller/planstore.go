@@ -83,9 +83,10 @@ func (s *planSecrets) setClient(client kubernetes.Interface) {
 	s.mu.Unlock()
 }
 
-// whose returns the Service of ws's plan (nil for the routes workspace).
+// whose returns the Service of ws's plan (nil for a cluster workspace:
+// routes, BGP peering).
 func (s *planSecrets) whose(ws string) (*corev1.Service, error) {
-	if ws == templates.RoutesWorkspaceName {
+	if templates.IsClusterWorkspace(ws) {
 		return nil, nil
 	}
 	svc, _ := s.owner(ws)
