@@ -2,6 +2,8 @@ package ccm
 
 import (
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -17,6 +19,12 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.lbc.SetInformers(f)
 	svcs := f.Core().V1().Services() // the BGP peering's users
 	c.services, c.servicesSynced = svcs.Lister(), svcs.Informer().HasSynced
+	if _, err := svcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, _ any) { c.peering.servicesChanged() },
+		DeleteFunc: func(any) { c.peering.servicesChanged() },
+	}); err != nil {
+		klog.ErrorS(err, "Watch Services for the BGP peering")
+	}
 	if c.routes != nil {
 		nodes := f.Core().V1().Nodes()
 		nodes.Informer() // registered before the factory starts

@@ -43,6 +43,9 @@ type peering struct {
 
 	mu      sync.Mutex
 	lastErr string // the last failure told (not told again on each retry)
+	// kept: a destroy waits for the peering's Services to go, so a
+	// Service change calls for a pass (servicesChanged).
+	kept bool
 }
 
 // peeringWorkspace is the peering workspace as the facet sees it.
@@ -80,6 +83,21 @@ func (p *peering) changed() {
 	}
 }
 
+// servicesChanged asks for another pass when a destroy of the peering
+// waits for its Services to go (a Service deleted or moved to another
+// variant); otherwise a Service change is not the peering's business.
+func (p *peering) servicesChanged() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	kept := p.kept
+	p.mu.Unlock()
+	if kept {
+		p.changed()
+	}
+}
+
 // run reconciles until ctx ends: at once, after every change, and after a
 // failure with exponential backoff.
 func (p *peering) run(ctx context.Context) {
@@ -105,6 +123,7 @@ func (p *peering) run(ctx context.Context) {
 // reconcile makes one pass: apply the rendered peering, or destroy an
 // applied one the settings no longer ask for.
 func (p *peering) reconcile(ctx context.Context) error {
+	p.setKept(false)
 	spec, ok, err := p.ws.render()
 	if err != nil {
 		return p.fail("render", err)
@@ -143,6 +162,7 @@ func (p *peering) reconcile(ctx context.Context) error {
 				p.event(u, corev1.EventTypeWarning, lbcontroller.ReasonPeeringKept, msg)
 			}
 		}
+		p.setKept(true)
 		return errPeeringInUse
 	}
 	klog.InfoS("BGP peering no longer configured; destroying it", "workspace", templates.PeeringWorkspaceName)
@@ -180,6 +200,12 @@ func (p *peering) tell(msg string) bool {
 	}
 	p.lastErr = msg
 	return true
+}
+
+func (p *peering) setKept(kept bool) {
+	p.mu.Lock()
+	p.kept = kept
+	p.mu.Unlock()
 }
 
 func (p *peering) succeeded() {

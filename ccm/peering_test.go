@@ -21,14 +21,19 @@ import (
 // fakePeeringWS is the peering workspace of the facet's unit tests: what
 // render returns, what apply and destroy return, and what was called.
 type fakePeeringWS struct {
-	mu         sync.Mutex
+	mu sync.Mutex
+	fakePeering
+	applied   int
+	destroyed int
+}
+
+// fakePeering is what the fake workspace renders and answers.
+type fakePeering struct {
 	want       bool
 	renderErr  error
 	applyErr   error
 	destroyErr error
 	st         workspace.Status
-	applied    int
-	destroyed  int
 }
 
 func (f *fakePeeringWS) render() (*workspace.Spec, bool, error) {
@@ -103,7 +108,7 @@ func TestPeeringDecisions(t *testing.T) {
 	users := []*corev1.Service{bgpService("b", "web"), bgpService("a", "api")}
 	for _, tc := range []struct {
 		name      string
-		ws        fakePeeringWS
+		ws        fakePeering
 		users     []*corev1.Service
 		usersErr  error
 		wantErr   string // "" = nil
@@ -112,29 +117,29 @@ func TestPeeringDecisions(t *testing.T) {
 		reason    string // Event reason recorded on every user ("" = none)
 		wantMsg   []string
 	}{
-		{name: "bgp configured: applied", ws: fakePeeringWS{want: true}, users: users, applied: 1},
-		{name: "apply fails: Event on every user", ws: fakePeeringWS{want: true, applyErr: errors.New("peer 10.0.0.1: asn 64512 clashes")},
+		{name: "bgp configured: applied", ws: fakePeering{want: true}, users: users, applied: 1},
+		{name: "apply fails: Event on every user", ws: fakePeering{want: true, applyErr: errors.New("peer 10.0.0.1: asn 64512 clashes")},
 			users: users, applied: 1, wantErr: "clashes", reason: lbcontroller.ReasonPeeringFailed,
 			wantMsg: []string{"apply BGP peering workspace bgp-peering", "asn 64512 clashes"}},
-		{name: "apply fails without users: no Event", ws: fakePeeringWS{want: true, applyErr: errors.New("boom")},
+		{name: "apply fails without users: no Event", ws: fakePeering{want: true, applyErr: errors.New("boom")},
 			applied: 1, wantErr: "boom"},
-		{name: "render fails", ws: fakePeeringWS{renderErr: errors.New(`settings: template bgp requires key "hosts"`)}, users: users,
+		{name: "render fails", ws: fakePeering{renderErr: errors.New(`settings: template bgp requires key "hosts"`)}, users: users,
 			wantErr: "requires key", reason: lbcontroller.ReasonPeeringFailed, wantMsg: []string{"render BGP peering workspace bgp-peering"}},
-		{name: "review mode: waits for approval, no failure", ws: fakePeeringWS{want: true, applyErr: fmt.Errorf("wait: %w", workspace.ErrAwaitingApproval)},
+		{name: "review mode: waits for approval, no failure", ws: fakePeering{want: true, applyErr: fmt.Errorf("wait: %w", workspace.ErrAwaitingApproval)},
 			users: users, applied: 1},
-		{name: "no bgp, never applied: nothing", ws: fakePeeringWS{}, users: users},
-		{name: "no bgp, destroyed already: nothing", ws: fakePeeringWS{st: workspace.Status{Phase: workspace.PhaseDestroyed, AppliedHash: "h0"}}, users: users},
-		{name: "bgp removed, Services announce over it: kept", ws: fakePeeringWS{st: appliedPeering}, users: users,
+		{name: "no bgp, never applied: nothing", ws: fakePeering{}, users: users},
+		{name: "no bgp, destroyed already: nothing", ws: fakePeering{st: workspace.Status{Phase: workspace.PhaseDestroyed, AppliedHash: "h0"}}, users: users},
+		{name: "bgp removed, Services announce over it: kept", ws: fakePeering{st: appliedPeering}, users: users,
 			wantErr: "still in use", reason: lbcontroller.ReasonPeeringKept, wantMsg: []string{"2 Service(s)", "a/api, b/web", "no bgp"}},
-		{name: "bgp removed, Services not listed yet: kept", ws: fakePeeringWS{st: appliedPeering}, usersErr: errors.New("the Services are not listed yet"),
+		{name: "bgp removed, Services not listed yet: kept", ws: fakePeering{st: appliedPeering}, usersErr: errors.New("the Services are not listed yet"),
 			wantErr: "not listed yet"},
-		{name: "bgp removed, no Service uses it: destroyed", ws: fakePeeringWS{st: appliedPeering}, destroyed: 1},
-		{name: "destroy fails", ws: fakePeeringWS{st: appliedPeering, destroyErr: errors.New("host lb-a unreachable")}, destroyed: 1,
+		{name: "bgp removed, no Service uses it: destroyed", ws: fakePeering{st: appliedPeering}, destroyed: 1},
+		{name: "destroy fails", ws: fakePeering{st: appliedPeering, destroyErr: errors.New("host lb-a unreachable")}, destroyed: 1,
 			wantErr: "destroy BGP peering workspace bgp-peering: host lb-a unreachable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws := tc.ws
-			p, events := peeringUnderTest(&ws, tc.users, tc.usersErr)
+			ws := &fakePeeringWS{fakePeering: tc.ws}
+			p, events := peeringUnderTest(ws, tc.users, tc.usersErr)
 			err := p.reconcile(context.Background())
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("reconcile = %v, want %q", err, tc.wantErr)
@@ -177,7 +182,7 @@ func TestPeeringDecisions(t *testing.T) {
 // TestPeeringRetries: a failed apply is retried with backoff until it
 // succeeds, then the facet waits for a change; a change applies again.
 func TestPeeringRetries(t *testing.T) {
-	ws := &fakePeeringWS{want: true, applyErr: errors.New("ssh: connection refused")}
+	ws := &fakePeeringWS{fakePeering: fakePeering{want: true, applyErr: errors.New("ssh: connection refused")}}
 	p, _ := peeringUnderTest(ws, nil, nil)
 	p.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -228,4 +233,38 @@ func TestPeeringOnResult(t *testing.T) {
 	if len(rv.ws) != 1 || rv.ws[0] != templates.PeeringWorkspaceName {
 		t.Errorf("review got %v", rv.ws)
 	}
+}
+
+// TestPeeringServicesChanged: a Service change asks for a pass only
+// while a destroy waits for the peering's Services to go.
+func TestPeeringServicesChanged(t *testing.T) {
+	kicked := func(p *peering) bool {
+		select {
+		case <-p.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	ws := &fakePeeringWS{fakePeering: fakePeering{want: true}}
+	p, _ := peeringUnderTest(ws, []*corev1.Service{bgpService("a", "web")}, nil)
+	if err := p.reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.servicesChanged()
+	if kicked(p) {
+		t.Error("a Service change asked for a pass while the peering is applied")
+	}
+	ws.mu.Lock()
+	ws.want = false
+	ws.mu.Unlock()
+	if err := p.reconcile(context.Background()); !errors.Is(err, errPeeringInUse) {
+		t.Fatalf("reconcile = %v, want errPeeringInUse", err)
+	}
+	p.servicesChanged()
+	if !kicked(p) {
+		t.Error("a Service change did not ask for a pass while the destroy waits")
+	}
+	var nilPeering *peering
+	nilPeering.servicesChanged() // a Cloud without the facet
 }
