@@ -154,10 +154,11 @@ func (p *peering) reconcile(ctx context.Context) error {
 			names[i] = u.Namespace + "/" + u.Name
 		}
 		sort.Strings(names)
-		msg := fmt.Sprintf("load_balancer.settings has no bgp, but workspace %s is kept: %d Service(s) of the %s variant still announce over it (%s); "+
-			"move or delete them and the peering is destroyed", templates.PeeringWorkspaceName, len(users), templates.PeeringVariant, strings.Join(names, ", "))
+		// The Event names no other Service: a tenant sees its own Events.
+		msg := fmt.Sprintf("load_balancer.settings has no bgp, but the cluster's BGP peering (workspace %s) is kept: %d Service(s) of the %s variant, this one among them, still announce over it; "+
+			"it is destroyed once none is left", templates.PeeringWorkspaceName, len(users), templates.PeeringVariant)
 		if p.tell(msg) {
-			klog.InfoS("BGP peering kept", "workspace", templates.PeeringWorkspaceName, "services", names)
+			klog.InfoS("BGP peering kept: Services still announce over it", "workspace", templates.PeeringWorkspaceName, "services", strings.Join(names, ", "))
 			for _, u := range users {
 				p.event(u, corev1.EventTypeWarning, lbcontroller.ReasonPeeringKept, msg)
 			}
@@ -176,15 +177,20 @@ func (p *peering) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// fail logs a failed pass and records it on the peering's Services (once
-// per distinct error: retries of the same failure are not told again).
+// fail logs a failed pass with its error and records it on the
+// peering's Services (once per distinct error: retries of the same
+// failure are not told again). The Event does not carry the error: it
+// may name the admin's peers, routers and hosts by address, which the
+// Services' tenants must not learn; the log line (the admin's) does.
 func (p *peering) fail(op string, err error) error {
 	err = fmt.Errorf("%s BGP peering workspace %s: %w", op, templates.PeeringWorkspaceName, err)
 	if p.tell(err.Error()) {
 		klog.ErrorS(err, "BGP peering failed", "workspace", templates.PeeringWorkspaceName, "op", op)
 		users, _ := p.users()
+		msg := fmt.Sprintf("the cluster's BGP peering (workspace %s) failed to %s; this Service's announcements wait for it. "+
+			"The CCM's log line \"BGP peering failed\" has the error; tfccm retries with backoff", templates.PeeringWorkspaceName, op)
 		for _, u := range users {
-			p.event(u, corev1.EventTypeWarning, lbcontroller.ReasonPeeringFailed, err.Error())
+			p.event(u, corev1.EventTypeWarning, lbcontroller.ReasonPeeringFailed, msg)
 		}
 	}
 	return err

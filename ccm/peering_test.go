@@ -116,21 +116,22 @@ func TestPeeringDecisions(t *testing.T) {
 		destroyed int
 		reason    string // Event reason recorded on every user ("" = none)
 		wantMsg   []string
+		notMsg    []string // never in the Event: another Service's name, the admin's error
 	}{
 		{name: "bgp configured: applied", ws: fakePeering{want: true}, users: users, applied: 1},
 		{name: "apply fails: Event on every user", ws: fakePeering{want: true, applyErr: errors.New("peer 10.0.0.1: asn 64512 clashes")},
 			users: users, applied: 1, wantErr: "clashes", reason: lbcontroller.ReasonPeeringFailed,
-			wantMsg: []string{"apply BGP peering workspace bgp-peering", "asn 64512 clashes"}},
+			wantMsg: []string{"BGP peering (workspace bgp-peering) failed to apply", `"BGP peering failed"`}, notMsg: []string{"10.0.0.1", "clashes"}},
 		{name: "apply fails without users: no Event", ws: fakePeering{want: true, applyErr: errors.New("boom")},
 			applied: 1, wantErr: "boom"},
 		{name: "render fails", ws: fakePeering{renderErr: errors.New(`settings: template bgp requires key "hosts"`)}, users: users,
-			wantErr: "requires key", reason: lbcontroller.ReasonPeeringFailed, wantMsg: []string{"render BGP peering workspace bgp-peering"}},
+			wantErr: "requires key", reason: lbcontroller.ReasonPeeringFailed, wantMsg: []string{"failed to render"}, notMsg: []string{"hosts"}},
 		{name: "review mode: waits for approval, no failure", ws: fakePeering{want: true, applyErr: fmt.Errorf("wait: %w", workspace.ErrAwaitingApproval)},
 			users: users, applied: 1},
 		{name: "no bgp, never applied: nothing", ws: fakePeering{}, users: users},
 		{name: "no bgp, destroyed already: nothing", ws: fakePeering{st: workspace.Status{Phase: workspace.PhaseDestroyed, AppliedHash: "h0"}}, users: users},
 		{name: "bgp removed, Services announce over it: kept", ws: fakePeering{st: appliedPeering}, users: users,
-			wantErr: "still in use", reason: lbcontroller.ReasonPeeringKept, wantMsg: []string{"2 Service(s)", "a/api, b/web", "no bgp"}},
+			wantErr: "still in use", reason: lbcontroller.ReasonPeeringKept, wantMsg: []string{"2 Service(s)", "this one among them", "no bgp"}, notMsg: []string{"api", "web"}},
 		{name: "bgp removed, Services not listed yet: kept", ws: fakePeering{st: appliedPeering}, usersErr: errors.New("the Services are not listed yet"),
 			wantErr: "not listed yet"},
 		{name: "bgp removed, no Service uses it: destroyed", ws: fakePeering{st: appliedPeering}, destroyed: 1},
@@ -164,6 +165,11 @@ func TestPeeringDecisions(t *testing.T) {
 				for _, w := range tc.wantMsg {
 					if !strings.Contains(e.msg, w) {
 						t.Errorf("event message %q lacks %q", e.msg, w)
+					}
+				}
+				for _, w := range tc.notMsg {
+					if strings.Contains(e.msg, w) {
+						t.Errorf("event message %q tells the tenant %q", e.msg, w)
 					}
 				}
 			}
