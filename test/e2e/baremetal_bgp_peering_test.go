@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -36,7 +37,7 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 	t.Cleanup(tor.Stop)
 	withBGP := tor.BGPSettings(false)
 	withBGP["vip_pool"], withBGP["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
-	b.writeConfig(t, withBGP)
+	writeBGPConfig(t, b, withBGP)
 	serveNodes(t, b.cloud, 30080)
 	createNode(t, b.client, b.cloud, "node-a")
 	createNode(t, b.client, b.cloud, "node-b")
@@ -91,7 +92,9 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 		without := tor.BGPSettings(false)
 		without["vip_pool"], without["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
 		delete(without, "bgp")
-		b.reconfigure(st, t, without)
+		b.ccm.Stop()
+		writeBGPConfig(st, b, without)
+		b.startCCM(t)
 		eventually(st, 2*time.Minute, "a BGPPeeringKept Warning on web", func(ctx context.Context) error {
 			if n, err := harness.EventCount(ctx, b.client, "default", "web", lbcontroller.ReasonPeeringKept); err != nil || n == 0 {
 				return fmt.Errorf("%d Events (%v)", n, err)
@@ -123,6 +126,23 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// writeBGPConfig writes the cloud config as b.writeConfig does, with the
+// load_balancer settings as JSON (an HCL expression): the bgp block's
+// lists of objects, which harness.HCLObject writes as strings.
+func writeBGPConfig(t testing.TB, b *baremetal, lb map[string]any) {
+	t.Helper()
+	js, err := json.Marshal(lb)
+	if err != nil || strings.Contains(string(js), "${") {
+		t.Fatalf("settings as HCL: %v (%s)", err, js)
+	}
+	tf := []string{}
+	if b.drift != "" {
+		tf = append(tf, fmt.Sprintf("drift_interval = %q", b.drift))
+	}
+	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  health_interval = \"2s\"\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
+		js, harness.HCLObject(b.hosts.RoutesSettings())), tf...)
 }
 
 func mustSessions(t testing.TB, tor *hosttest.ToR) map[string]string {
