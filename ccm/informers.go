@@ -3,8 +3,8 @@ package ccm
 import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 )
 
 var _ cloudprovider.InformerUser = (*Cloud)(nil)

@@ -172,7 +172,7 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *plans.Saved) e
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   namespace,
-			Labels:      planLabels(svc),
+			Labels:      planLabels(ws, svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Plan.Hash},
 		},
 		Data: map[string][]byte{planSecretKey: sealed},

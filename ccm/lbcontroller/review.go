@@ -136,11 +136,16 @@ func planData(p *plans.PendingPlan, limit int) map[string]string {
 	return data
 }
 
-// planLabels are the labels of svc's plan ConfigMap and Secret (nil svc:
-// the routes plan's).
-func planLabels(svc *corev1.Service) map[string]string {
+// planLabels are the labels of the plan ConfigMap and Secret of
+// workspace ws, svc's (nil svc: a cluster workspace's, routes or BGP
+// peering).
+func planLabels(ws string, svc *corev1.Service) map[string]string {
 	if svc == nil {
-		return map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: annotations.PlanOfRoutes}
+		kind := annotations.PlanOfRoutes
+		if ws == templates.PeeringWorkspaceName {
+			kind = annotations.PlanOfPeering
+		}
+		return map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: kind}
 	}
 	return map[string]string{
 		annotations.ManagedBy:            "tfccm",
@@ -164,7 +169,7 @@ func (rv *reviewer) publish(ctx context.Context, ws string, svc *corev1.Service,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   rv.namespace,
-			Labels:      planLabels(svc),
+			Labels:      planLabels(ws, svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Hash},
 		},
 		Data: planData(p, maxPublishedPlan),
