@@ -145,8 +145,9 @@ func (p *peering) reconcile(ctx context.Context) error {
 	users, err := p.users()
 	if err != nil {
 		// Not known yet (the informers have not synced): never destroy
-		// the peering under Services not seen.
-		return p.fail("destroy", err)
+		// the peering under Services not seen; try again shortly.
+		klog.V(2).InfoS("BGP peering destroy waits for the Services", "workspace", templates.PeeringWorkspaceName, "err", err)
+		return fmt.Errorf("destroy BGP peering workspace %s: %w", templates.PeeringWorkspaceName, err)
 	}
 	if len(users) > 0 {
 		names := make([]string, len(users))
