@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/lbhost/hosttest"
 	"github.com/tfccm/tfccm/test/harness"
@@ -128,16 +130,68 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 	})
 }
 
+// TestBaremetalBGPPeeringReviewed: in review mode the peering's plan
+// waits for approval like the routes plan: published as ConfigMap
+// tfccm-plan-bgp-peering in tfccm's namespace (kind bgp-peering), no
+// session comes up until an approver approves it there, then the
+// sessions come up.
+func TestBaremetalBGPPeeringReviewed(t *testing.T) {
+	b := newBaremetal(t, "")
+	ctx := context.Background()
+	tor, err := b.hosts.StartBGP(hosttest.BGPOptions{Router: filepath.Join(repoRoot(t), "bin", "lbhost-router")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tor.Stop)
+	withBGP := tor.BGPSettings(false)
+	withBGP["vip_pool"], withBGP["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
+	writeBGPConfig(t, b, withBGP, "review = true")
+	b.startCCM(t)
+
+	name := annotations.PlanConfigMapName("bgp-peering")
+	var hash string
+	eventually(t, 3*time.Minute, "the peering's plan published", func(ctx context.Context) error {
+		cm, err := b.client.CoreV1().ConfigMaps(tfccmNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		hash = cm.Annotations[annotations.PlanHash]
+		if len(hash) != 64 || !strings.Contains(cm.Data["summary"], "to add") || cm.Labels[annotations.PlanKind] != annotations.PlanOfPeering {
+			return fmt.Errorf("ConfigMap %s: hash %q summary %q labels %v", name, hash, cm.Data["summary"], cm.Labels)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	for peer, state := range mustSessions(t, tor) {
+		if state == "Established" {
+			t.Fatalf("session %s Established before the peering's plan was approved", peer)
+		}
+	}
+	cm, err := b.client.CoreV1().ConfigMaps(tfccmNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Annotations[annotations.ApprovedPlan.Name] = hash
+	if _, err := b.client.CoreV1().ConfigMaps(tfccmNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	approved := time.Now()
+	if err := tor.WaitUp(ctx, false, 3*time.Minute); err != nil {
+		t.Fatalf("the approved peering did not come up: %v\n%s", err, tor.Logs())
+	}
+	t.Logf("FIGURE approved peering up after %s", time.Since(approved).Round(time.Millisecond))
+}
+
 // writeBGPConfig writes the cloud config as b.writeConfig does, with the
 // load_balancer settings as JSON (an HCL expression): the bgp block's
 // lists of objects, which harness.HCLObject writes as strings.
-func writeBGPConfig(t testing.TB, b *baremetal, lb map[string]any) {
+func writeBGPConfig(t testing.TB, b *baremetal, lb map[string]any, terraformLines ...string) {
 	t.Helper()
 	js, err := json.Marshal(lb)
 	if err != nil || strings.Contains(string(js), "${") {
 		t.Fatalf("settings as HCL: %v (%s)", err, js)
 	}
-	tf := []string{}
+	tf := slices.Clone(terraformLines)
 	if b.drift != "" {
 		tf = append(tf, fmt.Sprintf("drift_interval = %q", b.drift))
 	}
