@@ -41,10 +41,10 @@ var (
 	PlanHash = wire(Prefix+"plan-hash", "annotation", "plan ConfigMap and Secret",
 		"The sha256 of the saved plan the ConfigMap publishes: the value an approver puts in `"+Prefix+"approved-plan` on that ConfigMap (what `tfccm approve` does).")
 	// PlanKind on a plan ConfigMap or Secret says whose plan it is:
-	// PlanOfLoadBalancer or PlanOfRoutes. tfccm watches the ConfigMaps of
+	// PlanOfLoadBalancer, PlanOfRoutes or PlanOfPeering. tfccm watches the ConfigMaps of
 	// its namespace carrying it.
 	PlanKind = wire(Prefix+"plan", "label", "plan ConfigMap and Secret",
-		"Admin side (tfccm's namespace): `load-balancer` or `routes`, whose plan the object holds. tfccm watches the ConfigMaps of its namespace with this label for approvals (`kubectl get configmaps -n NAMESPACE -l "+Prefix+"plan`).")
+		"Admin side (tfccm's namespace): `load-balancer`, `routes` or `bgp-peering`, whose plan the object holds. tfccm watches the ConfigMaps of its namespace with this label for approvals (`kubectl get configmaps -n NAMESPACE -l "+Prefix+"plan`).")
 	// PlanServiceUID on a plan ConfigMap is the owning Service's UID.
 	PlanServiceUID = wire(Prefix+"service-uid", "label", "plan ConfigMap and Secret",
 		"The UID of the Service whose load balancer plan the object holds (absent on the routes plan). A plan whose Service UID no longer exists (and whose load balancer is not being destroyed) is deleted by the orphan sweep.")
@@ -71,6 +71,7 @@ var (
 const (
 	PlanOfLoadBalancer = "load-balancer"
 	PlanOfRoutes       = "routes"
+	PlanOfPeering      = "bgp-peering"
 )
 
 // Incarnations names the ConfigMap (in tfccm's namespace) where every

@@ -2,12 +2,15 @@ package ccm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -55,9 +58,15 @@ type Cloud struct {
 	engine    *workspace.Engine
 	// lbc is the load-balancer controller: the Services' lifecycle, review
 	// mode and the Events (the LoadBalancer facet delegates to it).
-	lbc       *lbcontroller.Controller
-	routes    *routes        // nil when disabled
-	instances *instanceFacet // nil when disabled (also serves Instances v1 and Zones)
+	lbc    *lbcontroller.Controller
+	routes *routes // nil when disabled
+	// peering applies the cluster's BGP peering workspace when the set
+	// has a bgp module and the settings a bgp block.
+	peering *peering
+	// services lists the Services (SetInformers): the peering's users.
+	services       corelisters.ServiceLister
+	servicesSynced func() bool
+	instances      *instanceFacet // nil when disabled (also serves Instances v1 and Zones)
 
 	// incarnations tells earlier leaders' state locks from anyone else's.
 	incarnations *incarnations
@@ -130,6 +139,14 @@ func (c *Cloud) buildFacets() error {
 		}
 		c.routes = newRoutes(engineRoutes{engine: c.engine, render: routesRenderer{cfg: c.cfg, loader: c.templates}}, review, c.cfg.Routes.BatchWindow)
 	}
+	var review clusterReview
+	if c.lbc.Reviewing() {
+		review = c.lbc
+	}
+	c.peering = newPeering(enginePeering{engine: c.engine, cfg: c.cfg, loader: c.templates}, review, c.peeringUsers,
+		func(svc *corev1.Service, eventType, reason, message string) {
+			c.lbc.Event(svc, eventType, reason, message)
+		})
 	if instancesEnabled(c.cfg) {
 		var err error
 		if c.instances, err = newInstances(c.cfg, func() ([]byte, string, error) { return c.templates.Set().InstancesMapping() }); err != nil {
@@ -147,6 +164,8 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 	switch {
 	case name == templates.RoutesWorkspaceName:
 		handled = c.routes != nil && c.routes.onResult(name, r)
+	case name == templates.PeeringWorkspaceName:
+		handled = c.peering.onResult(name, r)
 	default:
 		handled = c.lbc.OnResult(name, r)
 	}
@@ -161,9 +180,10 @@ func (c *Cloud) onResult(name string, r workspace.Result) {
 }
 
 // onApplyStart tells the load balancer facet that one of its workspaces
-// starts applying a plan (routes have no Service to tell).
+// starts applying a plan (the cluster workspaces, routes and BGP peering,
+// have no Service to tell).
 func (c *Cloud) onApplyStart(name, summary string) {
-	if name != templates.RoutesWorkspaceName && c.lbc.OnApplyStart(name, summary) {
+	if !templates.IsClusterWorkspace(name) && c.lbc.OnApplyStart(name, summary) {
 		return
 	}
 	klog.V(2).InfoS("Terraform apply starts", "workspace", name, "plan", summary)
@@ -205,6 +225,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.routes != nil {
 		c.routes.start(ctx)
 	}
+	go c.peering.run(ctx)
 	c.startInstances(ctx)
 	go func() {
 		<-stop
@@ -221,6 +242,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 // keep serving.
 func (c *Cloud) templatesChanged(ctx context.Context, err error) {
 	c.lbc.TemplatesChanged(err)
+	if err == nil {
+		c.peering.changed()
+	}
 	if err == nil && c.routes != nil {
 		go func() {
 			if err := c.routes.rerender(); err != nil && ctx.Err() == nil {
@@ -228,6 +252,27 @@ func (c *Cloud) templatesChanged(ctx context.Context, err error) {
 			}
 		}()
 	}
+}
+
+// peeringUsers lists the Services of type LoadBalancer whose load
+// balancer announces over the BGP peering (templates.PeeringServes);
+// an error until the Services are known.
+func (c *Cloud) peeringUsers() ([]*corev1.Service, error) {
+	if c.services == nil || !c.servicesSynced() {
+		return nil, errors.New("the Services are not listed yet")
+	}
+	all, err := c.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list Services: %w", err)
+	}
+	set := c.templates.Set()
+	var out []*corev1.Service
+	for _, svc := range all {
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && set.PeeringServes(svc) {
+			out = append(out, svc)
+		}
+	}
+	return out, nil
 }
 
 // ProviderName returns the registered provider name.

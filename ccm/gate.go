@@ -39,8 +39,8 @@ func (g *planGate) engineGate() plans.Gate {
 // judge is the plans.Gate.
 func (g *planGate) judge(in plans.GateInput) plans.GateVerdict {
 	kind := templates.KindLoadBalancer
-	if in.Workspace == templates.RoutesWorkspaceName {
-		kind = templates.KindRoutes
+	if templates.IsClusterWorkspace(in.Workspace) {
+		kind = templates.ClusterWorkspaceKind(in.Workspace)
 	}
 	v := g.gate.Judge(gate.Input{Plan: in.Plan, Workspace: in.Workspace, Kind: string(kind), Create: in.Create, Destroy: in.Destroy, Drift: in.Drift, Imports: in.Imports})
 	return plans.GateVerdict{Denied: v.Denied, Approval: v.Approval, Approved: v.Approved, Warnings: v.Warnings, Hold: v.Hold, HoldUntil: v.HoldUntil}

@@ -66,8 +66,11 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 	}
 	if p.Add+p.Change+p.Remove+p.Import > 0 {
 		kind := templates.KindLoadBalancer
-		if t.Routes {
+		switch {
+		case t.Routes:
 			kind = templates.KindRoutes
+		case t.Peering:
+			kind = templates.KindPeering
 		}
 		v := o.Gate.Judge(gate.Input{Plan: p.Document, Workspace: t.Spec.Name, Kind: string(kind), Create: p.NoState, Imports: p.Import})
 		r.Findings, r.Held = append(r.Findings, v.Findings...), v.Hold

@@ -13,12 +13,12 @@ import (
 
 // Row is one workspace's line in the fleet plan.
 type Row struct {
-	// Target is "namespace/name" or "routes".
+	// Target is "namespace/name", "routes" or "bgp-peering".
 	Target    string `json:"target"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	Workspace string `json:"workspace,omitempty"`
-	// Module is the template module: "loadbalancer", "loadbalancer.<variant>", "routes".
+	// Module is the template module: "loadbalancer", "loadbalancer.<variant>", "routes", "bgp".
 	Module  string `json:"module,omitempty"`
 	Add     int    `json:"add"`
 	Change  int    `json:"change"`

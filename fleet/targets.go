@@ -15,19 +15,24 @@ import (
 )
 
 // Target is one workspace the controller would apply: a Service's load
-// balancer or the cluster's routes, rendered (or the render's error).
+// balancer or one of the cluster's own workspaces (routes, BGP peering),
+// rendered (or the render's error).
 type Target struct {
-	// Namespace and Name are the Service's; Name is "routes" for routes.
+	// Namespace and Name are the Service's; Name is the workspace's name
+	// for a cluster workspace ("routes", "bgp-peering").
 	Namespace, Name string
 	Routes          bool
-	Spec            *workspace.Spec
-	Err             error
+	// Peering: the cluster's BGP peering workspace.
+	Peering bool
+	Spec    *workspace.Spec
+	Err     error
 }
 
-// ID is how rows name the target: "namespace/name" or "routes".
+// ID is how rows name the target: "namespace/name", "routes" or
+// "bgp-peering".
 func (t Target) ID() string {
-	if t.Routes {
-		return "routes"
+	if t.Routes || t.Peering {
+		return t.Name
 	}
 	return t.Namespace + "/" + t.Name
 }
@@ -54,8 +59,8 @@ func served(cfg *config.Config, svc *corev1.Service) bool {
 // Targets renders, with cfg and set (the candidate), the workspace of every
 // Service tfccm serves, with the addresses the controller's address book
 // gives it (built from the same Services; nsLabels gives a namespace's
-// labels, nil: none), and, when the Routes facet is on, the routes
-// workspace, sorted by ID. A Service that does not render is a target with
+// labels, nil: none), when the Routes facet is on, the routes
+// workspace, and the BGP peering workspace when it applies, sorted by ID. A Service that does not render is a target with
 // its error.
 func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node, nsLabels func(string) labels.Set) []Target {
 	var out []Target
@@ -72,6 +77,11 @@ func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service,
 		t := Target{Name: "routes", Routes: true}
 		t.Spec, t.Err = set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))
 		out = append(out, t)
+	}
+	// The BGP peering, when the set has a bgp module and the settings a
+	// bgp block (what the controller applies, templates.RenderPeering).
+	if spec, ok, err := set.RenderPeering(cfg); ok || err != nil {
+		out = append(out, Target{Name: templates.PeeringWorkspaceName, Peering: true, Spec: spec, Err: err})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out

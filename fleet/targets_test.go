@@ -82,3 +82,49 @@ load_balancer {
 		t.Errorf("shop/web: err %v, spec %v; want a workspace", web.Err, web.Spec != nil)
 	}
 }
+
+// TestTargetsPeering: the fleet plan has the BGP peering workspace exactly
+// when the controller applies one (the set's bgp module, settings with a
+// bgp block), and a settings error as that target's error.
+func TestTargetsPeering(t *testing.T) {
+	set, err := templates.LoadBuiltin("baremetal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := `hosts = { lb-a = { address = "10.0.0.2", host_key = "ssh-ed25519 AAAA" } }, vip_pool = "10.0.0.0/24", ssh_agent_socket = "/run/a"`
+	for _, tc := range []struct {
+		name, settings string
+		want           bool
+		wantErr        string
+	}{
+		{"bgp", hosts + `, bgp = { asn = 64512 }`, true, ""},
+		{"no bgp", hosts, false, ""},
+		{"bad bgp", hosts + `, bgp = { asn = "x" }`, true, "load_balancer.settings.bgp"},
+	} {
+		cfg, err := config.Parse([]byte("cluster_name = \"c\"\ntemplate_set = \"baremetal\"\nload_balancer {\n  settings = { "+tc.settings+" }\n}\n"), "cloud.hcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *Target
+		for _, tg := range Targets(cfg, set, nil, nil, nil) {
+			if tg.Peering {
+				got = &tg
+			}
+		}
+		if (got != nil) != tc.want {
+			t.Fatalf("%s: peering target %v, want %t", tc.name, got, tc.want)
+		}
+		if got == nil {
+			continue
+		}
+		if got.ID() != templates.PeeringWorkspaceName {
+			t.Errorf("%s: ID %q", tc.name, got.ID())
+		}
+		if tc.wantErr == "" && (got.Err != nil || got.Spec == nil || got.Spec.Name != templates.PeeringWorkspaceName) {
+			t.Errorf("%s: err %v spec %v", tc.name, got.Err, got.Spec)
+		}
+		if tc.wantErr != "" && (got.Err == nil || !strings.Contains(got.Err.Error(), tc.wantErr)) {
+			t.Errorf("%s: err %v, want %q", tc.name, got.Err, tc.wantErr)
+		}
+	}
+}

@@ -42,7 +42,7 @@ type Input struct {
 	// (plans.PolicyDocument).
 	Plan map[string]any
 	// Workspace is the workspace's name; Kind the template contract's kind
-	// of its module (templates.Kind: "loadbalancer" or "routes").
+	// of its module (templates.Kind: "loadbalancer", "routes" or "bgp").
 	Workspace, Kind string
 	// Create: nothing applied yet; Destroy: the Service was deleted;
 	// Drift: the plan repairs drift.

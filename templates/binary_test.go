@@ -53,7 +53,7 @@ func TestBuiltinOpenTofuOnly(t *testing.T) {
 		if (name == "baremetal") != (why != "") {
 			t.Errorf("set %s: OpenTofuOnly = %q", name, why)
 		}
-		if name == "baremetal" && !strings.Contains(why, `loadbalancer: provider "lbhost" uses for_each (`) {
+		if name == "baremetal" && !strings.Contains(why, `: provider "lbhost" uses for_each (`) {
 			t.Errorf("baremetal: OpenTofuOnly = %q", why)
 		}
 	}

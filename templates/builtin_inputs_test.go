@@ -60,7 +60,7 @@ func TestBuiltinTemplatesUseEveryDeclaredInput(t *testing.T) {
 						if !whole && attr == vn+"."+leaf {
 							re = qvar + `(?:\.` + regexp.QuoteMeta(leaf) + `\b|\["` + regexp.QuoteMeta(leaf) + `"\])`
 						}
-						if !regexp.MustCompile(re).MatchString(src) {
+						if !regexp.MustCompile(re).MatchString(src) && !usedWhole(src, attr) {
 							t.Errorf("input attribute %s is declared but never used", attr)
 						}
 					}
@@ -68,6 +68,24 @@ func TestBuiltinTemplatesUseEveryDeclaredInput(t *testing.T) {
 			})
 		}
 	}
+}
+
+// usedWhole reports whether an object that holds attr (a path such as
+// settings.bgp.bfd_profiles[*].detect_multiplier) is referenced whole as
+// var.<path> not followed by an attribute or index (handed to a resource
+// as it is: bfd_profiles = var.settings.bgp.bfd_profiles).
+func usedWhole(src, attr string) bool {
+	p := strings.ReplaceAll(attr, "[*]", "")
+	for i := strings.LastIndex(p, "."); i > 0; i = strings.LastIndex(p, ".") {
+		p = p[:i]
+		if !strings.Contains(p, ".") {
+			return false // the variable itself: checked by the caller
+		}
+		if regexp.MustCompile(`\bvar\.` + regexp.QuoteMeta(p) + `\b(?:[^.\[\w]|$)`).MatchString(src) {
+			return true
+		}
+	}
+	return false
 }
 
 // objectAttributes lists the attribute paths of object types inside t.

@@ -24,6 +24,11 @@ const (
 	// read of every LB host for all the set's load balancers
 	// (hosthealth.go).
 	KindHostHealth Kind = "hosthealth"
+	// KindPeering is a set's BGP peering module (PeeringDir): the hosts'
+	// (and Linux routers') side of the BGP sessions, one cluster
+	// workspace (PeeringWorkspaceName) applied by tfccm when the
+	// cluster's load_balancer.settings carry a bgp block (peering.go).
+	KindPeering Kind = "bgp"
 )
 
 // InstancesFile is the name of a set's state-to-instance mapping.
@@ -128,6 +133,12 @@ func init() {
 		"cluster_name":   cty.String,
 		HostHealthLBsVar: cty.Map(HostHealthLBType),
 		SettingsVar:      cty.DynamicPseudoType,
+	}
+	// The peering gets the load balancer modules' settings (with their
+	// bgp block) and nothing of any Service.
+	Inputs[KindPeering] = map[string]cty.Type{
+		"cluster_name": cty.String,
+		SettingsVar:    cty.DynamicPseudoType,
 	}
 }
 

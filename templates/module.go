@@ -75,6 +75,8 @@ func kindOf(key string) (Kind, string, bool) {
 		return KindRoutes, "", true
 	case key == HostHealthDir:
 		return KindHostHealth, "", true
+	case key == PeeringDir:
+		return KindPeering, "", true
 	case strings.HasPrefix(key, string(KindLoadBalancer)+"."):
 		return KindLoadBalancer, strings.TrimPrefix(key, string(KindLoadBalancer)+"."), true
 	}

@@ -112,8 +112,14 @@ func (c *Controller) OnApplyStart(name, summary string) bool {
 
 // RoutesResult publishes or withdraws the routes plan (review mode).
 func (c *Controller) RoutesResult(r workspace.Result) {
+	c.ClusterResult(templates.RoutesWorkspaceName, r)
+}
+
+// ClusterResult publishes or withdraws the plan of a cluster workspace
+// (routes, BGP peering; review mode).
+func (c *Controller) ClusterResult(ws string, r workspace.Result) {
 	if c.review != nil {
-		c.review.routesResult(r)
+		c.review.clusterResult(ws, r)
 	}
 }
 

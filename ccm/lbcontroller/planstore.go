@@ -83,9 +83,10 @@ func (s *planSecrets) setClient(client kubernetes.Interface) {
 	s.mu.Unlock()
 }
 
-// whose returns the Service of ws's plan (nil for the routes workspace).
+// whose returns the Service of ws's plan (nil for a cluster workspace:
+// routes, BGP peering).
 func (s *planSecrets) whose(ws string) (*corev1.Service, error) {
-	if ws == templates.RoutesWorkspaceName {
+	if templates.IsClusterWorkspace(ws) {
 		return nil, nil
 	}
 	svc, _ := s.owner(ws)
@@ -171,7 +172,7 @@ func (s *planSecrets) SavePlan(ctx context.Context, ws string, p *plans.Saved) e
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   namespace,
-			Labels:      planLabels(svc),
+			Labels:      planLabels(ws, svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Plan.Hash},
 		},
 		Data: map[string][]byte{planSecretKey: sealed},

@@ -41,6 +41,10 @@ var (
 		"The Service's workspace could not be rendered: an invalid `tfccm.io/` annotation, a setting the template does not declare, an unknown template variant, or a template set without a load balancer module. Nothing is applied; fix the Service (or the cloud config).")
 	ReasonTakenOver = declareReason("LoadBalancerTakenOver", corev1.EventTypeNormal,
 		"A Service prepared while MetalLB announced it (`compat { metallb_takeover = \"prepare\" }`) was taken over (`tfccm takeover`): the apply that raised its addresses is done, and tfccm announces them now. Stop MetalLB's speakers next (docs/migrate-from-metallb.md).")
+	ReasonPeeringFailed = declareReason("BGPPeeringFailed", corev1.EventTypeWarning,
+		"Recorded on every Service of the `bgp` variant: the cluster's BGP peering workspace (`bgp-peering`, the LB hosts' and Linux routers' side of the sessions, from `load_balancer.settings.bgp`) failed to render, plan, apply or destroy; the message names the workspace and the step, not the error (it may name the admin's peers and hosts): the CCM's log line `BGP peering failed` carries it. The Service's announcements wait for the peering; tfccm retries with backoff (docs/bgp.md).")
+	ReasonPeeringKept = declareReason("BGPPeeringKept", corev1.EventTypeWarning,
+		"Recorded on every Service of the `bgp` variant: `bgp` was removed from `load_balancer.settings` but the peering workspace is not destroyed while a Service still announces over it (its VIPs would become unreachable). The message counts these Services (naming none: a tenant sees its own Events); the CCM's log names them. Move or delete them; the peering is destroyed once none is left.")
 	ReasonApplied = declareReason("TerraformApplied", corev1.EventTypeNormal,
 		"The load balancer's plan was applied (or had no changes), with how long it took.")
 	ReasonApplying = declareReason("TerraformApplying", corev1.EventTypeNormal,

@@ -136,11 +136,16 @@ func planData(p *plans.PendingPlan, limit int) map[string]string {
 	return data
 }
 
-// planLabels are the labels of svc's plan ConfigMap and Secret (nil svc:
-// the routes plan's).
-func planLabels(svc *corev1.Service) map[string]string {
+// planLabels are the labels of the plan ConfigMap and Secret of
+// workspace ws, svc's (nil svc: a cluster workspace's, routes or BGP
+// peering).
+func planLabels(ws string, svc *corev1.Service) map[string]string {
 	if svc == nil {
-		return map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: annotations.PlanOfRoutes}
+		kind := annotations.PlanOfRoutes
+		if ws == templates.PeeringWorkspaceName {
+			kind = annotations.PlanOfPeering
+		}
+		return map[string]string{annotations.ManagedBy: "tfccm", annotations.PlanKind: kind}
 	}
 	return map[string]string{
 		annotations.ManagedBy:            "tfccm",
@@ -164,7 +169,7 @@ func (rv *reviewer) publish(ctx context.Context, ws string, svc *corev1.Service,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        annotations.PlanConfigMapName(ws),
 			Namespace:   rv.namespace,
-			Labels:      planLabels(svc),
+			Labels:      planLabels(ws, svc),
 			Annotations: map[string]string{annotations.PlanHash: p.Hash},
 		},
 		Data: planData(p, maxPublishedPlan),
@@ -232,26 +237,36 @@ func (rv *reviewer) loadBalancerResult(svc *corev1.Service, ws string, r workspa
 	}
 }
 
-// routesResult does the same for the routes workspace.
-func (rv *reviewer) routesResult(r workspace.Result) {
+// clusterResult does the same for a cluster workspace (routes, BGP
+// peering: templates.IsClusterWorkspace), which has no Service.
+func (rv *reviewer) clusterResult(ws string, r workspace.Result) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	switch {
 	case r.AwaitingApproval && r.Plan != nil:
-		if err := rv.publish(ctx, templates.RoutesWorkspaceName, nil, r.Plan); err != nil {
-			klog.ErrorS(err, "Publish routes plan")
+		if err := rv.publish(ctx, ws, nil, r.Plan); err != nil {
+			klog.ErrorS(err, "Publish cluster workspace plan", "workspace", ws)
 		}
-		klog.InfoS("Routes plan awaiting approval", "message", pendingMessage(rv.namespace, templates.RoutesWorkspaceName, r.Plan, approveCommand(nil)))
+		klog.InfoS("Cluster workspace plan awaiting approval", "workspace", ws, "message", pendingMessage(rv.namespace, ws, r.Plan, clusterApproveCommand(ws)))
 	case r.Err == nil && !(r.Drift && !r.Changed):
-		rv.unpublish(ctx, templates.RoutesWorkspaceName)
+		rv.unpublish(ctx, ws)
 	}
+}
+
+// clusterApproveCommand is the `tfccm approve` an approver runs for a
+// cluster workspace's plan.
+func clusterApproveCommand(ws string) string {
+	if ws == templates.PeeringWorkspaceName {
+		return "tfccm approve --peering"
+	}
+	return "tfccm approve --routes"
 }
 
 // approveCommand is the `tfccm approve` an approver runs for svc's plan
 // (nil: the routes plan).
 func approveCommand(svc *corev1.Service) string {
 	if svc == nil {
-		return "tfccm approve --routes"
+		return clusterApproveCommand(templates.RoutesWorkspaceName)
 	}
 	return fmt.Sprintf("tfccm approve --namespace %s --service %s", svc.Namespace, svc.Name)
 }
@@ -299,7 +314,7 @@ func (rv *reviewer) approveFrom(obj *corev1.Service, ws string) {
 		if obj != nil {
 			rv.refuse(obj, ws, raw, fmt.Sprintf("ConfigMap %s/%s: annotation %s: %v", rv.namespace, annotations.PlanConfigMapName(ws), annotations.ApprovedPlan.Name, err))
 		} else {
-			klog.InfoS("Routes approval refused", "err", err)
+			klog.InfoS("Cluster workspace approval refused", "workspace", ws, "err", err)
 		}
 		return
 	}
@@ -383,18 +398,22 @@ func (rv *reviewer) refuse(svc *corev1.Service, ws, hash, why string) {
 	}
 }
 
-// pollRoutesApproval looks for the routes plan's approval while the routes
-// plan awaits one, until ctx ends (the informer tells of a new approval at
-// once; the poll finds one made before a restart's plan was taken back).
+// pollRoutesApproval looks for the cluster workspaces' (routes, BGP
+// peering) approvals while their plans await one, until ctx ends (the
+// informer tells of a new approval at once; the poll finds one made
+// before a restart's plan was taken back).
 func (rv *reviewer) pollRoutesApproval(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(context.Context) { rv.checkRoutesApproval() }, routesApprovalPoll)
+	wait.UntilWithContext(ctx, func(context.Context) {
+		rv.checkClusterApproval(templates.RoutesWorkspaceName)
+		rv.checkClusterApproval(templates.PeeringWorkspaceName)
+	}, routesApprovalPoll)
 }
 
-// checkRoutesApproval approves the pending routes plan when its ConfigMap
-// names it.
-func (rv *reviewer) checkRoutesApproval() {
-	if rv.engine.Status(templates.RoutesWorkspaceName).Phase != workspace.PhaseAwaitingApproval {
+// checkClusterApproval approves the pending plan of cluster workspace ws
+// when its ConfigMap names it.
+func (rv *reviewer) checkClusterApproval(ws string) {
+	if rv.engine.Status(ws).Phase != workspace.PhaseAwaitingApproval {
 		return
 	}
-	rv.approveFrom(nil, templates.RoutesWorkspaceName)
+	rv.approveFrom(nil, ws)
 }

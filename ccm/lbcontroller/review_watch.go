@@ -57,8 +57,8 @@ func (rv *reviewer) planChanged(cm *corev1.ConfigMap) {
 	if !ok {
 		return
 	}
-	if ws == templates.RoutesWorkspaceName {
-		rv.checkRoutesApproval()
+	if templates.IsClusterWorkspace(ws) {
+		rv.checkClusterApproval(ws)
 		return
 	}
 	rv.mu.Lock()

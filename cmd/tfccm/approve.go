@@ -20,6 +20,7 @@ import (
 
 	"github.com/tfccm/tfccm/annotations"
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/templates"
 )
 
 // approveOptions are the flags of `tfccm approve`.
@@ -30,6 +31,7 @@ type approveOptions struct {
 	namespace      string
 	service        string
 	routes         bool
+	peering        bool // the BGP peering's plan
 	planHash       string
 	yes            bool
 }
@@ -50,6 +52,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.namespace, "namespace", "", "the Service's namespace (default: the context's); with --list, only this namespace's Services")
 	fs.StringVar(&o.service, "service", "", "the LoadBalancer Service whose plan to show or approve (also one deleted whose orphaned load balancer awaits its destroy)")
 	fs.BoolVar(&o.routes, "routes", false, "show or approve the routes plan instead of a Service's")
+	fs.BoolVar(&o.peering, "peering", false, "show or approve the BGP peering's plan (workspace bgp-peering) instead of a Service's")
 	fs.StringVar(&o.planHash, "plan-hash", "", "approve this plan hash (it must be the pending plan's)")
 	fs.BoolVar(&o.yes, "yes", false, "approve the plan shown")
 	list := fs.Bool("list", false, "list the plans awaiting approval (every namespace's unless --namespace): target, age, hash, summary")
@@ -57,9 +60,10 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	badList := *list && (o.service != "" || o.routes || o.planHash != "" || o.yes)
-	if fs.NArg() != 0 || badList || (!*list && (o.service == "") == !o.routes) {
-		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] [--context C] [--tfccm-namespace T] (--list [--namespace N] | [--namespace N] --service S | --routes) [--plan-hash H | --yes]")
+	targets := btoi(o.service != "") + btoi(o.routes) + btoi(o.peering)
+	badList := *list && (targets > 0 || o.planHash != "" || o.yes)
+	if fs.NArg() != 0 || badList || (!*list && targets != 1) {
+		fmt.Fprintln(stderr, "usage: tfccm approve [--kubeconfig K] [--context C] [--tfccm-namespace T] (--list [--namespace N] | [--namespace N] --service S | --routes | --peering) [--plan-hash H | --yes]")
 		return exitUsage
 	}
 	if o.planHash != "" {
@@ -130,20 +134,24 @@ func approve(ctx context.Context, client kubernetes.Interface, o approveOptions,
 }
 
 // pendingPlan finds the ConfigMap in tfccm's namespace publishing the plan
-// to approve, by name (routes) or by the Service's labels: the Service
+// to approve, by name (routes, bgp-peering) or by the Service's labels: the Service
 // itself is not read (an approver needs no access to its namespace).
 func pendingPlan(ctx context.Context, client kubernetes.Interface, o approveOptions) (*corev1.ConfigMap, string, error) {
 	cms := client.CoreV1().ConfigMaps(o.tfccmNamespace)
-	if o.routes {
-		name := annotations.PlanConfigMapName("routes")
+	if o.routes || o.peering {
+		ws := templates.RoutesWorkspaceName
+		if o.peering {
+			ws = templates.PeeringWorkspaceName
+		}
+		name := annotations.PlanConfigMapName(ws)
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("routes: %w", errNoPlan)
+			return nil, "", fmt.Errorf("%s: %w", ws, errNoPlan)
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("routes plan (ConfigMap %s/%s): %w", o.tfccmNamespace, name, err)
+			return nil, "", fmt.Errorf("%s plan (ConfigMap %s/%s): %w", ws, o.tfccmNamespace, name, err)
 		}
-		return cm, "routes", nil
+		return cm, ws, nil
 	}
 	target := fmt.Sprintf("Service %s/%s", o.namespace, o.service)
 	sel := labels.SelectorFromSet(labels.Set{

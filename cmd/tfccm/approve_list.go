@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tfccm/tfccm/annotations"
+	"github.com/tfccm/tfccm/templates"
 )
 
 // pendingRow is one plan awaiting approval, as `tfccm approve --list`
@@ -26,8 +27,8 @@ type pendingRow struct {
 
 // listPlans prints the plans awaiting approval, published in tfccm's
 // namespace: every Service's (only namespace's when not "") and the
-// routes plan (when namespace is ""), each named by its Service (or
-// routes) from the ConfigMap's labels.
+// cluster plans, routes and BGP peering (when namespace is ""), each
+// named by its Service (or routes, peering) from the ConfigMap's labels.
 func listPlans(ctx context.Context, client kubernetes.Interface, tfccmNamespace, namespace string, now time.Time, w io.Writer) error {
 	set := labels.Set{annotations.ManagedBy: "tfccm"}
 	if namespace != "" {
@@ -62,7 +63,8 @@ func listPlans(ctx context.Context, client kubernetes.Interface, tfccmNamespace,
 }
 
 // pendingOf reads one plan ConfigMap; ok is false for one that is not a
-// plan (no valid hash, or neither a Service's nor the routes plan).
+// plan (no valid hash, or neither a Service's, the routes nor the BGP
+// peering plan).
 func pendingOf(cm *corev1.ConfigMap) (pendingRow, bool) {
 	hash := cm.Annotations[annotations.PlanHash]
 	if !annotations.ValidPlanHash(hash) {
@@ -70,8 +72,10 @@ func pendingOf(cm *corev1.ConfigMap) (pendingRow, bool) {
 	}
 	r := pendingRow{hash: hash, summary: cm.Data["summary"], published: published(cm)}
 	switch {
-	case cm.Name == annotations.PlanConfigMapName("routes"):
+	case cm.Name == annotations.PlanConfigMapName(templates.RoutesWorkspaceName):
 		r.namespace, r.target = "-", "routes"
+	case cm.Name == annotations.PlanConfigMapName(templates.PeeringWorkspaceName):
+		r.namespace, r.target = "-", "peering"
 	case cm.Labels[annotations.PlanServiceName] != "":
 		r.namespace, r.target = cm.Labels[annotations.PlanServiceNamespace], "service/"+cm.Labels[annotations.PlanServiceName]
 	default:

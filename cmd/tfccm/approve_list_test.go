@@ -97,6 +97,8 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 	}
 	hashes["routes"] = strings.Repeat("c2", 32)
 	publishPlan(t, "kube-system", "routes", nil, hashes["routes"], "routes: 0 to add, 1 to change, 0 to destroy")
+	hashes["peering"] = strings.Repeat("d3", 32)
+	publishPlan(t, "kube-system", "bgp-peering", nil, hashes["peering"], "peering: 2 to add, 0 to change, 0 to destroy")
 	// Not a plan: no hash.
 	if _, err := client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{annotations.ManagedBy: "tfccm"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -113,10 +115,11 @@ func TestApproveListAsKubectlPlugin(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAMESPACE") {
-		t.Fatalf("want a header and 3 plans:\n%s", out)
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAMESPACE") {
+		t.Fatalf("want a header and 4 plans:\n%s", out)
 	}
 	for i, want := range [][]string{
+		{"-", "peering", hashes["peering"], "peering: 2 to add"},
 		{"-", "routes", hashes["routes"], "routes: 0 to add, 1 to change"},
 		{"blog", "service/web-blog", hashes["blog"], "blog: 1 to add"},
 		{"shop", "service/web-shop", hashes["shop"], "shop: 1 to add"},

@@ -24,6 +24,8 @@ func TestApproveUsage(t *testing.T) {
 	}{
 		{"nothing to approve", []string{}, "usage: tfccm approve"},
 		{"both service and routes", []string{"--service", "web", "--routes"}, "usage: tfccm approve"},
+		{"both routes and peering", []string{"--routes", "--peering"}, "usage: tfccm approve"},
+		{"peering with --list", []string{"--list", "--peering"}, "usage: tfccm approve"},
 		{"bad hash", []string{"--service", "web", "--plan-hash", "abc"}, "is not a plan hash"},
 		{"extra args", []string{"--service", "web", "x"}, "usage: tfccm approve"},
 	} {

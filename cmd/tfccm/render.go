@@ -28,9 +28,10 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	poolsPath := fs.String("pools", "", "the cluster's AddressPool objects (kubectl get addresspools -o yaml), allocated from as the controller does")
 	out := fs.String("out", "", "directory to write the workspace into (created if missing)")
 	routes := fs.Bool("routes", false, "render the cluster's routes workspace (from the Nodes' podCIDRs) instead of a load balancer")
+	peering := fs.Bool("peering", false, "render the cluster's BGP peering workspace (the set's bgp module, from load_balancer.settings.bgp) instead of a load balancer: what the controller applies")
 	backend := fs.String("backend", "config", "config: the cloud config's backend, as the controller uses it; local: a local state beside the workspace's files and no state encryption, so `tofu init && tofu plan` runs without the cluster (CI)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tfccm render [--backend config|local] --config cloud.hcl|--values values.yaml --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --routes --config cloud.hcl|--values values.yaml --nodes nodes.yaml --out DIR")
+		fmt.Fprintln(stderr, "usage: tfccm render [--backend config|local] --config cloud.hcl|--values values.yaml --service svc.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --routes --config cloud.hcl|--values values.yaml --nodes nodes.yaml --out DIR\n       tfccm render [--backend config|local] --peering --config cloud.hcl|--values values.yaml --out DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -42,15 +43,15 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	}
 	var missing []string
 	for _, f := range []struct{ name, val string }{{"--config", *cfgPath + *valuesPath}, {"--nodes", *nodesPath}, {"--out", *out}} {
-		if f.val == "" {
+		if f.val == "" && !(*peering && f.name == "--nodes") {
 			missing = append(missing, f.name)
 		}
 	}
-	if !*routes && *svcPath == "" {
+	if !*routes && !*peering && *svcPath == "" {
 		missing = append(missing, "--service")
 	}
-	if *routes && *svcPath != "" {
-		fmt.Fprintln(stderr, "tfccm render: --service and --routes are exclusive")
+	if n := btoi(*routes) + btoi(*peering) + btoi(*svcPath != ""); n > 1 {
+		fmt.Fprintln(stderr, "tfccm render: --service, --routes and --peering are exclusive")
 		return exitUsage
 	}
 	if *backend != "config" && *backend != "local" {
@@ -62,7 +63,14 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	ws, err := render(cloudConfig{*cfgPath, *valuesPath}, renderInputs{*svcPath, *nodesPath, *poolsPath}, *routes, *backend == "local")
+	target := targetService
+	switch {
+	case *routes:
+		target = targetRoutes
+	case *peering:
+		target = targetPeering
+	}
+	ws, err := render(cloudConfig{*cfgPath, *valuesPath}, renderInputs{*svcPath, *nodesPath, *poolsPath}, target, *backend == "local")
 	if err != nil {
 		fmt.Fprintf(stderr, "tfccm render: %v\n", err)
 		return exitError
@@ -109,10 +117,26 @@ func (c cloudConfig) load() (*config.Config, error) {
 // renderInputs are the files `tfccm render` reads besides the config.
 type renderInputs struct{ svcPath, nodesPath, poolsPath string }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// renderTarget is the workspace `tfccm render` renders.
+type renderTarget int
+
+const (
+	targetService renderTarget = iota // a Service's load balancer
+	targetRoutes                      // the cluster's routes
+	targetPeering                     // the cluster's BGP peering
+)
+
 // render loads everything exactly as the controller does and renders the
 // workspace; nothing is written. offline swaps the backend for a local one
 // (config.Offline).
-func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.Spec, error) {
+func render(src cloudConfig, in renderInputs, target renderTarget, offline bool) (*workspace.Spec, error) {
 	svcPath, nodesPath := in.svcPath, in.nodesPath
 	cfg, err := src.load()
 	if err != nil {
@@ -129,13 +153,25 @@ func render(src cloudConfig, in renderInputs, routes, offline bool) (*workspace.
 	if err != nil {
 		return nil, err
 	}
+	if target == targetPeering {
+		ws, ok, err := loader.Set().RenderPeering(cfg)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok && loader.Set().Peering() == nil:
+			return nil, fmt.Errorf("the template set has no %s module: there is no BGP peering to render", templates.PeeringDir)
+		case !ok:
+			return nil, fmt.Errorf("load_balancer.settings has no bgp: the controller applies no BGP peering (and destroys one applied earlier once no Service of the %s variant is left)", templates.PeeringVariant)
+		}
+		return ws, nil
+	}
 	nodes, err := manifest.ReadNodes(nodesPath)
 	if err != nil {
 		return nil, err
 	}
 	cfg, _ = ipam.WithObjectPools(cfg, pools, nodes)
 	set := loader.Set()
-	if routes {
+	if target == targetRoutes {
 		return set.RenderRoutes(cfg, templates.RoutesFromNodes(nodes))
 	}
 	svc, err := manifest.ReadService(svcPath)

@@ -78,8 +78,11 @@ func runWorkspaces(args []string, stdout, stderr io.Writer) int {
 		svc := services[r.name]
 		if svc == "" {
 			svc = "-"
-			if r.name == templates.RoutesWorkspaceName {
+			switch r.name {
+			case templates.RoutesWorkspaceName:
 				svc = "(routes)"
+			case templates.PeeringWorkspaceName:
+				svc = "(bgp peering)"
 			}
 		}
 		line := fmt.Sprintf("%s\t%s\t%s", r.name, r.phase, svc)

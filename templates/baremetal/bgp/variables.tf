@@ -1,7 +1,3 @@
-variable "cluster_name" {
-  type = string
-}
-
 variable "settings" {
   description = "The cloud config's load_balancer.settings (the LB hosts and the SSH key source, as the loadbalancer variants read them) with its bgp block: the hosts' peering."
   type = object({
