@@ -1,7 +1,3 @@
-variable "cluster_name" {
-  type = string
-}
-
 variable "settings" {
   description = "From the cloud config's load_balancer.settings (docs/bgp.md, node mode)."
   type = object({
