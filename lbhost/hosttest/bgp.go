@@ -340,6 +340,20 @@ func (t *ToR) RunningConfig() (string, error) {
 	return string(out), nil
 }
 
+// Route is the router's BGP table entry for prefix (`show bgp <family>
+// unicast <prefix>`: its paths with their communities).
+func (t *ToR) Route(prefix string) (string, error) {
+	fam := "ipv4"
+	if strings.Contains(prefix, ":") {
+		fam = "ipv6"
+	}
+	out, err := exec.Command("vtysh", "-N", t.Netns, "-c", "show bgp "+fam+" unicast "+prefix).Output()
+	if err != nil {
+		return "", fmt.Errorf("vtysh: %w", err)
+	}
+	return string(out), nil
+}
+
 // config is the router's FRR configuration: every host a peer (IPv4 and
 // IPv6 sessions) with BFD, up to 8 equal paths installed (ECMP).
 func (t *ToR) config(password string) string {
@@ -464,7 +478,7 @@ func (t *ToR) BGPSettings(bfd bool) map[string]any {
 		"asn":          HostASN,
 		"peers":        []any{peer("tor", t.Address), peer("tor6", t.Address6)},
 		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": 100, "transmit_interval_ms": 100, "detect_multiplier": 3}},
-		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100"}, "local_preference": 200}},
+		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100", "no-export"}, "local_preference": 200}},
 	}
 	return s
 }

@@ -273,6 +273,18 @@ func TestBaremetalBGP(t *testing.T) {
 	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
 	waitNexthops(t, tor, v6, hostAddrs(hs, true), 10*time.Second)
 	url4, url6 := "http://"+v4+"/", "http://["+v6+"]/"
+	// The pool's communities reach the router (eBGP) on each path,
+	// no-export included: set towards the peer, not when the route is
+	// originated (there no-export would keep it from every eBGP peer).
+	for _, prefix := range []string{v4 + "/32", v6 + "/128"} {
+		out, err := tor.Route(prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(out, "Community: 64513:100 no-export") != len(hs.Hosts) {
+			t.Errorf("router's %s: want each of the %d paths with communities 64513:100 no-export:\n%s", prefix, len(hs.Hosts), out)
+		}
+	}
 
 	for _, c := range []struct {
 		url string
