@@ -424,7 +424,13 @@ func (n *Node) startFRR(ctx context.Context) error {
 // StartFRRDaemon (re)starts one of the node's FRR daemons and waits for its
 // vty socket.
 func (n *Node) StartFRRDaemon(ctx context.Context, d string) error {
-	sock := fmt.Sprintf("/proc/%d/root/var/run/frr/%s.vty", n.holder.Process.Pid, d)
+	// Through the holder's root, with /var/run resolved first: an absolute
+	// symlink (/var/run -> /run) would resolve in the host's mounts.
+	run, err := filepath.EvalSymlinks("/var/run/frr")
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	sock := fmt.Sprintf("/proc/%d/root%s/%s.vty", n.holder.Process.Pid, run, d)
 	_ = os.Remove(sock)
 	cmd, err := n.start("frr-"+d, "/usr/lib/frr/"+d, "-f", "/etc/frr/frr.conf", "--log", "file:"+filepath.Join(n.Dir, "frr", d+".log"))
 	if err != nil {
