@@ -88,9 +88,8 @@ nodeAgent:
 // again; one node's kubelet stopped withdraws its path (its agent's
 // kubelet check fails: the node is not eligible) while the others answer.
 // The Service deleted leaves no route at the ToR and nothing of the
-// address in any node's FRR; the cloud config without bgp (helm upgrade)
-// destroys the peering: no tfccm object is left in any node's FRR. The
-// lines to read start NODEMODE-BGP.
+// address in any node's FRR; the NodeBGP deleted leaves no tfccm object
+// in any node's FRR. The lines to read start NODEMODE-BGP.
 func TestNodeModeBGPOnRealNodes(t *testing.T) {
 	needNodes(t)
 	frrtest.Skip(t)
@@ -373,9 +372,8 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 				t.Fatal(err)
 			}
 		}
-		back := time.Now()
 		waitHops(addrsOf(names...), f.node+" announces again")
-		t.Logf("NODEMODE-BGP %s announces again %v after it returned", f.node, time.Since(back).Round(time.Millisecond))
+		t.Logf("NODEMODE-BGP %s announces again (%s)", f.node, map[bool]string{true: "kubelet started", false: "its DaemonSet's new pod"}[f.fault == faultKubelet])
 	}
 
 	// The Service deleted: no route at the ToR, nothing of the address in
@@ -411,22 +409,10 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 		t.Errorf("the ToR still routes %s: %s %v", bgpVIP, out, err)
 	}
 
-	// The cloud config without bgp: the CCM destroys the peering (no
-	// Service of the bgp variant is left); no tfccm object stays in any
-	// node's FRR.
-	noBGP := strings.Replace(values, values[strings.Index(values, "        bgp = {"):strings.Index(values, "      }\n      address_pool")], "", 1)
-	inline, err := machineValues(root, c, hosts, ref, inlineOf(t, noBGP), "sshKey:\n  existingSecret: tfccm-ssh\n")
-	if err != nil {
+	// The peering's NodeBGP deleted (what destroying the bgp-peering
+	// workspace does to it): no tfccm object stays in any node's FRR.
+	if err := dyn.Resource(vipapi.BGPGVR).Namespace("tfccm-system").Delete(ctx, vipapi.BGPName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "nobgp.yaml"), []byte(inline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "nobgp-page.yaml"), []byte(noBGP), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := runBlock(work, env, "helm upgrade tfccm deploy/helm/tfccm --namespace tfccm-system -f nobgp-page.yaml -f nobgp.yaml --wait --timeout 5m"); err != nil {
-		t.Fatalf("helm upgrade without bgp: %v\n%s", err, out)
 	}
 	frrHolds(func(cfg string) string {
 		for _, s := range []string{"tfccm", "tag 29798", bgpTorAddr} {
@@ -436,21 +422,6 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 		}
 		return ""
 	})
-}
-
-// inlineOf is the cloud config inline in a values file.
-func inlineOf(t *testing.T, values string) string {
-	t.Helper()
-	i := strings.Index(values, "  inline: |\n")
-	j := strings.Index(values, "\nnodeAgent:")
-	if i < 0 || j < 0 {
-		t.Fatalf("no inline cloud config in:\n%s", values)
-	}
-	var out []string
-	for _, l := range strings.Split(values[i+len("  inline: |\n"):j], "\n") {
-		out = append(out, strings.TrimPrefix(l, "    "))
-	}
-	return strings.Join(out, "\n") + "\n"
 }
 
 // segmentToR is a top-of-rack router on the nodes' segment: its own
