@@ -323,6 +323,18 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 		}
 		return count
 	}
+	// kube-proxy's rules follow the endpoints (a Service without ready
+	// endpoints is rejected: host unreachable) on every node.
+	if err := waitFor(ctx, 2*time.Minute, func() error {
+		for range 10 {
+			if _, err := ask(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the VIP through the ToR: %v", err)
+	}
 	t.Logf("NODEMODE-BGP 60 flows from the client through the ToR entered by %v", spread(names))
 
 	// faults: node-a's agent pod deleted, node-b's kubelet stopped; each
@@ -365,15 +377,15 @@ kubectl get events -A --sort-by=.lastTimestamp | tail -30`)
 		}
 		t.Logf("NODEMODE-BGP %s (%s): its path left the ToR within %v; meanwhile %d requests entered by %v, %d lost at 20/s",
 			f.node, f.fault, took.Round(time.Millisecond), len(load.since(t0))-lost, answered, lost)
-		c := spread(others)
-		t.Logf("NODEMODE-BGP after %s's %s, 60 flows entered by %v", f.node, f.fault, c)
 		if f.fault == faultKubelet {
+			// (An agent pod's replacement may announce again already.)
+			t.Logf("NODEMODE-BGP with %s's kubelet stopped, 60 flows entered by %v", f.node, spread(others))
 			if err := nodes[f.node].StartKubelet(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		waitHops(addrsOf(names...), f.node+" announces again")
-		t.Logf("NODEMODE-BGP %s announces again (%s)", f.node, map[bool]string{true: "kubelet started", false: "its DaemonSet's new pod"}[f.fault == faultKubelet])
+		t.Logf("NODEMODE-BGP %s back: 60 flows entered by %v", f.node, spread(names))
 	}
 
 	// The Service deleted: no route at the ToR, nothing of the address in
