@@ -52,6 +52,14 @@ type Options struct {
 	// exec). One cluster at a time can have it: Up fails if the host
 	// already routes the node network.
 	HostRoute bool
+	// FRR gives every node its own FRR, as a machine with Debian's frr
+	// has: a tmpfs over /var/run/frr and /etc/frr in the node's mount
+	// namespace (owned by frr, an empty frr.conf) and zebra, bgpd, bfdd
+	// and staticd from /usr/lib/frr running in its mount and network
+	// namespaces with the default pathspace, so a pod's hostPath
+	// /var/run/frr (the chart's node agent with nodeAgent.bgp) reaches its
+	// own node's FRR. Node.Vtysh talks to it.
+	FRR bool
 	// ReadyTimeout bounds the wait for every node to register with a pod
 	// CIDR. Default 3m.
 	ReadyTimeout time.Duration
@@ -211,7 +219,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		cfg := nodeConfig{
 			Name: name, Address: info.Address, AddressV6: info.AddressV6, Dir: filepath.Join(dir, "nodes", name), Bin: bin, Runc: runc,
 			CgroupRoot: "/" + cgroupPrefix + info.Netns, ClusterDNS: ClusterDNS, CACert: c.CACert(),
-			Kubelet: kubelet, Proxy: proxy, ClusterCIDR: opts.ClusterCIDR,
+			Kubelet: kubelet, Proxy: proxy, ClusterCIDR: opts.ClusterCIDR, FRR: opts.FRR,
 		}
 		st.Nodes = append(st.Nodes, nodeState{Dir: cfg.Dir, CgroupRoot: cfg.CgroupRoot})
 		if err := writeState(dir, st); err != nil {

@@ -28,6 +28,7 @@ type nodeConfig struct {
 	Kubelet     string // kubelet's kubeconfig
 	Proxy       string // kube-proxy's kubeconfig
 	ClusterCIDR string // one CIDR, or an IPv4 and an IPv6 one (dual-stack)
+	FRR         bool   // the node runs its own FRR (Options.FRR)
 }
 
 // nodeIPs are kubelet's --node-ip: the IPv4 address, and the IPv6 one of a

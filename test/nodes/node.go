@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +27,13 @@ import (
 // its mount namespace (containerd's shim sockets, kubelet's container log
 // links, libcni's result cache).
 var privateMounts = []string{"/run/containerd", "/var/log/containers", "/var/lib/cni"}
+
+// frrMounts are the host paths a node with its own FRR (Options.FRR)
+// mounts a tmpfs over too, owned by the frr user as Debian's package
+// leaves them: FRR's run directory (its daemons' vty sockets, zebra's API
+// socket, pid files: what the chart's node agent mounts with hostPath)
+// and its configuration directory.
+var frrMounts = []string{"/var/run/frr", "/etc/frr"}
 
 // Node is one running node: its mount namespace holder and the containerd,
 // kubelet and kube-proxy processes in it.
@@ -79,6 +87,11 @@ func startNode(ctx context.Context, cfg nodeConfig, netns string, images []strin
 	}
 	if err := n.startHolder(); err != nil {
 		return n, err
+	}
+	if cfg.FRR {
+		if err := n.startFRR(ctx); err != nil {
+			return n, err
+		}
 	}
 	ctrd, err := n.start("containerd", filepath.Join(cfg.Bin, "containerd"), "--config", filepath.Join(cfg.Dir, "containerd/config.toml"))
 	if err != nil {
@@ -200,6 +213,14 @@ func (n *Node) startHolder() error {
 	script := "set -e\n"
 	for _, m := range privateMounts {
 		script += fmt.Sprintf("mkdir -p %[1]s && mount -t tmpfs -o mode=0755 tmpfs %[1]s\n", m)
+	}
+	if n.cfg.FRR {
+		for _, m := range frrMounts {
+			script += fmt.Sprintf("mkdir -p %[1]s && mount -t tmpfs -o mode=0755 tmpfs %[1]s && chown frr:frr %[1]s\n", m)
+		}
+		// An empty configuration: tfccm's agent and the test write the rest
+		// through the vty sockets.
+		script += "install -o frr -g frr -m 0640 /dev/null /etc/frr/frr.conf\n"
 	}
 	script += "exec sleep infinity\n"
 	cmd, err := devcluster.StartProcess(n.Dir, "mountns", n.detach, "unshare", "--mount", "--propagation", "slave", "--", "sh", "-c", script)
@@ -365,4 +386,91 @@ func logTail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// frrDaemons are the FRR daemons a node with Options.FRR runs, in start
+// order: Debian's frr with bgpd and bfdd enabled (zebra and staticd always
+// run).
+var frrDaemons = []string{"zebra", "bgpd", "bfdd", "staticd"}
+
+// startFRR starts the node's FRR daemons (/usr/lib/frr, Debian's frr) in
+// its mount and network namespaces with the default pathspace, as the
+// frr service does on a machine: their sockets in the node's own
+// /var/run/frr, their logs in <Dir>/frr/. It waits for every vty socket.
+func (n *Node) startFRR(ctx context.Context) error {
+	logs := filepath.Join(n.Dir, "frr")
+	if err := os.MkdirAll(logs, 0o770); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	g, err := user.LookupGroup("frr")
+	if err != nil {
+		return fmt.Errorf("node %s: FRR: %w (Debian's frr: make tools installs it)", n.Name, err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	if err := os.Chown(logs, 0, gid); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if err := os.Chmod(logs, 0o770); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	for _, d := range frrDaemons {
+		if err := n.StartFRRDaemon(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartFRRDaemon (re)starts one of the node's FRR daemons and waits for its
+// vty socket.
+func (n *Node) StartFRRDaemon(ctx context.Context, d string) error {
+	// Through the holder's root, with /var/run resolved first: an absolute
+	// symlink (/var/run -> /run) would resolve in the host's mounts.
+	run, err := filepath.EvalSymlinks("/var/run/frr")
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	sock := fmt.Sprintf("/proc/%d/root%s/%s.vty", n.holder.Process.Pid, run, d)
+	_ = os.Remove(sock)
+	cmd, err := n.start("frr-"+d, "/usr/lib/frr/"+d, "-f", "/etc/frr/frr.conf", "--log", "file:"+filepath.Join(n.Dir, "frr", d+".log"))
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Second, func() error {
+		if !devcluster.Alive(cmd.Process.Pid) {
+			return errExited
+		}
+		_, err := os.Stat(sock)
+		return err
+	}); err != nil {
+		log := filepath.Join(n.Dir, "frr-"+d+".log")
+		return fmt.Errorf("node %s: FRR's %s has no vty socket (%v); %s ends:\n%s", n.Name, d, err, log, logTail(log, 15))
+	}
+	return nil
+}
+
+// KillFRRDaemon kills one of the node's FRR daemons with SIGKILL (a crash).
+func (n *Node) KillFRRDaemon(d string) error {
+	for i, p := range n.procs {
+		if p.Process != nil && slices.Contains(p.Args, "/usr/lib/frr/"+d) {
+			n.procs = slices.Delete(n.procs, i, i+1)
+			_ = p.Process.Kill()
+			return nil
+		}
+	}
+	return fmt.Errorf("node %s: no FRR %s running", n.Name, d)
+}
+
+// Vtysh runs FRR's vtysh with the commands cmds (-c each) in the node's
+// mount and network namespaces, so it talks to the node's own FRR.
+func (n *Node) Vtysh(ctx context.Context, cmds ...string) (string, error) {
+	args := []string{"--target", strconv.Itoa(n.holder.Process.Pid), "--mount", "--net=" + filepath.Join("/run/netns", n.Netns), "--", "vtysh"}
+	for _, c := range cmds {
+		args = append(args, "-c", c)
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("node %s: vtysh %s: %v: %s", n.Name, strings.Join(cmds, "; "), err, out)
+	}
+	return string(out), nil
 }

@@ -31,10 +31,20 @@ import (
 // (timers 1 3, BFD at 100 ms), installs their routes with ECMP and hashes
 // flows by addresses and ports.
 func torBGPConfig(seg *l2seg.Segment, nodes []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "frr defaults traditional\nbfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n exit\nexit\nrouter bgp 64512\n bgp router-id %s\n no bgp ebgp-requires-policy\n", seg.Addr(200))
+	var addrs []string
 	for _, n := range nodes {
-		a := seg.NodeAddr(n)
+		addrs = append(addrs, seg.NodeAddr(n))
+	}
+	return torConfig(seg.Addr(200), addrs)
+}
+
+// torConfig is a top-of-rack FRR (AS 64512, router ID routerID) peering
+// with the nodes at nodeAddrs (AS 64513, timers 1 3, BFD at 100 ms), ECMP
+// over up to 8 paths.
+func torConfig(routerID string, nodeAddrs []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "frr defaults traditional\nbfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n exit\nexit\nrouter bgp 64512\n bgp router-id %s\n no bgp ebgp-requires-policy\n", routerID)
+	for _, a := range nodeAddrs {
 		fmt.Fprintf(&b, " neighbor %s remote-as 64513\n neighbor %s timers 1 3\n neighbor %s bfd profile fast\n", a, a, a)
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\nexit\n")
