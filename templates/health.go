@@ -131,20 +131,22 @@ func DecodeVIPIdle(outputs map[string]json.RawMessage) (map[string]string, error
 }
 
 // VIPHolderKindOutput is a health module's optional output naming what
-// holds its VIPs, for the words of tfccm.io/VIPHeld: "node" (the nodes
-// set); none is "LB host".
+// holds its VIPs, for the words and rule of tfccm.io/VIPHeld: "node" (the
+// nodes set; one holder per VIP), "BGP node" (the nodes set's bgp
+// variant: every node announcing the VIP holds it, active-active); none
+// is "LB host".
 const VIPHolderKindOutput = "vip_holder_kind"
 
 // DecodeVIPHolderKind reads the health module's `vip_holder_kind` output:
-// "node", or "" (LB hosts) without it.
+// "node", "BGP node", or "" (LB hosts) without it.
 func DecodeVIPHolderKind(outputs map[string]json.RawMessage) (string, error) {
 	raw, ok := outputs[VIPHolderKindOutput]
 	if !ok {
 		return "", nil
 	}
 	var kind string
-	if err := json.Unmarshal(raw, &kind); err != nil || kind != "node" && kind != "LB host" {
-		return "", fmt.Errorf("output `vip_holder_kind` is %s: want \"node\" or \"LB host\"", raw)
+	if err := json.Unmarshal(raw, &kind); err != nil || kind != "node" && kind != "BGP node" && kind != "LB host" {
+		return "", fmt.Errorf("output `vip_holder_kind` is %s: want \"node\", \"BGP node\" or \"LB host\"", raw)
 	}
 	if kind == "LB host" {
 		kind = ""

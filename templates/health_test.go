@@ -87,3 +87,28 @@ func TestDecodeVIPHolders(t *testing.T) {
 		t.Errorf("no output: %v, %v, want nil, nil", got, err)
 	}
 }
+
+// TestDecodeVIPHolderKind: the kinds VIPHeld has words (and a rule) for.
+func TestDecodeVIPHolderKind(t *testing.T) {
+	for _, tc := range []struct {
+		raw     string // "" no output
+		want    string
+		wantErr bool
+	}{
+		{raw: "", want: ""},
+		{raw: `"LB host"`, want: ""},
+		{raw: `"node"`, want: "node"},
+		{raw: `"BGP node"`, want: "BGP node"},
+		{raw: `"router"`, wantErr: true},
+		{raw: `7`, wantErr: true},
+	} {
+		outs := map[string]json.RawMessage{}
+		if tc.raw != "" {
+			outs["vip_holder_kind"] = json.RawMessage(tc.raw)
+		}
+		got, err := DecodeVIPHolderKind(outs)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q, error %t", tc.raw, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

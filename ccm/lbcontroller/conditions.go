@@ -71,6 +71,11 @@ const (
 	CondReasonHeldBy     = "HeldBy"
 	CondReasonSplitBrain = "SplitBrain"
 	CondReasonNoHolder   = "NoHolder"
+	// CondReasonAnnounced, CondReasonNoAnnouncer: VIPHeld of an
+	// active-active load balancer (node mode over BGP) with every VIP
+	// announced by one node or more, or one announced by none.
+	CondReasonAnnounced   = "Announced"
+	CondReasonNoAnnouncer = "NoAnnouncer"
 	// CondReasonNoLocalEndpoint: VIPHeld False because no holder is meant
 	// (node mode, externalTrafficPolicy Local, no ready endpoint): the
 	// health module's vip_idle reason, NodeVIP's own.

@@ -43,8 +43,9 @@ func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string
 	if standby, err := l.takeover.standby(svc); standby || err != nil {
 		return // prepared, not announced: no holder is right (takeover.go)
 	}
+	words := holderKinds[kind]
 	for _, f := range ipFamilies {
-		if hs, ok := holders[f]; ok {
+		if hs, ok := holders[f]; ok && !words.activeActive {
 			vipHoldersGauge.WithLabelValues(svc.Namespace, svc.Name, f).Set(float64(len(hs)))
 		} else {
 			vipHoldersGauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
@@ -72,18 +73,31 @@ const heldBy = " VIP held by "
 // holderWords are VIPHeld's words for a VIP no holder answers for, the
 // suffix naming a split brain, and the words for a VIP no holder is meant
 // to hold (vip_idle NoLocalEndpoint), by kind of holder (vip_holder_kind).
-type holderWords struct{ none, split, idle string }
+// activeActive: every holder serves at once (BGP with ECMP), so several
+// are right and none is NoAnnouncer; such a kind has no split suffix and
+// no holders gauge (TfccmVIPSplitBrain and TfccmVIPLost are about one
+// holder per VIP).
+type holderWords struct {
+	none, split, idle string
+	activeActive      bool
+}
+
+// announcedSuffix follows the nodes an active-active VIP is held by.
+const announcedSuffix = " (announced over BGP, active-active)"
 
 var holderKinds = map[string]holderWords{
-	"":     {"no LB host that answers", " at once (VRRP split brain: the hosts do not hear each other)", "no LB host (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)"},
-	"node": {"no node that answers", " at once (split brain: their node agents do not hear each other)", "no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)"},
+	"":         {"no LB host that answers", " at once (VRRP split brain: the hosts do not hear each other)", "no LB host (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)", false},
+	"node":     {"no node that answers", " at once (split brain: their node agents do not hear each other)", "no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)", false},
+	"BGP node": {"no node that announces it over BGP", "", "no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local)", true},
 }
 
 // vipHeldCondition is VIPHeld for the holders of each family's VIP: True
 // (HeldBy) when every VIP has exactly one holder; else False, SplitBrain
 // when one has two or more, NoHolder when one has none, NoLocalEndpoint
-// when the only VIPs without a holder are idle ones (no holder meant). The
-// message names every family's holders.
+// when the only VIPs without a holder are idle ones (no holder meant). An
+// active-active kind (BGP) is True Announced when every VIP has one
+// holder or more, False NoAnnouncer when one has none. The message names
+// every family's holders.
 func vipHeldCondition(holders map[string][]string, idle map[string]string, kind string) metav1.Condition {
 	words, ok := holderKinds[kind]
 	if !ok {
@@ -95,7 +109,7 @@ func vipHeldCondition(holders map[string][]string, idle map[string]string, kind 
 		hs, ok := holders[f]
 		if _, isIdle := idle[f]; isIdle && !ok {
 			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, words.idle))
-			if reason == CondReasonHeldBy {
+			if reason == CondReasonHeldBy || reason == CondReasonAnnounced {
 				status, reason = false, CondReasonNoLocalEndpoint
 			}
 			continue
@@ -104,6 +118,14 @@ func vipHeldCondition(holders map[string][]string, idle map[string]string, kind 
 			continue
 		}
 		switch {
+		case words.activeActive && len(hs) == 0:
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, words.none))
+			status, reason = false, CondReasonNoAnnouncer
+		case words.activeActive:
+			parts = append(parts, fmt.Sprintf("%s VIP held by %s%s", f, joinHosts(hs), announcedSuffix))
+			if reason == CondReasonHeldBy {
+				reason = CondReasonAnnounced
+			}
 		case len(hs) == 0:
 			parts = append(parts, fmt.Sprintf("%s VIP held by %s", f, words.none))
 			if reason != CondReasonSplitBrain {
@@ -135,7 +157,8 @@ func joinHosts(hs []string) string {
 // VIPHolders is the holders of each VIP as the Service's VIPHeld
 // condition names them, for `tfccm services`' HOLDER column: "lb-a" (one
 // family), "IPv4 lb-a, IPv6 lb-b" (two), "lb-a+lb-b SPLIT" (a split
-// brain), "NONE" (a lost VIP); "" without the condition.
+// brain), "a+b BGP" (announced by both, active-active), "NONE" (a lost
+// VIP); "" without the condition.
 func VIPHolders(conds []metav1.Condition) string {
 	c := meta.FindStatusCondition(conds, ConditionVIPHeld)
 	if c == nil {
@@ -154,7 +177,9 @@ func VIPHolders(conds []metav1.Condition) string {
 				hosts = "NONE"
 			case hosts == w.idle:
 				hosts = "IDLE"
-			case strings.HasSuffix(hosts, w.split):
+			case strings.HasSuffix(hosts, announcedSuffix):
+				hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, announcedSuffix), " and ", "+"), ", ", "+") + " BGP"
+			case w.split != "" && strings.HasSuffix(hosts, w.split):
 				hosts = strings.ReplaceAll(strings.ReplaceAll(strings.TrimSuffix(hosts, w.split), " and ", "+"), ", ", "+") + " SPLIT"
 			}
 		}

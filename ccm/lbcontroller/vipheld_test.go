@@ -20,7 +20,9 @@ import (
 // Local without a ready endpoint) is NoLocalEndpoint with no series (no
 // TfccmVIPLost), unless another family is lost or split; a split brain is
 // a Warning Event VIPSplitBrain naming the holders; a deleted Service
-// loses them all.
+// loses them all. Over BGP (vip_holder_kind "BGP node") every announcing
+// node holds the VIP: True Announced naming them, False NoAnnouncer
+// with none, and no gauge series.
 func TestHealthRoundVIPHolders(t *testing.T) {
 	registerHealth()
 	l, events := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
@@ -68,6 +70,17 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 			map[string]float64{"IPv6": 0}, "IPv4 IDLE, IPv6 NONE"},
 		{"node mode: an endpoint ready again, held", `{"IPv4":["node-b"]}`, `"node"`, "", metav1.ConditionTrue, CondReasonHeldBy,
 			"IPv4 VIP held by node-b", map[string]float64{"IPv4": 1}, "node-b"},
+		{"node mode over BGP: announced by several nodes, no split brain", `{"IPv4":["node-b","node-a"],"IPv6":["node-c"]}`, `"BGP node"`, "", metav1.ConditionTrue, CondReasonAnnounced,
+			"IPv4 VIP held by node-a and node-b (announced over BGP, active-active); IPv6 VIP held by node-c (announced over BGP, active-active)",
+			map[string]float64{}, "IPv4 node-a+node-b BGP, IPv6 node-c BGP"},
+		{"node mode over BGP: no announcer", `{"IPv4":[],"IPv6":["node-a","node-b","node-c"]}`, `"BGP node"`, "", metav1.ConditionFalse, CondReasonNoAnnouncer,
+			"IPv4 VIP held by no node that announces it over BGP; IPv6 VIP held by node-a, node-b and node-c (announced over BGP, active-active)",
+			map[string]float64{}, "IPv4 NONE, IPv6 node-a+node-b+node-c BGP"},
+		{"node mode over BGP: Local without a ready endpoint", `{"IPv6":["node-a"]}`, `"BGP node"`, `{"IPv4":"NoLocalEndpoint"}`, metav1.ConditionFalse, CondReasonNoLocalEndpoint,
+			"IPv4 VIP held by no node (no ready endpoint of the Service on any node, externalTrafficPolicy: Local); IPv6 VIP held by node-a (announced over BGP, active-active)",
+			map[string]float64{}, "IPv4 IDLE, IPv6 node-a BGP"},
+		{"node mode over BGP: announced by one", `{"IPv4":["node-a"]}`, `"BGP node"`, "", metav1.ConditionTrue, CondReasonAnnounced,
+			"IPv4 VIP held by node-a (announced over BGP, active-active)", map[string]float64{}, "node-a BGP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(*events)

@@ -30,6 +30,7 @@ type nodeVIPHolderModel struct {
 	Holder     types.String `tfsdk:"holder"`
 	Candidates []string     `tfsdk:"candidates"`
 	Contenders []string     `tfsdk:"contenders"`
+	Announcers []string     `tfsdk:"announcers"`
 	Reason     types.String `tfsdk:"reason"`
 }
 
@@ -50,6 +51,8 @@ func (d *nodeVIPHolderDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"candidates": schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "The eligible nodes the agents chose the holder from, sorted."},
 			"contenders": schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "The nodes answering for the address at once, sorted, when more than one does " +
 				"(a split brain: their agents do not hear each other but reach the API server); empty otherwise."},
+			"announcers": schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "BGP mode (`announce = \"bgp\"`): the nodes " +
+				"announcing the address over BGP at once (active-active), sorted, when the Announced condition is True for the object's current spec; empty otherwise."},
 			"reason": schema.StringAttribute{Computed: true, Description: "The Announced condition's reason (empty before any agent reported); " +
 				"`NoLocalEndpoint`: externalTrafficPolicy Local and no ready endpoint on any node, so no node is meant to hold it."},
 		},
@@ -74,6 +77,7 @@ func (d *nodeVIPHolderDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	m.Exists, m.Held, m.Holder, m.Candidates, m.Contenders, m.Reason = types.BoolValue(false), types.BoolValue(false), types.StringValue(""), []string{}, []string{}, types.StringValue("")
+	m.Announcers = []string{}
 	u, err := cl.Get(ctx, m.Name.ValueString(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -100,6 +104,9 @@ func (d *nodeVIPHolderDataSource) Read(ctx context.Context, req datasource.ReadR
 	if held && len(v.Status.Contenders) > 1 {
 		m.Contenders = slices.Sorted(slices.Values(v.Status.Contenders))
 	}
+	if announcedNow(v) {
+		m.Announcers = slices.Sorted(slices.Values(v.Status.Announcers))
+	}
 	if c := v.Status.Announced(); c != nil {
 		m.Reason = types.StringValue(c.Reason)
 	}
@@ -110,4 +117,11 @@ func (d *nodeVIPHolderDataSource) Read(ctx context.Context, req datasource.ReadR
 func heldNow(v *vipapi.NodeVIP) bool {
 	c := v.Status.Announced()
 	return v.Status.Holder != "" && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= v.Generation
+}
+
+// announcedNow: v's address is announced for its current spec (over BGP,
+// by status.announcers).
+func announcedNow(v *vipapi.NodeVIP) bool {
+	c := v.Status.Announced()
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= v.Generation
 }

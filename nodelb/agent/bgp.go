@@ -118,6 +118,8 @@ type bgpState struct {
 	// passwords caches the Secrets' keys read (never logged), so a
 	// reconcile every few seconds does not read them each time.
 	passwords map[vipapi.SecretKeyRef]cachedPassword
+	// sessions are the node's BGP sessions as last read (sessions.go).
+	sessions sessionWatch
 }
 
 // cachedPassword is one password and when it was read.
@@ -233,6 +235,7 @@ func (a *Agent) applyBGP(ctx context.Context, mine []netip.Addr, self *corev1.No
 	res, err := bgp.Apply(ctx, a.bgp.dir, want)
 	if err != nil {
 		a.bgp.configured = false
+		a.dropSessions()
 		if b == nil {
 			return
 		}
@@ -252,6 +255,11 @@ func (a *Agent) applyBGP(ctx context.Context, mine []netip.Addr, self *corev1.No
 		a.bgp.announced[ad.String()] = true
 	}
 	a.bgp.configured = b != nil && len(want.Peers) > 0
+	if a.bgp.configured {
+		a.readSessions(ctx, b)
+	} else {
+		a.dropSessions()
+	}
 	if b != nil {
 		a.bgpProblem(ctx, b, gen, "")
 	}
@@ -281,9 +289,15 @@ func (a *Agent) bgpProblem(ctx context.Context, b *vipapi.NodeBGP, gen int64, ms
 			Namespace: b.Namespace, Name: b.Name, UID: b.UID}, "BGPNotConfigured", msg)
 	}
 	a.bgp.problem = msg
+	if msg != "" {
+		a.dropSessions()
+	}
 	want := vipapi.NodeBGPNode{Name: a.cfg.NodeName, Configured: msg == "" && a.bgp.configured, Message: msg, ObservedGeneration: gen}
+	if want.Configured {
+		want.Sessions = a.bgp.sessions.reported
+	}
 	for _, n := range b.Status.Nodes {
-		if n == want {
+		if n.Equal(want) {
 			return
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 // Metrics names what the agents serve on /metrics (not the CCM): the
 // chart's alerts may use them too.
-var Metrics = []string{heldMetric}
+var Metrics = []string{heldMetric, sessionUpMetric}
 
 const heldMetric = "tfccm_node_vip_held"
 

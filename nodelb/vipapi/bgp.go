@@ -102,6 +102,35 @@ type NodeBGPNode struct {
 	// Message says why not.
 	Message            string `json:"message,omitempty"`
 	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	// Sessions are the node's BGP sessions with the peers of the spec,
+	// as its bgpd reports them (the admin's own neighbours left out).
+	Sessions []NodeBGPSession `json:"sessions,omitempty"`
+}
+
+// NodeBGPSession is one BGP session of a node.
+type NodeBGPSession struct {
+	// Peer is the peer's name in the spec.
+	Peer string `json:"peer"`
+	// State is BGP's: Established, or Idle, Connect, Active, OpenSent,
+	// OpenConfirm.
+	State string `json:"state"`
+	// Since is when the session reached its state (absent when bgpd
+	// does not tell: a session never up).
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
+// Equal reports whether n and o say the same.
+func (n NodeBGPNode) Equal(o NodeBGPNode) bool {
+	if n.Name != o.Name || n.Configured != o.Configured || n.Message != o.Message || n.ObservedGeneration != o.ObservedGeneration || len(n.Sessions) != len(o.Sessions) {
+		return false
+	}
+	for i, s := range n.Sessions {
+		t := o.Sessions[i]
+		if s.Peer != t.Peer || s.State != t.State || (s.Since == nil) != (t.Since == nil) || (s.Since != nil && !s.Since.Equal(t.Since)) {
+			return false
+		}
+	}
+	return true
 }
 
 // BGPFromUnstructured converts a dynamic client's object.

@@ -85,7 +85,8 @@ func installCRD(t *testing.T, dyn dynamic.Interface, file string, gvr schema.Gro
 // kube-apiserver; a top-of-rack FRR (ECMP, BFD) on the segment peers with
 // every node, its client namespace sends the flows. Each node takes the
 // VIP's packets to its own server as kube-proxy would. Shown: the
-// NodeBGP's peering reaches every node's FRR; a Cluster NodeVIP with
+// NodeBGP's peering reaches every node's FRR and each agent reports its
+// session with the ToR Established in the status; a Cluster NodeVIP with
 // announce bgp is announced by every node (status.announcers, the ToR's
 // route has one next hop per node) and flows from many client ports reach
 // each node; a node's bgpd killed withdraws its path (BFD) while the
@@ -131,7 +132,7 @@ func TestNodeModeBGPAgents(t *testing.T) {
 	if _, err := bgps.Create(ctx, nb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.Eventually(ctx, 2*time.Minute, "every node's FRR holds the peering", func(ctx context.Context) error {
+	if err := harness.Eventually(ctx, 2*time.Minute, "every node's FRR holds the peering, its session with tor Established", func(ctx context.Context) error {
 		u, err := bgps.Get(ctx, vipapi.BGPName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -142,7 +143,8 @@ func TestNodeModeBGPAgents(t *testing.T) {
 		}
 		var ok []string
 		for _, n := range b.Status.Nodes {
-			if n.Configured {
+			// The agent reports its node's sessions (tfccm's peers only).
+			if n.Configured && len(n.Sessions) == 1 && n.Sessions[0].Peer == "tor" && n.Sessions[0].State == "Established" && n.Sessions[0].Since != nil {
 				ok = append(ok, n.Name)
 			}
 		}

@@ -1,4 +1,5 @@
-# Health of a node-mode load balancer over BGP (tfccm.io/Degraded):
+# Health of a node-mode load balancer over BGP (tfccm.io/Degraded,
+# tfccm.io/VIPHeld):
 # tfccm plans this root module with the load balancer's own inputs
 # (../tfccm.auto.tfvars) every health interval. It only reads, through
 # lbhost's data source, the status the node agents report on the Service's
@@ -67,5 +68,17 @@ output "backends" {
   }]
 }
 
-# No vip_holders: over BGP every eligible node announces the address at
-# once (the NodeVIP's status.announcers), which is no split brain.
+output "vip_holders" {
+  description = "Per IP family served, the nodes announcing its address over BGP now as the agents report it (the NodeVIP's status.announcers): every one serves at once (ECMP), so several are right and none means no router learns the address (tfccm.io/VIPHeld Announced or NoAnnouncer; vip_holder_kind). A family no node is meant to hold (vip_idle) is left out."
+  value       = { for f, h in data.lbhost_node_vip_holder.vip : f => h.announcers if h.reason != "NoLocalEndpoint" }
+}
+
+output "vip_idle" {
+  description = "Per IP family no node is meant to announce, why: externalTrafficPolicy Local and no ready endpoint of the Service on any node (tfccm.io/VIPHeld says NoLocalEndpoint)."
+  value       = { for f, h in data.lbhost_node_vip_holder.vip : f => h.reason if h.reason == "NoLocalEndpoint" }
+}
+
+output "vip_holder_kind" {
+  description = "The holders vip_holders names are nodes announcing over BGP, all at once: tfccm.io/VIPHeld is active-active (no split brain, no holders gauge)."
+  value       = "BGP node"
+}
