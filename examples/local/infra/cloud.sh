@@ -57,7 +57,7 @@ down() {
 	# leaves behind: .lbhost-*).
 	if [[ -d $STATE_DIR ]]; then
 		rm -f "$STATE_DIR"/.lbhost-* "$STATE_DIR"/*/.lbhost-* "$STATE_DIR"/fragments/*.cfg "$STATE_DIR"/claims/* "$STATE_DIR"/tmp/* "$STATE_DIR"/routed/*.json "$STATE_DIR"/l4/*.json \
-			"$STATE_DIR"/pending/*.json "$STATE_DIR"/base.cfg "$STATE_DIR"/server-state "$STATE_DIR"/lock "$STATE_DIR"/commit.lock \
+			"$STATE_DIR"/pending/*.json "$STATE_DIR"/pending/*.cfg "$STATE_DIR"/base.cfg "$STATE_DIR"/server-state "$STATE_DIR"/lock "$STATE_DIR"/commit.lock \
 			"$STATE_DIR"/haproxy.pid "$STATE_DIR"/haproxy.sock "$STATE_DIR"/master.sock
 		rmdir "$STATE_DIR"/fragments "$STATE_DIR"/claims "$STATE_DIR"/pending "$STATE_DIR"/tmp "$STATE_DIR"/routed "$STATE_DIR"/l4 2>/dev/null || true
 		rmdir "$STATE_DIR" || die "state_dir $STATE_DIR holds files the local cloud did not create; left in place"
