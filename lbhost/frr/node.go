@@ -111,29 +111,9 @@ func (n Node) Blocks() ([]Block, error) {
 			}
 		}
 	}
-	seq := 10
-	for _, p := range n.Pools {
-		v4, v6 := families(p)
-		for _, fam := range []struct {
-			on    bool
-			v6    bool
-			match string
-		}{{v4, false, "ip"}, {v6, true, "ipv6"}} {
-			if !fam.on {
-				continue
-			}
-			var sb strings.Builder
-			renderSets(&sb, p)
-			body := []string{fmt.Sprintf("match %s address prefix-list %s", fam.match, prefixList(p.Name, fam.v6))}
-			for _, l := range strings.Split(strings.TrimSpace(sb.String()), "\n") {
-				if l = strings.TrimSpace(l); l != "" {
-					body = append(body, l)
-				}
-			}
-			out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", ExportMap, seq), Body: body})
-			out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", OriginateMap, seq), Body: []string{body[0]}})
-			seq += 10
-		}
+	for _, e := range routeMapEntries(n.Pools) {
+		out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", ExportMap, e.seq), Body: append([]string{e.match}, e.sets...)})
+		out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s permit %d", OriginateMap, e.seq), Body: []string{e.match}})
 	}
 	out = append(out, Block{Daemon: "bgpd", Text: fmt.Sprintf("route-map %s deny 10", ImportMap)})
 	for _, p := range n.BFDProfiles {

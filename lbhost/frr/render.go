@@ -74,11 +74,20 @@ func families(p Pool) (v4, v6 bool) {
 	return v4, v6
 }
 
-// renderRouteMaps: one permit entry per pool and family (matching its
-// prefix list, setting its communities and local preference); anything
-// else is denied (a route map's implicit deny), and the import map
-// denies everything.
-func renderRouteMaps(b *strings.Builder, pools []Pool) {
+// routeMapEntry is one pool's entry for one family in the export and
+// originate route maps: the same sequence number in both, the match in
+// both, the sets only in the export map.
+type routeMapEntry struct {
+	seq   int
+	match string   // "match ip address prefix-list ..."
+	sets  []string // "set community ...", ...
+}
+
+// routeMapEntries are the pools' route map entries, one per pool and
+// family, numbered from 10 in steps of 10: one owner for what the LB
+// hosts' file (Render) and a node's blocks (Node.Blocks) hold.
+func routeMapEntries(pools []Pool) []routeMapEntry {
+	var out []routeMapEntry
 	seq := 10
 	for _, p := range pools {
 		v4, v6 := families(p)
@@ -90,22 +99,39 @@ func renderRouteMaps(b *strings.Builder, pools []Pool) {
 			if !fam.on {
 				continue
 			}
-			fmt.Fprintf(b, "route-map %s permit %d\n match %s address prefix-list %s\n", ExportMap, seq, fam.match, prefixList(p.Name, fam.v6))
-			renderSets(b, p)
-			b.WriteString("exit\n")
-			fmt.Fprintf(b, "route-map %s permit %d\n match %s address prefix-list %s\nexit\n", OriginateMap, seq, fam.match, prefixList(p.Name, fam.v6))
+			out = append(out, routeMapEntry{seq: seq, match: fmt.Sprintf("match %s address prefix-list %s", fam.match, prefixList(p.Name, fam.v6)), sets: setLines(p)})
 			seq += 10
 		}
 	}
-	if seq == 10 {
+	return out
+}
+
+// renderRouteMaps: per pool and family an entry of the export map
+// (matching its prefix list, setting its communities and local
+// preference towards the peers) and of the originate map (the match
+// alone); anything else is denied (a route map's implicit deny), and the
+// import map denies everything.
+func renderRouteMaps(b *strings.Builder, pools []Pool) {
+	entries := routeMapEntries(pools)
+	for _, e := range entries {
+		fmt.Fprintf(b, "route-map %s permit %d\n %s\n", ExportMap, e.seq, e.match)
+		for _, l := range e.sets {
+			fmt.Fprintf(b, " %s\n", l)
+		}
+		b.WriteString("exit\n")
+		fmt.Fprintf(b, "route-map %s permit %d\n %s\nexit\n", OriginateMap, e.seq, e.match)
+	}
+	if len(entries) == 0 {
 		// No pool: announce nothing (an empty route map would permit nothing too, but say so).
 		fmt.Fprintf(b, "route-map %s deny 10\nexit\nroute-map %s deny 10\nexit\n", ExportMap, OriginateMap)
 	}
 	fmt.Fprintf(b, "route-map %s deny 10\nexit\n!\n", ImportMap)
 }
 
-func renderSets(b *strings.Builder, p Pool) {
-	var std, large []string
+// setLines are the set clauses of pool p's export entry: its standard
+// and large communities and its local preference.
+func setLines(p Pool) []string {
+	var std, large, out []string
 	for _, c := range p.Communities {
 		if isLarge(c) {
 			large = append(large, c)
@@ -114,14 +140,15 @@ func renderSets(b *strings.Builder, p Pool) {
 		}
 	}
 	if len(std) > 0 {
-		fmt.Fprintf(b, " set community %s\n", strings.Join(std, " "))
+		out = append(out, "set community "+strings.Join(std, " "))
 	}
 	if len(large) > 0 {
-		fmt.Fprintf(b, " set large-community %s\n", strings.Join(large, " "))
+		out = append(out, "set large-community "+strings.Join(large, " "))
 	}
 	if p.LocalPref != nil {
-		fmt.Fprintf(b, " set local-preference %d\n", *p.LocalPref)
+		out = append(out, fmt.Sprintf("set local-preference %d", *p.LocalPref))
 	}
+	return out
 }
 
 func renderBGP(b *strings.Builder, c Config) {
