@@ -94,7 +94,7 @@ func (l *loadBalancers) runHealth(ctx context.Context, prober healthProber, inte
 // registerHealth adds the backends gauges to the registry /metrics serves.
 func registerHealth() {
 	registerHealthMetrics.Do(func() {
-		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, bgpSessionUpGauge, healthReadsTotal)
+		legacyregistry.MustRegister(backendsGauge, backendsUpGauge, hostUpGauge, vipHoldersGauge, vipAnnouncersGauge, bgpSessionUpGauge, healthReadsTotal)
 	})
 }
 

@@ -27,6 +27,16 @@ var vipHoldersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"service_namespace", "service_name", "family"})
 
+// vipAnnouncersGauge is vipHoldersGauge for the active-active kinds (BGP
+// with ECMP), where any number of holders is right but none is not: the
+// number of nodes announcing each VIP. TfccmVIPNotAnnounced (0) reads it.
+var vipAnnouncersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Subsystem:      "tfccm_load_balancer",
+	Name:           "vip_announcers",
+	Help:           "Nodes announcing each load balancer's VIP over BGP now (active-active: 1 or more is right; 0: no route to the VIP), by Service (service_namespace, service_name) and IP family (family); only for template sets whose health module says its holders are active-active (nodes' bgp variant; no series for a family vip_idle names).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"service_namespace", "service_name", "family"})
+
 // ipFamilies are the families a VIP may have, in the order messages name them.
 var ipFamilies = []string{"IPv4", "IPv6"}
 
@@ -45,10 +55,16 @@ func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string
 	}
 	words := holderKinds[kind]
 	for _, f := range ipFamilies {
-		if hs, ok := holders[f]; ok && !words.activeActive {
-			vipHoldersGauge.WithLabelValues(svc.Namespace, svc.Name, f).Set(float64(len(hs)))
+		hs, ok := holders[f]
+		gauge, other := vipHoldersGauge, vipAnnouncersGauge
+		if words.activeActive {
+			gauge, other = other, gauge
+		}
+		other.DeleteLabelValues(svc.Namespace, svc.Name, f)
+		if ok {
+			gauge.WithLabelValues(svc.Namespace, svc.Name, f).Set(float64(len(hs)))
 		} else {
-			vipHoldersGauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
+			gauge.DeleteLabelValues(svc.Namespace, svc.Name, f)
 		}
 	}
 	c := vipHeldCondition(holders, idle, kind)
@@ -59,10 +75,11 @@ func (l *loadBalancers) reportVIPHolders(svc *corev1.Service, holders map[string
 	l.conds.set(svc, c)
 }
 
-// dropVIPHolders removes a Service's holders gauges.
+// dropVIPHolders removes a Service's holders and announcers gauges.
 func dropVIPHolders(namespace, name string) {
 	for _, f := range ipFamilies {
 		vipHoldersGauge.DeleteLabelValues(namespace, name, f)
+		vipAnnouncersGauge.DeleteLabelValues(namespace, name, f)
 	}
 }
 

@@ -22,7 +22,8 @@ import (
 // a Warning Event VIPSplitBrain naming the holders; a deleted Service
 // loses them all. Over BGP (vip_holder_kind "BGP node") every announcing
 // node holds the VIP: True Announced naming them, False NoAnnouncer
-// with none, and no gauge series.
+// with none, no holders series but an announcers series per family
+// (TfccmVIPNotAnnounced reads its 0).
 func TestHealthRoundVIPHolders(t *testing.T) {
 	registerHealth()
 	l, events := newPhaseTest(&fakeLBEngine{}, fakeRenderer{})
@@ -30,6 +31,13 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 	name := fakeRenderer{}.WorkspaceName(svc)
 	l.services[name] = &lbEntry{svc: svc, nodes: []string{"a"}}
 	backends := `[{"node":"a","healthy":true}]`
+	// The announcers series by case (the BGP cases; none for the others).
+	announcers := map[string]map[string]float64{
+		"node mode over BGP: announced by several nodes, no split brain": {"IPv4": 2, "IPv6": 1},
+		"node mode over BGP: no announcer":                               {"IPv4": 0, "IPv6": 3},
+		"node mode over BGP: Local without a ready endpoint":             {"IPv6": 1},
+		"node mode over BGP: announced by one":                           {"IPv4": 1},
+	}
 	for _, tc := range []struct {
 		name, holders string
 		kind          string
@@ -103,8 +111,12 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 			}
 			for _, f := range ipFamilies {
 				want, served := tc.gauges[f]
-				if got, ok := seriesValue(svc.Namespace, svc.Name, f); ok != served || got != want {
+				if got, ok := seriesValue("tfccm_load_balancer_vip_holders", svc.Namespace, svc.Name, f); ok != served || got != want {
 					t.Errorf("vip_holders{family=%s} = %v (present %t), want %v (present %t)", f, got, ok, want, served)
+				}
+				want, served = announcers[tc.name][f]
+				if got, ok := seriesValue("tfccm_load_balancer_vip_announcers", svc.Namespace, svc.Name, f); ok != served || got != want {
+					t.Errorf("vip_announcers{family=%s} = %v (present %t), want %v (present %t)", f, got, ok, want, served)
 				}
 			}
 		})
@@ -114,21 +126,25 @@ func TestHealthRoundVIPHolders(t *testing.T) {
 	}
 	delete(l.services, name)
 	l.healthRound(context.Background(), &fakeProber{phase: workspace.PhaseApplied, outputs: backends}, 1)
-	if _, ok := seriesValue(svc.Namespace, svc.Name, "IPv4"); ok {
-		t.Error("the deleted Service keeps its vip_holders series")
+	for _, m := range []string{"tfccm_load_balancer_vip_holders", "tfccm_load_balancer_vip_announcers"} {
+		for _, f := range ipFamilies {
+			if _, ok := seriesValue(m, svc.Namespace, svc.Name, f); ok {
+				t.Errorf("the deleted Service keeps its %s{family=%s} series", m, f)
+			}
+		}
 	}
 }
 
-// seriesValue is the vip_holders series' value as /metrics serves it,
-// and whether it exists.
-func seriesValue(namespace, name, family string) (float64, bool) {
+// seriesValue is a Service's series of gauge metric as /metrics serves
+// it, and whether it exists.
+func seriesValue(metric, namespace, name, family string) (float64, bool) {
 	mfs, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		return 0, false
 	}
 	want := map[string]string{"service_namespace": namespace, "service_name": name, "family": family}
 	for _, mf := range mfs {
-		if mf.GetName() != "tfccm_load_balancer_vip_holders" {
+		if mf.GetName() != metric {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
