@@ -143,7 +143,7 @@ func (c *Cloud) buildFacets() error {
 	if c.lbc.Reviewing() {
 		review = c.lbc
 	}
-	c.peering = newPeering(enginePeering{engine: c.engine, cfg: c.cfg, loader: c.templates}, review, c.peeringUsers,
+	c.peering = newPeering(&enginePeering{engine: c.engine, cfg: c.cfg, loader: c.templates}, review, c.peeringUsers,
 		func(svc *corev1.Service, eventType, reason, message string) {
 			c.lbc.Event(svc, eventType, reason, message)
 		})

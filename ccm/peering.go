@@ -53,11 +53,16 @@ type peeringWorkspace interface {
 	// render returns the workspace to apply, ok false when the settings
 	// carry no bgp (or the set has no bgp module).
 	render() (spec *workspace.Spec, ok bool, err error)
-	status() workspace.Status
 	// apply submits spec and waits for its outcome.
 	apply(ctx context.Context, spec *workspace.Spec) error
-	// destroy destroys the workspace as last applied and waits.
-	destroy(ctx context.Context) error
+	// applied returns the workspace as last applied, ok false when none
+	// is (never applied, or destroyed): from the work dir, or, when this
+	// work dir never applied it (a new pod: the chart's work dir is an
+	// emptyDir, and every cloud config change restarts the pod), from the
+	// state backend's catalog.
+	applied(ctx context.Context) (spec *workspace.Spec, ok bool, err error)
+	// destroy destroys spec, as applied, and waits.
+	destroy(ctx context.Context, spec *workspace.Spec) error
 }
 
 // errPeeringInUse: bgp was removed from the settings while Services
@@ -138,8 +143,11 @@ func (p *peering) reconcile(ctx context.Context) error {
 		p.succeeded()
 		return nil
 	}
-	st := p.ws.status()
-	if st.AppliedHash == "" || st.Phase == workspace.PhaseDestroyed {
+	applied, ok, err := p.ws.applied(ctx)
+	if err != nil {
+		return p.fail("recall", err)
+	}
+	if !ok {
 		return nil // never applied, or gone
 	}
 	users, err := p.users()
@@ -168,7 +176,7 @@ func (p *peering) reconcile(ctx context.Context) error {
 		return errPeeringInUse
 	}
 	klog.InfoS("BGP peering no longer configured; destroying it", "workspace", templates.PeeringWorkspaceName)
-	if err := p.ws.destroy(ctx); err != nil {
+	if err := p.ws.destroy(ctx, applied); err != nil {
 		if errors.Is(err, workspace.ErrAwaitingApproval) {
 			return nil
 		}

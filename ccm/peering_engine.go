@@ -2,7 +2,11 @@ package ccm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
@@ -20,6 +24,8 @@ type peeringEngine interface {
 	Status(name string) workspace.Status
 	Written(name string) (workspace.Spec, error)
 	Wait(ctx context.Context, name, hash string) (workspace.Status, error)
+	Catalogued(ctx context.Context) ([]string, error)
+	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
 }
 
 var _ peeringEngine = (*workspace.Engine)(nil)
@@ -38,17 +44,23 @@ type enginePeering struct {
 	engine peeringEngine
 	cfg    *config.Config
 	loader *templates.Loader
+
+	mu sync.Mutex
+	// uncatalogued: the state backend's catalog was read and holds no
+	// peering, so this process applied none it does not know of (read
+	// once: only the leader, this process, writes it).
+	uncatalogued bool
 }
 
-func (e enginePeering) render() (*workspace.Spec, bool, error) {
+func (e *enginePeering) render() (*workspace.Spec, bool, error) {
 	return e.loader.Set().RenderPeering(e.cfg)
 }
 
-func (e enginePeering) status() workspace.Status {
+func (e *enginePeering) status() workspace.Status {
 	return e.engine.Status(templates.PeeringWorkspaceName)
 }
 
-func (e enginePeering) apply(ctx context.Context, spec *workspace.Spec) error {
+func (e *enginePeering) apply(ctx context.Context, spec *workspace.Spec) error {
 	// bgp removed, then added back: the destroyed workspace is applied
 	// anew (a destroy still running refuses, and the pass is retried).
 	if e.status().Phase == workspace.PhaseDestroyed {
@@ -69,14 +81,57 @@ func (e enginePeering) apply(ctx context.Context, spec *workspace.Spec) error {
 	return nil
 }
 
-// destroy destroys the workspace as last written (the settings that no
-// longer carry bgp cannot render it), with the backend tfccm generates.
-func (e enginePeering) destroy(ctx context.Context) error {
-	spec, err := e.engine.Written(templates.PeeringWorkspaceName)
-	if err != nil {
-		return fmt.Errorf("read the applied workspace: %w", err)
+// applied returns the peering as this work dir last wrote it, or, when
+// the work dir never applied it, as the state backend's catalog keeps it
+// (templates.ClusterOwner makes the engine catalog it). Without a catalog
+// (the local backend) the work dir is all there is.
+func (e *enginePeering) applied(ctx context.Context) (*workspace.Spec, bool, error) {
+	const name = templates.PeeringWorkspaceName
+	st := e.status()
+	switch {
+	case st.Phase == workspace.PhaseDestroyed:
+		return nil, false, nil
+	case st.AppliedHash != "":
+		spec, err := e.engine.Written(name)
+		if err != nil {
+			return nil, false, fmt.Errorf("read the applied workspace: %w", err)
+		}
+		return &spec, true, nil
 	}
-	if spec, err = templates.WithBackend(e.cfg, spec); err != nil {
+	e.mu.Lock()
+	uncatalogued := e.uncatalogued
+	e.mu.Unlock()
+	if uncatalogued {
+		return nil, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, catalogReadTimeout)
+	defer cancel()
+	names, err := e.engine.Catalogued(ctx)
+	if err != nil && !errors.Is(err, workspace.ErrNoCatalog) {
+		return nil, false, fmt.Errorf("list the state backend's catalog for a peering applied by an earlier CCM: %w", err)
+	}
+	if !slices.Contains(names, name) {
+		e.mu.Lock()
+		e.uncatalogued = true
+		e.mu.Unlock()
+		return nil, false, nil
+	}
+	entry, err := e.engine.CatalogEntry(ctx, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the peering an earlier CCM applied from the state backend's catalog: %w", err)
+	}
+	spec := entry.Spec()
+	return &spec, true, nil
+}
+
+// catalogReadTimeout bounds one read of the state backend's catalog.
+const catalogReadTimeout = time.Minute
+
+// destroy destroys spec, as applied (the settings that no longer carry
+// bgp cannot render it), with the backend tfccm generates.
+func (e *enginePeering) destroy(ctx context.Context, applied *workspace.Spec) error {
+	spec, err := templates.WithBackend(e.cfg, *applied)
+	if err != nil {
 		return fmt.Errorf("backend: %w", err)
 	}
 	spec.Hash = spec.ContentHash()

@@ -23,8 +23,8 @@ import (
 type fakePeeringWS struct {
 	mu sync.Mutex
 	fakePeering
-	applied   int
-	destroyed int
+	applies   int
+	destroys  int
 }
 
 // fakePeering is what the fake workspace renders and answers.
@@ -33,6 +33,7 @@ type fakePeering struct {
 	renderErr  error
 	applyErr   error
 	destroyErr error
+	recallErr  error // applied's error (the catalog unreadable)
 	st         workspace.Status
 }
 
@@ -48,26 +49,35 @@ func (f *fakePeeringWS) render() (*workspace.Spec, bool, error) {
 	return &workspace.Spec{Name: templates.PeeringWorkspaceName, Hash: "h1"}, true, nil
 }
 
-func (f *fakePeeringWS) status() workspace.Status {
+func (f *fakePeeringWS) applied(context.Context) (*workspace.Spec, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st
+	if f.recallErr != nil {
+		return nil, false, f.recallErr
+	}
+	if f.st.AppliedHash == "" || f.st.Phase == workspace.PhaseDestroyed {
+		return nil, false, nil
+	}
+	return &workspace.Spec{Name: templates.PeeringWorkspaceName, Hash: f.st.AppliedHash}, true, nil
 }
 
 func (f *fakePeeringWS) apply(_ context.Context, spec *workspace.Spec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied++
+	f.applies++
 	if f.applyErr == nil {
 		f.st = workspace.Status{Name: spec.Name, Phase: workspace.PhaseApplied, AppliedHash: spec.Hash}
 	}
 	return f.applyErr
 }
 
-func (f *fakePeeringWS) destroy(context.Context) error {
+func (f *fakePeeringWS) destroy(_ context.Context, spec *workspace.Spec) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.destroyed++
+	if spec == nil || spec.Hash != f.st.AppliedHash {
+		panic(fmt.Sprintf("destroy of %v, not the applied peering %s", spec, f.st.AppliedHash))
+	}
+	f.destroys++
 	if f.destroyErr == nil {
 		f.st.Phase = workspace.PhaseDestroyed
 	}
@@ -135,6 +145,9 @@ func TestPeeringDecisions(t *testing.T) {
 		{name: "bgp removed, Services not listed yet: kept", ws: fakePeering{st: appliedPeering}, usersErr: errors.New("the Services are not listed yet"),
 			wantErr: "not listed yet"},
 		{name: "bgp removed, no Service uses it: destroyed", ws: fakePeering{st: appliedPeering}, destroyed: 1},
+		{name: "bgp removed, the catalog unreadable: nothing destroyed, said", ws: fakePeering{recallErr: errors.New("list the state backend's catalog: pg 10.0.0.9: timeout")}, users: users,
+			wantErr: "recall BGP peering workspace bgp-peering: list the state backend's catalog", reason: lbcontroller.ReasonPeeringFailed,
+			wantMsg: []string{"failed to recall"}, notMsg: []string{"10.0.0.9", "timeout"}},
 		{name: "destroy fails", ws: fakePeering{st: appliedPeering, destroyErr: errors.New("host lb-a unreachable")}, destroyed: 1,
 			wantErr: "destroy BGP peering workspace bgp-peering: host lb-a unreachable"},
 	} {
@@ -145,8 +158,8 @@ func TestPeeringDecisions(t *testing.T) {
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("reconcile = %v, want %q", err, tc.wantErr)
 			}
-			if ws.applied != tc.applied || ws.destroyed != tc.destroyed {
-				t.Errorf("applied %d destroyed %d, want %d %d", ws.applied, ws.destroyed, tc.applied, tc.destroyed)
+			if ws.applies != tc.applied || ws.destroys != tc.destroyed {
+				t.Errorf("applied %d destroyed %d, want %d %d", ws.applies, ws.destroys, tc.applied, tc.destroyed)
 			}
 			got := events()
 			if tc.reason == "" {
@@ -205,12 +218,12 @@ func TestPeeringRetries(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	applied := func() int { ws.mu.Lock(); defer ws.mu.Unlock(); return ws.applied }
+	applied := func() int { ws.mu.Lock(); defer ws.mu.Unlock(); return ws.applies }
 	waitFor("3 attempts", func() bool { return applied() >= 3 })
 	ws.mu.Lock()
 	ws.applyErr = nil
 	ws.mu.Unlock()
-	waitFor("a success", func() bool { return ws.status().Phase == workspace.PhaseApplied })
+	waitFor("a success", func() bool { ws.mu.Lock(); defer ws.mu.Unlock(); return ws.st.Phase == workspace.PhaseApplied })
 	n := applied()
 	time.Sleep(50 * time.Millisecond) // several backoff periods: no retry after a success
 	if got := applied(); got != n {

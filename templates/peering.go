@@ -35,6 +35,13 @@ const (
 	PeeringVariant = "bgp"
 )
 
+// ClusterOwner owns the cluster's own workspaces in the state backend's
+// catalog: no Kubernetes object owns them, but a CCM whose work dir is
+// empty (a new pod) must still find the peering an earlier one applied to
+// destroy it. The orphan sweep never takes a cluster workspace for a load
+// balancer's.
+var ClusterOwner = workspace.Owner{Name: "cluster"}
+
 // IsClusterWorkspace reports whether name is one of the cluster's own
 // workspaces (routes, BGP peering): owned by no Service, their plans
 // are reviewed and approved by name (tfccm approve --routes, --peering).
@@ -101,6 +108,8 @@ func (s *Set) RenderPeering(cfg *config.Config) (ws *workspace.Spec, ok bool, er
 	if err != nil {
 		return nil, false, fmt.Errorf("render the BGP peering: %w", err)
 	}
+	owner := ClusterOwner
+	r.Spec.Owner = &owner
 	return r.Spec, true, nil
 }
 

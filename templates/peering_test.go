@@ -59,8 +59,8 @@ func TestRenderPeering(t *testing.T) {
 			if !ok {
 				return
 			}
-			if ws.Name != PeeringWorkspaceName || ws.Module != PeeringDir || ws.Coalesce || ws.Owner != nil {
-				t.Errorf("spec name %q module %q coalesce %t owner %v", ws.Name, ws.Module, ws.Coalesce, ws.Owner)
+			if ws.Name != PeeringWorkspaceName || ws.Module != PeeringDir || ws.Coalesce || ws.Owner == nil || *ws.Owner != ClusterOwner {
+				t.Errorf("spec name %q module %q coalesce %t owner %v (want the cluster: catalogued for a new pod)", ws.Name, ws.Module, ws.Coalesce, ws.Owner)
 			}
 			if _, ok := ws.Files[BackendFile]; !ok {
 				t.Errorf("no %s: the peering keeps state like any applied workspace", BackendFile)

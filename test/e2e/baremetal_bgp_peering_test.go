@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,9 +27,11 @@ import (
 // hand-applied bgp module) the CCM applies the peering: the top-of-rack
 // router's sessions with both LB hosts come up, and a Service of the bgp
 // variant becomes reachable from the router's clients over ECMP. bgp
-// removed from the settings while the Service is there: the peering is
-// kept (a BGPPeeringKept Warning on the Service, the sessions stay up);
-// the Service deleted, the peering is destroyed (the sessions go).
+// removed from the settings while the Service is there, in a new CCM
+// with an empty work dir (the chart's pod after a cloud config change):
+// the peering is found in the state backend's catalog and kept (a
+// BGPPeeringKept Warning on the Service, the sessions stay up); the
+// Service deleted, the peering is destroyed (the sessions go).
 func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 	b := newBaremetal(t, "3s")
 	ctx := context.Background()
@@ -39,7 +42,10 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 	t.Cleanup(tor.Stop)
 	withBGP := tor.BGPSettings(false)
 	withBGP["vip_pool"], withBGP["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
-	writeBGPConfig(t, b, withBGP)
+	// State in the cluster (as the chart keeps it): the catalog is what a
+	// new pod, whose work dir is empty, finds the applied peering in.
+	backend := fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", b.cluster.Kubeconfig())
+	writeBGPConfig(t, b, withBGP, backend)
 	serveNodes(t, b.cloud, 30080)
 	createNode(t, b.client, b.cloud, "node-a")
 	createNode(t, b.client, b.cloud, "node-b")
@@ -95,7 +101,12 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 		without["vip_pool"], without["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
 		delete(without, "bgp")
 		b.ccm.Stop()
-		writeBGPConfig(st, b, without)
+		// A new pod, as the chart's restart on a cloud config change
+		// makes: its work dir (an emptyDir) holds nothing.
+		if err := os.RemoveAll(b.workDir); err != nil {
+			st.Fatal(err)
+		}
+		writeBGPConfig(st, b, without, backend)
 		b.startCCM(t)
 		eventually(st, 2*time.Minute, "a BGPPeeringKept Warning on web", func(ctx context.Context) error {
 			if n, err := harness.EventCount(ctx, b.client, "default", "web", lbcontroller.ReasonPeeringKept); err != nil || n == 0 {
@@ -113,7 +124,8 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 		}
 	})
 
-	// web gone: nothing announces over the peering, so it is destroyed.
+	// web gone: nothing announces over the peering, so it is destroyed,
+	// as the catalog kept it (this CCM never applied it).
 	t.Run("destroyed when unused", func(st *testing.T) {
 		if err := b.client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			st.Fatal(err)
