@@ -8,6 +8,6 @@
 // policy rules, then change windows); previewing the destroy of the BGP
 // peering a candidate no longer renders, as the state backend's catalog
 // keeps it, and saying whether the controller destroys it now or keeps
-// it for its Services (retire.go); and reporting one row per workspace
+// it for its Services; and reporting one row per workspace
 // as text, Markdown or JSON.
 package fleet
