@@ -4,8 +4,11 @@ package workspace
 // applied configuration of a workspace the candidate no longer renders
 // (the BGP peering once bgp is removed), read as the engine's catalog
 // reads it (package backends' Catalog), but in a scratch directory the
-// caller owns and read-only: it lists the catalog's Terraform workspaces
-// and pulls one entry's state, and writes nothing to the backend.
+// caller owns: it lists the catalog's Terraform workspaces and pulls one
+// entry's state, taking no lock. It writes no entry; only tofu init may
+// write the catalog's empty default state when there is none yet (the
+// kubernetes and pg backends create the selected workspace's state), as
+// the controller's first use of the catalog does.
 
 import (
 	"context"

@@ -54,7 +54,8 @@ output "ingress" {
 `,
 }
 
-// TestFleetPlanPeeringDestroy: a BGP peering applied by the workspace
+// TestFleetPlanPeeringDestroy: before anything is applied the catalog
+// holds no peering and there is no row. A BGP peering applied by the workspace
 // engine as the controller applies it (state and catalog in the cluster,
 // the kubernetes backend); a candidate config without bgp makes `tfccm
 // plan` show the peering's destroy (-2, its two peers) read from the
@@ -101,6 +102,24 @@ load_balancer {
 	bgp := `bgp = { asn = 64512, peers = [{ name = "tor-a", address = "10.0.0.1" }, { name = "tor-b", address = "10.0.0.2" }] }`
 	applied := write("applied", backend, bgp, "")
 	candidate := write("candidate", backend, "", "")
+
+	// Nothing applied yet: the catalog holds no peering, so there is no
+	// row. Reading the catalog wrote no entry and no peering state: only
+	// the catalog's own empty default state, which tofu init creates in
+	// the kubernetes backend (as the controller's first use of the
+	// catalog does).
+	t.Run("nothing applied: no row", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "plan", "--config", candidate, "--kubeconfig", cluster.Kubeconfig(), "--format", "json")
+		var rep fleet.Report
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitOK || len(rep.Rows) != 0 {
+			t.Errorf("exit %d, report %+v (%v); want exit 0 and no row\n%s", code, rep, err, stderr)
+		}
+		for name := range stateSecrets(t, client) {
+			if name != "tfstate-default-tfccm-catalog" {
+				t.Errorf("reading the catalog wrote %s", name)
+			}
+		}
+	})
 
 	applyPeering(t, applied)
 	stateBefore := stateVersions(t, client)
@@ -248,6 +267,17 @@ func applyPeering(t *testing.T, cfgPath string) {
 // entries) by name, with their resource versions.
 func stateVersions(t *testing.T, client kubernetes.Interface) map[string]string {
 	t.Helper()
+	out := stateSecrets(t, client)
+	if len(out) < 2 {
+		t.Fatalf("state Secrets %v: want the peering's state and its catalog entry", out)
+	}
+	return out
+}
+
+// stateSecrets are the state backend's Secrets by name, with their
+// resource versions.
+func stateSecrets(t *testing.T, client kubernetes.Interface) map[string]string {
+	t.Helper()
 	list, err := client.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -257,9 +287,6 @@ func stateVersions(t *testing.T, client kubernetes.Interface) map[string]string 
 		if strings.HasPrefix(s.Name, "tfstate-") {
 			out[s.Name] = s.ResourceVersion
 		}
-	}
-	if len(out) < 2 {
-		t.Fatalf("state Secrets %v: want the peering's state and its catalog entry", out)
 	}
 	return out
 }
