@@ -23,8 +23,8 @@ import (
 type fakePeeringWS struct {
 	mu sync.Mutex
 	fakePeering
-	applies   int
-	destroys  int
+	applies  int
+	destroys int
 }
 
 // fakePeering is what the fake workspace renders and answers.
