@@ -26,9 +26,11 @@ type Options struct {
 }
 
 // Plan plans every target read-only and returns the report, rows in the
-// targets' order.
+// targets' order (a retired workspace the catalog does not hold has
+// none).
 func Plan(ctx context.Context, o Options, targets []Target) *Report {
 	rows := make([]Row, len(targets))
+	shown := make([]bool, len(targets))
 	sem := make(chan struct{}, max(o.Parallelism, 1))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -37,18 +39,30 @@ func Plan(ctx context.Context, o Options, targets []Target) *Report {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rows[i] = planOne(ctx, o, t)
+			var err error
+			rows[i], err = planOne(ctx, o, t)
+			shown[i] = err == nil
 		}()
 	}
 	wg.Wait()
-	return &Report{Rows: rows}
+	rep := &Report{Rows: []Row{}}
+	for i, r := range rows {
+		if shown[i] {
+			rep.Rows = append(rep.Rows, r)
+		}
+	}
+	return rep
 }
 
-func planOne(ctx context.Context, o Options, t Target) Row {
+// planOne is t's row; errNotCatalogued when it has none.
+func planOne(ctx context.Context, o Options, t Target) (Row, error) {
 	r := Row{Target: t.ID(), Namespace: t.Namespace, Name: t.Name}
 	if t.Err != nil {
 		r.Error = o.Scrub.Scrub(t.Err.Error())
-		return r
+		return r, nil
+	}
+	if t.Retire != nil {
+		return planRetired(ctx, o, t)
 	}
 	r.Workspace, r.Module = t.Spec.Name, t.Spec.Module
 	dir := filepath.Join(o.ScratchDir, t.Spec.Name)
@@ -56,7 +70,7 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 	p, err := workspace.PreviewPlan(ctx, o.PreviewOptions, t.Spec, dir)
 	if err != nil {
 		r.Error = o.Scrub.Scrub(err.Error())
-		return r
+		return r, nil
 	}
 	r.Add, r.Change, r.Destroy, r.Replaced, r.New = p.Add, p.Change, p.Remove, p.Replaced, p.NoState
 	r.Summary = p.Summary
@@ -75,5 +89,5 @@ func planOne(ctx context.Context, o Options, t Target) Row {
 		v := o.Gate.Judge(gate.Input{Plan: p.Document, Workspace: t.Spec.Name, Kind: string(kind), Create: p.NoState, Imports: p.Import})
 		r.Findings, r.Held = append(r.Findings, v.Findings...), v.Hold
 	}
-	return r
+	return r, nil
 }

@@ -37,6 +37,17 @@ type Row struct {
 	// Held is what a closed change window says of the plan ("" = open):
 	// the live controller would publish it and wait.
 	Held string `json:"held,omitempty"`
+	// Retired: the candidate no longer renders the workspace (the BGP
+	// peering without bgp); the row previews its destroy as the state
+	// backend's catalog keeps it, and Note says what the controller does.
+	Retired bool `json:"retired,omitempty"`
+	// Kept: the controller keeps the retired workspace for now (Note says
+	// why); the row counts no destroy, Later is what its destroy removes
+	// once nothing needs it.
+	Kept  bool `json:"kept,omitempty"`
+	Later int  `json:"destroy_later,omitempty"`
+	// Note says what the controller does beyond the plan's counts.
+	Note string `json:"note,omitempty"`
 	// Error is why the workspace could not be rendered or planned.
 	Error string `json:"error,omitempty"`
 }
@@ -108,7 +119,12 @@ func changes(row Row) string {
 		return "error"
 	}
 	s := fmt.Sprintf("+%d ~%d -%d", row.Add, row.Change, row.Destroy)
-	if row.New {
+	switch {
+	case row.Kept:
+		s += fmt.Sprintf(" (kept; -%d later)", row.Later)
+	case row.Retired:
+		s += " (destroy)"
+	case row.New:
 		s += " (new)"
 	}
 	return s
@@ -133,10 +149,13 @@ func findings(row Row) string {
 	if row.Error != "" {
 		return row.Error
 	}
-	if len(row.Findings) == 0 && row.Held == "" {
+	if len(row.Findings) == 0 && row.Held == "" && row.Note == "" {
 		return "-"
 	}
 	var parts []string
+	if row.Note != "" {
+		parts = append(parts, row.Note)
+	}
 	for _, f := range row.Findings {
 		parts = append(parts, fmt.Sprintf("%s %s: %s", f.Action, f.Rule, f.Message))
 	}
@@ -169,18 +188,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|---|")
 	unchanged := 0
 	for _, row := range r.Rows {
-		if row.Error == "" && !row.Changes() && len(row.Findings) == 0 && row.Held == "" {
+		if row.Error == "" && !row.Changes() && len(row.Findings) == 0 && row.Held == "" && !row.Kept {
 			unchanged++
 			continue
 		}
 		add, chg, del := fmt.Sprint(row.Add), fmt.Sprint(row.Change), fmt.Sprint(row.Destroy)
+		if row.Kept {
+			del = fmt.Sprintf("0 (%d later)", row.Later)
+		}
 		if row.Error != "" {
 			add, chg, del = "–", "–", "–"
 		}
 		mark := ""
 		if row.Denied() || row.Error != "" {
 			mark = ":x: "
-		} else if len(row.Replaced) > 0 {
+		} else if len(row.Replaced) > 0 || row.Retired && row.Destroy > 0 {
 			mark = ":warning: "
 		}
 		fmt.Fprintf(w, "| %s`%s` | %s | %s | %s | %s | %s | %s | %s |\n", mark, md(row.Target), md(r.module(row)), add, chg, del, md(replaced(row)), md(adopted(row)), md(findings(row)))

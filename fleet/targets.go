@@ -25,7 +25,11 @@ type Target struct {
 	// Peering: the cluster's BGP peering workspace.
 	Peering bool
 	Spec    *workspace.Spec
-	Err     error
+	// Retire is set, and Spec nil, when the candidate no longer renders
+	// the workspace but the state backend's catalog may hold it applied
+	// (the BGP peering without bgp): its row previews the destroy.
+	Retire *Retire
+	Err    error
 }
 
 // ID is how rows name the target: "namespace/name", "routes" or
@@ -60,7 +64,9 @@ func served(cfg *config.Config, svc *corev1.Service) bool {
 // Service tfccm serves, with the addresses the controller's address book
 // gives it (built from the same Services; nsLabels gives a namespace's
 // labels, nil: none), when the Routes facet is on, the routes
-// workspace, and the BGP peering workspace when it applies, sorted by ID. A Service that does not render is a target with
+// workspace, and the BGP peering workspace when it applies (or, when it
+// does not and the state backend keeps a catalog, the peering's destroy:
+// Retire), sorted by ID. A Service that does not render is a target with
 // its error.
 func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service, nodes []*corev1.Node, nsLabels func(string) labels.Set) []Target {
 	var out []Target
@@ -79,9 +85,12 @@ func Targets(cfg *config.Config, set *templates.Set, services []*corev1.Service,
 		out = append(out, t)
 	}
 	// The BGP peering, when the set has a bgp module and the settings a
-	// bgp block (what the controller applies, templates.RenderPeering).
+	// bgp block (what the controller applies, templates.RenderPeering);
+	// else its destroy, if the catalog holds one applied earlier.
 	if spec, ok, err := set.RenderPeering(cfg); ok || err != nil {
 		out = append(out, Target{Name: templates.PeeringWorkspaceName, Peering: true, Spec: spec, Err: err})
+	} else if t := retiredPeering(cfg, set, services); t != nil {
+		out = append(out, *t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out

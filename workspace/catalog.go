@@ -138,6 +138,12 @@ func (e *Engine) CatalogEntry(ctx context.Context, name string) (CatalogEntry, e
 	if err != nil {
 		return CatalogEntry{}, err
 	}
+	return decodeCatalogEntry(name, b)
+}
+
+// decodeCatalogEntry decodes workspace name's entry as the catalog keeps
+// it, refusing an entry that names another workspace.
+func decodeCatalogEntry(name string, b []byte) (CatalogEntry, error) {
 	var entry CatalogEntry
 	if err := json.Unmarshal(b, &entry); err != nil {
 		return CatalogEntry{}, fmt.Errorf("catalog %s: decode entry: %w", name, err)

@@ -39,7 +39,11 @@
 //     publication into the workspace, keeping them in the plan store, and
 //     the gate's judgement of each plan
 //     (what a plan is, its redacted form, the gate's types and the store's
-//     contract are package workspace/plans's).
+//     contract are package workspace/plans's);
+//   - previews for `tfccm plan`: a read-only plan of a workspace (its
+//     apply, or its destroy) against its real state, and a read of one
+//     entry of the state backend's catalog, each in a scratch directory
+//     the caller owns, taking no lock (PreviewPlan, PreviewCatalogEntry).
 //
 // With Options.Exec (terraform { runner = "job" }) each command runs the
 // stand-in of package workspace/jobrunner, which runs it in a Kubernetes

@@ -45,6 +45,10 @@ type PreviewOptions struct {
 	ProviderLockFile string
 	// Scrub removes the secrets of Env from errors.
 	Scrub *secret.Scrubber
+	// Destroy previews the workspace's destroy (tofu plan -destroy)
+	// instead of its apply: what the controller runs for a workspace the
+	// candidate no longer renders.
+	Destroy bool
 }
 
 // Preview is the outcome of one read-only plan.
@@ -92,7 +96,10 @@ func PreviewPlan(ctx context.Context, o PreviewOptions, spec *Spec, dir string) 
 		return nil, err
 	}
 	opts := []tfexec.PlanOption{tfexec.Lock(false), tfexec.Out(previewPlanFile)}
-	if spec.Adopts && !p.NoState && previewHasResources(ctx, tf) {
+	switch {
+	case o.Destroy:
+		opts = append(opts, tfexec.Destroy(true))
+	case spec.Adopts && !p.NoState && previewHasResources(ctx, tf):
 		// As the engine plans once the adoption applied (AdoptVar).
 		opts = append(opts, adoptNullVar())
 	}

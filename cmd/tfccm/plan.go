@@ -58,8 +58,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tfccm plan --config cloud.hcl [--objects dump.yaml | --kubeconfig K --context C] [--format text|markdown|json]\n\n"+
-			"Plans every load balancer (and the routes) read-only against its real state with the candidate\n"+
-			"config and templates. Exit code: 0 nothing changes, 3 something changes, 4 a policy rule denies\n"+
+			"Plans every load balancer (and the routes and the BGP peering; the peering's destroy, read from\n"+
+			"the state backend's catalog, when the candidate has no bgp) read-only against its real state with\n"+
+			"the candidate config and templates. Exit code: 0 nothing changes, 3 something changes, 4 a policy rule denies\n"+
 			"a plan, 1 a workspace failed to render or plan, 2 usage.")
 		fs.PrintDefaults()
 	}
