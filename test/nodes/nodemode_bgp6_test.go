@@ -19,24 +19,24 @@ import (
 )
 
 // torDualConfig is a top-of-rack FRR (AS 64512) peering with the nodes
-// over IPv4 (nodeAddrs) and over IPv6 (nodeAddrs6), each family's
-// sessions carrying that family only, timers 1 3 and BFD at 100 ms on
-// every session, ECMP over up to 8 paths in both families. The IPv6
-// routes' next hops are the nodes' global addresses (a router takes the
+// over IPv4 (nodeAddrs) and over IPv6 (nodeAddrs6), timers 1 3 and BFD at
+// 100 ms on every session, ECMP over up to 8 paths in both families; it
+// sends the nodes a default route of each family (which they must not
+// take). FRR's defaults activate the IPv6 sessions in IPv4 too: only the
+// nodes' side keeps each family on its own sessions. The IPv6 routes'
+// next hops are the nodes' global addresses (a router takes the
 // link-local one by default), so a route names the nodes it goes through.
 func torDualConfig(routerID string, nodeAddrs, nodeAddrs6 []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "frr defaults traditional\nbfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n exit\nexit\n"+
+		"ip route 0.0.0.0/0 blackhole\nipv6 route ::/0 blackhole\n"+
 		"route-map nodes6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n"+
-		"router bgp 64512\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerID)
+		"router bgp 64512\n bgp router-id %s\n no bgp ebgp-requires-policy\n", routerID)
 	for _, a := range append(slices.Clone(nodeAddrs), nodeAddrs6...) {
 		fmt.Fprintf(&b, " neighbor %s remote-as 64513\n neighbor %s timers 1 3\n neighbor %s bfd profile fast\n", a, a, a)
 	}
-	b.WriteString(" address-family ipv4 unicast\n")
-	for _, a := range nodeAddrs {
-		fmt.Fprintf(&b, "  neighbor %s activate\n", a)
-	}
-	b.WriteString("  maximum-paths 8\n exit-address-family\n address-family ipv6 unicast\n")
+	b.WriteString(" address-family ipv4 unicast\n  redistribute static\n")
+	b.WriteString("  maximum-paths 8\n exit-address-family\n address-family ipv6 unicast\n  redistribute static\n")
 	for _, a := range nodeAddrs6 {
 		fmt.Fprintf(&b, "  neighbor %s activate\n  neighbor %s route-map nodes6-in in\n", a, a)
 	}
@@ -213,6 +213,18 @@ func TestNodeModeBGPAgentsIPv6(t *testing.T) {
 			return nil
 		}); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Each node keeps each family on its own sessions and takes no
+	// route from the ToR (its default routes).
+	for _, n := range nodes {
+		if sum := frr[n].Vtysh(t, "show bgp ipv4 unicast summary"); strings.Contains(sum, seg.Addr6(200)) {
+			t.Errorf("node %s's IPv6 session carries IPv4:\n%s", n, sum)
+		}
+		for _, fam := range []string{"-4", "-6"} {
+			if out, _ := frrtest.Output("ip", "-n", seg.Netns(n), fam, "route", "show", "proto", "bgp"); strings.TrimSpace(out) != "" {
+				t.Errorf("node %s took routes from the ToR:\n%s", n, out)
+			}
 		}
 	}
 	spread := func(vip string, want []string) map[string]int {
