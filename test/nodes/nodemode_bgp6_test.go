@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -52,8 +53,9 @@ func torDualConfig(routerID string, nodeAddrs, nodeAddrs6 []string) string {
 // dual-stack Service's pair of NodeVIPs with announce bgp are announced
 // by every node (the ToR's /128 and /32 routes have one next hop per
 // node) and IPv6 flows from many client ports reach each node; a node's
-// bgpd killed withdraws its IPv6 path (BFD) while the others serve;
-// deleting a NodeVIP withdraws its /128 alone; deleting the NodeBGP
+// bgpd killed withdraws its IPv6 path while the others serve; a node gone
+// silent towards the ToR (no TCP connection notices) loses its IPv6 and
+// IPv4 paths by BFD; deleting a NodeVIP withdraws its /128 alone; deleting the NodeBGP
 // leaves no tfccm object in any node's FRR (IPv6 prefix lists, static
 // routes and neighbours included), the admin's own lines intact.
 func TestNodeModeBGPAgentsIPv6(t *testing.T) {
@@ -247,18 +249,72 @@ func TestNodeModeBGPAgentsIPv6(t *testing.T) {
 	t.Logf("60 IPv6 flows over the nodes: %v", spread(vip6, nodes))
 	t.Logf("60 flows to the dual-stack Service's IPv6 VIP: %v, to its IPv4 VIP: %v", spread(dual6, nodes), spread(dual4, nodes))
 
-	// A node's bgpd crashes: BFD takes its IPv6 path down (and its IPv4
-	// one), the others serve.
+	// withdrawn polls the ToR's kernel every 10 ms until each address's
+	// next hops are the wanted ones, and returns when each got there.
+	withdrawn := func(want map[string][]string, what string) map[string]time.Duration {
+		t.Helper()
+		start, took := time.Now(), map[string]time.Duration{}
+		for len(took) < len(want) {
+			if time.Since(start) > time.Minute {
+				t.Fatalf("%s: after a minute only %v\nToR:\n%s", what, took, tor.Vtysh(t, "show bgp ipv6 unicast", "show bgp ipv4 unicast", "show bfd peers brief"))
+			}
+			for addr, hops := range want {
+				if _, ok := took[addr]; !ok && slices.Equal(nextHops(addr), hops) {
+					took[addr] = time.Since(start)
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return took
+	}
+	round := func(m map[string]time.Duration) string {
+		return fmt.Sprintf("IPv6 %v, IPv4 %v", m[dual6].Round(time.Millisecond), m[dual4].Round(time.Millisecond))
+	}
+
+	// A node's bgpd crashes: its sessions end (the kernel closes their
+	// TCP connections, bfdd takes the BFD sessions down with their
+	// client), the ToR withdraws its paths, the others serve.
 	frr["a"].Kill("bgpd")
-	took := waitHops(vip6, of(v6, "b", "c"), "node a's IPv6 path withdrawn")
-	t.Logf("node a's bgpd killed: its IPv6 path withdrawn in %v", took.Round(time.Millisecond))
-	waitHops(dual4, of(seg.NodeAddr, "b", "c"), "node a's IPv4 path withdrawn")
+	took := withdrawn(map[string][]string{vip6: of(v6, "b", "c"), dual6: of(v6, "b", "c"), dual4: of(seg.NodeAddr, "b", "c")}, "node a's paths withdrawn")
+	t.Logf("node a's bgpd killed: its paths withdrawn in %s", round(took))
 	if c := spread(vip6, []string{"b", "c"}); c["a"] != 0 {
 		t.Fatalf("IPv6 flows still reach node a: %v", c)
 	}
 	frr["a"].StartDaemon(t, "bgpd", "")
 	waitHops(vip6, of(v6, nodes...), "node a announces the IPv6 VIP again after its bgpd restarted (the agent reconfigures it)")
 	waitHops(dual6, of(v6, nodes...), "node a announces the dual-stack IPv6 VIP again")
+	waitHops(dual4, of(seg.NodeAddr, nodes...), "node a announces the dual-stack IPv4 VIP again")
+
+	// Node b goes silent towards the ToR (every packet between them
+	// dropped, both families: a failure no TCP connection reports):
+	// BFD alone takes its IPv6 and IPv4 paths down, well before the 3 s
+	// hold time; the silence lifted, b announces again.
+	blackhole := fmt.Sprintf("table inet v6bgp-cut {\n chain in {\n  type filter hook input priority -300; policy accept;\n  ip saddr %s drop\n  ip6 saddr %s drop\n }\n"+
+		" chain out {\n  type filter hook output priority -300; policy accept;\n  ip daddr %s drop\n  ip6 daddr %s drop\n }\n}\n", seg.Addr(200), seg.Addr6(200), seg.Addr(200), seg.Addr6(200))
+	cut := exec.Command("ip", "netns", "exec", seg.Netns("b"), "nft", "-f", "-")
+	cut.Stdin = strings.NewReader(blackhole)
+	if out, err := cut.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v\n%s", err, out)
+	}
+	took = withdrawn(map[string][]string{dual6: of(v6, "a", "c"), dual4: of(seg.NodeAddr, "a", "c")}, "node b's paths withdrawn by BFD")
+	t.Logf("node b silent: its paths withdrawn in %s (BFD 100 ms x 3)", round(took))
+	// The ToR says why each session with b went: BFD, not the hold time.
+	for _, peer := range []string{seg.Addr6(2), seg.Addr(2)} {
+		out := tor.Vtysh(t, "show bgp neighbors "+peer)
+		var reset string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "Last reset") {
+				reset = strings.TrimSpace(l)
+			}
+		}
+		t.Logf("the ToR's session with node b (%s): %s", peer, reset)
+		if !strings.Contains(reset, "BFD") {
+			t.Errorf("the ToR's session with node b (%s) did not go by BFD: %q", peer, reset)
+		}
+	}
+	frrtest.Must(t, "ip", "netns", "exec", seg.Netns("b"), "nft", "delete", "table", "inet", "v6bgp-cut")
+	waitHops(dual6, of(v6, nodes...), "node b announces the IPv6 VIP again")
+	waitHops(dual4, of(seg.NodeAddr, nodes...), "node b announces the IPv4 VIP again")
 
 	// Deleting the IPv6 NodeVIP withdraws its /128; the others stay.
 	if err := vips.Delete(ctx, "web-6", metav1.DeleteOptions{}); err != nil {
