@@ -259,3 +259,21 @@ func TestApplyKeepsEachPeerInItsFamily(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyIPv6OnlyNode: a node without IPv4 (its router ID the low 32
+// bits of its IPv6 address, RouterID) starts its BGP instance, peers over
+// IPv6 alone and the ToR learns its /128.
+func TestApplyIPv6OnlyNode(t *testing.T) {
+	frrtest.Skip(t)
+	p := startPair(t, "")
+	want := wantNode("fd00:253::10")
+	want.Peers = want.Peers[1:]
+	want.RouterID = RouterID([]netip.Addr{netip.MustParseAddr("fd77::2")})
+	if _, err := Apply(context.Background(), p.node.RunDir, want); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, p, "fd00:253::10", true)
+	if cfg := runningConfig(t, p.node); !strings.Contains(cfg, "bgp router-id 0.0.0.2") {
+		t.Errorf("the node's router ID:\n%s", cfg)
+	}
+}
