@@ -25,6 +25,11 @@ type Node struct {
 	// Announce are the addresses the node announces now (each inside a
 	// pool; one outside every pool is an error).
 	Announce []netip.Addr
+	// NoDefaultIPv4 says the node's BGP instance runs with `no bgp
+	// default ipv4-unicast`: its neighbours are in no address family
+	// until activated. Otherwise (FRR's default) every neighbour, an IPv6
+	// one too, is active in IPv4 unicast until deactivated.
+	NoDefaultIPv4 bool
 }
 
 // Block is one configuration object: a line (Body empty) or a block
@@ -155,12 +160,19 @@ func (n Node) Blocks() ([]Block, error) {
 		}
 		af := []string{bgp, AddressFamily(p.Address.Is6())}
 		for _, l := range []string{"activate", "route-map " + ImportMap + " in", "route-map " + ExportMap + " out"} {
-			if l == "activate" && !p.Address.Is6() {
+			if l == "activate" && !p.Address.Is6() && !n.NoDefaultIPv4 {
 				// IPv4 neighbours are active in IPv4 by default (FRR
 				// shows no line for it).
 				continue
 			}
 			out = append(out, Block{Daemon: "bgpd", Context: af, Text: "neighbor " + a + " " + l})
+		}
+		if p.Address.Is6() && !n.NoDefaultIPv4 {
+			// An IPv6 peer gets the IPv6 VIPs only: active in IPv4 by
+			// default, it would get the IPv4 VIPs without the pools'
+			// communities and send the node IPv4 routes past the import
+			// route map (which is the IPv6 family's).
+			out = append(out, Block{Daemon: "bgpd", Context: []string{bgp, AddressFamily(false)}, Text: "no neighbor " + a + " activate"})
 		}
 	}
 	for _, a := range n.Announce {

@@ -363,20 +363,22 @@ func (a *Agent) withdrawBGP(self *corev1.Node) {
 	klog.InfoS("BGP: every announcement of this node withdrawn")
 }
 
-// nodeOf is what the speaker needs of the node: labels, its IPv4
-// InternalIP as router ID, and its interfaces' networks.
+// nodeOf is what the speaker needs of the node: labels, its router ID
+// from its InternalIPs (bgp.RouterID), and its interfaces' networks.
 func nodeOf(n *corev1.Node) bgp.Node {
 	out := bgp.Node{}
 	if n != nil {
 		out.Labels = n.Labels
+		var internal []netip.Addr
 		for _, ad := range n.Status.Addresses {
 			if ad.Type != corev1.NodeInternalIP {
 				continue
 			}
-			if ip, err := netip.ParseAddr(ad.Address); err == nil && ip.Is4() && !out.RouterID.IsValid() {
-				out.RouterID = ip
+			if ip, err := netip.ParseAddr(ad.Address); err == nil {
+				internal = append(internal, ip)
 			}
 		}
+		out.RouterID = bgp.RouterID(internal)
 	}
 	ifaces, _ := net.Interfaces()
 	for _, ifi := range ifaces {

@@ -53,10 +53,9 @@ type Result struct {
 // empty every tfccm object is removed (BGP mode off).
 func Apply(ctx context.Context, dir string, want frr.Node) (Result, error) {
 	var res Result
-	var blocks []frr.Block
 	if len(want.Peers) > 0 {
-		var err error
-		if blocks, err = want.Blocks(); err != nil {
+		// The configuration is checked before any daemon is asked.
+		if err := want.Validate(); err != nil {
 			return res, err
 		}
 	}
@@ -90,6 +89,16 @@ func Apply(ctx context.Context, dir string, want frr.Node) (Result, error) {
 		cur[d] = r
 	}
 	bgpASN := cur["bgpd"].asn
+	var blocks []frr.Block
+	if len(want.Peers) > 0 {
+		// How FRR shows a neighbour's IPv4 activation depends on the
+		// instance's default (an instance tfccm starts has FRR's).
+		want.NoDefaultIPv4 = bgpASN != 0 && cur["bgpd"].noDefaultIPv4
+		var err error
+		if blocks, err = want.Blocks(); err != nil {
+			return res, err
+		}
+	}
 	if len(blocks) > 0 && bgpASN != 0 && bgpASN != want.ASN {
 		return res, &ASNError{Running: bgpASN, Want: want.ASN}
 	}
@@ -163,8 +172,7 @@ func collapseGonePeers(remove []frr.Block, want map[string]bool) []frr.Block {
 	var out []frr.Block
 	gone := map[string]bool{}
 	for _, b := range remove {
-		if b.Daemon == "bgpd" && strings.HasPrefix(b.Text, "neighbor ") {
-			addr := strings.Fields(b.Text)[1]
+		if addr := neighborOf(b.Text); b.Daemon == "bgpd" && addr != "" {
 			if !want[addr] {
 				if !gone[addr] {
 					gone[addr] = true
@@ -183,20 +191,21 @@ func collapseGonePeers(remove []frr.Block, want map[string]bool) []frr.Block {
 // networks that use them; in reverse when removing.
 func rank(b frr.Block, removing bool) int {
 	var r int
+	text := strings.TrimPrefix(b.Text, "no ")
 	switch {
 	case b.Daemon == "bfdd":
 		r = 0
 	case b.Daemon == "staticd":
 		r = 6
-	case strings.HasPrefix(b.Text, "ip prefix-list"), strings.HasPrefix(b.Text, "ipv6 prefix-list"):
+	case strings.HasPrefix(text, "ip prefix-list"), strings.HasPrefix(text, "ipv6 prefix-list"):
 		r = 1
-	case strings.HasPrefix(b.Text, "route-map"):
+	case strings.HasPrefix(text, "route-map"):
 		r = 2
-	case strings.HasPrefix(b.Text, "neighbor ") && strings.Contains(b.Text, " remote-as "):
+	case strings.HasPrefix(text, "neighbor ") && strings.Contains(text, " remote-as "):
 		r = 3
-	case strings.HasPrefix(b.Text, "neighbor ") && len(b.Context) == 1:
+	case strings.HasPrefix(text, "neighbor ") && len(b.Context) == 1:
 		r = 4
-	case strings.HasPrefix(b.Text, "neighbor "):
+	case strings.HasPrefix(text, "neighbor "):
 		r = 5
 	default: // network
 		r = 7
@@ -211,9 +220,14 @@ func rank(b frr.Block, removing bool) int {
 func send(c *frrvty.Conn, b frr.Block, remove bool) error {
 	cmds := []string{"configure"}
 	cmds = append(cmds, b.Context...)
-	if remove {
+	switch {
+	case remove && strings.HasPrefix(b.Text, "no "):
+		// A negative line (`no neighbor X activate`) goes with its
+		// positive form.
+		cmds = append(cmds, strings.TrimPrefix(b.Text, "no "))
+	case remove:
 		cmds = append(cmds, "no "+b.Text)
-	} else {
+	default:
 		cmds = append(cmds, b.Text)
 		cmds = append(cmds, b.Body...)
 	}

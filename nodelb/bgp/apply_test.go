@@ -206,3 +206,74 @@ func TestApplyWithoutFRR(t *testing.T) {
 		t.Fatalf("no FRR: %v, want a MissingError naming %s/bgpd.vty", err, dir)
 	}
 }
+
+// TestApplyKeepsEachPeerInItsFamily: an IPv6 peer gets the IPv6 VIPs
+// only and an IPv4 peer the IPv4 ones, whatever the node's instance says
+// of `bgp default ipv4-unicast`: with FRR's default (an IPv6 neighbour
+// active in IPv4 too) the IPv6 peer is taken out of IPv4, so no IPv4
+// route comes in past the import route map (the ToR sends a default
+// route; the node's admin runs without ebgp-requires-policy) and no IPv4
+// VIP goes out without its communities; with `no bgp default
+// ipv4-unicast` the IPv4 peer is activated. A second apply changes
+// nothing.
+func TestApplyKeepsEachPeerInItsFamily(t *testing.T) {
+	frrtest.Skip(t)
+	for _, tc := range []struct{ name, instance string }{
+		{"FRR's default", "router bgp 64513\n bgp router-id 10.77.0.2\n no bgp ebgp-requires-policy\nexit\n"},
+		{"no bgp default ipv4-unicast", "router bgp 64513\n bgp router-id 10.77.0.2\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\nexit\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPair(t, "frr defaults traditional\n"+tc.instance)
+			p.tor.Vtysh(t, "configure", "ip route 0.0.0.0/0 blackhole", "ipv6 route ::/0 blackhole", "router bgp 64512",
+				"address-family ipv4 unicast", "redistribute static", "exit-address-family",
+				"address-family ipv6 unicast", "redistribute static", "exit-address-family")
+			ctx := context.Background()
+			want := wantNode("198.51.100.10", "fd00:253::10")
+			if _, err := Apply(ctx, p.node.RunDir, want); err != nil {
+				t.Fatal(err)
+			}
+			waitRoute(t, p, "198.51.100.10", true)
+			waitRoute(t, p, "fd00:253::10", true)
+			if sum := p.node.Vtysh(t, "show bgp ipv4 unicast summary"); strings.Contains(sum, "fd77::1") || !strings.Contains(sum, "10.77.0.1") {
+				t.Errorf("the node's IPv4 sessions (want 10.77.0.1 alone):\n%s", sum)
+			}
+			if sum := p.node.Vtysh(t, "show bgp ipv6 unicast summary"); strings.Contains(sum, "10.77.0.1") || !strings.Contains(sum, "fd77::1") {
+				t.Errorf("the node's IPv6 sessions (want fd77::1 alone):\n%s", sum)
+			}
+			if out := p.tor.Vtysh(t, "show bgp ipv4 unicast 198.51.100.10/32"); strings.Contains(out, "fd77::2") {
+				t.Errorf("the IPv4 VIP went over the IPv6 session:\n%s", out)
+			}
+			if out := p.node.Vtysh(t, "show bgp ipv4 unicast"); strings.Contains(out, "0.0.0.0/0") {
+				t.Errorf("the node took the ToR's IPv4 default route:\n%s", out)
+			}
+			res, err := Apply(ctx, p.node.RunDir, want)
+			if err != nil || res.Added != 0 || res.Removed != 0 {
+				t.Fatalf("second apply of the same configuration: %+v, %v (want no change)\n%s", res, err, runningConfig(t, p.node))
+			}
+			if _, err := Apply(ctx, p.node.RunDir, frr.Node{}); err != nil {
+				t.Fatal(err)
+			}
+			if cfg := runningConfig(t, p.node); strings.Contains(cfg, "fd77::1") || strings.Contains(cfg, frr.RouterPrefix) {
+				t.Errorf("tfccm's lines left:\n%s", cfg)
+			}
+		})
+	}
+}
+
+// TestApplyIPv6OnlyNode: a node without IPv4 (its router ID the low 32
+// bits of its IPv6 address, RouterID) starts its BGP instance, peers over
+// IPv6 alone and the ToR learns its /128.
+func TestApplyIPv6OnlyNode(t *testing.T) {
+	frrtest.Skip(t)
+	p := startPair(t, "")
+	want := wantNode("fd00:253::10")
+	want.Peers = want.Peers[1:]
+	want.RouterID = RouterID([]netip.Addr{netip.MustParseAddr("fd77::2")})
+	if _, err := Apply(context.Background(), p.node.RunDir, want); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, p, "fd00:253::10", true)
+	if cfg := runningConfig(t, p.node); !strings.Contains(cfg, "bgp router-id 0.0.0.2") {
+		t.Errorf("the node's router ID:\n%s", cfg)
+	}
+}

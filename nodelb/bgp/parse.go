@@ -67,6 +67,8 @@ type running struct {
 	asn   uint32
 	// peers are the neighbours tfccm owns (by their description).
 	peers map[string]bool
+	// noDefaultIPv4: the instance runs with `no bgp default ipv4-unicast`.
+	noDefaultIPv4 bool
 }
 
 // owned finds tfccm's objects in daemon's running configuration text.
@@ -84,6 +86,9 @@ func owned(daemon, text string) (running, error) {
 				r.asn = uint32(n)
 			}
 		}
+		if len(l.context) == 1 && l.context[0] == frr.BGPContext(r.asn) && l.text == "no bgp default ipv4-unicast" {
+			r.noDefaultIPv4 = true
+		}
 		if len(l.context) == 1 && l.context[0] == frr.BGPContext(r.asn) && strings.HasPrefix(l.text, "neighbor ") {
 			f := strings.Fields(l.text)
 			if len(f) == 4 && f[2] == "description" && strings.HasPrefix(f[3], frr.RouterPrefix) {
@@ -100,7 +105,7 @@ func owned(daemon, text string) (running, error) {
 			b.Body = l.body
 		case len(l.context) == 1 && l.context[0] == "bfd" && strings.HasPrefix(l.text, "profile "+frr.RouterPrefix):
 			b.Body = l.body
-		case r.asn != 0 && len(l.context) >= 1 && l.context[0] == bgp && strings.HasPrefix(l.text, "neighbor ") && r.peers[strings.Fields(l.text)[1]]:
+		case r.asn != 0 && len(l.context) >= 1 && l.context[0] == bgp && r.peers[neighborOf(l.text)]:
 		case daemon == "staticd" && len(l.context) == 0 && (strings.HasPrefix(l.text, "ip route ") || strings.HasPrefix(l.text, "ipv6 route ")) && strings.HasSuffix(l.text, fmt.Sprintf(" tag %d", frr.StaticTag)):
 		case r.asn != 0 && len(l.context) == 2 && l.context[0] == bgp && strings.HasPrefix(l.text, "network ") && strings.HasSuffix(l.text, " route-map "+frr.OriginateMap):
 		default:
@@ -109,4 +114,14 @@ func owned(daemon, text string) (running, error) {
 		r.owned = append(r.owned, b)
 	}
 	return r, nil
+}
+
+// neighborOf is the address of a `neighbor <address> ...` or `no neighbor
+// <address> ...` line ("" for another line).
+func neighborOf(text string) string {
+	f := strings.Fields(strings.TrimPrefix(text, "no "))
+	if len(f) < 2 || f[0] != "neighbor" {
+		return ""
+	}
+	return f[1]
 }

@@ -24,6 +24,28 @@ type Node struct {
 	Networks []netip.Prefix
 }
 
+// RouterID is a node's BGP identifier from its InternalIPs (in the
+// Node's order): its first IPv4 address; an IPv6-only node's is the low
+// 32 bits of its first IPv6 address (fd00:10::a → 0.0.0.10: unique among
+// nodes of one /96, which a BGP identifier needs only within the AS);
+// invalid when there is none (or it would be 0.0.0.0).
+func RouterID(internal []netip.Addr) netip.Addr {
+	for _, a := range internal {
+		if a.Is4() || a.Is4In6() {
+			return a.Unmap()
+		}
+	}
+	for _, a := range internal {
+		if a.Is6() {
+			b := a.As16()
+			if id := netip.AddrFrom4([4]byte(b[12:])); id != netip.IPv4Unspecified() {
+				return id
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
 // Config is the node's FRR configuration from spec: the peers whose node
 // selector matches n, with their passwords from password (a Secret's
 // key; never in an error). A wrong field is an *frr.Error naming it.

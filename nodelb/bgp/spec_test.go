@@ -70,3 +70,28 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRouterID: the first IPv4 InternalIP; an IPv6-only node's low 32
+// bits; none without an address that gives a non-zero one.
+func TestRouterID(t *testing.T) {
+	for _, tc := range []struct {
+		internal []string
+		want     string
+	}{
+		{[]string{"10.0.0.5"}, "10.0.0.5"},
+		{[]string{"fd00:10::5", "10.0.0.5"}, "10.0.0.5"},
+		{[]string{"::ffff:10.0.0.7"}, "10.0.0.7"},
+		{[]string{"fd00:10::a"}, "0.0.0.10"},
+		{[]string{"2001:db8::c0a8:102"}, "192.168.1.2"},
+		{[]string{"fd00:10::"}, "invalid IP"},
+		{nil, "invalid IP"},
+	} {
+		var in []netip.Addr
+		for _, s := range tc.internal {
+			in = append(in, netip.MustParseAddr(s))
+		}
+		if got := RouterID(in).String(); got != tc.want {
+			t.Errorf("RouterID(%v) = %s, want %s", tc.internal, got, tc.want)
+		}
+	}
+}
