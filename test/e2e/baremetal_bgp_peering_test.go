@@ -44,8 +44,8 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 	withBGP["vip_pool"], withBGP["vip_pool6"] = hosttest.BGPPool, hosttest.BGPPool6
 	// State in the cluster (as the chart keeps it): the catalog is what a
 	// new pod, whose work dir is empty, finds the applied peering in.
-	backend := fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", b.cluster.Kubeconfig())
-	writeBGPConfig(t, b, withBGP, backend)
+	b.backend = fmt.Sprintf("backend \"kubernetes\" {\n  config_path = %q\n  namespace   = \"default\"\n}\n", b.cluster.Kubeconfig())
+	writeBGPConfig(t, b, withBGP)
 	serveNodes(t, b.cloud, 30080)
 	createNode(t, b.client, b.cloud, "node-a")
 	createNode(t, b.client, b.cloud, "node-b")
@@ -106,7 +106,7 @@ func TestBaremetalBGPPeeringByCCM(t *testing.T) {
 		if err := os.RemoveAll(b.workDir); err != nil {
 			st.Fatal(err)
 		}
-		writeBGPConfig(st, b, without, backend)
+		writeBGPConfig(st, b, without)
 		b.startCCM(t)
 		eventually(st, 2*time.Minute, "a BGPPeeringKept Warning on web", func(ctx context.Context) error {
 			if n, err := harness.EventCount(ctx, b.client, "default", "web", lbcontroller.ReasonPeeringKept); err != nil || n == 0 {
@@ -196,7 +196,8 @@ func TestBaremetalBGPPeeringReviewed(t *testing.T) {
 
 // writeBGPConfig writes the cloud config as b.writeConfig does, with the
 // load_balancer settings as JSON (an HCL expression): the bgp block's
-// lists of objects, which harness.HCLObject writes as strings.
+// lists of objects, which harness.HCLObject writes as strings; and
+// b.backend.
 func writeBGPConfig(t testing.TB, b *baremetal, lb map[string]any, terraformLines ...string) {
 	t.Helper()
 	js, err := json.Marshal(lb)
@@ -208,7 +209,7 @@ func writeBGPConfig(t testing.TB, b *baremetal, lb map[string]any, terraformLine
 		tf = append(tf, fmt.Sprintf("drift_interval = %q", b.drift))
 	}
 	b.cfg, b.workDir = writeCloudConfig(t, b.dir, fmt.Sprintf("template_set = \"baremetal\"\nload_balancer {\n  health_interval = \"2s\"\n  settings = %s\n}\nroutes {\n  batch_window = \"1s\"\n  settings     = %s\n}\n",
-		js, harness.HCLObject(b.hosts.RoutesSettings())), tf...)
+		js, harness.HCLObject(b.hosts.RoutesSettings()))+b.backend, tf...)
 }
 
 func mustSessions(t testing.TB, tor *hosttest.ToR) map[string]string {

@@ -40,6 +40,9 @@ type baremetal struct {
 	workDir string
 	dir     string // holds the cloud config and work_dir
 	drift   string
+	// backend is a top-level backend block writeBGPConfig adds ("": the
+	// local backend in work_dir).
+	backend string
 }
 
 func newBaremetal(t testing.TB, drift string) *baremetal {
