@@ -74,7 +74,18 @@ func slowCCM(t *testing.T, sleep time.Duration, blocks ...string) (*devcluster.C
 	return sleepCCM(t, sleep, false, blocks...)
 }
 
-// sleepCCM is slowCCM whose override has a health module when health.
+// staticAnnouncedHealthModule is staticHealthModule for an active-active
+// variant: the holders are nodes announcing over BGP (the
+// tfccm_load_balancer_vip_announcers gauge instead of vip_holders).
+const staticAnnouncedHealthModule = staticHealthModule + `
+output "vip_holder_kind" {
+  value = "BGP node"
+}
+`
+
+// sleepCCM is slowCCM whose override has a health module when health,
+// and then also a variant "ecmp" (tfccm.io/template: ecmp) whose health
+// module reports its VIP announced over BGP.
 func sleepCCM(t *testing.T, sleep time.Duration, health bool, blocks ...string) (*devcluster.Cluster, *harness.CCM) {
 	t.Helper()
 	cluster := devcluster.ForTest(t)
@@ -87,11 +98,19 @@ func sleepCCM(t *testing.T, sleep time.Duration, health bool, blocks ...string) 
 		t.Fatal(err)
 	}
 	if health {
-		if err := os.MkdirAll(filepath.Join(override, "loadbalancer", "health"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(override, "loadbalancer", "health", "main.tf"), []byte(staticHealthModule), 0o644); err != nil {
-			t.Fatal(err)
+		for dir, files := range map[string]map[string]string{
+			"loadbalancer":      {"health/main.tf": staticHealthModule},
+			"loadbalancer.ecmp": {"main.tf": module, "health/main.tf": staticAnnouncedHealthModule},
+		} {
+			for name, content := range files {
+				p := filepath.Join(override, dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	cfg, _ := writeCloudConfig(t, t.TempDir(), fmt.Sprintf("override_dir = %q\n", override)+strings.Join(blocks, ""), "parallelism = 4")

@@ -60,7 +60,8 @@ func monitoredMetrics(t *testing.T) []string {
 
 // TestMonitoredMetricsAreExported: every metric the chart's alerts and
 // dashboard use is served by a running CCM (one applied Service whose
-// template reads backend health, one state source), read by a Prometheus ServiceAccount that the chart's
+// template reads backend health, one of an active-active variant, one
+// state source), read by a Prometheus ServiceAccount that the chart's
 // monitoring.metricsReaders ClusterRole and binding authorize (and that is
 // refused without them).
 func TestMonitoredMetricsAreExported(t *testing.T) {
@@ -72,6 +73,13 @@ func TestMonitoredMetricsAreExported(t *testing.T) {
 	ctx := context.Background()
 	createLBService(t, client, "web", corev1.ProtocolTCP)
 	waitVIP(t, client, "web")
+	// One of the active-active (BGP) variant: the announcers gauge.
+	ecmp := portService("web-ecmp", corev1.ProtocolTCP)
+	ecmp.Annotations = map[string]string{"tfccm.io/template": "ecmp"}
+	if _, err := client.CoreV1().Services("default").Create(ctx, ecmp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVIP(t, client, "web-ecmp")
 
 	token := serviceAccountToken(t, client, "monitoring", "prometheus")
 	if code, _ := getWithToken(t, ccm, token); code != http.StatusForbidden {
