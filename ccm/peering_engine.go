@@ -2,9 +2,7 @@ package ccm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -24,8 +22,7 @@ type peeringEngine interface {
 	Status(name string) workspace.Status
 	Written(name string) (workspace.Spec, error)
 	Wait(ctx context.Context, name, hash string) (workspace.Status, error)
-	Catalogued(ctx context.Context) ([]string, error)
-	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
+	CatalogLookup(ctx context.Context, name string) (workspace.CatalogEntry, bool, error)
 }
 
 var _ peeringEngine = (*workspace.Engine)(nil)
@@ -106,19 +103,15 @@ func (e *enginePeering) applied(ctx context.Context) (*workspace.Spec, bool, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, catalogReadTimeout)
 	defer cancel()
-	names, err := e.engine.Catalogued(ctx)
-	if err != nil && !errors.Is(err, workspace.ErrNoCatalog) {
-		return nil, false, fmt.Errorf("list the state backend's catalog for a peering applied by an earlier CCM: %w", err)
+	entry, ok, err := e.engine.CatalogLookup(ctx, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the state backend's catalog for a peering applied by an earlier CCM: %w", err)
 	}
-	if !slices.Contains(names, name) {
+	if !ok {
 		e.mu.Lock()
 		e.uncatalogued = true
 		e.mu.Unlock()
 		return nil, false, nil
-	}
-	entry, err := e.engine.CatalogEntry(ctx, name)
-	if err != nil {
-		return nil, false, fmt.Errorf("read the peering an earlier CCM applied from the state backend's catalog: %w", err)
 	}
 	spec := entry.Spec()
 	return &spec, true, nil

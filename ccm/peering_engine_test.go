@@ -3,6 +3,7 @@ package ccm
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,22 +22,29 @@ type fakePeeringEngine struct {
 	catalogErr    error
 	entry         workspace.CatalogEntry
 	entryErr      error
-	lists         int // Catalogued calls
+	lists         int // CatalogLookup calls
 }
 
 func (f *fakePeeringEngine) Status(string) workspace.Status { return f.st }
 func (f *fakePeeringEngine) Written(string) (workspace.Spec, error) {
 	return f.written, f.writtenErr
 }
-func (f *fakePeeringEngine) Catalogued(context.Context) ([]string, error) {
+
+// CatalogLookup answers as workspace.Engine's does: no catalog is no
+// entry, a listed name its entry.
+func (f *fakePeeringEngine) CatalogLookup(_ context.Context, name string) (workspace.CatalogEntry, bool, error) {
 	f.lists++
-	return f.catalog, f.catalogErr
-}
-func (f *fakePeeringEngine) CatalogEntry(_ context.Context, name string) (workspace.CatalogEntry, error) {
-	if name != templates.PeeringWorkspaceName {
-		return workspace.CatalogEntry{}, errors.New("not the peering's entry")
+	switch {
+	case errors.Is(f.catalogErr, workspace.ErrNoCatalog):
+		return workspace.CatalogEntry{}, false, nil
+	case f.catalogErr != nil:
+		return workspace.CatalogEntry{}, false, f.catalogErr
+	case !slices.Contains(f.catalog, name):
+		return workspace.CatalogEntry{}, false, nil
+	case f.entryErr != nil:
+		return workspace.CatalogEntry{}, false, f.entryErr
 	}
-	return f.entry, f.entryErr
+	return f.entry, true, nil
 }
 
 // TestEnginePeeringApplied: where the facet finds the peering it is to
@@ -64,9 +72,9 @@ func TestEnginePeeringApplied(t *testing.T) {
 		{name: "new pod, an earlier CCM's peering in the catalog", eng: fakePeeringEngine{catalog: []string{"lb-default-web-1", name}, entry: entry},
 			wantOK: true, wantFile: "# catalog", wantLists: 2},
 		{name: "new pod, the catalog unreachable", eng: fakePeeringEngine{catalogErr: errors.New("connection refused")},
-			wantErr: "list the state backend's catalog for a peering applied by an earlier CCM: connection refused", wantLists: 2},
+			wantErr: "read the state backend's catalog for a peering applied by an earlier CCM: connection refused", wantLists: 2},
 		{name: "new pod, the entry unreadable", eng: fakePeeringEngine{catalog: []string{name}, entryErr: errors.New("decode entry")},
-			wantErr: "from the state backend's catalog: decode entry", wantLists: 2},
+			wantErr: "read the state backend's catalog for a peering applied by an earlier CCM: decode entry", wantLists: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng := tc.eng

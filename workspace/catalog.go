@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -139,6 +140,38 @@ func (e *Engine) CatalogEntry(ctx context.Context, name string) (CatalogEntry, e
 		return CatalogEntry{}, err
 	}
 	return decodeCatalogEntry(name, b)
+}
+
+// CatalogLookup reads workspace name's entry when the catalog holds one:
+// ok is false when it holds none for name, or the engine keeps no
+// catalog (the local backend), so a caller asking "was this applied by
+// an earlier controller?" gets one answer for both.
+func (e *Engine) CatalogLookup(ctx context.Context, name string) (entry CatalogEntry, ok bool, err error) {
+	if e.catalog == nil {
+		return CatalogEntry{}, false, nil
+	}
+	return lookupEntry(ctx, e.catalog.store, name)
+}
+
+// lookupEntry lists store and reads name's entry when it is listed; ok
+// is false when it is not.
+func lookupEntry(ctx context.Context, store *backends.Catalog, name string) (CatalogEntry, bool, error) {
+	names, err := store.List(ctx)
+	if err != nil {
+		return CatalogEntry{}, false, err
+	}
+	if !slices.Contains(names, name) {
+		return CatalogEntry{}, false, nil
+	}
+	b, err := store.Get(ctx, name)
+	if err != nil {
+		return CatalogEntry{}, false, err
+	}
+	entry, err := decodeCatalogEntry(name, b)
+	if err != nil {
+		return CatalogEntry{}, false, err
+	}
+	return entry, true, nil
 }
 
 // decodeCatalogEntry decodes workspace name's entry as the catalog keeps

@@ -13,7 +13,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 
@@ -47,21 +46,7 @@ func PreviewCatalogEntry(ctx context.Context, o PreviewOptions, catalog *Spec, n
 		return err
 	}
 	store := backends.NewCatalog(dir, func() backends.Runner { return r }, open, validName)
-	names, err := store.List(ctx)
-	if err != nil {
-		return CatalogEntry{}, false, err
-	}
-	if !slices.Contains(names, name) {
-		return CatalogEntry{}, false, nil
-	}
-	b, err := store.Get(ctx, name)
-	if err != nil {
-		return CatalogEntry{}, false, err
-	}
-	if entry, err = decodeCatalogEntry(name, b); err != nil {
-		return CatalogEntry{}, false, err
-	}
-	return entry, true, nil
+	return lookupEntry(ctx, store, name)
 }
 
 // previewRunner runs the catalog's tofu commands with the preview's tofu,
