@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/tfccm/tfccm/internal/frrtest"
 	"github.com/tfccm/tfccm/nodelb/vipapi"
@@ -77,20 +76,9 @@ func TestNodeModeBGPAgentsIPv6(t *testing.T) {
 	}
 	tor := frrtest.Start(t, client, torDualConfig(seg.Addr(200), all4, all6))
 	const adminLine = "ipv6 prefix-list admin-marker6 seq 5 permit 2001:db8::/32"
-	frr := map[string]*frrtest.FRR{}
-	for _, n := range nodes {
-		frr[n] = frrtest.Start(t, seg.Netns(n), "frr defaults traditional\n"+adminLine+"\n")
-	}
-	nm := seg.StartNodeMode(t)
+	ba := startBGPAgents(t, seg, nodes, adminLine)
+	frr, bgps, vips := ba.frr, ba.bgps, ba.vips
 	ctx := context.Background()
-	dc := dynamic.NewForConfigOrDie(nm.Cluster.RESTConfig())
-	installCRD(t, dc, "tfccm.io_nodebgps.yaml", vipapi.BGPGVR)
-	for _, n := range nodes {
-		nm.Agents[n].Kill()
-		nm.Restart(t, n, "--frr-dir", frr[n].RunDir)
-	}
-	bgps := dc.Resource(vipapi.BGPGVR).Namespace(l2seg.Namespace)
-	vips := dc.Resource(vipapi.GVR).Namespace(l2seg.Namespace)
 
 	nb, err := vipapi.BGPToUnstructured(&vipapi.NodeBGP{ObjectMeta: metav1.ObjectMeta{Name: vipapi.BGPName, Namespace: l2seg.Namespace},
 		Spec: vipapi.NodeBGPSpec{ASN: 64513,

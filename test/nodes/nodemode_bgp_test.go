@@ -79,6 +79,34 @@ func installCRD(t *testing.T, dyn dynamic.Interface, file string, gvr schema.Gro
 	}
 }
 
+// bgpAgents is node mode over BGP on a segment's nodes, as the agents'
+// tests start it: each node's own FRR holding one line of its admin's
+// (which must survive tfccm), the agents restarted onto it, the NodeBGP
+// CRD served.
+type bgpAgents struct {
+	nm         *l2seg.NodeMode
+	frr        map[string]*frrtest.FRR
+	bgps, vips dynamic.ResourceInterface
+}
+
+// startBGPAgents starts node mode over BGP on nodes of seg.
+func startBGPAgents(t *testing.T, seg *l2seg.Segment, nodes []string, adminLine string) bgpAgents {
+	t.Helper()
+	frr := map[string]*frrtest.FRR{}
+	for _, n := range nodes {
+		frr[n] = frrtest.Start(t, seg.Netns(n), "frr defaults traditional\n"+adminLine+"\n")
+	}
+	nm := seg.StartNodeMode(t)
+	dc := dynamic.NewForConfigOrDie(nm.Cluster.RESTConfig())
+	installCRD(t, dc, "tfccm.io_nodebgps.yaml", vipapi.BGPGVR)
+	for _, n := range nodes {
+		nm.Agents[n].Kill()
+		nm.Restart(t, n, "--frr-dir", frr[n].RunDir)
+	}
+	return bgpAgents{nm: nm, frr: frr,
+		bgps: dc.Resource(vipapi.BGPGVR).Namespace(l2seg.Namespace), vips: dc.Resource(vipapi.GVR).Namespace(l2seg.Namespace)}
+}
+
 // TestNodeModeBGPAgents: BGP mode's node agents (`tfccm node-agent
 // --frr-dir`, real processes) on namespace nodes of one segment, each
 // with its own FRR (zebra, bgpd, bfdd, staticd), against a real
@@ -106,20 +134,9 @@ func TestNodeModeBGPAgents(t *testing.T) {
 	tor := frrtest.Start(t, client, torBGPConfig(seg, nodes))
 	// The node's admin's own line, which must survive tfccm.
 	const adminLine = "ip prefix-list admin-marker seq 5 permit 203.0.113.0/24"
-	frr := map[string]*frrtest.FRR{}
-	for _, n := range nodes {
-		frr[n] = frrtest.Start(t, seg.Netns(n), "frr defaults traditional\n"+adminLine+"\n")
-	}
-	nm := seg.StartNodeMode(t)
+	ba := startBGPAgents(t, seg, nodes, adminLine)
+	nm, frr, bgps, vips := ba.nm, ba.frr, ba.bgps, ba.vips
 	ctx := context.Background()
-	dc := dynamic.NewForConfigOrDie(nm.Cluster.RESTConfig())
-	installCRD(t, dc, "tfccm.io_nodebgps.yaml", vipapi.BGPGVR)
-	for _, n := range nodes {
-		nm.Agents[n].Kill()
-		nm.Restart(t, n, "--frr-dir", frr[n].RunDir)
-	}
-	bgps := dc.Resource(vipapi.BGPGVR).Namespace(l2seg.Namespace)
-	vips := dc.Resource(vipapi.GVR).Namespace(l2seg.Namespace)
 
 	nb, err := vipapi.BGPToUnstructured(&vipapi.NodeBGP{ObjectMeta: metav1.ObjectMeta{Name: vipapi.BGPName, Namespace: l2seg.Namespace},
 		Spec: vipapi.NodeBGPSpec{ASN: 64513,
