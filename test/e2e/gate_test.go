@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tfccm/tfccm/ccm/lbcontroller"
 	"github.com/tfccm/tfccm/test/devcluster"
@@ -103,12 +104,18 @@ policy "no-port-8443" {
 // setPort changes the Service's one port.
 func setPort(t *testing.T, client kubernetes.Interface, name string, port int32) {
 	t.Helper()
-	s, err := client.CoreV1().Services("default").Get(context.Background(), name, metav1.GetOptions{})
+	// The CCM writes the Service too (conditions, annotations): read it
+	// again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.CoreV1().Services("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Ports[0].Port = port
+		_, err = client.CoreV1().Services("default").Update(context.Background(), s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Ports[0].Port = port
-	if _, err := client.CoreV1().Services("default").Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
