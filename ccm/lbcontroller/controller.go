@@ -55,9 +55,10 @@ type loadBalancers struct {
 	// plan's ConfigMap: sweep.go).
 	orphans map[string]*corev1.Service
 	// refused holds the workspaces whose inputs the service controller was
-	// last told are refused (refused.go): it will not ask
-	// again until the Service changes.
-	refused map[string]bool
+	// last told are refused (refused.go), each with the hash of the spec
+	// the engine had then: it will not ask again until the Service
+	// changes.
+	refused map[string]string
 	// approved are the workspaces whose pending plan was approved and not
 	// yet applied; afterApproval (nil: none) syncs their Service again
 	// once it is (approved.go).
@@ -95,7 +96,7 @@ type lbEntry struct {
 
 func newLoadBalancers(engine lbEngine, render renderer, review lbReview, event eventFunc, remoteBackend bool, ensureWait time.Duration) *loadBalancers {
 	return &loadBalancers{engine: engine, render: render, review: review, event: event, conds: newConditions(), remoteBackend: remoteBackend, ensureWait: ensureWait,
-		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{}, refused: map[string]bool{}, approved: map[string]bool{},
+		services: map[string]*lbEntry{}, deleted: map[string]bool{}, orphans: map[string]*corev1.Service{}, refused: map[string]string{}, approved: map[string]bool{},
 		resync: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "tfccm_lb_resync"})}
 }
 
@@ -499,7 +500,7 @@ func (l *loadBalancers) onResult(name string, r workspace.Result) bool {
 	if l.review != nil && r.Err == nil && r.Changed && r.Verdict.Approved != "" {
 		l.event(svc, corev1.EventTypeNormal, ReasonPlanApprovedByPolicy, r.Verdict.Approved+" approves the plan: applied without review")
 	}
-	if conds := resultConditions(r); len(conds) > 0 {
+	if conds := l.refusedKeeps(name, resultConditions(r)); len(conds) > 0 {
 		l.conds.set(svc, conds...)
 	}
 	if l.review != nil {

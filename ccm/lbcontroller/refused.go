@@ -2,8 +2,10 @@ package lbcontroller
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
@@ -47,8 +49,10 @@ func (l *loadBalancers) refusedOnce(svc *corev1.Service, err error) error {
 	if !errors.As(err, &refused) {
 		return err
 	}
+	name := l.render.WorkspaceName(svc)
+	hash := l.engine.Status(name).Hash
 	l.mu.Lock()
-	l.refused[l.render.WorkspaceName(svc)] = true
+	l.refused[name] = hash
 	l.mu.Unlock()
 	klog.InfoS("The Service's inputs are refused; nothing is applied until they change", "service", klog.KObj(svc), "err", err)
 	return cloudprovider.ImplementedElsewhere
@@ -62,6 +66,24 @@ func (l *loadBalancers) asked(svc *corev1.Service) {
 	l.mu.Unlock()
 }
 
+// refusedKeeps is conds, the conditions of a result of workspace name,
+// without Accepted=True while the Service's current inputs are refused:
+// the result is of a spec the engine had before the refusal (a run still
+// in flight when the Service changed), and Accepted says the inputs now
+// are refused until they change. A spec submitted since (a template
+// change made the inputs acceptable, watch.go) is told as usual.
+func (l *loadBalancers) refusedKeeps(name string, conds []metav1.Condition) []metav1.Condition {
+	l.mu.Lock()
+	hash, refused := l.refused[name]
+	l.mu.Unlock()
+	if !refused || l.engine.Status(name).Hash != hash {
+		return conds
+	}
+	return slices.DeleteFunc(conds, func(c metav1.Condition) bool {
+		return c.Type == ConditionAccepted && c.Status == metav1.ConditionTrue
+	})
+}
+
 // statusAfterRefusal writes the load balancer status of a Service whose
 // input the service controller was last told is refused, once tfccm
 // applied its workspace by itself (a template change made it acceptable):
@@ -71,7 +93,7 @@ func (l *loadBalancers) statusAfterRefusal(name string, r workspace.Result) {
 		return
 	}
 	l.mu.Lock()
-	refused := l.refused[name]
+	_, refused := l.refused[name]
 	delete(l.refused, name)
 	l.mu.Unlock()
 	if !refused {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -129,6 +130,53 @@ func TestStatusAfterRefusal(t *testing.T) {
 			}
 			if ip != tc.want {
 				t.Errorf("status address %q, want %q", ip, tc.want)
+			}
+		})
+	}
+}
+
+// TestResultOfAnEarlierSpecKeepsTheRefusal: a Service changed to refused
+// inputs while its workspace still applied the spec before (as a port
+// added, then an annotation a tenant may not set) keeps Accepted=False
+// when that apply ends: its result is of the earlier inputs. A spec the
+// engine got since the refusal (a template change made the inputs
+// acceptable) is told Accepted=True as usual.
+func TestResultOfAnEarlierSpecKeepsTheRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		hashAtResult string // the engine's spec when the result is told
+		wantAccepted metav1.ConditionStatus
+	}{
+		{"the earlier spec's apply ends", "old", metav1.ConditionFalse},
+		{"a spec rendered since is applied", "new", metav1.ConditionTrue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := phaseService()
+			client := fake.NewClientset(svc.DeepCopy())
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if err := idx.Add(svc.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseRunning, Hash: "old"}}
+			l, _ := newPhaseTest(eng, fakeRenderer{err: errors.New("annotation tfccm.io/retain-on-delete: namespace c may not keep its load balancers")})
+			l.conds.setClient(client)
+			l.conds.setLister(corelisters.NewServiceLister(idx))
+			if _, err := l.EnsureLoadBalancer(context.Background(), "c", svc, nil); err != cloudprovider.ImplementedElsewhere {
+				t.Fatalf("err = %v, want the refusal's no-op", err)
+			}
+			eng.status = workspace.Status{Phase: workspace.PhaseApplied, Hash: tc.hashAtResult, AppliedHash: tc.hashAtResult, Outputs: ingressOutputs(`[{"ip":"10.0.0.5"}]`)}
+			l.onResult("lb-c-u1", workspace.Result{Op: "apply", Changed: true, Hash: tc.hashAtResult})
+			got, err := client.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted := meta.FindStatusCondition(got.Status.Conditions, ConditionAccepted)
+			programmed := meta.FindStatusCondition(got.Status.Conditions, ConditionProgrammed)
+			if accepted == nil || accepted.Status != tc.wantAccepted {
+				t.Errorf("Accepted %+v, want %s", accepted, tc.wantAccepted)
+			}
+			if programmed == nil || programmed.Status != metav1.ConditionTrue {
+				t.Errorf("Programmed %+v, want True (the apply ended)", programmed)
 			}
 		})
 	}

@@ -287,16 +287,17 @@ instances {
 func waitRefused(t *testing.T, client kubernetes.Interface, namespace, name, want string) {
 	t.Helper()
 	eventually(t, time.Minute, name+": Warning Event and Accepted=False: "+want, func(ctx context.Context) error {
-		if ev := harness.Events(ctx, client, namespace, name); !strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want) {
-			return fmt.Errorf("events: %s", ev)
-		}
 		s, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		c := meta.FindStatusCondition(s.Status.Conditions, lbcontroller.ConditionAccepted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != lbcontroller.CondReasonInvalidInput || !strings.Contains(c.Message, want) {
-			return fmt.Errorf("condition %+v", c)
+		condOK := c != nil && c.Status == metav1.ConditionFalse && c.Reason == lbcontroller.CondReasonInvalidInput && strings.Contains(c.Message, want)
+		ev := harness.Events(ctx, client, namespace, name)
+		if evOK := strings.Contains(ev, "Warning "+lbcontroller.ReasonRenderFailed+": "+want); !evOK || !condOK {
+			// Both, whichever is missing: a condition a late result
+			// overwrote is told apart from an Event not yet listed.
+			return fmt.Errorf("Event found %v, condition as wanted %v: condition %+v; events: %s", evOK, condOK, c, ev)
 		}
 		return nil
 	})
