@@ -180,7 +180,7 @@ func runPacked(ctx context.Context, in []byte, work, cache, tofu string) ([]byte
 		}
 	}
 	env := podEnv(req.Env, home, tmp, cache)
-	res := runTofu(ctx, tofu, ws, env, req.resolve(extra))
+	res := runTofu(ctx, tofu, ws, cache, env, req.resolve(extra))
 	a := newArchive()
 	if err := a.addDir(ws); err != nil {
 		// A link out of the workspace (made by a provider) or a file
@@ -275,23 +275,42 @@ func initialized(dir string) bool {
 // SIGINT: it saves its state and releases its lock. A failure while the
 // kernel's OOM killer struck in the pod (tofu or its provider killed at
 // the memory limit) says so, naming the setting to raise.
-func runTofu(ctx context.Context, tofu, dir string, env, args []string) *result {
+func runTofu(ctx context.Context, tofu, dir, cache string, env, args []string) *result {
 	ooms := oomKills()
-	res := tofuSteps(ctx, tofu, dir, env, args)
+	res := tofuSteps(ctx, tofu, dir, cache, env, args)
 	if res.Exit != 0 && ooms >= 0 && oomKills() > ooms {
 		res.Stderr += "\n" + outOfMemory(command(args), podMemoryLimit(), "")
 	}
 	return res
 }
 
-func tofuSteps(ctx context.Context, tofu, dir string, env, args []string) *result {
-	if needsProviders(command(args)) && initialized(dir) {
+// tofuSteps runs args in dir, the workspace's providers linked first
+// when the command needs them: from the workspace's record without a tofu
+// process when it fits, else by the linking init (providerlinks.go). After
+// an init the record is written again.
+func tofuSteps(ctx context.Context, tofu, dir, cache string, env, args []string) *result {
+	cmd := command(args)
+	if needsProviders(cmd) && initialized(dir) && !linkProviders(dir, cache) {
 		res := tofuOnce(ctx, tofu, dir, env, []string{"init", "-input=false", "-backend=false", "-get=false", "-no-color"})
 		if res.Exit != 0 {
 			return res
 		}
+		recordLinks(dir, cache, res)
 	}
-	return tofuOnce(ctx, tofu, dir, env, args)
+	res := tofuOnce(ctx, tofu, dir, env, args)
+	if cmd == "init" && res.Exit == 0 {
+		recordLinks(dir, cache, res)
+	}
+	return res
+}
+
+// recordLinks writes dir's provider record after a successful init; a
+// failure to write it only costs the next command a linking init, and is
+// said in tofu's output.
+func recordLinks(dir, cache string, res *result) {
+	if err := recordProviderLinks(dir, cache); err != nil {
+		res.Stderr += fmt.Sprintf("\nWarning: tfccm run: the providers' record was not written (%v); the next command links them with init\n", err)
+	}
 }
 
 func tofuOnce(ctx context.Context, tofu, dir string, env, args []string) *result {
