@@ -116,6 +116,10 @@ apt_install() {
 	# BGP announcements (lbhost/frr): bgpd, bfdd and zebra on the LB hosts and
 	# the top-of-rack router of lbhost/hosttest.
 	[[ -x /usr/lib/frr/bgpd ]] || missing+=(frr)
+	# frr-reload.py, which lbhost applies FRR's configuration with: `tfccm lbhost
+	# prepare` on a test's LB host (a namespace with no way out) finds it
+	# installed instead of asking apt for it (lbhost/hostfiles/packages).
+	[[ -x /usr/lib/frr/frr-reload.py ]] || missing+=(frr-pythontools)
 	# TestCompletion loads tfccm's bash completion as a user's shell does.
 	[[ -f /usr/share/bash-completion/bash_completion ]] || missing+=(bash-completion)
 	if ((${#missing[@]})); then
