@@ -43,7 +43,8 @@ const providersDir = ".terraform/providers"
 // providerLinks is the record: what .terraform/providers linked from the
 // plugin cache after an init, for which lock file.
 type providerLinks struct {
-	// Lock is the hex SHA-256 of .terraform.lock.hcl.
+	// Lock is the hex SHA-256 of .terraform.lock.hcl; "" (and no links)
+	// records a module without providers: no lock file after its init.
 	Lock string `json:"lock"`
 	// Links are the installed packages, each a slash path
 	// host/namespace/type/version/os_arch under the cache and under
@@ -87,8 +88,10 @@ func lockSum(dir string) (string, error) {
 
 // recordProviderLinks writes dir's record after an init: the packages
 // under .terraform/providers when each is tofu's link to its entry in
-// cache. Otherwise (a copied package, no lock file, no provider) it
-// removes any record, so that the next command runs the linking init.
+// cache, or none for a module without providers (no lock file, nothing
+// installed). Otherwise (a copied package, a lock file with nothing
+// linked) it removes any record, so that the next command runs the
+// linking init.
 func recordProviderLinks(dir, cache string) error {
 	rec, err := installedLinks(dir, cache)
 	file := filepath.Join(dir, filepath.FromSlash(providerLinksFile))
@@ -97,6 +100,9 @@ func recordProviderLinks(dir, cache string) error {
 			return rerr
 		}
 		return err
+	}
+	if _, err := os.Stat(filepath.Dir(file)); errors.Is(err, fs.ErrNotExist) && len(rec.Links) == 0 {
+		return nil // no .terraform: not initialized, nothing to link before a command
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -111,6 +117,11 @@ func recordProviderLinks(dir, cache string) error {
 func installedLinks(dir, cache string) (*providerLinks, error) {
 	sum, err := lockSum(dir)
 	if errors.Is(err, fs.ErrNotExist) {
+		// No lock file after an init: the module needs no provider (the
+		// engine's catalog). Recorded as such when nothing is installed.
+		if _, serr := os.Lstat(filepath.Join(dir, filepath.FromSlash(providersDir))); errors.Is(serr, fs.ErrNotExist) {
+			return &providerLinks{}, nil
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -171,10 +182,16 @@ func linkProviders(dir, cache string) bool {
 		return false
 	}
 	var rec providerLinks
-	if json.Unmarshal(b, &rec) != nil || len(rec.Links) == 0 {
+	if json.Unmarshal(b, &rec) != nil {
 		return false
 	}
-	if sum, err := lockSum(dir); err != nil || sum != rec.Lock {
+	if rec.Lock == "" {
+		// A module without providers: still none (no lock file, nothing
+		// to link).
+		_, err := os.Lstat(filepath.Join(dir, ".terraform.lock.hcl"))
+		return len(rec.Links) == 0 && errors.Is(err, fs.ErrNotExist)
+	}
+	if sum, err := lockSum(dir); err != nil || sum != rec.Lock || len(rec.Links) == 0 {
 		return false
 	}
 	absCache, err := filepath.Abs(cache)

@@ -85,6 +85,23 @@ func TestProviderLinks(t *testing.T) {
 			},
 		},
 		{
+			name: "a module without providers (the engine's catalog)",
+			installed: func(t *testing.T, dir, _ string) {
+				write(t, dir, map[string]string{".terraform/terraform.tfstate": "{}"})
+			},
+			wantRecord: true, wantLinked: true,
+		},
+		{
+			name: "a module without providers that has a lock file since",
+			installed: func(t *testing.T, dir, _ string) {
+				write(t, dir, map[string]string{".terraform/terraform.tfstate": "{}"})
+			},
+			next: func(t *testing.T, dir, _ string) {
+				write(t, dir, map[string]string{".terraform.lock.hcl": "lock v1"})
+			},
+			wantRecord: true,
+		},
+		{
 			name:      "no providers",
 			installed: func(t *testing.T, dir, cache string) { installAsTofu(t, dir, cache, "lock v1") },
 		},
@@ -295,5 +312,30 @@ output "x" {
 		if exists(filepath.Join(dir, providersDir)) {
 			t.Errorf("%s: the providers travelled back", s.name)
 		}
+	}
+}
+
+// A module without providers (as the engine's catalog: workspace and
+// state commands only) runs each command alone in any pod after its init.
+func TestPooledModuleWithoutProviders(t *testing.T) {
+	real := repo.Tofu(t)
+	calls := filepath.Join(t.TempDir(), "calls")
+	tofu := filepath.Join(t.TempDir(), "tofu")
+	write(t, filepath.Dir(tofu), map[string]string{"tofu": "#!/bin/sh\necho \"$1\" >>" + calls + "\nexec " + real + " \"$@\"\n"})
+	if err := os.Chmod(tofu, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"main.tf": "terraform {\n  backend \"local\" {}\n}\n"})
+	env := append(os.Environ(), "TF_IN_AUTOMATION=1")
+	for _, step := range [][]string{{"init", "-input=false", "-no-color"}, {"workspace", "new", "-no-color", "entry"}, {"workspace", "list", "-no-color"}, {"state", "pull"}} {
+		res := pooledRun(t, dir, t.TempDir(), t.TempDir(), tofu, env, step...)
+		if res.Exit != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", step, res.Exit, res.Stderr)
+		}
+	}
+	b, _ := os.ReadFile(calls)
+	if got := strings.Join(strings.Fields(string(b)), " "); got != "init workspace workspace state" {
+		t.Errorf("tofu ran %q, want each command once and no linking init", got)
 	}
 }
