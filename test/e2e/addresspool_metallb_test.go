@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -33,14 +34,20 @@ func metallbCRDs(t *testing.T) string {
 	if dir := filepath.Join(root, "bin", "metallb-crds"); fileExists(filepath.Join(dir, "metallb.io_ipaddresspools.yaml")) {
 		return dir
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "go.universe.tf/metallb")
+	// Downloaded from the module proxy when the module cache lacks it (a
+	// fresh machine): `go list -m` would name no directory then.
+	cmd := exec.Command("go", "mod", "download", "-json", "go.universe.tf/metallb")
 	cmd.Dir = filepath.Join(root, "hack", "tools", "metallb")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("MetalLB's CRDs: no bin/metallb-crds and go list of the MetalLB module failed: %v", err)
+	var mod struct{ Dir, Error string }
+	if err == nil {
+		err = json.Unmarshal(out, &mod)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases")
+	if err != nil || mod.Dir == "" {
+		t.Fatalf("MetalLB's CRDs: no bin/metallb-crds, and the MetalLB module could not be downloaded: %v %s", err, mod.Error)
+	}
+	return filepath.Join(mod.Dir, "config", "crd", "bases")
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
