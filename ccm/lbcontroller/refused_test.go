@@ -100,15 +100,9 @@ func TestStatusAfterRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := phaseService()
-			client := fake.NewClientset(svc.DeepCopy())
-			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-			if err := idx.Add(svc.DeepCopy()); err != nil {
-				t.Fatal(err)
-			}
 			eng := &fakeLBEngine{status: tc.first}
 			l, _ := newPhaseTest(eng, fakeRenderer{})
-			l.conds.setClient(client)
-			l.conds.setLister(corelisters.NewServiceLister(idx))
+			client := withCluster(t, l, svc)
 			_, _ = l.EnsureLoadBalancer(context.Background(), "c", svc, nil)
 			if tc.askedAgain {
 				eng.status = workspace.Status{Phase: workspace.PhaseRunning}
@@ -152,15 +146,9 @@ func TestResultOfAnEarlierSpecKeepsTheRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := phaseService()
-			client := fake.NewClientset(svc.DeepCopy())
-			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-			if err := idx.Add(svc.DeepCopy()); err != nil {
-				t.Fatal(err)
-			}
 			eng := &fakeLBEngine{status: workspace.Status{Phase: workspace.PhaseRunning, Hash: "old"}}
 			l, _ := newPhaseTest(eng, fakeRenderer{err: errors.New("annotation tfccm.io/retain-on-delete: namespace c may not keep its load balancers")})
-			l.conds.setClient(client)
-			l.conds.setLister(corelisters.NewServiceLister(idx))
+			client := withCluster(t, l, svc)
 			if _, err := l.EnsureLoadBalancer(context.Background(), "c", svc, nil); err != cloudprovider.ImplementedElsewhere {
 				t.Fatalf("err = %v, want the refusal's no-op", err)
 			}
@@ -180,4 +168,18 @@ func TestResultOfAnEarlierSpecKeepsTheRefusal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withCluster gives l a clientset and a Service lister holding svc, for
+// the conditions and status it writes; it returns the clientset.
+func withCluster(t *testing.T, l *loadBalancers, svc *corev1.Service) *fake.Clientset {
+	t.Helper()
+	client := fake.NewClientset(svc.DeepCopy())
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := idx.Add(svc.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	l.conds.setClient(client)
+	l.conds.setLister(corelisters.NewServiceLister(idx))
+	return client
 }

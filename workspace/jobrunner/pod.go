@@ -267,7 +267,7 @@ func needsProviders(cmd string) bool {
 // module calls, such as a health probe's copy, has nothing in .terraform
 // but the providers, which do not travel).
 func initialized(dir string) bool {
-	return exists(filepath.Join(dir, ".terraform")) || exists(filepath.Join(dir, ".terraform.lock.hcl"))
+	return exists(filepath.Join(dir, ".terraform")) || exists(filepath.Join(dir, lockFile))
 }
 
 // runTofu runs tofu (after linking providers when the command needs them)

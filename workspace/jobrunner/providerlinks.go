@@ -37,6 +37,9 @@ import (
 // providerLinksFile is the record, relative to the workspace.
 const providerLinksFile = ".terraform/tfccm-provider-links.json"
 
+// lockFile is tofu's dependency lock file in a workspace.
+const lockFile = ".terraform.lock.hcl"
+
 // providersDir is where tofu installs a workspace's providers.
 const providersDir = ".terraform/providers"
 
@@ -78,7 +81,7 @@ func validLink(rel string) bool {
 
 // lockSum is the hex SHA-256 of dir's dependency lock file.
 func lockSum(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl"))
+	b, err := os.ReadFile(filepath.Join(dir, lockFile))
 	if err != nil {
 		return "", err
 	}
@@ -188,7 +191,7 @@ func linkProviders(dir, cache string) bool {
 	if rec.Lock == "" {
 		// A module without providers: still none (no lock file, nothing
 		// to link).
-		_, err := os.Lstat(filepath.Join(dir, ".terraform.lock.hcl"))
+		_, err := os.Lstat(filepath.Join(dir, lockFile))
 		return len(rec.Links) == 0 && errors.Is(err, fs.ErrNotExist)
 	}
 	if sum, err := lockSum(dir); err != nil || sum != rec.Lock || len(rec.Links) == 0 {

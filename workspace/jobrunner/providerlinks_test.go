@@ -193,6 +193,24 @@ func TestValidLink(t *testing.T) {
 	}
 }
 
+// countingTofu is real tofu behind a wrapper that logs each process's
+// command; ran returns the commands since its last call.
+func countingTofu(t *testing.T) (tofu string, ran func() string) {
+	t.Helper()
+	real := repo.Tofu(t)
+	calls := filepath.Join(t.TempDir(), "calls")
+	tofu = filepath.Join(t.TempDir(), "tofu")
+	write(t, filepath.Dir(tofu), map[string]string{"tofu": "#!/bin/sh\necho \"$1\" >>" + calls + "\nexec " + real + " \"$@\"\n"})
+	if err := os.Chmod(tofu, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return tofu, func() string {
+		b, _ := os.ReadFile(calls)
+		_ = os.Remove(calls)
+		return strings.Join(strings.Fields(string(b)), " ")
+	}
+}
+
 // pooledRun sends one command of the engine's workspace dir to a pooled
 // pod's `tfccm run --exec` with work and cache, as RunPooled does, and
 // syncs its result back into dir.
@@ -239,31 +257,9 @@ func TestPooledCommandsLinkProvidersWithoutInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := repo.Tofu(t)
-	calls := filepath.Join(t.TempDir(), "calls")
-	tofu := filepath.Join(t.TempDir(), "tofu")
-	write(t, filepath.Dir(tofu), map[string]string{"tofu": "#!/bin/sh\necho \"$1\" >>" + calls + "\nexec " + real + " \"$@\"\n"})
-	if err := os.Chmod(tofu, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ran := func() string {
-		b, _ := os.ReadFile(calls)
-		_ = os.Remove(calls)
-		return strings.Join(strings.Fields(string(b)), " ")
-	}
+	tofu, ran := countingTofu(t)
 	dir := t.TempDir()
-	write(t, dir, map[string]string{"main.tf": `terraform {
-  required_providers {
-    lbhost = { source = "tfccm/lbhost" }
-  }
-}
-provider "lbhost" {
-  netns = "tfccm-none"
-}
-output "x" {
-  value = "y"
-}
-`})
+	write(t, dir, map[string]string{"main.tf": lbhostModule})
 	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
 	work, cache := t.TempDir(), t.TempDir()
 	steps := []struct {
@@ -318,13 +314,7 @@ output "x" {
 // A module without providers (as the engine's catalog: workspace and
 // state commands only) runs each command alone in any pod after its init.
 func TestPooledModuleWithoutProviders(t *testing.T) {
-	real := repo.Tofu(t)
-	calls := filepath.Join(t.TempDir(), "calls")
-	tofu := filepath.Join(t.TempDir(), "tofu")
-	write(t, filepath.Dir(tofu), map[string]string{"tofu": "#!/bin/sh\necho \"$1\" >>" + calls + "\nexec " + real + " \"$@\"\n"})
-	if err := os.Chmod(tofu, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tofu, ran := countingTofu(t)
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"main.tf": "terraform {\n  backend \"local\" {}\n}\n"})
 	env := append(os.Environ(), "TF_IN_AUTOMATION=1")
@@ -334,8 +324,7 @@ func TestPooledModuleWithoutProviders(t *testing.T) {
 			t.Fatalf("%v: exit %d, stderr %q", step, res.Exit, res.Stderr)
 		}
 	}
-	b, _ := os.ReadFile(calls)
-	if got := strings.Join(strings.Fields(string(b)), " "); got != "init workspace workspace state" {
+	if got := ran(); got != "init workspace workspace state" {
 		t.Errorf("tofu ran %q, want each command once and no linking init", got)
 	}
 }

@@ -372,18 +372,10 @@ func TestRunResultTooLarge(t *testing.T) {
 	}
 }
 
-// A module without a backend or module calls (a health probe's copy)
-// brings only its lock file back from init: the next command's pod still
-// links its providers first (it used to run without them: "Required
-// plugins are not installed" on every health read with runners).
-func TestRunModuleWithProvidersOnly(t *testing.T) {
-	cliConfig, err := repo.LBHostCLIConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, cfg := startKubelet(t, false)
-	dir := filepath.Join(t.TempDir(), ".probes", "lb-x", "health")
-	write(t, dir, map[string]string{"main.tf": `terraform {
+// lbhostModule is a root module with one provider from the image's mirror
+// (the lbhost provider, never reaching a host) and no backend; its output
+// x is "read".
+const lbhostModule = `terraform {
   required_providers {
     lbhost = { source = "tfccm/lbhost" }
   }
@@ -394,7 +386,20 @@ provider "lbhost" {
 output "x" {
   value = "read"
 }
-`})
+`
+
+// A module without a backend or module calls (a health probe's copy)
+// brings only its lock file and the providers' record back from init:
+// the next command's pod still links its providers first (it used to run without them: "Required
+// plugins are not installed" on every health read with runners).
+func TestRunModuleWithProvidersOnly(t *testing.T) {
+	cliConfig, err := repo.LBHostCLIConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, cfg := startKubelet(t, false)
+	dir := filepath.Join(t.TempDir(), ".probes", "lb-x", "health")
+	write(t, dir, map[string]string{"main.tf": lbhostModule})
 	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
 	ctx := context.Background()
 	for _, args := range [][]string{
