@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -57,21 +56,23 @@ type catalog struct {
 	store *backends.Catalog
 }
 
-// newCatalog is the catalog of spec (Options.Catalog) under the work dir.
-func newCatalog(t *tofu.Setup, spec *Spec) *catalog {
-	dir := filepath.Join(t.WorkDir, backends.CatalogDir)
-	runner := func() *runner {
+// newCatalog is the catalog of spec (Options.Catalog) under the work dir,
+// in n directories: one per unit of the engine's parallelism, so that
+// runs finishing at once write their entries at once.
+func newCatalog(t *tofu.Setup, spec *Spec, n int) *catalog {
+	runner := func(dir string) *runner {
 		r := newRunner(t, dir, spec, t.Scrub.With(mapValues(spec.BackendConfig)))
 		r.Spec, r.Unlocked = nil, true // no init again, no stale-lock release
 		return r
 	}
-	open := func(ctx context.Context, _ backends.Runner) error {
+	open := func(ctx context.Context, dir string, _ backends.Runner) error {
 		if err := spec.WriteDir(dir); err != nil {
 			return err
 		}
-		return runner().Init(ctx, spec.dirSpec(), false)
+		return runner(dir).Init(ctx, spec.dirSpec(), false)
 	}
-	return &catalog{store: backends.NewCatalog(dir, func() backends.Runner { return runner() }, open, validName)}
+	dirs := backends.CatalogDirs(t.WorkDir, n)
+	return &catalog{store: backends.NewCatalog(dirs, func(dir string) backends.Runner { return runner(dir) }, open, validName)}
 }
 
 // catalogPut records spec, just applied, in the catalog unless its hash

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,5 +198,131 @@ func TestCatalogNotRewrittenOnHandOver(t *testing.T) {
 	defer cancel()
 	if st, err := e2.Wait(wctx, name, changed.Hash); err != nil || st.Phase != PhaseDestroyed {
 		t.Fatalf("destroy: %+v, %v", st, err)
+	}
+}
+
+// TestCatalogWritesArePushes: with the kubernetes backend (whose
+// workspace listing reads every state Secret), writing a new entry is one
+// `tofu state push` and nothing else: the names are listed once per
+// process, the entry's workspace is chosen without tofu listing them
+// again, and the backend creates its state. Entries finishing at once are
+// written at once, each in a catalog directory of its own. A name another
+// controller removed meanwhile is written again; removing one is one
+// `workspace delete`.
+func TestCatalogWritesArePushes(t *testing.T) {
+	c := devcluster.ForTest(t)
+	kube := c.Client()
+	ctx := context.Background()
+	run := time.Now().UnixNano() % 1_000_000_000
+	cat := &Spec{Name: backends.CatalogName, Files: map[string][]byte{"backend.tf": kubernetesBackendFile("tfccm-catalog", c.Kubeconfig())},
+		Backend: kubernetesBackendInfo("tfccm-catalog", c.Kubeconfig())}
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("lb-push-%d-%d", run, i)
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = kube.CoreV1().Secrets("default").Delete(ctx, "tfstate-"+n+"-tfccm-catalog", metav1.DeleteOptions{})
+		}
+	})
+	ops := func(op string) float64 {
+		v, _ := testutil.GetCounterMetricValue(operationsTotal.WithLabelValues(op, tofu.ResultSuccess))
+		return v
+	}
+	type counts struct{ workspace, push, pull, init float64 }
+	now := func() counts { return counts{ops("workspace"), ops("state_push"), ops("state_pull"), ops("init")} }
+	since := func(a counts) counts {
+		b := now()
+		return counts{b.workspace - a.workspace, b.push - a.push, b.pull - a.pull, b.init - a.init}
+	}
+	entry := func(name string) []byte { return []byte(`{"name":"` + name + `"}`) }
+	same := func(name string) func([]byte) bool {
+		return func(old []byte) bool { return string(old) == string(entry(name)) }
+	}
+
+	work := t.TempDir()
+	e, _ := stoppableEngine(t, Options{WorkDir: work, Catalog: cat, Parallelism: 4})
+	store := e.catalog.store
+	before := now()
+	if wrote, err := store.Put(ctx, names[0], entry(names[0]), same(names[0])); err != nil || !wrote {
+		t.Fatalf("first Put: wrote %v, %v", wrote, err)
+	}
+	if got := since(before); got.workspace != 1 || got.push != 1 || got.pull != 0 {
+		t.Errorf("first new entry ran %+v; want the one listing of the process and one push", got)
+	}
+	before = now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i := 1; i < len(names); i++ {
+		wg.Go(func() {
+			wrote, err := store.Put(ctx, names[i], entry(names[i]), same(names[i]))
+			if err == nil && !wrote {
+				err = fmt.Errorf("not written")
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Put %s: %v", names[i], err)
+		}
+	}
+	got := since(before)
+	if got.workspace != 0 || got.pull != 0 || got.push != float64(len(names)-1) {
+		t.Errorf("%d new entries ran %+v; want %d pushes and no workspace command or read", len(names)-1, got, len(names)-1)
+	}
+	if got.init < 1 || got.init > 3 {
+		t.Errorf("%v inits for concurrent writes; want 1 to 3 (a directory each beyond the first, at most 4 in all)", got.init)
+	}
+
+	listed, err := store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !slices.Contains(listed, n) {
+			t.Errorf("the catalog lists %v; want %s", listed, n)
+		}
+		if b, err := store.Get(ctx, n); err != nil || string(b) != string(entry(n)) {
+			t.Errorf("Get %s: %q, %v", n, b, err)
+		}
+	}
+
+	// The same entry again: read, not written.
+	before = now()
+	if wrote, err := store.Put(ctx, names[1], entry(names[1]), same(names[1])); err != nil || wrote {
+		t.Errorf("Put of an unchanged entry: wrote %v, %v; want a read and no write", wrote, err)
+	}
+	if got := since(before); got.push != 0 || got.pull != 1 || got.workspace != 0 {
+		t.Errorf("unchanged entry ran %+v; want one read", got)
+	}
+
+	// Another controller removes an entry this one holds: this one's next
+	// write of it finds it gone and writes it again.
+	e2, _ := stoppableEngine(t, Options{WorkDir: t.TempDir(), Catalog: cat})
+	if err := e2.catalog.store.Remove(ctx, names[2]); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := store.Put(ctx, names[2], entry(names[2]), same(names[2])); err != nil || !wrote {
+		t.Errorf("Put after another controller removed the entry: wrote %v, %v", wrote, err)
+	}
+	if b, err := e2.catalog.store.Get(ctx, names[2]); err != nil || string(b) != string(entry(names[2])) {
+		t.Errorf("the entry written again reads %q, %v", b, err)
+	}
+
+	// Removing: one workspace command.
+	before = now()
+	if err := store.Remove(ctx, names[3]); err != nil {
+		t.Fatal(err)
+	}
+	if got := since(before); got.workspace != 1 {
+		t.Errorf("Remove ran %+v; want one workspace command (the delete)", got)
+	}
+	if err := store.Remove(ctx, names[3]); err != nil {
+		t.Errorf("removing a removed entry: %v", err)
+	}
+	if listed, err := store.List(ctx); err != nil || slices.Contains(listed, names[3]) {
+		t.Errorf("after Remove the catalog lists %v, %v", listed, err)
 	}
 }

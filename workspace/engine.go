@@ -147,7 +147,7 @@ func New(opts Options) (*Engine, error) {
 		e.tofu.Exec = &tofu.Exec{Path: x.Path, Env: x.Env}
 	}
 	if opts.Catalog != nil {
-		e.catalog = newCatalog(e.tofu, opts.Catalog)
+		e.catalog = newCatalog(e.tofu, opts.Catalog, opts.Parallelism)
 	}
 	e.passes = &passes{t: e.tofu, opts: &e.opts, encryption: encryptionID(opts), catalog: e.catalog, plans: e.plans}
 	e.queue = newQueue(e.retries)

@@ -41,11 +41,11 @@ func PreviewCatalogEntry(ctx context.Context, o PreviewOptions, catalog *Spec, n
 		return CatalogEntry{}, false, fmt.Errorf("the state backend's catalog: %w", err)
 	}
 	r := previewRunner{tf: tf, fail: fail}
-	open := func(ctx context.Context, _ backends.Runner) error {
+	open := func(ctx context.Context, _ string, _ backends.Runner) error {
 		_, err := previewInit(ctx, tf, catalog, dir, fail)
 		return err
 	}
-	store := backends.NewCatalog(dir, func() backends.Runner { return r }, open, validName)
+	store := backends.NewCatalog([]string{dir}, func(string) backends.Runner { return r }, open, validName)
 	return lookupEntry(ctx, store, name)
 }
 

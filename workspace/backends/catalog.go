@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 
@@ -25,53 +24,126 @@ import (
 // It is not a name tfccm gives a workspace of its own.
 const CatalogName = "tfccm-catalog"
 
-// CatalogDir is the catalog's tofu directory under the work dir (not a
-// valid workspace name, so it is never listed as one).
+// CatalogDir is the catalog's first tofu directory under the work dir
+// (not a valid workspace name, so it is never listed as one).
 const CatalogDir = ".catalog"
+
+// CatalogDirs are n tofu directories for the catalog under workDir:
+// CatalogDir, then CatalogDir-2 to CatalogDir-n.
+func CatalogDirs(workDir string, n int) []string {
+	dirs := []string{filepath.Join(workDir, CatalogDir)}
+	for i := 2; i <= n; i++ {
+		dirs = append(dirs, filepath.Join(workDir, fmt.Sprintf("%s-%d", CatalogDir, i)))
+	}
+	return dirs
+}
 
 // catalogOutput is the output of an entry's state that holds the entry.
 const catalogOutput = "tfccm_applied"
 
-// Runner runs one tofu command in the catalog's directory (package
-// tofu's Runner.Step).
+// Runner runs one tofu command in one of the catalog's directories
+// (package tofu's Runner.Step).
 type Runner interface {
 	Step(ctx context.Context, op string, fn func(context.Context, *tfexec.Terraform) error) error
 }
 
-// Catalog runs the catalog's tofu commands in its directory, one command
-// sequence at a time (the selected Terraform workspace is the
-// directory's).
+// Catalog runs the catalog's tofu commands in its directories. The
+// Terraform workspace a command works on is its directory's selected one,
+// so each directory runs one command sequence at a time; several
+// directories (the engine has one per unit of parallelism) let entries of
+// different workspaces be written at once.
+//
+// A write is one `tofu state push`: the entry's workspace is selected by
+// writing the directory's workspace file (what `tofu workspace select`
+// writes, without the listing of every workspace it and `workspace new`
+// run first, which with the kubernetes backend reads every state Secret),
+// and the backend creates a workspace's state on its first push. The
+// names the catalog holds are listed once per process and kept, so a
+// write of a new entry reads nothing.
 type Catalog struct {
-	dir string
-	// runner is a runner in dir, one per command sequence; open writes
-	// the catalog's module into dir and initializes it with r.
-	runner func() Runner
-	open   func(ctx context.Context, r Runner) error
+	// free holds the directories no command sequence is using.
+	free chan *catalogDir
+	// runner is a runner in a directory; open writes the catalog's module
+	// into a directory and initializes it with r (once per process).
+	runner func(dir string) Runner
+	open   func(ctx context.Context, dir string, r Runner) error
 	// valid tells the names of catalogued workspaces from others.
-	valid  func(name string) bool
-	mu     sync.Mutex
+	valid func(name string) bool
+
+	mu sync.Mutex
+	// known is the names the catalog holds, as this process last listed
+	// and since wrote or removed them (nil until the first listing).
+	known map[string]bool
+}
+
+// catalogDir is one of the catalog's tofu directories.
+type catalogDir struct {
+	path   string
 	inited bool
 }
 
-// NewCatalog is the catalog in dir: runner returns a runner there, open
-// writes and initializes dir (once per process), valid tells a
-// workspace's name.
-func NewCatalog(dir string, runner func() Runner, open func(ctx context.Context, r Runner) error, valid func(string) bool) *Catalog {
-	return &Catalog{dir: dir, runner: runner, open: open, valid: valid}
+// NewCatalog is the catalog in dirs (at least one): runner returns a
+// runner in one of them, open writes and initializes one (once per
+// process, when it is first used), valid tells a workspace's name.
+func NewCatalog(dirs []string, runner func(dir string) Runner, open func(ctx context.Context, dir string, r Runner) error, valid func(string) bool) *Catalog {
+	c := &Catalog{free: make(chan *catalogDir, len(dirs)), runner: runner, open: open, valid: valid}
+	for _, d := range dirs {
+		c.free <- &catalogDir{path: d}
+	}
+	return c
 }
 
-// ready initializes the catalog directory once per process. The caller
-// holds c.mu.
-func (c *Catalog) ready(ctx context.Context) (Runner, error) {
-	r := c.runner()
-	if c.inited {
-		return r, nil
+// take waits for a free directory, initialized, and returns a runner in
+// it; the caller gives it back with c.give.
+func (c *Catalog) take(ctx context.Context) (*catalogDir, Runner, error) {
+	var d *catalogDir
+	select {
+	case d = <-c.free:
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("catalog: %w", ctx.Err())
 	}
-	if err := c.open(ctx, r); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+	r := c.runner(d.path)
+	if d.inited {
+		return d, r, nil
 	}
-	c.inited = true
-	return r, nil
+	if err := c.open(ctx, d.path, r); err != nil {
+		c.give(d)
+		return nil, nil, fmt.Errorf("catalog: %w", err)
+	}
+	d.inited = true
+	return d, r, nil
+}
+
+func (c *Catalog) give(d *catalogDir) { c.free <- d }
+
+// holds reports whether the catalog holds an entry for name, as this
+// process knows it (listed on the first call).
+func (c *Catalog) holds(ctx context.Context, name string) (bool, error) {
+	c.mu.Lock()
+	listed := c.known != nil
+	c.mu.Unlock()
+	if !listed {
+		if _, err := c.List(ctx); err != nil {
+			return false, err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.known[name], nil
+}
+
+// remember records that the catalog holds (or no longer holds) name.
+func (c *Catalog) remember(name string, held bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known == nil {
+		return // the first listing will tell
+	}
+	if held {
+		c.known[name] = true
+	} else {
+		delete(c.known, name)
+	}
 }
 
 // Put writes name's entry unless same (if set) says the entry there
@@ -86,39 +158,34 @@ func (c *Catalog) Put(ctx context.Context, name string, entry []byte, same func(
 	if err != nil {
 		return false, fmt.Errorf("catalog %s: %w", name, err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.ready(ctx)
+	held, err := c.holds(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("catalog %s: %w", name, err)
+	}
+	d, r, err := c.take(ctx)
 	if err != nil {
 		return false, err
 	}
-	names, err := listWorkspaces(ctx, r, c.valid)
-	if err != nil {
+	defer c.give(d)
+	if err := chooseWorkspace(d.path, name); err != nil {
 		return false, fmt.Errorf("catalog %s: %w", name, err)
 	}
-	if slices.Contains(names, name) {
-		if err := selectWorkspace(ctx, r, name); err != nil {
-			return false, fmt.Errorf("catalog %s: %w", name, err)
+	if held && same != nil {
+		if old, err := pullEntry(ctx, r); err == nil && same(old) {
+			return false, nil
 		}
-		if same != nil {
-			if old, err := pullEntry(ctx, r); err == nil && same(old) {
-				return false, nil
-			}
-		}
-	} else if err := r.Step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
-		return tf.WorkspaceNew(ctx, name)
-	}); err != nil {
+	}
+	if err := push(ctx, r, d.path, doc); err != nil {
 		return false, fmt.Errorf("catalog %s: %w", name, err)
 	}
-	if err := c.push(ctx, r, doc); err != nil {
-		return false, fmt.Errorf("catalog %s: %w", name, err)
-	}
+	c.remember(name, true)
 	return true, nil
 }
 
-// push writes doc as the selected workspace's state.
-func (c *Catalog) push(ctx context.Context, r Runner, doc []byte) error {
-	f, err := os.CreateTemp(c.dir, "entry-*.tfstate")
+// push writes doc as the selected workspace's state (the backend creates
+// it when it has none).
+func push(ctx context.Context, r Runner, dir string, doc []byte) error {
+	f, err := os.CreateTemp(dir, "entry-*.tfstate")
 	if err != nil {
 		return err
 	}
@@ -138,20 +205,16 @@ func (c *Catalog) push(ctx context.Context, r Runner, doc []byte) error {
 // Remove deletes name's entry (its workspace was destroyed); an entry
 // that does not exist is no error.
 func (c *Catalog) Remove(ctx context.Context, name string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.ready(ctx)
+	held, err := c.holds(ctx, name)
+	if err != nil || !held {
+		return err
+	}
+	d, r, err := c.take(ctx)
 	if err != nil {
 		return err
 	}
-	names, err := listWorkspaces(ctx, r, c.valid)
-	if err != nil {
-		return fmt.Errorf("catalog %s: %w", name, err)
-	}
-	if !slices.Contains(names, name) {
-		return nil
-	}
-	if err := selectWorkspace(ctx, r, "default"); err != nil {
+	defer c.give(d)
+	if err := chooseWorkspace(d.path, "default"); err != nil {
 		return fmt.Errorf("catalog %s: %w", name, err)
 	}
 	if err := r.Step(ctx, "workspace", func(ctx context.Context, tf *tfexec.Terraform) error {
@@ -159,33 +222,41 @@ func (c *Catalog) Remove(ctx context.Context, name string) error {
 	}); err != nil {
 		return fmt.Errorf("catalog %s: %w", name, err)
 	}
+	c.remember(name, false)
 	return nil
 }
 
 // List lists the names of the workspaces the catalog holds an entry for,
 // read from the state backend.
 func (c *Catalog) List(ctx context.Context) ([]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.ready(ctx)
+	d, r, err := c.take(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer c.give(d)
 	names, err := listWorkspaces(ctx, r, c.valid)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	known := make(map[string]bool, len(names))
+	for _, n := range names {
+		known[n] = true
+	}
+	c.mu.Lock()
+	c.known = known
+	c.mu.Unlock()
 	return names, nil
 }
 
 // Get reads name's entry from the state backend.
 func (c *Catalog) Get(ctx context.Context, name string) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.ready(ctx)
+	d, r, err := c.take(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer c.give(d)
+	// Selected by tofu, which refuses a workspace that does not exist
+	// (a backend would create its state on a read).
 	if err := selectWorkspace(ctx, r, name); err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", name, err)
 	}
@@ -194,6 +265,15 @@ func (c *Catalog) Get(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("catalog %s: %w", name, err)
 	}
 	return entry, nil
+}
+
+// chooseWorkspace makes name dir's selected Terraform workspace by
+// writing the workspace file of dir's tofu data directory, as `tofu
+// workspace select` does once it has listed the workspaces to check that
+// name is one (which a write does not need: the backend creates a missing
+// workspace's state on its first push).
+func chooseWorkspace(dir, name string) error {
+	return os.WriteFile(filepath.Join(dir, ".terraform", "environment"), []byte(name), 0o644)
 }
 
 // pullEntry reads the entry of the selected workspace.
