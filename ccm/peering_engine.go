@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/tfccm/tfccm/config"
 	"github.com/tfccm/tfccm/templates"
@@ -101,7 +100,7 @@ func (e *enginePeering) applied(ctx context.Context) (*workspace.Spec, bool, err
 	if uncatalogued {
 		return nil, false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, catalogReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, workspace.CatalogReadTimeout)
 	defer cancel()
 	entry, ok, err := e.engine.CatalogLookup(ctx, name)
 	if err != nil {
@@ -116,9 +115,6 @@ func (e *enginePeering) applied(ctx context.Context) (*workspace.Spec, bool, err
 	spec := entry.Spec()
 	return &spec, true, nil
 }
-
-// catalogReadTimeout bounds one read of the state backend's catalog.
-const catalogReadTimeout = time.Minute
 
 // destroy destroys spec, as applied (the settings that no longer carry
 // bgp cannot render it), with the backend tfccm generates.

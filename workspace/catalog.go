@@ -117,6 +117,10 @@ func (c *catalog) catalogRemove(ctx context.Context, name string) {
 	}
 }
 
+// CatalogReadTimeout bounds one read of the catalog by a caller of the
+// engine (a listing and an entry).
+const CatalogReadTimeout = time.Minute
+
 // ErrNoCatalog is returned by the catalog's readers when the engine keeps
 // no catalog (Options.Catalog is nil: the local backend, or one without
 // workspaces).

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/tfccm/tfccm/templates"
 	"github.com/tfccm/tfccm/workspace"
@@ -23,9 +22,6 @@ type appliedSource interface {
 	Catalogued(ctx context.Context) ([]string, error)
 	CatalogEntry(ctx context.Context, name string) (workspace.CatalogEntry, error)
 }
-
-// catalogReadTimeout bounds one read of the state backend's catalog.
-const catalogReadTimeout = time.Minute
 
 // appliedAnnounce recalls, by workspace, whether its last apply announced
 // its addresses (templates.Announced). A workspace once recalled
@@ -100,7 +96,7 @@ func (a *appliedAnnounce) read(ws string, st workspace.Status) (bool, error) {
 // fromCatalog reads ws's entry in the state backend's catalog: none (no
 // catalog, or ws not in it) means never applied.
 func (a *appliedAnnounce) fromCatalog(ws string) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), catalogReadTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), workspace.CatalogReadTimeout)
 	defer cancel()
 	a.mu.Lock()
 	listed := a.catalog
