@@ -241,7 +241,7 @@ func TestCatalogWritesArePushes(t *testing.T) {
 	}
 
 	work := t.TempDir()
-	e, _ := stoppableEngine(t, Options{WorkDir: work, Catalog: cat, Parallelism: 4})
+	e, stop := stoppableEngine(t, Options{WorkDir: work, Catalog: cat, Parallelism: 4})
 	store := e.catalog.store
 	before := now()
 	if wrote, err := store.Put(ctx, names[0], entry(names[0]), same(names[0])); err != nil || !wrote {
@@ -324,5 +324,29 @@ func TestCatalogWritesArePushes(t *testing.T) {
 	}
 	if listed, err := store.List(ctx); err != nil || slices.Contains(listed, names[3]) {
 		t.Errorf("after Remove the catalog lists %v, %v", listed, err)
+	}
+
+	// A restarted controller on the same work dir, whose catalog
+	// directories select entries another controller removed meanwhile.
+	stop()
+	dirs, _ := filepath.Glob(filepath.Join(work, backends.CatalogDir+"*", ".terraform", "environment"))
+	gone := 0
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || string(b) == "default" {
+			continue
+		}
+		if err := e2.catalog.store.Remove(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		gone++
+	}
+	if gone == 0 {
+		t.Fatalf("no catalog directory of %v selects an entry", dirs)
+	}
+	e3, _ := stoppableEngine(t, Options{WorkDir: work, Catalog: cat, Parallelism: 4})
+	again := append(entry(names[5]), " again"...)
+	if wrote, err := e3.catalog.store.Put(ctx, names[5], again, func(old []byte) bool { return string(old) == string(again) }); err != nil || !wrote {
+		t.Errorf("Put by a restarted controller whose directories selected removed entries: wrote %v, %v", wrote, err)
 	}
 }

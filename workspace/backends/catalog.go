@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -105,6 +106,12 @@ func (c *Catalog) take(ctx context.Context) (*catalogDir, Runner, error) {
 	r := c.runner(d.path)
 	if d.inited {
 		return d, r, nil
+	}
+	// A directory an earlier process left selects the entry it wrote
+	// last, and init refuses a selected workspace that is gone.
+	if err := os.Remove(filepath.Join(d.path, ".terraform", "environment")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.give(d)
+		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
 	if err := c.open(ctx, d.path, r); err != nil {
 		c.give(d)
