@@ -109,11 +109,11 @@ func (c *Catalog) take(ctx context.Context) (*catalogDir, Runner, error) {
 	}
 	// A directory an earlier process left selects the entry it wrote
 	// last, and init refuses a selected workspace that is gone.
-	if err := os.Remove(filepath.Join(d.path, ".terraform", "environment")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.give(d)
-		return nil, nil, fmt.Errorf("catalog: %w", err)
+	err := os.Remove(workspaceFile(d.path))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		err = c.open(ctx, d.path, r)
 	}
-	if err := c.open(ctx, d.path, r); err != nil {
+	if err != nil {
 		c.give(d)
 		return nil, nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -280,8 +280,11 @@ func (c *Catalog) Get(ctx context.Context, name string) ([]byte, error) {
 // name is one (which a write does not need: the backend creates a missing
 // workspace's state on its first push).
 func chooseWorkspace(dir, name string) error {
-	return os.WriteFile(filepath.Join(dir, ".terraform", "environment"), []byte(name), 0o644)
+	return os.WriteFile(workspaceFile(dir), []byte(name), 0o644)
 }
+
+// workspaceFile is where tofu keeps dir's selected Terraform workspace.
+func workspaceFile(dir string) string { return filepath.Join(dir, ".terraform", "environment") }
 
 // pullEntry reads the entry of the selected workspace.
 func pullEntry(ctx context.Context, r Runner) ([]byte, error) {
