@@ -51,7 +51,7 @@ type providerLinks struct {
 	Lock string `json:"lock"`
 	// Links are the installed packages, each a slash path
 	// host/namespace/type/version/os_arch under the cache and under
-	// .terraform/providers alike.
+	// .terraform/providers alike; none when init installed nothing.
 	Links []string `json:"links"`
 }
 
@@ -91,9 +91,11 @@ func lockSum(dir string) (string, error) {
 
 // recordProviderLinks writes dir's record after an init: the packages
 // under .terraform/providers when each is tofu's link to its entry in
-// cache, or none for a module without providers (no lock file, nothing
-// installed). Otherwise (a copied package, a lock file with nothing
-// linked) it removes any record, so that the next command runs the
+// cache, or none for a module without providers (nothing installed, with
+// or without a lock file: the engine pins the image's lock file into
+// every workspace, the catalog's too, and tofu leaves the entries its
+// configuration does not use). Otherwise (a copied package, a link
+// elsewhere) it removes any record, so that the next command runs the
 // linking init.
 func recordProviderLinks(dir, cache string) error {
 	rec, err := installedLinks(dir, cache)
@@ -165,10 +167,12 @@ func installedLinks(dir, cache string) (*providerLinks, error) {
 	})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
+		// Nothing installed: init found no provider the configuration
+		// requires, whatever the lock file lists.
+		return rec, nil
 	case err != nil:
 		return nil, err
-	case copied || len(rec.Links) == 0:
+	case copied:
 		return nil, nil
 	}
 	slices.Sort(rec.Links)
@@ -194,7 +198,7 @@ func linkProviders(dir, cache string) bool {
 		_, err := os.Lstat(filepath.Join(dir, lockFile))
 		return len(rec.Links) == 0 && errors.Is(err, fs.ErrNotExist)
 	}
-	if sum, err := lockSum(dir); err != nil || sum != rec.Lock || len(rec.Links) == 0 {
+	if sum, err := lockSum(dir); err != nil || sum != rec.Lock {
 		return false
 	}
 	absCache, err := filepath.Abs(cache)

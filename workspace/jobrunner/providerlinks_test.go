@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tfccm/tfccm/internal/repo"
+	"github.com/tfccm/tfccm/workspace/tofu"
 )
 
 const testPackage = "registry.opentofu.org/tfccm/lbhost/1.2.3/linux_amd64"
@@ -102,8 +103,24 @@ func TestProviderLinks(t *testing.T) {
 			wantRecord: true,
 		},
 		{
-			name:      "no providers",
-			installed: func(t *testing.T, dir, cache string) { installAsTofu(t, dir, cache, "lock v1") },
+			// The engine pins the image's lock file into the catalog too.
+			name: "no providers installed, a lock file naming some",
+			installed: func(t *testing.T, dir, cache string) {
+				installAsTofu(t, dir, cache, "lock v1")
+				write(t, dir, map[string]string{".terraform/terraform.tfstate": "{}"})
+			},
+			wantRecord: true, wantLinked: true,
+		},
+		{
+			name: "no providers installed, the lock file changed since",
+			installed: func(t *testing.T, dir, cache string) {
+				installAsTofu(t, dir, cache, "lock v1")
+				write(t, dir, map[string]string{".terraform/terraform.tfstate": "{}"})
+			},
+			next: func(t *testing.T, dir, _ string) {
+				write(t, dir, map[string]string{".terraform.lock.hcl": "lock v2"})
+			},
+			wantRecord: true,
 		},
 		{
 			name: "no lock file",
@@ -312,19 +329,78 @@ func TestPooledCommandsLinkProvidersWithoutInit(t *testing.T) {
 }
 
 // A module without providers (as the engine's catalog: workspace and
-// state commands only) runs each command alone in any pod after its init.
+// state commands only) runs each command alone in any pod after its init,
+// also with a lock file naming providers it does not use (the image's
+// pinned lock file, which the engine writes into every workspace: each of
+// the catalog's writes ran a linking init, O(workspaces) with the
+// kubernetes backend).
 func TestPooledModuleWithoutProviders(t *testing.T) {
-	tofu, ran := countingTofu(t)
-	dir := t.TempDir()
-	write(t, dir, map[string]string{"main.tf": "terraform {\n  backend \"local\" {}\n}\n"})
-	env := append(os.Environ(), "TF_IN_AUTOMATION=1")
-	for _, step := range [][]string{{"init", "-input=false", "-no-color"}, {"workspace", "new", "-no-color", "entry"}, {"workspace", "list", "-no-color"}, {"state", "pull"}} {
-		res := pooledRun(t, dir, t.TempDir(), t.TempDir(), tofu, env, step...)
-		if res.Exit != 0 {
-			t.Fatalf("%v: exit %d, stderr %q", step, res.Exit, res.Stderr)
-		}
+	for name, files := range map[string]map[string]string{
+		"no lock file":       {},
+		"a pinned lock file": {".terraform.lock.hcl": "provider \"registry.opentofu.org/tfccm/lbhost\" {\n  version = \"0.1.0\"\n  hashes = [\n    \"h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\",\n  ]\n}\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tofu, ran := countingTofu(t)
+			dir := t.TempDir()
+			write(t, dir, files)
+			write(t, dir, map[string]string{"main.tf": "terraform {\n  backend \"local\" {}\n}\n"})
+			env := append(os.Environ(), "TF_IN_AUTOMATION=1")
+			for _, step := range [][]string{{"init", "-input=false", "-no-color"}, {"workspace", "new", "-no-color", "entry"}, {"workspace", "list", "-no-color"}, {"state", "pull"}} {
+				res := pooledRun(t, dir, t.TempDir(), t.TempDir(), tofu, env, step...)
+				if res.Exit != 0 {
+					t.Fatalf("%v: exit %d, stderr %q", step, res.Exit, res.Stderr)
+				}
+			}
+			if got := ran(); got != "init workspace workspace state" {
+				t.Errorf("tofu ran %q, want each command once and no linking init", got)
+			}
+		})
 	}
-	if got := ran(); got != "init workspace workspace state" {
-		t.Errorf("tofu ran %q, want each command once and no linking init", got)
+}
+
+// A new workspace seeded from an earlier pooled init (the engine's
+// prepared .terraform, workspace/tofu/prepared.go: what came back from the
+// pod, the providers' record without the providers) runs its first command
+// alone in another pod: no init, no linking init (each listed every state
+// with the kubernetes backend).
+func TestPooledWorkspaceSeededFromAPreparedInit(t *testing.T) {
+	cliConfig, err := repo.LBHostCLIConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tofuBin, ran := countingTofu(t)
+	env := append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_CLI_CONFIG_FILE="+cliConfig)
+	cache := t.TempDir()
+	inits := tofu.NewInitCache(tofuBin, cliConfig, t.TempDir(), nil)
+	const key = "lbhost-module"
+
+	donor := t.TempDir()
+	write(t, donor, map[string]string{"main.tf": lbhostModule})
+	if res := pooledRun(t, donor, t.TempDir(), cache, tofuBin, env, "init", "-input=false", "-no-color"); res.Exit != 0 {
+		t.Fatalf("init: exit %d, stderr %q", res.Exit, res.Stderr)
+	}
+	inits.KeepLockFile(donor, key)
+	inits.KeepPrepared(donor, key, nil)
+	ran()
+
+	fresh := t.TempDir()
+	write(t, fresh, map[string]string{"main.tf": lbhostModule})
+	if !inits.SeedLockFile(fresh, key) || !inits.SeedPrepared(fresh, key, nil) {
+		t.Fatal("the fresh workspace was not seeded from the pooled init")
+	}
+	res := pooledRun(t, fresh, t.TempDir(), cache, tofuBin, env, "plan", "-input=false", "-no-color")
+	if res.Exit != 0 || !strings.Contains(res.Stdout, "Changes to Outputs") {
+		t.Fatalf("plan: exit %d, stdout %q, stderr %q", res.Exit, res.Stdout, res.Stderr)
+	}
+	if got := ran(); got != "plan" {
+		t.Errorf("tofu ran %q in the seeded workspace, want plan alone", got)
+	}
+	// A pod whose cache lacks the provider still links it with init.
+	res = pooledRun(t, fresh, t.TempDir(), t.TempDir(), tofuBin, env, "plan", "-input=false", "-no-color")
+	if res.Exit != 0 {
+		t.Fatalf("plan in a pod without the provider: exit %d, stderr %q", res.Exit, res.Stderr)
+	}
+	if got := ran(); got != "init plan" {
+		t.Errorf("tofu ran %q in a pod without the provider, want the linking init and plan", got)
 	}
 }
