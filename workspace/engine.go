@@ -139,7 +139,7 @@ func New(opts Options) (*Engine, error) {
 	e.tofu = &tofu.Setup{
 		Binary: opts.Binary, WorkDir: opts.WorkDir, Timeout: opts.Timeout, GracePeriod: opts.GracePeriod,
 		GoneLockHolder: opts.GoneLockHolder, Env: env, Credentials: creds,
-		Inits: tofu.NewInitCache(opts.Binary, opts.CLIConfigFile, opts.WorkDir, pinned, opts.Exec != nil),
+		Inits: tofu.NewInitCache(opts.Binary, opts.CLIConfigFile, opts.WorkDir, pinned),
 		Scrub: secret.NewScrubber(secrets), Self: locks.SelfClaim(opts.Identity, ""),
 		Sockets: tofu.SocketDir(settings.PluginSocketDir), Metrics: engineMetrics{},
 	}

@@ -68,7 +68,7 @@ func newUnlockRunner(opts UnlockOptions, spec *Spec, dir string) (*runner, error
 		opts.Timeout = 5 * time.Minute
 	}
 	t := &tofu.Setup{Binary: opts.Binary, Timeout: opts.Timeout, GracePeriod: 10 * time.Second, Env: env,
-		Credentials: creds, Inits: tofu.NewInitCache(opts.Binary, "", "", nil, false), Metrics: engineMetrics{}}
+		Credentials: creds, Inits: tofu.NewInitCache(opts.Binary, "", "", nil), Metrics: engineMetrics{}}
 	r := newRunner(t, dir, spec, secret.NewScrubber(secrets, mapValues(spec.BackendConfig)))
 	r.Unlocked = true
 	return r, nil

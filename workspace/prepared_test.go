@@ -187,16 +187,32 @@ func TestPreparedInit(t *testing.T) {
 }
 
 // TestPreparedInitKubernetes: with the kubernetes backend, a seeded
-// workspace keeps its state in its own Secret, never in its donor's.
+// workspace keeps its state in its own Secret, never in its donor's. With
+// tofu run by a runner (Options.Exec: the runner pods, which carry
+// .terraform but not the providers) new workspaces are seeded the same
+// way: each init in a pod listed every state Secret.
 func TestPreparedInitKubernetes(t *testing.T) {
 	c := devcluster.ForTest(t)
 	cliConfig, err := repo.LBHostCLIConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, runner := range []bool{false, true} {
+		t.Run(fmt.Sprintf("runner=%v", runner), func(t *testing.T) {
+			preparedInitKubernetes(t, c, cliConfig, runner)
+		})
+	}
+}
+
+func preparedInitKubernetes(t *testing.T, c *devcluster.Cluster, cliConfig string, runner bool) {
 	bin, calls := countingBinary(t)
-	e := newTestEngine(t, Options{Binary: bin, CLIConfigFile: cliConfig})
-	for i, name := range []string{"prep-a", "prep-b"} {
+	opts := Options{Binary: bin, CLIConfigFile: cliConfig}
+	prefix := "prep-"
+	if runner {
+		opts.Exec, prefix = &Exec{Path: bin}, "prep-runner-"
+	}
+	e := newTestEngine(t, opts)
+	for i, name := range []string{prefix + "a", prefix + "b"} {
 		st := applyAndWait(t, e, preparedSpec(name, i+1, kubernetesBackendInfo(name, c.Kubeconfig()), ""))
 		if string(st.Outputs["n"]) != fmt.Sprint(i+1) {
 			t.Errorf("%s: outputs %v", name, st.Outputs)
@@ -209,7 +225,7 @@ func TestPreparedInitKubernetes(t *testing.T) {
 	if n := count(calls(), "output"); n != 0 {
 		t.Errorf("%d tofu output runs, want 0: outputs are read from the state Secret (calls %v)", n, calls())
 	}
-	for i, name := range []string{"prep-a", "prep-b"} {
+	for i, name := range []string{prefix + "a", prefix + "b"} {
 		secret, err := c.Client().CoreV1().Secrets("default").Get(t.Context(), "tfstate-default-"+name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("%s's state Secret: %v", name, err)

@@ -51,16 +51,13 @@ type InitCache struct {
 	binary, cliConfig, workDir string
 	// pinned is the pinned lock file's content (integrity.go).
 	pinned []byte
-	// jobs is true when tofu runs in Jobs (Setup.Exec): no .terraform
-	// is prepared or seeded there.
-	jobs bool
 }
 
 // NewInitCache is the init cache under workDir for binary with its CLI
-// configuration, the pinned lock file's content (nil: none,
-// ReadProviderLock) and whether tofu runs in Jobs.
-func NewInitCache(binary, cliConfig, workDir string, pinned []byte, jobs bool) *InitCache {
-	return &InitCache{binary: binary, cliConfig: cliConfig, workDir: workDir, pinned: pinned, jobs: jobs}
+// configuration and the pinned lock file's content (nil: none,
+// ReadProviderLock).
+func NewInitCache(binary, cliConfig, workDir string, pinned []byte) *InitCache {
+	return &InitCache{binary: binary, cliConfig: cliConfig, workDir: workDir, pinned: pinned}
 }
 
 // initCacheDir holds the shared lock files: <work dir>/.init-cache/<key>/.

@@ -10,7 +10,7 @@ import (
 // the tofu that resolves them, not a workspace's inputs or its generated
 // backend block.
 func TestInitCacheKey(t *testing.T) {
-	c := NewInitCache("/bin/tofu", "", t.TempDir(), nil, false)
+	c := NewInitCache("/bin/tofu", "", t.TempDir(), nil)
 	base := DirSpec{Name: "lb-a", Files: map[string][]byte{
 		"main.tf":              []byte("terraform {}\n"),
 		"tfccm.auto.tfvars":    []byte("n = 1\n"),
@@ -36,8 +36,8 @@ func TestInitCacheKey(t *testing.T) {
 		{"a changed module file", with("main.tf", "terraform { required_version = \">= 1.6\" }\n"), c, false},
 		{"a changed file of a sub-module", with("modules/m/tfccm_x.tf", "# changed\n"), c, false},
 		{"a file's mode", func() *DirSpec { s := base; s.Modes = map[string]fs.FileMode{"main.tf": 0o755}; return &s }(), c, false},
-		{"another binary", &base, NewInitCache("/bin/terraform", "", t.TempDir(), nil, false), false},
-		{"a pinned lock file", &base, NewInitCache("/bin/tofu", "", t.TempDir(), []byte("provider \"x\" {}\n"), false), false},
+		{"another binary", &base, NewInitCache("/bin/terraform", "", t.TempDir(), nil), false},
+		{"a pinned lock file", &base, NewInitCache("/bin/tofu", "", t.TempDir(), []byte("provider \"x\" {}\n")), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.c.Key(tc.spec); (got == key) != tc.same {

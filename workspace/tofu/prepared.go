@@ -34,8 +34,15 @@ import (
 // the configuration (and then records its own hash of them); anything it
 // finds missing or different fails the plan with a diagnostic that runs
 // init after all (needsReinit). Only fresh workspaces are seeded (no
-// .terraform yet, no named Terraform workspace), and only in-process: a
-// runner Job initializes in its own pod.
+// .terraform yet, no named Terraform workspace).
+//
+// With runner pods (Setup.Exec) the same holds for what travels: the
+// engine's .terraform after a pod's init has no providers (they do not
+// travel) but the pod's record of the links it made
+// (workspace/jobrunner/providerlinks.go), so a seeded workspace's first
+// command links its providers from the pod's plugin cache and runs alone.
+// Without that, each new workspace's init in a pod listed every state
+// with the kubernetes backend: 5.72 s per new load balancer at 200.
 //
 // The entry holds copies (tofu never writes there); a seeded workspace
 // holds hard links to them, which it drops before tofu init runs in it
@@ -95,7 +102,7 @@ func sumJSON(b []byte) string {
 // KeepPrepared keeps dir's .terraform, just written by a successful init
 // of spec, as key's prepared one (unless there is one already).
 func (c *InitCache) KeepPrepared(dir, key string, spec *DirSpec) {
-	if c.jobs || (spec != nil && spec.NamedWorkspace()) {
+	if spec != nil && spec.NamedWorkspace() {
 		return
 	}
 	entry := c.Entry(key)
@@ -220,7 +227,7 @@ func donorRecord(dir string, spec *DirSpec) (*preparedRecord, error) {
 // prepared .terraform and, with spec's backend block, a backend record
 // of spec's own settings. It reports whether dir is now initialized.
 func (c *InitCache) SeedPrepared(dir, key string, spec *DirSpec) bool {
-	if c.jobs || (spec != nil && spec.NamedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
+	if (spec != nil && spec.NamedWorkspace()) || exists(filepath.Join(dir, ".terraform")) {
 		return false
 	}
 	entry := c.Entry(key)
