@@ -39,6 +39,13 @@ const (
 	clientNet = "198.18.0"
 )
 
+// DefaultBFDInterval and BFDMultiplier are the BFD profile "fast" the
+// router and the hosts run unless BGPOptions.BFDInterval says otherwise.
+const (
+	DefaultBFDInterval = 100 * time.Millisecond
+	BFDMultiplier      = 3
+)
+
 // BGPOptions configure StartBGP.
 type BGPOptions struct {
 	// Router is the lbhost-router binary (make build: bin/lbhost-router).
@@ -55,6 +62,9 @@ type BGPOptions struct {
 	// on Address, so the bgp module's lbhost_bgp_router adds the hosts
 	// (RouterSideSettings).
 	RouterSide bool
+	// BFDInterval is the transmit and receive interval of the BFD
+	// profile "fast" on both sides (detect multiplier 3; default 100 ms).
+	BFDInterval time.Duration
 }
 
 // ToR is the top-of-rack router: FRR in its own namespace on the hosts'
@@ -73,6 +83,10 @@ type ToR struct {
 	PasswordFile, RouterPasswordFile string
 	// HostKey is the router's sshd's host key (RouterSide).
 	HostKey string
+
+	// bfdMS is the BFD profile's interval in milliseconds
+	// (BGPOptions.BFDInterval).
+	bfdMS int
 
 	hs      *Hosts
 	dir     string
@@ -159,11 +173,17 @@ func (hs *Hosts) StartBGP(opts BGPOptions) (_ *ToR, err error) {
 	if opts.Clients == 0 {
 		opts.Clients = 32
 	}
+	if opts.BFDInterval == 0 {
+		opts.BFDInterval = DefaultBFDInterval
+	}
+	if opts.BFDInterval < 10*time.Millisecond || opts.BFDInterval%time.Millisecond != 0 {
+		return nil, fmt.Errorf("lbhosts: BFD interval %s: want whole milliseconds, at least 10 ms (FRR's minimum)", opts.BFDInterval)
+	}
 	if _, err := os.Stat(opts.Router); err != nil {
 		return nil, fmt.Errorf("lbhosts: lbhost-router: %w (make build builds bin/lbhost-router)", err)
 	}
 	pool := netip.MustParsePrefix(hs.cloud.VIPPool).Addr().As4()
-	t := &ToR{hs: hs, Netns: hs.cloud.Prefix + "-tor", ClientNetns: hs.cloud.Prefix + "-cl",
+	t := &ToR{hs: hs, bfdMS: int(opts.BFDInterval / time.Millisecond), Netns: hs.cloud.Prefix + "-tor", ClientNetns: hs.cloud.Prefix + "-cl",
 		Address: netip.AddrFrom4([4]byte{pool[0], pool[1], pool[2], 126}).String(), Address6: "fd00:250::fe",
 		dir: filepath.Join(os.TempDir(), "lbhost-frr-"+hs.cloud.Prefix+"-tor")}
 	defer func() {
@@ -375,7 +395,7 @@ func (t *ToR) config(password string) string {
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
 	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
-	b.WriteString("bfd\n profile fast\n  receive-interval 100\n  transmit-interval 100\n  detect-multiplier 3\n exit\nexit\n!\n")
+	fmt.Fprintf(&b, "bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n!\n", t.bfdMS, t.bfdMS, BFDMultiplier)
 	return b.String()
 }
 
@@ -456,6 +476,9 @@ func (h *Host) RestartFRR() error {
 	return err
 }
 
+// BFDInterval is the BFD profile's transmit and receive interval.
+func (t *ToR) BFDInterval() time.Duration { return time.Duration(t.bfdMS) * time.Millisecond }
+
 // BGPSettings is load_balancer.settings for the bgp module: LBSettings
 // with each host's FRR and the peering with the router.
 func (t *ToR) BGPSettings(bfd bool) map[string]any {
@@ -477,7 +500,7 @@ func (t *ToR) BGPSettings(bfd bool) map[string]any {
 	s["bgp"] = map[string]any{
 		"asn":          HostASN,
 		"peers":        []any{peer("tor", t.Address), peer("tor6", t.Address6)},
-		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": 100, "transmit_interval_ms": 100, "detect_multiplier": 3}},
+		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": t.bfdMS, "transmit_interval_ms": t.bfdMS, "detect_multiplier": BFDMultiplier}},
 		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100", "no-export"}, "local_preference": 200}},
 	}
 	return s

@@ -25,6 +25,10 @@ import (
 // run's timeline (hosttest.Trace).
 var bgpTrace = flag.String("bgp.trace", "", "directory for BenchmarkBaremetalBGPFailover's per-run timelines and the router's trace")
 
+// bgpBFDInterval is the BFD interval (detect multiplier 3) of the router
+// and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover.
+var bgpBFDInterval = flag.Duration("bgp.bfd-interval", hosttest.DefaultBFDInterval, "BFD transmit and receive interval (detect multiplier 3) on the router and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover; whole milliseconds, at least 10ms")
+
 // bgpPassword is the sessions' password in TestBaremetalBGP: never in a
 // plan, the state or a tfvars file.
 const bgpPassword = "tfccm-bgp-s3cret"
@@ -42,7 +46,7 @@ func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *host
 	if err != nil {
 		t.Fatal(err)
 	}
-	tor, err := hs.StartBGP(hosttest.BGPOptions{Router: filepath.Join(root, "bin", "lbhost-router"), Password: bgpPassword})
+	tor, err := hs.StartBGP(hosttest.BGPOptions{Router: filepath.Join(root, "bin", "lbhost-router"), Password: bgpPassword, BFDInterval: *bgpBFDInterval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +112,7 @@ func checkRouterNeighbors(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, o
 		g := got[name]
 		hosts := hostAddrs(hs, want.v6)
 		slices.Sort(hosts)
-		if g.Address != want.addr || g.RemoteASN != hosttest.HostASN || !slices.Equal(g.Neighbors, hosts) || g.BFDProfile == nil || g.BFDProfile.ReceiveMS != 100 {
+		if g.Address != want.addr || g.RemoteASN != hosttest.HostASN || !slices.Equal(g.Neighbors, hosts) || g.BFDProfile == nil || time.Duration(g.BFDProfile.ReceiveMS)*time.Millisecond != tor.BFDInterval() {
 			t.Errorf("router_neighbors[%s] = %+v, want address %s, remote_asn %d, neighbors %v, the fast BFD profile", name, g, want.addr, hosttest.HostASN, hosts)
 		}
 	}
@@ -391,8 +395,8 @@ func ingressIPs(t testing.TB, out string) []string {
 }
 
 // BenchmarkBaremetalBGPFailover (make bench): with the bgp variant, two
-// LB hosts and BFD at 100 ms × 3, lb-a is taken away at least 3 times
-// each way, its link down and its FRR killed (SIGKILL), while clients
+// LB hosts and BFD at 100 ms × 3 (-bgp.bfd-interval sets the interval),
+// lb-a is taken away at least 3 times each way, its link down and its FRR killed (SIGKILL), while clients
 // send 20 requests per second (a new connection each, from 32 client
 // addresses); it reports the outage (first to last lost request), the
 // requests lost and how long the router kept a path to lb-a, median and
@@ -479,8 +483,8 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 		b.ReportMetric(spans[len(spans)-1].Seconds(), way.name+"-outage-max-s")
 		b.ReportMetric(float64(lost[len(lost)/2]), way.name+"-lost-median")
 		b.ReportMetric(gone[len(gone)/2].Seconds(), way.name+"-path-gone-median-s")
-		fmt.Fprintf(os.Stdout, "BGP FAILOVER (lb-a %s, BFD 100ms x3) outage median %s max %s, requests lost median %d max %d at 20 req/s, router's path gone median %s max %s\n",
-			way.name, spans[len(spans)/2].Round(time.Millisecond), spans[len(spans)-1].Round(time.Millisecond), lost[len(lost)/2], lost[len(lost)-1],
+		fmt.Fprintf(os.Stdout, "BGP FAILOVER (lb-a %s, BFD %s x%d) outage median %s max %s, requests lost median %d max %d at 20 req/s, router's path gone median %s max %s\n",
+			way.name, tor.BFDInterval(), hosttest.BFDMultiplier, spans[len(spans)/2].Round(time.Millisecond), spans[len(spans)-1].Round(time.Millisecond), lost[len(lost)/2], lost[len(lost)-1],
 			gone[len(gone)/2].Round(time.Millisecond), gone[len(gone)-1].Round(time.Millisecond))
 	}
 }
