@@ -33,8 +33,9 @@
 #                           without the rule backends-only-without-review (== N) and
 #                           with it (== 0), time to converge each way
 #                           (TFCCM_BENCH_REVIEW_CHURN=N)
-#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3)   a host's FRR killed or its link down:
-#                           outage median <= 1 s, <= 1 request lost at 20 req/s
+#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3, then 30 ms x 3)   a host's FRR killed or
+#                           its link down: outage median <= 1 s, <= 1 request lost at
+#                           20 req/s (a link down: 30 ms x 3; 100 ms x 3 loses ~3)
 #   health reads, one interval: per load balancer (a health module each) vs the
 #                           set's hosts health module, local set at N = 10, 100 and
 #                           1,000 (TFCCM_BENCH_HOSTHEALTH_PERLB: the per-LB side read for
@@ -53,9 +54,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/bin:$PATH"
 
-run() { # run PKG BENCH-REGEXP BENCHTIME
-	echo "### go test -run '^\$' -bench '$2' -benchtime $3 $1"
-	go test -run '^$' -bench "$2" -benchtime "$3" -benchmem -count=1 -timeout 30m "$1"
+run() { # run PKG BENCH-REGEXP BENCHTIME [TEST FLAGS...]
+	echo "### go test -run '^\$' -bench '$2' -benchtime $3 $1 ${*:4}"
+	go test -run '^$' -bench "$2" -benchtime "$3" -benchmem -count=1 -timeout 30m "$1" "${@:4}"
 }
 
 run ./workspace/ 'EngineVsRawTofu' 30x
@@ -71,6 +72,7 @@ run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
 run ./lbhost/hosttest/ 'BaremetalL4Failover' 1x
 run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x
+run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x -bgp.bfd-interval=30ms
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
 # defaults: 10 service workers, as the chart) vs raw tofu
