@@ -84,9 +84,8 @@ type ToR struct {
 	// HostKey is the router's sshd's host key (RouterSide).
 	HostKey string
 
-	// bfdMS is the BFD profile's interval in milliseconds
-	// (BGPOptions.BFDInterval).
-	bfdMS int
+	// bfd is the BFD profile's interval (BGPOptions.BFDInterval).
+	bfd time.Duration
 
 	hs      *Hosts
 	dir     string
@@ -183,7 +182,7 @@ func (hs *Hosts) StartBGP(opts BGPOptions) (_ *ToR, err error) {
 		return nil, fmt.Errorf("lbhosts: lbhost-router: %w (make build builds bin/lbhost-router)", err)
 	}
 	pool := netip.MustParsePrefix(hs.cloud.VIPPool).Addr().As4()
-	t := &ToR{hs: hs, bfdMS: int(opts.BFDInterval / time.Millisecond), Netns: hs.cloud.Prefix + "-tor", ClientNetns: hs.cloud.Prefix + "-cl",
+	t := &ToR{hs: hs, bfd: opts.BFDInterval, Netns: hs.cloud.Prefix + "-tor", ClientNetns: hs.cloud.Prefix + "-cl",
 		Address: netip.AddrFrom4([4]byte{pool[0], pool[1], pool[2], 126}).String(), Address6: "fd00:250::fe",
 		dir: filepath.Join(os.TempDir(), "lbhost-frr-"+hs.cloud.Prefix+"-tor")}
 	defer func() {
@@ -395,7 +394,7 @@ func (t *ToR) config(password string) string {
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
 	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
-	fmt.Fprintf(&b, "bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n!\n", t.bfdMS, t.bfdMS, BFDMultiplier)
+	fmt.Fprintf(&b, "bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n!\n", t.bfd.Milliseconds(), t.bfd.Milliseconds(), BFDMultiplier)
 	return b.String()
 }
 
@@ -477,7 +476,7 @@ func (h *Host) RestartFRR() error {
 }
 
 // BFDInterval is the BFD profile's transmit and receive interval.
-func (t *ToR) BFDInterval() time.Duration { return time.Duration(t.bfdMS) * time.Millisecond }
+func (t *ToR) BFDInterval() time.Duration { return t.bfd }
 
 // BGPSettings is load_balancer.settings for the bgp module: LBSettings
 // with each host's FRR and the peering with the router.
@@ -500,7 +499,7 @@ func (t *ToR) BGPSettings(bfd bool) map[string]any {
 	s["bgp"] = map[string]any{
 		"asn":          HostASN,
 		"peers":        []any{peer("tor", t.Address), peer("tor6", t.Address6)},
-		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": t.bfdMS, "transmit_interval_ms": t.bfdMS, "detect_multiplier": BFDMultiplier}},
+		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": t.bfd.Milliseconds(), "transmit_interval_ms": t.bfd.Milliseconds(), "detect_multiplier": BFDMultiplier}},
 		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100", "no-export"}, "local_preference": 200}},
 	}
 	return s

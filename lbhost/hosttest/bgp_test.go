@@ -396,11 +396,11 @@ func ingressIPs(t testing.TB, out string) []string {
 
 // BenchmarkBaremetalBGPFailover (make bench): with the bgp variant, two
 // LB hosts and BFD at 100 ms × 3 (-bgp.bfd-interval sets the interval),
-// lb-a is taken away at least 3 times each way, its link down and its FRR killed (SIGKILL), while clients
-// send 20 requests per second (a new connection each, from 32 client
-// addresses); it reports the outage (first to last lost request), the
-// requests lost and how long the router kept a path to lb-a, median and
-// max. A control ("none": nothing taken away, measured the same way)
+// lb-a is taken away at least 3 times each way, its link down and its
+// FRR killed (SIGKILL), while clients send 20 requests per second (a
+// new connection each, from 32 client addresses); it reports the outage
+// (first to last lost request), the requests lost and how long the router
+// kept a path to lb-a, median and max. A control ("none": nothing taken away, measured the same way)
 // shows what a loaded machine loses on its own. Goal: median outage <=
 // 1 s, <= 1 request lost.
 func BenchmarkBaremetalBGPFailover(b *testing.B) {
