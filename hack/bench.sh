@@ -35,7 +35,7 @@
 #                           (TFCCM_BENCH_REVIEW_CHURN=N)
 #   baremetal bgp (FRR, ECMP, BFD 100 ms x 3, then 30 ms x 3)   a host's FRR killed or
 #                           its link down: outage median <= 1 s, <= 1 request lost at
-#                           20 req/s (a link down: 30 ms x 3; 100 ms x 3 loses ~3)
+#                           20 req/s (a link down: 30 ms x 3 loses 1-2, 100 ms x 3 ~3)
 #   health reads, one interval: per load balancer (a health module each) vs the
 #                           set's hosts health module, local set at N = 10, 100 and
 #                           1,000 (TFCCM_BENCH_HOSTHEALTH_PERLB: the per-LB side read for
