@@ -42,6 +42,10 @@ type Options struct {
 	// CIDR, or an IPv4 and an IPv6 one (comma-separated) for a dual-stack
 	// cluster; default 10.0.0.0/24.
 	ServiceCIDRs string
+	// NodePortRange is kube-apiserver's --service-node-port-range;
+	// default its own 30000-32767, 2,768 ports: fewer than 5,000
+	// LoadBalancer Services need.
+	NodePortRange string
 	// ClusterCIDR, when set, also starts kube-controller-manager (node pod
 	// CIDRs allocated from it: an IPv4 /24, an IPv6 /64, or one of each
 	// when it is an IPv4 and an IPv6 CIDR, comma-separated, for a
@@ -81,6 +85,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.ServiceCIDRs == "" {
 		opts.ServiceCIDRs = "10.0.0.0/24"
+	}
+	if opts.NodePortRange == "" {
+		opts.NodePortRange = "30000-32767"
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
@@ -154,6 +161,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		"--service-account-key-file="+p.SAPub,
 		"--service-account-signing-key-file="+p.SAKey,
 		"--service-cluster-ip-range="+opts.ServiceCIDRs,
+		"--service-node-port-range="+opts.NodePortRange,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",

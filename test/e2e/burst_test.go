@@ -49,7 +49,7 @@ func TestBurstVsRawTofu(t *testing.T) {
 	maxRatio := harness.BenchRatio(t, "TFCCM_BENCH_BURST_MAX", 1.2)
 	// A VIP pool and a service range that hold N (1,000: a /22 VIP pool).
 	cloud := localcloud.ForTest(t, localcloud.Options{VIPs: n})
-	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"})
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16", NodePortRange: "20000-32767"}) // 5,000 Services fit
 	client := cluster.Client()
 	serveNodes(t, cloud, 30080)
 	for _, name := range cloud.Nodes() {

@@ -55,7 +55,8 @@ func TestCCMScaleBench(t *testing.T) {
 		}
 		drift = d
 	}
-	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16"}) // ClusterIPs for 5,000 Services
+	// ClusterIPs and node ports for 5,000 Services.
+	cluster := devcluster.ForTestWith(t, devcluster.Options{ServiceCIDRs: "10.0.0.0/16", NodePortRange: "20000-32767"})
 	client := cluster.Client()
 	dir := t.TempDir()
 	starts := filepath.Join(dir, "tofu-starts.log")
