@@ -50,6 +50,8 @@ type BaremetalHost struct {
 	HostKey  string `json:"hostKey" setting:"NAME.host_key" doc:"The host's public key, one line of authorized_keys format (ssh-keyscan -t ed25519 ADDRESS without the address): always verified. Required."`
 	Priority int    `json:"priority,omitempty" setting:"NAME.priority" doc:"VRRP priority 1-254 (default 250 - 10 x the hosts before it by name)."`
 	Retired  bool   `json:"retired,omitempty" setting:"NAME.retired" doc:"true: tfccm removes the host's objects; drop the host after the next apply."`
+	// PeerAddresses serves bgp (admin side, as every value here).
+	PeerAddresses map[string]string `json:"peerAddresses,omitempty" setting:"NAME.peer_addresses" doc:"With bgp, a host cabled to a routed port of each router: its own address on a peer's link, by the peer's name (a router's NAME, or NAME-6 for its address6); default address for an IPv4 peer, address6 for an IPv6 one."`
 }
 
 // BaremetalPool is one of the chart's baremetal.addressPools: an
@@ -140,6 +142,12 @@ func (v *BaremetalValues) check() []string {
 	}
 	if v.BGP != nil {
 		errs = append(errs, v.BGP.check(v.Hosts)...)
+	} else {
+		for i, h := range v.Hosts {
+			if len(h.PeerAddresses) > 0 {
+				bad(fmt.Sprintf("hosts[%d].peerAddresses", i), "is for bgp: set baremetal.bgp, or drop it")
+			}
+		}
 	}
 	for i, p := range v.AddressPools {
 		if p.Name == "" {
@@ -205,6 +213,13 @@ func (v *BaremetalValues) Settings() cty.Value {
 		}
 		if h.Retired {
 			attrs["retired"] = cty.True
+		}
+		if len(h.PeerAddresses) > 0 {
+			m := map[string]cty.Value{}
+			for peer, a := range h.PeerAddresses {
+				m[peer] = cty.StringVal(a)
+			}
+			attrs["peer_addresses"] = cty.MapVal(m)
 		}
 		hosts[h.Name] = cty.ObjectVal(attrs)
 	}

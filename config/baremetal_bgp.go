@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -135,6 +137,35 @@ func (b *BaremetalBGP) check(hosts []BaremetalHost) []string {
 			bad(key+".maximumPaths", "must be from 1 to 64")
 		}
 		checkHosts(key, r.Hosts)
+	}
+	// A host's address on each peer's link: of that peer's family.
+	family := map[string]bool{} // peer name: IPv6
+	for _, p := range b.Peers {
+		a, err := netip.ParseAddr(p.Address)
+		family[p.Name] = err == nil && a.Is6()
+	}
+	for _, r := range b.Routers {
+		family[r.Name] = false
+		if r.Address6 != "" {
+			family[r.Name+"-6"] = true
+		}
+	}
+	for i, h := range hosts {
+		for _, peer := range slices.Sorted(maps.Keys(h.PeerAddresses)) {
+			key := fmt.Sprintf("hosts[%d].peerAddresses.%s", i, peer)
+			v6, ok := family[peer]
+			if !ok {
+				errs = append(errs, "baremetal."+key+": not the name of a peer or router (a router's NAME, or NAME-6 for one with address6)")
+				continue
+			}
+			if a, err := netip.ParseAddr(h.PeerAddresses[peer]); err != nil || a.Zone() != "" || a.Is4In6() || a.Is6() != v6 || a.String() != h.PeerAddresses[peer] {
+				want := "an IPv4 address"
+				if v6 {
+					want = "an IPv6 address in canonical form"
+				}
+				errs = append(errs, "baremetal."+key+": must be "+want+" (the peer's family): the host's end of its link with that peer")
+			}
+		}
 	}
 	if b.PasswordSecret != "" && !strings.HasPrefix(b.PasswordFile, "/") {
 		bad("passwordFile", "must be an absolute path (the chart sets it from passwordSecret)")

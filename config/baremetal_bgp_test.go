@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -79,6 +80,12 @@ func TestBadBaremetalBGPValues(t *testing.T) {
 			m["bgp"].(map[string]any)["peers"].([]any)[0].(map[string]any)["name"] = "tor-a"
 		}, "baremetal.bgp.routers[0].name: tor-a is also a peer's name"},
 		{"unknown host", func(m map[string]any) { bgpRouter(m)["hosts"] = []string{"lb-z"} }, `baremetal.bgp.routers[0].hosts[0]: "lb-z" is not one of baremetal.hosts`},
+		{"peer address for no peer", func(m map[string]any) { host(m, 0)["peerAddresses"] = map[string]string{"tor-z": "10.9.0.1"} },
+			"baremetal.hosts[0].peerAddresses.tor-z: not the name of a peer or router"},
+		{"peer address of the other family", func(m map[string]any) { host(m, 1)["peerAddresses"] = map[string]string{"tor-a-6": "10.9.0.1"} },
+			"baremetal.hosts[1].peerAddresses.tor-a-6: must be an IPv6 address"},
+		{"peer address not an address", func(m map[string]any) { host(m, 1)["peerAddresses"] = map[string]string{"tor-b": "10.9.0.1\"\n${x}"} },
+			"baremetal.hosts[1].peerAddresses.tor-b: must be an IPv4 address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			values := baremetalJSON(t, func(m map[string]any) { bgpValues(m); tc.edit(m) })
@@ -90,5 +97,31 @@ func TestBadBaremetalBGPValues(t *testing.T) {
 				t.Errorf("error quotes a secret or a key: %v", err)
 			}
 		})
+	}
+}
+
+// TestBaremetalPeerAddresses: a host's peerAddresses (hosts on routed
+// ports) become its settings.hosts[NAME].peer_addresses, and without bgp
+// they are refused.
+func TestBaremetalPeerAddresses(t *testing.T) {
+	values := baremetalJSON(t, func(m map[string]any) {
+		bgpValues(m)
+		host(m, 0)["peerAddresses"] = map[string]string{"tor-a": "198.19.0.1", "tor-a-6": "fd00:254::2"}
+	})
+	got, err := ParseFS(fstest.MapFS{"cloud.hcl": {Data: []byte(baremetalHCL)}, "baremetal.json": {Data: values}}, "cloud.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := got.LoadBalancer.Settings.GetAttr("hosts")
+	pa := hosts.GetAttr("lb-a").GetAttr("peer_addresses")
+	if pa.LengthInt() != 2 || pa.Index(cty.StringVal("tor-a")).AsString() != "198.19.0.1" || pa.Index(cty.StringVal("tor-a-6")).AsString() != "fd00:254::2" {
+		t.Errorf("lb-a's peer_addresses = %#v", pa)
+	}
+	if hosts.GetAttr("lb-b").Type().HasAttribute("peer_addresses") {
+		t.Errorf("lb-b has peer_addresses without peerAddresses")
+	}
+	values = baremetalJSON(t, func(m map[string]any) { host(m, 0)["peerAddresses"] = map[string]string{"tor-a": "198.19.0.1"} })
+	if _, err := ParseFS(fstest.MapFS{"cloud.hcl": {Data: []byte(baremetalHCL)}, "baremetal.json": {Data: values}}, "cloud.hcl"); err == nil || !strings.Contains(err.Error(), "baremetal.hosts[0].peerAddresses: is for bgp") {
+		t.Errorf("peerAddresses without bgp: err = %v", err)
 	}
 }

@@ -67,6 +67,8 @@ func writeValueRows(b *strings.Builder, prefix, settingPrefix string, t reflect.
 			if f.Type.Elem().Kind() == reflect.String {
 				typ = "list(string)"
 			}
+		case reflect.Map:
+			typ = "map(string)"
 		}
 		fmt.Fprintf(b, "| `%s%s` | %s | `%s%s` | %s |\n", prefix, name, typ, settingPrefix, setting, f.Tag.Get("doc"))
 		switch {

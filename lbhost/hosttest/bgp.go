@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,32 @@ type BGPOptions struct {
 	// BFDInterval is the transmit and receive interval of the BFD
 	// profile "fast" on both sides (detect multiplier 3; default 100 ms).
 	BFDInterval time.Duration
+	// RoutedPorts cables every host to a port of the router's own (a
+	// veth pair with a /31 and a /64: PortNet) and peers over it, as a
+	// host on a top-of-rack router's routed port: the router sees the
+	// port lose its carrier when the host's end goes down (SetPort). By
+	// default the router and the hosts share the hosts' network (a
+	// switch between them), where only BFD sees a host go away.
+	RoutedPorts bool
 }
+
+// PortNet and PortNet6 hold the routed ports' networks: host i's port is
+// PortNet.i.0/31 (the router .0, the host .1) and PortNet6:i::/64 (the
+// router ::1, the host ::2).
+const (
+	PortNet  = "198.19"
+	PortNet6 = "fd00:254"
+)
+
+// port is a host's routed port (BGPOptions.RoutedPorts): the router's
+// link and both ends' addresses.
+type port struct {
+	link                         string // the router's end; the host's is portLink
+	router, router6, host, host6 string
+}
+
+// portLink is the host's end of its routed port.
+const portLink = "port0"
 
 // ToR is the top-of-rack router: FRR in its own namespace on the hosts'
 // network, peering with every host, installing their routes with ECMP
@@ -86,6 +112,9 @@ type ToR struct {
 
 	// bfd is the BFD profile's interval (BGPOptions.BFDInterval).
 	bfd time.Duration
+	// ports are the hosts' routed ports by host name (none without
+	// BGPOptions.RoutedPorts).
+	ports map[string]port
 
 	hs      *Hosts
 	dir     string
@@ -190,8 +219,29 @@ func (hs *Hosts) StartBGP(opts BGPOptions) (_ *ToR, err error) {
 			t.Stop()
 		}
 	}()
+	if opts.RoutedPorts {
+		// Before the router's configuration, which peers with the ports.
+		if len(hs.Hosts) > 250 {
+			return nil, fmt.Errorf("lbhosts: %d hosts: routed ports number up to 250", len(hs.Hosts))
+		}
+		t.ports = map[string]port{}
+		for i, h := range hs.Hosts {
+			t.ports[h.Name] = port{link: fmt.Sprintf("%s-p%d", hs.cloud.Prefix, i),
+				router: fmt.Sprintf("%s.%d.0", PortNet, i), host: fmt.Sprintf("%s.%d.1", PortNet, i),
+				// Canonical, as FRR names its neighbours.
+				router6: netip.MustParseAddr(fmt.Sprintf("%s:%x::1", PortNet6, i)).String(),
+				host6:   netip.MustParseAddr(fmt.Sprintf("%s:%x::2", PortNet6, i)).String()}
+		}
+	}
 	if err := t.up(opts); err != nil {
 		return nil, fmt.Errorf("lbhosts: router: %w", err)
+	}
+	for _, h := range hs.Hosts {
+		if p, ok := t.ports[h.Name]; ok {
+			if err := t.upPort(h, p); err != nil {
+				return nil, fmt.Errorf("lbhosts: %s's routed port: %w", h.Name, err)
+			}
+		}
 	}
 	for _, h := range hs.Hosts {
 		if err := t.upHost(h, opts.Router); err != nil {
@@ -379,7 +429,15 @@ func (t *ToR) config(password string) string {
 	var b strings.Builder
 	// IPv6 routes via the hosts' global addresses (not their link-local
 	// ones), so the router's paths name the hosts' addresses.
-	b.WriteString("frr defaults datacenter\n!\nroute-map lb6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n")
+	b.WriteString("frr defaults datacenter\n!\n")
+	if t.ports != nil {
+		// Routes with their next hops, not kernel nexthop objects: the
+		// kernel drops a nexthop object whose port loses its carrier, and
+		// FRR 8.4's zebra, not told, never puts it back when the port
+		// comes up (the router kept routing to one host only).
+		b.WriteString("no zebra nexthop kernel enable\n!\n")
+	}
+	b.WriteString("route-map lb6-in permit 10\n set ipv6 next-hop prefer-global\nexit\n")
 	fmt.Fprintf(&b, "!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", ToRASN, t.Address)
 	b.WriteString(" neighbor lb peer-group\n neighbor lb remote-as " + strconv.Itoa(HostASN) + "\n")
 	b.WriteString(" neighbor lb6 peer-group\n neighbor lb6 remote-as " + strconv.Itoa(HostASN) + "\n")
@@ -389,13 +447,118 @@ func (t *ToR) config(password string) string {
 	for _, h := range t.hs.Hosts {
 		// The BFD profile per neighbour: FRR 8.4 does not pass a peer
 		// group's on (its sessions ran at the 300 ms default).
-		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s bfd profile fast\n", h.Address, h.Address)
-		fmt.Fprintf(&b, " neighbor %s peer-group lb6\n neighbor %s bfd profile fast\n", h.Address6, h.Address6)
+		a, a6 := t.PeerAddress(h, false), t.PeerAddress(h, true)
+		fmt.Fprintf(&b, " neighbor %s peer-group lb\n neighbor %s bfd profile fast\n", a, a)
+		fmt.Fprintf(&b, " neighbor %s peer-group lb6\n neighbor %s bfd profile fast\n", a6, a6)
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
 	b.WriteString(" address-family ipv6 unicast\n  neighbor lb6 activate\n  neighbor lb6 route-map lb6-in in\n  maximum-paths 8\n exit-address-family\nexit\n!\n")
 	fmt.Fprintf(&b, "bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n!\n", t.bfd.Milliseconds(), t.bfd.Milliseconds(), BFDMultiplier)
 	return b.String()
+}
+
+// upPort cables h to its port p of the router: a veth pair, the
+// router's end PREFIX-pI and the host's portLink, with a /31 and a /64.
+// The router ignores a route's next hop on a port without carrier
+// (ignore_routes_with_linkdown), as a router's hardware stops using a
+// port that went down.
+func (t *ToR) upPort(h *Host, p port) error {
+	steps := [][]string{
+		{"-n", t.Netns, "link", "add", p.link, "type", "veth", "peer", "name", portLink, "netns", h.Netns},
+		{"-n", t.Netns, "addr", "add", p.router + "/31", "dev", p.link},
+		{"-n", t.Netns, "addr", "add", p.router6 + "/64", "dev", p.link, "nodad"},
+		{"-n", t.Netns, "link", "set", p.link, "up"},
+		{"-n", h.Netns, "addr", "add", p.host + "/31", "dev", portLink},
+		{"-n", h.Netns, "addr", "add", p.host6 + "/64", "dev", portLink, "nodad"},
+		{"-n", h.Netns, "link", "set", portLink, "up"},
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return err
+		}
+	}
+	if err := run("ip", "netns", "exec", t.Netns, "sysctl", "-qw",
+		"net.ipv4.conf.all.ignore_routes_with_linkdown=1", "net.ipv6.conf.all.ignore_routes_with_linkdown=1",
+		"net.ipv4.conf."+p.link+".ignore_routes_with_linkdown=1", "net.ipv6.conf."+p.link+".ignore_routes_with_linkdown=1"); err != nil {
+		return err
+	}
+	// The host keeps its port's IPv6 address while the port is down, as
+	// a host's network configuration would put it back.
+	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf."+portLink+".keep_addr_on_down=1"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// SetPort takes h's routed port down (its end: the router's end loses
+// its carrier, as a router port does when a host's link goes down) or
+// up again (BGPOptions.RoutedPorts).
+func (t *ToR) SetPort(h *Host, up bool) error {
+	p, ok := t.ports[h.Name]
+	if !ok {
+		return fmt.Errorf("lbhosts: %s has no routed port (BGPOptions.RoutedPorts)", h.Name)
+	}
+	if !up {
+		return ip("-n", h.Netns, "link", "set", portLink, "down")
+	}
+	if err := ip("-n", h.Netns, "link", "set", portLink, "up"); err != nil {
+		return err
+	}
+	// The kernel dropped the routes through the port with it.
+	return t.portRoutes(h, p)
+}
+
+// portRoutes routes the clients' networks from h through its port.
+func (t *ToR) portRoutes(h *Host, p port) error {
+	if err := ip("-n", h.Netns, "route", "replace", clientNet+".0/24", "via", p.router, "dev", portLink); err != nil {
+		return err
+	}
+	return ip("-n", h.Netns, "-6", "route", "replace", "fd00:251::/64", "via", p.router6, "dev", portLink)
+}
+
+// RouterPeer is h's peering with the router on IPv4 (IPv6 with v6): the
+// peer's name in BGPSettings ("tor" and "tor6", or per routed port
+// "tor-HOST" and "tor6-HOST"), the router's address and h's
+// (PeerAddress).
+func (t *ToR) RouterPeer(h *Host, v6 bool) (name, router, host string) {
+	name, router = "tor", t.Address
+	if v6 {
+		name, router = "tor6", t.Address6
+	}
+	if p, ok := t.ports[h.Name]; ok {
+		name, router = name+"-"+h.Name, p.router
+		if v6 {
+			router = p.router6
+		}
+	}
+	return name, router, t.PeerAddress(h, v6)
+}
+
+// PeerAddress is h's address the router peers with (and routes to): its
+// routed port's with BGPOptions.RoutedPorts, else its own on the hosts'
+// network; IPv6 with v6.
+func (t *ToR) PeerAddress(h *Host, v6 bool) string {
+	if p, ok := t.ports[h.Name]; ok {
+		if v6 {
+			return p.host6
+		}
+		return p.host
+	}
+	if v6 {
+		return h.Address6
+	}
+	return h.Address
+}
+
+// PeerAddresses are the hosts' PeerAddress but those named in except.
+func (t *ToR) PeerAddresses(v6 bool, except ...string) []string {
+	var out []string
+	for _, h := range t.hs.Hosts {
+		if !slices.Contains(except, h.Name) {
+			out = append(out, t.PeerAddress(h, v6))
+		}
+	}
+	return out
 }
 
 // upHost starts h's FRR (an empty configuration) and announcer, and
@@ -419,7 +582,11 @@ func (t *ToR) upHost(h *Host, router string) error {
 	// Kept across a link down and up (SetLink): without them the host
 	// answers its clients through its default gateway, the local cloud's
 	// router, which has no route to them.
-	if err := h.addRoutes([]string{"route", "replace", clientNet + ".0/24", "via", t.Address},
+	if p, ok := t.ports[h.Name]; ok {
+		if err := t.portRoutes(h, p); err != nil {
+			return err
+		}
+	} else if err := h.addRoutes([]string{"route", "replace", clientNet + ".0/24", "via", t.Address},
 		[]string{"-6", "route", "replace", "fd00:251::/64", "via", t.Address6}); err != nil {
 		return err
 	}
@@ -496,9 +663,26 @@ func (t *ToR) BGPSettings(bfd bool) map[string]any {
 		}
 		return p
 	}
+	peers := []any{peer("tor", t.Address), peer("tor6", t.Address6)}
+	if t.ports != nil {
+		// A peer per port: the router's end, for the host on it; the
+		// host's end is its address on that peer's link.
+		peers = nil
+		for _, h := range t.hs.Hosts {
+			addrs := map[string]any{}
+			for _, v6 := range []bool{false, true} {
+				name, router, host := t.RouterPeer(h, v6)
+				p := peer(name, router)
+				p["hosts"] = []any{h.Name}
+				peers = append(peers, p)
+				addrs[name] = host
+			}
+			s["hosts"].(map[string]any)[h.Name].(map[string]any)["peer_addresses"] = addrs
+		}
+	}
 	s["bgp"] = map[string]any{
 		"asn":          HostASN,
-		"peers":        []any{peer("tor", t.Address), peer("tor6", t.Address6)},
+		"peers":        peers,
 		"bfd_profiles": []any{map[string]any{"name": "fast", "receive_interval_ms": t.bfd.Milliseconds(), "transmit_interval_ms": t.bfd.Milliseconds(), "detect_multiplier": BFDMultiplier}},
 		"pools":        []any{map[string]any{"name": "web", "prefixes": []any{BGPPool, BGPPool6}, "communities": []any{"64513:100", "no-export"}, "local_preference": 200}},
 	}
@@ -506,7 +690,8 @@ func (t *ToR) BGPSettings(bfd bool) map[string]any {
 }
 
 // Nexthops are the router's next hops for addr now (its /32 or /128
-// route; none without one).
+// route; none without one), but those it does not use: on a port
+// without carrier.
 func (t *ToR) Nexthops(addr string) []string {
 	fam := "-4"
 	if strings.Contains(addr, ":") {
@@ -517,22 +702,28 @@ func (t *ToR) Nexthops(addr string) []string {
 		return nil
 	}
 	var routes []struct {
-		Dst      string `json:"dst"`
-		Gateway  string `json:"gateway"`
+		Dst      string   `json:"dst"`
+		Gateway  string   `json:"gateway"`
+		Flags    []string `json:"flags"`
 		Nexthops []struct {
-			Gateway string `json:"gateway"`
+			Gateway string   `json:"gateway"`
+			Flags   []string `json:"flags"`
 		} `json:"nexthops"`
 	}
 	if json.Unmarshal(out, &routes) != nil {
 		return nil
 	}
+	// A next hop on a port without carrier is not used
+	// (ignore_routes_with_linkdown: BGPOptions.RoutedPorts).
 	var hops []string
 	for _, r := range routes {
-		if r.Gateway != "" {
+		if r.Gateway != "" && !slices.Contains(r.Flags, "linkdown") {
 			hops = append(hops, r.Gateway)
 		}
 		for _, n := range r.Nexthops {
-			hops = append(hops, n.Gateway)
+			if !slices.Contains(n.Flags, "linkdown") {
+				hops = append(hops, n.Gateway)
+			}
 		}
 	}
 	return hops
@@ -596,7 +787,7 @@ func (t *ToR) WaitUp(ctx context.Context, bfd bool, timeout time.Duration) error
 			}
 		}
 		for _, h := range t.hs.Hosts {
-			for _, a := range []string{h.Address, h.Address6} {
+			for _, a := range []string{t.PeerAddress(h, false), t.PeerAddress(h, true)} {
 				if s[a] != "Established" {
 					return fmt.Errorf("BGP sessions %v", s)
 				}

@@ -87,8 +87,8 @@ func TestBaremetalBGPRouterSide(t *testing.T) {
 
 	vips, _, destroyService := bgpService(t, cloud, hs, "IPv4", "IPv6")
 	v4, v6 := vips["IPv4"], vips["IPv6"]
-	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
-	waitNexthops(t, tor, v6, hostAddrs(hs, true), 10*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false), 10*time.Second)
+	waitNexthops(t, tor, v6, tor.PeerAddresses(true), 10*time.Second)
 	for _, c := range []struct {
 		url string
 		v6  bool

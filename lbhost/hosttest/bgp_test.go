@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,8 @@ var bgpTrace = flag.String("bgp.trace", "", "directory for BenchmarkBaremetalBGP
 
 // bgpBFDInterval is the BFD interval (detect multiplier 3) of the router
 // and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover.
+var bgpRoutedPorts = flag.Bool("bgp.routed-ports", false, "BenchmarkBaremetalBGPFailover with every host on a routed port of the router's own (its link down is the port's: the router sees the carrier go), not on a network shared with the router")
+
 var bgpBFDInterval = flag.Duration("bgp.bfd-interval", hosttest.DefaultBFDInterval, "BFD transmit and receive interval (detect multiplier 3) on the router and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover; whole milliseconds, at least 10ms")
 
 // bgpPassword is the sessions' password in TestBaremetalBGP: never in a
@@ -39,14 +42,14 @@ const bgpPassword = "tfccm-bgp-s3cret"
 // the address the request came from (the LB host's, on the node
 // network); then applies the bgp module (the peering, with a password
 // file and BFD) and waits until every session is up.
-func bgpSetup(t testing.TB, bfd bool) (*localcloud.Cloud, *hosttest.Hosts, *hosttest.ToR, func(args ...string) string) {
+func bgpSetup(t testing.TB, bfd, routed bool) (*localcloud.Cloud, *hosttest.Hosts, *hosttest.ToR, func(args ...string) string) {
 	cloud := localcloud.ForTest(t, localcloud.Options{})
 	hs := hosttest.ForTest(t, cloud)
 	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tor, err := hs.StartBGP(hosttest.BGPOptions{Router: filepath.Join(root, "bin", "lbhost-router"), Password: bgpPassword, BFDInterval: *bgpBFDInterval})
+	tor, err := hs.StartBGP(hosttest.BGPOptions{Router: filepath.Join(root, "bin", "lbhost-router"), Password: bgpPassword, BFDInterval: *bgpBFDInterval, RoutedPorts: routed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +93,8 @@ func serveSourceAddress(t testing.TB, cloud *localcloud.Cloud) {
 
 // checkRouterNeighbors checks the peering module's router_neighbors
 // output: the router side derived from the same settings names, for each
-// of the router's two peers, every host's address of its family, the
-// hosts' AS and the BFD profile's timers.
+// of the router's peers (two, or two per routed port), the hosts'
+// addresses it peers with, the hosts' AS and the BFD profile's timers.
 func checkRouterNeighbors(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, out string) {
 	t.Helper()
 	var got map[string]struct {
@@ -105,15 +108,28 @@ func checkRouterNeighbors(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, o
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("router_neighbors %s: %v", out, err)
 	}
-	for name, want := range map[string]struct {
-		addr string
-		v6   bool
-	}{"tor": {tor.Address, false}, "tor6": {tor.Address6, true}} {
+	type peer struct {
+		router    string
+		neighbors []string
+	}
+	want := map[string]*peer{}
+	for _, h := range hs.Hosts {
+		for _, v6 := range []bool{false, true} {
+			name, router, host := tor.RouterPeer(h, v6)
+			if want[name] == nil {
+				want[name] = &peer{router: router}
+			}
+			want[name].neighbors = append(want[name].neighbors, host)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("router_neighbors has %d peers, want %d (%v)", len(got), len(want), slices.Sorted(maps.Keys(want)))
+	}
+	for name, w := range want {
 		g := got[name]
-		hosts := hostAddrs(hs, want.v6)
-		slices.Sort(hosts)
-		if g.Address != want.addr || g.RemoteASN != hosttest.HostASN || !slices.Equal(g.Neighbors, hosts) || g.BFDProfile == nil || time.Duration(g.BFDProfile.ReceiveMS)*time.Millisecond != tor.BFDInterval() {
-			t.Errorf("router_neighbors[%s] = %+v, want address %s, remote_asn %d, neighbors %v, the fast BFD profile", name, g, want.addr, hosttest.HostASN, hosts)
+		slices.Sort(w.neighbors)
+		if g.Address != w.router || g.RemoteASN != hosttest.HostASN || !slices.Equal(g.Neighbors, w.neighbors) || g.BFDProfile == nil || time.Duration(g.BFDProfile.ReceiveMS)*time.Millisecond != tor.BFDInterval() {
+			t.Errorf("router_neighbors[%s] = %+v, want address %s, remote_asn %d, neighbors %v, the fast BFD profile", name, g, w.router, hosttest.HostASN, w.neighbors)
 		}
 	}
 }
@@ -216,25 +232,13 @@ func waitNexthops(t testing.TB, tor *hosttest.ToR, vip string, want []string, ti
 			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
-			t.Fatalf("the router routes %s via %v, want %v (after %s)", vip, got, want, timeout)
+			sessions, _ := tor.Sessions()
+			bfd, _ := tor.BFDPeers()
+			route, _ := tor.Route(vip)
+			t.Fatalf("the router routes %s via %v, want %v (after %s); its BGP sessions %v, BFD %v, BGP route:\n%s", vip, got, want, timeout, sessions, bfd, route)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func hostAddrs(hs *hosttest.Hosts, v6 bool, except ...string) []string {
-	var out []string
-	for _, h := range hs.Hosts {
-		if slices.Contains(except, h.Name) {
-			continue
-		}
-		if v6 {
-			out = append(out, h.Address6)
-		} else {
-			out = append(out, h.Address)
-		}
-	}
-	return out
 }
 
 // split sends n requests to url, each a new connection from the next
@@ -268,14 +272,14 @@ func split(t testing.TB, hs *hosttest.Hosts, tor *hosttest.ToR, url string, v6 b
 // routes before its frontend goes, without losing a request; destroying
 // the Service withdraws every route.
 func TestBaremetalBGP(t *testing.T) {
-	cloud, hs, tor, peering := bgpSetup(t, true)
+	cloud, hs, tor, peering := bgpSetup(t, true, false)
 	vips, reapply, destroy := bgpService(t, cloud, hs, "IPv4", "IPv6")
 	v4, v6 := vips["IPv4"], vips["IPv6"]
 	if v4 == "" || v6 == "" {
 		t.Fatalf("ingress %v: want an IPv4 and an IPv6 VIP", vips)
 	}
-	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
-	waitNexthops(t, tor, v6, hostAddrs(hs, true), 10*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false), 10*time.Second)
+	waitNexthops(t, tor, v6, tor.PeerAddresses(true), 10*time.Second)
 	url4, url6 := "http://"+v4+"/", "http://["+v6+"]/"
 	// The pool's communities reach the router (eBGP) on each path,
 	// no-export included: set towards the peer, not when the route is
@@ -307,9 +311,9 @@ func TestBaremetalBGP(t *testing.T) {
 	b := hs.Host("lb-b")
 	start := time.Now()
 	b.StopHAProxy()
-	waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-b"), 5*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false, "lb-b"), 5*time.Second)
 	withdrawn := time.Since(start)
-	waitNexthops(t, tor, v6, hostAddrs(hs, true, "lb-b"), 5*time.Second)
+	waitNexthops(t, tor, v6, tor.PeerAddresses(true, "lb-b"), 5*time.Second)
 	t.Logf("frontend stopped on lb-b: route withdrawn in %s", withdrawn.Round(time.Millisecond))
 	if withdrawn > time.Second {
 		t.Errorf("lb-b's route was withdrawn %s after its frontend stopped, want at most 1 s", withdrawn)
@@ -317,7 +321,7 @@ func TestBaremetalBGP(t *testing.T) {
 	if err := b.RestartHAProxy(); err != nil {
 		t.Fatal(err)
 	}
-	waitNexthops(t, tor, v4, hostAddrs(hs, false), 10*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false), 10*time.Second)
 
 	// lb-a's FRR killed: BFD takes its paths away; lb-b serves. BFD is
 	// up on every session by now (it was not needed before).
@@ -327,7 +331,7 @@ func TestBaremetalBGP(t *testing.T) {
 	a := hs.Host("lb-a")
 	o := tor.MeasureDuring(url4, false, func() {
 		a.KillFRR()
-		waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+		waitNexthops(t, tor, v4, tor.PeerAddresses(false, "lb-a"), 10*time.Second)
 	})
 	t.Logf("lb-a's FRR killed (SIGKILL): %s", o)
 	if o.Lost > 2 {
@@ -337,7 +341,7 @@ func TestBaremetalBGP(t *testing.T) {
 	if err := a.RestartFRR(); err != nil {
 		t.Fatal(err)
 	}
-	waitNexthops(t, tor, v4, hostAddrs(hs, false), 30*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false), 30*time.Second)
 
 	// A planned removal of a host (retired): its routes go before its
 	// frontend does, and the other host serves every request.
@@ -348,7 +352,7 @@ func TestBaremetalBGP(t *testing.T) {
 	if o.Lost > 0 {
 		t.Errorf("retiring lb-b: %s, want none lost (its routes withdrawn before its frontend goes)", o)
 	}
-	waitNexthops(t, tor, v4, hostAddrs(hs, false, "lb-b"), 5*time.Second)
+	waitNexthops(t, tor, v4, tor.PeerAddresses(false, "lb-b"), 5*time.Second)
 
 	// Destroyed, the Service's VIPs are routed nowhere.
 	destroy()
@@ -396,19 +400,20 @@ func ingressIPs(t testing.TB, out string) []string {
 
 // BenchmarkBaremetalBGPFailover (make bench): with the bgp variant, two
 // LB hosts and BFD at 100 ms × 3 (-bgp.bfd-interval sets the interval),
-// lb-a is taken away at least 3 times each way, its link down and its
-// FRR killed (SIGKILL), while clients send 20 requests per second (a
+// lb-a is taken away at least 3 times each way, its link down (with
+// -bgp.routed-ports its routed port's: the router sees the carrier go)
+// and its FRR killed (SIGKILL), while clients send 20 requests per second (a
 // new connection each, from 32 client addresses); it reports the outage
 // (first to last lost request), the requests lost and how long the router
 // kept a path to lb-a, median and max. A control ("none": nothing taken away, measured the same way)
 // shows what a loaded machine loses on its own. Goal: median outage <=
 // 1 s, <= 1 request lost.
 func BenchmarkBaremetalBGPFailover(b *testing.B) {
-	cloud, hs, tor, _ := bgpSetup(b, true)
+	cloud, hs, tor, _ := bgpSetup(b, true, *bgpRoutedPorts)
 	vips, _, _ := bgpService(b, cloud, hs, "IPv4")
 	vip := vips["IPv4"]
 	url := "http://" + vip + "/"
-	waitNexthops(b, tor, vip, hostAddrs(hs, false), 10*time.Second)
+	waitNexthops(b, tor, vip, tor.PeerAddresses(false), 10*time.Second)
 	if err := tor.WaitUp(context.Background(), true, 30*time.Second); err != nil {
 		b.Fatalf("%v\n%s", err, tor.Logs())
 	}
@@ -434,8 +439,13 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 		// router's BFD session with lb-a may stay down (FRR 8.4.4), and
 		// only the hold timer would notice a link going down then.
 		{"link-down", func() error { return a.SetLink(false) }, func() error { return a.SetLink(true) }, true},
+		// On a routed port (-bgp.routed-ports) its link is the port.
+		{"port-down", func() error { return tor.SetPort(a, false) }, func() error { return tor.SetPort(a, true) }, true},
 		{"frr-killed", func() error { a.KillFRR(); return nil }, a.RestartFRR, false},
 	} {
+		if (way.name == "link-down" && *bgpRoutedPorts) || (way.name == "port-down" && !*bgpRoutedPorts) {
+			continue
+		}
 		var spans, gone []time.Duration
 		var lost []int
 		for i := 0; i < max(b.N, 3); i++ {
@@ -452,7 +462,7 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 				}
 				marks = append(marks, hosttest.Mark{At: time.Now(), What: "lb-a " + way.name + " done"})
 				if way.name != "none" {
-					g = waitNexthops(b, tor, vip, hostAddrs(hs, false, "lb-a"), 10*time.Second)
+					g = waitNexthops(b, tor, vip, tor.PeerAddresses(false, "lb-a"), 10*time.Second)
 					marks = append(marks, hosttest.Mark{At: time.Now(), What: "the router's path to lb-a gone (ip route show)"})
 				}
 			})
@@ -470,7 +480,7 @@ func BenchmarkBaremetalBGPFailover(b *testing.B) {
 			if err := way.return_(); err != nil {
 				b.Fatal(err)
 			}
-			waitNexthops(b, tor, vip, hostAddrs(hs, false), 30*time.Second)
+			waitNexthops(b, tor, vip, tor.PeerAddresses(false), 30*time.Second)
 			if err := tor.WaitUp(context.Background(), way.bfdUp, 30*time.Second); err != nil {
 				b.Fatal(err)
 			}

@@ -80,6 +80,25 @@ locals {
       ibgp                 = false
       hosts                = r.hosts
   }]]))
+  # Per peer and active host: the host's address the peer sees (its
+  # peer_addresses for the peer, else address or address6 by the peer's
+  # family; null: none of that family).
+  peer_host = { for p in local.peers : p.name => { for name, h in local.active :
+    name => try(h.peer_addresses[p.name], length(split(":", p.address)) > 1 ? h.address6 : h.address)
+  } }
+  # The router side of every peer (the router_neighbors output).
+  router_neighbors = { for p in local.peers : p.name => {
+    address        = p.address
+    remote_asn     = var.settings.bgp.asn
+    keepalive_time = p.keepalive_time
+    hold_time      = p.hold_time
+    password_file  = p.router_password_file
+    prefixes       = local.prefixes
+    bfd_profile    = p.bfd_profile == null ? null : one([for b in var.settings.bgp.bfd_profiles : b if b.name == p.bfd_profile])
+    neighbors = sort([for name, h in local.active : local.peer_host[p.name][name]
+      if(p.hosts == null || contains(coalesce(p.hosts, []), name)) && local.peer_host[p.name][name] != null
+    ])
+  } }
   prefixes = distinct(flatten([for p in local.pools : p.prefixes]))
   pools = var.settings.bgp.pools != null ? var.settings.bgp.pools : [{
     name             = "default"
@@ -112,22 +131,23 @@ resource "lbhost_bgp_speaker" "host" {
 
 # The router side on every Linux router of settings.bgp.routers: each
 # active LB host (of the router's hosts) a neighbour, on the router's
-# address and, with address6, on the hosts' address6; only host routes
-# inside the pools accepted.
+# address and, with address6, on the hosts' address6 (or their
+# peer_addresses for the router); only host routes inside the pools
+# accepted.
 resource "lbhost_bgp_router" "router" {
   for_each = { for r in var.settings.bgp.routers : r.name => r if !r.retired }
   provider = lbhost.router[each.key]
 
   asn = each.value.asn
-  neighbors = flatten([for name, h in local.active : [for a in compact([h.address, each.value.address6 == null ? null : h.address6]) : {
-    name           = a == h.address ? name : "${name}-6"
-    address        = a
+  neighbors = flatten([for name, h in local.active : [for peer in compact([each.key, each.value.address6 == null ? null : "${each.key}-6"]) : {
+    name           = peer == each.key ? name : "${name}-6"
+    address        = local.peer_host[peer][name]
     asn            = var.settings.bgp.asn
     keepalive_time = each.value.keepalive_time
     hold_time      = each.value.hold_time
     password_file  = each.value.router_password_file
     bfd_profile    = each.value.bfd_profile
-  }] if each.value.hosts == null || contains(coalesce(each.value.hosts, []), name)])
+  } if local.peer_host[peer][name] != null] if each.value.hosts == null || contains(coalesce(each.value.hosts, []), name)])
   bfd_profiles  = [for b in var.settings.bgp.bfd_profiles : b if b.name == each.value.bfd_profile]
   prefixes      = local.prefixes
   maximum_paths = each.value.maximum_paths

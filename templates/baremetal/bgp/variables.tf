@@ -15,6 +15,13 @@ variable "settings" {
       frr_config    = optional(string)
       frr_pathspace = optional(string)
       config_dir    = optional(string)
+      # The host's own address on a peer's link, by peer name (a router's
+      # NAME and NAME-6 too): a host cabled to a routed port of each
+      # router, its end of the port's /31 or /64. Default address for an
+      # IPv4 peer, address6 for an IPv6 one. The router side reads it
+      # (router_neighbors, settings.bgp.routers); the host's FRR peers
+      # from whichever of its addresses is on the peer's network.
+      peer_addresses = optional(map(string), {})
     }))
     vip_pool             = string
     vip_pool6            = optional(string)
@@ -116,6 +123,22 @@ variable "settings" {
   validation {
     condition     = alltrue([for r in var.settings.bgp.routers : r.hosts == null || alltrue([for h in coalesce(r.hosts, []) : contains(keys(var.settings.hosts), h)])])
     error_message = "settings.bgp.routers[*].hosts: every name must be one of settings.hosts."
+  }
+  validation {
+    condition = alltrue(flatten([for h in values(var.settings.hosts) : [for peer, a in h.peer_addresses :
+      contains(concat([for p in var.settings.bgp.peers : p.name], [for r in var.settings.bgp.routers : r.name], [for r in var.settings.bgp.routers : "${r.name}-6" if r.address6 != null]), peer)
+    ]]))
+    error_message = "settings.hosts[*].peer_addresses: every key must name a peer of settings.bgp.peers or a router of settings.bgp.routers (NAME, or NAME-6 for its address6)."
+  }
+  validation {
+    condition = alltrue(flatten([for h in values(var.settings.hosts) : [for peer, a in h.peer_addresses :
+      # An IPv6 address has a colon (an IPv4 one as a /128 is no prefix;
+      # an IPv6 one as a /32 is).
+      anytrue(concat([for p in var.settings.bgp.peers : p.name == peer && (length(split(":", p.address)) > 1 ? can(cidrhost("${a}/128", 0)) : length(split(":", a)) == 1 && can(cidrhost("${a}/32", 0)))],
+        [for r in var.settings.bgp.routers : r.name == peer && length(split(":", a)) == 1 && can(cidrhost("${a}/32", 0))],
+      [for r in var.settings.bgp.routers : "${r.name}-6" == peer && can(cidrhost("${a}/128", 0))]))
+    ]]))
+    error_message = "settings.hosts[*].peer_addresses: every value must be an address of its peer's family (IPv4 for an IPv4 peer and a router's NAME, IPv6 for an IPv6 peer and NAME-6)."
   }
   validation {
     condition     = (var.settings.ssh_agent_socket == null) != (var.settings.ssh_private_key_file == null)
