@@ -33,11 +33,11 @@
 #                           without the rule backends-only-without-review (== N) and
 #                           with it (== 0), time to converge each way
 #                           (TFCCM_BENCH_REVIEW_CHURN=N)
-#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3, then 30 ms x 3; then hosts on routed
+#   baremetal bgp (FRR, ECMP, BFD 100 ms x 3, then 20 ms x 3; then hosts on routed
 #                           ports)   a host's FRR killed or its link down: outage median
 #                           <= 1 s, <= 1 request lost at 20 req/s (a link down behind a
-#                           switch, BFD alone: 30 ms x 3 loses 1-2, 100 ms x 3 ~3; a routed
-#                           port's link down: 0)
+#                           switch, BFD alone: 20 ms x 3 loses a median of 1, 100 ms x 3 ~3;
+#                           a routed port's link down: 0)
 #   health reads, one interval: per load balancer (a health module each) vs the
 #                           set's hosts health module, local set at N = 10, 100 and
 #                           1,000 (TFCCM_BENCH_HOSTHEALTH_PERLB: the per-LB side read for
@@ -74,7 +74,7 @@ run ./test/localcloud/ 'LoadBalancerUpdate' 5x
 run ./test/e2e/ 'BaremetalFailover|BaremetalNodeChange' 1x
 run ./lbhost/hosttest/ 'BaremetalL4Failover' 1x
 run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x
-run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x -bgp.bfd-interval=30ms
+run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x -bgp.bfd-interval=20ms
 run ./lbhost/hosttest/ 'BaremetalBGPFailover' 1x -bgp.routed-ports
 
 # Burst: N LoadBalancer Services at once through the CCM (the binary's own
