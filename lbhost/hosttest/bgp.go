@@ -484,10 +484,7 @@ func (t *ToR) upPort(h *Host, p port) error {
 	}
 	// The host keeps its port's IPv6 address while the port is down, as
 	// a host's network configuration would put it back.
-	if err := run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf."+portLink+".keep_addr_on_down=1"); err != nil {
-		return err
-	}
-	return nil
+	return run("ip", "netns", "exec", h.Netns, "sysctl", "-qw", "net.ipv6.conf."+portLink+".keep_addr_on_down=1")
 }
 
 // SetPort takes h's routed port down (its end: the router's end loses
