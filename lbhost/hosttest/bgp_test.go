@@ -26,10 +26,12 @@ import (
 // run's timeline (hosttest.Trace).
 var bgpTrace = flag.String("bgp.trace", "", "directory for BenchmarkBaremetalBGPFailover's per-run timelines and the router's trace")
 
-// bgpBFDInterval is the BFD interval (detect multiplier 3) of the router
-// and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover.
+// bgpRoutedPorts puts BenchmarkBaremetalBGPFailover's hosts on routed
+// ports of the router (hosttest.BGPOptions.RoutedPorts).
 var bgpRoutedPorts = flag.Bool("bgp.routed-ports", false, "BenchmarkBaremetalBGPFailover with every host on a routed port of the router's own (its link down is the port's: the router sees the carrier go), not on a network shared with the router")
 
+// bgpBFDInterval is the BFD interval (detect multiplier 3) of the router
+// and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover.
 var bgpBFDInterval = flag.Duration("bgp.bfd-interval", hosttest.DefaultBFDInterval, "BFD transmit and receive interval (detect multiplier 3) on the router and the hosts in the BGP tests and BenchmarkBaremetalBGPFailover; whole milliseconds, at least 10ms")
 
 // bgpPassword is the sessions' password in TestBaremetalBGP: never in a
