@@ -3,15 +3,10 @@ package templates
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tfccm/tfccm/internal/repo"
-	"github.com/tfccm/tfccm/internal/testkit"
 )
 
 // TestBaremetalBGPRouterNeighbors evaluates the baremetal set's bgp
@@ -21,28 +16,8 @@ import (
 // a peer_addresses key that names no peer, or an address of the other
 // family, is refused naming the setting.
 func TestBaremetalBGPRouterNeighbors(t *testing.T) {
-	tofuBin := repo.Tofu(t)
-	cli := repo.LBHost(t)
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "templates", "baremetal", "bgp", "*.tf"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("templates/baremetal/bgp: %v", err)
-	}
 	eval := func(t *testing.T, lbA, lbB string) (string, error) {
 		t.Helper()
-		dir := t.TempDir()
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		vars := `settings = {
   hosts = {
     lb-a = { address = "10.0.0.2", address6 = "fd00::2", host_key = "ssh-ed25519 AAAA", ` + lbA + ` }
@@ -61,15 +36,9 @@ func TestBaremetalBGPRouterNeighbors(t *testing.T) {
   }
 }
 `
-		if err := os.WriteFile(filepath.Join(dir, "test.auto.tfvars"), []byte(vars), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		tf := clusterModule(t, "baremetal/bgp", vars)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		tf := testkit.Tofu{Binary: tofuBin, Dir: dir, CLIConfig: cli}
-		if out, err := tf.Run(ctx, "init", "-input=false"); err != nil {
-			t.Fatalf("init: %v\n%s", err, out)
-		}
 		cmd := tf.Command(ctx, "console", "-no-color")
 		cmd.Stdin = strings.NewReader("jsonencode({ for name, p in local.router_neighbors : name => p.neighbors })\n")
 		out, err := cmd.CombinedOutput()

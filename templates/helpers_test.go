@@ -2,16 +2,19 @@ package templates
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tfccm/tfccm/config"
+	"github.com/tfccm/tfccm/internal/repo"
 	"github.com/tfccm/tfccm/internal/testkit"
 	"github.com/tfccm/tfccm/workspace"
 )
@@ -24,6 +27,43 @@ func testConfig(t testing.TB, src string) *config.Config {
 		t.Fatalf("config: %v", err)
 	}
 	return cfg
+}
+
+// clusterModule copies a cluster-wide module of the repository's
+// templates (module: "nodes/bgp", "baremetal/bgp"; applied once per
+// cluster, not one of a set's per-Service modules) into a new directory
+// with tfvars as test.auto.tfvars, runs tofu init there (with tfccm's
+// lbhost provider) and returns tofu in it.
+func clusterModule(t *testing.T, module, tfvars string) testkit.Tofu {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "templates", module, "*.tf"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("templates/%s: %v", module, err)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test.auto.tfvars"), []byte(tfvars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf := testkit.Tofu{Binary: repo.Tofu(t), Dir: dir, CLIConfig: repo.LBHost(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := tf.Run(ctx, "init", "-input=false"); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	return tf
 }
 
 const baseConfig = `

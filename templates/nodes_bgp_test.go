@@ -3,7 +3,6 @@ package templates
 import (
 	"context"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,31 +59,8 @@ load_balancer {
 // given inline, a peer outside the nodes' networks and an invalid
 // community are refused at plan naming the setting.
 func TestNodesBGPModulePlan(t *testing.T) {
-	tofuBin := repo.Tofu(t)
-	cli := repo.LBHost(t)
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not one of the set's per-Service modules: applied once per cluster
-	// (as the baremetal set's bgp/), read from the repository.
-	src := filepath.Join(root, "templates", "nodes", "bgp")
-	files, err := filepath.Glob(filepath.Join(src, "*.tf"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("templates/nodes/bgp: %v", err)
-	}
 	plan := func(t *testing.T, peer, pool string) (string, error) {
 		t.Helper()
-		dir := t.TempDir()
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		vars := `cluster_name = "prod-eu"
 settings = {
   namespace = "tfccm-system"
@@ -97,15 +73,11 @@ settings = {
   }
 }
 `
-		if err := os.WriteFile(filepath.Join(dir, "test.auto.tfvars"), []byte(vars), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// Not one of the set's per-Service modules: applied once per
+		// cluster (as the baremetal set's bgp/), read from the repository.
+		tf := clusterModule(t, "nodes/bgp", vars)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		tf := testkit.Tofu{Binary: tofuBin, Dir: dir, CLIConfig: cli}
-		if out, err := tf.Run(ctx, "init", "-input=false"); err != nil {
-			t.Fatalf("init: %v\n%s", err, out)
-		}
 		out, err := tf.Command(ctx, "plan", "-input=false", "-no-color", "-refresh=false").CombinedOutput()
 		return string(out), err
 	}
